@@ -1,0 +1,63 @@
+// ModelConfig: everything about a model's shape and math that a block needs, read from a
+// synthetic preset, a GGUF header or an HF config.json. Where public implementations
+// disagree (see docs/reference-math.md [DIFF]), the choice is an explicit field here.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds {
+
+enum class Family { llama, qwen2, qwen3, gpt2, qwen3next };
+// What one layer computes. `embed` and `head` are the model-level pseudo blocks.
+enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
+enum class RopeMode { normal, neox };  // pairs (2i, 2i+1) vs (i, i + R/2)
+enum class GdnHeadMap { grouped, tiled };  // value head h reads key head floor(h/rho) vs h mod n_k
+
+std::string_view family_name(Family f);
+std::string_view block_kind_name(BlockKind k);
+std::string_view rope_mode_name(RopeMode m);
+
+struct ModelConfig {
+  std::string name;  // e.g. "synthetic:qwen2-tiny" or a file path
+  Family family = Family::llama;
+  int n_layers = 0;
+  int hidden = 0;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  int ffn = 0;
+  int vocab = 0;
+  int max_positions = 2048;  // learned absolute positions (gpt2) and RoPE sanity bound
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-6;
+  double partial_rotary = 1.0;  // fraction of head_dim that RoPE rotates
+  RopeMode rope_mode = RopeMode::neox;
+  bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2, gpt2)
+  bool o_bias = false;    // attention output projection bias (gpt2)
+  bool mlp_bias = false;  // gate/up/down (or fc/proj) bias
+  bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (qwen3, qwen3next)
+  bool tied_embeddings = false;
+  bool norm_plus_one = false;  // RMSNorm weight applied as (1 + w) (qwen3next)
+
+  // Gated DeltaNet (qwen3next) linear-attention layers.
+  int full_attention_interval = 4;  // every n-th layer is full (gated) attention
+  int gdn_k_heads = 0;
+  int gdn_v_heads = 0;
+  int gdn_k_dim = 0;
+  int gdn_v_dim = 0;
+  int conv_kernel = 4;
+  GdnHeadMap gdn_head_map = GdnHeadMap::grouped;
+
+  std::vector<BlockKind> layer_kinds;  // one per layer
+
+  BlockKind block_kind(int layer) const;
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+  int rotary_dim() const;
+  // Throws std::invalid_argument naming the first inconsistent field.
+  void validate() const;
+};
+
+}  // namespace ds

@@ -1,0 +1,62 @@
+// Operations a model requires and a backend declares (the capability gate's vocabulary,
+// after seeds/000 GH-280). Variants of one op are separate ops, so a backend that only has
+// the plain op is never silently handed the fused variant.
+#pragma once
+
+#include <bitset>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds {
+
+enum class Op : unsigned {
+  RoPE,           // rotary embedding, normal (interleaved pairs)
+  RoPENeox,       // rotary embedding, neox (split halves)
+  RoPEPartial,    // rotary on a prefix of head_dim only
+  GQA,
+  MHA,
+  CausalMask,
+  SwiGLU,
+  GeluMlp,
+  RMSNorm,
+  RMSNormPlusOne,  // (1 + w) weight form
+  LayerNorm,
+  BiasAdd,
+  QkNorm,
+  AbsolutePos,
+  AttnOutputGate,   // sigmoid-gated attention output (qwen3next full attention)
+  GatedDeltaNet,    // plain GDN recurrence, state appended to the output
+  GdnInplace,       // fused A: final state written in place into the state cache
+  GdnInplaceIds,    // fused B: prior state read through an ids map
+  SsmConv,          // plain SSM conv over a pre-concatenated window
+  SsmConvUpdate,    // fused C: conv update with in-place ring state
+  SsmConvUpdateIds, // fused D: C reading its state through an ids map
+  kCount
+};
+
+std::string_view op_name(Op op);
+std::optional<Op> parse_op(std::string_view name);
+
+class OpSet {
+ public:
+  OpSet() = default;
+  OpSet(std::initializer_list<Op> ops);
+  void add(Op op) { bits_.set(unsigned(op)); }
+  void remove(Op op) { bits_.reset(unsigned(op)); }
+  bool has(Op op) const { return bits_.test(unsigned(op)); }
+  bool contains(const OpSet& other) const { return (other.bits_ & ~bits_).none(); }
+  OpSet minus(const OpSet& other) const;
+  std::size_t size() const { return bits_.count(); }
+  bool empty() const { return bits_.none(); }
+  std::vector<Op> list() const;
+  std::string str() const;  // "[RoPE, GQA, ...]"
+  bool operator==(const OpSet&) const = default;
+
+ private:
+  std::bitset<unsigned(Op::kCount)> bits_;
+};
+
+}  // namespace ds

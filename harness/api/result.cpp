@@ -1,0 +1,30 @@
+#include "result.h"
+
+#include <array>
+
+namespace ds {
+
+namespace {
+constexpr std::array<std::string_view, 7> kStatus = {"pass",    "fail",    "nan",    "shape-mismatch",
+                                                     "missing", "skipped", "crashed"};
+}
+
+std::string_view status_name(Status s) { return kStatus[std::size_t(s)]; }
+
+std::optional<Status> parse_status(std::string_view s) {
+  for (std::size_t i = 0; i < kStatus.size(); ++i)
+    if (kStatus[i] == s) return Status(i);
+  return std::nullopt;
+}
+
+std::string_view mode_name(Mode m) { return m == Mode::isolated ? "isolated" : "chained"; }
+
+std::optional<Mode> parse_mode(std::string_view s) {
+  if (s == "isolated") return Mode::isolated;
+  if (s == "chained") return Mode::chained;
+  return std::nullopt;
+}
+
+bool is_failure(Status s) { return s != Status::pass && s != Status::skipped; }
+
+}  // namespace ds

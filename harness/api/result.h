@@ -1,0 +1,78 @@
+// What the compare engine says about one stage: its status and metrics. Traces store these
+// rows; reports and the viewer read them. Thresholds are not stored here (policies are kept
+// apart from data so a stored trace can be re-judged).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dtype.h"
+#include "tensor.h"
+
+namespace ds {
+
+enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed };
+enum class Mode : std::uint8_t { isolated, chained };
+
+std::string_view status_name(Status s);
+std::optional<Status> parse_status(std::string_view s);
+std::string_view mode_name(Mode m);
+std::optional<Mode> parse_mode(std::string_view s);
+// A status that makes the run fail (everything but pass and an expected skip).
+bool is_failure(Status s);
+
+inline constexpr int kUlpBuckets = 8;  // 0, 1, 2-3, 4-15, 16-255, 256-65535, >=65536, NaN/Inf
+
+struct Metrics {
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t numel = 0;
+  double max_abs = 0;              // max |cand - ref|
+  std::int64_t max_abs_index = -1;  // flat index of max_abs
+  double max_abs_ref = nan, max_abs_cand = nan;
+  double mean_abs = 0;
+  double rms = 0;          // sqrt(mean((cand - ref)^2))
+  double max_rel = 0;      // max |d| / max(|ref|, tiny): safe near zero
+  double max_ulp = 0;      // in the candidate's storage dtype
+  double mean_ulp = 0;
+  std::array<std::int64_t, kUlpBuckets> ulp_hist{};
+  double cosine = 1;
+  double nmse = 0;         // sum d^2 / sum ref^2
+  double sqnr_db = 0;      // 10 log10(sum ref^2 / sum d^2); +inf when exact
+  double ref_rms = 0;      // scale of the reference tensor
+  std::int64_t mismatches = 0;       // elements outside the tolerance
+  std::int64_t first_mismatch = -1;  // flat index
+  double first_ref = nan, first_cand = nan;
+  std::int64_t nan_ref = 0, nan_cand = 0, inf_ref = 0, inf_cand = 0;
+  std::int64_t first_nan = -1;  // first index where either side is NaN
+  bool inf_agree = true;        // every +-Inf matches in sign and place
+  double min_atol = 0;          // smallest atol that passes with rtol as used
+  double min_rtol = 0;          // smallest rtol that passes with atol as used
+  double atol = 0, rtol = 0;    // the tolerance these counts were taken under
+};
+
+struct StageKey {
+  int step = 0;
+  int layer = 0;
+  std::string stage;
+  bool operator==(const StageKey&) const = default;
+};
+
+struct StageResult {
+  StageKey key;
+  Mode mode = Mode::isolated;
+  Status status = Status::pass;
+  DType cand_dtype = DType::f32;
+  Shape shape;
+  Metrics m;
+  std::string note;                 // why it failed, in words ("inherited" etc.)
+  std::vector<double> head_ref;     // the first values of both sides, for the console table
+  std::vector<double> head_cand;
+  std::vector<double> per_token_rel;  // per-row relative error for 2-D stages
+};
+
+}  // namespace ds

@@ -1,0 +1,127 @@
+#include "stage_catalog.h"
+
+#include <array>
+
+namespace ds {
+
+namespace {
+
+constexpr StageInfo kDecoder[] = {
+    {"attn_norm", "RMSNorm of the layer input"},
+    {"q", "query projection (+ bias)"},
+    {"k", "key projection (+ bias)"},
+    {"v", "value projection (+ bias)"},
+    {"q_norm", "per-head RMSNorm of q (QK-norm)"},
+    {"k_norm", "per-head RMSNorm of k (QK-norm)"},
+    {"q_rope", "q after rotary position embedding"},
+    {"k_rope", "k after rotary position embedding (what the KV cache stores)"},
+    {"attn", "causal GQA attention output, heads concatenated"},
+    {"attn_out", "attention output projection"},
+    {"residual_1", "layer input + attention output"},
+    {"ffn_norm", "RMSNorm before the MLP"},
+    {"gate", "MLP gate projection (+ bias)"},
+    {"up", "MLP up projection (+ bias)"},
+    {"ffn_act", "silu(gate) * up"},
+    {"down", "MLP down projection"},
+    {"residual_2", "residual_1 + MLP output (the layer output)"},
+};
+
+constexpr StageInfo kGpt2[] = {
+    {"ln_1", "LayerNorm before attention"},
+    {"qkv", "fused c_attn projection [q|k|v] with bias"},
+    {"attn", "causal MHA output, heads concatenated"},
+    {"attn_out", "c_proj with bias"},
+    {"residual_1", "layer input + attention output"},
+    {"ln_2", "LayerNorm before the MLP"},
+    {"fc", "c_fc with bias"},
+    {"gelu", "gelu_new (tanh approximation)"},
+    {"proj", "mlp c_proj with bias"},
+    {"residual_2", "residual_1 + MLP output (the layer output)"},
+};
+
+constexpr StageInfo kGdn[] = {
+    {"attn_norm", "RMSNorm (1 + w) of the layer input"},
+    {"qkv_mixed", "in_proj_qkv output [q|k|v] before the conv"},
+    {"z_gate", "in_proj_z output (output gate)"},
+    {"beta", "sigmoid(b) per value head"},
+    {"g", "-exp(A_log) * softplus(a + dt_bias) per value head"},
+    {"conv", "causal depthwise conv + SiLU over qkv_mixed"},
+    {"conv_state", "conv state after this step (raw pre-conv inputs)"},
+    {"q_l2", "l2-normalised, scaled q"},
+    {"k_l2", "l2-normalised k"},
+    {"gdn_out", "delta-rule recurrence output"},
+    {"gdn_state", "recurrent state [v_heads, d_k, d_v] after this step"},
+    {"gated_norm", "RMSNorm(gdn_out) * silu(z)"},
+    {"out_proj", "output projection"},
+    {"residual_1", "layer input + linear-attention output"},
+    {"ffn_norm", "RMSNorm (1 + w) before the MLP"},
+    {"gate", "MLP gate projection"},
+    {"up", "MLP up projection"},
+    {"ffn_act", "silu(gate) * up"},
+    {"down", "MLP down projection"},
+    {"residual_2", "residual_1 + MLP output (the layer output)"},
+};
+
+constexpr StageInfo kGatedAttn[] = {
+    {"attn_norm", "RMSNorm (1 + w) of the layer input"},
+    {"q", "query half of q_proj"},
+    {"attn_gate", "gate half of q_proj"},
+    {"k", "key projection"},
+    {"v", "value projection"},
+    {"q_norm", "per-head RMSNorm (1 + w) of q"},
+    {"k_norm", "per-head RMSNorm (1 + w) of k"},
+    {"q_rope", "q after partial RoPE"},
+    {"k_rope", "k after partial RoPE"},
+    {"attn", "causal GQA attention output"},
+    {"attn_gated", "attention output * sigmoid(gate)"},
+    {"attn_out", "output projection"},
+    {"residual_1", "layer input + attention output"},
+    {"ffn_norm", "RMSNorm (1 + w) before the MLP"},
+    {"gate", "MLP gate projection"},
+    {"up", "MLP up projection"},
+    {"ffn_act", "silu(gate) * up"},
+    {"down", "MLP down projection"},
+    {"residual_2", "residual_1 + MLP output (the layer output)"},
+};
+
+constexpr StageInfo kEmbed[] = {{"embed", "token embedding (+ learned positions)"}};
+constexpr StageInfo kHead[] = {{"final_norm", "final norm of the last layer output"},
+                               {"logits", "LM head projection"}};
+
+}  // namespace
+
+std::span<const StageInfo> block_stages(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::decoder: return kDecoder;
+    case BlockKind::gpt2: return kGpt2;
+    case BlockKind::gdn: return kGdn;
+    case BlockKind::gated_attn: return kGatedAttn;
+    case BlockKind::embed: return kEmbed;
+    case BlockKind::head: return kHead;
+  }
+  return {};
+}
+
+const StageInfo* find_stage(BlockKind kind, std::string_view name) {
+  for (const auto& s : block_stages(kind))
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer) {
+  std::vector<std::string_view> out;
+  if (layer == kModelLayer) {
+    for (auto k : {BlockKind::embed, BlockKind::head})
+      for (const auto& s : block_stages(k)) out.push_back(s.name);
+    return out;
+  }
+  const BlockKind kind = cfg.block_kind(layer);
+  for (const auto& s : block_stages(kind)) {
+    const bool qk = s.name == "q_norm" || s.name == "k_norm";
+    if (qk && !cfg.qk_norm) continue;
+    out.push_back(s.name);
+  }
+  return out;
+}
+
+}  // namespace ds

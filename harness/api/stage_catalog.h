@@ -1,0 +1,27 @@
+// The stage catalog: canonical stage names per block kind. These names are the public
+// contract of traces, policies and candidates' stage maps; they are defined only here.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "model_config.h"
+
+namespace ds {
+
+struct StageInfo {
+  std::string_view name;
+  std::string_view what;  // one line, shown in reports and the viewer
+};
+
+// Every stage a block kind can produce, in execution order.
+std::span<const StageInfo> block_stages(BlockKind kind);
+// The stages a given layer of a given model actually has (e.g. no q_norm without QK-norm).
+// Layer -1 means the model-level stages (embed, final_norm, logits).
+std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer);
+const StageInfo* find_stage(BlockKind kind, std::string_view name);
+// Model-level stages live at this layer index in results and traces.
+inline constexpr int kModelLayer = -1;
+
+}  // namespace ds

@@ -1,0 +1,35 @@
+// WeightStore: a model's tensors by canonical (GGUF-style) name, e.g. "blk.0.attn_q.weight".
+// Loaders (synthetic, GGUF, safetensors) translate their own names into these.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "tensor.h"
+
+namespace ds {
+
+// Canonical per-layer tensor name: layer_weight(3, "attn_q.weight") == "blk.3.attn_q.weight".
+std::string layer_weight(int layer, std::string_view role);
+
+class WeightStore {
+ public:
+  void put(std::string name, Tensor t);
+  bool has(std::string_view name) const;
+  // Throws std::out_of_range naming the tensor when absent.
+  const Tensor& get(std::string_view name) const;
+  const Tensor* find(std::string_view name) const;
+  const Tensor& layer(int layer, std::string_view role) const { return get(layer_weight(layer, role)); }
+  const Tensor* find_layer(int layer, std::string_view role) const {
+    return find(layer_weight(layer, role));
+  }
+  void erase(std::string_view name);
+  const std::map<std::string, Tensor, std::less<>>& all() const { return tensors_; }
+  std::size_t size() const { return tensors_.size(); }
+
+ private:
+  std::map<std::string, Tensor, std::less<>> tensors_;
+};
+
+}  // namespace ds

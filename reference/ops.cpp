@@ -1,0 +1,175 @@
+#include "ops.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace ds::ref {
+
+namespace {
+void require(bool ok, const char* op, const Tensor& a, const Tensor& b) {
+  if (!ok)
+    throw std::invalid_argument(fmt::format("{}: incompatible shapes {} and {}", op, shape_str(a.shape()),
+                                            shape_str(b.shape())));
+}
+Tensor like(const Tensor& x) { return Tensor(DType::f64, x.shape()); }
+}  // namespace
+
+double silu(double x) { return x / (1.0 + std::exp(-x)); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int width) {
+  require(x.numel() % width == 0 && w.numel() == width, "rmsnorm", x, w);
+  Tensor y = like(x);
+  const double* xs = x.data<double>();
+  const double* ws = w.data<double>();
+  double* ys = y.data<double>();
+  for (std::int64_t r = 0, rows = x.numel() / width; r < rows; ++r) {
+    const double* xr = xs + r * width;
+    double ss = 0;
+    for (int i = 0; i < width; ++i) ss += xr[i] * xr[i];
+    const double inv = 1.0 / std::sqrt(ss / width + eps);
+    for (int i = 0; i < width; ++i) ys[r * width + i] = xr[i] * inv * (plus_one ? 1.0 + ws[i] : ws[i]);
+  }
+  return y;
+}
+
+Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  const std::int64_t width = x.dim(x.rank() - 1);
+  require(w.numel() == width && b.numel() == width, "layernorm", x, w);
+  Tensor y = like(x);
+  const double *xs = x.data<double>(), *ws = w.data<double>(), *bs = b.data<double>();
+  double* ys = y.data<double>();
+  for (std::int64_t r = 0, rows = x.numel() / width; r < rows; ++r) {
+    const double* xr = xs + r * width;
+    double mean = 0, var = 0;
+    for (std::int64_t i = 0; i < width; ++i) mean += xr[i];
+    mean /= double(width);
+    for (std::int64_t i = 0; i < width; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= double(width);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (std::int64_t i = 0; i < width; ++i) ys[r * width + i] = (xr[i] - mean) * inv * ws[i] + bs[i];
+  }
+  return y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+  const std::int64_t in = w.dim(1), out = w.dim(0);
+  require(x.rank() == 2 && x.dim(1) == in, "linear", x, w);
+  if (bias) require(bias->numel() == out, "linear bias", w, *bias);
+  const std::int64_t rows = x.dim(0);
+  Tensor y(DType::f64, {rows, out});
+  const double *xs = x.data<double>(), *ws = w.data<double>();
+  double* ys = y.data<double>();
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      const double* wr = ws + o * in;
+      const double* xr = xs + r * in;
+      for (std::int64_t i = 0; i < in; ++i) acc += wr[i] * xr[i];
+      ys[r * out + o] = acc + (bias ? bias->data<double>()[o] : 0.0);
+    }
+  return y;
+}
+
+Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode) {
+  if (x.dim(1) % head_dim || rotary_dim > head_dim || rotary_dim % 2)
+    throw std::invalid_argument(fmt::format("rope: width {} head_dim {} rotary_dim {}", x.dim(1), head_dim,
+                                            rotary_dim));
+  Tensor y = x;
+  const std::int64_t T = x.dim(0), heads = x.dim(1) / head_dim;
+  const int half = rotary_dim / 2;
+  double* ys = y.data<double>();
+  const double* xs = x.data<double>();
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const double* xh = xs + (t * heads + h) * head_dim;
+      double* yh = ys + (t * heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const double inv_freq = std::pow(theta, -2.0 * i / rotary_dim);
+        const double ang = double(pos0 + t) * inv_freq;
+        const double c = std::cos(ang), s = std::sin(ang);
+        const int a = mode == RopeMode::neox ? i : 2 * i;
+        const int b = mode == RopeMode::neox ? i + half : 2 * i + 1;
+        yh[a] = xh[a] * c - xh[b] * s;
+        yh[b] = xh[b] * c + xh[a] * s;
+      }
+    }
+  return y;
+}
+
+Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,
+                 int head_dim, int pos0, double scale) {
+  const std::int64_t T = q.dim(0), P = k_cache.dim(0);
+  require(q.dim(1) == std::int64_t(n_heads) * head_dim && k_cache.dim(1) == std::int64_t(n_kv_heads) * head_dim &&
+              v_cache.shape() == k_cache.shape() && P >= pos0 + T,
+          "attention", q, k_cache);
+  const int group = n_heads / n_kv_heads;
+  Tensor o(DType::f64, {T, std::int64_t(n_heads) * head_dim});
+  const double *qs = q.data<double>(), *ks = k_cache.data<double>(), *vs = v_cache.data<double>();
+  double* os = o.data<double>();
+  std::vector<double> p(std::size_t(P), 0.0);
+  const std::int64_t kv_w = std::int64_t(n_kv_heads) * head_dim, q_w = std::int64_t(n_heads) * head_dim;
+  for (std::int64_t t = 0; t < T; ++t) {
+    const std::int64_t last = pos0 + t;  // causal: keys 0..last
+    for (int h = 0; h < n_heads; ++h) {
+      const int kh = h / group;
+      const double* qh = qs + t * q_w + h * head_dim;
+      double mx = -INFINITY;
+      for (std::int64_t j = 0; j <= last; ++j) {
+        const double* kj = ks + j * kv_w + kh * head_dim;
+        double s = 0;
+        for (int i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
+        p[std::size_t(j)] = s * scale;
+        mx = std::max(mx, p[std::size_t(j)]);
+      }
+      double sum = 0;
+      for (std::int64_t j = 0; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      double* oh = os + t * q_w + h * head_dim;
+      for (std::int64_t j = 0; j <= last; ++j) {
+        const double w = p[std::size_t(j)] / sum;
+        const double* vj = vs + j * kv_w + kh * head_dim;
+        for (int i = 0; i < head_dim; ++i) oh[i] += w * vj[i];
+      }
+    }
+  }
+  return o;
+}
+
+Tensor silu_mul(const Tensor& gate, const Tensor& up) {
+  require(gate.shape() == up.shape(), "silu_mul", gate, up);
+  Tensor y = like(gate);
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    y.data<double>()[i] = silu(gate.data<double>()[i]) * up.data<double>()[i];
+  return y;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  require(a.shape() == b.shape(), "add", a, b);
+  Tensor y = like(a);
+  for (std::int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] + b.data<double>()[i];
+  return y;
+}
+
+Tensor embed(std::span<const std::int32_t> tokens, const Tensor& table) {
+  const std::int64_t V = table.dim(0), D = table.dim(1);
+  Tensor y(DType::f64, {std::int64_t(tokens.size()), D});
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || tokens[t] >= V)
+      throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tokens[t], V));
+    for (std::int64_t i = 0; i < D; ++i)
+      y.data<double>()[std::int64_t(t) * D + i] = table.data<double>()[tokens[t] * D + i];
+  }
+  return y;
+}
+
+Tensor round_stage(const Tensor& x, DType storage) {
+  if (storage == DType::f64) return x;
+  Tensor y = x;
+  for (std::int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = round_to(storage, y.data<double>()[i]);
+  return y;
+}
+
+}  // namespace ds::ref
