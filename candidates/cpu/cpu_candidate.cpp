@@ -1,0 +1,172 @@
+#include "cpu_candidate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "stage_catalog.h"
+
+namespace ds::cpu {
+
+namespace {
+
+Mat to_mat(const Tensor& t) {
+  Mat m(t.rank() == 1 ? 1 : t.dim(0), t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0));
+  for (std::int64_t i = 0; i < t.numel(); ++i) m.v[std::size_t(i)] = float(t.at(i));
+  return m;
+}
+
+// Stage outputs are stored in f16 between launches.
+Tensor to_f16(const Mat& m) {
+  Tensor t(DType::f16, {m.rows, m.cols});
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, double(m.v[std::size_t(i)]));
+  return t;
+}
+
+const Tensor& in(const TensorMap& inputs, std::string_view name) {
+  auto it = inputs.find(name);
+  if (it == inputs.end()) throw std::logic_error(fmt::format("cpu candidate: input '{}' not provided", name));
+  return it->second;
+}
+
+}  // namespace
+
+std::string CpuCandidate::name() const {
+  return bug_ == PlantedBug::chain_add_idx ? "mutant:chain-add-idx" : "cpu-f16";
+}
+
+std::string CpuCandidate::description() const {
+  return bug_ == PlantedBug::chain_add_idx
+             ? "cpu-f16 with the chain-add indexed by block id: 1 element in 256 updated (caught at residual_1)"
+             : "f32 math with every stage output stored as f16: a correct low-precision implementation";
+}
+
+OpSet CpuCandidate::capabilities() const {
+  return {Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU,
+          Op::RMSNorm, Op::BiasAdd, Op::QkNorm};
+}
+
+std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  switch (kind) {
+    case BlockKind::embed: return {{"embed", {"tokens"}, {"embed"}}};
+    case BlockKind::head:
+      return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::decoder: {
+      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
+                                   {"qkv", {"attn_norm"}, {"q", "k", "v"}}};
+      std::string q = "q", k = "k";
+      if (cfg.qk_norm) {
+        p.push_back({"q_norm", {"q"}, {"q_norm"}});
+        p.push_back({"k_norm", {"k"}, {"k_norm"}});
+        q = "q_norm";
+        k = "k_norm";
+      }
+      p.push_back({"rope_q", {q}, {"q_rope"}});
+      p.push_back({"rope_k", {k}, {"k_rope"}});
+      p.push_back({"attention", {"q_rope", "cache:k_rope", "cache:v"}, {"attn"}});
+      p.push_back({"o_proj", {"attn"}, {"attn_out"}});
+      p.push_back({"residual_1", {"x", "attn_out"}, {"residual_1"}});
+      p.push_back({"ffn_norm", {"residual_1"}, {"ffn_norm"}});
+      p.push_back({"gate_up", {"ffn_norm"}, {"gate", "up"}});
+      p.push_back({"swiglu", {"gate", "up"}, {"ffn_act"}});
+      p.push_back({"down", {"ffn_act"}, {"down"}});
+      p.push_back({"residual_2", {"residual_1", "down"}, {"residual_2"}});
+      return p;
+    }
+    default: return {};  // not supported: the capability gate refuses such models first
+  }
+}
+
+void CpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
+  cfg_ = cfg;
+  w_.clear();
+  for (const auto& [name, t] : weights.all()) w_.emplace(name, to_mat(t));
+}
+
+const Mat& CpuCandidate::w(int layer, std::string_view role) const {
+  const std::string n = layer == kModelLayer ? std::string(role) : layer_weight(layer, role);
+  auto it = w_.find(n);
+  if (it == w_.end()) throw std::out_of_range(fmt::format("cpu candidate: weight '{}' not loaded", n));
+  return it->second;
+}
+
+std::span<const float> CpuCandidate::b(int layer, std::string_view role) const {
+  auto it = w_.find(layer_weight(layer, role));
+  return it == w_.end() ? std::span<const float>{} : std::span<const float>(it->second.v);
+}
+
+Mat CpuCandidate::residual_add(const Mat& residual, const Mat& branch) const {
+  if (bug_ != PlantedBug::chain_add_idx) return add(residual, branch);
+  // The epilogue adds the residual into the projection's output buffer; with idx = blockIdx.x
+  // every thread of block b writes element b only, so the rest keep the projection output.
+  constexpr std::int64_t kThreads = 256;
+  Mat out = branch;
+  const auto n = std::int64_t(out.v.size());
+  for (std::int64_t block = 0; block < (n + kThreads - 1) / kThreads; ++block)
+    for (std::int64_t thread = 0; thread < kThreads; ++thread) {
+      const std::int64_t idx = block;  // planted: should be block * kThreads + thread
+      if (idx < n) out.v[std::size_t(idx)] = branch.v[std::size_t(idx)] + residual.v[std::size_t(idx)];
+    }
+  return out;
+}
+
+void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                       TensorMap& outputs) {
+  const auto& c = cfg_;
+  const int l = ctx.layer;
+  const std::string& s = step.name;
+  auto x = [&](std::string_view n) { return to_mat(in(inputs, n)); };
+  auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_f16(m); };
+  if (s == "embed") {
+    const Tensor& tok = in(inputs, "tokens");
+    const Mat& table = w(kModelLayer, "token_embd.weight");
+    Mat e(tok.numel(), table.cols);
+    for (std::int64_t t = 0; t < tok.numel(); ++t) {
+      const auto id = std::int64_t(tok.at(t));
+      if (id < 0 || id >= table.rows) throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
+      std::copy_n(table.row(id), table.cols, e.row(t));
+    }
+    out("embed", e);
+  } else if (s == "final_norm") {
+    out("final_norm", rmsnorm(x("x"), w(kModelLayer, "output_norm.weight").v, float(c.norm_eps), c.hidden));
+  } else if (s == "lm_head") {
+    auto it = w_.find("output.weight");
+    out("logits", linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
+  } else if (s == "attn_norm" || s == "ffn_norm") {
+    out(s, rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), w(l, fmt::format("{}.weight", s)).v,
+                   float(c.norm_eps), c.hidden));
+  } else if (s == "qkv") {
+    const Mat a = x("attn_norm");
+    out("q", linear(a, w(l, "attn_q.weight"), b(l, "attn_q.bias")));
+    out("k", linear(a, w(l, "attn_k.weight"), b(l, "attn_k.bias")));
+    out("v", linear(a, w(l, "attn_v.weight"), b(l, "attn_v.bias")));
+  } else if (s == "q_norm" || s == "k_norm") {
+    out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), w(l, fmt::format("attn_{}.weight", s)).v, float(c.norm_eps),
+                   c.head_dim));
+  } else if (s == "rope_q" || s == "rope_k") {
+    out(step.outputs[0],
+        rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
+  } else if (s == "attention") {
+    out("attn", attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, c.head_dim,
+                          ctx.pos0));
+  } else if (s == "o_proj") {
+    out("attn_out", linear(x("attn"), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
+  } else if (s == "residual_1") {
+    out("residual_1", residual_add(x("x"), x("attn_out")));
+  } else if (s == "gate_up") {
+    const Mat a = x("ffn_norm");
+    out("gate", linear(a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));
+    out("up", linear(a, w(l, "ffn_up.weight"), b(l, "ffn_up.bias")));
+  } else if (s == "swiglu") {
+    out("ffn_act", silu_mul(x("gate"), x("up")));
+  } else if (s == "down") {
+    out("down", linear(x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
+  } else if (s == "residual_2") {
+    out("residual_2", residual_add(x("residual_1"), x("down")));
+  } else {
+    throw std::logic_error(fmt::format("cpu candidate: unknown step '{}'", s));
+  }
+}
+
+}  // namespace ds::cpu

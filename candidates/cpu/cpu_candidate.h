@@ -1,0 +1,43 @@
+// cpu-f16 (and its mutants): the decoder math in f32 with every stage output stored as f16,
+// i.e. a correct low-precision implementation. A mutant is the same candidate with one
+// planted kernel bug, to prove the harness catches it.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "candidate.h"
+#include "cpu_ops.h"
+
+namespace ds::cpu {
+
+enum class PlantedBug {
+  none,
+  // The chain-add (residual add fused as a projection epilogue) indexes with the block id
+  // instead of the global thread id: one element in every 256 is updated (seeds/004 #5).
+  chain_add_idx,
+};
+
+class CpuCandidate final : public Candidate {
+ public:
+  explicit CpuCandidate(PlantedBug bug = PlantedBug::none) : bug_(bug) {}
+
+  std::string name() const override;
+  std::string description() const override;
+  DType storage_dtype() const override { return DType::f16; }
+  OpSet capabilities() const override;
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  void load(const ModelConfig& cfg, const WeightStore& weights) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+
+ private:
+  const Mat& w(int layer, std::string_view role) const;
+  std::span<const float> b(int layer, std::string_view role) const;  // empty when absent
+  Mat residual_add(const Mat& residual, const Mat& branch) const;
+
+  PlantedBug bug_;
+  ModelConfig cfg_;
+  std::map<std::string, Mat, std::less<>> w_;
+};
+
+}  // namespace ds::cpu

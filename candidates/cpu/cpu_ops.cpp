@@ -1,0 +1,103 @@
+#include "cpu_ops.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ds::cpu {
+
+Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width) {
+  Mat y(x.rows, x.cols);
+  const std::int64_t groups = x.cols / width;
+  for (std::int64_t r = 0; r < x.rows; ++r)
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const float* xr = x.row(r) + g * width;
+      float ss = 0;
+      for (int i = 0; i < width; ++i) ss += xr[i] * xr[i];
+      const float inv = 1.0f / std::sqrt(ss / float(width) + eps);
+      for (int i = 0; i < width; ++i) y.row(r)[g * width + i] = xr[i] * inv * w[std::size_t(i)];
+    }
+  return y;
+}
+
+Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
+  if (x.cols != w.cols) throw std::invalid_argument("cpu linear: input width does not match the weight");
+  Mat y(x.rows, w.rows);
+  for (std::int64_t r = 0; r < x.rows; ++r)
+    for (std::int64_t o = 0; o < w.rows; ++o) {
+      float acc = 0;
+      const float* wr = w.row(o);
+      const float* xr = x.row(r);
+      for (std::int64_t i = 0; i < x.cols; ++i) acc += wr[i] * xr[i];
+      y.row(r)[o] = acc + (bias.empty() ? 0.0f : bias[std::size_t(o)]);
+    }
+  return y;
+}
+
+Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode) {
+  Mat y = x;
+  const int half = rotary_dim / 2;
+  const std::int64_t heads = x.cols / head_dim;
+  for (std::int64_t t = 0; t < x.rows; ++t)
+    for (std::int64_t h = 0; h < heads; ++h) {
+      const float* xh = x.row(t) + h * head_dim;
+      float* yh = y.row(t) + h * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float inv_freq = std::pow(theta, -2.0f * float(i) / float(rotary_dim));
+        const float ang = float(pos0 + t) * inv_freq;
+        const float c = std::cos(ang), s = std::sin(ang);
+        const int a = mode == RopeMode::neox ? i : 2 * i;
+        const int b = mode == RopeMode::neox ? i + half : 2 * i + 1;
+        yh[a] = xh[a] * c - xh[b] * s;
+        yh[b] = xh[b] * c + xh[a] * s;
+      }
+    }
+  return y;
+}
+
+Mat attention(const Mat& q, const Mat& k_cache, const Mat& v_cache, int n_heads, int n_kv_heads, int head_dim,
+              int pos0) {
+  Mat o(q.rows, q.cols);
+  const int group = n_heads / n_kv_heads;
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  std::vector<float> p(std::size_t(k_cache.rows));
+  for (std::int64_t t = 0; t < q.rows; ++t)
+    for (int h = 0; h < n_heads; ++h) {
+      const int kh = h / group;
+      const float* qh = q.row(t) + h * head_dim;
+      const std::int64_t last = pos0 + t;
+      float mx = -INFINITY;
+      for (std::int64_t j = 0; j <= last; ++j) {
+        const float* kj = k_cache.row(j) + kh * head_dim;
+        float s = 0;
+        for (int i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
+        p[std::size_t(j)] = s * scale;
+        mx = std::fmax(mx, p[std::size_t(j)]);
+      }
+      float sum = 0;
+      for (std::int64_t j = 0; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      float* oh = o.row(t) + h * head_dim;
+      for (std::int64_t j = 0; j <= last; ++j) {
+        const float w = p[std::size_t(j)] / sum;
+        const float* vj = v_cache.row(j) + kh * head_dim;
+        for (int i = 0; i < head_dim; ++i) oh[i] += w * vj[i];
+      }
+    }
+  return o;
+}
+
+Mat silu_mul(const Mat& gate, const Mat& up) {
+  Mat y(gate.rows, gate.cols);
+  for (std::size_t i = 0; i < y.v.size(); ++i) {
+    const float g = gate.v[i];
+    y.v[i] = g / (1.0f + std::exp(-g)) * up.v[i];
+  }
+  return y;
+}
+
+Mat add(const Mat& a, const Mat& b) {
+  Mat y(a.rows, a.cols);
+  for (std::size_t i = 0; i < y.v.size(); ++i) y.v[i] = a.v[i] + b.v[i];
+  return y;
+}
+
+}  // namespace ds::cpu

@@ -1,0 +1,32 @@
+// f32 ops of the cpu candidates: the math of a straightforward float implementation, as a
+// kernel author would write it on the CPU (f32 accumulation, float libm). Independent of the
+// double-precision reference on purpose: a candidate never includes reference/.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model_config.h"
+
+namespace ds::cpu {
+
+// Row-major f32 matrix (rows x cols).
+struct Mat {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<float> v;
+  Mat() = default;
+  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), 0.0f) {}
+  float* row(std::int64_t r) { return v.data() + r * cols; }
+  const float* row(std::int64_t r) const { return v.data() + r * cols; }
+};
+
+Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
+Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
+Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode);
+Mat attention(const Mat& q, const Mat& k_cache, const Mat& v_cache, int n_heads, int n_kv_heads, int head_dim,
+              int pos0);
+Mat silu_mul(const Mat& gate, const Mat& up);
+Mat add(const Mat& a, const Mat& b);
+
+}  // namespace ds::cpu

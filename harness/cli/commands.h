@@ -1,0 +1,13 @@
+// Subcommand registration: each adds itself to the app and sets `exit_code` when it runs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace ds::cli {
+
+void add_run_command(CLI::App& app, const std::string& command_line, int& exit_code);
+void add_candidates_command(CLI::App& app, int& exit_code);
+
+}  // namespace ds::cli

@@ -1,0 +1,28 @@
+// driftscope: the command line. Each subcommand lives in its own file and registers here.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "runner.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "driftscope: differential parity testing of LLM inference kernels.\n"
+      "Runs a double-precision reference transformer and a candidate side by side, stage by stage and layer by\n"
+      "layer, records every stage to an HDF5 trace and names the first stage where the candidate diverges.\n"
+      "Exit codes: 0 parity, 1 parity failure, 2 bad usage or input, 3 refused by a gate, 4 candidate crashed."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", DRIFTSCOPE_VERSION);
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  int exit_code = ds::kExitParity;
+  ds::cli::add_run_command(app, command_line, exit_code);
+  ds::cli::add_candidates_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : ds::kExitUsage;
+  }
+  return exit_code;
+}

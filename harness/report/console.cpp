@@ -1,0 +1,77 @@
+#include "console.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cctype>
+#include <cmath>
+
+#include "stage_catalog.h"
+
+namespace ds {
+
+namespace {
+
+std::string num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.3e}", v);
+}
+
+std::string layer_str(int layer) { return layer == kModelLayer ? "-" : fmt::format("{}", layer); }
+
+std::string values(const std::vector<double>& v) {
+  std::vector<std::string> s;
+  for (double x : v) s.push_back(fmt::format("{:.7g}", x));
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
+
+}  // namespace
+
+std::string format_stage_line(const StageResult& r, bool color) {
+  const bool bad = is_failure(r.status);
+  std::string status(status_name(r.status));
+  for (char& ch : status) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+  status = fmt::format("{:<8}", status);
+  if (color) status = fmt::format("\x1b[{}m{}\x1b[0m", bad ? "31;1" : "32", status);
+  const auto& m = r.m;
+  std::string mismatch = "-";
+  if (r.status == Status::fail || r.status == Status::nan)
+    mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
+  else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
+    mismatch = r.note;
+  const bool measured = r.status != Status::missing && r.status != Status::shape_mismatch && r.status != Status::crashed;
+  return fmt::format("{:>4} {:>5}  {:<12} {:<8} {} {:>10} {:>10} {:>8} {:>12}  {}", r.key.step, layer_str(r.key.layer),
+                     r.key.stage, mode_name(r.mode), status, measured ? num(m.max_abs) : "-",
+                     measured ? num(m.mean_abs) : "-", measured ? fmt::format("{:.0f}", m.max_ulp) : "-",
+                     measured ? fmt::format("{:.8f}", m.cosine) : "-", mismatch);
+}
+
+void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions& opt) {
+  fmt::print(out, "{:>4} {:>5}  {:<12} {:<8} {:<8} {:>10} {:>10} {:>8} {:>12}  {}\n", "step", "layer", "stage", "mode",
+             "status", "max_diff", "avg_diff", "max_ulp", "cosine", "first_mismatch");
+  for (const auto& r : report.results) {
+    const bool bad = is_failure(r.status);
+    if (opt.only_failures && !bad) continue;
+    fmt::print(out, "{}\n", format_stage_line(r, opt.color));
+    if (bad && !r.head_ref.empty()) {
+      fmt::print(out, "{:>14}ref[0..{}]:  {}\n", "", r.head_ref.size(), values(r.head_ref));
+      fmt::print(out, "{:>14}cand[0..{}]: {}\n", "", r.head_cand.size(), values(r.head_cand));
+    }
+  }
+  std::size_t failed = 0;
+  for (const auto& r : report.results) failed += is_failure(r.status);
+  fmt::print(out, "\n{} stages judged, {} failed\n", report.results.size(), failed);
+  if (const auto& f = report.first_failure) {
+    fmt::print(out, "First failing stage: {} of {} at step {} ({} mode): {}", f->key.stage,
+               f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
+               f->key.step, mode_name(f->mode), status_name(f->status));
+    if (f->m.first_mismatch >= 0)
+      fmt::print(out, ", first mismatch at flat index {} (ref {:.7g}, cand {:.7g}), max |diff| {}",
+                 f->m.first_mismatch, f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
+    fmt::print(out, "\n");
+  }
+  fmt::print(out, "{}\n", report.verdict);
+}
+
+}  // namespace ds

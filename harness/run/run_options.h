@@ -1,0 +1,26 @@
+// Everything one `driftscope run` is asked to do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "result.h"
+#include "trace_schema.h"
+
+namespace ds {
+
+struct RunOptions {
+  std::string model = "synthetic:qwen2-tiny";
+  std::string candidate = "cpu-f16";
+  std::vector<Mode> modes = {Mode::isolated};
+  int prompt_tokens = 4;
+  int decode_steps = 0;
+  std::uint64_t seed = 0;
+  int layers = 0;  // > 0: only the first `layers` layers of the model
+  std::string trace_path;  // empty: no trace
+  trace::Capture capture = trace::Capture::all;
+  std::string command_line;
+};
+
+}  // namespace ds

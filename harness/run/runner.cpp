@@ -1,0 +1,350 @@
+#include "runner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "metrics.h"
+#include "reference.h"
+#include "registry.h"
+#include "stage_catalog.h"
+#include "synthetic.h"
+#include "trace_writer.h"
+
+namespace ds {
+
+Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers) {
+  constexpr std::string_view kSynthetic = "synthetic:";
+  if (spec.rfind(kSynthetic, 0) == 0) {
+    try {
+      return ref::make_synthetic(spec.substr(kSynthetic.size()), seed, layers);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--model {}: {}", spec, e.what()));
+    }
+  }
+  throw InputError(fmt::format("--model {}: not a known model spec (use synthetic:<preset>)", spec));
+}
+
+OpSet required_ops(const ModelConfig& c) {
+  OpSet ops{Op::CausalMask};
+  if (c.family == Family::gpt2) {
+    for (Op op : {Op::MHA, Op::GeluMlp, Op::LayerNorm, Op::BiasAdd, Op::AbsolutePos}) ops.add(op);
+    return ops;
+  }
+  ops.add(c.n_kv_heads == c.n_heads ? Op::MHA : Op::GQA);
+  ops.add(Op::SwiGLU);
+  ops.add(c.norm_plus_one ? Op::RMSNormPlusOne : Op::RMSNorm);
+  ops.add(c.rope_mode == RopeMode::neox ? Op::RoPENeox : Op::RoPE);
+  if (c.partial_rotary < 1.0) ops.add(Op::RoPEPartial);
+  if (c.qkv_bias || c.o_bias || c.mlp_bias) ops.add(Op::BiasAdd);
+  if (c.qk_norm) ops.add(Op::QkNorm);
+  return ops;
+}
+
+namespace {
+
+// Deterministic prompt tokens from the run's seed, so every run is reproducible.
+std::vector<int> prompt_tokens(int n, int vocab, std::uint64_t seed) {
+  std::vector<int> t;
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+  for (int i = 0; i < n; ++i) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 29;
+    t.push_back(int(x % std::uint64_t(vocab)));
+  }
+  return t;
+}
+
+int argmax_last_row(const Tensor& logits) {
+  const std::int64_t V = logits.dim(1), r = logits.dim(0) - 1;
+  int best = 0;
+  for (std::int64_t i = 1; i < V; ++i)
+    if (logits.at(r * V + i) > logits.at(r * V + best)) best = int(i);
+  return best;
+}
+
+// What one mode of the candidate has produced so far: this layer's stages, and every
+// layer's stage history across model steps (for cache: and prev: inputs).
+struct Lane {
+  Mode mode;
+  Tensor x;                                              // current layer input
+  std::map<std::pair<int, std::string>, Tensor> cache;    // (layer, stage) -> rows so far
+  std::map<std::pair<int, std::string>, Tensor> prev;     // (layer, stage) -> previous step
+  std::map<std::pair<int, std::string>, Tensor> latest;   // (layer, stage) -> this step
+};
+
+std::vector<double> head_values(const Tensor& t, std::int64_t from, int n) {
+  std::vector<double> v;
+  for (std::int64_t i = from; i < t.numel() && i < from + n; ++i) v.push_back(t.at(i));
+  return v;
+}
+
+class Run {
+ public:
+  Run(const RunOptions& opt, const Policy& policy) : opt_(opt), policy_(policy) {}
+
+  RunReport go() {
+    Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
+    const ModelConfig& cfg = model.config;
+    CandidatePtr cand;
+    try {
+      cand = make_candidate(opt_.candidate);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--candidate: {}", e.what()));
+    }
+    // Capability gate: before the reference, the weights upload or any allocation.
+    const OpSet need = required_ops(cfg), have = cand->capabilities();
+    if (!have.contains(need))
+      throw GateRefusal(fmt::format(
+          "REFUSED capability gate: {} cannot serve {}\n  Model requires: {}\n  Backend supports: {}\n"
+          "  Missing:        {}\n  -> Run this model on a candidate that implements {}, or add the missing "
+          "ops to {}.",
+          cand->name(), cfg.name, need.str(), have.str(), need.minus(have).str(), need.minus(have).str(),
+          cand->name()));
+    report_.model = cfg.name;
+    report_.candidate = cand->name();
+    if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
+    ref::Reference reference(model);
+    cand->load(cfg, model.weights);
+
+    std::vector<Lane> lanes;
+    for (Mode m : opt_.modes) lanes.push_back(Lane{m, {}, {}, {}, {}});
+    std::vector<int> tokens = prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed);
+    report_.tokens = tokens;
+    int pos0 = 0;
+    for (int step = 0; step <= opt_.decode_steps; ++step) {
+      const std::vector<int> step_tokens =
+          step == 0 ? tokens : std::vector<int>{report_.tokens.back()};
+      const int T = int(step_tokens.size());
+      // What was this step's output becomes the previous step's for recurrent inputs.
+      ref_prev_ = std::exchange(ref_latest_, {});
+      for (auto& lane : lanes) lane.prev = std::exchange(lane.latest, {});
+      Tensor tok(DType::i32, {T});
+      for (int i = 0; i < T; ++i) tok.set(i, step_tokens[std::size_t(i)]);
+      std::vector<std::int32_t> tok32(step_tokens.begin(), step_tokens.end());
+
+      // Model-level: embed.
+      TensorMap ref_stages = reference.embed(tok32, pos0);
+      for (auto& lane : lanes) {
+        TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, lane,
+                                   &tok, ref_stages.at("embed"));
+        lane.x = outs.at("embed");
+      }
+      Tensor ref_x = ref_stages.at("embed");
+      flush();
+      for (int l = 0; l < cfg.n_layers; ++l) {
+        TensorMap rs = reference.layer(l, ref_x, pos0);
+        record_reference(l, rs);
+        for (auto& lane : lanes) {
+          TensorMap outs = run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, lane, &tok, ref_x);
+          auto it = outs.find("residual_2");
+          // A candidate that does not produce the layer output cannot continue its own chain.
+          lane.x = it != outs.end() ? it->second : rs.at("residual_2").to(cand->storage_dtype());
+        }
+        ref_x = rs.at("residual_2");
+        flush();
+      }
+      TensorMap hs = reference.head(ref_x);
+      for (auto& lane : lanes) run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, lane, &tok, ref_x);
+      flush();
+      report_.tokens.push_back(argmax_last_row(hs.at("logits")));
+      pos0 += T;
+    }
+    report_.tokens.pop_back();  // the token after the last step was never fed
+    finish();
+    return std::move(report_);
+  }
+
+ private:
+  // Runs the candidate's plan for one block in one lane and judges every catalog stage.
+  TensorMap run_block(Candidate& cand, const ModelConfig& cfg, BlockKind kind, int layer, int step, int pos0, int T,
+                      const TensorMap& ref, Lane& lane, const Tensor* tokens, const Tensor& ref_x) {
+    const DType storage = cand.storage_dtype();
+    TensorMap produced;
+    StepContext ctx{&cfg, step, layer, pos0, T};
+    for (const KernelStep& ks : cand.plan(cfg, kind)) {
+      TensorMap inputs;
+      for (const std::string& name : ks.inputs) inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
+      TensorMap outs;
+      cand.run(ks, ctx, inputs, outs);
+      for (const std::string& o : ks.outputs) {
+        auto it = outs.find(o);
+        if (it == outs.end())
+          throw std::logic_error(fmt::format("candidate {}: step {} did not produce '{}'", cand.name(), ks.name, o));
+        record_history(lane, layer, o, it->second);
+        produced[o] = std::move(it->second);
+      }
+    }
+    // Judge in catalog order; a catalog stage the candidate never produced is missing.
+    std::vector<std::string_view> expected;
+    if (layer == kModelLayer)
+      for (const auto& s : block_stages(kind)) expected.push_back(s.name);
+    else
+      expected = stages_for(cfg, layer);
+    for (std::string_view stage : expected) {
+      auto r = ref.find(stage);
+      if (r == ref.end()) continue;
+      auto c = produced.find(stage);
+      judge(step, layer, std::string(stage), lane.mode, storage, r->second, c == produced.end() ? nullptr : &c->second);
+    }
+    return produced;
+  }
+
+  Tensor resolve(const std::string& name, Lane& lane, int layer, const TensorMap& ref, const TensorMap& produced,
+                 const Tensor* tokens, const Tensor& ref_x, DType storage) {
+    const bool isolated = lane.mode == Mode::isolated;
+    if (name == "tokens") return *tokens;
+    if (name == "x") return isolated ? ref_x.to(storage) : lane.x;
+    if (name.rfind("cache:", 0) == 0 || name.rfind("prev:", 0) == 0) {
+      const bool is_cache = name[0] == 'c';
+      const std::string stage = name.substr(name.find(':') + 1);
+      auto& hist = is_cache ? (isolated ? ref_cache_ : lane.cache) : (isolated ? ref_prev_ : lane.prev);
+      auto it = hist.find({layer, stage});
+      if (it == hist.end()) return Tensor{};
+      return it->second.to(storage);
+    }
+    if (isolated) {
+      auto it = ref.find(name);
+      if (it == ref.end()) throw std::logic_error(fmt::format("isolated input '{}' has no reference stage", name));
+      return it->second.to(storage);
+    }
+    auto it = produced.find(name);
+    if (it == produced.end())
+      throw std::logic_error(fmt::format("chained input '{}' was not produced by an earlier step", name));
+    return it->second;
+  }
+
+  void record_history(Lane& lane, int layer, const std::string& stage, const Tensor& t) {
+    auto key = std::make_pair(layer, stage);
+    lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
+    lane.latest[key] = t;
+  }
+
+ public:
+  // The reference's own history feeds isolated mode's cache: and prev: inputs.
+  void record_reference(int layer, const TensorMap& rs) {
+    for (const auto& [stage, t] : rs) {
+      auto key = std::make_pair(layer, stage);
+      ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
+      ref_latest_[key] = t;
+    }
+  }
+
+ private:
+  void judge(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref, const Tensor* cand) {
+    StageResult r;
+    r.key = {step, layer, std::move(stage)};
+    r.mode = mode;
+    r.cand_dtype = storage;
+    r.shape = ref.shape();
+    if (!cand) {
+      r.status = Status::missing;
+      r.note = "the candidate produced no tensor for this stage";
+    } else if (cand->numel() != ref.numel()) {
+      r.status = Status::shape_mismatch;
+      r.note = fmt::format("candidate shape {} vs reference {}", shape_str(cand->shape()), shape_str(ref.shape()));
+    } else {
+      const Tensor c = cand->reshaped(ref.shape());
+      const double ref_rms = compute_metrics(ref.view(), ref.view(), DType::f64, {}).ref_rms;
+      const Tolerance tol = policy_.tolerance(r.key, mode, storage, ref_rms);
+      r.m = compute_metrics(ref.view(), c.view(), storage, tol);
+      r.status = policy_.judge(r.key, mode, r.m);
+      if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), c.view());
+      if (is_failure(r.status)) {
+        r.head_ref = head_values(ref, 0, 5);
+        r.head_cand = head_values(c, 0, 5);
+      }
+    }
+    if (trace_) {
+      const Tensor cand_shaped = cand && cand->numel() == ref.numel() ? cand->reshaped(ref.shape()) : Tensor{};
+      trace_->append(r, &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
+    }
+    if (is_failure(r.status) && !report_.first_failure) report_.first_failure = r;
+    report_.results.push_back(std::move(r));
+  }
+
+  void open_trace(const ModelConfig& cfg, const Candidate& cand) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    nlohmann::json root = {{"tool_version", DRIFTSCOPE_VERSION},
+                           {"git_revision", DRIFTSCOPE_GIT_REVISION},
+                           {"host", host},
+                           {"device", "cpu"},
+                           {"command_line", opt_.command_line}};
+    std::vector<std::string> modes;
+    for (Mode m : opt_.modes) modes.emplace_back(mode_name(m));
+    nlohmann::json run = {
+        {"model",
+         {{"name", cfg.name},
+          {"family", family_name(cfg.family)},
+          {"n_layers", cfg.n_layers},
+          {"hidden", cfg.hidden},
+          {"n_heads", cfg.n_heads},
+          {"n_kv_heads", cfg.n_kv_heads},
+          {"head_dim", cfg.head_dim},
+          {"ffn", cfg.ffn},
+          {"vocab", cfg.vocab},
+          {"rope_theta", cfg.rope_theta},
+          {"rope_mode", rope_mode_name(cfg.rope_mode)},
+          {"norm_eps", cfg.norm_eps}}},
+        {"candidate",
+         {{"name", cand.name()},
+          {"description", cand.description()},
+          {"storage_dtype", dtype_name(cand.storage_dtype())},
+          {"capabilities", cand.capabilities().str()}}},
+        {"policy", policy_.name()},
+        {"modes", modes},
+        {"seed", opt_.seed},
+        {"prompt_tokens", opt_.prompt_tokens},
+        {"decode_steps", opt_.decode_steps}};
+    try {
+      trace_ = std::make_unique<trace::TraceWriter>(opt_.trace_path, root, run, trace::WriterOptions{opt_.capture});
+    } catch (const trace::TraceError& e) {
+      throw InputError(e.what());
+    }
+  }
+
+  void flush() {
+    if (trace_) trace_->flush();
+  }
+
+  void finish() {
+    const auto& f = report_.first_failure;
+    if (f) {
+      report_.exit_code = kExitFailure;
+      report_.verdict = fmt::format("FAIL: first failing stage is {} of {} at step {} ({}, {})", f->key.stage,
+                                    f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
+                                    f->key.step, status_name(f->status), mode_name(f->mode));
+    } else {
+      report_.verdict = fmt::format("PASS: {} stages within policy", report_.results.size());
+    }
+    if (trace_) {
+      nlohmann::json res = {{"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
+      if (f)
+        res["first_failure"] = {{"step", f->key.step}, {"layer", f->key.layer}, {"stage", f->key.stage},
+                                {"mode", mode_name(f->mode)}, {"first_mismatch", f->m.first_mismatch}};
+      trace_->finish(res);
+    }
+  }
+
+  RunOptions opt_;
+  const Policy& policy_;
+  RunReport report_;
+  std::unique_ptr<trace::TraceWriter> trace_;
+  std::map<std::pair<int, std::string>, Tensor> ref_cache_, ref_prev_, ref_latest_;
+};
+
+}  // namespace
+
+RunReport run_parity(const RunOptions& opt, const Policy& policy) {
+  if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");
+  if (opt.decode_steps < 0) throw InputError("--decode-steps must not be negative");
+  Run run(opt, policy);
+  return run.go();
+}
+
+}  // namespace ds

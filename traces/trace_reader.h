@@ -1,0 +1,57 @@
+// Opens a trace lazily: the summary table at open, tensors only when asked for.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace_schema.h"
+#include "trace_writer.h"
+
+namespace ds::trace {
+
+struct TraceRow {
+  StageResult result;
+  std::int64_t ref_offset = -1, cand_offset = -1, tokens_offset = -1;
+  std::int32_t n_tokens = 0;
+};
+
+class TraceReader {
+ public:
+  // Throws TraceError with a message naming the file and what is wrong with it: not HDF5,
+  // not a Driftscope trace, a newer schema, truncated or unreadable.
+  explicit TraceReader(const std::string& path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  int version() const { return version_; }
+  std::string attr(const std::string& name) const;  // "" when absent
+  const nlohmann::json& run() const { return run_; }
+  const std::vector<TraceRow>& rows() const { return rows_; }
+  // The run's result JSON; nullopt when the run did not finish (killed or crashed harness).
+  const std::optional<nlohmann::json>& result() const { return result_; }
+
+  bool has_tensors(const TraceRow& row) const { return row.ref_offset >= 0 && row.cand_offset >= 0; }
+  Tensor ref_tensor(const TraceRow& row) const;   // f64, the row's shape
+  Tensor cand_tensor(const TraceRow& row) const;  // f64 holding the candidate's stored values
+  std::vector<double> per_token(const TraceRow& row) const;
+  // How many tensor elements have been read so far (the viewer's lazy-loading check).
+  std::int64_t elements_read() const { return elements_read_; }
+
+ private:
+  std::vector<double> read_pool(const char* name, std::int64_t offset, std::int64_t n) const;
+
+  std::string path_;
+  hid_t file_ = -1;
+  int version_ = 0;
+  nlohmann::json run_;
+  std::vector<TraceRow> rows_;
+  std::optional<nlohmann::json> result_;
+  mutable std::int64_t elements_read_ = 0;
+};
+
+}  // namespace ds::trace

@@ -1,0 +1,175 @@
+#include "trace_schema.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ds::trace {
+
+std::string_view capture_name(Capture c) {
+  switch (c) {
+    case Capture::all: return "all";
+    case Capture::failing: return "failing";
+    case Capture::stats: return "stats";
+  }
+  return "?";
+}
+
+hid_t summary_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(SummaryRow));
+  const hid_t stage_t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(stage_t, kStageChars);
+  const hid_t note_t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(note_t, kNoteChars);
+  const hsize_t rank_dims[1] = {kMaxRank}, hist_dims[1] = {kUlpBuckets};
+  const hid_t shape_t = H5Tarray_create2(H5T_NATIVE_INT64, 1, rank_dims);
+  const hid_t hist_t = H5Tarray_create2(H5T_NATIVE_INT64, 1, hist_dims);
+#define DS_FIELD(name, type) H5Tinsert(t, #name, HOFFSET(SummaryRow, name), type)
+  DS_FIELD(step, H5T_NATIVE_INT32);
+  DS_FIELD(layer, H5T_NATIVE_INT32);
+  DS_FIELD(stage, stage_t);
+  DS_FIELD(mode, H5T_NATIVE_UINT8);
+  DS_FIELD(status, H5T_NATIVE_UINT8);
+  DS_FIELD(cand_dtype, H5T_NATIVE_UINT8);
+  DS_FIELD(inf_agree, H5T_NATIVE_UINT8);
+  DS_FIELD(rank, H5T_NATIVE_INT32);
+  DS_FIELD(shape, shape_t);
+  DS_FIELD(numel, H5T_NATIVE_INT64);
+  DS_FIELD(max_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(max_abs_index, H5T_NATIVE_INT64);
+  DS_FIELD(max_abs_ref, H5T_NATIVE_DOUBLE);
+  DS_FIELD(max_abs_cand, H5T_NATIVE_DOUBLE);
+  DS_FIELD(mean_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(max_rel, H5T_NATIVE_DOUBLE);
+  DS_FIELD(max_ulp, H5T_NATIVE_DOUBLE);
+  DS_FIELD(mean_ulp, H5T_NATIVE_DOUBLE);
+  DS_FIELD(ulp_hist, hist_t);
+  DS_FIELD(cosine, H5T_NATIVE_DOUBLE);
+  DS_FIELD(nmse, H5T_NATIVE_DOUBLE);
+  DS_FIELD(sqnr_db, H5T_NATIVE_DOUBLE);
+  DS_FIELD(ref_rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(mismatches, H5T_NATIVE_INT64);
+  DS_FIELD(first_mismatch, H5T_NATIVE_INT64);
+  DS_FIELD(first_ref, H5T_NATIVE_DOUBLE);
+  DS_FIELD(first_cand, H5T_NATIVE_DOUBLE);
+  DS_FIELD(nan_ref, H5T_NATIVE_INT64);
+  DS_FIELD(nan_cand, H5T_NATIVE_INT64);
+  DS_FIELD(inf_ref, H5T_NATIVE_INT64);
+  DS_FIELD(inf_cand, H5T_NATIVE_INT64);
+  DS_FIELD(first_nan, H5T_NATIVE_INT64);
+  DS_FIELD(min_atol, H5T_NATIVE_DOUBLE);
+  DS_FIELD(min_rtol, H5T_NATIVE_DOUBLE);
+  DS_FIELD(atol, H5T_NATIVE_DOUBLE);
+  DS_FIELD(rtol, H5T_NATIVE_DOUBLE);
+  DS_FIELD(ref_offset, H5T_NATIVE_INT64);
+  DS_FIELD(cand_offset, H5T_NATIVE_INT64);
+  DS_FIELD(tokens_offset, H5T_NATIVE_INT64);
+  DS_FIELD(n_tokens, H5T_NATIVE_INT32);
+  DS_FIELD(note, note_t);
+#undef DS_FIELD
+  H5Tclose(stage_t);
+  H5Tclose(note_t);
+  H5Tclose(shape_t);
+  H5Tclose(hist_t);
+  return t;
+}
+
+namespace {
+template <std::size_t N>
+void copy_str(char (&dst)[N], const std::string& s) {
+  std::memset(dst, 0, N);
+  std::memcpy(dst, s.data(), std::min(s.size(), N - 1));
+}
+template <std::size_t N>
+std::string read_str(const char (&src)[N]) {
+  return std::string(src, strnlen(src, N));
+}
+}  // namespace
+
+SummaryRow to_row(const StageResult& r) {
+  SummaryRow row{};
+  row.step = r.key.step;
+  row.layer = r.key.layer;
+  copy_str(row.stage, r.key.stage);
+  row.mode = std::uint8_t(r.mode);
+  row.status = std::uint8_t(r.status);
+  row.cand_dtype = std::uint8_t(r.cand_dtype);
+  const auto& m = r.m;
+  row.inf_agree = m.inf_agree;
+  row.rank = std::int32_t(std::min<std::size_t>(r.shape.size(), kMaxRank));
+  for (int i = 0; i < row.rank; ++i) row.shape[i] = r.shape[std::size_t(i)];
+  row.numel = m.numel;
+  row.max_abs = m.max_abs;
+  row.max_abs_index = m.max_abs_index;
+  row.max_abs_ref = m.max_abs_ref;
+  row.max_abs_cand = m.max_abs_cand;
+  row.mean_abs = m.mean_abs;
+  row.rms = m.rms;
+  row.max_rel = m.max_rel;
+  row.max_ulp = m.max_ulp;
+  row.mean_ulp = m.mean_ulp;
+  std::copy(m.ulp_hist.begin(), m.ulp_hist.end(), row.ulp_hist);
+  row.cosine = m.cosine;
+  row.nmse = m.nmse;
+  row.sqnr_db = m.sqnr_db;
+  row.ref_rms = m.ref_rms;
+  row.mismatches = m.mismatches;
+  row.first_mismatch = m.first_mismatch;
+  row.first_ref = m.first_ref;
+  row.first_cand = m.first_cand;
+  row.nan_ref = m.nan_ref;
+  row.nan_cand = m.nan_cand;
+  row.inf_ref = m.inf_ref;
+  row.inf_cand = m.inf_cand;
+  row.first_nan = m.first_nan;
+  row.min_atol = m.min_atol;
+  row.min_rtol = m.min_rtol;
+  row.atol = m.atol;
+  row.rtol = m.rtol;
+  row.ref_offset = row.cand_offset = row.tokens_offset = -1;
+  copy_str(row.note, r.note);
+  return row;
+}
+
+StageResult from_row(const SummaryRow& row) {
+  StageResult r;
+  r.key = {row.step, row.layer, read_str(row.stage)};
+  r.mode = Mode(row.mode);
+  r.status = Status(row.status);
+  r.cand_dtype = DType(row.cand_dtype);
+  r.shape.assign(row.shape, row.shape + std::clamp(row.rank, 0, kMaxRank));
+  auto& m = r.m;
+  m.inf_agree = row.inf_agree;
+  m.numel = row.numel;
+  m.max_abs = row.max_abs;
+  m.max_abs_index = row.max_abs_index;
+  m.max_abs_ref = row.max_abs_ref;
+  m.max_abs_cand = row.max_abs_cand;
+  m.mean_abs = row.mean_abs;
+  m.rms = row.rms;
+  m.max_rel = row.max_rel;
+  m.max_ulp = row.max_ulp;
+  m.mean_ulp = row.mean_ulp;
+  std::copy(row.ulp_hist, row.ulp_hist + kUlpBuckets, m.ulp_hist.begin());
+  m.cosine = row.cosine;
+  m.nmse = row.nmse;
+  m.sqnr_db = row.sqnr_db;
+  m.ref_rms = row.ref_rms;
+  m.mismatches = row.mismatches;
+  m.first_mismatch = row.first_mismatch;
+  m.first_ref = row.first_ref;
+  m.first_cand = row.first_cand;
+  m.nan_ref = row.nan_ref;
+  m.nan_cand = row.nan_cand;
+  m.inf_ref = row.inf_ref;
+  m.inf_cand = row.inf_cand;
+  m.first_nan = row.first_nan;
+  m.min_atol = row.min_atol;
+  m.min_rtol = row.min_rtol;
+  m.atol = row.atol;
+  m.rtol = row.rtol;
+  r.note = read_str(row.note);
+  return r;
+}
+
+}  // namespace ds::trace

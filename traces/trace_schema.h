@@ -1,0 +1,56 @@
+// HDF5 trace format v1 (docs/trace-format.md): the summary-row layout and the names of every
+// object in the file. Writer, reader and docs take these from here.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+
+#include "result.h"
+
+namespace ds::trace {
+
+inline constexpr const char* kSchema = "driftscope-trace";
+inline constexpr int kVersion = 1;
+inline constexpr const char* kSummary = "/summary";
+inline constexpr const char* kRefPool = "/tensors/ref";
+inline constexpr const char* kCandPool = "/tensors/cand";
+inline constexpr const char* kTokenPool = "/per_token";
+inline constexpr const char* kResult = "/result";  // JSON bytes, written when the run ends
+inline constexpr int kMaxRank = 4;
+inline constexpr int kStageChars = 32;
+inline constexpr int kNoteChars = 96;
+
+enum class Capture { all, failing, stats };
+std::string_view capture_name(Capture c);
+
+// One row of /summary. POD so HDF5 reads and writes it directly.
+struct SummaryRow {
+  std::int32_t step, layer;
+  char stage[kStageChars];
+  std::uint8_t mode, status, cand_dtype, inf_agree;
+  std::int32_t rank;
+  std::int64_t shape[kMaxRank];
+  std::int64_t numel;
+  double max_abs;
+  std::int64_t max_abs_index;
+  double max_abs_ref, max_abs_cand, mean_abs, rms, max_rel, max_ulp, mean_ulp;
+  std::int64_t ulp_hist[kUlpBuckets];
+  double cosine, nmse, sqnr_db, ref_rms;
+  std::int64_t mismatches, first_mismatch;
+  double first_ref, first_cand;
+  std::int64_t nan_ref, nan_cand, inf_ref, inf_cand, first_nan;
+  double min_atol, min_rtol, atol, rtol;
+  std::int64_t ref_offset, cand_offset, tokens_offset;  // into the pools; -1 when not captured
+  std::int32_t n_tokens;
+  char note[kNoteChars];
+};
+
+// The compound type of SummaryRow (caller closes it).
+hid_t summary_type();
+
+SummaryRow to_row(const StageResult& r);
+StageResult from_row(const SummaryRow& row);
+
+}  // namespace ds::trace

@@ -1,0 +1,162 @@
+#include "trace_writer.h"
+
+#include <fmt/format.h>
+
+#include <regex>
+
+#include "stage_catalog.h"
+
+namespace ds::trace {
+
+namespace {
+
+void check(herr_t rc, std::string_view what, const std::string& path) {
+  if (rc < 0) throw TraceError(fmt::format("{}: HDF5 failed to {}", path, what));
+}
+
+hid_t make_pool(hid_t file, const char* name, hid_t type, hsize_t chunk, bool compress) {
+  const hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunks[1] = {chunk};
+  const hid_t space = H5Screate_simple(1, dims, maxdims);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 1, chunks);
+  if (compress) {
+    H5Pset_shuffle(dcpl);
+    H5Pset_deflate(dcpl, 1);
+  }
+  const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  const hid_t d = H5Dcreate2(file, name, type, space, lcpl, dcpl, H5P_DEFAULT);
+  H5Pclose(lcpl);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  return d;
+}
+
+void write_string_attr(hid_t obj, const std::string& name, const std::string& value) {
+  const hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, value.empty() ? 1 : value.size());
+  H5Tset_cset(t, H5T_CSET_UTF8);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT);
+  const std::string v = value.empty() ? std::string(1, '\0') : value;
+  H5Awrite(a, t, v.data());
+  H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(t);
+}
+
+void write_int_attr(hid_t obj, const char* name, int value) {
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, H5T_NATIVE_INT, &value);
+  H5Aclose(a);
+  H5Sclose(space);
+}
+
+// Appends `n` elements of `type` at the end of 1-D dataset `d` whose current size is `size`.
+void append_1d(hid_t d, hid_t type, std::int64_t& size, const void* data, std::size_t n) {
+  if (n == 0) return;
+  const hsize_t new_size[1] = {hsize_t(size) + n};
+  H5Dset_extent(d, new_size);
+  const hid_t fspace = H5Dget_space(d);
+  const hsize_t start[1] = {hsize_t(size)}, count[1] = {n};
+  H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  const hid_t mspace = H5Screate_simple(1, count, nullptr);
+  H5Dwrite(d, type, mspace, fspace, H5P_DEFAULT, data);
+  H5Sclose(mspace);
+  H5Sclose(fspace);
+  size += std::int64_t(n);
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_attrs, const nlohmann::json& run,
+                         WriterOptions options)
+    : path_(path), opt_(std::move(options)) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  // SWMR needs the latest format; it is what keeps the file consistent at every instant.
+  H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  H5Pclose(fapl);
+  if (file_ < 0) throw TraceError(fmt::format("{}: cannot create the trace file", path));
+  write_string_attr(file_, "schema", kSchema);
+  write_int_attr(file_, "version", kVersion);
+  for (const auto& [k, v] : root_attrs.items()) write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
+  write_string_attr(file_, "run", run.dump());
+  write_string_attr(file_, "capture", std::string(capture_name(opt_.capture)));
+  row_type_ = summary_type();
+  summary_ = make_pool(file_, kSummary, row_type_, 256, false);
+  ref_ = make_pool(file_, kRefPool, H5T_NATIVE_DOUBLE, 16384, true);
+  cand_ = make_pool(file_, kCandPool, H5T_NATIVE_DOUBLE, 16384, true);
+  tokens_ = make_pool(file_, kTokenPool, H5T_NATIVE_DOUBLE, 1024, false);
+  result_ = make_pool(file_, kResult, H5T_NATIVE_UINT8, 4096, false);
+  if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0)
+    throw TraceError(fmt::format("{}: cannot create the trace datasets", path));
+  check(H5Fstart_swmr_write(file_), "start SWMR writing", path_);
+}
+
+TraceWriter::~TraceWriter() {
+  try {
+    flush();
+  } catch (...) {
+  }
+  for (hid_t d : {summary_, ref_, cand_, tokens_, result_})
+    if (d >= 0) H5Dclose(d);
+  if (row_type_ >= 0) H5Tclose(row_type_);
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+bool TraceWriter::captures(const StageResult& r) const {
+  if (opt_.capture == Capture::stats) return false;
+  if (opt_.capture == Capture::failing && !is_failure(r.status)) return false;
+  const bool model_level = r.key.layer == kModelLayer;
+  if (!model_level && (r.key.layer < opt_.layer_min || r.key.layer > opt_.layer_max)) return false;
+  if (!opt_.stage_filter.empty() && !std::regex_match(r.key.stage, std::regex(opt_.stage_filter))) return false;
+  return true;
+}
+
+std::int64_t TraceWriter::append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values) {
+  const std::int64_t at = size;
+  append_1d(dset, H5T_NATIVE_DOUBLE, size, values.data(), values.size());
+  return at;
+}
+
+void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* cand) {
+  SummaryRow row = to_row(r);
+  if (captures(r)) {
+    if (ref) row.ref_offset = append_pool(ref_, ref_size_, ref->to_f64());
+    if (cand) row.cand_offset = append_pool(cand_, cand_size_, cand->to_f64());
+  }
+  if (!r.per_token_rel.empty()) {
+    row.tokens_offset = append_pool(tokens_, tokens_size_, r.per_token_rel);
+    row.n_tokens = std::int32_t(r.per_token_rel.size());
+  }
+  pending_.push_back(row);
+}
+
+void TraceWriter::flush() {
+  if (file_ < 0) return;
+  append_1d(summary_, row_type_, rows_, pending_.data(), pending_.size());
+  pending_.clear();
+  for (hid_t d : {ref_, cand_, tokens_, summary_}) check(H5Dflush(d), "flush a dataset", path_);
+  check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
+}
+
+void TraceWriter::finish(const nlohmann::json& result) {
+  flush();
+  const std::string s = result.dump();
+  std::int64_t size = 0;
+  append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size());
+  check(H5Dflush(result_), "flush the result", path_);
+  for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_}) {
+    H5Dclose(*d);
+    *d = -1;
+  }
+  H5Tclose(row_type_);
+  row_type_ = -1;
+  check(H5Fclose(file_), "close the file", path_);
+  file_ = -1;
+}
+
+}  // namespace ds::trace

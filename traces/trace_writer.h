@@ -1,0 +1,55 @@
+// Streams a run into an HDF5 trace. The file is written in SWMR mode and flushed after every
+// layer, so a process killed mid-run (even by SIGKILL) leaves a file that opens and holds
+// every flushed layer.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "result.h"
+#include "trace_schema.h"
+
+namespace ds::trace {
+
+struct TraceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct WriterOptions {
+  Capture capture = Capture::all;
+  std::string stage_filter;  // regex on "stage"; empty keeps all
+  int layer_min = -1, layer_max = 1 << 30;
+};
+
+class TraceWriter {
+ public:
+  // `root_attrs` become string attributes of "/" (tool version, command line, ...);
+  // `run` (model, candidate, policy, ...) is stored as the JSON attribute "run".
+  TraceWriter(const std::string& path, const nlohmann::json& root_attrs, const nlohmann::json& run,
+              WriterOptions options = {});
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Buffers one stage row and, depending on the capture mode, its tensors.
+  void append(const StageResult& r, const Tensor* ref, const Tensor* cand);
+  // Writes the buffered rows and tensors and makes them durable.
+  void flush();
+  // Flushes, stores the run's result JSON and closes the file.
+  void finish(const nlohmann::json& result);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::int64_t append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values);
+  bool captures(const StageResult& r) const;
+
+  std::string path_;
+  WriterOptions opt_;
+  hid_t file_ = -1, summary_ = -1, ref_ = -1, cand_ = -1, tokens_ = -1, result_ = -1, row_type_ = -1;
+  std::int64_t rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;
+  std::vector<SummaryRow> pending_;
+};
+
+}  // namespace ds::trace
