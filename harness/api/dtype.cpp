@@ -87,7 +87,16 @@ double decode_binary(std::uint16_t bits, int mant, int bias) {
 }  // namespace
 
 std::uint16_t f64_to_f16(double v) { return round_binary(v, 10, -14, 15, 15); }
-std::uint16_t f32_to_f16(float v) { return f64_to_f16(double(v)); }
+std::uint16_t f32_to_f16(float v) {
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(v);
+  if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFFu)) {
+    // Keep the payload's top bits so an f16 NaN survives a round trip through f32.
+    std::uint16_t m = std::uint16_t((b & 0x7FFFFFu) >> 13);
+    if (m == 0) m = 0x200;
+    return std::uint16_t(((b >> 16) & 0x8000u) | 0x7C00u | m);
+  }
+  return f64_to_f16(double(v));
+}
 
 float f16_to_f32(std::uint16_t bits) {
   if ((bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu)) {
