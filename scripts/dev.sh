@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The two README commands:
+#   scripts/dev.sh demo   install what is missing, build, run the bundled fixture (trace + table)
+#   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake ninja-build ccache pkg-config git
+  libhdf5-dev hdf5-tools libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  nlohmann-json3-dev libyaml-cpp-dev libboost-context-dev
+  libimgui-dev libglfw3-dev libstb-dev xvfb xauth python3-h5py python3-numpy)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+build() {
+  # The CUDA toolkit is optional: without nvcc the cuda candidate is simply not built.
+  [ -d build ] || cmake --preset default
+  cmake --build build -j "$(nproc)"
+}
+
+case "${1:-}" in
+  demo)
+    install_missing
+    build
+    mkdir -p out
+    echo "== a correct f16 candidate: expect PASS (exit 0)"
+    ./build/harness/driftscope run --model synthetic:qwen2-tiny --candidate cpu-f16 --prompt-tokens 4 \
+      --decode-steps 2 --trace out/demo-cpu-f16.h5
+    echo
+    echo "== a planted chain-add indexing bug: expect FAIL at residual_1 of layer 0 (exit 1)"
+    rc=0
+    ./build/harness/driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx \
+      --prompt-tokens 4 --trace out/demo-mutant.h5 --only-failures || rc=$?
+    [ "$rc" -eq 1 ] || { echo "expected exit 1 from the mutant run, got $rc"; exit 1; }
+    echo
+    echo "traces written: out/demo-cpu-f16.h5 out/demo-mutant.h5"
+    ;;
+  test)
+    install_missing
+    build
+    ctest --test-dir build --output-on-failure -j "$(nproc)"
+    ;;
+  *)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac

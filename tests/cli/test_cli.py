@@ -1,0 +1,88 @@
+"""End-to-end tests of the driftscope CLI: exit codes, the table, and the HDF5 trace via h5py."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+
+DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+
+
+def run(*args):
+    p = subprocess.run([DRIFTSCOPE, *args], capture_output=True, text=True, timeout=240)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Cli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def test_cpu_f16_passes_and_trace_lists_every_stage_of_both_layers(self):
+        trace = self.path("ok.h5")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16",
+                           "--prompt-tokens", "4", "--trace", trace)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("PASS", out)
+        with h5py.File(trace, "r") as f:
+            self.assertEqual(f.attrs["schema"].decode() if isinstance(f.attrs["schema"], bytes)
+                             else f.attrs["schema"], "driftscope-trace")
+            self.assertEqual(int(f.attrs["version"]), 1)
+            rows = f["summary"][:]
+            stages = {(int(r["layer"]), r["stage"].decode()) for r in rows}
+            expected = ["attn_norm", "q", "k", "v", "q_rope", "k_rope", "attn", "attn_out",
+                        "residual_1", "ffn_norm", "gate", "up", "ffn_act", "down", "residual_2"]
+            for layer in (0, 1):
+                for s in expected:
+                    self.assertIn((layer, s), stages)
+            self.assertTrue(all(int(r["status"]) == 0 for r in rows))
+            self.assertGreater(f["tensors/ref"].shape[0], 0)
+
+    def test_mutant_exits_1_naming_residual_1_of_layer_0(self):
+        trace = self.path("mut.h5")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                           "--prompt-tokens", "4", "--trace", trace)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("First failing stage: residual_1 of layer 0", out)
+        self.assertIn("first mismatch at flat index 1", out)
+        self.assertIn("ref[0..5]", out)
+        with h5py.File(trace, "r") as f:
+            import json
+            result = json.loads(f["result"][:].tobytes())
+            self.assertEqual(result["first_failure"]["stage"], "residual_1")
+            self.assertEqual(result["first_failure"]["layer"], 0)
+            self.assertGreater(result["first_failure"]["first_mismatch"], 0)
+
+    def test_bad_usage_and_input_exit_2(self):
+        for args in (["run", "--model", "synthetic:nope"], ["run", "--candidate", "nope"],
+                     ["run", "--mode", "sideways"], ["run", "--prompt-tokens", "0"], ["frobnicate"]):
+            rc, out, err = run(*args)
+            self.assertEqual(rc, 2, f"{args}: {out}{err}")
+            self.assertTrue(err.strip() or out.strip())
+
+    def test_help_describes_every_flag(self):
+        rc, out, _ = run("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("run", out)
+        rc, out, _ = run("run", "--help")
+        self.assertEqual(rc, 0)
+        for flag in ("--model", "--candidate", "--prompt-tokens", "--decode-steps", "--seed", "--mode", "--trace",
+                     "--capture"):
+            self.assertIn(flag, out)
+
+    def test_candidates_lists_capabilities(self):
+        rc, out, _ = run("candidates")
+        self.assertEqual(rc, 0)
+        self.assertIn("cpu-f16", out)
+        self.assertIn("QkNorm", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
