@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "stage_catalog.h"
@@ -33,13 +36,26 @@ const Tensor& in(const TensorMap& inputs, std::string_view name) {
 }  // namespace
 
 std::string CpuCandidate::name() const {
-  return bug_ == PlantedBug::chain_add_idx ? "mutant:chain-add-idx" : "cpu-f16";
+  switch (bug_) {
+    case PlantedBug::none: return "cpu-f16";
+    case PlantedBug::chain_add_idx: return "mutant:chain-add-idx";
+    case PlantedBug::segv_at_layer1: return "selftest:segv-layer1";
+    case PlantedBug::abort_at_layer1: return "selftest:abort-layer1";
+    case PlantedBug::hang_at_layer1: return "selftest:hang-layer1";
+  }
+  return "?";
 }
 
 std::string CpuCandidate::description() const {
-  return bug_ == PlantedBug::chain_add_idx
-             ? "cpu-f16 with the chain-add indexed by block id: 1 element in 256 updated (caught at residual_1)"
-             : "f32 math with every stage output stored as f16: a correct low-precision implementation";
+  switch (bug_) {
+    case PlantedBug::none: return "f32 math with every stage output stored as f16: a correct low-precision implementation";
+    case PlantedBug::chain_add_idx:
+      return "cpu-f16 with the chain-add indexed by block id: 1 element in 256 updated (caught at residual_1 of layer 0)";
+    case PlantedBug::segv_at_layer1: return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
+    case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
+    case PlantedBug::hang_at_layer1: return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
+  }
+  return "?";
 }
 
 OpSet CpuCandidate::capabilities() const {
@@ -111,6 +127,20 @@ Mat CpuCandidate::residual_add(const Mat& residual, const Mat& branch) const {
   return out;
 }
 
+void CpuCandidate::crash_if_planted() const {
+  switch (bug_) {
+    case PlantedBug::segv_at_layer1: {
+      volatile int* p = nullptr;
+      *p = 1;
+      break;
+    }
+    case PlantedBug::abort_at_layer1: std::abort();
+    case PlantedBug::hang_at_layer1:
+      for (;;) pause();
+    default: break;
+  }
+}
+
 void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                        TensorMap& outputs) {
   const auto& c = cfg_;
@@ -148,6 +178,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out(step.outputs[0],
         rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
   } else if (s == "attention") {
+    if (l == 1) crash_if_planted();
     out("attn", attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, c.head_dim,
                           ctx.pos0));
   } else if (s == "o_proj") {

@@ -16,6 +16,10 @@ enum class PlantedBug {
   // The chain-add (residual add fused as a projection epilogue) indexes with the block id
   // instead of the global thread id: one element in every 256 is updated (seeds/004 #5).
   chain_add_idx,
+  // Harness self-tests of crash isolation: die in layer 1's attention step.
+  segv_at_layer1,
+  abort_at_layer1,
+  hang_at_layer1,
 };
 
 class CpuCandidate final : public Candidate {
@@ -34,6 +38,7 @@ class CpuCandidate final : public Candidate {
   const Mat& w(int layer, std::string_view role) const;
   std::span<const float> b(int layer, std::string_view role) const;  // empty when absent
   Mat residual_add(const Mat& residual, const Mat& branch) const;
+  void crash_if_planted() const;
 
   PlantedBug bug_;
   ModelConfig cfg_;

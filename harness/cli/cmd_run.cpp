@@ -45,6 +45,11 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
       ->check(CLI::IsMember({"all", "failing", "stats"}))
       ->capture_default_str();
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  run->add_option("--timeout", args->opt.timeout_s,
+                  "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
+      ->capture_default_str();
+  run->add_flag("!--no-isolate", args->opt.isolate_process,
+                "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");
   run->callback([args, &exit_code] {
     auto& o = args->opt;
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}

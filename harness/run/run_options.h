@@ -21,6 +21,8 @@ struct RunOptions {
   std::string trace_path;  // empty: no trace
   trace::Capture capture = trace::Capture::all;
   std::string command_line;
+  bool isolate_process = true;  // run the candidate in a child process (crash isolation)
+  double timeout_s = 0;         // > 0: a candidate step taking longer is reported as crashed
 };
 
 }  // namespace ds

@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "child_candidate.h"
 #include "metrics.h"
 #include "reference.h"
 #include "registry.h"
@@ -107,6 +108,7 @@ class Run {
           cand->name()));
     report_.model = cfg.name;
     report_.candidate = cand->name();
+    if (opt_.isolate_process) cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
     if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
     ref::Reference reference(model);
     cand->load(cfg, model.weights);
@@ -115,6 +117,20 @@ class Run {
     for (Mode m : opt_.modes) lanes.push_back(Lane{m, {}, {}, {}, {}});
     std::vector<int> tokens = prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed);
     report_.tokens = tokens;
+    try {
+      run_steps(*cand, cfg, reference, lanes, tokens);
+    } catch (const CandidateCrash& crash) {
+      flush();
+      crash_ = fmt::format("candidate crashed in step '{}': {}", crash.step_name, crash.what());
+    }
+    finish();
+    return std::move(report_);
+  }
+
+ private:
+  void run_steps(Candidate& cand_ref, const ModelConfig& cfg, ref::Reference& reference, std::vector<Lane>& lanes,
+                 const std::vector<int>& tokens) {
+    Candidate* cand = &cand_ref;
     int pos0 = 0;
     for (int step = 0; step <= opt_.decode_steps; ++step) {
       const std::vector<int> step_tokens =
@@ -155,11 +171,8 @@ class Run {
       pos0 += T;
     }
     report_.tokens.pop_back();  // the token after the last step was never fed
-    finish();
-    return std::move(report_);
   }
 
- private:
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
   TensorMap run_block(Candidate& cand, const ModelConfig& cfg, BlockKind kind, int layer, int step, int pos0, int T,
                       const TensorMap& ref, Lane& lane, const Tensor* tokens, const Tensor& ref_x) {
@@ -170,7 +183,22 @@ class Run {
       TensorMap inputs;
       for (const std::string& name : ks.inputs) inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
       TensorMap outs;
-      cand.run(ks, ctx, inputs, outs);
+      try {
+        cand.run(ks, ctx, inputs, outs);
+      } catch (const CandidateCrash& crash) {
+        // The stage it was in is crashed; everything judged before stays in the report and trace.
+        for (const std::string& o : ks.outputs) {
+          StageResult r;
+          r.key = {step, layer, o};
+          r.mode = lane.mode;
+          r.status = Status::crashed;
+          r.cand_dtype = storage;
+          r.note = fmt::format("{}: {}", ks.name, crash.what());
+          if (auto it = ref.find(o); it != ref.end()) r.shape = it->second.shape();
+          record(std::move(r), nullptr, nullptr);
+        }
+        throw;
+      }
       for (const std::string& o : ks.outputs) {
         auto it = outs.find(o);
         if (it == outs.end())
@@ -259,10 +287,12 @@ class Run {
         r.head_cand = head_values(c, 0, 5);
       }
     }
-    if (trace_) {
-      const Tensor cand_shaped = cand && cand->numel() == ref.numel() ? cand->reshaped(ref.shape()) : Tensor{};
-      trace_->append(r, &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
-    }
+    const Tensor cand_shaped = cand && cand->numel() == ref.numel() ? cand->reshaped(ref.shape()) : Tensor{};
+    record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
+  }
+
+  void record(StageResult r, const Tensor* ref, const Tensor* cand) {
+    if (trace_) trace_->append(r, ref, cand);
     if (is_failure(r.status) && !report_.first_failure) report_.first_failure = r;
     report_.results.push_back(std::move(r));
   }
@@ -314,7 +344,20 @@ class Run {
 
   void finish() {
     const auto& f = report_.first_failure;
-    if (f) {
+    if (!crash_.empty()) {
+      report_.exit_code = kExitCrashed;
+      const StageResult* c = nullptr;
+      for (const auto& r : report_.results)
+        if (r.status == Status::crashed) c = c ? c : &r;
+      report_.verdict = fmt::format("CRASHED: {}", crash_);
+      if (c)
+        report_.verdict += fmt::format(" (stage {} of {} at step {})", c->key.stage,
+                                       c->key.layer == kModelLayer ? std::string("the model")
+                                                                   : fmt::format("layer {}", c->key.layer),
+                                       c->key.step);
+      if (f && f->status != Status::crashed)
+        report_.verdict += fmt::format("; an earlier stage already failed: {} of layer {}", f->key.stage, f->key.layer);
+    } else if (f) {
       report_.exit_code = kExitFailure;
       report_.verdict = fmt::format("FAIL: first failing stage is {} of {} at step {} ({}, {})", f->key.stage,
                                     f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
@@ -332,6 +375,7 @@ class Run {
   }
 
   RunOptions opt_;
+  std::string crash_;
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;

@@ -1,0 +1,234 @@
+#include "child_candidate.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace ds {
+
+namespace {
+
+// Minimal framed protocol over pipes: everything is length-prefixed bytes.
+struct Pipe {
+  int fd;
+  bool write_all(const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n) {
+      const ssize_t w = ::write(fd, c, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      c += w;
+      n -= std::size_t(w);
+    }
+    return true;
+  }
+  // Reads n bytes; gives up when the deadline (steady clock, 0 = none) passes.
+  bool read_all(void* p, std::size_t n, std::chrono::steady_clock::time_point deadline, bool* timed_out) {
+    char* c = static_cast<char*>(p);
+    while (n) {
+      int wait_ms = -1;
+      if (deadline.time_since_epoch().count() != 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+          if (timed_out) *timed_out = true;
+          return false;
+        }
+        wait_ms = int(left.count());
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      const int pr = ::poll(&pfd, 1, wait_ms);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr == 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      const ssize_t r = ::read(fd, c, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      c += r;
+      n -= std::size_t(r);
+    }
+    return true;
+  }
+};
+
+void put_u64(std::string& buf, std::uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_str(std::string& buf, const std::string& s) {
+  put_u64(buf, s.size());
+  buf += s;
+}
+void put_tensor(std::string& buf, const Tensor& t) {
+  put_u64(buf, std::uint64_t(t.dtype()));
+  put_u64(buf, t.shape().size());
+  for (auto d : t.shape()) put_u64(buf, std::uint64_t(d));
+  put_u64(buf, t.nbytes());
+  buf.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+}
+
+struct Reader {
+  const std::string& buf;
+  std::size_t at = 0;
+  std::uint64_t u64() {
+    std::uint64_t v;
+    if (at + sizeof v > buf.size()) throw std::runtime_error("truncated message from the candidate process");
+    std::memcpy(&v, buf.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  std::string str() {
+    const auto n = u64();
+    if (at + n > buf.size()) throw std::runtime_error("truncated message from the candidate process");
+    std::string s = buf.substr(at, n);
+    at += n;
+    return s;
+  }
+  Tensor tensor() {
+    const auto dtype = DType(u64());
+    Shape shape(u64());
+    for (auto& d : shape) d = std::int64_t(u64());
+    Tensor t(dtype, shape);
+    const auto n = u64();
+    if (n != t.nbytes() || at + n > buf.size()) throw std::runtime_error("malformed tensor from the candidate process");
+    std::memcpy(t.raw(), buf.data() + at, n);
+    at += n;
+    return t;
+  }
+};
+
+bool send_msg(int fd, const std::string& msg) {
+  Pipe p{fd};
+  const std::uint64_t n = msg.size();
+  return p.write_all(&n, sizeof n) && p.write_all(msg.data(), msg.size());
+}
+
+bool recv_msg(int fd, std::string& msg, std::chrono::steady_clock::time_point deadline, bool* timed_out) {
+  Pipe p{fd};
+  std::uint64_t n = 0;
+  if (!p.read_all(&n, sizeof n, deadline, timed_out)) return false;
+  msg.resize(n);
+  return p.read_all(msg.data(), n, deadline, timed_out);
+}
+
+}  // namespace
+
+ChildCandidate::ChildCandidate(CandidatePtr inner, double timeout_s)
+    : inner_(std::move(inner)), timeout_s_(timeout_s) {}
+
+ChildCandidate::~ChildCandidate() { stop_child(); }
+
+void ChildCandidate::stop_child() {
+  if (to_child_ >= 0) ::close(to_child_);
+  if (from_child_ >= 0) ::close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (child_ > 0) {
+    ::kill(child_, SIGKILL);
+    ::waitpid(child_, nullptr, 0);
+    child_ = -1;
+  }
+}
+
+void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
+  cfg_ = cfg;
+  inner_->load(cfg, weights);
+  int down[2], up[2];
+  if (::pipe(down) != 0 || ::pipe(up) != 0) throw std::runtime_error("cannot create pipes for the candidate process");
+  std::fflush(nullptr);
+  child_ = ::fork();
+  if (child_ < 0) throw std::runtime_error("cannot fork the candidate process");
+  if (child_ == 0) {
+    ::close(down[1]);
+    ::close(up[0]);
+    to_child_ = up[1];  // in the child: reads down[0], writes up[1]
+    from_child_ = down[0];
+    serve();
+    ::_exit(0);
+  }
+  ::close(down[0]);
+  ::close(up[1]);
+  to_child_ = down[1];
+  from_child_ = up[0];
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+void ChildCandidate::serve() {
+  std::string msg;
+  while (recv_msg(from_child_, msg, {}, nullptr)) {
+    Reader r{msg};
+    std::string reply;
+    try {
+      KernelStep step;
+      step.name = r.str();
+      for (auto n = r.u64(); n--;) step.inputs.push_back(r.str());
+      for (auto n = r.u64(); n--;) step.outputs.push_back(r.str());
+      StepContext ctx{&cfg_, int(r.u64()), int(std::int64_t(r.u64())), int(r.u64()), int(r.u64())};
+      TensorMap inputs;
+      for (auto n = r.u64(); n--;) {
+        std::string name = r.str();
+        inputs[name] = r.tensor();
+      }
+      TensorMap outputs;
+      inner_->run(step, ctx, inputs, outputs);
+      reply = "ok";
+      put_u64(reply, outputs.size());
+      for (const auto& [name, t] : outputs) {
+        put_str(reply, name);
+        put_tensor(reply, t);
+      }
+    } catch (const std::exception& e) {
+      reply = "ex";
+      put_str(reply, e.what());
+    }
+    if (!send_msg(to_child_, reply)) break;
+  }
+}
+
+void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) {
+  if (child_ <= 0) throw CandidateCrash(step.name, "the candidate process is not running");
+  std::string msg;
+  put_str(msg, step.name);
+  put_u64(msg, step.inputs.size());
+  for (const auto& s : step.inputs) put_str(msg, s);
+  put_u64(msg, step.outputs.size());
+  for (const auto& s : step.outputs) put_str(msg, s);
+  for (int v : {ctx.step, ctx.layer, ctx.pos0, ctx.n_tokens}) put_u64(msg, std::uint64_t(std::int64_t(v)));
+  put_u64(msg, inputs.size());
+  for (const auto& [name, t] : inputs) {
+    put_str(msg, name);
+    put_tensor(msg, t);
+  }
+  const auto deadline = timeout_s_ > 0 ? std::chrono::steady_clock::now() +
+                                             std::chrono::milliseconds(std::int64_t(timeout_s_ * 1000))
+                                       : std::chrono::steady_clock::time_point{};
+  bool timed_out = false;
+  std::string reply;
+  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline, &timed_out)) {
+    std::string why;
+    if (timed_out) {
+      ::kill(child_, SIGKILL);
+      why = fmt::format("hung: no answer within --timeout {} s", timeout_s_);
+    }
+    int status = 0;
+    ::waitpid(child_, &status, 0);
+    child_ = -1;
+    if (why.empty())
+      why = WIFSIGNALED(status) ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
+                                : fmt::format("exited with status {}", WEXITSTATUS(status));
+    throw CandidateCrash(step.name, why);
+  }
+  Reader r{reply};
+  const std::string tag = reply.substr(0, 2);
+  r.at = 2;
+  if (tag == "ex") throw CandidateCrash(step.name, fmt::format("threw: {}", r.str()));
+  for (auto n = r.u64(); n--;) {
+    std::string name = r.str();
+    outputs[name] = r.tensor();
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,48 @@
+// Crash isolation: the candidate runs in a child process forked after its weights are loaded.
+// Each step's inputs go down a pipe and its outputs come back; a segfault, abort or a hang past
+// the timeout in the child becomes a CandidateCrash naming the step, and the harness, its
+// trace and the reference are untouched.
+#pragma once
+
+#include <sys/types.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "candidate.h"
+
+namespace ds {
+
+struct CandidateCrash : std::runtime_error {
+  CandidateCrash(std::string step, std::string why)
+      : std::runtime_error(why), step_name(std::move(step)) {}
+  std::string step_name;
+};
+
+class ChildCandidate final : public Candidate {
+ public:
+  // Takes ownership of `inner`; `timeout_s` <= 0 waits forever.
+  ChildCandidate(CandidatePtr inner, double timeout_s);
+  ~ChildCandidate() override;
+
+  std::string name() const override { return inner_->name(); }
+  std::string description() const override { return inner_->description(); }
+  DType storage_dtype() const override { return inner_->storage_dtype(); }
+  OpSet capabilities() const override { return inner_->capabilities(); }
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override { return inner_->plan(cfg, kind); }
+  // Loads in the parent, then forks: the child inherits the loaded weights copy-on-write.
+  void load(const ModelConfig& cfg, const WeightStore& weights) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+
+ private:
+  void serve();  // the child's loop
+  void stop_child();
+
+  CandidatePtr inner_;
+  double timeout_s_;
+  ModelConfig cfg_;
+  pid_t child_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+};
+
+}  // namespace ds
