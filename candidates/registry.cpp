@@ -19,6 +19,7 @@ struct Factory {
 const std::vector<Factory>& factories() {
   static const std::vector<Factory> f = {
       {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
+      {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
       {"mutant:chain-add-idx", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::chain_add_idx); }},
       {"selftest:segv-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
       {"selftest:abort-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},

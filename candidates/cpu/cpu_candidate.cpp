@@ -35,7 +35,14 @@ const Tensor& in(const TensorMap& inputs, std::string_view name) {
 
 }  // namespace
 
+CandidatePtr CpuCandidate::v1_ops() {
+  auto c = std::make_unique<CpuCandidate>();
+  c->v1_ = true;
+  return c;
+}
+
 std::string CpuCandidate::name() const {
+  if (v1_) return "cpu-f16-v1";
   switch (bug_) {
     case PlantedBug::none: return "cpu-f16";
     case PlantedBug::chain_add_idx: return "mutant:chain-add-idx";
@@ -47,6 +54,7 @@ std::string CpuCandidate::name() const {
 }
 
 std::string CpuCandidate::description() const {
+  if (v1_) return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, no bias";
   switch (bug_) {
     case PlantedBug::none: return "f32 math with every stage output stored as f16: a correct low-precision implementation";
     case PlantedBug::chain_add_idx:
@@ -59,6 +67,7 @@ std::string CpuCandidate::description() const {
 }
 
 OpSet CpuCandidate::capabilities() const {
+  if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
   return {Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU,
           Op::RMSNorm, Op::BiasAdd, Op::QkNorm};
 }

@@ -25,6 +25,9 @@ enum class PlantedBug {
 class CpuCandidate final : public Candidate {
  public:
   explicit CpuCandidate(PlantedBug bug = PlantedBug::none) : bug_(bug) {}
+  // The op set of seeds/000's "GPU kernel v1" (no QK-norm, no bias): the kernel set that printed
+  // garbage for Qwen3 and silently dropped Qwen2's bias. The gate must refuse both models.
+  static CandidatePtr v1_ops();
 
   std::string name() const override;
   std::string description() const override;
@@ -41,6 +44,7 @@ class CpuCandidate final : public Candidate {
   void crash_if_planted() const;
 
   PlantedBug bug_;
+  bool v1_ = false;
   ModelConfig cfg_;
   std::map<std::string, Mat, std::less<>> w_;
 };

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,9 @@ struct RunOptions {
   std::string command_line;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
   double timeout_s = 0;         // > 0: a candidate step taking longer is reported as crashed
+  // Observes what the run does ("gate", "load_weights", "reference_layer", "candidate_step"...):
+  // lets tests prove that a refused run computed nothing.
+  std::function<void(std::string_view)> on_event;
 };
 
 }  // namespace ds

@@ -17,6 +17,23 @@
 
 namespace ds {
 
+ModelConfig load_config_spec(const std::string& spec, int layers) {
+  constexpr std::string_view kSynthetic = "synthetic:";
+  if (spec.rfind(kSynthetic, 0) == 0) {
+    try {
+      ModelConfig c = ref::synthetic_config(spec.substr(kSynthetic.size()));
+      if (layers > 0 && layers < c.n_layers) {
+        c.n_layers = layers;
+        c.layer_kinds.resize(std::size_t(layers));
+      }
+      return c;
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--model {}: {}", spec, e.what()));
+    }
+  }
+  throw InputError(fmt::format("--model {}: not a known model spec (use synthetic:<preset>)", spec));
+}
+
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers) {
   constexpr std::string_view kSynthetic = "synthetic:";
   if (spec.rfind(kSynthetic, 0) == 0) {
@@ -89,28 +106,25 @@ class Run {
   Run(const RunOptions& opt, const Policy& policy) : opt_(opt), policy_(policy) {}
 
   RunReport go() {
-    Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
-    const ModelConfig& cfg = model.config;
+    const ModelConfig header = load_config_spec(opt_.model, opt_.layers);
     CandidatePtr cand;
     try {
       cand = make_candidate(opt_.candidate);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
     }
-    // Capability gate: before the reference, the weights upload or any allocation.
-    const OpSet need = required_ops(cfg), have = cand->capabilities();
-    if (!have.contains(need))
-      throw GateRefusal(fmt::format(
-          "REFUSED capability gate: {} cannot serve {}\n  Model requires: {}\n  Backend supports: {}\n"
-          "  Missing:        {}\n  -> Run this model on a candidate that implements {}, or add the missing "
-          "ops to {}.",
-          cand->name(), cfg.name, need.str(), have.str(), need.minus(have).str(), need.minus(have).str(),
-          cand->name()));
+    // Capability gate: from the model's header alone, before any weight is read or allocated.
+    event("gate");
+    if (auto refusal = capability_refusal(header, *cand)) throw GateRefusal(*refusal);
+    event("load_weights");
+    Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
+    const ModelConfig& cfg = model.config;
     report_.model = cfg.name;
     report_.candidate = cand->name();
     if (opt_.isolate_process) cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
     if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
     ref::Reference reference(model);
+    event("candidate_load");
     cand->load(cfg, model.weights);
 
     std::vector<Lane> lanes;
@@ -153,6 +167,7 @@ class Run {
       Tensor ref_x = ref_stages.at("embed");
       flush();
       for (int l = 0; l < cfg.n_layers; ++l) {
+        event("reference_layer");
         TensorMap rs = reference.layer(l, ref_x, pos0);
         record_reference(l, rs);
         for (auto& lane : lanes) {
@@ -184,6 +199,7 @@ class Run {
       for (const std::string& name : ks.inputs) inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
       TensorMap outs;
       try {
+        event("candidate_step");
         cand.run(ks, ctx, inputs, outs);
       } catch (const CandidateCrash& crash) {
         // The stage it was in is crashed; everything judged before stays in the report and trace.
@@ -338,6 +354,10 @@ class Run {
     }
   }
 
+  void event(std::string_view what) {
+    if (opt_.on_event) opt_.on_event(what);
+  }
+
   void flush() {
     if (trace_) trace_->flush();
   }
@@ -383,6 +403,21 @@ class Run {
 };
 
 }  // namespace
+
+std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand) {
+  const OpSet need = required_ops(cfg), have = cand.capabilities();
+  if (have.contains(need)) return std::nullopt;
+  const OpSet missing = need.minus(have);
+  return fmt::format(
+      "REFUSED by the capability gate: {} cannot serve {} ({})\n"
+      "  Model requires:   {}\n"
+      "  Backend supports: {}\n"
+      "  Missing:          {}\n"
+      "  -> Run {} on a candidate that implements {} (see `driftscope gate --model {}`),\n"
+      "     or implement {} in {}. Nothing was computed.",
+      cand.name(), cfg.name, family_name(cfg.family), need.str(), have.str(), missing.str(), cfg.name, missing.str(),
+      cfg.name, missing.str(), cand.name());
+}
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {
   if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");

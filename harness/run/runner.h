@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "candidate.h"
 #include "model.h"
 #include "ops.h"
 #include "policy.h"
@@ -40,8 +41,14 @@ struct RunReport {
 
 // Loads `spec` (synthetic:<preset> for now) or throws InputError.
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);
+// Only the configuration (header) of `spec`: what the gates need, without reading weights.
+ModelConfig load_config_spec(const std::string& spec, int layers);
 // The ops a model needs (from its configuration).
 OpSet required_ops(const ModelConfig& cfg);
+
+// The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
+// requires, nullopt when it may run.
+std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand);
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy);
 
