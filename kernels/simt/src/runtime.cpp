@@ -172,9 +172,13 @@ class Sched {
   Fiber* pool_get();
   void reset_fiber(Fiber* f);
   void switch_to(Fiber* from, Fiber* to);
-  void transfer(Fiber* self, ThreadRec* next);
+  [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
   void after_block_for_fiber(Fiber* self);
-  [[noreturn]] void fail(Fiber* self, std::string msg);
+  // Leaves the block for good. Callers assign error_ in a separate statement
+  // first: temporaries still alive on an abandoned fiber would leak.
+  [[noreturn]] void abandon(Fiber* self);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
   void make_order(std::uint64_t phase);
   void set_runnable(ThreadRec& t) {
     WarpRec& w = warps_[t.warp];
@@ -188,9 +192,8 @@ class Sched {
     const WarpRec& wr = warps_[w];
     return &threads_[wr.base + wr.lane_of_rank[std::countr_zero(wr.runnable_r)]];
   }
-  void continue_or_stall(Fiber* self);
-  void release_barrier(Fiber* self);
-  void resolve(Fiber* self, WarpRec& w, unsigned mask);
+  [[gnu::noinline]] void release_barrier(Fiber* self);
+  [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
   std::string stall_message();
   std::string ctx_suffix(const ThreadRec& t) const {
     return fmt::format(" [block {}, thread {}]", tid(blockIdx), tid(t.idx));
@@ -310,7 +313,7 @@ void fiber_entry(bctx::transfer_t t) {
 
 // Makes `next` the running thread. Returns when the calling fiber should run
 // its (possibly new) bound thread.
-void Sched::transfer(Fiber* self, ThreadRec* next) {
+inline void Sched::transfer(Fiber* self, ThreadRec* next) {
   WarpRec& w = warps_[next->warp];
   w.runnable_r &= ~(1u << w.rank_of_lane[next->lane]);
   if (w.runnable_r == 0) warp_runnable_r_ &= ~(1u << rank_of_warp_[next->warp]);
@@ -334,9 +337,8 @@ void Sched::transfer(Fiber* self, ThreadRec* next) {
   switch_to(self, next->fiber);
 }
 
-[[noreturn]] void Sched::fail(Fiber* self, std::string msg) {
+[[noreturn]] void Sched::abandon(Fiber* self) {
   failed_ = true;
-  error_ = std::move(msg);
   failed_fiber_ = self;
   switch_to(self, &host_);
   std::fprintf(stderr, "simt: failed fiber resumed\n");
@@ -358,11 +360,11 @@ void Sched::transfer(Fiber* self, ThreadRec* next) {
     self->thread = nullptr;
     w.exited |= 1u << t->lane;
     ++exited_;
-    if (failed_) fail(self, error_);
+    if (failed_) abandon(self);
     if (at_barrier_ != 0 && at_barrier_ + exited_ == nthreads_) release_barrier(self);
     ThreadRec* next = pick_next();
     if (next == nullptr) {
-      if (exited_ != nthreads_) fail(self, stall_message());
+      if (exited_ != nthreads_) fail_stall(self);
       pool_.push_back(self);
       switch_to(self, &host_);  // block finished; resumed later with a thread bound
       continue;
@@ -372,10 +374,9 @@ void Sched::transfer(Fiber* self, ThreadRec* next) {
   }
 }
 
-void Sched::continue_or_stall(Fiber* self) {
-  ThreadRec* next = pick_next();
-  if (next == nullptr) fail(self, stall_message());
-  transfer(self, next);
+void Sched::fail_stall(Fiber* self) {
+  error_ = stall_message();
+  abandon(self);
 }
 
 void Sched::make_order(std::uint64_t phase) {
@@ -493,17 +494,19 @@ void Sched::release_barrier(Fiber* self) {
     if (first == nullptr) {
       first = &t;
     } else if (!same_site(first->site, t.site)) {
-      fail(self, fmt::format("{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
+      error_ = fmt::format("{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
                              "[block {}]",
                              where(t.site), tid(first->idx), where(first->site), tid(t.idx), where(t.site),
-                             tid(blockIdx)));
+                             tid(blockIdx));
+      abandon(self);
     }
     count += t.pred != 0;
     all &= t.pred != 0;
   }
   if (cfg_.strict_barriers && exited_ != 0) {
-    fail(self, fmt::format("{}: __syncthreads after {} of {} threads exited (strict mode) [block {}]",
-                           where(first->site), exited_, nthreads_, tid(blockIdx)));
+    error_ = fmt::format("{}: __syncthreads after {} of {} threads exited (strict mode) [block {}]",
+                         where(first->site), exited_, nthreads_, tid(blockIdx));
+    abandon(self);
   }
   barrier_result_ = first->kind == Coll::all ? all : (first->kind == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
@@ -554,9 +557,42 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   t.kind = combine;
   ++at_barrier_;
   if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
-  continue_or_stall(self);
+  ThreadRec* next = pick_next();
+  if (next == nullptr) [[unlikely]] fail_stall(self);
+  transfer(self, next);
   return barrier_result_;
 }
+
+void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
+  const ThreadRec& t = *cur_;
+  const WarpRec& w = warps_[t.warp];
+  if ((mask & (1u << t.lane)) == 0) {
+    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s), coll_name(kind),
+                         t.lane, mask, ctx_suffix(t));
+  } else if (unsigned gone = mask & ~w.exists) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}", where(s),
+                         coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
+  } else if (unsigned bad = mask & w.exited) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
+                         std::countr_zero(bad), ctx_suffix(t));
+  } else {
+    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind), width,
+                         ctx_suffix(t));
+  }
+  abandon(self);
+}
+
+namespace {
+// Fixed-size copies for the common sizes keep memcpy calls out of the hot path.
+inline void copy_value(void* dst, const void* src, unsigned size) {
+  switch (size) {
+    case 4: std::memcpy(dst, src, 4); break;
+    case 8: std::memcpy(dst, src, 8); break;
+    case 16: std::memcpy(dst, src, 16); break;
+    default: std::memcpy(dst, src, size); break;
+  }
+}
+}  // namespace
 
 void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
                             int width) {
@@ -564,21 +600,10 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   Fiber* self = t.fiber;
   WarpRec& w = warps_[t.warp];
   const unsigned me = 1u << t.lane;
-  if ((mask & me) == 0) {
-    fail(self, fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s), coll_name(kind),
-                           t.lane, mask, ctx_suffix(t)));
-  }
-  if (unsigned bad = mask & ~w.exists) {
-    fail(self, fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}",
-                           where(s), coll_name(kind), mask, std::countr_zero(bad), nthreads_, ctx_suffix(t)));
-  }
-  if (unsigned bad = mask & w.exited) {
-    fail(self, fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
-                           std::countr_zero(bad), ctx_suffix(t)));
-  }
-  if (width <= 0 || width > 32 || (width & (width - 1)) != 0) {
-    fail(self, fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind), width,
-                           ctx_suffix(t)));
+  const unsigned live = w.exists & ~w.exited;
+  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u || (width & (width - 1)) != 0)
+      [[unlikely]] {
+    fail_args(self, s, kind, mask, width);
   }
   t.state = State::at_warp;
   t.kind = kind;
@@ -587,12 +612,17 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   t.width = width;
   t.size = size;
   t.site = s;
-  if (size != 0) std::memcpy(t.in, in, size);
-  if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) t.pred = *static_cast<const int*>(in);
+  if (kind >= Coll::ballot) {
+    t.pred = *static_cast<const int*>(in);
+  } else if (size != 0) {
+    copy_value(t.in, in, size);
+  }
   w.arrived |= me;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
-  continue_or_stall(self);
-  if (size != 0) std::memcpy(out, t.out, size);
+  ThreadRec* next = pick_next();
+  if (next == nullptr) [[unlikely]] fail_stall(self);
+  transfer(self, next);
+  if (size != 0) copy_value(out, t.out, size);
 }
 
 // Completes a collective once every lane of `mask` has arrived; follows the
@@ -604,10 +634,11 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
     if (o.kind != ref.kind || o.mask != ref.mask || o.width != ref.width || o.size != ref.size) {
-      fail(self, fmt::format("{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
-                             "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
-                             where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
-                             coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref)));
+      error_ = fmt::format("{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
+                           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
+                           where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
+                           coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+      abandon(self);
     }
   }
   const Coll kind = ref.kind;
@@ -638,11 +669,11 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
       }
       if (!ok) j = lane;
       if ((mask & (1u << j)) == 0) {
-        fail(self, fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                               where(me.site), coll_name(kind), lane, j, mask,
-                               fmt::format(" [block {}, thread {}]", tid(blockIdx), tid(me.idx))));
+        error_ = fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                             where(me.site), coll_name(kind), lane, j, mask, ctx_suffix(me));
+        abandon(self);
       }
-      std::memcpy(me.out, lanes[j].in, me.size);
+      copy_value(me.out, lanes[j].in, me.size);
     }
   }
   w.arrived &= ~mask;
@@ -751,25 +782,25 @@ void launch_impl(const LaunchDesc& d) {
   if (err_block != ~std::uint64_t{0}) throw KernelError(err);
 }
 
-int barrier(Site s, int pred) { return sched().barrier(s, pred, Coll::syncwarp); }
-int barrier_and(Site s, int pred) { return sched().barrier(s, pred, Coll::all); }
-int barrier_or(Site s, int pred) { return sched().barrier(s, pred, Coll::any); }
+// Kernel code only runs inside run_block, which created this thread's Sched.
+int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp); }
+int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
+int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
 
-void syncwarp(Site s, unsigned mask) { sched().warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32); }
+void syncwarp(Site s, unsigned mask) { tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32); }
 
 void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
-  sched().warp_collective(s, kind, mask, in, out, size, b, width);
+  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
 }
 
 unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
-  Sched& sc = sched();
   unsigned r = 0;
-  sc.warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
+  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
   return r;
 }
 
-unsigned activemask() { return sched().active_mask(); }
-void* dynamic_shared() { return sched().dyn_smem(); }
+unsigned activemask() { return tl_sched->active_mask(); }
+void* dynamic_shared() { return tl_sched->dyn_smem(); }
 
 }  // namespace detail
 }  // namespace simt
