@@ -1,0 +1,282 @@
+// CPU backend of the SIMT runtime: every CUDA thread is a fiber. Include
+// simt/simt.h instead of this file.
+#pragma once
+
+// These must precede every CUDA toolkit header: crt/host_defines.h defines
+// __shared__ (and friends) as nothing under a host compiler unless they already
+// exist, which would silently give every thread its own "shared" array.
+// One block runs at a time per OS thread, so thread_local is one copy per block
+// in flight.
+#ifndef __shared__
+#define __shared__ static thread_local
+#endif
+#ifndef __global__
+#define __global__
+#endif
+#ifndef __device__
+#define __device__
+#endif
+#ifndef __host__
+#define __host__
+#endif
+#ifndef __constant__
+#define __constant__
+#endif
+#ifndef __managed__
+#define __managed__
+#endif
+#ifndef __grid_constant__
+#define __grid_constant__
+#endif
+
+#include <vector_types.h>
+#include <vector_functions.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <math.h>
+#include <tuple>
+#include <type_traits>
+
+#include "simt/simt_common.h"
+
+// Builtins: rewritten by the scheduler on every fiber switch / block start.
+inline thread_local uint3 threadIdx;
+inline thread_local uint3 blockIdx;
+inline thread_local dim3 blockDim;
+inline thread_local dim3 gridDim;
+inline constexpr int warpSize = 32;
+
+namespace simt {
+
+using stream_t = struct CpuStream*;
+
+void set_config(const Config& c);
+Config config();
+
+void* malloc(std::size_t bytes);
+void free(void* p);
+void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+inline void synchronize() {}
+
+namespace detail {
+
+struct Site {
+  const char* file;
+  int line;
+};
+
+enum class Coll : std::uint8_t { syncwarp, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+
+struct LaunchDesc {
+  dim3 grid;
+  dim3 block;
+  std::size_t dyn_smem_bytes;
+  void (*invoke)(void* pack);
+  void* pack;
+};
+
+void launch_impl(const LaunchDesc& d);
+
+int barrier(Site s, int pred);  // returns count of threads with pred != 0
+int barrier_and(Site s, int pred);
+int barrier_or(Site s, int pred);
+void syncwarp(Site s, unsigned mask = 0xffffffffu);
+void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width);
+unsigned vote(Site s, Coll kind, unsigned mask, int pred);
+unsigned activemask();
+void* dynamic_shared();
+
+template <class T>
+inline void check_shfl_type() {
+  static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
+  static_assert(sizeof(T) <= 16, "shuffled type must be at most 16 bytes");
+}
+template <class T>
+inline T shfl_idx(Site s, unsigned mask, T v, int src_lane, int width = warpSize) {
+  check_shfl_type<T>();
+  T r = v;
+  shfl(s, Coll::shfl_idx, mask, &v, &r, sizeof(T), src_lane, width);
+  return r;
+}
+template <class T>
+inline T shfl_up(Site s, unsigned mask, T v, unsigned delta, int width = warpSize) {
+  check_shfl_type<T>();
+  T r = v;
+  shfl(s, Coll::shfl_up, mask, &v, &r, sizeof(T), static_cast<int>(delta), width);
+  return r;
+}
+template <class T>
+inline T shfl_down(Site s, unsigned mask, T v, unsigned delta, int width = warpSize) {
+  check_shfl_type<T>();
+  T r = v;
+  shfl(s, Coll::shfl_down, mask, &v, &r, sizeof(T), static_cast<int>(delta), width);
+  return r;
+}
+template <class T>
+inline T shfl_xor(Site s, unsigned mask, T v, int lane_mask, int width = warpSize) {
+  check_shfl_type<T>();
+  T r = v;
+  shfl(s, Coll::shfl_xor, mask, &v, &r, sizeof(T), lane_mask, width);
+  return r;
+}
+
+template <class... KArgs>
+struct KernelPack {
+  void (*fn)(KArgs...);
+  std::tuple<std::decay_t<KArgs>...> args;
+  static void invoke(void* p) {
+    auto* k = static_cast<KernelPack*>(p);
+    std::apply(k->fn, k->args);
+  }
+};
+
+}  // namespace detail
+
+// Runs the whole grid before returning (the stream is ignored). Arguments are
+// converted to the kernel's parameter types once and copied into every thread.
+template <class... KArgs, class... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes,
+            stream_t /*stream*/, Args&&... args) {
+  detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
+  detail::launch_impl({grid, block, dyn_smem_bytes, &detail::KernelPack<KArgs...>::invoke, &pack});
+}
+
+}  // namespace simt
+
+// Collectives are macros so diagnostics can name the call site.
+#define SIMT_SITE (::simt::detail::Site{__FILE__, __LINE__})
+#define __syncthreads() ((void)::simt::detail::barrier(SIMT_SITE, 0))
+#define __syncthreads_count(pred) ::simt::detail::barrier(SIMT_SITE, (pred))
+#define __syncthreads_and(pred) ::simt::detail::barrier_and(SIMT_SITE, (pred))
+#define __syncthreads_or(pred) ::simt::detail::barrier_or(SIMT_SITE, (pred))
+#define __syncwarp(...) ::simt::detail::syncwarp(SIMT_SITE __VA_OPT__(, ) __VA_ARGS__)
+#define __shfl_sync(...) ::simt::detail::shfl_idx(SIMT_SITE, __VA_ARGS__)
+#define __shfl_up_sync(...) ::simt::detail::shfl_up(SIMT_SITE, __VA_ARGS__)
+#define __shfl_down_sync(...) ::simt::detail::shfl_down(SIMT_SITE, __VA_ARGS__)
+#define __shfl_xor_sync(...) ::simt::detail::shfl_xor(SIMT_SITE, __VA_ARGS__)
+#define __ballot_sync(mask, pred) ::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::ballot, (mask), (pred))
+#define __any_sync(mask, pred) \
+  static_cast<int>(::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::any, (mask), (pred)))
+#define __all_sync(mask, pred) \
+  static_cast<int>(::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::all, (mask), (pred)))
+
+#define SIMT_DYNAMIC_SHARED(T, name) T* const name = static_cast<T*>(::simt::detail::dynamic_shared())
+
+// Lanes run one at a time between collectives, so every lane that has not
+// exited counts as active.
+inline unsigned __activemask() { return ::simt::detail::activemask(); }
+
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+template <class T>
+inline T __ldg(const T* p) {
+  return *p;
+}
+
+// ---- atomics: relaxed, like the GPU's, but safe across host threads ----
+inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_relaxed); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  return std::atomic_ref<unsigned>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+inline float atomicAdd(float* p, float v) {
+  return std::atomic_ref<float>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+inline double atomicAdd(double* p, double v) {
+  return std::atomic_ref<double>(*p).fetch_add(v, std::memory_order_relaxed);
+}
+inline int atomicSub(int* p, int v) { return std::atomic_ref<int>(*p).fetch_sub(v, std::memory_order_relaxed); }
+inline unsigned atomicSub(unsigned* p, unsigned v) {
+  return std::atomic_ref<unsigned>(*p).fetch_sub(v, std::memory_order_relaxed);
+}
+template <class T>
+inline T simt_atomic_update(T* p, T v, bool want_max) {
+  std::atomic_ref<T> a(*p);
+  T old = a.load(std::memory_order_relaxed);
+  while ((want_max ? old < v : v < old) && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
+  }
+  return old;
+}
+inline int atomicMax(int* p, int v) { return simt_atomic_update(p, v, true); }
+inline unsigned atomicMax(unsigned* p, unsigned v) { return simt_atomic_update(p, v, true); }
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  return simt_atomic_update(p, v, true);
+}
+inline int atomicMin(int* p, int v) { return simt_atomic_update(p, v, false); }
+inline unsigned atomicMin(unsigned* p, unsigned v) { return simt_atomic_update(p, v, false); }
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  return simt_atomic_update(p, v, false);
+}
+template <class T>
+inline T simt_atomic_cas(T* p, T compare, T v) {
+  std::atomic_ref<T>(*p).compare_exchange_strong(compare, v, std::memory_order_relaxed);
+  return compare;  // holds the old value either way
+}
+inline int atomicCAS(int* p, int c, int v) { return simt_atomic_cas(p, c, v); }
+inline unsigned atomicCAS(unsigned* p, unsigned c, unsigned v) { return simt_atomic_cas(p, c, v); }
+inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c, unsigned long long v) {
+  return simt_atomic_cas(p, c, v);
+}
+inline int atomicExch(int* p, int v) { return std::atomic_ref<int>(*p).exchange(v, std::memory_order_relaxed); }
+inline unsigned atomicExch(unsigned* p, unsigned v) {
+  return std::atomic_ref<unsigned>(*p).exchange(v, std::memory_order_relaxed);
+}
+inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
+  return std::atomic_ref<unsigned long long>(*p).exchange(v, std::memory_order_relaxed);
+}
+inline float atomicExch(float* p, float v) {
+  return std::atomic_ref<float>(*p).exchange(v, std::memory_order_relaxed);
+}
+
+// ---- math intrinsics: host IEEE functions stand in for the GPU's approximations ----
+inline float __expf(float x) { return std::exp(x); }
+inline float __exp10f(float x) { return std::pow(10.0f, x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __log2f(float x) { return std::log2(x); }
+inline float __log10f(float x) { return std::log10(x); }
+inline float __powf(float x, float y) { return std::pow(x, y); }
+inline float __sinf(float x) { return std::sin(x); }
+inline float __cosf(float x) { return std::cos(x); }
+inline float __tanf(float x) { return std::tan(x); }
+inline void __sincosf(float x, float* s, float* c) {
+  *s = std::sin(x);
+  *c = std::cos(x);
+}
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return std::sqrt(x); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : (x > 0.0f ? x : 0.0f); }  // NaN -> 0
+inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
+inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
+inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
+inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
+inline int __popc(unsigned x) { return std::popcount(x); }
+inline int __popcll(unsigned long long x) { return std::popcount(x); }
+inline int __clz(int x) { return std::countl_zero(static_cast<unsigned>(x)); }
+inline int __ffs(int x) { return x == 0 ? 0 : std::countr_zero(static_cast<unsigned>(x)) + 1; }
+inline unsigned __brev(unsigned x) {
+  unsigned r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
+  return r;
+}
+inline int min(int a, int b) { return a < b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline float min(float a, float b) { return std::fmin(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float max(float a, float b) { return std::fmax(a, b); }

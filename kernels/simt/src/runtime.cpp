@@ -1,0 +1,806 @@
+// Fiber scheduler of the CPU backend. One fiber per CUDA thread; a fiber that
+// cannot continue (collective, barrier, exit) picks the next runnable thread of
+// its block itself and jumps straight to it, so there is no central scheduler
+// loop in the hot path.
+#include "simt/simt_cpu.h"
+
+#include <boost/context/detail/fcontext.hpp>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define SIMT_ASAN 1
+#else
+#define SIMT_ASAN 0
+#endif
+
+namespace bctx = boost::context::detail;
+
+namespace simt {
+
+namespace {
+
+// ---------------------------------------------------------------- config ----
+std::mutex g_config_mutex;
+Config g_config;
+
+}  // namespace
+
+void set_config(const Config& c) {
+  std::lock_guard lock(g_config_mutex);
+  g_config = c;
+  if (g_config.host_threads == 0) g_config.host_threads = 1;
+}
+
+Config config() {
+  std::lock_guard lock(g_config_mutex);
+  return g_config;
+}
+
+// ---------------------------------------------------------- device memory ----
+// Exact-size heap blocks so ASan reports overruns; 0xFF makes reads of
+// never-written floats NaN, like the poison in dynamic shared memory.
+void* malloc(std::size_t bytes) {
+  void* p = std::malloc(bytes == 0 ? 1 : bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0xFF, bytes);
+  return p;
+}
+void free(void* p) { std::free(p); }
+void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+}
+
+namespace detail {
+namespace {
+
+constexpr std::size_t kStackBytes = 64 * 1024;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+struct ThreadRec;
+
+struct Fiber {
+  bctx::fcontext_t ctx = nullptr;
+  void* stack_lo = nullptr;  // lowest usable address (ASan wants bottom + size)
+  std::size_t stack_size = 0;
+  void* stack_top = nullptr;
+  void* fake_stack = nullptr;  // ASan fake-stack handle saved across a switch
+  ThreadRec* thread = nullptr; // CUDA thread currently bound to this fiber
+  bool is_host = false;
+};
+
+enum class State : std::uint8_t { runnable, running, at_warp, at_barrier, exited };
+
+struct ThreadRec {
+  Fiber* fiber = nullptr;  // null until started and after exit
+  uint3 idx{};
+  std::uint16_t warp = 0;
+  std::uint8_t lane = 0;
+  State state = State::runnable;
+  // Pending collective or barrier.
+  Coll kind = Coll::syncwarp;
+  unsigned mask = 0;
+  int b = 0;
+  int width = 32;
+  unsigned size = 0;
+  int pred = 0;
+  Site site{nullptr, 0};
+  alignas(16) unsigned char in[16];
+  alignas(16) unsigned char out[16];
+};
+
+struct WarpRec {
+  unsigned exists = 0;   // lanes present in the block (last warp may be partial)
+  unsigned exited = 0;
+  unsigned arrived = 0;  // lanes waiting at a warp collective
+  unsigned runnable_r = 0;  // indexed by rank (execution order), not lane
+  unsigned base = 0;        // linear id of lane 0
+  std::uint8_t lane_of_rank[32];
+  std::uint8_t rank_of_lane[32];
+};
+
+const char* coll_name(Coll k) {
+  switch (k) {
+    case Coll::syncwarp: return "__syncwarp";
+    case Coll::shfl_idx: return "__shfl_sync";
+    case Coll::shfl_up: return "__shfl_up_sync";
+    case Coll::shfl_down: return "__shfl_down_sync";
+    case Coll::shfl_xor: return "__shfl_xor_sync";
+    case Coll::ballot: return "__ballot_sync";
+    case Coll::any: return "__any_sync";
+    case Coll::all: return "__all_sync";
+  }
+  return "?";
+}
+
+std::string where(Site s) { return fmt::format("{}:{}", s.file ? s.file : "?", s.line); }
+std::string tid(const uint3& t) { return fmt::format("({},{},{})", t.x, t.y, t.z); }
+
+bool same_site(Site a, Site b) {
+  return a.line == b.line && (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
+}
+
+std::uint64_t splitmix(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void fiber_entry(bctx::transfer_t t);
+
+// Per-OS-thread scheduler: runs one block at a time on its own fiber pool.
+class Sched {
+ public:
+  Sched() { host_.is_host = true; }
+
+  // Returns false (with error_/exception_ filled) if the block failed.
+  bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block);
+
+  // Fiber-side entry points (called from kernel code on the current fiber).
+  int barrier(Site s, int pred, Coll combine);
+  void warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
+                       int width);
+  unsigned active_mask() const {
+    const WarpRec& w = warps_[cur_->warp];
+    return w.exists & ~w.exited;
+  }
+  void* dyn_smem() const { return dyn_; }
+
+  [[noreturn]] void fiber_main(Fiber* self);
+  void on_fiber_start(bctx::transfer_t t);
+
+  std::string error_;
+  std::exception_ptr exception_;
+  Fiber* switching_to_ = nullptr;
+
+ private:
+  Fiber* new_fiber();
+  Fiber* pool_get();
+  void reset_fiber(Fiber* f);
+  void switch_to(Fiber* from, Fiber* to);
+  [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
+  void after_block_for_fiber(Fiber* self);
+  // Leaves the block for good. Callers assign error_ in a separate statement
+  // first: temporaries still alive on an abandoned fiber would leak.
+  [[noreturn]] void abandon(Fiber* self);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
+  void make_order(std::uint64_t phase);
+  void set_runnable(ThreadRec& t) {
+    WarpRec& w = warps_[t.warp];
+    t.state = State::runnable;
+    if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[t.warp];
+    w.runnable_r |= 1u << w.rank_of_lane[t.lane];
+  }
+  ThreadRec* pick_next() {
+    if (warp_runnable_r_ == 0) return nullptr;
+    const unsigned w = warp_of_rank_[std::countr_zero(warp_runnable_r_)];
+    const WarpRec& wr = warps_[w];
+    return &threads_[wr.base + wr.lane_of_rank[std::countr_zero(wr.runnable_r)]];
+  }
+  [[gnu::noinline]] void release_barrier(Fiber* self);
+  [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
+  std::string stall_message();
+  std::string ctx_suffix(const ThreadRec& t) const {
+    return fmt::format(" [block {}, thread {}]", tid(blockIdx), tid(t.idx));
+  }
+
+  Fiber host_;
+  std::vector<Fiber*> pool_;
+  std::vector<ThreadRec> threads_;
+  std::vector<WarpRec> warps_;
+  std::uint8_t warp_of_rank_[32];
+  std::uint8_t rank_of_warp_[32];
+  unsigned warp_runnable_r_ = 0;
+  unsigned nthreads_ = 0;
+  unsigned nwarps_ = 0;
+  unsigned at_barrier_ = 0;
+  unsigned exited_ = 0;
+  std::uint64_t phase_ = 0;
+  std::uint64_t block_seed_ = 0;
+  int barrier_result_ = 0;
+  ThreadRec* cur_ = nullptr;
+  const LaunchDesc* desc_ = nullptr;
+  Config cfg_;
+  bool failed_ = false;
+  Fiber* failed_fiber_ = nullptr;
+  unsigned char* dyn_ = nullptr;
+  std::size_t dyn_size_ = 0;
+  bool dyn_allocated_ = false;
+};
+
+thread_local Sched* tl_sched = nullptr;
+
+Sched& sched() {
+  if (tl_sched == nullptr) tl_sched = new Sched();  // lives as long as its OS thread; never freed on purpose
+  return *tl_sched;
+}
+
+std::size_t page_bytes() {
+  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+// The record lives at the top of its own mapping, so fibers never touch the heap
+// and parked fibers are not reported as leaks.
+Fiber* Sched::new_fiber() {
+  const std::size_t guard = page_bytes();
+  const std::size_t total = guard + kStackBytes;
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (base == MAP_FAILED) throw std::bad_alloc();
+  if (mprotect(base, guard, PROT_NONE) != 0) throw std::bad_alloc();  // overflow faults instead of corrupting
+  auto* top = static_cast<unsigned char*>(base) + total;
+  auto* rec_addr = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(top) - sizeof(Fiber)) & ~std::uintptr_t{63});
+  auto* f = new (rec_addr) Fiber();
+  f->stack_lo = static_cast<unsigned char*>(base) + guard;
+  f->stack_top = rec_addr;
+  f->stack_size = static_cast<std::size_t>(rec_addr - static_cast<unsigned char*>(f->stack_lo));
+  f->ctx = bctx::make_fcontext(f->stack_top, f->stack_size, &fiber_entry);
+  return f;
+}
+
+Fiber* Sched::pool_get() {
+  if (pool_.empty()) return new_fiber();
+  Fiber* f = pool_.back();
+  pool_.pop_back();
+  return f;
+}
+
+// A fiber abandoned mid-kernel by a diagnostic is restarted from scratch instead
+// of being unwound: its frames belong to a kernel that must not run on.
+void Sched::reset_fiber(Fiber* f) {
+#if SIMT_ASAN
+  __asan_unpoison_memory_region(f->stack_lo, f->stack_size);
+#endif
+  f->fake_stack = nullptr;
+  f->thread = nullptr;
+  f->ctx = bctx::make_fcontext(f->stack_top, f->stack_size, &fiber_entry);
+}
+
+void Sched::switch_to(Fiber* from, Fiber* to) {
+  switching_to_ = to;
+#if SIMT_ASAN
+  __sanitizer_start_switch_fiber(&from->fake_stack, to->stack_lo, to->stack_size);
+#endif
+  bctx::transfer_t t = bctx::jump_fcontext(to->ctx, from);
+  auto* src = static_cast<Fiber*>(t.data);
+  src->ctx = t.fctx;
+#if SIMT_ASAN
+  const void* lo = nullptr;
+  std::size_t sz = 0;
+  __sanitizer_finish_switch_fiber(from->fake_stack, &lo, &sz);
+  if (src->is_host) {
+    src->stack_lo = const_cast<void*>(lo);
+    src->stack_size = sz;
+  }
+#endif
+}
+
+void Sched::on_fiber_start(bctx::transfer_t t) {
+  auto* src = static_cast<Fiber*>(t.data);
+  src->ctx = t.fctx;
+#if SIMT_ASAN
+  const void* lo = nullptr;
+  std::size_t sz = 0;
+  __sanitizer_finish_switch_fiber(nullptr, &lo, &sz);
+  if (src->is_host) {
+    src->stack_lo = const_cast<void*>(lo);
+    src->stack_size = sz;
+  }
+#endif
+}
+
+void fiber_entry(bctx::transfer_t t) {
+  Sched& s = *tl_sched;
+  s.on_fiber_start(t);
+  s.fiber_main(s.switching_to_);
+}
+
+// Makes `next` the running thread. Returns when the calling fiber should run
+// its (possibly new) bound thread.
+inline void Sched::transfer(Fiber* self, ThreadRec* next) {
+  WarpRec& w = warps_[next->warp];
+  w.runnable_r &= ~(1u << w.rank_of_lane[next->lane]);
+  if (w.runnable_r == 0) warp_runnable_r_ &= ~(1u << rank_of_warp_[next->warp]);
+  next->state = State::running;
+  cur_ = next;
+  threadIdx = next->idx;
+  if (next->fiber == self) return;
+  if (next->fiber == nullptr) {
+    if (!self->is_host && self->thread == nullptr) {
+      // No-barrier fast path: a fiber whose thread just exited runs the next
+      // unstarted thread as a plain call, no switch. Decided per thread, so a
+      // later thread that does meet a collective simply suspends this fiber.
+      self->thread = next;
+      next->fiber = self;
+      return;
+    }
+    Fiber* f = pool_get();
+    f->thread = next;
+    next->fiber = f;
+  }
+  switch_to(self, next->fiber);
+}
+
+[[noreturn]] void Sched::abandon(Fiber* self) {
+  failed_ = true;
+  failed_fiber_ = self;
+  switch_to(self, &host_);
+  std::fprintf(stderr, "simt: failed fiber resumed\n");
+  std::abort();
+}
+
+[[noreturn]] void Sched::fiber_main(Fiber* self) {
+  for (;;) {
+    try {
+      desc_->invoke(desc_->pack);
+    } catch (...) {
+      failed_ = true;
+      exception_ = std::current_exception();
+    }
+    ThreadRec* t = self->thread;
+    WarpRec& w = warps_[t->warp];
+    t->state = State::exited;
+    t->fiber = nullptr;
+    self->thread = nullptr;
+    w.exited |= 1u << t->lane;
+    ++exited_;
+    if (failed_) abandon(self);
+    if (at_barrier_ != 0 && at_barrier_ + exited_ == nthreads_) release_barrier(self);
+    ThreadRec* next = pick_next();
+    if (next == nullptr) {
+      if (exited_ != nthreads_) fail_stall(self);
+      pool_.push_back(self);
+      switch_to(self, &host_);  // block finished; resumed later with a thread bound
+      continue;
+    }
+    if (next->fiber != nullptr) pool_.push_back(self);
+    transfer(self, next);
+  }
+}
+
+void Sched::fail_stall(Fiber* self) {
+  error_ = stall_message();
+  abandon(self);
+}
+
+void Sched::make_order(std::uint64_t phase) {
+  for (unsigned i = 0; i < 32; ++i) {
+    const auto r = static_cast<std::uint8_t>(cfg_.order == Order::reverse ? 31 - i : i);
+    warp_of_rank_[i] = r;  // ranks of missing warps are never set in the masks
+  }
+  for (WarpRec& w : warps_) {
+    for (unsigned i = 0; i < 32; ++i) w.lane_of_rank[i] = static_cast<std::uint8_t>(cfg_.order == Order::reverse ? 31 - i : i);
+  }
+  if (cfg_.order == Order::random) {
+    std::uint64_t s = block_seed_ ^ (phase * 0xD1B54A32D192ED03ull);
+    auto shuffle = [&](std::uint8_t* a, unsigned n) {
+      for (unsigned i = n - 1; i > 0; --i) std::swap(a[i], a[splitmix(s) % (i + 1)]);
+    };
+    // Permute only the warps and lanes that exist so no empty slot sits first.
+    for (unsigned i = 0; i < 32; ++i) warp_of_rank_[i] = static_cast<std::uint8_t>(i);
+    shuffle(warp_of_rank_, nwarps_);
+    for (WarpRec& w : warps_) shuffle(w.lane_of_rank, static_cast<unsigned>(std::popcount(w.exists)));
+  } else if (cfg_.order == Order::reverse) {
+    // Keep existing warps/lanes at the low ranks for the same reason.
+    for (unsigned i = 0; i < 32; ++i) warp_of_rank_[i] = static_cast<std::uint8_t>(i < nwarps_ ? nwarps_ - 1 - i : i);
+    for (WarpRec& w : warps_) {
+      const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
+      for (unsigned i = 0; i < 32; ++i) w.lane_of_rank[i] = static_cast<std::uint8_t>(i < n ? n - 1 - i : i);
+    }
+  }
+  for (unsigned i = 0; i < 32; ++i) rank_of_warp_[warp_of_rank_[i]] = static_cast<std::uint8_t>(i);
+  for (WarpRec& w : warps_) {
+    for (unsigned i = 0; i < 32; ++i) w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
+  }
+}
+
+bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block) {
+  desc_ = &d;
+  cfg_ = cfg;
+  failed_ = false;
+  failed_fiber_ = nullptr;
+  error_.clear();
+  exception_ = nullptr;
+  nthreads_ = d.block.x * d.block.y * d.block.z;
+  nwarps_ = (nthreads_ + 31) / 32;
+  at_barrier_ = 0;
+  exited_ = 0;
+  phase_ = 0;
+  barrier_result_ = 0;
+  block_seed_ = cfg.seed * 0x9E3779B97F4A7C15ull + linear_block;
+  splitmix(block_seed_);
+
+  gridDim = d.grid;
+  blockDim = d.block;
+  blockIdx = uint3{static_cast<unsigned>(linear_block % d.grid.x),
+                   static_cast<unsigned>((linear_block / d.grid.x) % d.grid.y),
+                   static_cast<unsigned>(linear_block / (static_cast<std::uint64_t>(d.grid.x) * d.grid.y))};
+
+  // Poisoned at every block start so reads before the staging writes show up.
+  if (!dyn_allocated_ || dyn_size_ != d.dyn_smem_bytes) {
+    std::free(dyn_);
+    dyn_ = static_cast<unsigned char*>(std::malloc(d.dyn_smem_bytes == 0 ? 0 : d.dyn_smem_bytes));
+    dyn_size_ = d.dyn_smem_bytes;
+    dyn_allocated_ = true;
+  }
+  if (dyn_size_ != 0) std::memset(dyn_, 0xFF, dyn_size_);
+
+  threads_.resize(nthreads_);
+  warps_.resize(nwarps_);
+  for (unsigned w = 0; w < nwarps_; ++w) {
+    WarpRec& wr = warps_[w];
+    const unsigned n = std::min(32u, nthreads_ - w * 32);
+    wr.exists = n == 32 ? kFullMask : (1u << n) - 1;
+    wr.exited = 0;
+    wr.arrived = 0;
+    wr.runnable_r = 0;
+    wr.base = w * 32;
+  }
+  make_order(0);
+  warp_runnable_r_ = 0;
+  unsigned linear = 0;
+  for (unsigned z = 0; z < d.block.z; ++z) {
+    for (unsigned y = 0; y < d.block.y; ++y) {
+      for (unsigned x = 0; x < d.block.x; ++x, ++linear) {
+        ThreadRec& t = threads_[linear];
+        t.fiber = nullptr;
+        t.idx = uint3{x, y, z};
+        t.warp = static_cast<std::uint16_t>(linear / 32);
+        t.lane = static_cast<std::uint8_t>(linear % 32);
+        set_runnable(t);
+      }
+    }
+  }
+
+  transfer(&host_, pick_next());
+  // Back on the host: the block finished or a diagnostic fired.
+  if (!failed_) return true;
+  if (failed_fiber_ != nullptr && failed_fiber_->thread == nullptr) {
+    reset_fiber(failed_fiber_);
+    pool_.push_back(failed_fiber_);
+  }
+  for (ThreadRec& t : threads_) {
+    if (t.fiber != nullptr) {
+      reset_fiber(t.fiber);
+      pool_.push_back(t.fiber);
+      t.fiber = nullptr;
+    }
+  }
+  return false;
+}
+
+void Sched::release_barrier(Fiber* self) {
+  ThreadRec* first = nullptr;
+  int count = 0;
+  int all = 1;
+  for (ThreadRec& t : threads_) {
+    if (t.state != State::at_barrier) continue;
+    if (first == nullptr) {
+      first = &t;
+    } else if (!same_site(first->site, t.site)) {
+      error_ = fmt::format("{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
+                             "[block {}]",
+                             where(t.site), tid(first->idx), where(first->site), tid(t.idx), where(t.site),
+                             tid(blockIdx));
+      abandon(self);
+    }
+    count += t.pred != 0;
+    all &= t.pred != 0;
+  }
+  if (cfg_.strict_barriers && exited_ != 0) {
+    error_ = fmt::format("{}: __syncthreads after {} of {} threads exited (strict mode) [block {}]",
+                         where(first->site), exited_, nthreads_, tid(blockIdx));
+    abandon(self);
+  }
+  barrier_result_ = first->kind == Coll::all ? all : (first->kind == Coll::any ? count != 0 : count);
+  at_barrier_ = 0;
+  ++phase_;
+  if (cfg_.order == Order::random) make_order(phase_);
+  for (ThreadRec& t : threads_) {
+    if (t.state == State::at_barrier) set_runnable(t);
+  }
+}
+
+std::string Sched::stall_message() {
+  // A collective naming a lane that exited is the most specific explanation.
+  for (const ThreadRec& t : threads_) {
+    if (t.state != State::at_warp) continue;
+    const WarpRec& w = warps_[t.warp];
+    if (unsigned bad = t.mask & w.exited) {
+      return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site), coll_name(t.kind),
+                         t.mask, std::countr_zero(bad), ctx_suffix(t));
+    }
+  }
+  const ThreadRec* at_warp = nullptr;
+  const ThreadRec* at_bar = nullptr;
+  for (const ThreadRec& t : threads_) {
+    if (t.state == State::at_warp && at_warp == nullptr) at_warp = &t;
+    if (t.state == State::at_barrier && at_bar == nullptr) at_bar = &t;
+  }
+  if (at_warp != nullptr && at_bar != nullptr) {
+    return fmt::format("{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
+                       "[block {}]",
+                       where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind), at_warp->mask,
+                       tid(at_bar->idx), where(at_bar->site), tid(blockIdx));
+  }
+  if (at_warp != nullptr) {
+    const WarpRec& w = warps_[at_warp->warp];
+    return fmt::format("{}: deadlock: {} mask {:#010x} never completes (lanes waiting: {:#010x}){}",
+                       where(at_warp->site), coll_name(at_warp->kind), at_warp->mask, w.arrived,
+                       ctx_suffix(*at_warp));
+  }
+  return fmt::format("deadlock in block {}", tid(blockIdx));
+}
+
+int Sched::barrier(Site s, int pred, Coll combine) {
+  Fiber* self = cur_->fiber;
+  ThreadRec& t = *cur_;
+  t.state = State::at_barrier;
+  t.site = s;
+  t.pred = pred;
+  t.kind = combine;
+  ++at_barrier_;
+  if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
+  ThreadRec* next = pick_next();
+  if (next == nullptr) [[unlikely]] fail_stall(self);
+  transfer(self, next);
+  return barrier_result_;
+}
+
+void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
+  const ThreadRec& t = *cur_;
+  const WarpRec& w = warps_[t.warp];
+  if ((mask & (1u << t.lane)) == 0) {
+    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s), coll_name(kind),
+                         t.lane, mask, ctx_suffix(t));
+  } else if (unsigned gone = mask & ~w.exists) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}", where(s),
+                         coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
+  } else if (unsigned bad = mask & w.exited) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
+                         std::countr_zero(bad), ctx_suffix(t));
+  } else {
+    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind), width,
+                         ctx_suffix(t));
+  }
+  abandon(self);
+}
+
+namespace {
+// Fixed-size copies for the common sizes keep memcpy calls out of the hot path.
+inline void copy_value(void* dst, const void* src, unsigned size) {
+  switch (size) {
+    case 4: std::memcpy(dst, src, 4); break;
+    case 8: std::memcpy(dst, src, 8); break;
+    case 16: std::memcpy(dst, src, 16); break;
+    default: std::memcpy(dst, src, size); break;
+  }
+}
+}  // namespace
+
+void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
+                            int width) {
+  ThreadRec& t = *cur_;
+  Fiber* self = t.fiber;
+  WarpRec& w = warps_[t.warp];
+  const unsigned me = 1u << t.lane;
+  const unsigned live = w.exists & ~w.exited;
+  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u || (width & (width - 1)) != 0)
+      [[unlikely]] {
+    fail_args(self, s, kind, mask, width);
+  }
+  t.state = State::at_warp;
+  t.kind = kind;
+  t.mask = mask;
+  t.b = b;
+  t.width = width;
+  t.size = size;
+  t.site = s;
+  if (kind >= Coll::ballot) {
+    t.pred = *static_cast<const int*>(in);
+  } else if (size != 0) {
+    copy_value(t.in, in, size);
+  }
+  w.arrived |= me;
+  if ((w.arrived & mask) == mask) resolve(self, w, mask);
+  ThreadRec* next = pick_next();
+  if (next == nullptr) [[unlikely]] fail_stall(self);
+  transfer(self, next);
+  if (size != 0) copy_value(out, t.out, size);
+}
+
+// Completes a collective once every lane of `mask` has arrived; follows the
+// PTX shfl.sync pseudo-code (segment mask from width, clamp, own value when the
+// source is out of range).
+void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
+  ThreadRec* lanes = &threads_[w.base];
+  const ThreadRec& ref = *cur_;
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const ThreadRec& o = lanes[std::countr_zero(m)];
+    if (o.kind != ref.kind || o.mask != ref.mask || o.width != ref.width || o.size != ref.size) {
+      error_ = fmt::format("{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
+                           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
+                           where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
+                           coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+      abandon(self);
+    }
+  }
+  const Coll kind = ref.kind;
+  if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) {
+    unsigned ballot = 0;
+    for (unsigned m = mask; m != 0; m &= m - 1) {
+      const int l = std::countr_zero(m);
+      if (lanes[l].pred != 0) ballot |= 1u << l;
+    }
+    const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
+    for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
+  } else if (kind != Coll::syncwarp) {
+    const int segmask = (32 - ref.width) & 31;
+    const int cval = kind == Coll::shfl_up ? 0 : 31;
+    for (unsigned m = mask; m != 0; m &= m - 1) {
+      const int lane = std::countr_zero(m);
+      ThreadRec& me = lanes[lane];
+      const int bval = me.b & 31;
+      const int max_lane = (lane & segmask) | (cval & ~segmask);
+      const int min_lane = lane & segmask;
+      int j = lane;
+      bool ok = false;
+      switch (kind) {
+        case Coll::shfl_up: j = lane - bval; ok = j >= max_lane; break;
+        case Coll::shfl_down: j = lane + bval; ok = j <= max_lane; break;
+        case Coll::shfl_xor: j = lane ^ bval; ok = j <= max_lane; break;
+        default: j = min_lane | (bval & ~segmask); ok = j <= max_lane; break;
+      }
+      if (!ok) j = lane;
+      if ((mask & (1u << j)) == 0) {
+        error_ = fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                             where(me.site), coll_name(kind), lane, j, mask, ctx_suffix(me));
+        abandon(self);
+      }
+      copy_value(me.out, lanes[j].in, me.size);
+    }
+  }
+  w.arrived &= ~mask;
+  for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+}
+
+// ----------------------------------------------------------- host threads ----
+// Persistent workers: per-OS-thread fiber pools survive between launches.
+class Workers {
+ public:
+  void run(unsigned extra, const std::function<void()>& job) {
+    {
+      std::unique_lock lock(m_);
+      while (threads_.size() < extra) threads_.emplace_back([this, i = threads_.size()] { loop(i); });
+      job_ = &job;
+      active_ = extra;
+      pending_ = extra;
+      ++generation_;
+    }
+    cv_.notify_all();
+    job();
+    std::unique_lock lock(m_);
+    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(std::size_t index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void()>* job = nullptr;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (index >= active_) continue;
+        job = job_;
+      }
+      (*job)();
+      std::lock_guard lock(m_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* job_ = nullptr;
+  std::size_t active_ = 0;
+  std::size_t pending_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+Workers& workers() {
+  // Leaked on purpose: joining at exit would race with static destruction, and
+  // idle workers only wait on their condition variable.
+  static Workers* w = new Workers();
+  return *w;
+}
+
+std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
+
+}  // namespace
+
+void launch_impl(const LaunchDesc& d) {
+  const std::uint64_t nthreads = static_cast<std::uint64_t>(d.block.x) * d.block.y * d.block.z;
+  if (d.block.x == 0 || d.block.y == 0 || d.block.z == 0 || d.grid.x == 0 || d.grid.y == 0 || d.grid.z == 0 ||
+      nthreads > 1024 || d.block.z > 64 || d.grid.y > 65535 || d.grid.z > 65535) {
+    throw KernelError(fmt::format("simt::launch: invalid configuration grid ({},{},{}) block ({},{},{})", d.grid.x,
+                                  d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z));
+  }
+  const Config cfg = config();
+  std::lock_guard lock(g_launch_mutex);
+  const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> abort{false};
+  std::mutex err_mutex;
+  std::uint64_t err_block = ~std::uint64_t{0};
+  std::string err;
+  std::exception_ptr exc;
+  const std::function<void()> job = [&] {
+    Sched& s = sched();
+    for (;;) {
+      if (abort.load(std::memory_order_relaxed)) return;
+      const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= nblocks) return;
+      if (!s.run_block(d, cfg, b)) {
+        std::lock_guard el(err_mutex);
+        if (b < err_block) {  // lowest failing block wins, for stable messages
+          err_block = b;
+          err = s.error_;
+          exc = s.exception_;
+        }
+        abort = true;
+      }
+    }
+  };
+  const auto host = static_cast<unsigned>(std::min<std::uint64_t>(std::max(cfg.host_threads, 1u), nblocks));
+  if (host <= 1) {
+    job();
+  } else {
+    workers().run(host - 1, job);
+  }
+  if (exc) std::rethrow_exception(exc);
+  if (err_block != ~std::uint64_t{0}) throw KernelError(err);
+}
+
+// Kernel code only runs inside run_block, which created this thread's Sched.
+int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp); }
+int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
+int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
+
+void syncwarp(Site s, unsigned mask) { tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32); }
+
+void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
+  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
+}
+
+unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
+  unsigned r = 0;
+  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
+  return r;
+}
+
+unsigned activemask() { return tl_sched->active_mask(); }
+void* dynamic_shared() { return tl_sched->dyn_smem(); }
+
+}  // namespace detail
+}  // namespace simt

@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "test_kernels.h"
+#include "test_support.h"
+
+namespace simt_test {
+namespace {
+
+TEST(Runtime, ThreeDimensionalIndices) {
+  const dim3 grid(3, 2, 2), block(4, 3, 2);
+  const unsigned n = 3 * 2 * 2 * 4 * 3 * 2;
+  for (unsigned host : {1u, 2u}) {
+    simt::Config cfg;
+    cfg.host_threads = host;
+    simt::ScopedConfig scoped(cfg);
+    simt::DeviceBuffer<unsigned> d(n);
+    indices_3d(d.data(), grid, block);
+    const auto out = d.to_host();
+    unsigned i = 0;
+    for (unsigned bz = 0; bz < 2; ++bz)
+      for (unsigned by = 0; by < 2; ++by)
+        for (unsigned bx = 0; bx < 3; ++bx)
+          for (unsigned tz = 0; tz < 2; ++tz)
+            for (unsigned ty = 0; ty < 3; ++ty)
+              for (unsigned tx = 0; tx < 4; ++tx, ++i)
+                ASSERT_EQ(out[i], tx | (ty << 4) | (tz << 8) | (bx << 12) | (by << 16) | (bz << 20)) << i;
+  }
+}
+
+TEST(Runtime, AtomicsAcrossHostThreads) {
+  for (unsigned host : {1u, 2u}) {
+    simt::Config cfg;
+    cfg.host_threads = host;
+    simt::ScopedConfig scoped(cfg);
+    const int blocks = 64;
+    std::vector<int> icount = {0, 0};
+    std::vector<float> fsum = {0.0f};
+    std::vector<unsigned> umax = {0, 0}, umin = {~0u};
+    simt::DeviceBuffer<int> di(icount);
+    simt::DeviceBuffer<float> df(fsum);
+    simt::DeviceBuffer<unsigned> dmax(umax), dmin(umin);
+    atomics(di.data(), df.data(), dmax.data(), dmin.data(), blocks);
+    const unsigned n = blocks * 128;
+    EXPECT_EQ(di.to_host()[0], static_cast<int>(n));
+    EXPECT_EQ(di.to_host()[1], 7);
+    EXPECT_EQ(df.to_host()[0], 0.5f * n);  // exact: multiples of 0.5 below 2^24
+    EXPECT_EQ(dmax.to_host()[0], n - 1);
+    EXPECT_EQ(dmax.to_host()[1], n);
+    EXPECT_EQ(dmin.to_host()[0], 0u);
+  }
+}
+
+TEST(Runtime, DynamicSharedPoisonedEveryBlock) {
+  const int blocks = 4, threads = 64;
+  simt::DeviceBuffer<unsigned> d(blocks * threads);
+  smem_poison(d.data(), blocks, threads);
+  const auto out = d.to_host();
+  for (int b = 0; b < blocks; ++b) {
+    for (int t = 0; t < threads; ++t) {
+      const unsigned want = t % 2 == 1 ? static_cast<unsigned>(t + b) : 0xffffffffu;
+      ASSERT_EQ(out[b * threads + t], want) << "block " << b << " thread " << t;
+    }
+  }
+}
+
+TEST(Runtime, StaticSharedIsPerBlock) {
+  for (unsigned host : {1u, 2u}) {
+    simt::Config cfg;
+    cfg.host_threads = host;
+    simt::ScopedConfig scoped(cfg);
+    const int blocks = 16;
+    simt::DeviceBuffer<int> d(blocks);
+    static_shared_sum(d.data(), blocks);
+    const auto out = d.to_host();
+    for (int b = 0; b < blocks; ++b) EXPECT_EQ(out[b], 95 * 96 / 2 + 96 * b) << b;
+  }
+}
+
+// HIP-CPU once decided "no barriers" from block 0 for the whole grid; here it
+// is decided per thread, so blocks and lanes that do meet collectives still work.
+TEST(Runtime, FastPathDecidedPerBlockAndThread) {
+  for (simt::Order order : {simt::Order::forward, simt::Order::reverse, simt::Order::random}) {
+    simt::Config cfg;
+    cfg.order = order;
+    simt::ScopedConfig scoped(cfg);
+    const int blocks = 6;
+    simt::DeviceBuffer<int> d(blocks * 64);
+    mixed_fast_path(d.data(), blocks);
+    const auto out = d.to_host();
+    for (int b = 0; b < blocks; ++b) {
+      auto v = [&](int t) { return b % 2 == 1 ? (63 - t) + b : t + b; };
+      for (int t = 0; t < 64; ++t) {
+        const int lane = t % 32;
+        const int want = lane == 0 ? v(t) : v(t) + (lane < 31 ? v(t + 1) : v(t));
+        ASSERT_EQ(out[b * 64 + t], want) << "block " << b << " thread " << t;
+      }
+    }
+  }
+}
+
+TEST(Runtime, HalfAndBfloat16Helpers) {
+  const int n = 64;
+  std::vector<float> in(n);
+  for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i % 9) * 0.125f - 0.5f;
+  simt::DeviceBuffer<float> din(in), dout(n);
+  half_ops(din.data(), dout.data(), n);
+  const auto out = dout.to_host();
+  for (int w = 0; w < n / 32; ++w) {
+    float sum = 0;  // all partial sums are exact in half
+    for (int l = 0; l < 32; ++l) sum += in[w * 32 + l];
+    for (int l = 0; l < 32; ++l) {
+      const float a = in[w * 32 + l];
+      const float f = a * a + std::exp(a);
+      EXPECT_NEAR(out[w * 32 + l], f + sum * 1000.0f, 2e-3f * std::fabs(f) + 1e-3f) << w * 32 + l;
+    }
+  }
+}
+
+TEST(Runtime, DeviceBufferRoundTrip) {
+  std::vector<float> v = {1, 2, 3};
+  simt::DeviceBuffer<float> d(v);
+  EXPECT_EQ(d.size(), 3u);
+  EXPECT_EQ(d.to_host(), v);
+  simt::DeviceBuffer<float> moved = std::move(d);
+  EXPECT_EQ(moved.to_host(), v);
+  simt::DeviceBuffer<unsigned> fresh(2);
+  EXPECT_EQ(fresh.to_host()[0], 0xffffffffu);  // poisoned like device memory should be treated
+}
+
+}  // namespace
+}  // namespace simt_test
