@@ -71,6 +71,11 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
                  f->m.first_mismatch, f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
     fmt::print(out, "\n");
   }
+  for (const auto& l : report.logits)
+    fmt::print(out, "Logits ({}): max KL {:.3e} nats, top-1 agreement {:.1f}%, greedy token {}\n", mode_name(l.mode),
+               l.max_kl, 100 * l.min_top1,
+               l.first_token_divergence < 0 ? std::string("never diverges")
+                                            : fmt::format("first differs at step {}", l.first_token_divergence));
   fmt::print(out, "{}\n", report.verdict);
 }
 

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <utility>
 
 #include "child_candidate.h"
+#include "logits.h"
 #include "metrics.h"
 #include "reference.h"
 #include "registry.h"
@@ -180,7 +182,10 @@ class Run {
         flush();
       }
       TensorMap hs = reference.head(ref_x);
-      for (auto& lane : lanes) run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, lane, &tok, ref_x);
+      for (auto& lane : lanes) {
+        const TensorMap outs = run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, lane, &tok, ref_x);
+        if (auto it = outs.find("logits"); it != outs.end()) note_logits(lane.mode, step, hs.at("logits"), it->second);
+      }
       flush();
       report_.tokens.push_back(argmax_last_row(hs.at("logits")));
       pos0 += T;
@@ -354,6 +359,18 @@ class Run {
     }
   }
 
+  void note_logits(Mode mode, int step, const Tensor& ref, const Tensor& cand) {
+    if (cand.numel() != ref.numel()) return;
+    const Tensor c = cand.reshaped(ref.shape());
+    const LogitsMetrics m = compare_logits(ref, c);
+    auto it = std::find_if(report_.logits.begin(), report_.logits.end(), [&](const auto& l) { return l.mode == mode; });
+    if (it == report_.logits.end()) it = report_.logits.insert(report_.logits.end(), LaneLogits{mode});
+    it->max_kl = std::max(it->max_kl, m.max_kl);
+    it->min_top1 = std::min(it->min_top1, m.top1_agreement);
+    const std::int64_t last = ref.dim(0) - 1;
+    if (it->first_token_divergence < 0 && argmax_row(ref, last) != argmax_row(c, last)) it->first_token_divergence = step;
+  }
+
   void event(std::string_view what) {
     if (opt_.on_event) opt_.on_event(what);
   }
@@ -387,6 +404,10 @@ class Run {
     }
     if (trace_) {
       nlohmann::json res = {{"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
+      for (const auto& l : report_.logits)
+        res["logits"][std::string(mode_name(l.mode))] = {{"max_kl", l.max_kl},
+                                                         {"min_top1_agreement", l.min_top1},
+                                                         {"first_token_divergence_step", l.first_token_divergence}};
       if (f)
         res["first_failure"] = {{"step", f->key.step}, {"layer", f->key.layer}, {"stage", f->key.stage},
                                 {"mode", mode_name(f->mode)}, {"first_mismatch", f->m.first_mismatch}};

@@ -30,11 +30,21 @@ struct GateRefusal : std::runtime_error {
   GateRefusal(std::string report) : std::runtime_error(report) {}
 };
 
+// End-of-model logits per mode: KL divergence, top-1 agreement, and the first model step whose
+// greedy next token differs from the reference's (-1: never).
+struct LaneLogits {
+  Mode mode = Mode::isolated;
+  double max_kl = 0;
+  double min_top1 = 1;
+  int first_token_divergence = -1;
+};
+
 struct RunReport {
   std::string model, candidate;
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
+  std::vector<LaneLogits> logits;
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
 };
