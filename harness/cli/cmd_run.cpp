@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "commands.h"
@@ -58,6 +59,19 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
                 : args->capture == "failing" ? trace::Capture::failing
                                              : trace::Capture::stats;
     try {
+      // A progress bar on a terminal: one tick per reference layer.
+      if (isatty(STDERR_FILENO)) {
+        const ModelConfig cfg = load_config_spec(o.model, o.layers);
+        const int total = cfg.n_layers * (o.decode_steps + 1);
+        auto done = std::make_shared<int>(0);
+        o.on_event = [total, done](std::string_view e) {
+          if (e != "reference_layer") return;
+          ++*done;
+          const int width = 30, filled = width * *done / std::max(total, 1);
+          fmt::print(stderr, "\r[{}{}] {}/{} layers{}", std::string(std::size_t(filled), '#'),
+                     std::string(std::size_t(width - filled), ' '), *done, total, *done == total ? "\n" : "");
+        };
+      }
       const RunReport report = run_parity(o, Policy::dtype_defaults());
       fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model, report.candidate,
                  args->mode, o.prompt_tokens, o.decode_steps);
