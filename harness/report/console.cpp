@@ -36,8 +36,10 @@ std::string format_stage_line(const StageResult& r, bool color) {
   if (color) status = fmt::format("\x1b[{}m{}\x1b[0m", bad ? "31;1" : "32", status);
   const auto& m = r.m;
   std::string mismatch = "-";
-  if (r.status == Status::fail || r.status == Status::nan)
+  if (r.status == Status::fail || r.status == Status::nan) {
     mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
+    if (!r.note.empty()) mismatch += "  " + r.note;
+  }
   else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
     mismatch = r.note;
   const bool measured = r.status != Status::missing && r.status != Status::shape_mismatch && r.status != Status::crashed;

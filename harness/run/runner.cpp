@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "bisect.h"
 #include "child_candidate.h"
 #include "logits.h"
 #include "metrics.h"
@@ -314,7 +315,6 @@ class Run {
 
   void record(StageResult r, const Tensor* ref, const Tensor* cand) {
     if (trace_) trace_->append(r, ref, cand);
-    if (is_failure(r.status) && !report_.first_failure) report_.first_failure = r;
     report_.results.push_back(std::move(r));
   }
 
@@ -380,6 +380,8 @@ class Run {
   }
 
   void finish() {
+    mark_inherited(report_.results);
+    report_.first_failure = find_culprit(report_.results);
     const auto& f = report_.first_failure;
     if (!crash_.empty()) {
       report_.exit_code = kExitCrashed;

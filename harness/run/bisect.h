@@ -1,0 +1,25 @@
+// Bisection over a finished run: which stage is the culprit (the first whose *local* error
+// breaks the policy), which failures are only inherited, and where drift begins.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "result.h"
+
+namespace ds {
+
+// The first failing stage by local (isolated) error when the run has isolated results, else the
+// first failing stage in execution order.
+std::optional<StageResult> find_culprit(const std::vector<StageResult>& results);
+
+// In a run with both modes, a chained failure whose isolated twin passes is inherited drift,
+// not a local bug: note it so on the result. Returns how many were marked.
+int mark_inherited(std::vector<StageResult>& results);
+
+// Where drift begins: given the chained error of each layer's output and the noise floor of
+// the same layers, the first layer whose error leaves the band (error > k * floor) and stays
+// out of it for every later layer while growing overall. nullopt when it never leaves.
+std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor, double k);
+
+}  // namespace ds
