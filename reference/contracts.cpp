@@ -18,7 +18,7 @@ constexpr Alias kAliases[] = {
     {"llama3.2", "llama"},      {"mistral", "llama"},        {"qwen2", "qwen2"},       {"qwen", "qwen2"},
     {"qwen2.5", "qwen2"},       {"qwen2_5", "qwen2"},        {"qwen3", "qwen3"},       {"gpt2", "gpt2"},
     {"qwen3next", "qwen3next"}, {"qwen3_next", "qwen3next"}, {"qwen35", "qwen3next"},  {"qwen3_5", "qwen3next"},
-    {"qwen3.5", "qwen3next"},
+    {"qwen3.5", "qwen3next"},   {"qwen3_5_text", "qwen3next"},
 };
 
 // Seed 001's role groups for the decoder layout.
