@@ -7,6 +7,7 @@
 
 #include "loaders/gguf.h"
 #include "loaders/hf.h"
+#include "shapes.h"
 #include "synthetic.h"
 
 namespace ds::ref {
@@ -50,6 +51,7 @@ Model load_model(std::string_view spec, std::uint64_t seed, int layers, const Lo
   } catch (const std::invalid_argument& e) {
     throw ModelError(fmt::format("{}: {}", spec, e.what()));
   }
+  check_shapes(m);
   return m;
 }
 

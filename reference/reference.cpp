@@ -6,6 +6,7 @@
 
 #include "contracts.h"
 #include "ops.h"
+#include "shapes.h"
 
 namespace ds::ref {
 
@@ -19,6 +20,7 @@ Reference::Reference(const Model& model, ReferenceOptions options)
     : cfg_(model.config), opt_(options), state_(std::size_t(model.config.n_layers)) {
   cfg_.validate();
   require_complete(model);
+  check_shapes(model);
   for (const auto& [name, t] : model.weights.all()) {
     const bool keep = t.dtype() == DType::f32 && t.numel() > kKeepF32Above;
     w64_.put(name, keep ? t : t.to(DType::f64));

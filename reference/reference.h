@@ -21,7 +21,7 @@ struct ReferenceOptions {
 class Reference {
  public:
   // Refuses (ModelError listing every missing tensor) a model that lacks a required weight,
-  // before any compute.
+  // or has a weight of the wrong shape, before any compute.
   explicit Reference(const Model& model, ReferenceOptions options = {});
 
   const ModelConfig& config() const { return cfg_; }

@@ -16,6 +16,7 @@
 #include "load_model.h"
 #include "reference.h"
 #include "safetensors.h"
+#include "shapes.h"
 #include "synthetic.h"
 #include "test_util.h"
 
@@ -247,6 +248,27 @@ TEST(LoadModel, BadSpecsAreModelErrors) {
   EXPECT_THROW(load_model((kModels / "qwen2-tiny" / "config.json").string()), ModelError);
   const Model m = load_model("synthetic:gpt2-tiny", 3, 1);
   EXPECT_EQ(m.config.n_layers, 1);
+}
+
+}  // namespace
+}  // namespace ds::ref
+
+namespace ds::ref {
+namespace {
+
+TEST(Shapes, WrongShapeIsRefusedNamingTheTensor) {
+  Model m = make_synthetic("qwen2-tiny", 1);
+  m.weights.put("blk.0.attn_k.weight", Tensor(DType::f32, {m.config.kv_dim() + 1, m.config.hidden}));
+  try {
+    Reference r(m);
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.attn_k.weight"), std::string::npos) << e.what();
+  }
+  for (const char* p : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"}) {
+    const Model ok = make_synthetic(p, 1);
+    for (const auto& [name, t] : ok.weights.all()) EXPECT_TRUE(expected_shape(ok.config, name).has_value()) << p << " " << name;
+  }
 }
 
 }  // namespace
