@@ -96,7 +96,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   return y;
 }
 
-Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode) {
+Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode,
+            std::span<const double> freq_factors) {
   if (x.dim(1) % head_dim || rotary_dim > head_dim || rotary_dim % 2)
     throw std::invalid_argument(fmt::format("rope: width {} head_dim {} rotary_dim {}", x.dim(1), head_dim,
                                             rotary_dim));
@@ -110,7 +111,8 @@ Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double thet
       const double* xh = xs + (t * heads + h) * head_dim;
       double* yh = ys + (t * heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const double inv_freq = std::pow(theta, -2.0 * i / rotary_dim);
+        double inv_freq = std::pow(theta, -2.0 * i / rotary_dim);
+        if (!freq_factors.empty()) inv_freq /= freq_factors[std::size_t(i)];
         const double ang = double(pos0 + t) * inv_freq;
         const double c = std::cos(ang), s = std::sin(ang);
         const int a = mode == RopeMode::neox ? i : 2 * i;
@@ -120,6 +122,22 @@ Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double thet
       }
     }
   return y;
+}
+
+std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double factor, double low_freq_factor,
+                                        double high_freq_factor, double original_context) {
+  std::vector<double> f(std::size_t(rotary_dim / 2), 1.0);
+  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  for (int i = 0; i < rotary_dim / 2; ++i) {
+    const double wavelen = 2 * M_PI * std::pow(theta, 2.0 * i / rotary_dim);
+    if (wavelen > low_wavelen) {
+      f[std::size_t(i)] = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f[std::size_t(i)] = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return f;
 }
 
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,

@@ -19,8 +19,13 @@ Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 // y = x W^T (+ b). Output rows are split over threads; each element has one summation order.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
 // Rotary embedding of heads of size `head_dim` packed in each row, tokens at pos0, pos0+1, ...
-// Dims >= rotary_dim pass through (partial RoPE).
-Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode);
+// Dims >= rotary_dim pass through (partial RoPE). `freq_factors` (empty or rotary_dim / 2
+// values) divide the inverse frequencies (llama3 scaling).
+Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode,
+            std::span<const double> freq_factors = {});
+// Llama-3 rope scaling as per-pair divisors of inv_freq (HF _compute_llama3_parameters).
+std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double factor, double low_freq_factor,
+                                        double high_freq_factor, double original_context);
 
 struct AttnScale {
   double value = 1.0;

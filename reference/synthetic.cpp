@@ -8,6 +8,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "ops.h"
 #include "parallel.h"
 
 namespace ds::ref {
@@ -97,7 +98,12 @@ const Preset kPresets[] = {
     {"qwen3next-tiny", [] { return qwen3next(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16); }},
     {"qwen2.5-0.5b", [] { return tied(decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936)); }},
     {"qwen3-0.6b", [] { return tied(decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936)); }},
-    {"llama3.2-1b", [] { return tied(decoder(Family::llama, 16, 2048, 32, 8, 64, 8192, 128256)); }},
+    {"llama3.2-1b",
+     [] {
+       ModelConfig c = tied(decoder(Family::llama, 16, 2048, 32, 8, 64, 8192, 128256));
+       c.rope_freq_factors = llama3_freq_factors(64, c.rope_theta, 32.0, 1.0, 4.0, 8192.0);
+       return c;
+     }},
     {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
 };
 

@@ -44,6 +44,9 @@ struct ModelConfig {
   double norm_eps = 1e-6;
   double partial_rotary = 1.0;  // fraction of head_dim that RoPE rotates
   RopeMode rope_mode = RopeMode::neox;
+  // Per rotary pair i, inv_freq[i] is divided by rope_freq_factors[i] (Llama-3 "llama3" rope
+  // scaling; GGUF rope_freqs). Empty: no scaling.
+  std::vector<double> rope_freq_factors;
   bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2, gpt2)
   bool o_bias = false;    // attention output projection bias (gpt2)
   bool mlp_bias = false;  // gate/up/down (or fc/proj) bias

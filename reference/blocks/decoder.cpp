@@ -23,8 +23,10 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
     q_in = "q_norm";
     k_in = "k_norm";
   }
-  s["q_rope"] = c.stage(rope(s[q_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode));
-  s["k_rope"] = c.stage(rope(s[k_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode));
+  s["q_rope"] = c.stage(rope(s[q_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode,
+                             cfg.rope_freq_factors));
+  s["k_rope"] = c.stage(rope(s[k_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode,
+                             cfg.rope_freq_factors));
   append_kv(st, s["k_rope"], s["v"]);
   s["attn"] = c.stage(attention(s["q_rope"], st.k, st.v, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, pos0,
                                 {1.0 / std::sqrt(double(cfg.head_dim)), false}));

@@ -240,8 +240,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
 // GGUF name -> canonical name; empty to skip the tensor.
 std::string canonical_name(const ModelConfig& c, const std::string& path, const std::string& name) {
   if (name == "pos_embd.weight") return "position_embd.weight";
-  if (name == "rope_freqs.weight")
-    throw ModelError(fmt::format("{}: tensor rope_freqs.weight: llama3 RoPE frequency scaling is not supported", path));
+  if (name == "rope_freqs.weight") return {};  // read into ModelConfig::rope_freq_factors
   if (c.family == Family::qwen3next) {
     for (std::string_view old : {".ssm_in.", ".ssm_beta_alpha."})
       if (name.find(old) != std::string::npos)
@@ -268,6 +267,11 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
   m.config = read_config(f, options);
   truncate_layers(m.config, layers);
   for (const auto& t : f.tensors()) {
+    if (t.name == "rope_freqs.weight") {
+      const Tensor r = f.read(t);
+      for (std::int64_t i = 0; i < r.numel(); ++i) m.config.rope_freq_factors.push_back(r.at(i));
+      continue;
+    }
     if (beyond(t.name, m.config.n_layers)) continue;
     const std::string name = canonical_name(m.config, path, t.name);
     if (name.empty()) continue;

@@ -103,6 +103,11 @@ WeightStore file_weights(const Model& m) {
       if (auto at = out.find(".ffn_norm."); at != std::string::npos) out.replace(at, 10, ".post_attention_norm.");
     w.put(out, std::move(v));
   }
+  if (!c.rope_freq_factors.empty()) {
+    Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
+    for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i) f.data<float>()[i] = float(c.rope_freq_factors[i]);
+    w.put("rope_freqs.weight", std::move(f));
+  }
   if (c.family == Family::llama)
     for (int l = 0; l < c.n_layers; ++l) {
       permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);

@@ -4,6 +4,7 @@
 
 #include "family.h"
 #include "hf.h"
+#include "ops.h"
 
 namespace ds::ref {
 
@@ -94,8 +95,18 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     if (f.has("rope_scaling")) {
       const auto& s = f.at("rope_scaling");
       const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
-      if (kind != "default")
+      if (kind == "llama3") {
+        auto need = [&](const char* k) {
+          if (!s.contains(k) || !s[k].is_number())
+            throw ModelError(fmt::format("{}: field rope_scaling.{} missing for llama3 scaling", file, k));
+          return s[k].get<double>();
+        };
+        c.rope_freq_factors = llama3_freq_factors(int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"),
+                                                  need("low_freq_factor"), need("high_freq_factor"),
+                                                  need("original_max_position_embeddings"));
+      } else if (kind != "default") {
         throw ModelError(fmt::format("{}: field rope_scaling.rope_type = {} is not supported", file, kind));
+      }
     }
     if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
@@ -138,6 +149,8 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     j["layer_norm_epsilon"] = c.norm_eps;
     return j;
   }
+  if (!c.rope_freq_factors.empty())
+    throw ModelError(fmt::format("{}: rope_freq_factors cannot be written to config.json (only llama3 parameters can)", c.name));
   j["hidden_size"] = c.hidden;
   j["num_hidden_layers"] = c.n_layers;
   j["num_attention_heads"] = c.n_heads;

@@ -14,6 +14,7 @@
 #include "gguf.h"
 #include "hf.h"
 #include "load_model.h"
+#include "ops.h"
 #include "reference.h"
 #include "safetensors.h"
 #include "shapes.h"
@@ -269,6 +270,48 @@ TEST(Shapes, WrongShapeIsRefusedNamingTheTensor) {
     const Model ok = make_synthetic(p, 1);
     for (const auto& [name, t] : ok.weights.all()) EXPECT_TRUE(expected_shape(ok.config, name).has_value()) << p << " " << name;
   }
+}
+
+}  // namespace
+}  // namespace ds::ref
+
+namespace ds::ref {
+namespace {
+
+TEST(Gguf, RopeFreqFactorsRoundTrip) {
+  Model m = make_synthetic("llama-tiny", 1);
+  m.config.rope_freq_factors = llama3_freq_factors(m.config.rotary_dim(), 10.0, 8.0, 1.0, 4.0, 16.0);
+  const fs::path dir = temp_dir("ropefreqs");
+  const std::string path = (dir / "l3.gguf").string();
+  write_gguf(m, path);
+  const Model g = load_model(path);
+  ASSERT_EQ(g.config.rope_freq_factors.size(), m.config.rope_freq_factors.size());
+  for (std::size_t i = 0; i < g.config.rope_freq_factors.size(); ++i)
+    EXPECT_EQ(g.config.rope_freq_factors[i], double(float(m.config.rope_freq_factors[i])));
+  EXPECT_FALSE(g.weights.has("rope_freqs.weight"));
+  EXPECT_TRUE(synthetic_config("llama3.2-1b").rope_freq_factors.size() == 32u);
+  fs::remove_all(dir);
+}
+
+TEST(Safetensors, Llama3RopeScalingFromConfig) {
+  const fs::path dir = temp_dir("l3cfg");
+  fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
+  nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  std::ofstream(dir / "m" / "config.json") << j.dump();
+  const Model m = load_model((dir / "m").string());
+  EXPECT_EQ(m.config.rope_freq_factors,
+            llama3_freq_factors(m.config.rotary_dim(), m.config.rope_theta, 32.0, 1.0, 4.0, 8192.0));
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  std::ofstream(dir / "m" / "config.json") << j.dump();
+  try {
+    load_model((dir / "m").string());
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("rope_scaling"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

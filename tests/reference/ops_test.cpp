@@ -136,3 +136,28 @@ TEST(OpsProperty, StorageRoundingRoundsEveryElement) {
 
 }  // namespace
 }  // namespace ds::ref
+
+namespace ds::ref {
+namespace {
+
+TEST(OpsHand, Llama3RopeScalingFactors) {
+  // Llama 3.2: theta 5e5, factor 32, low 1, high 4, original context 8192, head_dim 64.
+  const auto f = llama3_freq_factors(64, 500000.0, 32.0, 1.0, 4.0, 8192.0);
+  ASSERT_EQ(f.size(), 32u);
+  EXPECT_EQ(f.front(), 1.0);  // wavelength 2*pi < 8192 / 4: unscaled
+  EXPECT_EQ(f.back(), 32.0);  // wavelength > 8192: divided by the factor
+  for (std::size_t i = 1; i < f.size(); ++i) EXPECT_GE(f[i], f[i - 1]);
+  // A pair in the smooth band: wavelength w, smooth = (8192 / w - 1) / 3.
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const double w = 2 * M_PI * std::pow(500000.0, 2.0 * double(i) / 64);
+    if (w < 2048 || w > 8192) continue;
+    const double s = (8192 / w - 1) / 3;
+    EXPECT_NEAR(f[i], 1 / ((1 - s) / 32 + s), 1e-12) << i;
+  }
+  const Tensor x = test::random({2, 64}, 15);
+  const std::vector<double> ones(32, 1.0);
+  EXPECT_EQ(max_abs_diff(rope(x, 64, 64, 7, 5e5, RopeMode::neox, ones), rope(x, 64, 64, 7, 5e5, RopeMode::neox)), 0.0);
+}
+
+}  // namespace
+}  // namespace ds::ref
