@@ -316,3 +316,95 @@ TEST(Safetensors, Llama3RopeScalingFromConfig) {
 
 }  // namespace
 }  // namespace ds::ref
+
+namespace ds::ref {
+namespace {
+
+// A hand-assembled GGUF header: counts in every integer width gguf-py and other writers use.
+class GgufBytes {
+ public:
+  template <class T>
+  GgufBytes& put(T v) {
+    const auto* p = reinterpret_cast<const char*>(&v);
+    s_.append(p, sizeof(T));
+    return *this;
+  }
+  GgufBytes& str(std::string_view v) {
+    put<std::uint64_t>(v.size());
+    s_.append(v);
+    return *this;
+  }
+  template <class T>
+  GgufBytes& kv(std::string_view key, std::uint32_t type, T v) {
+    str(key).put<std::uint32_t>(type).put<T>(v);
+    ++n_kv;
+    return *this;
+  }
+  GgufBytes& kv_str(std::string_view key, std::string_view v) {
+    str(key).put<std::uint32_t>(8).str(v);
+    ++n_kv;
+    return *this;
+  }
+  std::string file() const {
+    GgufBytes h;
+    h.put<std::uint32_t>(0x46554747).put<std::uint32_t>(3).put<std::uint64_t>(0).put<std::uint64_t>(n_kv);
+    return h.s_ + s_;
+  }
+  std::string s_;
+  std::uint64_t n_kv = 0;
+};
+
+TEST(Gguf, CountsAcceptAnyIntegerTypeAndPerLayerArrays) {
+  GgufBytes b;
+  b.kv_str("general.architecture", "qwen2");
+  b.kv<std::uint16_t>("qwen2.block_count", 2, 3);
+  b.kv<std::int64_t>("qwen2.embedding_length", 11, 64);
+  b.kv<std::uint64_t>("qwen2.feed_forward_length", 10, 128);
+  b.kv<std::int32_t>("qwen2.vocab_size", 5, 256);
+  b.kv<double>("qwen2.attention.layer_norm_rms_epsilon", 12, 1e-6);
+  b.kv<float>("qwen2.rope.freq_base", 6, 1e6f);
+  // head_count as a per-layer i32 array, head_count_kv as u8.
+  b.str("qwen2.attention.head_count").put<std::uint32_t>(9).put<std::uint32_t>(5).put<std::uint64_t>(3);
+  for (int i = 0; i < 3; ++i) b.put<std::int32_t>(4);
+  ++b.n_kv;
+  b.kv<std::uint8_t>("qwen2.attention.head_count_kv", 0, 2);
+  const fs::path dir = temp_dir("meta");
+  const std::string path = (dir / "meta.gguf").string();
+  std::ofstream(path, std::ios::binary) << b.file();
+  const Model m = load_model(path);
+  EXPECT_EQ(m.config.n_layers, 3);
+  EXPECT_EQ(m.config.hidden, 64);
+  EXPECT_EQ(m.config.ffn, 128);
+  EXPECT_EQ(m.config.vocab, 256);
+  EXPECT_EQ(m.config.n_heads, 4);
+  EXPECT_EQ(m.config.n_kv_heads, 2);
+  EXPECT_EQ(m.config.head_dim, 16);
+  EXPECT_EQ(m.config.norm_eps, 1e-6);
+  EXPECT_EQ(m.config.rope_theta, 1e6);
+  EXPECT_TRUE(m.config.qkv_bias);
+  // ... and the completeness gate lists what such a header-only file lacks.
+  const auto missing = check_completeness(m);
+  EXPECT_EQ(missing.size(), 2u + 3u * 12u);
+  fs::remove_all(dir);
+}
+
+TEST(Gguf, MissingMetadataIsNamed) {
+  GgufBytes b;
+  b.kv_str("general.architecture", "llama");
+  b.kv<std::uint32_t>("llama.block_count", 4, 2);
+  const fs::path dir = temp_dir("meta2");
+  const std::string path = (dir / "m.gguf").string();
+  std::ofstream(path, std::ios::binary) << b.file();
+  try {
+    load_model(path);
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("llama.embedding_length"), std::string::npos) << msg;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ds::ref
