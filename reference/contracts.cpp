@@ -156,6 +156,12 @@ std::vector<std::string> required_roles(const ArchConstraints& c) {
   return required_roles(c, BlockKind::decoder);
 }
 
+std::vector<std::string> required_roles(const ModelConfig& cfg, int layer) {
+  const ArchConstraints c = constraints_of(cfg);
+  if (layer < 0) return required_model_roles(c);
+  return required_roles(c, cfg.block_kind(layer));
+}
+
 std::vector<std::string> required_model_roles(const ArchConstraints& c) {
   std::vector<std::string> out{"token_embd", "output_norm"};
   if (c.norm_type == "layernorm") out.emplace_back("output_norm_bias");

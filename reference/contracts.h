@@ -55,6 +55,8 @@ OpSet required_ops(const ModelConfig& cfg);
 std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind);
 // Required per-layer roles of the layout's main block kind (decoder, gpt2, or gdn for hybrid).
 std::vector<std::string> required_roles(const ArchConstraints& c);
+// Required roles of one layer of a concrete model (kModelLayer: the model-level roles).
+std::vector<std::string> required_roles(const ModelConfig& cfg, int layer);
 // Model-level required roles (token_embd, output_norm, ...).
 std::vector<std::string> required_model_roles(const ArchConstraints& c);
 // Roles used when present but never required (output when tied, extra biases).

@@ -63,6 +63,7 @@ void ModelConfig::validate() const {
   if (!(norm_eps > 0)) fail("norm_eps", norm_eps);
   if (!(rope_theta > 0)) fail("rope_theta", rope_theta);
   if (!(partial_rotary > 0 && partial_rotary <= 1)) fail("partial_rotary", partial_rotary);
+  if (qk_rows_permuted && rope_mode != RopeMode::normal) fail("rope_mode (permuted q/k rows need normal)", "neox");
   if (!rope_freq_factors.empty() && int(rope_freq_factors.size()) != rotary_dim() / 2)
     fail("rope_freq_factors (count)", rope_freq_factors.size());
   for (BlockKind k : layer_kinds) {

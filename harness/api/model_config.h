@@ -44,6 +44,9 @@ struct ModelConfig {
   double norm_eps = 1e-6;
   double partial_rotary = 1.0;  // fraction of head_dim that RoPE rotates
   RopeMode rope_mode = RopeMode::neox;
+  // q/k projection rows are in llama.cpp's GGUF order (interleaved pairs per head), so the q,
+  // k, q_rope and k_rope stages are a per-head permutation of the HF ones; implies normal RoPE.
+  bool qk_rows_permuted = false;
   // Per rotary pair i, inv_freq[i] is divided by rope_freq_factors[i] (Llama-3 "llama3" rope
   // scaling; GGUF rope_freqs). Empty: no scaling.
   std::vector<double> rope_freq_factors;

@@ -108,7 +108,7 @@ WeightStore file_weights(const Model& m) {
     for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i) f.data<float>()[i] = float(c.rope_freq_factors[i]);
     w.put("rope_freqs.weight", std::move(f));
   }
-  if (c.family == Family::llama)
+  if (c.family == Family::llama && !c.qk_rows_permuted)
     for (int l = 0; l < c.n_layers; ++l) {
       permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);
       permute_qk(w, layer_weight(l, "attn_q.bias"), c.n_heads);

@@ -10,7 +10,8 @@
 namespace ds::ref {
 
 Model load_hf(const std::string& dir, int layers, const LoadOptions& options);
-// Writes config.json and model.safetensors (F32; A_log as F64 so -exp(A_log) round-trips).
+// Writes config.json and model.safetensors, each tensor in its own dtype (A_log as F64 so
+// -exp(A_log) round-trips).
 void write_hf(const Model& model, const std::string& dir);
 
 // config.json <-> ModelConfig (hf_config.cpp).

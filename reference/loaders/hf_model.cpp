@@ -139,7 +139,7 @@ void write_hf(const Model& model, const std::string& dir) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : model.weights.all()) {
     const HfName h = canonical_to_hf(name, model.config.family);
-    Tensor v = t.dtype() == DType::f64 ? t : t.to(DType::f32);
+    Tensor v = t.dtype() == DType::i32 ? t.to(DType::f32) : t;
     switch (h.transform) {
       case HfTransform::none: break;
       case HfTransform::transpose: v = transposed(v); break;

@@ -82,12 +82,14 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   std::vector<Tensor> stored;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    Tensor s = t.dtype() == DType::f64 ? t : t.to(DType::f32);
-    header[name] = {{"dtype", s.dtype() == DType::f64 ? "F64" : "F32"},
+    if (!is_float(t.dtype())) throw ModelError(fmt::format("{}: tensor {}: dtype {} cannot be written", path, name, dtype_name(t.dtype())));
+    const Tensor& s = t;
+    const char* st = s.dtype() == DType::f64 ? "F64" : s.dtype() == DType::f32 ? "F32" : s.dtype() == DType::f16 ? "F16" : "BF16";
+    header[name] = {{"dtype", st},
                     {"shape", s.shape()},
                     {"data_offsets", {offset, offset + s.nbytes()}}};
     offset += s.nbytes();
-    stored.push_back(std::move(s));
+    stored.push_back(s);
   }
   header["__metadata__"] = {{"format", "pt"}, {"writer", "driftscope-mkfixture"}};
   std::string h = header.dump();

@@ -14,7 +14,7 @@ namespace ds::ref {
 // Calls `sink(name, tensor)` for every tensor whose name `want` accepts, in header order.
 void read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& want,
                       const std::function<void(const std::string&, Tensor)>& sink);
-// Writes the tensors as F32 (f64 tensors as F64).
+// Writes each tensor in its own dtype (F64, F32, F16, BF16; i32 is refused).
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
 
 }  // namespace ds::ref

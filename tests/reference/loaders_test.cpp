@@ -132,6 +132,8 @@ TEST(Gguf, LlamaPermutationKeptOrUndone) {
   const Model gguf_layout = load_model(path, 0, 0, keep);
   EXPECT_EQ(hf_layout.config.rope_mode, RopeMode::neox);
   EXPECT_EQ(gguf_layout.config.rope_mode, RopeMode::normal);
+  EXPECT_TRUE(gguf_layout.config.qk_rows_permuted);
+  EXPECT_FALSE(hf_layout.config.qk_rows_permuted);
   EXPECT_GT(test::max_abs_diff(hf_layout.weights.get("blk.0.attn_q.weight"), gguf_layout.weights.get("blk.0.attn_q.weight")), 0.0);
   // Interleaved RoPE on permuted rows equals rotate_half on HF rows: same logits.
   EXPECT_LE(test::max_abs_diff(run(hf_layout), run(gguf_layout)), 1e-12);
@@ -404,6 +406,46 @@ TEST(Gguf, MissingMetadataIsNamed) {
     EXPECT_NE(msg.find("llama.embedding_length"), std::string::npos) << msg;
   }
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ds::ref
+
+namespace ds::ref {
+namespace {
+
+class HalfFiles : public ::testing::TestWithParam<DType> {};
+
+// Half-precision checkpoints: a bf16 (or f16) model written as GGUF and as safetensors loads
+// to the same exact values, so both give the in-memory model's outputs.
+TEST_P(HalfFiles, GgufAndSafetensorsAgree) {
+  const DType t = GetParam();
+  Model m = make_synthetic("qwen3-tiny", 1);
+  WeightStore half;
+  for (const auto& [name, w] : m.weights.all()) half.put(name, w.to(t));
+  m.weights = half;
+  const fs::path dir = temp_dir(std::string("half-") + std::string(dtype_name(t)));
+  write_gguf(m, (dir / "m.gguf").string(), {t == DType::bf16 ? GgmlType::BF16 : GgmlType::F16});
+  write_hf(m, (dir / "hf").string());
+  const GgufFile f((dir / "m.gguf").string());
+  for (const auto& info : f.tensors())
+    if (info.ne.size() == 2) {
+      EXPECT_EQ(info.type, std::uint32_t(t == DType::bf16 ? GgmlType::BF16 : GgmlType::F16)) << info.name;
+    }
+  const Tensor want = run(m);
+  EXPECT_EQ(test::max_abs_diff(run(load_model((dir / "m.gguf").string())), want), 0.0);
+  EXPECT_EQ(test::max_abs_diff(run(load_model((dir / "hf").string())), want), 0.0);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, HalfFiles, ::testing::Values(DType::bf16, DType::f16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(Contracts, RequiredRolesOfAConcreteLayer) {
+  const ModelConfig c = synthetic_config("qwen3next-tiny");
+  EXPECT_EQ(required_roles(c, 0), required_roles(constraints_of(c), BlockKind::gdn));
+  EXPECT_EQ(required_roles(c, 1), required_roles(constraints_of(c), BlockKind::gated_attn));
+  EXPECT_EQ(required_roles(c, -1), required_model_roles(constraints_of(c)));
 }
 
 }  // namespace
