@@ -263,9 +263,10 @@ void gdn_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int 
   fill(ws, seed, n("ssm_conv1d.weight"), {C, c.conv_kernel}, 0.0, 0.3);
   fill(ws, seed, n("ssm_dt.bias"), {nv}, 0.0, 0.5);
   // ssm_a = -exp(A_log) (the GGUF form), A_log ~ N(0, 0.5): decay rates around one.
-  fill(ws, seed, n("ssm_a"), {nv}, 0.0, 0.5);
-  Tensor& a = const_cast<Tensor&>(ws.get(n("ssm_a")));
-  for (std::int64_t i = 0; i < nv; ++i) a.data<float>()[i] = -std::exp(a.data<float>()[i]);
+  Tensor a(DType::f32, {nv});
+  NormalStream rng(seed, n("ssm_a"));
+  for (std::int64_t i = 0; i < nv; ++i) a.data<float>()[i] = -std::exp(float(0.5 * rng.next()));
+  ws.put(n("ssm_a"), std::move(a));
   fill(ws, seed, n("ssm_norm.weight"), {c.gdn_v_dim}, 1.0, 0.05);
   fill(ws, seed, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0, 0.02);
 }
