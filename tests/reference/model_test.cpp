@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "model_error.h"
 #include "reference.h"
@@ -91,10 +92,28 @@ TEST_P(FamilyTest, StorageModeRoundsEveryStage) {
   const Model m = model();
   Reference r(m, {DType::f16});
   const auto tokens = test::token_ids(3, m.config.vocab, 6);
-  const Tensor x = r.embed(tokens, 0).at("embed");
-  for (const auto& [name, t] : r.layer(0, x, 0))
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      ASSERT_EQ(t.at(i), round_to(DType::f16, t.at(i))) << name << " element " << i;
+  Tensor x = r.embed(tokens, 0).at("embed");
+  for (int l = 0; l < m.config.n_layers; ++l) {
+    const TensorMap s = r.layer(l, x, 0);
+    for (const auto& [name, t] : s)
+      for (std::int64_t i = 0; i < t.numel(); ++i)
+        ASSERT_EQ(t.at(i), round_to(DType::f16, t.at(i))) << "layer " << l << " " << name << " element " << i;
+    x = s.at("residual_2");
+  }
+  for (const auto& [name, t] : r.head(x))
+    for (std::int64_t i = 0; i < t.numel(); ++i) ASSERT_EQ(t.at(i), round_to(DType::f16, t.at(i))) << name;
+}
+
+TEST_P(FamilyTest, Bf16StorageIsANoiseFloorNotAnotherModel) {
+  const Model m = model();
+  const auto tokens = test::token_ids(6, m.config.vocab, 9);
+  Reference exact(m), bf16(m, {DType::bf16});
+  const Tensor a = exact.forward(tokens), b = bf16.forward(tokens);
+  const double d = test::max_abs_diff(a, b);
+  EXPECT_GT(d, 0.0);
+  double scale = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) scale = std::max(scale, std::abs(a.at(i)));
+  EXPECT_LT(d, 0.1 * scale);
 }
 
 TEST_P(FamilyTest, OutOfOrderStepIsRefused) {
