@@ -1,6 +1,7 @@
 #include "parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 #include <vector>
@@ -8,7 +9,10 @@
 namespace ds::ref {
 
 namespace {
+std::atomic<int> g_override{0};
+
 int configured_threads() {
+  if (const int o = g_override.load()) return o;
   static const int n = [] {
     if (const char* e = std::getenv("DRIFTSCOPE_THREADS")) {
       const int v = std::atoi(e);
@@ -19,6 +23,8 @@ int configured_threads() {
   return n;
 }
 }  // namespace
+
+void set_worker_threads(int n) { g_override.store(n > 0 ? n : 0); }
 
 int worker_count(std::int64_t work, std::int64_t min_work) {
   if (work < min_work) return 1;

@@ -199,6 +199,15 @@ TEST(CompletenessGate, MissingQkNormIsRefusedBeforeAnyStage) {
   }
 }
 
+TEST(Presets, RealShapePresetRunsTruncated) {
+  const Model m = make_synthetic("gpt2-small", 1, 1);
+  Reference r(m);
+  const std::vector<std::int32_t> tokens = {50256, 464};
+  const Tensor logits = r.forward(tokens);
+  ASSERT_EQ(logits.shape(), (Shape{2, 50257}));
+  for (std::int64_t i = 0; i < logits.numel(); i += 997) ASSERT_TRUE(std::isfinite(logits.at(i)));
+}
+
 TEST(Presets, RealShapesTruncateQuickly) {
   const Model m = make_synthetic("qwen2.5-0.5b", 1, 2);
   EXPECT_EQ(m.config.n_layers, 2);

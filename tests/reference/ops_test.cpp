@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops.h"
+#include "parallel.h"
 #include "test_util.h"
 
 namespace ds::ref {
@@ -111,13 +112,20 @@ TEST(OpsProperty, GqaEqualsMhaWithRepeatedKv) {
 
 TEST(OpsProperty, ThreadedLinearMatchesSerialLoopBitExactly) {
   // Large enough to be split over threads.
-  const Tensor x = test::random({3, 512}, 10);
-  const Tensor w = test::random({1024, 512}, 11);
+  // 3 x 1024 x 2048 multiply-adds: enough work for up to 7 threads.
+  const Tensor x = test::random({3, 2048}, 10);
+  const Tensor w = test::random({1024, 2048}, 11);
   const Tensor y = linear(x, w, nullptr);
+  for (int threads : {1, 2, 3, 7}) {
+    set_worker_threads(threads);
+    EXPECT_EQ(worker_count(3 * 1024 * 2048), threads);
+    EXPECT_EQ(max_abs_diff(linear(x, w, nullptr), y), 0.0) << threads << " threads";
+  }
+  set_worker_threads(0);
   for (int r = 0; r < 3; ++r)
     for (int o = 0; o < 1024; o += 97) {
       double acc = 0;
-      for (int i = 0; i < 512; ++i) acc += w.at(o * 512 + i) * x.at(r * 512 + i);
+      for (int i = 0; i < 2048; ++i) acc += w.at(o * 2048 + i) * x.at(r * 2048 + i);
       EXPECT_EQ(y.at(r * 1024 + o), acc);
     }
 }
