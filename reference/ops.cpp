@@ -141,7 +141,7 @@ std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double fac
 }
 
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,
-                 int head_dim, int pos0, AttnScale scale) {
+                 int head_dim, int pos0, AttnScale scale, int window) {
   const std::int64_t T = q.dim(0), P = k_cache.dim(0);
   require(q.dim(1) == std::int64_t(n_heads) * head_dim && k_cache.dim(1) == std::int64_t(n_kv_heads) * head_dim &&
               v_cache.shape() == k_cache.shape() && P >= pos0 + T,
@@ -153,12 +153,13 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
   std::vector<double> p(std::size_t(P), 0.0);
   const std::int64_t kv_w = std::int64_t(n_kv_heads) * head_dim, q_w = std::int64_t(n_heads) * head_dim;
   for (std::int64_t t = 0; t < T; ++t) {
-    const std::int64_t last = pos0 + t;  // causal: keys 0..last
+    const std::int64_t last = pos0 + t;  // causal: keys first..last
+    const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, last - window + 1) : 0;
     for (int h = 0; h < n_heads; ++h) {
       const int kh = h / group;
       const double* qh = qs + t * q_w + h * head_dim;
       double mx = -INFINITY;
-      for (std::int64_t j = 0; j <= last; ++j) {
+      for (std::int64_t j = first; j <= last; ++j) {
         const double* kj = ks + j * kv_w + kh * head_dim;
         double s = 0;
         for (int i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
@@ -166,9 +167,9 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
         mx = std::max(mx, p[std::size_t(j)]);
       }
       double sum = 0;
-      for (std::int64_t j = 0; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      for (std::int64_t j = first; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
       double* oh = os + t * q_w + h * head_dim;
-      for (std::int64_t j = 0; j <= last; ++j) {
+      for (std::int64_t j = first; j <= last; ++j) {
         const double w = p[std::size_t(j)] / sum;
         const double* vj = vs + j * kv_w + kh * head_dim;
         for (int i = 0; i < head_dim; ++i) oh[i] += w * vj[i];

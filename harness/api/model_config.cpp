@@ -61,6 +61,7 @@ void ModelConfig::validate() const {
   if (vocab <= 0) fail("vocab", vocab);
   if (int(layer_kinds.size()) != n_layers) fail("layer_kinds (count)", layer_kinds.size());
   if (!(norm_eps > 0)) fail("norm_eps", norm_eps);
+  if (sliding_window < 0) fail("sliding_window", sliding_window);
   if (!(rope_theta > 0)) fail("rope_theta", rope_theta);
   if (!(partial_rotary > 0 && partial_rotary <= 1)) fail("partial_rotary", partial_rotary);
   if (qk_rows_permuted && rope_mode != RopeMode::normal) fail("rope_mode (permuted q/k rows need normal)", "neox");

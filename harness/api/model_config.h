@@ -39,7 +39,10 @@ struct ModelConfig {
   int head_dim = 0;
   int ffn = 0;
   int vocab = 0;
-  int max_positions = 2048;  // learned absolute positions (gpt2) and RoPE sanity bound
+  int max_positions = 2048;
+  // Mistral sliding-window attention: a query sees only the last `sliding_window` positions
+  // (itself included). 0 = full causal attention.
+  int sliding_window = 0;  // learned absolute positions (gpt2) and RoPE sanity bound
   double rope_theta = 10000.0;
   double norm_eps = 1e-6;
   double partial_rotary = 1.0;  // fraction of head_dim that RoPE rotates

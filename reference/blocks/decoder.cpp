@@ -29,7 +29,7 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
                              cfg.rope_freq_factors));
   append_kv(st, s["k_rope"], s["v"]);
   s["attn"] = c.stage(attention(s["q_rope"], st.k, st.v, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, pos0,
-                                {1.0 / std::sqrt(double(cfg.head_dim)), false}));
+                                {1.0 / std::sqrt(double(cfg.head_dim)), false}, cfg.sliding_window));
   s["attn_out"] = c.stage(linear(s["attn"], c.lw("attn_output.weight"), c.lb("attn_output.bias")));
   s["residual_1"] = c.stage(add(x, s["attn_out"]));
   swiglu_mlp(c, s);

@@ -218,6 +218,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
   if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
   if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
+  if (c.family == Family::llama) c.sliding_window = int(r.integer("attention.sliding_window").value_or(0));
   if (c.family == Family::llama && opt.llama_qk == LlamaQkLayout::keep_gguf) {
     c.rope_mode = RopeMode::normal;
     c.qk_rows_permuted = true;

@@ -76,6 +76,7 @@ std::vector<Kv> metadata(const ModelConfig& c) {
     kv.push_back(f("rope.freq_base", c.rope_theta));
     kv.push_back(u("rope.dimension_count", c.rotary_dim()));
   }
+  if (c.sliding_window > 0) kv.push_back(u("attention.sliding_window", c.sliding_window));
   if (c.family == Family::qwen3next) {
     kv.push_back(u("ssm.conv_kernel", c.conv_kernel));
     kv.push_back(u("ssm.state_size", c.gdn_k_dim));

@@ -109,6 +109,9 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
       }
     }
     if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;
+    if (type == "mistral" && f.has("sliding_window")) c.sliding_window = f.integer("sliding_window");
+    if (f.boolean("use_sliding_window", false))
+      throw ModelError(fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
   }
   if (c.family == Family::qwen3next) {
@@ -161,6 +164,10 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
   j["rms_norm_eps"] = c.norm_eps;
   j["rope_theta"] = c.rope_theta;
   j["tie_word_embeddings"] = c.tied_embeddings;
+  if (c.sliding_window > 0) {
+    j["model_type"] = "mistral";
+    j["sliding_window"] = c.sliding_window;
+  }
   if (c.partial_rotary != 1.0) j["partial_rotary_factor"] = c.partial_rotary;
   if (c.family == Family::qwen3next) {
     j["linear_num_key_heads"] = c.gdn_k_heads;

@@ -280,6 +280,19 @@ TEST(Shapes, WrongShapeIsRefusedNamingTheTensor) {
 namespace ds::ref {
 namespace {
 
+TEST(Gguf, SlidingWindowRoundTrips) {
+  Model m = make_synthetic("llama-tiny", 1);
+  m.config.sliding_window = 5;
+  const fs::path dir = temp_dir("swa");
+  write_gguf(m, (dir / "m.gguf").string());
+  write_hf(m, (dir / "hf").string());
+  EXPECT_EQ(load_model((dir / "m.gguf").string()).config.sliding_window, 5);
+  const Model hf = load_model((dir / "hf").string());
+  EXPECT_EQ(hf.config.sliding_window, 5);
+  EXPECT_EQ(hf.config.arch, "mistral");
+  fs::remove_all(dir);
+}
+
 TEST(Gguf, RopeFreqFactorsRoundTrip) {
   Model m = make_synthetic("llama-tiny", 1);
   m.config.rope_freq_factors = llama3_freq_factors(m.config.rotary_dim(), 10.0, 8.0, 1.0, 4.0, 16.0);

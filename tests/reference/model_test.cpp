@@ -135,6 +135,18 @@ TEST_P(FamilyTest, GreedyGenerationIsDeterministic) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, FamilyTest, ::testing::ValuesIn(kTiny), param_name);
 
+TEST(Mistral, SlidingWindowPrefillEqualsDecodeAndMatters) {
+  Model m = make_synthetic("llama-tiny", 1);
+  m.config.sliding_window = 3;
+  const auto tokens = test::token_ids(9, m.config.vocab, 12);
+  Reference whole(m), steps(m), full(make_synthetic("llama-tiny", 1));
+  const Tensor a = whole.forward(tokens);
+  EXPECT_LE(test::max_abs_diff(a, incremental_logits(steps, tokens, 4)), 1e-9);
+  const Tensor b = full.forward(tokens);
+  EXPECT_EQ(test::max_abs_diff(a.rows(0, 3), b.rows(0, 3)), 0.0);  // within the window: identical
+  EXPECT_GT(test::max_abs_diff(a.rows(3, 9), b.rows(3, 9)), 1e-9);
+}
+
 TEST(Greedy, ArgmaxOfLastRowLowestIdOnTies) {
   const Tensor l = test::mat(2, 4, {9, 0, 0, 0, 1, 3, 3, 2});
   EXPECT_EQ(Reference::greedy_next(l), 1);

@@ -94,6 +94,28 @@ TEST(OpsProperty, SoftmaxRowsSumToOneAndAreCausal) {
   }
 }
 
+TEST(OpsProperty, SlidingWindowSeesOnlyTheLastKeys) {
+  const int P = 6, d = P, T = 4, pos0 = P - T, window = 2;
+  const Tensor q = test::random({T, d}, 5);
+  const Tensor k = test::random({P, d}, 6);
+  Tensor v(DType::f64, {P, d});
+  for (int j = 0; j < P; ++j) v.data<double>()[j * d + j] = 1.0;
+  const Tensor o = attention(q, k, v, 1, 1, d, pos0, {0.25, false}, window);
+  for (int t = 0; t < T; ++t) {
+    double sum = 0;
+    for (int j = 0; j < P; ++j) {
+      const bool visible = j <= pos0 + t && j > pos0 + t - window;
+      if (!visible) {
+        EXPECT_EQ(o.at(t * d + j), 0.0) << t << "," << j;
+      } else {
+        EXPECT_GT(o.at(t * d + j), 0.0) << t << "," << j;
+      }
+      sum += o.at(t * d + j);
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-14);
+  }
+}
+
 TEST(OpsProperty, GqaEqualsMhaWithRepeatedKv) {
   const int H = 6, Hkv = 2, d = 8, P = 5, T = 5, r = H / Hkv;
   const Tensor q = test::random({T, H * d}, 7);
