@@ -1,5 +1,7 @@
 #include "ops.h"
 
+#include "parallel.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -19,6 +21,8 @@ Tensor like(const Tensor& x) { return Tensor(DType::f64, x.shape()); }
 
 double silu(double x) { return x / (1.0 + std::exp(-x)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+// log1p(exp(x)) without overflow for large x.
+double softplus(double x) { return x > 30 ? x : std::log1p(std::exp(x)); }
 
 Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int width) {
   require(x.numel() % width == 0 && w.numel() == width, "rmsnorm", x, w);
@@ -55,26 +59,45 @@ Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) 
   return y;
 }
 
+namespace {
+template <class W>
+void linear_rows(const double* xs, const W* ws, const double* bias, double* ys, std::int64_t rows, std::int64_t in,
+                 std::int64_t out, std::int64_t o_begin, std::int64_t o_end) {
+  for (std::int64_t o = o_begin; o < o_end; ++o) {
+    const W* wr = ws + o * in;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double* xr = xs + r * in;
+      double acc = 0;
+      for (std::int64_t i = 0; i < in; ++i) acc += double(wr[i]) * xr[i];
+      ys[r * out + o] = acc + (bias ? bias[o] : 0.0);
+    }
+  }
+}
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+  require(w.rank() == 2 && x.rank() == 2 && x.dim(1) == w.dim(1), "linear", x, w);
   const std::int64_t in = w.dim(1), out = w.dim(0);
-  require(x.rank() == 2 && x.dim(1) == in, "linear", x, w);
-  if (bias) require(bias->numel() == out, "linear bias", w, *bias);
+  if (bias) require(bias->numel() == out && bias->dtype() == DType::f64, "linear bias", w, *bias);
+  if (w.dtype() != DType::f64 && w.dtype() != DType::f32)
+    throw std::invalid_argument(fmt::format("linear: weight dtype {} (expected f64 or f32)", dtype_name(w.dtype())));
   const std::int64_t rows = x.dim(0);
   Tensor y(DType::f64, {rows, out});
-  const double *xs = x.data<double>(), *ws = w.data<double>();
+  const double* xs = x.data<double>();
+  const double* bs = bias ? bias->data<double>() : nullptr;
   double* ys = y.data<double>();
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t o = 0; o < out; ++o) {
-      double acc = 0;
-      const double* wr = ws + o * in;
-      const double* xr = xs + r * in;
-      for (std::int64_t i = 0; i < in; ++i) acc += wr[i] * xr[i];
-      ys[r * out + o] = acc + (bias ? bias->data<double>()[o] : 0.0);
-    }
+  // Threads own disjoint output columns: every element keeps the serial summation order.
+  parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
+    if (w.dtype() == DType::f64)
+      linear_rows(xs, w.data<double>(), bs, ys, rows, in, out, b, e);
+    else
+      linear_rows(xs, w.data<float>(), bs, ys, rows, in, out, b, e);
+  });
   return y;
 }
 
-Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode) {
+Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode,
+            std::span<const double> freq_factors) {
   if (x.dim(1) % head_dim || rotary_dim > head_dim || rotary_dim % 2)
     throw std::invalid_argument(fmt::format("rope: width {} head_dim {} rotary_dim {}", x.dim(1), head_dim,
                                             rotary_dim));
@@ -88,7 +111,8 @@ Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double thet
       const double* xh = xs + (t * heads + h) * head_dim;
       double* yh = ys + (t * heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const double inv_freq = std::pow(theta, -2.0 * i / rotary_dim);
+        double inv_freq = std::pow(theta, -2.0 * i / rotary_dim);
+        if (!freq_factors.empty()) inv_freq /= freq_factors[std::size_t(i)];
         const double ang = double(pos0 + t) * inv_freq;
         const double c = std::cos(ang), s = std::sin(ang);
         const int a = mode == RopeMode::neox ? i : 2 * i;
@@ -100,8 +124,24 @@ Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double thet
   return y;
 }
 
+std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double factor, double low_freq_factor,
+                                        double high_freq_factor, double original_context) {
+  std::vector<double> f(std::size_t(rotary_dim / 2), 1.0);
+  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  for (int i = 0; i < rotary_dim / 2; ++i) {
+    const double wavelen = 2 * M_PI * std::pow(theta, 2.0 * i / rotary_dim);
+    if (wavelen > low_wavelen) {
+      f[std::size_t(i)] = factor;
+    } else if (wavelen >= high_wavelen) {
+      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      f[std::size_t(i)] = 1.0 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return f;
+}
+
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,
-                 int head_dim, int pos0, double scale) {
+                 int head_dim, int pos0, AttnScale scale, int window) {
   const std::int64_t T = q.dim(0), P = k_cache.dim(0);
   require(q.dim(1) == std::int64_t(n_heads) * head_dim && k_cache.dim(1) == std::int64_t(n_kv_heads) * head_dim &&
               v_cache.shape() == k_cache.shape() && P >= pos0 + T,
@@ -113,22 +153,23 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
   std::vector<double> p(std::size_t(P), 0.0);
   const std::int64_t kv_w = std::int64_t(n_kv_heads) * head_dim, q_w = std::int64_t(n_heads) * head_dim;
   for (std::int64_t t = 0; t < T; ++t) {
-    const std::int64_t last = pos0 + t;  // causal: keys 0..last
+    const std::int64_t last = pos0 + t;  // causal: keys first..last
+    const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, last - window + 1) : 0;
     for (int h = 0; h < n_heads; ++h) {
       const int kh = h / group;
       const double* qh = qs + t * q_w + h * head_dim;
       double mx = -INFINITY;
-      for (std::int64_t j = 0; j <= last; ++j) {
+      for (std::int64_t j = first; j <= last; ++j) {
         const double* kj = ks + j * kv_w + kh * head_dim;
         double s = 0;
         for (int i = 0; i < head_dim; ++i) s += qh[i] * kj[i];
-        p[std::size_t(j)] = s * scale;
+        p[std::size_t(j)] = scale.divide ? s / scale.value : s * scale.value;
         mx = std::max(mx, p[std::size_t(j)]);
       }
       double sum = 0;
-      for (std::int64_t j = 0; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      for (std::int64_t j = first; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
       double* oh = os + t * q_w + h * head_dim;
-      for (std::int64_t j = 0; j <= last; ++j) {
+      for (std::int64_t j = first; j <= last; ++j) {
         const double w = p[std::size_t(j)] / sum;
         const double* vj = vs + j * kv_w + kh * head_dim;
         for (int i = 0; i < head_dim; ++i) oh[i] += w * vj[i];
@@ -146,6 +187,42 @@ Tensor silu_mul(const Tensor& gate, const Tensor& up) {
   return y;
 }
 
+Tensor gelu_new(const Tensor& x) {
+  Tensor y = like(x);
+  const double c = std::sqrt(2.0 / M_PI);
+  for (std::int64_t i = 0; i < y.numel(); ++i) {
+    const double v = x.data<double>()[i];
+    y.data<double>()[i] = 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v)));
+  }
+  return y;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  require(a.shape() == b.shape(), "mul", a, b);
+  Tensor y = like(a);
+  for (std::int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] * b.data<double>()[i];
+  return y;
+}
+
+Tensor sigmoid_mul(const Tensor& x, const Tensor& gate) {
+  require(x.shape() == gate.shape(), "sigmoid_mul", x, gate);
+  Tensor y = like(x);
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    y.data<double>()[i] = x.data<double>()[i] * sigmoid(gate.data<double>()[i]);
+  return y;
+}
+
+Tensor take_columns(const Tensor& x, int group_width, int begin, int width) {
+  require(x.rank() == 2 && x.dim(1) % group_width == 0 && begin + width <= group_width, "take_columns", x, x);
+  const std::int64_t T = x.dim(0), groups = x.dim(1) / group_width;
+  Tensor y(DType::f64, {T, groups * width});
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t g = 0; g < groups; ++g)
+      for (int i = 0; i < width; ++i)
+        y.data<double>()[(t * groups + g) * width + i] = x.data<double>()[t * x.dim(1) + g * group_width + begin + i];
+  return y;
+}
+
 Tensor add(const Tensor& a, const Tensor& b) {
   require(a.shape() == b.shape(), "add", a, b);
   Tensor y = like(a);
@@ -159,8 +236,12 @@ Tensor embed(std::span<const std::int32_t> tokens, const Tensor& table) {
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= V)
       throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tokens[t], V));
-    for (std::int64_t i = 0; i < D; ++i)
-      y.data<double>()[std::int64_t(t) * D + i] = table.data<double>()[tokens[t] * D + i];
+    double* yr = y.data<double>() + std::int64_t(t) * D;
+    const std::int64_t base = std::int64_t(tokens[t]) * D;
+    if (table.dtype() == DType::f32)
+      for (std::int64_t i = 0; i < D; ++i) yr[i] = table.data<float>()[base + i];
+    else
+      for (std::int64_t i = 0; i < D; ++i) yr[i] = table.at(base + i);
   }
   return y;
 }

@@ -1,12 +1,14 @@
 // The reference transformer (the oracle): runs a model step by step, layer by layer, and
 // returns every catalog stage. It accumulates in double; with `storage` set it rounds every
-// stage output to that dtype, which measures the natural noise floor of the dtype.
+// stage output (and the carried recurrent state) to that dtype, which measures the natural
+// noise floor of the dtype.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "blocks/block.h"
 #include "candidate.h"
 #include "model.h"
 
@@ -18,35 +20,43 @@ struct ReferenceOptions {
 
 class Reference {
  public:
+  // Refuses (ModelError listing every missing tensor) a model that lacks a required weight,
+  // or has a weight of the wrong shape, before any compute.
   explicit Reference(const Model& model, ReferenceOptions options = {});
 
   const ModelConfig& config() const { return cfg_; }
   // Model-level stage "embed" for tokens at positions pos0...
   TensorMap embed(std::span<const std::int32_t> tokens, int pos0) const;
   // Every stage of `layer` for input x ([T, hidden], positions pos0..). Appends this step's
-  // keys and values (or recurrent state) to the layer's cache, so calls must come in order.
+  // keys and values (or recurrent state) to the layer's state, so calls must come in order.
   TensorMap layer(int layer, const Tensor& x, int pos0);
   // "final_norm" and "logits" of the last layer's output.
   TensorMap head(const Tensor& x) const;
   // Forgets every cache (a new sequence).
   void reset();
 
-  // Weight by canonical name, as f64.
+  // Tokens the model has consumed so far (layer 0's position).
+  int positions() const;
+  // Runs embed, every layer and the head for `tokens` at positions() and returns the logits
+  // [T, vocab]: one prefill or decode step of the whole model.
+  Tensor forward(std::span<const std::int32_t> tokens);
+  // argmax of the last logits row (lowest id on ties).
+  static std::int32_t greedy_next(const Tensor& logits);
+  // Prefill `prompt`, then `steps` greedy decode steps; returns the generated ids.
+  std::vector<std::int32_t> generate(std::span<const std::int32_t> prompt, int steps);
+
+  // Weight by canonical name: f64, except large f32 tables (embeddings) kept as f32.
   const Tensor& w(std::string_view name) const;
   const Tensor* w_opt(std::string_view name) const;
+  const LayerState& state(int layer) const { return state_.at(std::size_t(layer)); }
 
  private:
-  TensorMap decoder_layer(int layer, const Tensor& x, int pos0);
-  Tensor stage(Tensor t) const { return round_stage_(t); }
-  Tensor round_stage_(const Tensor& t) const;
+  Tensor stage(const Tensor& t) const;
 
   ModelConfig cfg_;
   ReferenceOptions opt_;
   WeightStore w64_;
-  struct LayerCache {
-    Tensor k, v;  // [positions, kv_dim], K after RoPE
-  };
-  std::vector<LayerCache> cache_;
+  std::vector<LayerState> state_;
 };
 
 }  // namespace ds::ref

@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
+
+#include "ops.h"
+#include "parallel.h"
 
 namespace ds::ref {
 
@@ -48,14 +52,59 @@ ModelConfig decoder(Family f, int layers, int hidden, int heads, int kv, int hea
   return c;
 }
 
+ModelConfig gpt2(int layers, int hidden, int heads, int ffn, int vocab, int positions) {
+  ModelConfig c = decoder(Family::gpt2, layers, hidden, heads, heads, hidden / heads, ffn, vocab);
+  c.layer_kinds.assign(std::size_t(layers), BlockKind::gpt2);
+  c.max_positions = positions;
+  c.norm_eps = 1e-5;
+  c.qkv_bias = c.o_bias = c.mlp_bias = true;
+  c.tied_embeddings = true;
+  c.attn_scale_divide = true;
+  return c;
+}
+
+// Qwen3.5-style hybrid: every `interval`-th layer is gated full attention, the rest GDN.
+ModelConfig qwen3next(int layers, int interval, int hidden, int heads, int kv, int head_dim, int ffn, int vocab,
+                      int nk, int nv, int dk, int dv) {
+  ModelConfig c = decoder(Family::qwen3next, layers, hidden, heads, kv, head_dim, ffn, vocab);
+  c.rope_theta = 1e7;
+  c.norm_eps = 1e-6;
+  c.partial_rotary = 0.25;
+  c.qk_norm = true;
+  c.norm_plus_one = true;
+  c.full_attention_interval = interval;
+  c.gdn_k_heads = nk;
+  c.gdn_v_heads = nv;
+  c.gdn_k_dim = dk;
+  c.gdn_v_dim = dv;
+  c.conv_kernel = 4;
+  for (int l = 0; l < layers; ++l)
+    c.layer_kinds[std::size_t(l)] = (l + 1) % interval == 0 ? BlockKind::gated_attn : BlockKind::gdn;
+  return c;
+}
+
+ModelConfig tied(ModelConfig c) {
+  c.tied_embeddings = true;
+  return c;
+}
+
 const Preset kPresets[] = {
     {"llama-tiny", [] { return decoder(Family::llama, 2, 64, 4, 2, 16, 128, 256); }},
     {"qwen2-tiny", [] { return decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256); }},
     // Explicit head_dim != hidden / heads, as in Qwen3-0.6B.
     {"qwen3-tiny", [] { return decoder(Family::qwen3, 2, 64, 4, 2, 32, 128, 256); }},
-    {"qwen2.5-0.5b", [] { return decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936); }},
-    {"qwen3-0.6b", [] { return decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936); }},
-    {"llama3.2-1b", [] { return decoder(Family::llama, 16, 2048, 32, 8, 64, 8192, 128256); }},
+    {"gpt2-tiny", [] { return gpt2(2, 64, 4, 256, 256, 64); }},
+    // rho = n_v / n_k = 2, so the grouped and tiled head maps differ.
+    {"qwen3next-tiny", [] { return qwen3next(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16); }},
+    {"qwen2.5-0.5b", [] { return tied(decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936)); }},
+    {"qwen3-0.6b", [] { return tied(decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936)); }},
+    {"llama3.2-1b",
+     [] {
+       ModelConfig c = tied(decoder(Family::llama, 16, 2048, 32, 8, 64, 8192, 128256));
+       c.rope_freq_factors = llama3_freq_factors(64, c.rope_theta, 32.0, 1.0, 4.0, 8192.0);
+       return c;
+     }},
+    {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
 };
 
 std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
@@ -105,6 +154,125 @@ ModelConfig synthetic_config(std::string_view preset) {
                                           fmt::join(synthetic_presets(), ", ")));
 }
 
+namespace {
+
+// Tables above this many elements are generated in independent chunks (each its own stream),
+// in parallel, from a cheaper bell-shaped law (the sum of two 16-bit uniforms, triangular,
+// scaled to unit variance; two values per generator step): Box-Muller over a 150k-token
+// embedding takes over ten seconds on a small machine, this about one.
+constexpr std::int64_t kChunk = std::int64_t(1) << 20;
+
+void fast_fill(float* out, std::int64_t n, std::uint64_t state, double mean, double std) {
+  const double scale = std * 2.449489742783178 / 65536.0;  // sqrt(6): unit variance
+  for (std::int64_t i = 0; i < n; i += 2) {
+    const std::uint64_t z = splitmix(state);
+    const double a = double(std::int64_t((z & 0xffff) + ((z >> 16) & 0xffff)) - 65535);
+    const double b = double(std::int64_t(((z >> 32) & 0xffff) + (z >> 48)) - 65535);
+    out[i] = float(mean + scale * a);
+    if (i + 1 < n) out[i + 1] = float(mean + scale * b);
+  }
+}
+
+void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape shape, double mean, double std) {
+  Tensor t(DType::f32, std::move(shape));
+  float* out = t.data<float>();
+  const std::int64_t n = t.numel();
+  if (n <= kChunk) {
+    NormalStream rng(seed, name);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = float(mean + std * rng.next());
+  } else {
+    parallel_for((n + kChunk - 1) / kChunk, n * 64, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t ch = b; ch < e; ++ch) {
+        const std::int64_t begin = ch * kChunk, end = std::min(n, begin + kChunk);
+        fast_fill(out + begin, end - begin, fnv1a(fmt::format("{}#{}", name, ch), seed * 0x9E37u + 7), mean, std);
+      }
+    });
+  }
+  ws.put(name, std::move(t));
+}
+
+// (1 + w) norm weights chosen so that 1 + w is exact in f32: a GGUF file storing 1 + w (as
+// llama.cpp's converter does) then gives bit-identical reference outputs.
+void fill_plus_one(WeightStore& ws, std::uint64_t seed, const std::string& name, std::int64_t n) {
+  Tensor t(DType::f32, {n});
+  NormalStream rng(seed, name);
+  for (std::int64_t i = 0; i < n; ++i) t.data<float>()[i] = float(double(float(1.0 + 0.05 * rng.next())) - 1.0);
+  ws.put(name, std::move(t));
+}
+
+void attention_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l, std::int64_t q_rows) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  const std::int64_t D = c.hidden, Q = c.q_dim(), KV = c.kv_dim();
+  fill(ws, seed, n("attn_q.weight"), {q_rows, D}, 0.0, 0.02);
+  fill(ws, seed, n("attn_k.weight"), {KV, D}, 0.0, 0.02);
+  fill(ws, seed, n("attn_v.weight"), {KV, D}, 0.0, 0.02);
+  if (c.qkv_bias) {
+    fill(ws, seed, n("attn_q.bias"), {q_rows}, 0.0, 0.02);
+    fill(ws, seed, n("attn_k.bias"), {KV}, 0.0, 0.02);
+    fill(ws, seed, n("attn_v.bias"), {KV}, 0.0, 0.02);
+  }
+  if (c.qk_norm) {
+    for (auto role : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
+      if (c.norm_plus_one)
+        fill_plus_one(ws, seed, n(role), c.head_dim);
+      else
+        fill(ws, seed, n(role), {c.head_dim}, 1.0, 0.05);
+    }
+  }
+  fill(ws, seed, n("attn_output.weight"), {D, Q}, 0.0, 0.02);
+}
+
+void norm_weight(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, const std::string& name) {
+  if (c.norm_plus_one)
+    fill_plus_one(ws, seed, name, c.hidden);
+  else
+    fill(ws, seed, name, {c.hidden}, 1.0, 0.05);
+}
+
+void swiglu_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  const std::int64_t D = c.hidden, F = c.ffn;
+  norm_weight(ws, seed, c, n("ffn_norm.weight"));
+  fill(ws, seed, n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
+  fill(ws, seed, n("ffn_up.weight"), {F, D}, 0.0, 0.02);
+  fill(ws, seed, n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+}
+
+void gpt2_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  const std::int64_t D = c.hidden, F = c.ffn;
+  auto affine = [&](std::string_view stem, Shape w_shape, std::int64_t out, double w_mean, double w_std) {
+    fill(ws, seed, n(fmt::format("{}.weight", stem)), std::move(w_shape), w_mean, w_std);
+    fill(ws, seed, n(fmt::format("{}.bias", stem)), {out}, 0.0, 0.02);
+  };
+  affine("attn_norm", {D}, D, 1.0, 0.05);
+  affine("attn_qkv", {3 * D, D}, 3 * D, 0.0, 0.02);
+  affine("attn_output", {D, D}, D, 0.0, 0.02);
+  affine("ffn_norm", {D}, D, 1.0, 0.05);
+  affine("ffn_up", {F, D}, F, 0.0, 0.02);
+  affine("ffn_down", {D, F}, D, 0.0, 0.02);
+}
+
+void gdn_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  const std::int64_t D = c.hidden, nv = c.gdn_v_heads, C = c.gdn_conv_dim();
+  fill(ws, seed, n("attn_qkv.weight"), {C, D}, 0.0, 0.02);
+  fill(ws, seed, n("attn_gate.weight"), {c.gdn_value_dim(), D}, 0.0, 0.02);
+  fill(ws, seed, n("ssm_beta.weight"), {nv, D}, 0.0, 0.02);
+  fill(ws, seed, n("ssm_alpha.weight"), {nv, D}, 0.0, 0.02);
+  fill(ws, seed, n("ssm_conv1d.weight"), {C, c.conv_kernel}, 0.0, 0.3);
+  fill(ws, seed, n("ssm_dt.bias"), {nv}, 0.0, 0.5);
+  // ssm_a = -exp(A_log) (the GGUF form), A_log ~ N(0, 0.5): decay rates around one.
+  Tensor a(DType::f32, {nv});
+  NormalStream rng(seed, n("ssm_a"));
+  for (std::int64_t i = 0; i < nv; ++i) a.data<float>()[i] = -std::exp(float(0.5 * rng.next()));
+  ws.put(n("ssm_a"), std::move(a));
+  fill(ws, seed, n("ssm_norm.weight"), {c.gdn_v_dim}, 1.0, 0.05);
+  fill(ws, seed, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0, 0.02);
+}
+
+}  // namespace
+
 Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
   Model m;
   m.config = synthetic_config(preset);
@@ -114,38 +282,31 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
     c.layer_kinds.resize(std::size_t(layers));
   }
   c.validate();
-  auto fill = [&](const std::string& name, Shape shape, double mean, double std) {
-    Tensor t(DType::f32, std::move(shape));
-    NormalStream rng(seed, name);
-    for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = float(mean + std * rng.next());
-    m.weights.put(name, std::move(t));
-  };
-  const std::int64_t D = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn;
+  auto& ws = m.weights;
+  const std::int64_t D = c.hidden;
   // Embeddings of unit scale, so the residual stream starts at the magnitude real models have
   // after their first layers.
-  fill("token_embd.weight", {c.vocab, D}, 0.0, 1.0);
-  fill("output_norm.weight", {D}, 1.0, 0.05);
-  if (!c.tied_embeddings) fill("output.weight", {c.vocab, D}, 0.0, 0.02);
+  fill(ws, seed, "token_embd.weight", {c.vocab, D}, 0.0, 1.0);
+  if (!c.tied_embeddings) fill(ws, seed, "output.weight", {c.vocab, D}, 0.0, 0.02);
+  if (c.family == Family::gpt2) {
+    fill(ws, seed, "position_embd.weight", {c.max_positions, D}, 0.0, 0.1);
+    fill(ws, seed, "output_norm.weight", {D}, 1.0, 0.05);
+    fill(ws, seed, "output_norm.bias", {D}, 0.0, 0.02);
+  } else {
+    norm_weight(ws, seed, c, "output_norm.weight");
+  }
   for (int l = 0; l < c.n_layers; ++l) {
-    auto n = [&](std::string_view role) { return layer_weight(l, role); };
-    fill(n("attn_norm.weight"), {D}, 1.0, 0.05);
-    fill(n("attn_q.weight"), {Q, D}, 0.0, 0.02);
-    fill(n("attn_k.weight"), {KV, D}, 0.0, 0.02);
-    fill(n("attn_v.weight"), {KV, D}, 0.0, 0.02);
-    if (c.qkv_bias) {
-      fill(n("attn_q.bias"), {Q}, 0.0, 0.02);
-      fill(n("attn_k.bias"), {KV}, 0.0, 0.02);
-      fill(n("attn_v.bias"), {KV}, 0.0, 0.02);
+    const BlockKind kind = c.block_kind(l);
+    if (kind == BlockKind::gpt2) {
+      gpt2_weights(ws, seed, c, l);
+      continue;
     }
-    if (c.qk_norm) {
-      fill(n("attn_q_norm.weight"), {c.head_dim}, 1.0, 0.05);
-      fill(n("attn_k_norm.weight"), {c.head_dim}, 1.0, 0.05);
-    }
-    fill(n("attn_output.weight"), {D, Q}, 0.0, 0.02);
-    fill(n("ffn_norm.weight"), {D}, 1.0, 0.05);
-    fill(n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
-    fill(n("ffn_up.weight"), {F, D}, 0.0, 0.02);
-    fill(n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+    norm_weight(ws, seed, c, layer_weight(l, "attn_norm.weight"));
+    if (kind == BlockKind::gdn)
+      gdn_weights(ws, seed, c, l);
+    else
+      attention_weights(ws, seed, c, l, kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
+    swiglu_weights(ws, seed, c, l);
   }
   return m;
 }

@@ -31,6 +31,13 @@ std::string_view block_kind_name(BlockKind k) {
 
 std::string_view rope_mode_name(RopeMode m) { return m == RopeMode::normal ? "normal" : "neox"; }
 
+std::string_view gdn_head_map_name(GdnHeadMap m) { return m == GdnHeadMap::grouped ? "grouped" : "tiled"; }
+
+int ModelConfig::gdn_key_head(int h) const {
+  if (gdn_head_map == GdnHeadMap::tiled) return h % gdn_k_heads;
+  return h / (gdn_v_heads / gdn_k_heads);
+}
+
 BlockKind ModelConfig::block_kind(int layer) const {
   if (layer >= 0 && layer < int(layer_kinds.size())) return layer_kinds[std::size_t(layer)];
   throw std::out_of_range(fmt::format("{}: no layer {} (model has {})", name, layer, n_layers));
@@ -54,8 +61,21 @@ void ModelConfig::validate() const {
   if (vocab <= 0) fail("vocab", vocab);
   if (int(layer_kinds.size()) != n_layers) fail("layer_kinds (count)", layer_kinds.size());
   if (!(norm_eps > 0)) fail("norm_eps", norm_eps);
+  if (sliding_window < 0) fail("sliding_window", sliding_window);
   if (!(rope_theta > 0)) fail("rope_theta", rope_theta);
   if (!(partial_rotary > 0 && partial_rotary <= 1)) fail("partial_rotary", partial_rotary);
+  if (qk_rows_permuted && rope_mode != RopeMode::normal) fail("rope_mode (permuted q/k rows need normal)", "neox");
+  if (!rope_freq_factors.empty() && int(rope_freq_factors.size()) != rotary_dim() / 2)
+    fail("rope_freq_factors (count)", rope_freq_factors.size());
+  for (BlockKind k : layer_kinds) {
+    if (k != BlockKind::gdn) continue;
+    if (gdn_k_heads <= 0) fail("gdn_k_heads", gdn_k_heads);
+    if (gdn_v_heads <= 0 || gdn_v_heads % gdn_k_heads) fail("gdn_v_heads", gdn_v_heads);
+    if (gdn_k_dim <= 0) fail("gdn_k_dim", gdn_k_dim);
+    if (gdn_v_dim <= 0) fail("gdn_v_dim", gdn_v_dim);
+    if (conv_kernel < 2) fail("conv_kernel", conv_kernel);
+    break;
+  }
 }
 
 }  // namespace ds

@@ -14,13 +14,23 @@ enum class Family { llama, qwen2, qwen3, gpt2, qwen3next };
 enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
 enum class RopeMode { normal, neox };  // pairs (2i, 2i+1) vs (i, i + R/2)
 enum class GdnHeadMap { grouped, tiled };  // value head h reads key head floor(h/rho) vs h mod n_k
+// Orientation of one value head's recurrent state in the `gdn_state` stage: HF/FLA keep
+// S[key][value] row-major, ggml keeps the transpose (one contiguous row per value index).
+enum class GdnStateLayout { key_major, value_major };
+// How many raw pre-conv inputs the decode conv state keeps: HF caches K, ggml K-1 (only the
+// last K-1 ever reach an output, so both give identical results; only the stage differs).
+enum class ConvStateLen { k_minus_1, k };
 
 std::string_view family_name(Family f);
 std::string_view block_kind_name(BlockKind k);
 std::string_view rope_mode_name(RopeMode m);
+std::string_view gdn_head_map_name(GdnHeadMap m);
 
 struct ModelConfig {
   std::string name;  // e.g. "synthetic:qwen2-tiny" or a file path
+  // Architecture string as the source spelled it ("llama", "mistral", "qwen2.5", ...); the
+  // contracts resolve aliases of it. Empty means family_name(family).
+  std::string arch;
   Family family = Family::llama;
   int n_layers = 0;
   int hidden = 0;
@@ -29,17 +39,29 @@ struct ModelConfig {
   int head_dim = 0;
   int ffn = 0;
   int vocab = 0;
-  int max_positions = 2048;  // learned absolute positions (gpt2) and RoPE sanity bound
+  int max_positions = 2048;
+  // Mistral sliding-window attention: a query sees only the last `sliding_window` positions
+  // (itself included). 0 = full causal attention.
+  int sliding_window = 0;  // learned absolute positions (gpt2) and RoPE sanity bound
   double rope_theta = 10000.0;
   double norm_eps = 1e-6;
   double partial_rotary = 1.0;  // fraction of head_dim that RoPE rotates
   RopeMode rope_mode = RopeMode::neox;
+  // q/k projection rows are in llama.cpp's GGUF order (interleaved pairs per head), so the q,
+  // k, q_rope and k_rope stages are a per-head permutation of the HF ones; implies normal RoPE.
+  bool qk_rows_permuted = false;
+  // Per rotary pair i, inv_freq[i] is divided by rope_freq_factors[i] (Llama-3 "llama3" rope
+  // scaling; GGUF rope_freqs). Empty: no scaling.
+  std::vector<double> rope_freq_factors;
   bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2, gpt2)
   bool o_bias = false;    // attention output projection bias (gpt2)
   bool mlp_bias = false;  // gate/up/down (or fc/proj) bias
   bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (qwen3, qwen3next)
   bool tied_embeddings = false;
   bool norm_plus_one = false;  // RMSNorm weight applied as (1 + w) (qwen3next)
+  // Attention scores: GPT-2 divides by sqrt(d); LLaMA/Qwen multiply by d^-0.5. The two round
+  // differently, which only a bit-exact candidate notices, but the oracle follows each source.
+  bool attn_scale_divide = false;
 
   // Gated DeltaNet (qwen3next) linear-attention layers.
   int full_attention_interval = 4;  // every n-th layer is full (gated) attention
@@ -49,6 +71,8 @@ struct ModelConfig {
   int gdn_v_dim = 0;
   int conv_kernel = 4;
   GdnHeadMap gdn_head_map = GdnHeadMap::grouped;
+  GdnStateLayout gdn_state_layout = GdnStateLayout::key_major;
+  ConvStateLen conv_state_len = ConvStateLen::k_minus_1;
 
   std::vector<BlockKind> layer_kinds;  // one per layer
 
@@ -56,6 +80,13 @@ struct ModelConfig {
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   int rotary_dim() const;
+  int gdn_key_dim() const { return gdn_k_heads * gdn_k_dim; }
+  int gdn_value_dim() const { return gdn_v_heads * gdn_v_dim; }
+  int gdn_conv_dim() const { return 2 * gdn_key_dim() + gdn_value_dim(); }
+  int conv_state_rows() const { return conv_state_len == ConvStateLen::k ? conv_kernel : conv_kernel - 1; }
+  // Key head read by value head h under gdn_head_map.
+  int gdn_key_head(int h) const;
+  std::string_view arch_name() const { return arch.empty() ? family_name(family) : std::string_view(arch); }
   // Throws std::invalid_argument naming the first inconsistent field.
   void validate() const;
 };

@@ -1,0 +1,216 @@
+#include "contracts.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+namespace ds::ref {
+
+namespace {
+
+struct Alias {
+  std::string_view name, canonical;
+};
+constexpr Alias kAliases[] = {
+    {"llama", "llama"},         {"llama2", "llama"},         {"llama3", "llama"},      {"llama3.1", "llama"},
+    {"llama3.2", "llama"},      {"mistral", "llama"},        {"qwen2", "qwen2"},       {"qwen", "qwen2"},
+    {"qwen2.5", "qwen2"},       {"qwen2_5", "qwen2"},        {"qwen3", "qwen3"},       {"gpt2", "gpt2"},
+    {"qwen3next", "qwen3next"}, {"qwen3_next", "qwen3next"}, {"qwen35", "qwen3next"},  {"qwen3_5", "qwen3next"},
+    {"qwen3.5", "qwen3next"},   {"qwen3_5_text", "qwen3next"},
+};
+
+// Seed 001's role groups for the decoder layout.
+constexpr std::array<std::string_view, 9> kBase = {"attn_norm", "attn_q",   "attn_k", "attn_v", "attn_output",
+                                                   "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down"};
+constexpr std::array<std::string_view, 2> kQkNorm = {"attn_q_norm", "attn_k_norm"};
+constexpr std::array<std::string_view, 3> kBias = {"attn_q_bias", "attn_k_bias", "attn_v_bias"};
+constexpr std::array<std::string_view, 12> kGpt2 = {
+    "attn_norm", "attn_norm_bias", "attn_qkv", "attn_qkv_bias", "attn_output", "attn_output_bias",
+    "ffn_norm",  "ffn_norm_bias",  "ffn_up",   "ffn_up_bias",   "ffn_down",    "ffn_down_bias"};
+constexpr std::array<std::string_view, 14> kGdn = {
+    "attn_norm", "attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha", "ssm_a",    "ssm_dt_bias",
+    "ssm_conv1d", "ssm_norm", "ssm_out",  "ffn_norm", "ffn_gate",  "ffn_up",   "ffn_down"};
+
+template <class R>
+void append(std::vector<std::string>& out, const R& roles) {
+  for (auto r : roles) out.emplace_back(r);
+}
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+}  // namespace
+
+std::string_view layout_name(Layout l) {
+  switch (l) {
+    case Layout::decoder: return "decoder";
+    case Layout::gpt2: return "gpt2";
+    case Layout::hybrid_gdn: return "hybrid_gdn";
+  }
+  return "?";
+}
+
+std::string canonical_architecture(std::string_view arch) {
+  for (const auto& a : kAliases)
+    if (a.name == arch) return std::string(a.canonical);
+  return {};
+}
+
+std::vector<std::string> known_architectures() { return {"llama", "qwen2", "qwen3", "gpt2", "qwen3next"}; }
+
+ArchConstraints from_architecture(std::string_view arch) {
+  const std::string canon = canonical_architecture(arch);
+  ArchConstraints c;  // the default is the unknown-architecture fallback: base roles only
+  if (canon == "qwen2") c.has_bias = true;
+  if (canon == "qwen3") c.has_qk_norm = true;
+  if (canon == "gpt2") {
+    c.attention_type = "mha";
+    c.norm_type = "layernorm";
+    c.mlp_type = "gelu_mlp";
+    c.positional_encoding = "absolute";
+    c.rope_type = "";
+    c.has_bias = true;
+    c.layout = Layout::gpt2;
+  }
+  if (canon == "qwen3next") {
+    c.has_qk_norm = true;
+    c.norm_plus_one = true;
+    c.partial_rope = true;
+    c.attn_output_gate = true;
+    c.gated_delta_net = true;
+    c.layout = Layout::hybrid_gdn;
+  }
+  return c;
+}
+
+ArchConstraints constraints_of(const ModelConfig& cfg) {
+  ArchConstraints c;
+  c.attention_type = cfg.n_kv_heads < cfg.n_heads ? "gqa" : "mha";
+  switch (cfg.family) {
+    case Family::gpt2:
+      c = from_architecture("gpt2");
+      c.attention_type = cfg.n_kv_heads < cfg.n_heads ? "gqa" : "mha";
+      return c;
+    case Family::qwen3next: c.layout = Layout::hybrid_gdn; break;
+    default: c.layout = Layout::decoder; break;
+  }
+  c.rope_type = cfg.rope_mode == RopeMode::neox ? "neox" : "normal";
+  c.has_bias = cfg.qkv_bias;
+  c.has_qk_norm = cfg.qk_norm;
+  c.norm_plus_one = cfg.norm_plus_one;
+  c.partial_rope = cfg.rotary_dim() < cfg.head_dim;
+  for (BlockKind k : cfg.layer_kinds) {
+    c.attn_output_gate |= k == BlockKind::gated_attn;
+    c.gated_delta_net |= k == BlockKind::gdn;
+  }
+  return c;
+}
+
+OpSet required_ops(const ArchConstraints& c) {
+  OpSet ops{Op::CausalMask};
+  ops.add(c.attention_type == "mha" ? Op::MHA : Op::GQA);
+  if (c.positional_encoding == "absolute") ops.add(Op::AbsolutePos);
+  if (c.positional_encoding == "rope") ops.add(c.rope_type == "normal" ? Op::RoPE : Op::RoPENeox);
+  if (c.partial_rope) ops.add(Op::RoPEPartial);
+  ops.add(c.norm_type == "layernorm" ? Op::LayerNorm : Op::RMSNorm);
+  if (c.norm_plus_one) ops.add(Op::RMSNormPlusOne);
+  ops.add(c.mlp_type == "gelu_mlp" ? Op::GeluMlp : Op::SwiGLU);
+  if (c.has_bias) ops.add(Op::BiasAdd);
+  if (c.has_qk_norm) ops.add(Op::QkNorm);
+  if (c.attn_output_gate) ops.add(Op::AttnOutputGate);
+  if (c.gated_delta_net) {
+    ops.add(Op::GatedDeltaNet);
+    ops.add(Op::SsmConv);
+  }
+  return ops;
+}
+
+OpSet required_ops(const ModelConfig& cfg) { return required_ops(constraints_of(cfg)); }
+
+std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind) {
+  std::vector<std::string> out;
+  switch (kind) {
+    case BlockKind::gpt2: append(out, kGpt2); break;
+    case BlockKind::gdn: append(out, kGdn); break;
+    case BlockKind::decoder:
+    case BlockKind::gated_attn:
+      append(out, kBase);
+      if (c.has_qk_norm) append(out, kQkNorm);
+      if (c.has_bias) append(out, kBias);
+      break;
+    default: break;
+  }
+  return sorted(std::move(out));
+}
+
+std::vector<std::string> required_roles(const ArchConstraints& c) {
+  switch (c.layout) {
+    case Layout::gpt2: return required_roles(c, BlockKind::gpt2);
+    case Layout::hybrid_gdn: return required_roles(c, BlockKind::gdn);
+    case Layout::decoder: break;
+  }
+  return required_roles(c, BlockKind::decoder);
+}
+
+std::vector<std::string> required_roles(const ModelConfig& cfg, int layer) {
+  const ArchConstraints c = constraints_of(cfg);
+  if (layer < 0) return required_model_roles(c);
+  return required_roles(c, cfg.block_kind(layer));
+}
+
+std::vector<std::string> required_model_roles(const ArchConstraints& c) {
+  std::vector<std::string> out{"token_embd", "output_norm"};
+  if (c.norm_type == "layernorm") out.emplace_back("output_norm_bias");
+  if (c.positional_encoding == "absolute") out.emplace_back("position_embd");
+  return sorted(std::move(out));
+}
+
+std::vector<std::string> optional_roles(const ArchConstraints& c, BlockKind kind) {
+  std::vector<std::string> out;
+  if (kind == BlockKind::decoder || kind == BlockKind::gated_attn) {
+    out = {"attn_output_bias", "ffn_gate_bias", "ffn_up_bias", "ffn_down_bias"};
+    if (!c.has_bias) append(out, kBias);
+  }
+  return sorted(std::move(out));
+}
+
+std::string role_tensor(int layer, std::string_view role) {
+  std::string stem(role), suffix = ".weight";
+  if (role == "ssm_a") suffix.clear();  // a bare parameter: -exp(A_log), no .weight
+  if (stem.size() > 5 && stem.ends_with("_bias")) {
+    stem.resize(stem.size() - 5);
+    suffix = ".bias";
+  }
+  if (layer < 0) return stem + suffix;
+  return layer_weight(layer, stem + suffix);
+}
+
+std::vector<MissingWeight> check_completeness(const Model& model) {
+  const ModelConfig& cfg = model.config;
+  const ArchConstraints c = constraints_of(cfg);
+  std::vector<MissingWeight> missing;
+  auto need = [&](int layer, const std::string& role) {
+    std::string name = role_tensor(layer, role);
+    const Tensor* t = model.weights.find(name);
+    if (!t || t->numel() == 0) missing.push_back({role, std::move(name), layer});
+  };
+  for (const auto& r : required_model_roles(c)) need(-1, r);
+  for (int l = 0; l < cfg.n_layers; ++l)
+    for (const auto& r : required_roles(c, cfg.block_kind(l))) need(l, r);
+  return missing;
+}
+
+void require_complete(const Model& model) {
+  const auto missing = check_completeness(model);
+  if (missing.empty()) return;
+  std::vector<std::string> names;
+  for (const auto& m : missing) names.push_back(fmt::format("{} (role {})", m.tensor, m.role));
+  throw ModelError(fmt::format("{}: incomplete weights for architecture {}, {} required tensor(s) missing: {}",
+                               model.config.name, model.config.arch_name(), missing.size(), fmt::join(names, ", ")));
+}
+
+}  // namespace ds::ref

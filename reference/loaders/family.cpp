@@ -1,0 +1,45 @@
+#include "family.h"
+
+#include "contracts.h"
+
+namespace ds::ref {
+
+std::optional<Family> family_of(std::string_view arch) {
+  const std::string canon = canonical_architecture(arch);
+  if (canon == "llama") return Family::llama;
+  if (canon == "qwen2") return Family::qwen2;
+  if (canon == "qwen3") return Family::qwen3;
+  if (canon == "gpt2") return Family::gpt2;
+  if (canon == "qwen3next") return Family::qwen3next;
+  return std::nullopt;
+}
+
+void apply_family(ModelConfig& c) {
+  BlockKind kind = BlockKind::decoder;
+  switch (c.family) {
+    case Family::llama: break;
+    case Family::qwen2: c.qkv_bias = true; break;
+    case Family::qwen3: c.qk_norm = true; break;
+    case Family::gpt2:
+      kind = BlockKind::gpt2;
+      c.n_kv_heads = c.n_heads;
+      c.qkv_bias = c.o_bias = c.mlp_bias = true;
+      c.attn_scale_divide = true;
+      c.rope_mode = RopeMode::neox;
+      break;
+    case Family::qwen3next: c.qk_norm = true; break;
+  }
+  c.layer_kinds.assign(std::size_t(c.n_layers), kind);
+  if (c.family == Family::qwen3next && c.full_attention_interval > 0)
+    for (int l = 0; l < c.n_layers; ++l)
+      c.layer_kinds[std::size_t(l)] = (l + 1) % c.full_attention_interval == 0 ? BlockKind::gated_attn : BlockKind::gdn;
+}
+
+void truncate_layers(ModelConfig& c, int layers) {
+  if (layers > 0 && layers < c.n_layers) {
+    c.n_layers = layers;
+    c.layer_kinds.resize(std::size_t(layers));
+  }
+}
+
+}  // namespace ds::ref

@@ -1,0 +1,68 @@
+// GGUF v3 (reference-math.md §5.1-5.3): the reader behind load_model and the writer behind
+// driftscope-mkfixture.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "load_model.h"
+#include "quant.h"
+#include "tensor.h"
+
+namespace ds::ref {
+
+struct GgufValue {
+  std::uint32_t type = 0;  // GGUF value type code
+  std::int64_t i = 0;      // every integer type (u64 above INT64_MAX is refused)
+  double f = 0;            // f32 / f64
+  std::string s;
+  std::vector<GgufValue> arr;
+  bool is_int() const { return type <= 5 || type == 7 || type == 10 || type == 11; }
+  bool is_float() const { return type == 6 || type == 12; }
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  Shape ne;  // fastest-varying first, as stored
+  std::uint32_t type = 0;
+  std::uint64_t offset = 0;  // from the start of the data section
+};
+
+// A parsed GGUF file, memory-mapped; tensor bytes are read on demand.
+class GgufFile {
+ public:
+  explicit GgufFile(std::string path);
+  ~GgufFile();
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, GgufValue, std::less<>>& meta() const { return meta_; }
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufValue* find(std::string_view key) const;
+  // The tensor decoded to f32, in PyTorch shape order (ne reversed).
+  Tensor read(const GgufTensorInfo& t) const;
+
+ private:
+  std::string path_;
+  const std::byte* base_ = nullptr;
+  std::size_t size_ = 0;
+  std::uint64_t data_start_ = 0;
+  std::map<std::string, GgufValue, std::less<>> meta_;
+  std::vector<GgufTensorInfo> tensors_;
+};
+
+Model load_gguf(const std::string& path, int layers, const LoadOptions& options);
+
+struct GgufWriteOptions {
+  GgmlType matrix_type = GgmlType::F32;  // 2-D weights; vectors are always F32
+};
+// Writes `model` the way llama.cpp's converter would lay it out (LLaMA Q/K permuted, (1 + w)
+// norms pre-added for qwen3next, Qwen3-Next post-attention norm name).
+void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options = {});
+
+}  // namespace ds::ref

@@ -1,0 +1,301 @@
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <limits>
+
+#include "family.h"
+#include "gguf.h"
+#include "qk_permute.h"
+
+namespace ds::ref {
+
+namespace {
+
+// Bounds-checked little-endian reads over the mapped file.
+class Cursor {
+ public:
+  Cursor(const std::string& path, const std::byte* p, std::size_t n) : path_(path), p_(p), n_(n) {}
+  template <class T>
+  T get(std::string_view what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string str(std::string_view what) {
+    const auto len = get<std::uint64_t>(what);
+    need(len, what);
+    std::string s(reinterpret_cast<const char*>(p_ + pos_), std::size_t(len));
+    pos_ += std::size_t(len);
+    return s;
+  }
+  std::size_t pos() const { return pos_; }
+
+ private:
+  void need(std::uint64_t bytes, std::string_view what) const {
+    if (bytes > n_ - pos_)
+      throw ModelError(fmt::format("{}: truncated while reading {} at byte {}", path_, what, pos_));
+  }
+  const std::string& path_;
+  const std::byte* p_;
+  std::size_t n_, pos_ = 0;
+};
+
+GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, const std::string& path, int depth) {
+  GgufValue v;
+  v.type = type;
+  switch (type) {
+    case 0: v.i = c.get<std::uint8_t>(key); break;
+    case 1: v.i = c.get<std::int8_t>(key); break;
+    case 2: v.i = c.get<std::uint16_t>(key); break;
+    case 3: v.i = c.get<std::int16_t>(key); break;
+    case 4: v.i = c.get<std::uint32_t>(key); break;
+    case 5: v.i = c.get<std::int32_t>(key); break;
+    case 6: v.f = c.get<float>(key); break;
+    case 7: v.i = c.get<std::uint8_t>(key) != 0; break;
+    case 8: v.s = c.str(key); break;
+    case 9: {
+      if (depth > 4) throw ModelError(fmt::format("{}: metadata {}: arrays nested too deep", path, key));
+      const auto et = c.get<std::uint32_t>(key);
+      const auto n = c.get<std::uint64_t>(key);
+      if (n > (std::uint64_t(1) << 32)) throw ModelError(fmt::format("{}: metadata {}: array of {} elements", path, key, n));
+      v.arr.reserve(std::size_t(std::min<std::uint64_t>(n, 1 << 20)));
+      for (std::uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(c, et, key, path, depth + 1));
+      break;
+    }
+    case 10: {
+      const auto u = c.get<std::uint64_t>(key);
+      if (u > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+        throw ModelError(fmt::format("{}: metadata {}: value {} out of range", path, key, u));
+      v.i = std::int64_t(u);
+      break;
+    }
+    case 11: v.i = c.get<std::int64_t>(key); break;
+    case 12: v.f = c.get<double>(key); break;
+    default: throw ModelError(fmt::format("{}: metadata {}: unknown value type {}", path, key, type));
+  }
+  return v;
+}
+
+}  // namespace
+
+GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
+  const int fd = ::open(path_.c_str(), O_RDONLY);
+  if (fd < 0) throw ModelError(fmt::format("{}: cannot open: {}", path_, std::strerror(errno)));
+  struct stat st {};
+  ::fstat(fd, &st);
+  size_ = std::size_t(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) base_ = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);
+  if (!base_) throw ModelError(fmt::format("{}: cannot map the file (size {})", path_, size_));
+  Cursor c(path_, base_, size_);
+  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) throw ModelError(fmt::format("{}: not a GGUF file (bad magic)", path_));
+  c.get<std::uint32_t>("magic");
+  const auto version = c.get<std::uint32_t>("version");
+  if (version < 2 || version > 3) throw ModelError(fmt::format("{}: GGUF version {} (expected 3)", path_, version));
+  const auto n_tensors = c.get<std::uint64_t>("tensor_count");
+  const auto n_kv = c.get<std::uint64_t>("kv_count");
+  for (std::uint64_t i = 0; i < n_kv; ++i) {
+    std::string key = c.str("metadata key");
+    const auto type = c.get<std::uint32_t>(key);
+    meta_[key] = read_value(c, type, key, path_, 0);
+  }
+  for (std::uint64_t i = 0; i < n_tensors; ++i) {
+    GgufTensorInfo t;
+    t.name = c.str("tensor name");
+    const auto nd = c.get<std::uint32_t>(t.name);
+    if (nd == 0 || nd > 4) throw ModelError(fmt::format("{}: tensor {}: {} dimensions", path_, t.name, nd));
+    for (std::uint32_t d = 0; d < nd; ++d) t.ne.push_back(std::int64_t(c.get<std::uint64_t>(t.name)));
+    t.type = c.get<std::uint32_t>(t.name);
+    t.offset = c.get<std::uint64_t>(t.name);
+    tensors_.push_back(std::move(t));
+  }
+  std::uint64_t align = 32;
+  if (const GgufValue* a = find("general.alignment")) {
+    if (!a->is_int() || a->i <= 0 || (a->i & (a->i - 1)))
+      throw ModelError(fmt::format("{}: general.alignment must be a power of two", path_));
+    align = std::uint64_t(a->i);
+  }
+  data_start_ = (c.pos() + align - 1) / align * align;
+  for (const auto& t : tensors_)
+    if (t.offset % align)
+      throw ModelError(fmt::format("{}: tensor {}: offset {} not aligned to {}", path_, t.name, t.offset, align));
+}
+
+GgufFile::~GgufFile() {
+  if (base_) ::munmap(const_cast<std::byte*>(base_), size_);
+}
+
+const GgufValue* GgufFile::find(std::string_view key) const {
+  auto it = meta_.find(key);
+  return it == meta_.end() ? nullptr : &it->second;
+}
+
+Tensor GgufFile::read(const GgufTensorInfo& t) const {
+  const auto info = ggml_type_info(t.type);
+  if (!info)
+    throw ModelError(fmt::format("{}: tensor {}: ggml type {} is not supported (F32, F16, BF16, Q8_0, Q4_K, Q6_K)",
+                                 path_, t.name, t.type));
+  if (t.ne[0] % info->block_elems)
+    throw ModelError(fmt::format("{}: tensor {}: row of {} elements is not a whole number of {} blocks", path_,
+                                 t.name, t.ne[0], info->name));
+  Shape shape(t.ne.rbegin(), t.ne.rend());
+  Tensor out(DType::f32, shape);
+  const std::int64_t bytes = ggml_nbytes(*info, out.numel());
+  if (data_start_ + t.offset + std::uint64_t(bytes) > size_)
+    throw ModelError(fmt::format("{}: tensor {}: data [{}, {}) beyond the end of the file ({} bytes)", path_, t.name,
+                                 data_start_ + t.offset, data_start_ + t.offset + std::uint64_t(bytes), size_));
+  dequantize(info->type, base_ + data_start_ + t.offset, out.data<float>(), out.numel());
+  return out;
+}
+
+namespace {
+
+class ConfigReader {
+ public:
+  ConfigReader(const GgufFile& f, std::string arch) : f_(f), arch_(std::move(arch)) {}
+  // Any integer type; per-layer arrays give their first element.
+  std::optional<std::int64_t> integer(std::string_view key) const {
+    const GgufValue* v = value(key);
+    if (!v) return std::nullopt;
+    if (v->type == 9 && !v->arr.empty()) v = &v->arr.front();
+    if (!v->is_int()) throw ModelError(fmt::format("{}: {}: expected an integer", f_.path(), full(key)));
+    return v->i;
+  }
+  int require_int(std::string_view key) const {
+    const auto v = integer(key);
+    if (!v) throw ModelError(fmt::format("{}: missing metadata {}", f_.path(), full(key)));
+    if (*v <= 0 || *v > std::numeric_limits<int>::max())
+      throw ModelError(fmt::format("{}: {} = {} is out of range", f_.path(), full(key), *v));
+    return int(*v);
+  }
+  // f32 values come back as the shortest decimal that round-trips (1e-06f -> 1e-6): the
+  // number the converter was given, so a GGUF and its config.json agree exactly.
+  std::optional<double> real(std::string_view key) const {
+    const GgufValue* v = value(key);
+    if (!v) return std::nullopt;
+    if (v->is_int()) return double(v->i);
+    if (!v->is_float()) throw ModelError(fmt::format("{}: {}: expected a number", f_.path(), full(key)));
+    if (v->type == 6) return std::stod(fmt::format("{}", float(v->f)));
+    return v->f;
+  }
+  std::string full(std::string_view key) const { return fmt::format("{}.{}", arch_, key); }
+
+ private:
+  const GgufValue* value(std::string_view key) const { return f_.find(full(key)); }
+  const GgufFile& f_;
+  std::string arch_;
+};
+
+ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
+  const GgufValue* a = f.find("general.architecture");
+  if (!a || a->type != 8) throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
+  const std::string arch = a->s;
+  const auto family = family_of(arch);
+  if (!family) throw ModelError(fmt::format("{}: general.architecture '{}' is not supported", f.path(), arch));
+  const ConfigReader r(f, arch);
+  ModelConfig c;
+  c.name = f.path();
+  c.arch = arch;
+  c.family = *family;
+  c.n_layers = r.require_int("block_count");
+  c.hidden = r.require_int("embedding_length");
+  c.n_heads = r.require_int("attention.head_count");
+  c.n_kv_heads = int(r.integer("attention.head_count_kv").value_or(c.n_heads));
+  c.head_dim = int(r.integer("attention.key_length").value_or(c.hidden / c.n_heads));
+  c.ffn = r.require_int("feed_forward_length");
+  c.max_positions = int(r.integer("context_length").value_or(2048));
+  c.norm_eps = r.real(c.family == Family::gpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")
+                   .value_or(c.family == Family::gpt2 ? 1e-5 : 1e-6);
+  c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
+  if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
+  if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
+  if (c.family == Family::llama) c.sliding_window = int(r.integer("attention.sliding_window").value_or(0));
+  if (c.family == Family::llama && opt.llama_qk == LlamaQkLayout::keep_gguf) {
+    c.rope_mode = RopeMode::normal;
+    c.qk_rows_permuted = true;
+  }
+  if (c.family == Family::qwen3next) {
+    c.conv_kernel = r.require_int("ssm.conv_kernel");
+    c.gdn_k_dim = r.require_int("ssm.state_size");
+    c.gdn_k_heads = r.require_int("ssm.group_count");
+    c.gdn_v_heads = r.require_int("ssm.time_step_rank");
+    c.gdn_v_dim = r.require_int("ssm.inner_size") / c.gdn_v_heads;
+    c.full_attention_interval = int(r.integer("full_attention_interval").value_or(4));
+    // llama.cpp's converter stores 1 + w for these norms: apply them plainly.
+    c.norm_plus_one = false;
+    c.gdn_head_map = arch == "qwen35" ? GdnHeadMap::tiled : GdnHeadMap::grouped;
+    if (const GgufValue* m = f.find("driftscope.gdn_head_map"); m && m->type == 8)
+      c.gdn_head_map = m->s == "tiled" ? GdnHeadMap::tiled : GdnHeadMap::grouped;
+  }
+  if (opt.gdn_head_map) c.gdn_head_map = *opt.gdn_head_map;
+  apply_family(c);
+  return c;
+}
+
+// GGUF name -> canonical name; empty to skip the tensor.
+std::string canonical_name(const ModelConfig& c, const std::string& path, const std::string& name) {
+  if (name == "pos_embd.weight") return "position_embd.weight";
+  if (name == "rope_freqs.weight") return {};  // read into ModelConfig::rope_freq_factors
+  if (c.family == Family::qwen3next) {
+    for (std::string_view old : {".ssm_in.", ".ssm_beta_alpha."})
+      if (name.find(old) != std::string::npos)
+        throw ModelError(fmt::format("{}: tensor {}: the older fused Qwen3-Next layout is not supported "
+                                     "(expected attn_qkv / attn_gate / ssm_alpha / ssm_beta)", path, name));
+    for (std::string_view post : {".post_attention_norm.", ".attn_post_norm."})
+      if (auto at = name.find(post); at != std::string::npos)
+        return name.substr(0, at) + ".ffn_norm." + name.substr(at + post.size());
+  }
+  return name;
+}
+
+// blk.N.* with N >= layers are skipped.
+bool beyond(const std::string& name, int layers) {
+  if (name.rfind("blk.", 0) != 0) return false;
+  return std::stoi(name.substr(4)) >= layers;
+}
+
+}  // namespace
+
+Model load_gguf(const std::string& path, int layers, const LoadOptions& options) {
+  const GgufFile f(path);
+  Model m;
+  m.config = read_config(f, options);
+  truncate_layers(m.config, layers);
+  for (const auto& t : f.tensors()) {
+    if (t.name == "rope_freqs.weight") {
+      const Tensor r = f.read(t);
+      for (std::int64_t i = 0; i < r.numel(); ++i) m.config.rope_freq_factors.push_back(r.at(i));
+      continue;
+    }
+    if (beyond(t.name, m.config.n_layers)) continue;
+    const std::string name = canonical_name(m.config, path, t.name);
+    if (name.empty()) continue;
+    m.weights.put(name, f.read(t));
+  }
+  auto& c = m.config;
+  if (const Tensor* e = m.weights.find("token_embd.weight")) {
+    if (c.vocab == 0) c.vocab = int(e->dim(0));
+  } else if (c.vocab == 0) {
+    throw ModelError(fmt::format("{}: no {}.vocab_size and no token_embd.weight", path, c.arch));
+  }
+  c.tied_embeddings = !m.weights.has("output.weight");
+  if (c.family == Family::llama && options.llama_qk == LlamaQkLayout::unpermute)
+    for (int l = 0; l < c.n_layers; ++l) {
+      unpermute_qk(m.weights, layer_weight(l, "attn_q.weight"), c.n_heads);
+      unpermute_qk(m.weights, layer_weight(l, "attn_q.bias"), c.n_heads);
+      unpermute_qk(m.weights, layer_weight(l, "attn_k.weight"), c.n_kv_heads);
+      unpermute_qk(m.weights, layer_weight(l, "attn_k.bias"), c.n_kv_heads);
+    }
+  return m;
+}
+
+}  // namespace ds::ref

@@ -1,0 +1,181 @@
+#include <fmt/format.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "gguf.h"
+#include "qk_permute.h"
+
+namespace ds::ref {
+
+namespace {
+
+class Buffer {
+ public:
+  template <class T>
+  void put(T v) {
+    const auto* p = reinterpret_cast<const std::byte*>(&v);
+    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+  }
+  void str(std::string_view s) {
+    put<std::uint64_t>(s.size());
+    const auto* p = reinterpret_cast<const std::byte*>(s.data());
+    bytes_.insert(bytes_.end(), p, p + s.size());
+  }
+  void raw(const std::vector<std::byte>& b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
+  void pad(std::size_t align) { bytes_.resize((bytes_.size() + align - 1) / align * align); }
+  std::size_t size() const { return bytes_.size(); }
+  const std::vector<std::byte>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+constexpr std::size_t kAlign = 32;
+
+struct Kv {
+  std::string key;
+  std::uint32_t type;  // 4 u32, 6 f32, 8 string
+  std::uint32_t u = 0;
+  float f = 0;
+  std::string s;
+};
+
+std::string gguf_arch(const ModelConfig& c) {
+  switch (c.family) {
+    case Family::llama: return "llama";
+    case Family::qwen2: return "qwen2";
+    case Family::qwen3: return "qwen3";
+    case Family::gpt2: return "gpt2";
+    case Family::qwen3next: return "qwen3next";
+  }
+  return "?";
+}
+
+std::vector<Kv> metadata(const ModelConfig& c) {
+  const std::string a = gguf_arch(c);
+  auto u = [&](std::string k, int v) { return Kv{a + "." + k, 4, std::uint32_t(v)}; };
+  auto f = [&](std::string k, double v) { return Kv{a + "." + k, 6, 0, float(v)}; };
+  std::vector<Kv> kv = {
+      {"general.architecture", 8, 0, 0, a},
+      {"general.alignment", 4, std::uint32_t(kAlign)},
+      u("block_count", c.n_layers),
+      u("context_length", c.max_positions),
+      u("embedding_length", c.hidden),
+      u("feed_forward_length", c.ffn),
+      u("attention.head_count", c.n_heads),
+      u("attention.head_count_kv", c.n_kv_heads),
+      u("attention.key_length", c.head_dim),
+      u("attention.value_length", c.head_dim),
+      u("vocab_size", c.vocab),
+  };
+  if (c.family == Family::gpt2) {
+    kv.push_back(f("attention.layer_norm_epsilon", c.norm_eps));
+  } else {
+    kv.push_back(f("attention.layer_norm_rms_epsilon", c.norm_eps));
+    kv.push_back(f("rope.freq_base", c.rope_theta));
+    kv.push_back(u("rope.dimension_count", c.rotary_dim()));
+  }
+  if (c.sliding_window > 0) kv.push_back(u("attention.sliding_window", c.sliding_window));
+  if (c.family == Family::qwen3next) {
+    kv.push_back(u("ssm.conv_kernel", c.conv_kernel));
+    kv.push_back(u("ssm.state_size", c.gdn_k_dim));
+    kv.push_back(u("ssm.group_count", c.gdn_k_heads));
+    kv.push_back(u("ssm.time_step_rank", c.gdn_v_heads));
+    kv.push_back(u("ssm.inner_size", c.gdn_v_dim * c.gdn_v_heads));
+    kv.push_back(u("full_attention_interval", c.full_attention_interval));
+    kv.push_back({"driftscope.gdn_head_map", 8, 0, 0, std::string(gdn_head_map_name(c.gdn_head_map))});
+  }
+  return kv;
+}
+
+// Weights as the converter writes them: llama Q/K permuted, (1 + w) norms pre-added.
+WeightStore file_weights(const Model& m) {
+  const ModelConfig& c = m.config;
+  WeightStore w;
+  for (const auto& [name, t] : m.weights.all()) {
+    std::string out = name;
+    Tensor v = t.to(DType::f32);
+    const bool plus_one_norm = c.norm_plus_one && name.find("norm.weight") != std::string::npos &&
+                               name.find("ssm_norm") == std::string::npos;
+    if (plus_one_norm)
+      for (std::int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
+    if (c.family == Family::qwen3next)
+      if (auto at = out.find(".ffn_norm."); at != std::string::npos) out.replace(at, 10, ".post_attention_norm.");
+    w.put(out, std::move(v));
+  }
+  if (!c.rope_freq_factors.empty()) {
+    Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
+    for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i) f.data<float>()[i] = float(c.rope_freq_factors[i]);
+    w.put("rope_freqs.weight", std::move(f));
+  }
+  if (c.family == Family::llama && !c.qk_rows_permuted)
+    for (int l = 0; l < c.n_layers; ++l) {
+      permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);
+      permute_qk(w, layer_weight(l, "attn_q.bias"), c.n_heads);
+      permute_qk(w, layer_weight(l, "attn_k.weight"), c.n_kv_heads);
+      permute_qk(w, layer_weight(l, "attn_k.bias"), c.n_kv_heads);
+    }
+  return w;
+}
+
+std::vector<std::byte> encode(const Tensor& t, GgmlType type) {
+  const float* x = t.data<float>();
+  std::vector<std::byte> out;
+  switch (type) {
+    case GgmlType::Q8_0: return quantize_q8_0(x, t.numel());
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      out.resize(std::size_t(t.numel()) * 2);
+      for (std::int64_t i = 0; i < t.numel(); ++i) {
+        const std::uint16_t b = type == GgmlType::F16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
+        std::memcpy(out.data() + 2 * i, &b, 2);
+      }
+      return out;
+    default:
+      out.resize(t.nbytes());
+      std::memcpy(out.data(), x, t.nbytes());
+      return out;
+  }
+}
+
+}  // namespace
+
+void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options) {
+  const WeightStore w = file_weights(model);
+  Buffer head;
+  head.put<std::uint32_t>(0x46554747);  // "GGUF"
+  head.put<std::uint32_t>(3);
+  head.put<std::uint64_t>(w.size());
+  const auto kv = metadata(model.config);
+  head.put<std::uint64_t>(kv.size());
+  for (const auto& e : kv) {
+    head.str(e.key);
+    head.put<std::uint32_t>(e.type);
+    if (e.type == 4) head.put<std::uint32_t>(e.u);
+    if (e.type == 6) head.put<float>(e.f);
+    if (e.type == 8) head.str(e.s);
+  }
+  Buffer data;
+  for (const auto& [name, t] : w.all()) {
+    GgmlType type = t.rank() == 2 ? options.matrix_type : GgmlType::F32;
+    if (type == GgmlType::Q8_0 && t.dim(1) % 32) type = GgmlType::F32;
+    if (type == GgmlType::Q4_K || type == GgmlType::Q6_K)
+      throw ModelError(fmt::format("{}: writing {} tensors is not supported", path, ggml_type_info(std::uint32_t(type))->name));
+    data.pad(kAlign);
+    head.str(name);
+    head.put<std::uint32_t>(std::uint32_t(t.rank()));
+    for (int d = t.rank() - 1; d >= 0; --d) head.put<std::uint64_t>(std::uint64_t(t.dim(d)));
+    head.put<std::uint32_t>(std::uint32_t(type));
+    head.put<std::uint64_t>(data.size());
+    data.raw(encode(t, type));
+  }
+  head.pad(kAlign);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw ModelError(fmt::format("{}: cannot open for writing", path));
+  out.write(reinterpret_cast<const char*>(head.bytes().data()), std::streamsize(head.size()));
+  out.write(reinterpret_cast<const char*>(data.bytes().data()), std::streamsize(data.size()));
+  if (!out) throw ModelError(fmt::format("{}: write failed", path));
+}
+
+}  // namespace ds::ref

@@ -1,0 +1,185 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "family.h"
+#include "hf.h"
+#include "ops.h"
+
+namespace ds::ref {
+
+namespace {
+
+class Fields {
+ public:
+  Fields(const nlohmann::json& j, const std::string& file) : j_(j), file_(file) {}
+  bool has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
+  int integer(const char* k) const {
+    if (!has(k)) throw ModelError(fmt::format("{}: missing field {}", file_, k));
+    if (!j_[k].is_number_integer() || j_[k].get<std::int64_t>() <= 0)
+      throw ModelError(fmt::format("{}: field {} must be a positive integer", file_, k));
+    return j_[k].get<int>();
+  }
+  int integer(const char* k, int fallback) const { return has(k) ? integer(k) : fallback; }
+  double real(const char* k, double fallback) const {
+    if (!has(k)) return fallback;
+    if (!j_[k].is_number()) throw ModelError(fmt::format("{}: field {} must be a number", file_, k));
+    return j_[k].get<double>();
+  }
+  bool boolean(const char* k, bool fallback) const {
+    if (!has(k)) return fallback;
+    if (!j_[k].is_boolean()) throw ModelError(fmt::format("{}: field {} must be true or false", file_, k));
+    return j_[k].get<bool>();
+  }
+  const nlohmann::json& at(const char* k) const { return j_[k]; }
+
+ private:
+  const nlohmann::json& j_;
+  const std::string& file_;
+};
+
+std::string hf_model_type(Family f) {
+  switch (f) {
+    case Family::llama: return "llama";
+    case Family::qwen2: return "qwen2";
+    case Family::qwen3: return "qwen3";
+    case Family::gpt2: return "gpt2";
+    case Family::qwen3next: return "qwen3_5_text";  // separate in_proj_qkv / z / b / a
+  }
+  return "?";
+}
+
+}  // namespace
+
+ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
+  // Multimodal checkpoints (Qwen3.5) keep the language model's fields under text_config.
+  const nlohmann::json& j = root.contains("text_config") && !root.contains("hidden_size") ? root["text_config"] : root;
+  const Fields f(j, file);
+  if (!j.contains("model_type") || !j["model_type"].is_string())
+    throw ModelError(fmt::format("{}: missing field model_type", file));
+  const std::string type = j["model_type"].get<std::string>();
+  const auto family = family_of(type);
+  if (!family) throw ModelError(fmt::format("{}: model_type '{}' is not supported", file, type));
+  ModelConfig c;
+  c.name = file;
+  c.arch = type;
+  c.family = *family;
+  if (c.family == Family::gpt2) {
+    c.hidden = f.integer("n_embd");
+    c.n_layers = f.integer("n_layer");
+    c.n_heads = c.n_kv_heads = f.integer("n_head");
+    c.head_dim = c.hidden / c.n_heads;
+    c.ffn = f.integer("n_inner", 4 * c.hidden);
+    c.max_positions = f.integer("n_positions", 1024);
+    c.vocab = f.integer("vocab_size");
+    c.norm_eps = f.real("layer_norm_epsilon", 1e-5);
+    c.tied_embeddings = true;
+    for (const char* k : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"})
+      if (f.boolean(k, false)) throw ModelError(fmt::format("{}: field {} = true is not supported", file, k));
+  } else {
+    c.hidden = f.integer("hidden_size");
+    c.n_layers = f.integer("num_hidden_layers");
+    c.n_heads = f.integer("num_attention_heads");
+    c.n_kv_heads = f.integer("num_key_value_heads", c.n_heads);
+    c.head_dim = f.integer("head_dim", c.hidden / c.n_heads);
+    c.ffn = f.integer("intermediate_size");
+    c.vocab = f.integer("vocab_size");
+    c.max_positions = f.integer("max_position_embeddings", 2048);
+    c.norm_eps = f.real("rms_norm_eps", 1e-6);
+    c.tied_embeddings = f.boolean("tie_word_embeddings", false);
+    const nlohmann::json* rope = f.has("rope_parameters") ? &f.at("rope_parameters") : nullptr;
+    c.rope_theta = f.real("rope_theta", rope && rope->contains("rope_theta") ? (*rope)["rope_theta"].get<double>() : 10000.0);
+    c.partial_rotary = f.real("partial_rotary_factor", rope && rope->contains("partial_rotary_factor")
+                                                           ? (*rope)["partial_rotary_factor"].get<double>()
+                                                           : 1.0);
+    if (f.has("rope_scaling")) {
+      const auto& s = f.at("rope_scaling");
+      const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
+      if (kind == "llama3") {
+        auto need = [&](const char* k) {
+          if (!s.contains(k) || !s[k].is_number())
+            throw ModelError(fmt::format("{}: field rope_scaling.{} missing for llama3 scaling", file, k));
+          return s[k].get<double>();
+        };
+        c.rope_freq_factors = llama3_freq_factors(int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"),
+                                                  need("low_freq_factor"), need("high_freq_factor"),
+                                                  need("original_max_position_embeddings"));
+      } else if (kind != "default") {
+        throw ModelError(fmt::format("{}: field rope_scaling.rope_type = {} is not supported", file, kind));
+      }
+    }
+    if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;
+    if (type == "mistral" && f.has("sliding_window")) c.sliding_window = f.integer("sliding_window");
+    if (f.boolean("use_sliding_window", false))
+      throw ModelError(fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
+    if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
+  }
+  if (c.family == Family::qwen3next) {
+    c.gdn_k_heads = f.integer("linear_num_key_heads");
+    c.gdn_v_heads = f.integer("linear_num_value_heads");
+    c.gdn_k_dim = f.integer("linear_key_head_dim");
+    c.gdn_v_dim = f.integer("linear_value_head_dim");
+    c.conv_kernel = f.integer("linear_conv_kernel_dim", 4);
+    c.full_attention_interval = f.integer("full_attention_interval", 4);
+    c.norm_plus_one = true;  // HF stores w and applies (1 + w)
+    c.gdn_head_map = GdnHeadMap::grouped;
+  }
+  apply_family(c);
+  if (c.family == Family::qwen3next && f.has("layer_types")) {
+    const auto& types = f.at("layer_types");
+    if (!types.is_array() || int(types.size()) != c.n_layers)
+      throw ModelError(fmt::format("{}: field layer_types must list {} layers", file, c.n_layers));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const std::string t = types[std::size_t(l)].get<std::string>();
+      if (t != "linear_attention" && t != "full_attention")
+        throw ModelError(fmt::format("{}: field layer_types[{}] = {} is unknown", file, l, t));
+      c.layer_kinds[std::size_t(l)] = t == "full_attention" ? BlockKind::gated_attn : BlockKind::gdn;
+    }
+  }
+  return c;
+}
+
+nlohmann::json hf_config_json(const ModelConfig& c) {
+  nlohmann::json j;
+  j["model_type"] = hf_model_type(c.family);
+  j["vocab_size"] = c.vocab;
+  if (c.family == Family::gpt2) {
+    j["n_embd"] = c.hidden;
+    j["n_layer"] = c.n_layers;
+    j["n_head"] = c.n_heads;
+    j["n_inner"] = c.ffn;
+    j["n_positions"] = c.max_positions;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    return j;
+  }
+  if (!c.rope_freq_factors.empty())
+    throw ModelError(fmt::format("{}: rope_freq_factors cannot be written to config.json (only llama3 parameters can)", c.name));
+  j["hidden_size"] = c.hidden;
+  j["num_hidden_layers"] = c.n_layers;
+  j["num_attention_heads"] = c.n_heads;
+  j["num_key_value_heads"] = c.n_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["intermediate_size"] = c.ffn;
+  j["max_position_embeddings"] = c.max_positions;
+  j["rms_norm_eps"] = c.norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  if (c.sliding_window > 0) {
+    j["model_type"] = "mistral";
+    j["sliding_window"] = c.sliding_window;
+  }
+  if (c.partial_rotary != 1.0) j["partial_rotary_factor"] = c.partial_rotary;
+  if (c.family == Family::qwen3next) {
+    j["linear_num_key_heads"] = c.gdn_k_heads;
+    j["linear_num_value_heads"] = c.gdn_v_heads;
+    j["linear_key_head_dim"] = c.gdn_k_dim;
+    j["linear_value_head_dim"] = c.gdn_v_dim;
+    j["linear_conv_kernel_dim"] = c.conv_kernel;
+    j["full_attention_interval"] = c.full_attention_interval;
+    auto& types = j["layer_types"] = nlohmann::json::array();
+    for (BlockKind k : c.layer_kinds) types.push_back(k == BlockKind::gdn ? "linear_attention" : "full_attention");
+  }
+  return j;
+}
+
+}  // namespace ds::ref

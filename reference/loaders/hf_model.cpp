@@ -1,0 +1,157 @@
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "family.h"
+#include "hf.h"
+#include "safetensors.h"
+
+namespace ds::ref {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor transposed(const Tensor& t) {
+  const std::int64_t r = t.dim(0), c = t.dim(1);
+  const std::size_t es = dtype_size(t.dtype());
+  Tensor out(t.dtype(), {c, r});
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t j = 0; j < c; ++j)
+      std::memcpy(out.raw() + std::size_t(j * r + i) * es, t.raw() + std::size_t(i * c + j) * es, es);
+  return out;
+}
+
+Tensor apply(const std::string& file, const std::string& hf_name, HfTransform tr, Tensor t) {
+  switch (tr) {
+    case HfTransform::none: return t;
+    case HfTransform::transpose:
+      if (t.rank() != 2) throw ModelError(fmt::format("{}: tensor {}: expected 2 dimensions, got {}", file, hf_name, shape_str(t.shape())));
+      return transposed(t);
+    case HfTransform::squeeze_conv:
+      if (t.rank() == 3 && t.dim(1) == 1) return t.reshaped({t.dim(0), t.dim(2)});
+      if (t.rank() == 2) return t;
+      throw ModelError(fmt::format("{}: tensor {}: expected [channels, 1, kernel], got {}", file, hf_name, shape_str(t.shape())));
+    case HfTransform::neg_exp: {
+      // Kept in f64: -exp(A_log) is not an f32 number.
+      Tensor a = t.to(DType::f64);
+      for (std::int64_t i = 0; i < a.numel(); ++i) a.data<double>()[i] = -std::exp(a.data<double>()[i]);
+      return a;
+    }
+  }
+  return t;
+}
+
+// Rows [begin, begin + count) of each of `groups` consecutive blocks of `block` rows.
+Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std::int64_t begin, std::int64_t count) {
+  Tensor out(t.dtype(), {groups * count, t.dim(1)});
+  const std::size_t row = t.nbytes() / std::size_t(t.dim(0));
+  for (std::int64_t g = 0; g < groups; ++g)
+    std::memcpy(out.raw() + std::size_t(g * count) * row, t.raw() + std::size_t(g * block + begin) * row,
+                std::size_t(count) * row);
+  return out;
+}
+
+// Qwen3-Next's in_proj_qkvz is [n_k groups of (q_g | k_g | v_g | z_g)] and in_proj_ba
+// [n_k groups of (b_g | a_g)] (reference-math.md §3.1); the canonical tensors are the
+// Qwen3.5 ones: attn_qkv = [q | k | v], attn_gate = z, ssm_beta = b, ssm_alpha = a, with value
+// heads in grouped order either way.
+void split_fused(Model& m, const std::string& dir) {
+  const auto& c = m.config;
+  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, rv = std::int64_t(c.gdn_v_heads / c.gdn_k_heads) * c.gdn_v_dim,
+                     rho = c.gdn_v_heads / c.gdn_k_heads;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string qkvz = layer_weight(l, "fused_qkvz.weight"), ba = layer_weight(l, "fused_ba.weight");
+    if (const Tensor* w = m.weights.find(qkvz)) {
+      const std::int64_t block = 2 * dk + 2 * rv;
+      if (w->rank() != 2 || w->dim(0) != nk * block)
+        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, qkvz, nk * block, shape_str(w->shape())));
+      Tensor qkv = Tensor::concat_rows(gather_rows(*w, nk, block, 0, dk), gather_rows(*w, nk, block, dk, dk));
+      qkv = Tensor::concat_rows(qkv, gather_rows(*w, nk, block, 2 * dk, rv));
+      m.weights.put(layer_weight(l, "attn_qkv.weight"), std::move(qkv));
+      m.weights.put(layer_weight(l, "attn_gate.weight"), gather_rows(*w, nk, block, 2 * dk + rv, rv));
+      m.weights.erase(qkvz);
+    }
+    if (const Tensor* w = m.weights.find(ba)) {
+      if (w->rank() != 2 || w->dim(0) != 2 * nk * rho)
+        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, ba, 2 * nk * rho, shape_str(w->shape())));
+      m.weights.put(layer_weight(l, "ssm_beta.weight"), gather_rows(*w, nk, 2 * rho, 0, rho));
+      m.weights.put(layer_weight(l, "ssm_alpha.weight"), gather_rows(*w, nk, 2 * rho, rho, rho));
+      m.weights.erase(ba);
+    }
+  }
+}
+
+}  // namespace
+
+Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  std::ifstream in(config_path);
+  if (!in) throw ModelError(fmt::format("{}: cannot open", config_path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw ModelError(fmt::format("{}: not valid JSON: {}", config_path, e.what()));
+  }
+  Model m;
+  m.config = hf_config(j, config_path);
+  m.config.name = dir;
+  if (options.gdn_head_map) m.config.gdn_head_map = *options.gdn_head_map;
+  truncate_layers(m.config, layers);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw ModelError(fmt::format("{}: no *.safetensors files", dir));
+  const Family family = m.config.family;
+  for (const auto& file : files) {
+    const std::string path = file.string();
+    read_safetensors(
+        path,
+        [&](const std::string& name) {
+          const auto c = hf_to_canonical(name, family);
+          return c && c->layer < m.config.n_layers;
+        },
+        [&](const std::string& name, Tensor t) {
+          const HfName c = *hf_to_canonical(name, family);
+          if (m.weights.has(c.canonical))
+            throw ModelError(fmt::format("{}: tensor {}: {} is defined twice", path, name, c.canonical));
+          m.weights.put(c.canonical, apply(path, name, c.transform, std::move(t)));
+        });
+  }
+  if (family == Family::qwen3next) split_fused(m, dir);
+  m.config.tied_embeddings = !m.weights.has("output.weight");
+  return m;
+}
+
+void write_hf(const Model& model, const std::string& dir) {
+  fs::create_directories(dir);
+  {
+    std::ofstream out(fs::path(dir) / "config.json");
+    out << hf_config_json(model.config).dump(2) << "\n";
+    if (!out) throw ModelError(fmt::format("{}/config.json: write failed", dir));
+  }
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, t] : model.weights.all()) {
+    const HfName h = canonical_to_hf(name, model.config.family);
+    Tensor v = t.dtype() == DType::i32 ? t.to(DType::f32) : t;
+    switch (h.transform) {
+      case HfTransform::none: break;
+      case HfTransform::transpose: v = transposed(v); break;
+      case HfTransform::squeeze_conv: v = v.reshaped({v.dim(0), 1, v.dim(1)}); break;
+      case HfTransform::neg_exp:
+        v = v.to(DType::f64);
+        for (std::int64_t i = 0; i < v.numel(); ++i) v.data<double>()[i] = std::log(-v.data<double>()[i]);
+        break;
+    }
+    tensors.emplace_back(h.canonical, std::move(v));
+  }
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);
+}
+
+}  // namespace ds::ref

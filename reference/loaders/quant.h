@@ -1,0 +1,34 @@
+// ggml tensor types the loaders read, and their dequantisation (ggml-common.h block layouts,
+// reference-math.md §5.4). Dequantisation keeps ggml's fp32 multiply order, so the result is
+// bit-identical to ggml's dequantize_row_* and exact in the oracle's double arithmetic.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace ds::ref {
+
+enum class GgmlType : std::uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, Q4_K = 12, Q6_K = 14, BF16 = 30 };
+
+struct GgmlTypeInfo {
+  GgmlType type;
+  std::string_view name;
+  std::int64_t block_elems;  // elements per block (1 for plain floats)
+  std::int64_t block_bytes;
+};
+
+// Info of a supported type code; nullopt for any other code.
+std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t code);
+// Bytes of `n` elements (n a multiple of the block size).
+std::int64_t ggml_nbytes(const GgmlTypeInfo& t, std::int64_t n);
+// Decodes `n` elements (a multiple of the block size) of type `t` from `src` into `dst`.
+void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n);
+
+// Round-to-nearest Q8_0 (d = max|x| / 127, as ggml's quantize_row_q8_0_ref), for writing
+// fixtures. n must be a multiple of 32.
+std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n);
+
+}  // namespace ds::ref

@@ -1,0 +1,42 @@
+#include "test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "synthetic.h"
+
+namespace ds::ref::test {
+
+Tensor mat(std::int64_t rows, std::int64_t cols, std::initializer_list<double> v) {
+  return Tensor::from_f64({rows, cols}, std::vector<double>(v));
+}
+
+Tensor vec(std::initializer_list<double> v) { return Tensor::from_f64({std::int64_t(v.size())}, std::vector<double>(v)); }
+
+Tensor random(Shape shape, std::uint64_t seed, double std) {
+  Tensor t(DType::f64, std::move(shape));
+  NormalStream rng(seed, "test");
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = std * rng.next();
+  return t;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.at(i) - b.at(i)));
+  return m;
+}
+
+std::vector<std::int32_t> token_ids(int n, int vocab, std::uint64_t seed) {
+  std::vector<std::int32_t> out;
+  std::uint64_t x = seed * 2654435761u + 12345;
+  for (int i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    out.push_back(std::int32_t((x >> 33) % std::uint64_t(vocab)));
+  }
+  return out;
+}
+
+}  // namespace ds::ref::test

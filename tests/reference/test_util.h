@@ -1,0 +1,19 @@
+// Small helpers shared by the reference tests.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "tensor.h"
+
+namespace ds::ref::test {
+
+Tensor mat(std::int64_t rows, std::int64_t cols, std::initializer_list<double> v);
+Tensor vec(std::initializer_list<double> v);
+// Deterministic N(0, std) values, f64.
+Tensor random(Shape shape, std::uint64_t seed, double std = 1.0);
+double max_abs_diff(const Tensor& a, const Tensor& b);
+std::vector<std::int32_t> token_ids(int n, int vocab, std::uint64_t seed);
+
+}  // namespace ds::ref::test
