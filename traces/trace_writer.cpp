@@ -109,7 +109,7 @@ TraceWriter::~TraceWriter() {
 
 bool TraceWriter::captures(const StageResult& r) const {
   if (opt_.capture == Capture::stats) return false;
-  if (opt_.capture == Capture::failing && !is_failure(r.status)) return false;
+  if (opt_.capture == Capture::failing && !is_failure(r)) return false;
   const bool model_level = r.key.layer == kModelLayer;
   if (!model_level && (r.key.layer < opt_.layer_min || r.key.layer > opt_.layer_max)) return false;
   if (!opt_.stage_filter.empty() && !std::regex_match(r.key.stage, std::regex(opt_.stage_filter))) return false;

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   int exit_code = ds::kExitParity;
   ds::cli::add_run_command(app, command_line, exit_code);
   ds::cli::add_candidates_command(app, exit_code);
+  ds::cli::add_report_command(app, exit_code);
+  ds::cli::add_diff_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -29,7 +29,7 @@ std::string values(const std::vector<double>& v) {
 }  // namespace
 
 std::string format_stage_line(const StageResult& r, bool color) {
-  const bool bad = is_failure(r.status);
+  const bool bad = is_failure(r);
   std::string status(status_name(r.status));
   for (char& ch : status) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   status = fmt::format("{:<8}", status);
@@ -51,7 +51,7 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
   fmt::print(out, "{:>4} {:>5}  {:<12} {:<8} {:<8} {:>10} {:>10} {:>8} {:>12}  {}\n", "step", "layer", "stage", "mode",
              "status", "max_diff", "avg_diff", "max_ulp", "cosine", "first_mismatch");
   for (const auto& r : report.results) {
-    const bool bad = is_failure(r.status);
+    const bool bad = is_failure(r);
     if (opt.only_failures && !bad) continue;
     fmt::print(out, "{}\n", format_stage_line(r, opt.color));
     if (bad && !r.head_ref.empty()) {
@@ -60,7 +60,7 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
     }
   }
   std::size_t failed = 0;
-  for (const auto& r : report.results) failed += is_failure(r.status);
+  for (const auto& r : report.results) failed += is_failure(r);
   fmt::print(out, "\n{} stages judged, {} failed\n", report.results.size(), failed);
   if (const auto& f = report.first_failure) {
     fmt::print(out, "First failing stage: {} of {} at step {} ({} mode): {}", f->key.stage,

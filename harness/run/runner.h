@@ -31,6 +31,7 @@ struct GateRefusal : std::runtime_error {
 
 struct RunReport {
   std::string model, candidate;
+  std::string policy;  // the policy's name
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
@@ -44,5 +45,9 @@ Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);
 OpSet required_ops(const ModelConfig& cfg);
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy);
+
+// Sets first_failure, exit_code and verdict from `results` (a run that judged no stage fails:
+// "0 of 0 passed" is not parity). Shared by `run` and `report`.
+void conclude(RunReport& report);
 
 }  // namespace ds
