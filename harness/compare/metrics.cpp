@@ -17,9 +17,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Maps a value of dtype t to an integer whose order matches the float order, so that
 // neighbouring representable values differ by exactly 1 (and -0 maps onto +0).
+// Branch-free: the sign of real data is random, so a branch here would mispredict half the time.
 inline std::int64_t from_sign_magnitude(std::int64_t bits, int width) {
-  const std::int64_t sign = std::int64_t(1) << (width - 1);
-  return (bits & sign) ? -(bits & (sign - 1)) : bits;
+  const std::int64_t magnitude = bits & ((std::int64_t(1) << (width - 1)) - 1);
+  const std::int64_t neg = -((bits >> (width - 1)) & 1);  // 0 or -1
+  return (magnitude ^ neg) - neg;
 }
 
 template <DType T>
@@ -41,6 +43,13 @@ inline double ulp_of(double a, double b) {
     return std::fabs(double(ordered<T>(a)) - double(ordered<T>(b)));
 }
 
+// The bucket of an ULP distance, branch-free: honest rounding noise scatters over buckets 0-2
+// at random, which would mispredict a chain of ifs on most elements.
+inline int bucket_of(double ulp) {
+  return int(ulp > 0) + int(ulp > 1) + int(ulp > 3) + int(ulp > 15) + int(ulp > 255) + int(ulp > 65535) +
+         int(!(ulp < kInf));
+}
+
 // What one chunk contributes; merged in chunk order.
 struct Partial {
   std::int64_t nan_ref = 0, nan_cand = 0, inf_ref = 0, inf_cand = 0, first_nan = -1;
@@ -58,8 +67,11 @@ struct Partial {
 
 // The element loop. The finite/finite case is the hot path; NaN and Inf take a cold branch.
 template <class R, class C, DType T>
-void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tolerance tol, Partial& p) {
+void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tolerance tol, Partial& out) {
   constexpr double tiny = std::numeric_limits<double>::min();
+  // A local copy: the accumulators stay in registers instead of being reloaded after every
+  // store (the compiler cannot prove `out` does not alias the input arrays).
+  Partial p = out;
   for (std::int64_t i = begin; i < end; ++i) {
     const double r = double(ref[i]), c = double(cand[i]);
     const double d = std::fabs(c - r);
@@ -96,20 +108,27 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
       }
     }
     const double ulp = ulp_of<T>(r, c);
-    ++p.hist[std::size_t(ulp_bucket(ulp))];
-    if (d > p.max_abs) {
+    ++p.hist[std::size_t(bucket_of(ulp))];
+    if (d > p.max_abs) [[unlikely]] {
       p.max_abs = d;
       p.max_abs_index = i;
       p.max_abs_ref = r;
       p.max_abs_cand = c;
     }
-    p.max_rel = std::fmax(p.max_rel, d / std::fmax(mag, tiny));
-    p.max_ulp = std::fmax(p.max_ulp, ulp);
+    // Plain comparisons rather than std::fmax (a libm call): everything here is finite.
+    const double rel = d / (mag > tiny ? mag : tiny);
+    p.max_rel = rel > p.max_rel ? rel : p.max_rel;
+    p.max_ulp = ulp > p.max_ulp ? ulp : p.max_ulp;
     p.sum_ulp += ulp;
     // Minimum tolerances: the atol that passes with this rtol, and vice versa.
-    p.min_atol = std::fmax(p.min_atol, d - tol.rtol * mag);
-    if (mag > 0) p.min_rtol = std::fmax(p.min_rtol, (d - tol.atol) / mag);
-    else if (d > tol.atol) p.min_rtol = kInf;
+    const double need_atol = d - tol.rtol * mag;
+    p.min_atol = need_atol > p.min_atol ? need_atol : p.min_atol;
+    if (mag > 0) {
+      const double need_rtol = (d - tol.atol) / mag;
+      p.min_rtol = need_rtol > p.min_rtol ? need_rtol : p.min_rtol;
+    } else if (d > tol.atol) {
+      p.min_rtol = kInf;
+    }
     p.sum_abs += d;
     p.sum_d2 += d * d;
     p.sum_r2 += r * r;
@@ -117,6 +136,7 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
     p.sum_rc += r * c;
     ++p.finite_pairs;
   }
+  out = p;
 }
 
 void merge(Partial& a, const Partial& b) {
@@ -221,16 +241,7 @@ double ulp_distance(DType t, double a, double b) {
   return kInf;
 }
 
-int ulp_bucket(double ulp) {
-  if (!(ulp < kInf)) return kUlpBuckets - 1;
-  if (ulp == 0) return 0;
-  if (ulp <= 1) return 1;
-  if (ulp <= 3) return 2;
-  if (ulp <= 15) return 3;
-  if (ulp <= 255) return 4;
-  if (ulp <= 65535) return 5;
-  return 6;
-}
+int ulp_bucket(double ulp) { return std::isnan(ulp) ? kUlpBuckets - 1 : bucket_of(ulp); }
 
 Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol, int threads) {
   if (ref.numel() != cand.numel()) throw std::invalid_argument("compute_metrics: element counts differ");
