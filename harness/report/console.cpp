@@ -54,6 +54,8 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
     const bool bad = is_failure(r);
     if (opt.only_failures && !bad) continue;
     fmt::print(out, "{}\n", format_stage_line(r, opt.color));
+    if (bad && !r.note.empty() && (r.status == Status::fail || r.status == Status::nan))
+      fmt::print(out, "{:>14}why: {}\n", "", r.note);
     if (bad && !r.head_ref.empty()) {
       fmt::print(out, "{:>14}ref[0..{}]:  {}\n", "", r.head_ref.size(), values(r.head_ref));
       fmt::print(out, "{:>14}cand[0..{}]: {}\n", "", r.head_cand.size(), values(r.head_cand));
@@ -67,8 +69,9 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
                f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
                f->key.step, mode_name(f->mode), status_name(f->status));
     if (f->m.first_mismatch >= 0)
-      fmt::print(out, ", first mismatch at flat index {} (ref {:.7g}, cand {:.7g}), max |diff| {}",
-                 f->m.first_mismatch, f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
+      fmt::print(out, ", first mismatch at flat index {} = {} of {} (ref {:.7g}, cand {:.7g}), max |diff| {}",
+                 f->m.first_mismatch, shape_str(unravel(f->m.first_mismatch, f->shape)), shape_str(f->shape),
+                 f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
     fmt::print(out, "\n");
   }
   fmt::print(out, "{}\n", report.verdict);

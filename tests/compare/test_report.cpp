@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "trace_reader.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -102,6 +104,21 @@ TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {
   // run writes the same files.
   EXPECT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --junit " + path("r.xml")).rc, 0);
   EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import xml.etree.ElementTree as E; E.parse('" + path("r.xml") + "')\"").c_str()), 0);
+}
+
+TEST_F(ReportTest, CaptureFilterKeepsOnlyTheRequestedTensors) {
+  ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --capture-stages \"q|k\" --capture-layers 1:1 -o " + path("cap.h5")).rc, 0);
+  const ds::trace::TraceReader t(path("cap.h5"));
+  int with_tensors = 0;
+  for (const auto& row : t.rows()) {
+    const bool want = (row.result.key.stage == "q" || row.result.key.stage == "k") && row.result.key.layer == 1;
+    EXPECT_EQ(t.has_tensors(row), want) << row.result.key.stage << " " << row.result.key.layer;
+    with_tensors += t.has_tensors(row);
+  }
+  EXPECT_EQ(with_tensors, 2);
+  EXPECT_EQ(t.attr("capture_stages"), "q|k");
+  EXPECT_EQ(sh("run -m synthetic:qwen2-tiny --capture-layers 3:1").rc, 2);
+  EXPECT_EQ(sh("run -m synthetic:qwen2-tiny --capture-stages \"(\"").rc, 2);
 }
 
 }  // namespace
