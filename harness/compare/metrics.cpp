@@ -116,7 +116,9 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
       p.max_abs_cand = c;
     }
     // Plain comparisons rather than std::fmax (a libm call): everything here is finite.
-    const double rel = d / (mag > tiny ? mag : tiny);
+    // One division per element: both relative quantities share the reciprocal.
+    const double inv = 1.0 / (mag > tiny ? mag : tiny);
+    const double rel = d * inv;
     p.max_rel = rel > p.max_rel ? rel : p.max_rel;
     p.max_ulp = ulp > p.max_ulp ? ulp : p.max_ulp;
     p.sum_ulp += ulp;
@@ -124,7 +126,7 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
     const double need_atol = d - tol.rtol * mag;
     p.min_atol = need_atol > p.min_atol ? need_atol : p.min_atol;
     if (mag > 0) {
-      const double need_rtol = (d - tol.atol) / mag;
+      const double need_rtol = mag >= tiny ? (d - tol.atol) * inv : (d - tol.atol) / mag;
       p.min_rtol = need_rtol > p.min_rtol ? need_rtol : p.min_rtol;
     } else if (d > tol.atol) {
       p.min_rtol = kInf;
