@@ -72,6 +72,8 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
   // A local copy: the accumulators stay in registers instead of being reloaded after every
   // store (the compiler cannot prove `out` does not alias the input arrays).
   Partial p = out;
+  std::int64_t above[kUlpBuckets - 2] = {};
+  const std::int64_t finite_before = p.finite_pairs;
   for (std::int64_t i = begin; i < end; ++i) {
     const double r = double(ref[i]), c = double(cand[i]);
     const double d = std::fabs(c - r);
@@ -108,7 +110,14 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
       }
     }
     const double ulp = ulp_of<T>(r, c);
-    ++p.hist[std::size_t(bucket_of(ulp))];
+    // Counts above each bucket edge in registers (bucket k = above[k-1] - above[k], folded in at
+    // the end): a histogram increment per element would chain every element through memory.
+    above[0] += ulp > 0;
+    above[1] += ulp > 1;
+    above[2] += ulp > 3;
+    above[3] += ulp > 15;
+    above[4] += ulp > 255;
+    above[5] += ulp > 65535;
     if (d > p.max_abs) [[unlikely]] {
       p.max_abs = d;
       p.max_abs_index = i;
@@ -138,6 +147,10 @@ void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tol
     p.sum_rc += r * c;
     ++p.finite_pairs;
   }
+  const std::int64_t finite = p.finite_pairs - finite_before;
+  p.hist[0] += finite - above[0];
+  for (int k = 1; k < kUlpBuckets - 2; ++k) p.hist[std::size_t(k)] += above[k - 1] - above[k];
+  p.hist[kUlpBuckets - 2] += above[kUlpBuckets - 3];
   out = p;
 }
 
