@@ -18,6 +18,7 @@ std::string read_string_attr(hid_t obj, const char* name) {
       char* s = nullptr;
       const hid_t mt = H5Tcopy(H5T_C_S1);
       H5Tset_size(mt, H5T_VARIABLE);
+      H5Tset_cset(mt, H5Tget_cset(t));  // HDF5 does not convert between character sets
       if (H5Aread(a, mt, &s) >= 0 && s) out = s;
       H5free_memory(s);
       H5Tclose(mt);

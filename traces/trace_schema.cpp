@@ -66,6 +66,11 @@ hid_t summary_type() {
   DS_FIELD(tokens_offset, H5T_NATIVE_INT64);
   DS_FIELD(n_tokens, H5T_NATIVE_INT32);
   DS_FIELD(note, note_t);
+  DS_FIELD(expected, H5T_NATIVE_UINT8);
+  DS_FIELD(floor_max_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(floor_rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(floor_mean_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(cand_hash, H5T_NATIVE_UINT64);
 #undef DS_FIELD
   H5Tclose(stage_t);
   H5Tclose(note_t);
@@ -128,6 +133,11 @@ SummaryRow to_row(const StageResult& r) {
   row.rtol = m.rtol;
   row.ref_offset = row.cand_offset = row.tokens_offset = -1;
   copy_str(row.note, r.note);
+  row.expected = r.expected;
+  row.floor_max_abs = r.floor_max_abs;
+  row.floor_rms = r.floor_rms;
+  row.floor_mean_abs = r.floor_mean_abs;
+  row.cand_hash = r.cand_hash;
   return row;
 }
 
@@ -169,6 +179,11 @@ StageResult from_row(const SummaryRow& row) {
   m.atol = row.atol;
   m.rtol = row.rtol;
   r.note = read_str(row.note);
+  r.expected = row.expected != 0;
+  r.floor_max_abs = row.floor_max_abs;
+  r.floor_rms = row.floor_rms;
+  r.floor_mean_abs = row.floor_mean_abs;
+  r.cand_hash = row.cand_hash;
   return r;
 }
 

@@ -45,6 +45,9 @@ struct SummaryRow {
   std::int64_t ref_offset, cand_offset, tokens_offset;  // into the pools; -1 when not captured
   std::int32_t n_tokens;
   char note[kNoteChars];
+  std::uint8_t expected;  // a missing/skipped stage the policy expected
+  double floor_max_abs, floor_rms, floor_mean_abs;  // noise floor; NaN when not computed
+  std::uint64_t cand_hash;  // FNV-1a of the candidate's stored bytes; 0 when none
 };
 
 // The compound type of SummaryRow (caller closes it).

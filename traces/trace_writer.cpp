@@ -32,14 +32,15 @@ hid_t make_pool(hid_t file, const char* name, hid_t type, hsize_t chunk, bool co
   return d;
 }
 
+// Variable-length UTF-8, so that h5py reads attributes as str rather than bytes.
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value) {
   const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, value.empty() ? 1 : value.size());
+  H5Tset_size(t, H5T_VARIABLE);
   H5Tset_cset(t, H5T_CSET_UTF8);
   const hid_t space = H5Screate(H5S_SCALAR);
   const hid_t a = H5Acreate2(obj, name.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT);
-  const std::string v = value.empty() ? std::string(1, '\0') : value;
-  H5Awrite(a, t, v.data());
+  const char* v = value.c_str();
+  H5Awrite(a, t, &v);
   H5Aclose(a);
   H5Sclose(space);
   H5Tclose(t);
@@ -85,6 +86,8 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   for (const auto& [k, v] : root_attrs.items()) write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
   write_string_attr(file_, "run", run.dump());
   write_string_attr(file_, "capture", std::string(capture_name(opt_.capture)));
+  write_string_attr(file_, "capture_stages", opt_.stage_filter);
+  write_string_attr(file_, "capture_layers", fmt::format("{}:{}", opt_.layer_min, opt_.layer_max));
   row_type_ = summary_type();
   summary_ = make_pool(file_, kSummary, row_type_, 256, false);
   ref_ = make_pool(file_, kRefPool, H5T_NATIVE_DOUBLE, 16384, true);
@@ -109,7 +112,7 @@ TraceWriter::~TraceWriter() {
 
 bool TraceWriter::captures(const StageResult& r) const {
   if (opt_.capture == Capture::stats) return false;
-  if (opt_.capture == Capture::failing && !is_failure(r.status)) return false;
+  if (opt_.capture == Capture::failing && !is_failure(r)) return false;
   const bool model_level = r.key.layer == kModelLayer;
   if (!model_level && (r.key.layer < opt_.layer_min || r.key.layer > opt_.layer_max)) return false;
   if (!opt_.stage_filter.empty() && !std::regex_match(r.key.stage, std::regex(opt_.stage_filter))) return false;

@@ -25,6 +25,11 @@ std::optional<Mode> parse_mode(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_failure(Status s) { return s != Status::pass && s != Status::skipped; }
+bool is_failure(Status s) { return s != Status::pass; }
+
+bool is_failure(const StageResult& r) {
+  if (r.expected && (r.status == Status::missing || r.status == Status::skipped)) return false;
+  return is_failure(r.status);
+}
 
 }  // namespace ds

@@ -23,7 +23,8 @@ std::string_view status_name(Status s);
 std::optional<Status> parse_status(std::string_view s);
 std::string_view mode_name(Mode m);
 std::optional<Mode> parse_mode(std::string_view s);
-// A status that makes the run fail (everything but pass and an expected skip).
+// Whether a status alone makes the run fail: everything but pass. A missing or skipped stage
+// is a failure unless the policy expected it (see is_failure(const StageResult&)).
 bool is_failure(Status s);
 
 inline constexpr int kUlpBuckets = 8;  // 0, 1, 2-3, 4-15, 16-255, 256-65535, >=65536, NaN/Inf
@@ -73,6 +74,15 @@ struct StageResult {
   std::vector<double> head_ref;     // the first values of both sides, for the console table
   std::vector<double> head_cand;
   std::vector<double> per_token_rel;  // per-row relative error for 2-D stages
+  // The policy declared this missing/skipped stage legitimate (a candidate fused it away).
+  bool expected = false;
+  // Noise floor: the error of the reference run at the candidate's storage dtype against the
+  // f64 oracle, same stage and mode. NaN when no floor was computed.
+  double floor_max_abs = Metrics::nan, floor_rms = Metrics::nan, floor_mean_abs = Metrics::nan;
+  std::uint64_t cand_hash = 0;  // content_hash of the candidate's stored bytes (0: none)
 };
+
+// The run-level verdict of one stage: a failing status that the policy did not expect.
+bool is_failure(const StageResult& r);
 
 }  // namespace ds

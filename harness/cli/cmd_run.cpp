@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <regex>
 
 #include "commands.h"
 #include "console.h"
+#include "report_options.h"
 #include "runner.h"
 
 namespace ds::cli {
@@ -16,8 +18,30 @@ struct RunArgs {
   RunOptions opt;
   std::string mode = "isolated";
   std::string capture = "all";
+  std::string capture_layers;
   bool only_failures = false;
+  ReportOptions report;
 };
+
+// "A:B" (inclusive; either side may be empty) or "N" into [min, max]; false if malformed.
+bool parse_layer_range(const std::string& s, int& min, int& max) {
+  try {
+    const auto colon = s.find(':');
+    std::size_t used = 0;
+    if (colon == std::string::npos) {
+      min = max = std::stoi(s, &used);
+      return used == s.size();
+    }
+    const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+    min = a.empty() ? 0 : std::stoi(a, &used);
+    if (!a.empty() && used != a.size()) return false;
+    max = b.empty() ? (1 << 30) : std::stoi(b, &used);
+    if (!b.empty() && used != b.size()) return false;
+    return min <= max;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 }  // namespace
 
 void add_run_command(CLI::App& app, const std::string& command_line, int& exit_code) {
@@ -45,12 +69,17 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
                   "Which stage tensors the trace keeps: all, failing (only failing stages), stats (none)")
       ->check(CLI::IsMember({"all", "failing", "stats"}))
       ->capture_default_str();
+  run->add_option("--capture-stages", args->opt.capture_stages,
+                  "Keep tensors only of stages whose name matches this regex (summary rows are always kept)");
+  run->add_option("--capture-layers", args->capture_layers,
+                  "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
   run->add_option("--timeout", args->opt.timeout_s,
                   "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
       ->capture_default_str();
   run->add_flag("!--no-isolate", args->opt.isolate_process,
                 "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");
+  add_report_options(run, args->report);
   run->callback([args, &exit_code] {
     auto& o = args->opt;
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
@@ -59,6 +88,15 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
                 : args->capture == "failing" ? trace::Capture::failing
                                              : trace::Capture::stats;
     try {
+      if (!args->capture_layers.empty() &&
+          !parse_layer_range(args->capture_layers, o.capture_layer_min, o.capture_layer_max))
+        throw InputError(fmt::format("--capture-layers {}: expected A:B or N", args->capture_layers));
+      try {
+        if (!o.capture_stages.empty()) (void)std::regex(o.capture_stages);
+      } catch (const std::regex_error& e) {
+        throw InputError(fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
+      }
+      const Policy policy = load_policy(args->report);
       // A progress bar on a terminal: one tick per reference layer.
       if (isatty(STDERR_FILENO)) {
         const ModelConfig cfg = load_config_spec(o.model, o.layers);
@@ -72,11 +110,12 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
                      std::string(std::size_t(width - filled), ' '), *done, total, *done == total ? "\n" : "");
         };
       }
-      const RunReport report = run_parity(o, Policy::dtype_defaults());
+      const RunReport report = run_parity(o, policy);
       fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model, report.candidate,
                  args->mode, o.prompt_tokens, o.decode_steps);
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
+      write_report_files(report, args->report.files);
       exit_code = report.exit_code;
     } catch (const GateRefusal& e) {
       fmt::print(stderr, "{}\n", e.what());

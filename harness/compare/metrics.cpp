@@ -1,143 +1,318 @@
 #include "metrics.h"
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 namespace ds {
 
 namespace {
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
 // Maps a value of dtype t to an integer whose order matches the float order, so that
-// neighbouring representable values differ by exactly 1.
-std::int64_t ordered(DType t, double v) {
-  std::int64_t bits;
-  int width;
-  switch (t) {
-    case DType::f16: bits = f64_to_f16(v); width = 16; break;
-    case DType::bf16: bits = f64_to_bf16(v); width = 16; break;
-    case DType::f32: bits = std::bit_cast<std::uint32_t>(float(v)); width = 32; break;
-    case DType::f64: {
-      auto b = std::bit_cast<std::int64_t>(v);
-      return b < 0 ? std::numeric_limits<std::int64_t>::min() - b : b;
-    }
-    default: return std::int64_t(std::llround(v));
+// neighbouring representable values differ by exactly 1 (and -0 maps onto +0).
+// Branch-free: the sign of real data is random, so a branch here would mispredict half the time.
+inline std::int64_t from_sign_magnitude(std::int64_t bits, int width) {
+  const std::int64_t magnitude = bits & ((std::int64_t(1) << (width - 1)) - 1);
+  const std::int64_t neg = -((bits >> (width - 1)) & 1);  // 0 or -1
+  return (magnitude ^ neg) - neg;
+}
+
+template <DType T>
+inline std::int64_t ordered(double v) {
+  if constexpr (T == DType::f16) return from_sign_magnitude(f64_to_f16(v), 16);
+  else if constexpr (T == DType::bf16) return from_sign_magnitude(f64_to_bf16(v), 16);
+  else if constexpr (T == DType::f32) return from_sign_magnitude(std::bit_cast<std::uint32_t>(float(v)), 32);
+  else {
+    const auto b = std::bit_cast<std::int64_t>(v);
+    return b < 0 ? std::numeric_limits<std::int64_t>::min() - b : b;
   }
-  const std::int64_t sign = std::int64_t(1) << (width - 1);
-  return (bits & sign) ? -(bits & (sign - 1)) : bits;
+}
+
+template <DType T>
+inline double ulp_of(double a, double b) {
+  if constexpr (T == DType::i32) return std::fabs(std::nearbyint(a) - std::nearbyint(b));
+  else
+    // f64 differences can overflow int64; go through double (rounding is fine this far out).
+    return std::fabs(double(ordered<T>(a)) - double(ordered<T>(b)));
+}
+
+// The bucket of an ULP distance, branch-free: honest rounding noise scatters over buckets 0-2
+// at random, which would mispredict a chain of ifs on most elements.
+inline int bucket_of(double ulp) {
+  return int(ulp > 0) + int(ulp > 1) + int(ulp > 3) + int(ulp > 15) + int(ulp > 255) + int(ulp > 65535) +
+         int(!(ulp < kInf));
+}
+
+// What one chunk contributes; merged in chunk order.
+struct Partial {
+  std::int64_t nan_ref = 0, nan_cand = 0, inf_ref = 0, inf_cand = 0, first_nan = -1;
+  bool inf_agree = true;
+  std::int64_t mismatches = 0, first_mismatch = -1;
+  double first_ref = Metrics::nan, first_cand = Metrics::nan;
+  double max_abs = -1;
+  std::int64_t max_abs_index = -1;
+  double max_abs_ref = Metrics::nan, max_abs_cand = Metrics::nan;
+  double max_rel = 0, max_ulp = 0, min_atol = 0, min_rtol = 0;
+  double sum_abs = 0, sum_d2 = 0, sum_r2 = 0, sum_c2 = 0, sum_rc = 0, sum_ulp = 0;
+  std::int64_t finite_pairs = 0;
+  std::array<std::int64_t, kUlpBuckets> hist{};
+};
+
+// The element loop. The finite/finite case is the hot path; NaN and Inf take a cold branch.
+template <class R, class C, DType T>
+void scan(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tolerance tol, Partial& out) {
+  constexpr double tiny = std::numeric_limits<double>::min();
+  // A local copy: the accumulators stay in registers instead of being reloaded after every
+  // store (the compiler cannot prove `out` does not alias the input arrays).
+  Partial p = out;
+  std::int64_t above[kUlpBuckets - 2] = {};
+  const std::int64_t finite_before = p.finite_pairs;
+  for (std::int64_t i = begin; i < end; ++i) {
+    const double r = double(ref[i]), c = double(cand[i]);
+    const double d = std::fabs(c - r);
+    if (!std::isfinite(r) || !std::isfinite(c)) [[unlikely]] {
+      const bool rn = std::isnan(r), cn = std::isnan(c), ri = std::isinf(r), ci = std::isinf(c);
+      p.nan_ref += rn;
+      p.nan_cand += cn;
+      p.inf_ref += ri;
+      p.inf_cand += ci;
+      if ((rn || cn) && p.first_nan < 0) p.first_nan = i;
+      // Matching infinities are equal: exact, and kept out of the sums so that no error metric
+      // becomes inf - inf = NaN (a NaN compares false against every threshold and could pass).
+      if (ri && ci && r == c) {
+        ++p.hist[0];
+        continue;
+      }
+      if ((ri || ci) && !(rn || cn)) p.inf_agree = false;
+      ++p.mismatches;
+      if (p.first_mismatch < 0) {
+        p.first_mismatch = i;
+        p.first_ref = r;
+        p.first_cand = c;
+      }
+      ++p.hist[kUlpBuckets - 1];
+      continue;
+    }
+    const double mag = std::fabs(r);
+    if (!(d <= tol.atol + tol.rtol * mag)) {
+      ++p.mismatches;
+      if (p.first_mismatch < 0) {
+        p.first_mismatch = i;
+        p.first_ref = r;
+        p.first_cand = c;
+      }
+    }
+    const double ulp = ulp_of<T>(r, c);
+    // Counts above each bucket edge in registers (bucket k = above[k-1] - above[k], folded in at
+    // the end): a histogram increment per element would chain every element through memory.
+    above[0] += ulp > 0;
+    above[1] += ulp > 1;
+    above[2] += ulp > 3;
+    above[3] += ulp > 15;
+    above[4] += ulp > 255;
+    above[5] += ulp > 65535;
+    if (d > p.max_abs) [[unlikely]] {
+      p.max_abs = d;
+      p.max_abs_index = i;
+      p.max_abs_ref = r;
+      p.max_abs_cand = c;
+    }
+    // Plain comparisons rather than std::fmax (a libm call): everything here is finite.
+    // One division per element: both relative quantities share the reciprocal.
+    const double inv = 1.0 / (mag > tiny ? mag : tiny);
+    const double rel = d * inv;
+    p.max_rel = rel > p.max_rel ? rel : p.max_rel;
+    p.max_ulp = ulp > p.max_ulp ? ulp : p.max_ulp;
+    p.sum_ulp += ulp;
+    // Minimum tolerances: the atol that passes with this rtol, and vice versa.
+    const double need_atol = d - tol.rtol * mag;
+    p.min_atol = need_atol > p.min_atol ? need_atol : p.min_atol;
+    if (mag > 0) {
+      const double need_rtol = mag >= tiny ? (d - tol.atol) * inv : (d - tol.atol) / mag;
+      p.min_rtol = need_rtol > p.min_rtol ? need_rtol : p.min_rtol;
+    } else if (d > tol.atol) {
+      p.min_rtol = kInf;
+    }
+    p.sum_abs += d;
+    p.sum_d2 += d * d;
+    p.sum_r2 += r * r;
+    p.sum_c2 += c * c;
+    p.sum_rc += r * c;
+    ++p.finite_pairs;
+  }
+  const std::int64_t finite = p.finite_pairs - finite_before;
+  p.hist[0] += finite - above[0];
+  for (int k = 1; k < kUlpBuckets - 2; ++k) p.hist[std::size_t(k)] += above[k - 1] - above[k];
+  p.hist[kUlpBuckets - 2] += above[kUlpBuckets - 3];
+  out = p;
+}
+
+void merge(Partial& a, const Partial& b) {
+  a.nan_ref += b.nan_ref;
+  a.nan_cand += b.nan_cand;
+  a.inf_ref += b.inf_ref;
+  a.inf_cand += b.inf_cand;
+  if (a.first_nan < 0) a.first_nan = b.first_nan;
+  a.inf_agree = a.inf_agree && b.inf_agree;
+  a.mismatches += b.mismatches;
+  if (a.first_mismatch < 0 && b.first_mismatch >= 0) {
+    a.first_mismatch = b.first_mismatch;
+    a.first_ref = b.first_ref;
+    a.first_cand = b.first_cand;
+  }
+  if (b.max_abs > a.max_abs) {  // ties keep the earlier index
+    a.max_abs = b.max_abs;
+    a.max_abs_index = b.max_abs_index;
+    a.max_abs_ref = b.max_abs_ref;
+    a.max_abs_cand = b.max_abs_cand;
+  }
+  a.max_rel = std::fmax(a.max_rel, b.max_rel);
+  a.max_ulp = std::fmax(a.max_ulp, b.max_ulp);
+  a.min_atol = std::fmax(a.min_atol, b.min_atol);
+  a.min_rtol = std::fmax(a.min_rtol, b.min_rtol);
+  a.sum_abs += b.sum_abs;
+  a.sum_d2 += b.sum_d2;
+  a.sum_r2 += b.sum_r2;
+  a.sum_c2 += b.sum_c2;
+  a.sum_rc += b.sum_rc;
+  a.sum_ulp += b.sum_ulp;
+  a.finite_pairs += b.finite_pairs;
+  for (int i = 0; i < kUlpBuckets; ++i) a.hist[std::size_t(i)] += b.hist[std::size_t(i)];
+}
+
+// Fixed chunking (independent of the thread count) is what makes the merge deterministic.
+constexpr std::int64_t kChunk = std::int64_t(1) << 16;
+
+template <class R, class C, DType T>
+Partial scan_all(const R* ref, const C* cand, std::int64_t n, Tolerance tol, int threads) {
+  const std::int64_t chunks = std::max<std::int64_t>(1, (n + kChunk - 1) / kChunk);
+  std::vector<Partial> parts(static_cast<std::size_t>(chunks));
+  auto work = [&](std::int64_t k) { scan<R, C, T>(ref, cand, k * kChunk, std::min(n, (k + 1) * kChunk), tol, parts[std::size_t(k)]); };
+  int nt = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  nt = int(std::min<std::int64_t>(nt, chunks));
+  if (nt <= 1) {
+    for (std::int64_t k = 0; k < chunks; ++k) work(k);
+  } else {
+    std::atomic<std::int64_t> next{0};
+    std::vector<std::jthread> pool;
+    for (int t = 0; t < nt; ++t)
+      pool.emplace_back([&] {
+        for (std::int64_t k; (k = next.fetch_add(1)) < chunks;) work(k);
+      });
+  }
+  Partial total = parts[0];
+  for (std::size_t k = 1; k < parts.size(); ++k) merge(total, parts[k]);
+  return total;
+}
+
+template <class R, class C>
+Partial dispatch_dtype(const R* ref, const C* cand, std::int64_t n, DType t, Tolerance tol, int threads) {
+  switch (t) {
+    case DType::f16: return scan_all<R, C, DType::f16>(ref, cand, n, tol, threads);
+    case DType::bf16: return scan_all<R, C, DType::bf16>(ref, cand, n, tol, threads);
+    case DType::f32: return scan_all<R, C, DType::f32>(ref, cand, n, tol, threads);
+    case DType::f64: return scan_all<R, C, DType::f64>(ref, cand, n, tol, threads);
+    case DType::i32: return scan_all<R, C, DType::i32>(ref, cand, n, tol, threads);
+  }
+  throw std::invalid_argument("compute_metrics: unknown dtype");
+}
+
+// Contiguous f64 or f32 data in place; anything else widened to an f64 copy kept in `keep`.
+struct Flat {
+  const double* f64 = nullptr;
+  const float* f32 = nullptr;
+  Tensor keep;
+};
+
+Flat flat(const TensorView& v) {
+  Flat f;
+  if (v.contiguous() && v.dtype() == DType::f64) f.f64 = reinterpret_cast<const double*>(v.raw());
+  else if (v.contiguous() && v.dtype() == DType::f32) f.f32 = reinterpret_cast<const float*>(v.raw());
+  else {
+    f.keep = Tensor::from_view(v, DType::f64);
+    f.f64 = f.keep.data<double>();
+  }
+  return f;
 }
 
 }  // namespace
 
 double ulp_distance(DType t, double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::infinity();
-  const std::int64_t x = ordered(t, a), y = ordered(t, b);
-  // f64 differences can overflow int64; go through double (rounding is fine this far out).
-  return std::fabs(double(x) - double(y));
+  if (std::isnan(a) || std::isnan(b)) return kInf;
+  switch (t) {
+    case DType::f16: return ulp_of<DType::f16>(a, b);
+    case DType::bf16: return ulp_of<DType::bf16>(a, b);
+    case DType::f32: return ulp_of<DType::f32>(a, b);
+    case DType::f64: return ulp_of<DType::f64>(a, b);
+    case DType::i32: return ulp_of<DType::i32>(a, b);
+  }
+  return kInf;
 }
 
-int ulp_bucket(double ulp) {
-  if (!std::isfinite(ulp)) return 7;
-  if (ulp == 0) return 0;
-  if (ulp <= 1) return 1;
-  if (ulp <= 3) return 2;
-  if (ulp <= 15) return 3;
-  if (ulp <= 255) return 4;
-  if (ulp <= 65535) return 5;
-  return 6;
-}
+int ulp_bucket(double ulp) { return std::isnan(ulp) ? kUlpBuckets - 1 : bucket_of(ulp); }
 
-Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol) {
-  if (ref.numel() != cand.numel())
-    throw std::invalid_argument("compute_metrics: element counts differ");
+Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol, int threads) {
+  if (ref.numel() != cand.numel()) throw std::invalid_argument("compute_metrics: element counts differ");
   Metrics m;
   m.numel = ref.numel();
   m.atol = tol.atol;
   m.rtol = tol.rtol;
-  const double tiny = std::numeric_limits<double>::min();
-  double sum_abs = 0, sum_d2 = 0, sum_r2 = 0, sum_c2 = 0, sum_rc = 0, sum_ulp = 0;
-  std::int64_t finite_pairs = 0;
-  m.max_abs = 0;
-  for (std::int64_t i = 0; i < m.numel; ++i) {
-    const double r = ref.at(i), c = cand.at(i);
-    const bool rn = std::isnan(r), cn = std::isnan(c);
-    m.nan_ref += rn;
-    m.nan_cand += cn;
-    if ((rn || cn) && m.first_nan < 0) m.first_nan = i;
-    const bool ri = std::isinf(r), ci = std::isinf(c);
-    m.inf_ref += ri;
-    m.inf_cand += ci;
-    if (ri || ci) {
-      // Matching infinities are equal, not NaN-producing: they count as exact and stay out of
-      // the sums; a mismatched infinity is an infinite error.
-      if (ri && ci && r == c) {
-        ++m.ulp_hist[0];
-        continue;
-      }
-      m.inf_agree = false;
-    }
-    const double d = std::fabs(c - r);
-    const bool bad = rn || cn || !(d <= tol.atol + tol.rtol * std::fabs(r));
-    if (bad) {
-      ++m.mismatches;
-      if (m.first_mismatch < 0) {
-        m.first_mismatch = i;
-        m.first_ref = r;
-        m.first_cand = c;
-      }
-    }
-    if (rn || cn) {
-      ++m.ulp_hist[7];
-      continue;
-    }
-    const double ulp = ulp_distance(cand_dtype, r, c);
-    ++m.ulp_hist[std::size_t(ulp_bucket(ulp))];
-    if (m.max_abs_index < 0 || d > m.max_abs) {
-      m.max_abs = d;
-      m.max_abs_index = i;
-      m.max_abs_ref = r;
-      m.max_abs_cand = c;
-    }
-    m.max_rel = std::fmax(m.max_rel, d / std::fmax(std::fabs(r), tiny));
-    if (std::isfinite(ulp)) {
-      m.max_ulp = std::fmax(m.max_ulp, ulp);
-      sum_ulp += ulp;
-    } else {
-      m.max_ulp = ulp;
-    }
-    // Minimum tolerances: the atol that passes with this rtol, and vice versa.
-    m.min_atol = std::fmax(m.min_atol, d - tol.rtol * std::fabs(r));
-    if (std::fabs(r) > 0) m.min_rtol = std::fmax(m.min_rtol, (d - tol.atol) / std::fabs(r));
-    else if (d > tol.atol) m.min_rtol = std::numeric_limits<double>::infinity();
-    sum_abs += d;
-    sum_d2 += d * d;
-    sum_r2 += r * r;
-    sum_c2 += c * c;
-    sum_rc += r * c;
-    ++finite_pairs;
-  }
-  const std::int64_t nan_pairs = m.ulp_hist[7];
-  if (nan_pairs > 0) {
-    m.max_abs = std::numeric_limits<double>::quiet_NaN();
-    m.max_ulp = std::numeric_limits<double>::infinity();
-  }
-  const double n = double(finite_pairs ? finite_pairs : 1);
-  m.mean_abs = sum_abs / n;
-  m.rms = std::sqrt(sum_d2 / n);
-  m.ref_rms = std::sqrt(sum_r2 / n);
-  m.mean_ulp = sum_ulp / n;
-  m.min_atol = std::fmax(m.min_atol, 0.0);
-  m.min_rtol = std::fmax(m.min_rtol, 0.0);
-  if (sum_r2 == 0 && sum_c2 == 0) m.cosine = 1;
-  else if (sum_r2 == 0 || sum_c2 == 0) m.cosine = 0;
-  else m.cosine = sum_rc / std::sqrt(sum_r2 * sum_c2);
-  m.nmse = sum_r2 > 0 ? sum_d2 / sum_r2 : (sum_d2 > 0 ? std::numeric_limits<double>::infinity() : 0);
-  m.sqnr_db = sum_d2 > 0 ? 10 * std::log10(sum_r2 / sum_d2) : std::numeric_limits<double>::infinity();
-  if (!m.inf_agree) {
-    m.max_abs = std::numeric_limits<double>::infinity();
-    m.cosine = std::numeric_limits<double>::quiet_NaN();
+  if (m.numel == 0) return m;
+  const Flat r = flat(ref), c = flat(cand);
+  const std::int64_t n = m.numel;
+  Partial p;
+  if (r.f64 && c.f64) p = dispatch_dtype(r.f64, c.f64, n, cand_dtype, tol, threads);
+  else if (r.f64 && c.f32) p = dispatch_dtype(r.f64, c.f32, n, cand_dtype, tol, threads);
+  else if (r.f32 && c.f32) p = dispatch_dtype(r.f32, c.f32, n, cand_dtype, tol, threads);
+  else p = dispatch_dtype(r.f32, c.f64, n, cand_dtype, tol, threads);
+
+  m.nan_ref = p.nan_ref;
+  m.nan_cand = p.nan_cand;
+  m.inf_ref = p.inf_ref;
+  m.inf_cand = p.inf_cand;
+  m.first_nan = p.first_nan;
+  m.inf_agree = p.inf_agree;
+  m.mismatches = p.mismatches;
+  m.first_mismatch = p.first_mismatch;
+  m.first_ref = p.first_ref;
+  m.first_cand = p.first_cand;
+  m.ulp_hist = p.hist;
+  m.max_abs = std::max(p.max_abs, 0.0);
+  m.max_abs_index = p.max_abs_index;
+  m.max_abs_ref = p.max_abs_ref;
+  m.max_abs_cand = p.max_abs_cand;
+  m.max_rel = p.max_rel;
+  m.max_ulp = p.max_ulp;
+  const double fp = double(std::max<std::int64_t>(p.finite_pairs, 1));
+  m.mean_abs = p.sum_abs / fp;
+  m.rms = std::sqrt(p.sum_d2 / fp);
+  m.ref_rms = std::sqrt(p.sum_r2 / fp);
+  m.mean_ulp = p.sum_ulp / fp;
+  m.min_atol = std::fmax(p.min_atol, 0.0);
+  m.min_rtol = std::fmax(p.min_rtol, 0.0);
+  if (p.sum_r2 == 0 && p.sum_c2 == 0) m.cosine = 1;
+  else if (p.sum_r2 == 0 || p.sum_c2 == 0) m.cosine = 0;
+  else m.cosine = p.sum_rc / std::sqrt(p.sum_r2 * p.sum_c2);
+  m.nmse = p.sum_r2 > 0 ? p.sum_d2 / p.sum_r2 : (p.sum_d2 > 0 ? kInf : 0);
+  m.sqnr_db = p.sum_d2 > 0 ? 10 * std::log10(p.sum_r2 / p.sum_d2) : kInf;
+  // Non-finite disagreements poison the error metrics on purpose, towards failing: a NaN pair
+  // makes max |diff| NaN (every `<=` predicate is then false), an unmatched Inf makes it inf.
+  const std::int64_t nonfinite_bad = p.hist[kUlpBuckets - 1];
+  if (nonfinite_bad > 0) {
+    m.max_ulp = kInf;
+    m.min_atol = m.min_rtol = kInf;
+    m.nmse = kInf;
+    m.sqnr_db = -kInf;
+    m.cosine = Metrics::nan;
+    m.max_abs = (m.nan_ref || m.nan_cand) ? Metrics::nan : kInf;
+    m.max_rel = m.max_abs;
   }
   return m;
 }
@@ -156,6 +331,16 @@ std::vector<double> per_row_relative_error(const TensorView& ref, const TensorVi
     out.push_back(r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2));
   }
   return out;
+}
+
+std::uint64_t content_hash(const Tensor& t) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const std::byte* p = t.raw();
+  for (std::size_t i = 0; i < t.nbytes(); ++i) {
+    h ^= std::uint64_t(p[i]);
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }
 
 }  // namespace ds

@@ -1,15 +1,22 @@
 #include "policy.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace ds {
 
 namespace {
-struct DtypeTolerance {
+
+struct DtypeDefault {
   double atol, rtol;
 };
 // torch.testing.assert_close defaults.
-DtypeTolerance dtype_tolerance(DType t) {
+DtypeDefault dtype_default(DType t) {
   switch (t) {
     case DType::f16: return {1e-5, 1e-3};
     case DType::bf16: return {1e-5, 1.6e-2};
@@ -19,18 +26,266 @@ DtypeTolerance dtype_tolerance(DType t) {
   }
   return {1e-5, 1e-3};
 }
+
+// Half an ULP at 1.0: the least error storing a value of the stage's scale can cost. A floor
+// below it (a stage that happened to round exactly in the floor run) is raised to it, so a
+// zero floor does not demand bit-exactness.
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::f16: return 0x1p-11;
+    case DType::bf16: return 0x1p-8;
+    case DType::f32: return 0x1p-24;
+    default: return 0x1p-53;
+  }
+}
+
+double floor_of(double floor, DType t, double ref_rms) { return std::fmax(floor, unit_roundoff(t) * ref_rms); }
+
+// The k of the built-in chained rule: a correct candidate that rounds like the reference at
+// its storage dtype stays within a few times the floor; a bug is orders of magnitude above.
+constexpr double kDefaultFloorFactor = 8;
+
+Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
+  Rule r;
+  r.where = "built-in";
+  r.kind = kind;
+  r.mode = mode;
+  r.k = kDefaultFloorFactor;
+  return r;
+}
+
 }  // namespace
 
-Policy Policy::dtype_defaults() { return Policy{}; }
-
-Tolerance Policy::tolerance(const StageKey&, Mode, DType cand_dtype, double ref_rms) const {
-  const auto d = dtype_tolerance(cand_dtype);
+Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
+  const auto d = dtype_default(cand_dtype);
   return {std::max(d.atol, d.rtol * ref_rms), d.rtol};
 }
 
-Status Policy::judge(const StageKey&, Mode, const Metrics& m) const {
-  if (m.nan_cand > m.nan_ref || (m.nan_cand > 0 && m.first_nan >= 0 && m.mismatches > 0)) return Status::nan;
-  return m.mismatches == 0 && m.inf_agree ? Status::pass : Status::fail;
+bool Rule::matches(const StageKey& key, Mode m) const {
+  if (mode && *mode != m) return false;
+  if (!any_layer && (key.layer < layer_min || key.layer > layer_max)) return false;
+  return std::regex_match(key.stage, stage);
+}
+
+Policy Policy::dtype_defaults() {
+  Policy p;
+  p.rules_ = {builtin(Rule::Kind::dtype, Mode::isolated), builtin(Rule::Kind::noise_floor, Mode::chained)};
+  return p;
+}
+
+const Rule* Policy::rule_for(const StageKey& key, Mode mode, bool present) const {
+  const Rule* fallback = nullptr;
+  for (const Rule& r : rules_) {
+    // An `expect:` rule speaks only for stages the candidate did not produce.
+    if (present && r.kind == Rule::Kind::expect) continue;
+    if (!r.matches(key, mode)) continue;
+    if (!r.is_default) return &r;
+    if (!fallback) fallback = &r;
+  }
+  return fallback;
+}
+
+Tolerance Policy::tolerance(const StageResult& r) const {
+  const Rule* rule = rule_for(r.key, r.mode, true);
+  if (rule && rule->kind == Rule::Kind::bit_exact) return {0, 0};
+  if (rule && rule->kind == Rule::Kind::noise_floor) {
+    if (std::isnan(r.floor_max_abs)) return {0, 0};
+    return {rule->k * floor_of(r.floor_max_abs, r.cand_dtype, r.m.ref_rms), 0};
+  }
+  return dtype_tolerance(r.cand_dtype, r.m.ref_rms);
+}
+
+void Policy::judge(StageResult& r) const {
+  const bool present = r.status != Status::missing && r.status != Status::skipped;
+  const Rule* rule = rule_for(r.key, r.mode, present);
+  r.expected = false;
+  if (!present) {
+    r.expected = rule && rule->kind == Rule::Kind::expect && rule->expect == r.status;
+    if (!r.expected && r.note.empty())
+      r.note = fmt::format("{} stage and no policy rule expects it", status_name(r.status));
+    return;
+  }
+  if (r.status == Status::shape_mismatch || r.status == Status::crashed) return;
+  const Metrics& m = r.m;
+  r.note.clear();
+  if (m.nan_cand > m.nan_ref || (m.nan_cand > 0 && m.mismatches > 0)) {
+    r.status = Status::nan;
+    r.note = fmt::format("{} NaN in the candidate ({} in the reference)", m.nan_cand, m.nan_ref);
+    return;
+  }
+  if (!rule) {
+    r.status = Status::fail;
+    r.note = "no policy rule matches this stage and the policy has no default rule";
+    return;
+  }
+  bool ok = m.inf_agree;
+  switch (rule->kind) {
+    case Rule::Kind::dtype: ok = ok && m.mismatches == 0; break;
+    case Rule::Kind::bit_exact:
+      ok = ok && m.max_ulp == 0 && m.mismatches == 0;
+      if (!ok) r.note = fmt::format("not bit-exact: max {} ULP ({})", m.max_ulp, rule->where);
+      break;
+    case Rule::Kind::noise_floor: {
+      if (std::isnan(r.floor_max_abs)) {
+        ok = false;
+        r.note = "noise-floor rule but no floor was recorded for this stage";
+        break;
+      }
+      const double rms_limit = rule->k * floor_of(r.floor_rms, r.cand_dtype, m.ref_rms);
+      ok = ok && m.mismatches == 0 && m.rms <= rms_limit;
+      if (!ok)
+        r.note = fmt::format("above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} vs floor {:.3g}",
+                             rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
+      break;
+    }
+    case Rule::Kind::predicates:
+      for (const Predicate& p : rule->predicates)
+        if (!p.holds(r)) {
+          ok = false;
+          r.note = fmt::format("{} fails ({} = {:.4g}, {})", p.str(), p.metric, *metric_value(r, p.metric), rule->where);
+          break;
+        }
+      break;
+    case Rule::Kind::expect: break;
+  }
+  r.status = ok ? Status::pass : Status::fail;
+}
+
+// ---- YAML ----
+
+namespace {
+
+std::string at(const std::string& source, const YAML::Node& n) { return fmt::format("{}:{}", source, n.Mark().line + 1); }
+
+[[noreturn]] void bad(const std::string& source, const YAML::Node& n, std::string_view field, const std::string& why) {
+  throw PolicyError(fmt::format("{}: field '{}': {}", at(source, n), field, why));
+}
+
+template <class T>
+T scalar(const std::string& source, const YAML::Node& n, std::string_view field) {
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    bad(source, n, field, "wrong type");
+  }
+}
+
+void parse_layers(Rule& r, const std::string& source, const YAML::Node& n) {
+  const std::string s = scalar<std::string>(source, n, "layers");
+  const auto colon = s.find(':');
+  try {
+    std::size_t used = 0;
+    if (colon == std::string::npos) {
+      r.layer_min = r.layer_max = std::stoi(s, &used);
+      if (used != s.size()) throw std::invalid_argument(s);
+    } else {
+      const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+      r.layer_min = a.empty() ? 0 : std::stoi(a);
+      r.layer_max = b.empty() ? std::numeric_limits<int>::max() : std::stoi(b);
+    }
+  } catch (const std::exception&) {
+    bad(source, n, "layers", fmt::format("'{}' is not N or A:B (inclusive)", s));
+  }
+  if (r.layer_min > r.layer_max) bad(source, n, "layers", fmt::format("empty range '{}'", s));
+  r.any_layer = false;
+}
+
+Rule parse_rule(const std::string& source, const YAML::Node& n) {
+  if (!n.IsMap()) throw PolicyError(fmt::format("{}: a rule must be a mapping", at(source, n)));
+  Rule r;
+  r.where = at(source, n);
+  int kinds = 0;
+  for (const auto& kv : n) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "stage") {
+      r.stage_src = scalar<std::string>(source, v, key);
+      try {
+        r.stage = std::regex(r.stage_src);
+      } catch (const std::regex_error& e) {
+        bad(source, v, key, fmt::format("bad regex '{}': {}", r.stage_src, e.what()));
+      }
+    } else if (key == "layers") {
+      parse_layers(r, source, v);
+    } else if (key == "mode") {
+      const auto m = parse_mode(scalar<std::string>(source, v, key));
+      if (!m) bad(source, v, key, "must be isolated or chained");
+      r.mode = m;
+    } else if (key == "default") {
+      r.is_default = scalar<bool>(source, v, key);
+    } else if (key == "check") {
+      ++kinds;
+      r.kind = Rule::Kind::predicates;
+      try {
+        r.predicates = parse_predicates(scalar<std::string>(source, v, key));
+      } catch (const std::invalid_argument& e) {
+        bad(source, v, key, e.what());
+      }
+    } else if (key == "noise_floor") {
+      ++kinds;
+      r.kind = Rule::Kind::noise_floor;
+      r.k = scalar<double>(source, v, key);
+      if (!(r.k > 0)) bad(source, v, key, "the factor k must be positive");
+    } else if (key == "bit_exact") {
+      ++kinds;
+      r.kind = Rule::Kind::bit_exact;
+      if (!scalar<bool>(source, v, key)) bad(source, v, key, "only `bit_exact: true` means something");
+    } else if (key == "dtype_defaults") {
+      ++kinds;
+      r.kind = Rule::Kind::dtype;
+      if (!scalar<bool>(source, v, key)) bad(source, v, key, "only `dtype_defaults: true` means something");
+    } else if (key == "expect") {
+      ++kinds;
+      r.kind = Rule::Kind::expect;
+      const auto s = parse_status(scalar<std::string>(source, v, key));
+      if (!s || (*s != Status::missing && *s != Status::skipped)) bad(source, v, key, "must be missing or skipped");
+      r.expect = *s;
+    } else if (key == "why") {
+      // Free text for the reader of the policy file.
+    } else {
+      bad(source, kv.first, key,
+          "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, expect, why)");
+    }
+  }
+  if (kinds != 1)
+    throw PolicyError(fmt::format("{}: a rule needs exactly one of check, noise_floor, bit_exact, dtype_defaults, "
+                                  "expect (found {})",
+                                  r.where, kinds));
+  return r;
+}
+
+}  // namespace
+
+Policy Policy::from_yaml(const std::string& text, const std::string& source) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw PolicyError(fmt::format("{}:{}: not valid YAML: {}", source, e.mark.line + 1, e.msg));
+  }
+  if (!doc.IsMap()) throw PolicyError(fmt::format("{}: a policy is a mapping with `name` and `rules`", source));
+  Policy p;
+  p.name_ = source;
+  for (const auto& kv : doc) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "name") p.name_ = scalar<std::string>(source, kv.second, key);
+    else if (key == "description") continue;
+    else if (key == "rules") {
+      if (!kv.second.IsSequence()) bad(source, kv.second, key, "must be a list of rules");
+      for (const auto& r : kv.second) p.rules_.push_back(parse_rule(source, r));
+    } else
+      bad(source, kv.first, key, "unknown top-level field (use name, description, rules)");
+  }
+  if (p.rules_.empty()) throw PolicyError(fmt::format("{}: field 'rules': the policy has no rules", source));
+  return p;
+}
+
+Policy Policy::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw PolicyError(fmt::format("{}: cannot read the policy file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_yaml(ss.str(), path);
 }
 
 }  // namespace ds

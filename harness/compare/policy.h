@@ -1,30 +1,88 @@
 // Tolerance policies: how metrics become a status. Kept apart from the data so a stored
-// trace can be re-judged under another policy.
+// trace can be re-judged under another policy (docs/policies.md describes the YAML file).
 #pragma once
 
+#include <limits>
+#include <optional>
+#include <regex>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "metrics.h"
 #include "result.h"
 
 namespace ds {
 
+// A policy file that does not parse; the message names the file, line and field.
+struct PolicyError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// `metric op number`, e.g. `max_abs <= 1e-3`.
+struct Predicate {
+  enum class Op { le, lt, ge, gt, eq, ne };
+  std::string metric;
+  Op op = Op::le;
+  double value = 0;
+  bool holds(const StageResult& r) const;  // false when the metric is NaN
+  std::string str() const;
+};
+
+// Parses predicates joined by `and`; throws std::invalid_argument naming the bad part.
+std::vector<Predicate> parse_predicates(const std::string& text);
+// The value of a named metric of a stage (max_abs, cosine, floor_rms, ...); nullopt if unknown.
+std::optional<double> metric_value(const StageResult& r, const std::string& metric);
+
+struct Rule {
+  enum class Kind { dtype, noise_floor, bit_exact, predicates, expect };
+  std::string where;  // "file:line" (or "built-in"), for notes and errors
+  // Which stages it applies to.
+  std::string stage_src = ".*";
+  std::regex stage{".*"};
+  int layer_min = std::numeric_limits<int>::min(), layer_max = std::numeric_limits<int>::max();
+  bool any_layer = true;  // false: only layers in [layer_min, layer_max] (not model-level stages)
+  std::optional<Mode> mode;
+  bool is_default = false;  // used only when no other rule matches
+  // What it demands.
+  Kind kind = Kind::dtype;
+  std::vector<Predicate> predicates;  // Kind::predicates
+  double k = 1;                        // Kind::noise_floor: error <= k x floor
+  Status expect = Status::missing;     // Kind::expect: missing or skipped is legitimate
+  bool matches(const StageKey& key, Mode m) const;
+};
+
 class Policy {
  public:
-  // The dtype defaults (torch.testing.assert_close's rtol per dtype), with atol scaled to
-  // the stage: reductions over operands stored in the candidate's dtype make the absolute
-  // error scale with the operands, not with each output element, so an elementwise atol of
-  // 1e-5 would flag honest f16 rounding in every projection whose output crosses zero.
+  // The built-in policy. Isolated mode: the dtype defaults (torch.testing.assert_close's rtol
+  // per dtype) with atol scaled to the stage: reductions over operands stored in the
+  // candidate's dtype make the absolute error scale with the operands, not with each output
+  // element, so an elementwise atol of 1e-5 would flag honest f16 rounding in every projection
+  // whose output crosses zero. Chained mode: the noise floor (error <= k x the error of the
+  // reference run at the candidate's storage dtype), because accumulated rounding error grows
+  // layer by layer and no fixed per-element tolerance tells honest drift from a bug.
   static Policy dtype_defaults();
+  // A YAML policy file (fixtures/policies/*.yaml); throws PolicyError naming line and field.
+  static Policy from_file(const std::string& path);
+  static Policy from_yaml(const std::string& text, const std::string& source = "<policy>");
 
   std::string name() const { return name_; }
-  // The tolerance applied to a stage whose reference has RMS `ref_rms`.
-  Tolerance tolerance(const StageKey& key, Mode mode, DType cand_dtype, double ref_rms) const;
-  // pass / fail / nan from metrics taken under `tolerance`.
-  Status judge(const StageKey& key, Mode mode, const Metrics& m) const;
+  const std::vector<Rule>& rules() const { return rules_; }
+  // The rule that judges a stage (present: the candidate produced it), or nullptr.
+  const Rule* rule_for(const StageKey& key, Mode mode, bool present) const;
+  // The elementwise tolerance the stage's mismatch count is taken under. Needs r.key, r.mode,
+  // r.cand_dtype, r.m.ref_rms and the floor fields.
+  Tolerance tolerance(const StageResult& r) const;
+  // Sets r.status (pass/fail/nan from metrics taken under tolerance(r); missing/skipped keep
+  // their status and become `expected` when a rule says so), and r.note on failure.
+  void judge(StageResult& r) const;
 
  private:
   std::string name_ = "dtype-defaults";
+  std::vector<Rule> rules_;
 };
+
+// The elementwise tolerance of the dtype defaults for a stage of RMS `ref_rms`.
+Tolerance dtype_tolerance(DType cand_dtype, double ref_rms);
 
 }  // namespace ds

@@ -29,7 +29,7 @@ std::string values(const std::vector<double>& v) {
 }  // namespace
 
 std::string format_stage_line(const StageResult& r, bool color) {
-  const bool bad = is_failure(r.status);
+  const bool bad = is_failure(r);
   std::string status(status_name(r.status));
   for (char& ch : status) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   status = fmt::format("{:<8}", status);
@@ -53,24 +53,27 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
   fmt::print(out, "{:>4} {:>5}  {:<12} {:<8} {:<8} {:>10} {:>10} {:>8} {:>12}  {}\n", "step", "layer", "stage", "mode",
              "status", "max_diff", "avg_diff", "max_ulp", "cosine", "first_mismatch");
   for (const auto& r : report.results) {
-    const bool bad = is_failure(r.status);
+    const bool bad = is_failure(r);
     if (opt.only_failures && !bad) continue;
     fmt::print(out, "{}\n", format_stage_line(r, opt.color));
+    if (bad && !r.note.empty() && (r.status == Status::fail || r.status == Status::nan))
+      fmt::print(out, "{:>14}why: {}\n", "", r.note);
     if (bad && !r.head_ref.empty()) {
       fmt::print(out, "{:>14}ref[0..{}]:  {}\n", "", r.head_ref.size(), values(r.head_ref));
       fmt::print(out, "{:>14}cand[0..{}]: {}\n", "", r.head_cand.size(), values(r.head_cand));
     }
   }
   std::size_t failed = 0;
-  for (const auto& r : report.results) failed += is_failure(r.status);
+  for (const auto& r : report.results) failed += is_failure(r);
   fmt::print(out, "\n{} stages judged, {} failed\n", report.results.size(), failed);
   if (const auto& f = report.first_failure) {
     fmt::print(out, "First failing stage: {} of {} at step {} ({} mode): {}", f->key.stage,
                f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
                f->key.step, mode_name(f->mode), status_name(f->status));
     if (f->m.first_mismatch >= 0)
-      fmt::print(out, ", first mismatch at flat index {} (ref {:.7g}, cand {:.7g}), max |diff| {}",
-                 f->m.first_mismatch, f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
+      fmt::print(out, ", first mismatch at flat index {} = {} of {} (ref {:.7g}, cand {:.7g}), max |diff| {}",
+                 f->m.first_mismatch, shape_str(unravel(f->m.first_mismatch, f->shape)), shape_str(f->shape),
+                 f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
     fmt::print(out, "\n");
   }
   for (const auto& l : report.logits)

@@ -9,9 +9,9 @@ std::optional<StageResult> find_culprit(const std::vector<StageResult>& results)
   bool has_isolated = false;
   for (const auto& r : results) has_isolated |= r.mode == Mode::isolated;
   for (const auto& r : results)
-    if (is_failure(r.status) && (!has_isolated || r.mode == Mode::isolated || r.status == Status::crashed)) return r;
+    if (is_failure(r) && (!has_isolated || r.mode == Mode::isolated || r.status == Status::crashed)) return r;
   for (const auto& r : results)
-    if (is_failure(r.status)) return r;
+    if (is_failure(r)) return r;
   return std::nullopt;
 }
 
@@ -21,7 +21,8 @@ int mark_inherited(std::vector<StageResult>& results) {
     if (r.mode == Mode::isolated) local[{r.key.step, r.key.layer, r.key.stage}] = &r;
   int marked = 0;
   for (auto& r : results) {
-    if (r.mode != Mode::chained || !is_failure(r.status) || r.status == Status::crashed) continue;
+    if (r.mode != Mode::chained || !is_failure(r) || r.status == Status::crashed) continue;
+    if (r.note.find("inherited") != std::string::npos) continue;
     auto it = local.find({r.key.step, r.key.layer, r.key.stage});
     if (it != local.end() && it->second->status == Status::pass) {
       if (!r.note.empty()) r.note += "; ";

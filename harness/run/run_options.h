@@ -22,6 +22,8 @@ struct RunOptions {
   int layers = 0;  // > 0: only the first `layers` layers of the model
   std::string trace_path;  // empty: no trace
   trace::Capture capture = trace::Capture::all;
+  std::string capture_stages;  // regex on the stage name; empty: every stage's tensors
+  int capture_layer_min = -1, capture_layer_max = 1 << 30;  // inclusive; model-level stages always
   std::string command_line;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
   double timeout_s = 0;         // > 0: a candidate step taking longer is reported as crashed

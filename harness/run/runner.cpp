@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
+
 #include <map>
 #include <memory>
 #include <utility>
@@ -96,6 +99,10 @@ struct Lane {
   std::map<std::pair<int, std::string>, Tensor> cache;    // (layer, stage) -> rows so far
   std::map<std::pair<int, std::string>, Tensor> prev;     // (layer, stage) -> previous step
   std::map<std::pair<int, std::string>, Tensor> latest;   // (layer, stage) -> this step
+  // The noise floor: the reference at the candidate's storage dtype, fed like the candidate
+  // (the oracle's inputs in isolated mode, its own outputs in chained mode).
+  std::unique_ptr<ref::Reference> floor;
+  Tensor floor_x;
 };
 
 std::vector<double> head_values(const Tensor& t, std::int64_t from, int n) {
@@ -123,6 +130,7 @@ class Run {
     Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
     const ModelConfig& cfg = model.config;
     report_.model = cfg.name;
+    report_.policy = policy_.name();
     report_.candidate = cand->name();
     if (opt_.isolate_process) cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
     if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
@@ -131,7 +139,10 @@ class Run {
     cand->load(cfg, model.weights);
 
     std::vector<Lane> lanes;
-    for (Mode m : opt_.modes) lanes.push_back(Lane{m, {}, {}, {}, {}});
+    for (Mode m : opt_.modes) {
+      lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
+      lanes.back().floor = std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
+    }
     std::vector<int> tokens = prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed);
     report_.tokens = tokens;
     try {
@@ -163,9 +174,11 @@ class Run {
       // Model-level: embed.
       TensorMap ref_stages = reference.embed(tok32, pos0);
       for (auto& lane : lanes) {
-        TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, lane,
+        const TensorMap fs = lane.floor->embed(tok32, pos0);
+        TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs, lane,
                                    &tok, ref_stages.at("embed"));
         lane.x = outs.at("embed");
+        lane.floor_x = fs.at("embed");
       }
       Tensor ref_x = ref_stages.at("embed");
       flush();
@@ -174,17 +187,22 @@ class Run {
         TensorMap rs = reference.layer(l, ref_x, pos0);
         record_reference(l, rs);
         for (auto& lane : lanes) {
-          TensorMap outs = run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, lane, &tok, ref_x);
+          const Tensor floor_in = lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x;
+          const TensorMap fs = lane.floor->layer(l, floor_in, pos0);
+          lane.floor_x = fs.at("residual_2");
+          TensorMap outs = run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, fs, lane, &tok, ref_x);
           auto it = outs.find("residual_2");
           // A candidate that does not produce the layer output cannot continue its own chain.
           lane.x = it != outs.end() ? it->second : rs.at("residual_2").to(cand->storage_dtype());
         }
         ref_x = rs.at("residual_2");
         flush();
+        maybe_test_kill();
       }
       TensorMap hs = reference.head(ref_x);
       for (auto& lane : lanes) {
-        const TensorMap outs = run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, lane, &tok, ref_x);
+        const TensorMap fs = lane.floor->head(lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
+        const TensorMap outs = run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, fs, lane, &tok, ref_x);
         if (auto it = outs.find("logits"); it != outs.end()) note_logits(lane.mode, step, hs.at("logits"), it->second);
       }
       flush();
@@ -196,7 +214,8 @@ class Run {
 
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
   TensorMap run_block(Candidate& cand, const ModelConfig& cfg, BlockKind kind, int layer, int step, int pos0, int T,
-                      const TensorMap& ref, Lane& lane, const Tensor* tokens, const Tensor& ref_x) {
+                      const TensorMap& ref, const TensorMap& floor, Lane& lane, const Tensor* tokens,
+                      const Tensor& ref_x) {
     const DType storage = cand.storage_dtype();
     TensorMap produced;
     StepContext ctx{&cfg, step, layer, pos0, T};
@@ -239,7 +258,9 @@ class Run {
       auto r = ref.find(stage);
       if (r == ref.end()) continue;
       auto c = produced.find(stage);
-      judge(step, layer, std::string(stage), lane.mode, storage, r->second, c == produced.end() ? nullptr : &c->second);
+      auto f = floor.find(stage);
+      judge(step, layer, std::string(stage), lane.mode, storage, r->second, c == produced.end() ? nullptr : &c->second,
+            f == floor.end() ? nullptr : &f->second);
     }
     return produced;
   }
@@ -285,7 +306,18 @@ class Run {
   }
 
  private:
-  void judge(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref, const Tensor* cand) {
+  // The values of `x` once stored in `t`, kept as f64 (what the floor reference consumes).
+  static Tensor round_values(const Tensor& x, DType t) { return x.to(t).to(DType::f64); }
+
+  // A hidden test hook (DRIFTSCOPE_TEST_KILL_AFTER_LAYERS=N): SIGKILL ourselves after N flushed
+  // layers, so the crash-safety test of the trace is deterministic.
+  void maybe_test_kill() {
+    static const char* env = std::getenv("DRIFTSCOPE_TEST_KILL_AFTER_LAYERS");
+    if (env && ++layers_flushed_ >= std::atoi(env)) std::raise(SIGKILL);
+  }
+
+  void judge(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref, const Tensor* cand,
+             const Tensor* floor) {
     StageResult r;
     r.key = {step, layer, std::move(stage)};
     r.mode = mode;
@@ -299,15 +331,21 @@ class Run {
       r.note = fmt::format("candidate shape {} vs reference {}", shape_str(cand->shape()), shape_str(ref.shape()));
     } else {
       const Tensor c = cand->reshaped(ref.shape());
-      const double ref_rms = compute_metrics(ref.view(), ref.view(), DType::f64, {}).ref_rms;
-      const Tolerance tol = policy_.tolerance(r.key, mode, storage, ref_rms);
-      r.m = compute_metrics(ref.view(), c.view(), storage, tol);
-      r.status = policy_.judge(r.key, mode, r.m);
-      if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), c.view());
-      if (is_failure(r.status)) {
-        r.head_ref = head_values(ref, 0, 5);
-        r.head_cand = head_values(c, 0, 5);
+      r.cand_hash = content_hash(c);
+      r.m.ref_rms = compute_metrics(ref.view(), ref.view(), DType::f64, {}).ref_rms;
+      if (floor && floor->numel() == ref.numel()) {
+        const Metrics fm = compute_metrics(ref.view(), floor->view(), storage, {});
+        r.floor_max_abs = fm.max_abs;
+        r.floor_rms = fm.rms;
+        r.floor_mean_abs = fm.mean_abs;
       }
+      r.m = compute_metrics(ref.view(), c.view(), storage, policy_.tolerance(r));
+      if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), c.view());
+    }
+    policy_.judge(r);
+    if (is_failure(r) && cand && cand->numel() == ref.numel()) {
+      r.head_ref = head_values(ref, 0, 5);
+      r.head_cand = head_values(*cand, 0, 5);
     }
     const Tensor cand_shaped = cand && cand->numel() == ref.numel() ? cand->reshaped(ref.shape()) : Tensor{};
     record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
@@ -353,7 +391,9 @@ class Run {
         {"prompt_tokens", opt_.prompt_tokens},
         {"decode_steps", opt_.decode_steps}};
     try {
-      trace_ = std::make_unique<trace::TraceWriter>(opt_.trace_path, root, run, trace::WriterOptions{opt_.capture});
+      trace_ = std::make_unique<trace::TraceWriter>(
+          opt_.trace_path, root, run,
+          trace::WriterOptions{opt_.capture, opt_.capture_stages, opt_.capture_layer_min, opt_.capture_layer_max});
     } catch (const trace::TraceError& e) {
       throw InputError(e.what());
     }
@@ -381,29 +421,9 @@ class Run {
 
   void finish() {
     mark_inherited(report_.results);
-    report_.first_failure = find_culprit(report_.results);
+    report_.crash = crash_;
+    conclude(report_);
     const auto& f = report_.first_failure;
-    if (!crash_.empty()) {
-      report_.exit_code = kExitCrashed;
-      const StageResult* c = nullptr;
-      for (const auto& r : report_.results)
-        if (r.status == Status::crashed) c = c ? c : &r;
-      report_.verdict = fmt::format("CRASHED: {}", crash_);
-      if (c)
-        report_.verdict += fmt::format(" (stage {} of {} at step {})", c->key.stage,
-                                       c->key.layer == kModelLayer ? std::string("the model")
-                                                                   : fmt::format("layer {}", c->key.layer),
-                                       c->key.step);
-      if (f && f->status != Status::crashed)
-        report_.verdict += fmt::format("; an earlier stage already failed: {} of layer {}", f->key.stage, f->key.layer);
-    } else if (f) {
-      report_.exit_code = kExitFailure;
-      report_.verdict = fmt::format("FAIL: first failing stage is {} of {} at step {} ({}, {})", f->key.stage,
-                                    f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),
-                                    f->key.step, status_name(f->status), mode_name(f->mode));
-    } else {
-      report_.verdict = fmt::format("PASS: {} stages within policy", report_.results.size());
-    }
     if (trace_) {
       nlohmann::json res = {{"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
       for (const auto& l : report_.logits)
@@ -422,6 +442,7 @@ class Run {
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;
+  int layers_flushed_ = 0;
   std::map<std::pair<int, std::string>, Tensor> ref_cache_, ref_prev_, ref_latest_;
 };
 
@@ -440,6 +461,35 @@ std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Cand
       "     or implement {} in {}. Nothing was computed.",
       cand.name(), cfg.name, family_name(cfg.family), need.str(), have.str(), missing.str(), cfg.name, missing.str(),
       cfg.name, missing.str(), cand.name());
+}
+
+void conclude(RunReport& report) {
+  report.first_failure = find_culprit(report.results);
+  const auto& f = report.first_failure;
+  auto where = [](const StageResult& r) {
+    return fmt::format("{} of {} at step {}", r.key.stage,
+                       r.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", r.key.layer),
+                       r.key.step);
+  };
+  const StageResult* crashed = nullptr;
+  for (const auto& r : report.results)
+    if (r.status == Status::crashed && !crashed) crashed = &r;
+  if (crashed || !report.crash.empty()) {
+    report.exit_code = kExitCrashed;
+    report.verdict = fmt::format("CRASHED: {}", report.crash.empty() ? std::string("the candidate crashed") : report.crash);
+    if (crashed) report.verdict += fmt::format(" (stage {})", where(*crashed));
+    if (f && f->status != Status::crashed) report.verdict += fmt::format("; an earlier stage already failed: {}", where(*f));
+  } else if (report.results.empty()) {
+    report.exit_code = kExitFailure;
+    report.verdict = "FAIL: no stage was judged (nothing was compared), so parity is not shown";
+  } else if (f) {
+    report.exit_code = kExitFailure;
+    report.verdict = fmt::format("FAIL: first failing stage is {} ({}, {})", where(*f), status_name(f->status),
+                                 mode_name(f->mode));
+  } else {
+    report.exit_code = kExitParity;
+    report.verdict = fmt::format("PASS: {} stages within policy", report.results.size());
+  }
 }
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {

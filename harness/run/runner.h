@@ -41,10 +41,12 @@ struct LaneLogits {
 
 struct RunReport {
   std::string model, candidate;
+  std::string policy;  // the policy's name
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
   std::vector<LaneLogits> logits;
+  std::string crash;  // why the candidate crashed, when it did
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
 };
@@ -61,5 +63,9 @@ OpSet required_ops(const ModelConfig& cfg);
 std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand);
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy);
+
+// Sets first_failure, exit_code and verdict from `results` (a run that judged no stage fails:
+// "0 of 0 passed" is not parity). Shared by `run` and `report`.
+void conclude(RunReport& report);
 
 }  // namespace ds

@@ -1,0 +1,24 @@
+#include "report_files.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace ds {
+
+namespace {
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw InputError(fmt::format("{}: cannot write the report file", path));
+}
+}  // namespace
+
+void write_report_files(const RunReport& report, const ReportFiles& files) {
+  if (!files.json.empty()) write_text(files.json, report_json(report).dump(2) + "\n");
+  if (!files.junit.empty()) write_text(files.junit, junit_xml(report));
+  if (!files.markdown.empty()) write_text(files.markdown, markdown_report(report));
+}
+
+}  // namespace ds

@@ -1,0 +1,90 @@
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report_files.h"
+#include "stage_catalog.h"
+
+namespace ds {
+
+namespace {
+// JSON has no NaN or infinity: those become the strings "nan", "inf", "-inf".
+nlohmann::json num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+nlohmann::json coords(std::int64_t flat, const Shape& shape) {
+  if (flat < 0 || shape.empty()) return nullptr;
+  return unravel(flat, shape);
+}
+}  // namespace
+
+nlohmann::json stage_json(const StageResult& r) {
+  const Metrics& m = r.m;
+  nlohmann::json j = {{"step", r.key.step},
+                      {"layer", r.key.layer == kModelLayer ? nlohmann::json(nullptr) : nlohmann::json(r.key.layer)},
+                      {"stage", r.key.stage},
+                      {"mode", mode_name(r.mode)},
+                      {"status", status_name(r.status)},
+                      {"failure", is_failure(r)},
+                      {"expected", r.expected},
+                      {"cand_dtype", dtype_name(r.cand_dtype)},
+                      {"shape", r.shape},
+                      {"note", r.note}};
+  if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan) {
+    j["metrics"] = {{"numel", m.numel},
+                    {"max_abs", num(m.max_abs)},
+                    {"max_abs_index", m.max_abs_index},
+                    {"max_abs_coords", coords(m.max_abs_index, r.shape)},
+                    {"max_abs_ref", num(m.max_abs_ref)},
+                    {"max_abs_cand", num(m.max_abs_cand)},
+                    {"mean_abs", num(m.mean_abs)},
+                    {"rms", num(m.rms)},
+                    {"max_rel", num(m.max_rel)},
+                    {"max_ulp", num(m.max_ulp)},
+                    {"mean_ulp", num(m.mean_ulp)},
+                    {"ulp_hist", m.ulp_hist},
+                    {"cosine", num(m.cosine)},
+                    {"nmse", num(m.nmse)},
+                    {"sqnr_db", num(m.sqnr_db)},
+                    {"ref_rms", num(m.ref_rms)},
+                    {"mismatches", m.mismatches},
+                    {"first_mismatch", m.first_mismatch},
+                    {"first_mismatch_coords", coords(m.first_mismatch, r.shape)},
+                    {"first_ref", num(m.first_ref)},
+                    {"first_cand", num(m.first_cand)},
+                    {"nan_ref", m.nan_ref},
+                    {"nan_cand", m.nan_cand},
+                    {"inf_ref", m.inf_ref},
+                    {"inf_cand", m.inf_cand},
+                    {"first_nan", m.first_nan},
+                    {"first_nan_coords", coords(m.first_nan, r.shape)},
+                    {"inf_agree", m.inf_agree},
+                    {"min_atol", num(m.min_atol)},
+                    {"min_rtol", num(m.min_rtol)},
+                    {"atol", num(m.atol)},
+                    {"rtol", num(m.rtol)},
+                    {"floor_max_abs", num(r.floor_max_abs)},
+                    {"floor_rms", num(r.floor_rms)},
+                    {"floor_mean_abs", num(r.floor_mean_abs)},
+                    {"cand_hash", fmt::format("{:016x}", r.cand_hash)}};
+  }
+  return j;
+}
+
+nlohmann::json report_json(const RunReport& report) {
+  nlohmann::json stages = nlohmann::json::array();
+  std::size_t failed = 0;
+  for (const auto& r : report.results) {
+    stages.push_back(stage_json(r));
+    failed += is_failure(r);
+  }
+  nlohmann::json j = {{"model", report.model},   {"candidate", report.candidate}, {"policy", report.policy},
+                      {"verdict", report.verdict}, {"exit_code", report.exit_code}, {"judged", report.results.size()},
+                      {"failed", failed},           {"stages", stages}};
+  j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace ds

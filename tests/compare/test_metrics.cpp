@@ -1,0 +1,215 @@
+// Every metric against hand-computed values, including zeros, subnormals, +-0, NaN and +-Inf.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "metrics.h"
+
+namespace ds {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Tensor t64(std::vector<double> v) { return Tensor::from_f64({std::int64_t(v.size())}, v); }
+
+Metrics metrics(std::vector<double> r, std::vector<double> c, DType dt = DType::f64, Tolerance tol = {}) {
+  const Tensor a = t64(std::move(r)), b = t64(std::move(c));
+  return compute_metrics(a.view(), b.view(), dt, tol);
+}
+
+TEST(Metrics, HandComputedBasics) {
+  const Metrics m = metrics({1, 2, 3, 4}, {1, 2.5, 3, 3}, DType::f64, {0.4, 0});
+  EXPECT_EQ(m.numel, 4);
+  EXPECT_DOUBLE_EQ(m.max_abs, 1.0);
+  EXPECT_EQ(m.max_abs_index, 3);
+  EXPECT_DOUBLE_EQ(m.max_abs_ref, 4);
+  EXPECT_DOUBLE_EQ(m.max_abs_cand, 3);
+  EXPECT_DOUBLE_EQ(m.mean_abs, 0.375);
+  EXPECT_DOUBLE_EQ(m.rms, std::sqrt(1.25 / 4));
+  EXPECT_DOUBLE_EQ(m.max_rel, 0.25);
+  EXPECT_DOUBLE_EQ(m.nmse, 1.25 / 30);
+  EXPECT_NEAR(m.sqnr_db, 10 * std::log10(30 / 1.25), 1e-12);
+  EXPECT_NEAR(m.cosine, (1 + 5 + 9 + 12) / std::sqrt(30 * (1 + 6.25 + 9 + 9)), 1e-15);
+  EXPECT_EQ(m.mismatches, 2);
+  EXPECT_EQ(m.first_mismatch, 1);
+  EXPECT_DOUBLE_EQ(m.first_ref, 2);
+  EXPECT_DOUBLE_EQ(m.first_cand, 2.5);
+  EXPECT_DOUBLE_EQ(m.min_atol, 1.0);   // with rtol 0, the largest |d|
+  EXPECT_DOUBLE_EQ(m.min_rtol, 0.15);  // (1 - 0.4) / 4 at index 3
+  EXPECT_EQ(m.nan_ref + m.nan_cand + m.inf_ref + m.inf_cand, 0);
+  EXPECT_EQ(m.first_nan, -1);
+  EXPECT_TRUE(m.inf_agree);
+}
+
+TEST(Metrics, AllZerosAndSignedZeros) {
+  const Metrics m = metrics({0, -0.0, 0}, {-0.0, 0, 0}, DType::f32);
+  EXPECT_EQ(m.max_abs, 0);
+  EXPECT_EQ(m.max_ulp, 0);
+  EXPECT_EQ(m.ulp_hist[0], 3);
+  EXPECT_EQ(m.cosine, 1);
+  EXPECT_EQ(m.nmse, 0);
+  EXPECT_EQ(m.sqnr_db, kInf);
+  EXPECT_EQ(m.max_rel, 0);
+  EXPECT_EQ(m.mismatches, 0);
+}
+
+TEST(Metrics, RelativeErrorIsSafeNearZero) {
+  const Metrics m = metrics({0, 1}, {1e-30, 1}, DType::f64, {1e-20, 0});
+  EXPECT_TRUE(std::isfinite(m.max_rel));
+  EXPECT_GT(m.max_rel, 1e200);
+  EXPECT_EQ(m.cosine, 1.0 / std::sqrt(1 + 1e-60));
+  EXPECT_EQ(m.mismatches, 0);
+}
+
+TEST(Metrics, Subnormals) {
+  const double f32_den = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(ulp_distance(DType::f32, 0, f32_den), 1);
+  EXPECT_EQ(ulp_distance(DType::f32, -f32_den, f32_den), 2);
+  EXPECT_EQ(ulp_distance(DType::f16, 0x1p-24, 0), 1);
+  EXPECT_EQ(ulp_distance(DType::f16, 0x1p-24, -0x1p-24), 2);
+  EXPECT_EQ(ulp_distance(DType::f16, 0x1p-14, 0x1p-14 - 0x1p-24), 1);  // normal/subnormal border
+  EXPECT_EQ(ulp_distance(DType::bf16, 0x1p-133, 0), 1);                // bf16 denorm_min
+  const Metrics m = metrics({f32_den, 0}, {0, f32_den}, DType::f32);
+  EXPECT_EQ(m.max_ulp, 1);
+  EXPECT_EQ(m.ulp_hist[1], 2);
+  EXPECT_DOUBLE_EQ(m.max_abs, f32_den);
+}
+
+TEST(Metrics, NaNIsCountedAndNeverHidden) {
+  const Metrics m = metrics({1, 2, 3, kNaN}, {1, 2, kNaN, kNaN});
+  EXPECT_EQ(m.nan_cand, 2);
+  EXPECT_EQ(m.nan_ref, 1);
+  EXPECT_EQ(m.first_nan, 2);
+  EXPECT_TRUE(std::isnan(m.max_abs));
+  EXPECT_EQ(m.max_ulp, kInf);
+  EXPECT_EQ(m.ulp_hist[kUlpBuckets - 1], 2);
+  EXPECT_EQ(m.mismatches, 2);
+  EXPECT_EQ(m.first_mismatch, 2);
+}
+
+TEST(Metrics, MatchingInfinitiesAreExactAndKeepMetricsFinite) {
+  const Metrics m = metrics({kInf, -kInf, 1}, {kInf, -kInf, 1});
+  EXPECT_TRUE(m.inf_agree);
+  EXPECT_EQ(m.inf_ref, 2);
+  EXPECT_EQ(m.inf_cand, 2);
+  EXPECT_EQ(m.max_abs, 0);
+  EXPECT_EQ(m.rms, 0);
+  EXPECT_EQ(m.cosine, 1);
+  EXPECT_EQ(m.mismatches, 0);
+  EXPECT_EQ(m.ulp_hist[0], 3);
+}
+
+TEST(Metrics, DisagreeingInfinityIsAnInfiniteErrorNotNaN) {
+  for (double c : {-kInf, 1.0}) {
+    const Metrics m = metrics({kInf, 1}, {c, 1}, DType::f64, {1e9, 1e9});
+    EXPECT_FALSE(m.inf_agree);
+    EXPECT_EQ(m.max_abs, kInf);
+    EXPECT_EQ(m.mismatches, 1);
+    EXPECT_EQ(m.first_mismatch, 0);
+    EXPECT_FALSE(m.max_abs <= 1e300);  // no threshold passes it
+  }
+}
+
+TEST(Metrics, UlpF16ExhaustiveOnFiniteRange) {
+  // Neighbouring f16 bit patterns are exactly 1 ULP apart, over every positive and negative
+  // finite value; +-0 are 0 apart; crossing zero adds the two magnitudes.
+  for (std::uint16_t b = 0; b < 0x7bff; ++b) {
+    const double a = f16_to_f32(b), n = f16_to_f32(std::uint16_t(b + 1));
+    ASSERT_EQ(ulp_distance(DType::f16, a, n), 1) << b;
+    ASSERT_EQ(ulp_distance(DType::f16, -a, -n), 1) << b;
+    ASSERT_EQ(ulp_distance(DType::f16, -a, n), 2.0 * b + 1) << b;
+  }
+  EXPECT_EQ(ulp_distance(DType::f16, 65504, kInf), 1);
+}
+
+TEST(Metrics, UlpBf16ExhaustiveOnFiniteRange) {
+  for (std::uint16_t b = 0; b < 0x7f7f; ++b) {
+    const double a = bf16_to_f32(b), n = bf16_to_f32(std::uint16_t(b + 1));
+    ASSERT_EQ(ulp_distance(DType::bf16, a, n), 1) << b;
+    ASSERT_EQ(ulp_distance(DType::bf16, -a, -n), 1) << b;
+  }
+  // Values are rounded to bf16 first: 1 + 2^-10 rounds to 1.
+  EXPECT_EQ(ulp_distance(DType::bf16, 1.0, 1.0 + 0x1p-10), 0);
+  EXPECT_EQ(ulp_distance(DType::bf16, 1.0, 1.0 + 0x1p-7), 1);
+}
+
+TEST(Metrics, UlpBuckets) {
+  EXPECT_EQ(ulp_bucket(0), 0);
+  EXPECT_EQ(ulp_bucket(1), 1);
+  EXPECT_EQ(ulp_bucket(3), 2);
+  EXPECT_EQ(ulp_bucket(15), 3);
+  EXPECT_EQ(ulp_bucket(255), 4);
+  EXPECT_EQ(ulp_bucket(65535), 5);
+  EXPECT_EQ(ulp_bucket(65536), 6);
+  EXPECT_EQ(ulp_bucket(kInf), 7);
+}
+
+// Bitwise equality of every field (NaN equals NaN here).
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+void expect_same(const Metrics& a, const Metrics& b) {
+#define DS_SAME(f) EXPECT_TRUE(same_bits(double(a.f), double(b.f))) << #f << ": " << a.f << " vs " << b.f
+  DS_SAME(numel); DS_SAME(max_abs); DS_SAME(max_abs_index); DS_SAME(max_abs_ref); DS_SAME(max_abs_cand);
+  DS_SAME(mean_abs); DS_SAME(rms); DS_SAME(max_rel); DS_SAME(max_ulp); DS_SAME(mean_ulp); DS_SAME(cosine);
+  DS_SAME(nmse); DS_SAME(sqnr_db); DS_SAME(ref_rms); DS_SAME(mismatches); DS_SAME(first_mismatch);
+  DS_SAME(first_ref); DS_SAME(first_cand); DS_SAME(nan_ref); DS_SAME(nan_cand); DS_SAME(inf_ref);
+  DS_SAME(inf_cand); DS_SAME(first_nan); DS_SAME(inf_agree); DS_SAME(min_atol); DS_SAME(min_rtol);
+#undef DS_SAME
+  EXPECT_EQ(a.ulp_hist, b.ulp_hist);
+}
+
+TEST(Metrics, ResultDoesNotDependOnThreadCount) {
+  const std::int64_t n = 1'000'003;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> g;
+  std::vector<double> r(n), c(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    r[std::size_t(i)] = g(rng);
+    c[std::size_t(i)] = double(float(r[std::size_t(i)] + 1e-4 * g(rng)));
+  }
+  c[123456] = kNaN;
+  const Tensor a = Tensor::from_f64({n}, r), b = Tensor::from_f64({n}, c, DType::f32);
+  const Metrics m1 = compute_metrics(a.view(), b.view(), DType::f32, {1e-4, 1e-3}, 1);
+  for (int threads : {2, 3, 8}) expect_same(m1, compute_metrics(a.view(), b.view(), DType::f32, {1e-4, 1e-3}, threads));
+  // The f32 in-place path and the widened f64 path agree.
+  const Tensor b64 = b.to(DType::f64);
+  expect_same(m1, compute_metrics(a.view(), b64.view(), DType::f32, {1e-4, 1e-3}, 2));
+  EXPECT_EQ(m1.first_nan, 123456);
+}
+
+TEST(Metrics, StridedViewsAreWidened) {
+  const Tensor a = Tensor::from_f64({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
+  const Tensor b = Tensor::from_f64({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 7}, DType::f16);
+  const Metrics m = compute_metrics(a.view().slice_rows(1, 2), b.view().slice_rows(1, 2), DType::f16, {});
+  EXPECT_EQ(m.numel, 3);
+  EXPECT_EQ(m.max_abs, 1);
+  EXPECT_EQ(m.max_abs_index, 2);
+}
+
+TEST(Metrics, PerRowRelativeError) {
+  const Tensor a = Tensor::from_f64({2, 2}, std::vector<double>{3, 4, 0, 0});
+  const Tensor b = Tensor::from_f64({2, 2}, std::vector<double>{3, 4.5, 0, 1});
+  const auto e = per_row_relative_error(a.view(), b.view());
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_DOUBLE_EQ(e[0], 0.5 / 5);
+  EXPECT_DOUBLE_EQ(e[1], 1);  // a zero row reports the absolute norm
+}
+
+TEST(Metrics, ContentHashIsFnv1aOfStoredBytes) {
+  const Tensor a = Tensor::from_f64({2}, std::vector<double>{1, 2}, DType::f16);
+  const Tensor b = Tensor::from_f64({2}, std::vector<double>{1, 2}, DType::f16);
+  const Tensor c = Tensor::from_f64({2}, std::vector<double>{1, 2.001}, DType::f16);
+  EXPECT_EQ(content_hash(a), content_hash(b));
+  EXPECT_NE(content_hash(a), content_hash(c));
+  EXPECT_EQ(content_hash(Tensor{}), 0xcbf29ce484222325ull);  // FNV-1a offset basis
+  // f16 1.0 = 0x3c00, little-endian bytes 00 3c; hand-folded FNV-1a.
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::uint8_t byte : {0x00, 0x3c}) h = (h ^ byte) * 0x100000001b3ull;
+  EXPECT_EQ(content_hash(Tensor::from_f64({1}, std::vector<double>{1}, DType::f16)), h);
+}
+
+}  // namespace
+}  // namespace ds

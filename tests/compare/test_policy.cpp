@@ -1,0 +1,216 @@
+// Policy parsing (good and bad YAML naming line and field) and judging.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "policy.h"
+#include "runner.h"
+
+namespace ds {
+namespace {
+
+StageResult measured(std::string stage, int layer, Mode mode, double max_abs, double cosine = 1) {
+  StageResult r;
+  r.key = {0, layer, std::move(stage)};
+  r.mode = mode;
+  r.cand_dtype = DType::f16;
+  r.m.numel = 16;
+  r.m.max_abs = max_abs;
+  r.m.rms = max_abs / 2;
+  r.m.cosine = cosine;
+  r.m.ref_rms = 1;
+  return r;
+}
+
+std::string error_of(const std::string& yaml) {
+  try {
+    Policy::from_yaml(yaml, "p.yaml");
+  } catch (const PolicyError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Predicates, ParseAndHold) {
+  const auto ps = parse_predicates("max_abs <= 1e-3 and cosine >= 0.9999");
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_EQ(ps[0].str(), "max_abs <= 0.001");
+  StageResult r = measured("q", 0, Mode::isolated, 5e-4, 0.99995);
+  EXPECT_TRUE(ps[0].holds(r) && ps[1].holds(r));
+  r.m.cosine = 0.9;
+  EXPECT_FALSE(ps[1].holds(r));
+  r.m.max_abs = std::nan("");
+  EXPECT_FALSE(ps[0].holds(r));  // a NaN metric never passes
+  EXPECT_FALSE(parse_predicates("max_abs > 1")[0].holds(r));
+}
+
+TEST(Predicates, BadInputNamesThePart) {
+  auto msg = [](const char* s) {
+    try {
+      parse_predicates(s);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(msg("maxabs <= 1").find("unknown metric 'maxabs'"), std::string::npos);
+  EXPECT_NE(msg("max_abs =< 1").find("unknown operator '=<'"), std::string::npos);
+  EXPECT_NE(msg("max_abs <= one").find("'one' is not a number"), std::string::npos);
+  EXPECT_NE(msg("max_abs <= 1 or rms <= 1").find("expected 'and'"), std::string::npos);
+  EXPECT_NE(msg("max_abs <=").find("expected `metric op number`"), std::string::npos);
+}
+
+TEST(PolicyYaml, RulesMatchByStageLayersAndMode) {
+  const Policy p = Policy::from_yaml(R"(name: t
+rules:
+  - stage: "q|k"
+    layers: "1:2"
+    mode: isolated
+    check: "max_abs <= 1e-3"
+  - stage: "q_norm"
+    expect: missing
+  - mode: chained
+    noise_floor: 4
+  - default: true
+    dtype_defaults: true
+)");
+  EXPECT_EQ(p.name(), "t");
+  ASSERT_EQ(p.rules().size(), 4u);
+  EXPECT_EQ(p.rule_for({0, 1, "q"}, Mode::isolated, true), &p.rules()[0]);
+  EXPECT_EQ(p.rule_for({0, 3, "q"}, Mode::isolated, true), &p.rules()[3]);   // layer out of range
+  EXPECT_EQ(p.rule_for({0, -1, "q"}, Mode::isolated, true), &p.rules()[3]);  // model level
+  EXPECT_EQ(p.rule_for({0, 1, "qq"}, Mode::isolated, true), &p.rules()[3]);  // regex is a full match
+  EXPECT_EQ(p.rule_for({0, 1, "q"}, Mode::chained, true), &p.rules()[2]);
+  EXPECT_EQ(p.rule_for({0, 0, "q_norm"}, Mode::isolated, false), &p.rules()[1]);
+  EXPECT_EQ(p.rule_for({0, 0, "q_norm"}, Mode::isolated, true), &p.rules()[3]);  // expect: only when absent
+
+  StageResult r = measured("q", 1, Mode::isolated, 2e-3);
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.note.find("max_abs <= 0.001 fails"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("<policy>:"), std::string::npos) << r.note;  // names the rule
+}
+
+TEST(PolicyYaml, StageMatchingNoRuleFailsUnlessDefault) {
+  const Policy p = Policy::from_yaml("rules:\n  - stage: q\n    check: \"max_abs <= 1\"\n", "p.yaml");
+  StageResult r = measured("k", 0, Mode::isolated, 0);
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.note.find("no policy rule matches"), std::string::npos);
+}
+
+TEST(PolicyYaml, ExpectedMissingAndSkipped) {
+  const Policy p = Policy::from_yaml(R"(rules:
+  - stage: "q_norm"
+    expect: missing
+  - stage: "k_norm"
+    expect: skipped
+  - stage: ".*"
+    default: true
+    dtype_defaults: true
+)");
+  for (auto [stage, status, failure] : {std::tuple{"q_norm", Status::missing, false}, std::tuple{"k_norm", Status::skipped, false},
+                                        std::tuple{"q_norm", Status::skipped, true}, std::tuple{"attn", Status::missing, true},
+                                        std::tuple{"attn", Status::skipped, true}}) {
+    StageResult r;
+    r.key = {0, 0, stage};
+    r.status = status;
+    p.judge(r);
+    EXPECT_EQ(r.status, status);
+    EXPECT_EQ(is_failure(r), failure) << stage << " " << status_name(status);
+  }
+}
+
+TEST(PolicyYaml, BadFilesNameLineAndField) {
+  EXPECT_NE(error_of("rules:\n  - stage: q\n    chek: \"max_abs <= 1\"\n").find("p.yaml:3: field 'chek': unknown field"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: q\n    check: \"max_abs <= x\"\n").find("p.yaml:3: field 'check'"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: \"(\"\n    check: \"max_abs <= 1\"\n").find("p.yaml:2: field 'stage': bad regex"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - layers: \"5:2\"\n    dtype_defaults: true\n").find("p.yaml:2: field 'layers'"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - mode: sideways\n    dtype_defaults: true\n").find("field 'mode'"), std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: q\n    expect: pass\n").find("field 'expect': must be missing or skipped"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: q\n").find("p.yaml:2: a rule needs exactly one of"), std::string::npos);
+  EXPECT_NE(error_of("rules: [\n").find("p.yaml:"), std::string::npos);
+  EXPECT_NE(error_of("rulez: []\n").find("field 'rulez'"), std::string::npos);
+  EXPECT_NE(error_of("rules: []\n").find("no rules"), std::string::npos);
+}
+
+TEST(PolicyDefaults, IsolatedUsesScaledDtypeTolerance) {
+  const Policy p = Policy::dtype_defaults();
+  StageResult r = measured("q", 0, Mode::isolated, 0);
+  r.m.ref_rms = 4;
+  const Tolerance t = p.tolerance(r);
+  EXPECT_DOUBLE_EQ(t.rtol, 1e-3);
+  EXPECT_DOUBLE_EQ(t.atol, 4e-3);  // rtol x the stage's RMS, not 1e-5
+  r.m.mismatches = 0;
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::pass);
+  r.m.mismatches = 3;
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::fail);
+}
+
+TEST(PolicyDefaults, ChainedUsesTheNoiseFloor) {
+  const Policy p = Policy::dtype_defaults();
+  StageResult r = measured("attn_out", 0, Mode::chained, 3e-3);
+  r.floor_max_abs = 1e-3;
+  r.floor_rms = 5e-4;
+  EXPECT_DOUBLE_EQ(p.tolerance(r).atol, 8e-3);
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::pass) << r.note;
+  r.m.rms = 5e-3;  // 10x the floor RMS
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_NE(r.note.find("noise floor"), std::string::npos);
+  StageResult no_floor = measured("attn_out", 0, Mode::chained, 0);
+  p.judge(no_floor);
+  EXPECT_EQ(no_floor.status, Status::fail);
+  // A zero floor is raised to half an ULP of the stage's scale, not demanded as bit-exact.
+  StageResult zero = measured("embed", -1, Mode::chained, 1e-4);
+  zero.floor_max_abs = zero.floor_rms = 0;
+  EXPECT_GT(p.tolerance(zero).atol, 1e-4);
+}
+
+TEST(PolicyYaml, BitExact) {
+  const Policy p = Policy::from_yaml("rules:\n  - bit_exact: true\n");
+  StageResult r = measured("q", 0, Mode::isolated, 0);
+  EXPECT_EQ(p.tolerance(r), (Tolerance{0, 0}));
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::pass);
+  r.m.max_ulp = 1;
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::fail);
+}
+
+TEST(PolicyJudge, NaNStatusAndUnmatchedInfinityFail) {
+  const Policy p = Policy::dtype_defaults();
+  StageResult r = measured("q", 0, Mode::isolated, std::nan(""));
+  r.m.nan_cand = 1;
+  r.m.mismatches = 1;
+  p.judge(r);
+  EXPECT_EQ(r.status, Status::nan);
+  StageResult inf = measured("q", 0, Mode::isolated, INFINITY);
+  inf.m.inf_agree = false;
+  p.judge(inf);
+  EXPECT_EQ(inf.status, Status::fail);
+}
+
+TEST(PolicyFiles, ShippedPoliciesParse) {
+  EXPECT_NO_THROW(Policy::from_file(DRIFTSCOPE_FIXTURES "/policies/default.yaml"));
+  EXPECT_NO_THROW(Policy::from_file(DRIFTSCOPE_FIXTURES "/policies/strict.yaml"));
+  EXPECT_THROW(Policy::from_file("/nonexistent.yaml"), PolicyError);
+}
+
+TEST(Conclude, ZeroJudgedStagesIsAFailure) {
+  RunReport report;
+  conclude(report);
+  EXPECT_EQ(report.exit_code, kExitFailure);
+  EXPECT_NE(report.verdict.find("no stage was judged"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds

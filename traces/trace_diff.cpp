@@ -1,0 +1,85 @@
+#include "trace_diff.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace ds::trace {
+
+std::string_view finding_name(DiffFinding::Kind k) {
+  switch (k) {
+    case DiffFinding::Kind::error_grew: return "error-grew";
+    case DiffFinding::Kind::new_failure: return "new-failure";
+    case DiffFinding::Kind::new_nan: return "new-nan";
+    case DiffFinding::Kind::disappeared: return "disappeared";
+    case DiffFinding::Kind::bits_changed: return "bits-changed";
+  }
+  return "?";
+}
+
+bool DiffReport::regressed() const {
+  for (const auto& f : findings)
+    if (f.regression) return true;
+  return false;
+}
+
+namespace {
+
+using Key = std::tuple<int, int, std::string, int>;
+Key key_of(const StageResult& r) { return {r.key.step, r.key.layer, r.key.stage, int(r.mode)}; }
+
+bool measured(const StageResult& r) {
+  return r.status == Status::pass || r.status == Status::fail || r.status == Status::nan;
+}
+
+// `cur` is worse than `base` by more than `factor` (a NaN or a growth from exact zero counts).
+bool grew(double base, double cur, double factor) {
+  if (std::isnan(cur)) return !std::isnan(base);
+  if (std::isnan(base)) return false;
+  return cur > factor * base && cur > 0;
+}
+
+}  // namespace
+
+DiffReport diff_traces(const TraceReader& base, const TraceReader& current, const DiffOptions& opt) {
+  DiffReport out;
+  std::map<Key, const StageResult*> cur;
+  for (const auto& row : current.rows()) cur[key_of(row.result)] = &row.result;
+  std::map<Key, bool> seen;
+  auto add = [&](DiffFinding::Kind kind, const StageResult& r, std::string msg, bool regression = true) {
+    out.findings.push_back({kind, r.key, r.mode, std::move(msg), regression});
+  };
+  for (const auto& row : base.rows()) {
+    const StageResult& b = row.result;
+    const auto it = cur.find(key_of(b));
+    if (it == cur.end()) {
+      ++out.only_base;
+      add(DiffFinding::Kind::disappeared, b, "stage is in the baseline but not in the current trace");
+      continue;
+    }
+    ++out.matched;
+    seen[it->first] = true;
+    const StageResult& c = *it->second;
+    if (is_failure(c) && !is_failure(b)) {
+      add(DiffFinding::Kind::new_failure, c,
+          fmt::format("was {}, now {}{}", status_name(b.status), status_name(c.status), c.note.empty() ? "" : ": " + c.note));
+    }
+    if (c.m.nan_cand > b.m.nan_cand)
+      add(DiffFinding::Kind::new_nan, c, fmt::format("NaN count {} -> {}", b.m.nan_cand, c.m.nan_cand));
+    if (measured(b) && measured(c)) {
+      for (auto [name, bv, cv] : {std::tuple{"max_abs", b.m.max_abs, c.m.max_abs}, std::tuple{"rms", b.m.rms, c.m.rms}})
+        if (grew(bv, cv, opt.factor)) {
+          add(DiffFinding::Kind::error_grew, c, fmt::format("{} grew {:.3g} -> {:.3g} (more than {:g}x)", name, bv, cv, opt.factor));
+          break;
+        }
+      if (b.cand_hash != c.cand_hash && b.cand_hash && c.cand_hash)
+        add(DiffFinding::Kind::bits_changed, c, "candidate output bytes changed", false);
+    }
+  }
+  out.only_current = cur.size() - seen.size();
+  return out;
+}
+
+}  // namespace ds::trace
