@@ -53,6 +53,14 @@ const Preset kPresets[] = {
     {"qwen2-tiny", [] { return decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256); }},
     // Explicit head_dim != hidden / heads, as in Qwen3-0.6B.
     {"qwen3-tiny", [] { return decoder(Family::qwen3, 2, 64, 4, 2, 32, 128, 256); }},
+    // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
+    // double or drop (seeds/004 #4 double bias).
+    {"qwen2-bias-tiny",
+     [] {
+       ModelConfig c = decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256);
+       c.o_bias = c.mlp_bias = true;
+       return c;
+     }},
     {"qwen2.5-0.5b", [] { return decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936); }},
     {"qwen3-0.6b", [] { return decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936); }},
     {"llama3.2-1b", [] { return decoder(Family::llama, 16, 2048, 32, 8, 64, 8192, 128256); }},
@@ -142,10 +150,16 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
       fill(n("attn_k_norm.weight"), {c.head_dim}, 1.0, 0.05);
     }
     fill(n("attn_output.weight"), {D, Q}, 0.0, 0.02);
+    if (c.o_bias) fill(n("attn_output.bias"), {D}, 0.0, 0.02);
     fill(n("ffn_norm.weight"), {D}, 1.0, 0.05);
     fill(n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
     fill(n("ffn_up.weight"), {F, D}, 0.0, 0.02);
     fill(n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+    if (c.mlp_bias) {
+      fill(n("ffn_gate.bias"), {F}, 0.0, 0.02);
+      fill(n("ffn_up.bias"), {F}, 0.0, 0.02);
+      fill(n("ffn_down.bias"), {D}, 0.0, 0.02);
+    }
   }
   return m;
 }

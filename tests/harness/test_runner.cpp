@@ -49,11 +49,11 @@ TEST(Runner, ChainAddMutantFailsFirstAtResidual1OfLayer0) {
     EXPECT_EQ(r.first_failure->key.stage, "residual_1");
     EXPECT_EQ(r.first_failure->key.layer, 0);
     EXPECT_EQ(r.first_failure->key.step, 0);
-    // Block 0 updates element 0 correctly; element 1 is the first one left stale.
-    EXPECT_GT(r.first_failure->m.first_mismatch, 0);
-    EXPECT_EQ(r.first_failure->m.first_mismatch, 1);
-    // One element in every 256 is right.
-    EXPECT_EQ(r.first_failure->m.mismatches, 4 * 64 - 1);
+    // The SIMT kernel mutant (kernels/gemv.cu): each block of 8 rows adds every warp's
+    // output into one element (blockIdx.x) and leaves the others without the attention
+    // output, so nearly every element of residual_1 is wrong.
+    EXPECT_GE(r.first_failure->m.first_mismatch, 0);
+    EXPECT_GT(r.first_failure->m.mismatches, 4 * 64 * 9 / 10);
   }
 }
 
