@@ -7,36 +7,61 @@
 #include <stdexcept>
 
 #include "cpu/cpu_candidate.h"
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+#include "gpu/gpu_candidate.h"
+#include "gpu/mutants.h"
+#endif
 
 namespace ds {
 
 namespace {
 struct Factory {
-  std::string_view name;
+  std::string name;
   std::function<CandidatePtr()> make;
 };
 
 const std::vector<Factory>& factories() {
-  static const std::vector<Factory> f = {
+  static const std::vector<Factory> f = [] {
+    std::vector<Factory> v = {
       {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
       {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
-      {"mutant:chain-add-idx", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::chain_add_idx); }},
       {"selftest:segv-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
       {"selftest:abort-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},
       {"selftest:hang-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::hang_at_layer1); }},
-  };
+    };
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+    v.push_back({"simt", [] {
+                   return std::make_unique<gpu::GpuCandidate>(
+                       dsk_simt::table(), "simt",
+                       "the fused CUDA kernels of kernels/*.cu run on the CPU through the SIMT runtime (f16 storage)");
+                 }});
+#if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
+    v.push_back({"cuda", [] {
+                   return std::make_unique<gpu::GpuCandidate>(
+                       dsk_cuda::table(), "cuda", "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU");
+                 }});
+#endif
+    for (const auto& m : gpu::mutants()) {
+      v.push_back({fmt::format("mutant:{}", m.name), [&m] {
+                     return std::make_unique<gpu::GpuCandidate>(dsk_simt::table(), fmt::format("mutant:{}", m.name),
+                                                                fmt::format("simt with a planted bug: {}", std::string(m.what)), m.bug);
+                   }});
+    }
+#endif
+    return v;
+  }();
   return f;
 }
 }  // namespace
 
 std::vector<CandidateEntry> list_candidates() {
   std::vector<CandidateEntry> out;
-  for (const auto& f : factories()) out.push_back({std::string(f.name), f.make()->description()});
+  for (const auto& f : factories()) out.push_back({f.name, f.make()->description()});
   return out;
 }
 
 CandidatePtr make_candidate(std::string_view name) {
-  std::vector<std::string_view> known;
+  std::vector<std::string> known;
   for (const auto& f : factories()) {
     if (f.name == name) return f.make();
     known.push_back(f.name);

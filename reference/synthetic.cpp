@@ -105,6 +105,14 @@ const Preset kPresets[] = {
        return c;
      }},
     {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
+    // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
+    // double or drop (seeds/004 #4 double bias).
+    {"qwen2-bias-tiny",
+     [] {
+       ModelConfig c = decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256);
+       c.o_bias = c.mlp_bias = true;
+       return c;
+     }},
 };
 
 std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
@@ -220,6 +228,7 @@ void attention_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c
     }
   }
   fill(ws, seed, n("attn_output.weight"), {D, Q}, 0.0, 0.02);
+  if (c.o_bias) fill(ws, seed, n("attn_output.bias"), {D}, 0.0, 0.02);
 }
 
 void norm_weight(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, const std::string& name) {
@@ -236,6 +245,11 @@ void swiglu_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, i
   fill(ws, seed, n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
   fill(ws, seed, n("ffn_up.weight"), {F, D}, 0.0, 0.02);
   fill(ws, seed, n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+  if (c.mlp_bias) {
+    fill(ws, seed, n("ffn_gate.bias"), {F}, 0.0, 0.02);
+    fill(ws, seed, n("ffn_up.bias"), {F}, 0.0, 0.02);
+    fill(ws, seed, n("ffn_down.bias"), {D}, 0.0, 0.02);
+  }
 }
 
 void gpt2_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {

@@ -45,7 +45,6 @@ std::string CpuCandidate::name() const {
   if (v1_) return "cpu-f16-v1";
   switch (bug_) {
     case PlantedBug::none: return "cpu-f16";
-    case PlantedBug::chain_add_idx: return "mutant:chain-add-idx";
     case PlantedBug::segv_at_layer1: return "selftest:segv-layer1";
     case PlantedBug::abort_at_layer1: return "selftest:abort-layer1";
     case PlantedBug::hang_at_layer1: return "selftest:hang-layer1";
@@ -57,8 +56,6 @@ std::string CpuCandidate::description() const {
   if (v1_) return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, no bias";
   switch (bug_) {
     case PlantedBug::none: return "f32 math with every stage output stored as f16: a correct low-precision implementation";
-    case PlantedBug::chain_add_idx:
-      return "cpu-f16 with the chain-add indexed by block id: 1 element in 256 updated (caught at residual_1 of layer 0)";
     case PlantedBug::segv_at_layer1: return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
     case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
     case PlantedBug::hang_at_layer1: return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
@@ -121,21 +118,6 @@ std::span<const float> CpuCandidate::b(int layer, std::string_view role) const {
   return it == w_.end() ? std::span<const float>{} : std::span<const float>(it->second.v);
 }
 
-Mat CpuCandidate::residual_add(const Mat& residual, const Mat& branch) const {
-  if (bug_ != PlantedBug::chain_add_idx) return add(residual, branch);
-  // The epilogue adds the residual into the projection's output buffer; with idx = blockIdx.x
-  // every thread of block b writes element b only, so the rest keep the projection output.
-  constexpr std::int64_t kThreads = 256;
-  Mat out = branch;
-  const auto n = std::int64_t(out.v.size());
-  for (std::int64_t block = 0; block < (n + kThreads - 1) / kThreads; ++block)
-    for (std::int64_t thread = 0; thread < kThreads; ++thread) {
-      const std::int64_t idx = block;  // planted: should be block * kThreads + thread
-      if (idx < n) out.v[std::size_t(idx)] = branch.v[std::size_t(idx)] + residual.v[std::size_t(idx)];
-    }
-  return out;
-}
-
 void CpuCandidate::crash_if_planted() const {
   switch (bug_) {
     case PlantedBug::segv_at_layer1: {
@@ -193,7 +175,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "o_proj") {
     out("attn_out", linear(x("attn"), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
   } else if (s == "residual_1") {
-    out("residual_1", residual_add(x("x"), x("attn_out")));
+    out("residual_1", add(x("x"), x("attn_out")));
   } else if (s == "gate_up") {
     const Mat a = x("ffn_norm");
     out("gate", linear(a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));
@@ -203,7 +185,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "down") {
     out("down", linear(x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
   } else if (s == "residual_2") {
-    out("residual_2", residual_add(x("residual_1"), x("down")));
+    out("residual_2", add(x("residual_1"), x("down")));
   } else {
     throw std::logic_error(fmt::format("cpu candidate: unknown step '{}'", s));
   }

@@ -1,6 +1,6 @@
 // cpu-f16 (and its mutants): the decoder math in f32 with every stage output stored as f16,
-// i.e. a correct low-precision implementation. A mutant is the same candidate with one
-// planted kernel bug, to prove the harness catches it.
+// i.e. a correct low-precision implementation. The selftest variants crash on purpose (the
+// kernel mutants are the SIMT kernels in candidates/gpu).
 #pragma once
 
 #include <map>
@@ -13,9 +13,6 @@ namespace ds::cpu {
 
 enum class PlantedBug {
   none,
-  // The chain-add (residual add fused as a projection epilogue) indexes with the block id
-  // instead of the global thread id: one element in every 256 is updated (seeds/004 #5).
-  chain_add_idx,
   // Harness self-tests of crash isolation: die in layer 1's attention step.
   segv_at_layer1,
   abort_at_layer1,
@@ -40,7 +37,6 @@ class CpuCandidate final : public Candidate {
  private:
   const Mat& w(int layer, std::string_view role) const;
   std::span<const float> b(int layer, std::string_view role) const;  // empty when absent
-  Mat residual_add(const Mat& residual, const Mat& branch) const;
   void crash_if_planted() const;
 
   PlantedBug bug_;

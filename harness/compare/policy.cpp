@@ -51,6 +51,7 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   r.kind = kind;
   r.mode = mode;
   r.k = kDefaultFloorFactor;
+  r.floor_relief = kind == Rule::Kind::dtype;
   return r;
 }
 
@@ -92,7 +93,10 @@ Tolerance Policy::tolerance(const StageResult& r) const {
     if (std::isnan(r.floor_max_abs)) return {0, 0};
     return {rule->k * floor_of(r.floor_max_abs, r.cand_dtype, r.m.ref_rms), 0};
   }
-  return dtype_tolerance(r.cand_dtype, r.m.ref_rms);
+  Tolerance t = dtype_tolerance(r.cand_dtype, r.m.ref_rms);
+  if (rule && rule->floor_relief && !std::isnan(r.floor_max_abs))
+    t.atol = std::max(t.atol, rule->k * floor_of(r.floor_max_abs, r.cand_dtype, r.m.ref_rms));
+  return t;
 }
 
 void Policy::judge(StageResult& r) const {

@@ -136,7 +136,12 @@ class Run {
     if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
     ref::Reference reference(model);
     event("candidate_load");
-    cand->load(cfg, model.weights);
+    try {
+      cand->load(cfg, model.weights);
+    } catch (const std::exception& e) {
+      // E.g. the cuda candidate without a device: a clear error (exit 2), not a terminate.
+      throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
+    }
 
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {

@@ -1,0 +1,256 @@
+#include "gpu_candidate.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "stage_catalog.h"
+
+namespace ds::gpu {
+
+namespace {
+
+// A device allocation that lives for one step.
+class DevBuf {
+ public:
+  DevBuf(const dsk::KernelTable& k, std::size_t bytes) : k_(&k), p_(k.alloc(bytes)), bytes_(bytes) {}
+  DevBuf(const dsk::KernelTable& k, const Tensor& t) : DevBuf(k, t.nbytes()) { k.to_device(p_, t.raw(), t.nbytes()); }
+  DevBuf(DevBuf&& o) noexcept : k_(o.k_), p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  DevBuf& operator=(DevBuf&&) = delete;
+  ~DevBuf() {
+    if (p_ != nullptr) k_->release(p_);
+  }
+  void* get() const { return p_; }
+  float* f32() const { return static_cast<float*>(p_); }
+  // The buffer read back as an f16 [rows, cols] stage tensor.
+  Tensor f16(std::int64_t rows, std::int64_t cols) const {
+    Tensor t(DType::f16, {rows, cols});
+    k_->to_host(t.raw(), p_, t.nbytes());
+    return t;
+  }
+
+ private:
+  const dsk::KernelTable* k_;
+  void* p_;
+  std::size_t bytes_;
+};
+
+const Tensor& in(const TensorMap& inputs, std::string_view name) {
+  auto it = inputs.find(name);
+  if (it == inputs.end()) throw std::logic_error(fmt::format("gpu candidate: input '{}' not provided", name));
+  if (it->second.dtype() != DType::f16 && it->second.dtype() != DType::i32)
+    throw std::logic_error(fmt::format("gpu candidate: input '{}' is {}, expected f16", name,
+                                       dtype_name(it->second.dtype())));
+  return it->second;
+}
+
+std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
+
+}  // namespace
+
+GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug)
+    : k_(table), name_(std::move(name)), description_(std::move(description)), bug_(bug) {}
+
+GpuCandidate::~GpuCandidate() { free_all(); }
+
+void GpuCandidate::free_all() {
+  for (auto& [n, d] : dev_) k_.release(d.p);
+  dev_.clear();
+}
+
+OpSet GpuCandidate::capabilities() const {
+  // Exactly what kernels/*.cu implement: no LayerNorm, GELU, learned positions, (1 + w) norms.
+  return {Op::RoPE,       Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,
+          Op::CausalMask, Op::SwiGLU,   Op::RMSNorm,     Op::BiasAdd, Op::QkNorm};
+}
+
+std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  switch (kind) {
+    case BlockKind::embed: return {{"embedding", {"tokens"}, {"embed"}}};
+    case BlockKind::head: return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::decoder: {
+      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}}, {"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
+      if (cfg.qk_norm) p.push_back({"qk_norm", {"q", "k"}, {"q_norm", "k_norm"}});
+      if (cfg.qk_norm)
+        p.push_back({"rope", {"q_norm", "k_norm"}, {"q_rope", "k_rope"}});
+      else
+        p.push_back({"rope", {"q", "k"}, {"q_rope", "k_rope"}});
+      p.push_back({"attention", {"q_rope", "cache:k_rope", "cache:v"}, {"attn"}});
+      p.push_back({"o_proj_add", {"attn", "x"}, {"attn_out", "residual_1"}});
+      p.push_back({"ffn_norm", {"residual_1"}, {"ffn_norm"}});
+      p.push_back({"gate_up", {"ffn_norm"}, {"gate", "up"}});
+      p.push_back({"swiglu", {"gate", "up"}, {"ffn_act"}});
+      p.push_back({"down_add", {"ffn_act", "residual_1"}, {"down", "residual_2"}});
+      return p;
+    }
+    default: return {};  // refused by the capability gate first
+  }
+}
+
+void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts) {
+  // Kept in the stored dtype when every part shares f32 / f16 / bf16; otherwise as f32.
+  const DType dt = parts.front()->dtype();
+  bool same = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
+  for (const Tensor* t : parts) same = same && t->dtype() == dt;
+  const dsk::WType wt = !same ? dsk::WType::f32 : dt == DType::f16 ? dsk::WType::f16
+                                               : dt == DType::bf16 ? dsk::WType::bf16
+                                                                   : dsk::WType::f32;
+  std::size_t n = 0;
+  for (const Tensor* t : parts) n += std::size_t(t->numel());
+  void* p = k_.alloc(n * wsize(wt));
+  std::size_t at = 0;
+  for (const Tensor* t : parts) {
+    const Tensor conv = same ? Tensor{} : t->to(DType::f32);
+    const Tensor& src = same ? *t : conv;
+    k_.to_device(static_cast<char*>(p) + at, src.raw(), src.nbytes());
+    at += src.nbytes();
+  }
+  dev_[key] = {p, wt};
+}
+
+void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
+  const Tensor f = t.to(DType::f32);
+  void* p = k_.alloc(f.nbytes());
+  k_.to_device(p, f.raw(), f.nbytes());
+  dev_[key] = {p, dsk::WType::f32};
+}
+
+void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
+  if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
+  free_all();
+  cfg_ = cfg;
+  upload_matrix("token_embd.weight", {&weights.get("token_embd.weight")});
+  if (const Tensor* out = weights.find("output.weight")) upload_matrix("output.weight", {out});
+  upload_vector("output_norm.weight", weights.get("output_norm.weight"));
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    auto n = [&](std::string_view role) { return layer_weight(l, role); };
+    // Packed [q | k | v] and [gate | up]: one buffer each, as a fused checkpoint stores them.
+    upload_matrix(n("attn_qkv.packed"), {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
+                                         &weights.layer(l, "attn_v.weight")});
+    upload_matrix(n("ffn_gate_up.packed"), {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
+    upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
+    upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
+    if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
+      const Tensor packed = Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
+                                                weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
+      upload_vector(n("ffn_gate_up.bias"), packed);
+    }
+    for (std::string_view v : {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
+                               "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias",
+                               "ffn_up.bias", "ffn_down.bias"})
+      if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
+  }
+}
+
+const void* GpuCandidate::mat(int layer, std::string_view role) const {
+  const std::string n = layer == kModelLayer ? std::string(role) : layer_weight(layer, role);
+  auto it = dev_.find(n);
+  if (it == dev_.end()) throw std::out_of_range(fmt::format("{}: weight '{}' not loaded", name_, n));
+  return it->second.p;
+}
+
+const float* GpuCandidate::vec(int layer, std::string_view role) const {
+  auto it = dev_.find(layer == kModelLayer ? std::string(role) : layer_weight(layer, role));
+  return it == dev_.end() ? nullptr : static_cast<const float*>(it->second.p);
+}
+
+void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) {
+  const ModelConfig& c = cfg_;
+  const int l = ctx.layer, T = ctx.n_tokens;
+  const int D = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, hd = c.head_dim;
+  const float eps = float(c.norm_eps);
+  const std::string& s = step.name;
+  auto up = [&](std::string_view name) { return DevBuf(k_, in(inputs, name)); };
+  auto buf = [&](std::int64_t elems, std::size_t elem_size = 2) { return DevBuf(k_, std::size_t(elems) * elem_size); };
+  auto wt_of = [&](int layer, std::string_view role) {
+    return dev_.at(layer == kModelLayer ? std::string(role) : layer_weight(layer, role)).wt;
+  };
+
+  if (s == "embedding") {
+    const Tensor& tok = in(inputs, "tokens");
+    for (std::int64_t t = 0; t < tok.numel(); ++t)
+      if (tok.at(t) < 0 || tok.at(t) >= c.vocab)
+        throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tok.at(t), c.vocab));
+    DevBuf ids(k_, tok), out = buf(std::int64_t(T) * D);
+    k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
+                 static_cast<const std::int32_t*>(ids.get()), out.get(), T, D);
+    outputs["embed"] = out.f16(T, D);
+  } else if (s == "final_norm" || s == "attn_norm" || s == "ffn_norm") {
+    const std::string_view src = s == "ffn_norm" ? "residual_1" : "x";
+    const float* w = s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
+    DevBuf x = up(src), y = buf(std::int64_t(T) * D);
+    k_.rmsnorm(x.get(), w, y.get(), T, D, eps);
+    outputs[s] = y.f16(T, D);
+  } else if (s == "lm_head") {
+    const std::string_view role = dev_.count("output.weight") ? "output.weight" : "token_embd.weight";
+    DevBuf x = up("final_norm"), y = buf(std::int64_t(T) * c.vocab);
+    k_.gemv(mat(kModelLayer, role), wt_of(kModelLayer, role), x.get(), nullptr, y.get(), nullptr, T, c.vocab, D, bug_);
+    outputs["logits"] = y.f16(T, c.vocab);
+  } else if (s == "fused_qkv") {
+    const dsk::WType wt = wt_of(l, "attn_qkv.packed");
+    const char* wq = static_cast<const char*>(mat(l, "attn_qkv.packed"));
+    const char* wk = wq + std::size_t(Q) * D * wsize(wt);
+    const char* wv = wk + std::size_t(KV) * D * wsize(wt);
+    DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV), v = buf(std::int64_t(T) * KV);
+    k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(), q.get(),
+                 k.get(), v.get(), T, Q, KV, D, bug_);
+    outputs["q"] = q.f16(T, Q);
+    outputs["k"] = k.f16(T, KV);
+    outputs["v"] = v.f16(T, KV);
+  } else if (s == "qk_norm") {
+    DevBuf q = up("q"), k = up("k"), qn = buf(std::int64_t(T) * Q), kn = buf(std::int64_t(T) * KV);
+    k_.qk_norm(q.get(), k.get(), vec(l, "attn_q_norm.weight"), vec(l, "attn_k_norm.weight"), qn.get(), kn.get(), T,
+               c.n_heads, c.n_kv_heads, hd, eps, bug_);
+    outputs["q_norm"] = qn.f16(T, Q);
+    outputs["k_norm"] = kn.f16(T, KV);
+  } else if (s == "rope") {
+    DevBuf q = up(step.inputs[0]), k = up(step.inputs[1]);
+    k_.rope(q.get(), k.get(), T, c.n_heads, c.n_kv_heads, hd, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
+            c.rope_mode == RopeMode::neox, bug_);
+    outputs["q_rope"] = q.f16(T, Q);
+    outputs["k_rope"] = k.f16(T, KV);
+  } else if (s == "attention") {
+    const Tensor& kc = in(inputs, "cache:k_rope");
+    const int P = int(kc.dim(0));
+    if (P != ctx.pos0 + T)
+      throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
+    DevBuf q = up("q_rope"), kd = up("cache:k_rope"), vd = up("cache:v"), o = buf(std::int64_t(T) * Q);
+    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, bug_);
+    outputs["attn"] = o.f16(T, Q);
+  } else if (s == "o_proj_add" || s == "down_add") {
+    const bool o_proj = s == "o_proj_add";
+    const std::string_view role = o_proj ? "attn_output" : "ffn_down";
+    const int cols = o_proj ? Q : F;
+    DevBuf x = up(o_proj ? "attn" : "ffn_act"), resid = up(o_proj ? "x" : "residual_1"), y = buf(std::int64_t(T) * D);
+    k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
+            vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols, bug_);
+    outputs[o_proj ? "attn_out" : "down"] = y.f16(T, D);
+    outputs[o_proj ? "residual_1" : "residual_2"] = resid.f16(T, D);
+  } else if (s == "gate_up") {
+    // One GEMV over the packed [gate | up] weight, bias added in f32 in its epilogue.
+    DevBuf x = up("ffn_norm"), gu = buf(std::int64_t(T) * 2 * F);
+    k_.gemv(mat(l, "ffn_gate_up.packed"), wt_of(l, "ffn_gate_up.packed"), x.get(), vec(l, "ffn_gate_up.bias"),
+            gu.get(), nullptr, T, 2 * F, D, bug_);
+    const Tensor both = gu.f16(T, 2 * F);
+    Tensor gate(DType::f16, {T, F}), upt(DType::f16, {T, F});
+    for (int t = 0; t < T; ++t) {
+      std::memcpy(gate.raw() + std::size_t(t) * F * 2, both.raw() + std::size_t(t) * 2 * F * 2, std::size_t(F) * 2);
+      std::memcpy(upt.raw() + std::size_t(t) * F * 2, both.raw() + (std::size_t(t) * 2 * F + F) * 2, std::size_t(F) * 2);
+    }
+    outputs["gate"] = std::move(gate);
+    outputs["up"] = std::move(upt);
+  } else if (s == "swiglu") {
+    DevBuf g = up("gate"), u = up("up"), act = buf(std::int64_t(T) * F);
+    k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F, bug_);
+    outputs["ffn_act"] = act.f16(T, F);
+  } else {
+    throw std::logic_error(fmt::format("{}: unknown step '{}'", name_, s));
+  }
+  k_.synchronize();
+}
+
+}  // namespace ds::gpu

@@ -1,0 +1,61 @@
+// The simt, cuda and mutant:<name> candidates: the fused kernels of kernels/*.cu driven
+// through a dsk::KernelTable. One host implementation for all of them; only the table
+// (SIMT on the CPU, or nvcc on a GPU) and the planted bug differ.
+//
+// Stage map (decoder layer), one KernelStep per launch or fused group:
+//   attn_norm       rmsnorm                       x -> attn_norm
+//   fused_qkv       fused_qkv (bias in f32)       attn_norm -> q, k, v
+//   qk_norm         qk_norm (qwen3)               q, k -> q_norm, k_norm
+//   rope            rope, in place on q and k     q|q_norm, k|k_norm -> q_rope, k_rope
+//   attention       attention                     q_rope, cache:k_rope, cache:v -> attn
+//   o_proj_add      gemv + chain-add epilogue     attn, x -> attn_out, residual_1
+//   ffn_norm        rmsnorm                       residual_1 -> ffn_norm
+//   gate_up         gemv over packed [gate | up], bias in the epilogue (f32)
+//                                                 ffn_norm -> gate, up
+//   swiglu          swiglu (no bias: the GEMV added it)   gate, up -> ffn_act
+//   down_add        gemv + chain-add epilogue     ffn_act, residual_1 -> down, residual_2
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "candidate.h"
+#include "kernels.h"
+
+namespace ds::gpu {
+
+class GpuCandidate final : public Candidate {
+ public:
+  // `name` is the registry name; `bug` a dsk::Bug (kBugNone for the real candidates).
+  GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug = dsk::kBugNone);
+  ~GpuCandidate() override;
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  DType storage_dtype() const override { return DType::f16; }
+  OpSet capabilities() const override;
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  // Throws std::runtime_error("no CUDA device: ...") when the table cannot run kernels.
+  void load(const ModelConfig& cfg, const WeightStore& weights) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+
+ private:
+  struct DevTensor {
+    void* p = nullptr;
+    dsk::WType wt = dsk::WType::f32;
+  };
+  const void* mat(int layer, std::string_view role) const;
+  const float* vec(int layer, std::string_view role) const;  // nullptr when absent
+  void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts);
+  void upload_vector(const std::string& key, const Tensor& t);
+  void free_all();
+
+  const dsk::KernelTable& k_;
+  std::string name_, description_;
+  int bug_;
+  ModelConfig cfg_;
+  dsk::WType wt_ = dsk::WType::f32;
+  std::map<std::string, DevTensor, std::less<>> dev_;
+};
+
+}  // namespace ds::gpu

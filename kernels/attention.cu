@@ -1,0 +1,71 @@
+// Causal GQA attention over a KV cache, for prefill (T query rows) and decode (T = 1).
+// For query token t (position p = pos0 + t) and head h reading KV head kh = h / (n_q / n_kv):
+//   s_j = (q[t, h] . k[j, kh]) / sqrt(hd)       j = 0..p
+//   out[t, h] = sum_j softmax(s)_j v[j, kh]
+// One block per (token, head). q is staged in shared memory; warps take keys round-robin
+// (lanes split head_dim) and write the scores to shared memory; the block reduces the max
+// and the sum; then each thread owns output dimensions and walks the keys in order.
+#include "common.cuh"
+
+namespace DSK_NS {
+
+constexpr int kAttnThreads = 128;
+
+__global__ void attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kc,
+                                 const __half* __restrict__ vc, __half* __restrict__ out, int pos0, int n_q,
+                                 int n_kv, int hd, float scale, int bug) {
+  SIMT_DYNAMIC_SHARED(float, smem);
+  float* qs = smem;             // [hd]
+  float* scores = smem + hd;    // [p + 1]
+  __shared__ float scratch[32];
+  const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int n_warps = static_cast<int>(blockDim.x) / 32;
+  // Planted (GH-280 family): h % n_kv interleaves the groups instead of h / group.
+  const int kh = bug == dsk::kBugGqaModulo ? h % n_kv : h / (n_q / n_kv);
+  const int last = pos0 + t;
+  const std::size_t kv_w = static_cast<std::size_t>(n_kv) * hd;
+
+  const __half* qh = q + (static_cast<std::size_t>(t) * n_q + h) * hd;
+  for (int i = tid; i < hd; i += static_cast<int>(blockDim.x)) qs[i] = __half2float(qh[i]);
+  __syncthreads();
+
+  for (int j = warp; j <= last; j += n_warps) {
+    const __half* kj = kc + static_cast<std::size_t>(j) * kv_w + static_cast<std::size_t>(kh) * hd;
+    float s = 0.0f;
+    for (int i = lane; i < hd; i += 32) s += qs[i] * __half2float(kj[i]);
+    s = warp_sum(s);
+    if (lane == 0) scores[j] = s * scale;
+  }
+  __syncthreads();
+
+  float mx = -INFINITY;
+  for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) mx = fmaxf(mx, scores[j]);
+  mx = block_reduce<true>(mx, scratch);
+  float sum = 0.0f;
+  for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) {
+    const float e = expf(scores[j] - mx);
+    scores[j] = e;
+    sum += e;
+  }
+  sum = block_reduce<false>(sum, scratch);  // its barriers also publish the exp'd scores
+  const float inv = 1.0f / sum;
+
+  __half* oh = out + (static_cast<std::size_t>(t) * n_q + h) * hd;
+  for (int i = tid; i < hd; i += static_cast<int>(blockDim.x)) {
+    const __half* vi = vc + static_cast<std::size_t>(kh) * hd + i;
+    float acc = 0.0f;
+    for (int j = 0; j <= last; ++j) acc += scores[j] * __half2float(vi[static_cast<std::size_t>(j) * kv_w]);
+    oh[i] = __float2half_rn(acc * inv);
+  }
+}
+
+void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0, int n_q,
+               int n_kv, int head_dim, int bug) {
+  const std::size_t smem = static_cast<std::size_t>(head_dim + P) * sizeof(float);
+  simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr, static_cast<const __half*>(q),
+               static_cast<const __half*>(k_cache), static_cast<const __half*>(v_cache), static_cast<__half*>(out),
+               pos0, n_q, n_kv, head_dim, 1.0f / sqrtf(static_cast<float>(head_dim)), bug);
+}
+
+}  // namespace DSK_NS

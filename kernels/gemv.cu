@@ -1,0 +1,80 @@
+// GEMV with an optional bias and an optional chain-add epilogue, for decode-sized T:
+//   y[t, r] = sum_c W[r, c] * x[t, c] (+ bias[r])            f32 accumulation
+//   resid[t, r] = half(resid[t, r] + y[t, r])                 (chain-add, in place)
+// One warp per output row, kGemvWarps rows per block, blockIdx.y = token. The block first
+// stages x[t, :] in shared memory as f32; each warp then streams its weight row with
+// 16-byte loads (warp_dot) and reduces with shuffles. Lane 0 adds the bias in f32 and writes
+// y as f16; with `resid` set, an epilogue adds y into the residual stream: o_proj produces
+// attn_out AND residual_1, down produces down AND residual_2 in a single launch.
+#include "common.cuh"
+
+namespace DSK_NS {
+
+template <class W>
+__global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x, const float* __restrict__ bias,
+                            __half* __restrict__ y, __half* __restrict__ resid, int rows,
+                            int cols, int bug) {
+  SIMT_DYNAMIC_SHARED(float, xs);
+  const int t = static_cast<int>(blockIdx.y);
+  const __half* xt = x + static_cast<std::size_t>(t) * cols;
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) xs[c] = __half2float(xt[c]);
+  __syncthreads();
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  // Written for kGemvWarps warps per block. kBugGemvWarps launches fewer, so the rows of
+  // the missing warps are never computed (seeds/004 #2).
+  const int row = static_cast<int>(blockIdx.x) * kGemvWarps + warp;
+  __shared__ float y_f32[kGemvWarps];  // the block's outputs before rounding, for the epilogue
+  if (row < rows) {
+    float acc = 0.0f;
+    if (bug == dsk::kBugDimFlip) {
+      // Planted (seeds/004 #3): the [out, in] weight indexed as if it were [in, out].
+      for (int c = lane; c < cols; c += 32) acc += to_f(Wt[static_cast<std::size_t>(c) * rows + row]) * xs[c];
+      acc = warp_sum(acc);
+    } else {
+      acc = warp_dot(Wt + static_cast<std::size_t>(row) * cols, xs, cols, lane);
+    }
+    if (lane == 0) {
+      const float v = acc + (bias != nullptr ? bias[row] : 0.0f);
+      y[static_cast<std::size_t>(t) * rows + row] = __float2half_rn(v);
+      y_f32[warp] = v;
+    }
+  }
+  if (resid == nullptr) return;  // uniform over the block
+
+  // Chain-add epilogue: one thread per row of this block adds the projection output into the
+  // residual stream in place. Every thread reads before any writes, so the in-place add is
+  // race-free. Planted (seeds/004 #5): the element index is the block id instead of the global
+  // thread id, so one element per block is updated (correctly) and the rest keep the residual
+  // without the projection output.
+  __syncthreads();
+  const int tid = static_cast<int>(threadIdx.x);
+  const int idx = bug == dsk::kBugChainAddIdx ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x) * kGemvWarps + tid;
+  const bool adds = tid < kGemvWarps && idx < rows;
+  const std::size_t ro = static_cast<std::size_t>(t) * rows + static_cast<std::size_t>(adds ? idx : 0);
+  // The add uses the f32 projection output; the planted index points outside this block's
+  // rows, where only the stored f16 output is available.
+  const float v = bug == dsk::kBugChainAddIdx ? __half2float(y[ro]) : (adds ? y_f32[tid] : 0.0f);
+  const float sum = adds ? __half2float(resid[ro]) + v : 0.0f;
+  __syncthreads();
+  if (adds) resid[ro] = __float2half_rn(sum);
+}
+
+template <class W>
+static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows, int cols, int bug) {
+  const int warps = bug == dsk::kBugGemvWarps ? kGemvWarps / 2 : kGemvWarps;
+  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, T), block(32 * warps);
+  simt::launch(gemv_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wt,
+               static_cast<const __half*>(x), bias, static_cast<__half*>(y), static_cast<__half*>(resid),
+               rows, cols, bug);
+}
+
+void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T, int rows, int cols, int bug) {
+  switch (wt) {
+    case dsk::WType::f32: launch_gemv(static_cast<const float*>(W), x, bias, y, resid, T, rows, cols, bug); break;
+    case dsk::WType::f16: launch_gemv(static_cast<const __half*>(W), x, bias, y, resid, T, rows, cols, bug); break;
+    case dsk::WType::bf16: launch_gemv(static_cast<const __nv_bfloat16*>(W), x, bias, y, resid, T, rows, cols, bug); break;
+  }
+}
+
+}  // namespace DSK_NS

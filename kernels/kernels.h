@@ -1,0 +1,91 @@
+// Host-side interface of the fused decoder kernels in kernels/*.cu.
+//
+// The same .cu files are built twice: by g++ through the SIMT runtime (namespace dsk_simt,
+// every CUDA thread a fiber on the CPU) and by nvcc (namespace dsk_cuda, a real GPU). Each
+// build exports one KernelTable; the candidate host code (candidates/gpu) only talks to a
+// table, so the simt and cuda candidates share every line of host code.
+//
+// Conventions: every pointer handed to a kernel is a device pointer. Activations are f16
+// ([rows, width] row-major, width innermost). Matrices are [out, in] in their stored dtype
+// (f32, f16 or bf16) and accumulate in f32. Norm weights and biases are f32 vectors; a null
+// bias means "no bias". This header is C++17 (nvcc compiles the kernels as C++17).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dsk {
+
+// Weight storage types the projection kernels are instantiated for.
+enum class WType : int { f32 = 0, f16 = 1, bf16 = 2 };
+
+// A planted bug, passed to every launch as a plain int. Each kernel checks only its own:
+// the buggy line lives in the kernel source next to the correct one (see docs/mutants.md).
+enum Bug : int {
+  kBugNone = 0,
+  kBugChainAddIdx,      // gemv.cu: chain-add epilogue indexes the residual by blockIdx.x
+  kBugGemvWarps,        // gemv.cu: launched with fewer warps than the kernel was written for
+  kBugDimFlip,          // gemv.cu: weight read as [in, out] instead of [out, in]
+  kBugDoubleBias,       // swiglu.cu: adds the gate/up bias the GEMV already added
+  kBugHalfBeforeBias,   // fused_qkv.cu: accumulator rounded to half before the bias add
+  kBugSkipQkNorm,       // qk_norm.cu: copies q/k through unnormalised
+  kBugRopeThetaDefault, // rope.cu: theta 10000 instead of the config's
+  kBugGqaModulo,        // attention.cu: KV head h % n_kv instead of h / (n_heads / n_kv)
+};
+
+// Rows per block the GEMV kernels are written for (one warp per output row).
+inline constexpr int kGemvWarps = 8;
+
+struct KernelTable {
+  const char* backend;  // "simt" or "cuda"
+  // Empty when kernels can run; otherwise why not ("no CUDA device: ...").
+  std::string (*device_error)();
+  void* (*alloc)(std::size_t bytes);
+  void (*release)(void* p);
+  void (*to_device)(void* dst, const void* src, std::size_t bytes);
+  void (*to_host)(void* dst, const void* src, std::size_t bytes);
+  void (*device_copy)(void* dst, const void* src, std::size_t bytes);
+  void (*synchronize)();
+
+  // out[t, :] = half(table[tokens[t], :]); table [vocab, D].
+  void (*embedding)(const void* table, WType wt, const std::int32_t* tokens, void* out, int T, int D);
+  // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w); one block per row.
+  void (*rmsnorm)(const void* x, const float* w, void* y, int rows, int width, float eps);
+  // y[t, :] = half(W x[t, :] + bias), f32 accumulation, the bias added in f32 before the
+  // cast. With `resid` set (chain-add), also resid[t, :] = half(resid + y) in place: the
+  // residual stream update fused as the epilogue. x: [T, cols], W: [rows, cols], y: [T, rows].
+  void (*gemv)(const void* W, WType wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
+               int cols, int bug);
+  // q/k/v[t, :] = half(Wq/Wk/Wv x[t, :] + b) in one launch. Separate layout: three weight
+  // pointers; packed layout ([q_rows + 2 kv_rows, cols] in one buffer): pass Wk = Wq +
+  // q_rows * cols and Wv = Wk + kv_rows * cols. Biases may be null.
+  void (*fused_qkv)(const void* Wq, const void* Wk, const void* Wv, WType wt, const float* bq, const float* bk,
+                    const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows,
+                    int cols, int bug);
+  // Per-head RMSNorm of q [T, n_q * hd] and k [T, n_kv * hd] into qn / kn; one warp per head.
+  void (*qk_norm)(const void* q, const void* k, const float* wq, const float* wk, void* qn, void* kn, int T,
+                  int n_q, int n_kv, int head_dim, float eps, int bug);
+  // Rotary embedding in place on q and k (one launch), tokens at positions pos0.. . The
+  // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
+  void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta,
+               bool neox, int bug);
+  // Causal GQA attention: q [T, n_q * hd] at positions pos0.., caches [P, n_kv * hd] with
+  // P = pos0 + T; one block per (token, head); out [T, n_q * hd].
+  void (*attention)(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
+                    int n_q, int n_kv, int head_dim, int bug);
+  // act[t, i] = half(silu(g) * u), g = gate[t * ld + i] (+ b_gate[i] when has_bias), likewise
+  // u; ld is the row stride of gate / up (F, or 2F for a packed [gate | up] buffer). The
+  // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
+  void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias, void* act,
+                 int T, int F, int ld, int bug);
+};
+
+}  // namespace dsk
+
+namespace dsk_simt {
+const dsk::KernelTable& table();
+}
+namespace dsk_cuda {
+const dsk::KernelTable& table();
+}

@@ -1,0 +1,53 @@
+// The KernelTable of this build (dsk_simt under g++, dsk_cuda under nvcc): memory
+// management through the SIMT runtime (host memory on the CPU, cudaMalloc on the GPU)
+// and the launch functions of kernels/*.cu.
+#include "common.cuh"
+
+namespace DSK_NS {
+
+void embedding(const void*, dsk::WType, const std::int32_t*, void*, int, int);
+void rmsnorm(const void*, const float*, void*, int, int, float);
+void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
+void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
+               const void*, void*, void*, void*, int, int, int, int, int);
+void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float, int);
+void rope(void*, void*, int, int, int, int, int, int, float, bool, int);
+void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int);
+void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
+
+namespace {
+
+std::string device_error() {
+#if defined(SIMT_BACKEND_CUDA)
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
+  if (n == 0) return "no CUDA device: cudaGetDeviceCount returned 0 devices";
+#endif
+  return {};
+}
+
+void* alloc(std::size_t bytes) { return simt::malloc(bytes == 0 ? 1 : bytes); }
+void release(void* p) { simt::free(p); }
+void to_device(void* dst, const void* src, std::size_t n) { simt::memcpy(dst, src, n, simt::CopyKind::host_to_device); }
+void to_host(void* dst, const void* src, std::size_t n) { simt::memcpy(dst, src, n, simt::CopyKind::device_to_host); }
+void device_copy(void* dst, const void* src, std::size_t n) {
+  simt::memcpy(dst, src, n, simt::CopyKind::device_to_device);
+}
+void synchronize() { simt::synchronize(); }
+
+}  // namespace
+
+const dsk::KernelTable& table() {
+#if defined(SIMT_BACKEND_CUDA)
+  static const char* const backend = "cuda";
+#else
+  static const char* const backend = "simt";
+#endif
+  static const dsk::KernelTable t = {backend,   device_error, alloc,   release,  to_device, to_host, device_copy,
+                                     synchronize, embedding,  rmsnorm, gemv,     fused_qkv, qk_norm, rope,
+                                     attention, swiglu};
+  return t;
+}
+
+}  // namespace DSK_NS

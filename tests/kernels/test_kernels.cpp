@@ -1,0 +1,471 @@
+// Each kernel of kernels/*.cu alone, through the SIMT runtime, against a double-precision
+// computation from the same (f16-rounded) inputs, on several shapes including ragged ones;
+// and bitwise identical outputs under every SIMT thread order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "dtype.h"
+#include "kernels.h"
+#include "simt/simt.h"
+
+namespace {
+
+using dsk::WType;
+using Bits = std::vector<std::uint16_t>;
+const dsk::KernelTable& K() { return dsk_simt::table(); }
+
+// A device buffer of raw bytes.
+struct Buf {
+  void* p = nullptr;
+  std::size_t n = 0;
+  explicit Buf(std::size_t bytes) : p(K().alloc(bytes)), n(bytes) {}
+  template <class T>
+  explicit Buf(const std::vector<T>& v) : Buf(v.size() * sizeof(T)) {
+    K().to_device(p, v.data(), n);
+  }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { K().release(p); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+  Bits bits() const {
+    Bits b(n / 2);
+    K().to_host(b.data(), p, n);
+    return b;
+  }
+};
+
+std::vector<double> normal(std::size_t n, double std, std::uint32_t seed, double mean = 0) {
+  std::mt19937 g(seed);
+  std::normal_distribution<double> d(mean, std);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+// Rounded to f16: the kernel's input and the reference's, identical.
+Bits to_f16(const std::vector<double>& v) {
+  Bits b(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) b[i] = ds::f64_to_f16(v[i]);
+  return b;
+}
+std::vector<double> f16_values(const Bits& b) {
+  std::vector<double> v(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) v[i] = ds::f16_to_f32(b[i]);
+  return v;
+}
+std::vector<float> to_f32(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// A weight matrix in `wt` (raw bytes) and the values the kernel sees.
+struct Weights {
+  std::vector<std::uint8_t> bytes;
+  std::vector<double> values;
+};
+Weights make_weights(WType wt, std::size_t n, std::uint32_t seed, std::size_t pad_front = 0) {
+  const auto v = normal(n, 0.05, seed);
+  Weights w;
+  const std::size_t es = wt == WType::f32 ? 4 : 2;
+  w.bytes.resize((n + pad_front) * es);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t* dst = w.bytes.data() + (i + pad_front) * es;
+    if (wt == WType::f32) {
+      const float f = float(v[i]);
+      std::memcpy(dst, &f, 4);
+      w.values.push_back(f);
+    } else {
+      const std::uint16_t h = wt == WType::f16 ? ds::f64_to_f16(v[i]) : ds::f64_to_bf16(v[i]);
+      std::memcpy(dst, &h, 2);
+      w.values.push_back(wt == WType::f16 ? ds::f16_to_f32(h) : ds::bf16_to_f32(h));
+    }
+  }
+  return w;
+}
+
+// |got - ref| within one f16 ULP of ref (the output rounding plus f32 accumulation), plus
+// `abs_slack` for values near zero.
+void expect_close(const Bits& got, const std::vector<double>& ref, double abs_slack, const char* what) {
+  ASSERT_EQ(got.size(), ref.size()) << what;
+  int bad = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double g = ds::f16_to_f32(got[i]);
+    const double ulp = std::ldexp(1.0, std::max(std::ilogb(std::max(std::abs(ref[i]), 6.1e-5)), -14) - 10);
+    if (!(std::abs(g - ref[i]) <= ulp + abs_slack) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " got " << g << " expected " << ref[i];
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+// Runs `launch` under every SIMT thread order and 1 or 2 host threads; the bytes `read`
+// returns must be identical every time. Returns them.
+Bits same_under_every_order(const std::function<void()>& launch, const std::function<Bits()>& read) {
+  Bits first;
+  int run = 0;
+  for (simt::Order order : {simt::Order::forward, simt::Order::reverse, simt::Order::random}) {
+    for (unsigned threads : {1u, 2u}) {
+      simt::Config cfg;
+      cfg.order = order;
+      cfg.seed = 7 + run;
+      cfg.host_threads = threads;
+      simt::ScopedConfig scoped(cfg);
+      launch();
+      const Bits b = read();
+      if (run++ == 0)
+        first = b;
+      else
+        EXPECT_TRUE(b == first) << "output differs under order " << int(order) << ", " << threads << " host threads";
+    }
+  }
+  return first;
+}
+
+// ---------------------------------------------------------------------------------------
+
+struct NormShape {
+  int rows, width;
+};
+class RmsNorm : public testing::TestWithParam<NormShape> {};
+TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
+  const auto [rows, width] = GetParam();
+  const Bits xb = to_f16(normal(std::size_t(rows) * width, 1.0, 1));
+  const auto x = f16_values(xb);
+  const auto w = normal(std::size_t(width), 0.05, 2, 1.0);
+  Buf dx(xb), dw(to_f32(w)), dy(xb.size() * 2);
+  const Bits got = same_under_every_order(
+      [&] { K().rmsnorm(dx.p, dw.as<float>(), dy.p, rows, width, 1e-6f); }, [&] { return dy.bits(); });
+  std::vector<double> ref(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int c = 0; c < width; ++c) ss += x[std::size_t(r * width + c)] * x[std::size_t(r * width + c)];
+    const double inv = 1.0 / std::sqrt(ss / width + 1e-6);
+    for (int c = 0; c < width; ++c)
+      ref[std::size_t(r * width + c)] = x[std::size_t(r * width + c)] * inv * double(float(w[std::size_t(c)]));
+  }
+  expect_close(got, ref, 1e-6, "rmsnorm");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm, testing::Values(NormShape{1, 64}, NormShape{3, 896}, NormShape{2, 100},
+                                                          NormShape{5, 33}, NormShape{1, 1000}));
+
+// ---------------------------------------------------------------------------------------
+
+struct GemvCase {
+  WType wt;
+  int T, rows, cols;
+  bool bias, chain_add;
+  int pad;  // weight buffer starts `pad` elements after a 16-byte boundary (scalar head)
+};
+class Gemv : public testing::TestWithParam<GemvCase> {};
+TEST_P(Gemv, MatchesDoubleAndIsOrderIndependent) {
+  const auto p = GetParam();
+  const Weights w = make_weights(p.wt, std::size_t(p.rows) * p.cols, 3, std::size_t(p.pad));
+  const Bits xb = to_f16(normal(std::size_t(p.T) * p.cols, 1.0, 4));
+  const auto x = f16_values(xb);
+  const auto bias = normal(std::size_t(p.rows), 0.1, 5);
+  const Bits rb = to_f16(normal(std::size_t(p.T) * p.rows, 1.0, 6));
+  Buf dw(w.bytes), dx(xb), db(to_f32(bias)), dy(std::size_t(p.T) * p.rows * 2), dr(rb);
+  const std::size_t es = p.wt == WType::f32 ? 4 : 2;
+  const void* W = static_cast<const char*>(dw.p) + std::size_t(p.pad) * es;
+  const Bits got = same_under_every_order(
+      [&] {
+        K().to_device(dr.p, rb.data(), dr.n);  // the chain-add updates resid in place
+        K().gemv(W, p.wt, dx.p, p.bias ? db.as<float>() : nullptr, dy.p, p.chain_add ? dr.p : nullptr, p.T, p.rows,
+                 p.cols, dsk::kBugNone);
+      },
+      [&] {
+        Bits y = dy.bits(), r = dr.bits();
+        y.insert(y.end(), r.begin(), r.end());
+        return y;
+      });
+  std::vector<double> ref, ref_r;
+  for (int t = 0; t < p.T; ++t)
+    for (int r = 0; r < p.rows; ++r) {
+      double acc = p.bias ? double(float(bias[std::size_t(r)])) : 0.0;
+      for (int c = 0; c < p.cols; ++c)
+        acc += w.values[std::size_t(r) * p.cols + c] * x[std::size_t(t) * p.cols + c];
+      ref.push_back(acc);
+      ref_r.push_back(ds::f16_to_f32(rb[std::size_t(t) * p.rows + r]) + (p.chain_add ? acc : 0.0));
+    }
+  const std::size_t n = ref.size();
+  expect_close(Bits(got.begin(), got.begin() + std::ptrdiff_t(n)), ref, 1e-5, "gemv y");
+  expect_close(Bits(got.begin() + std::ptrdiff_t(n), got.end()), ref_r, 1e-5, "gemv residual");
+}
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Gemv,
+    testing::Values(GemvCase{WType::f32, 1, 64, 64, false, false, 0}, GemvCase{WType::f16, 3, 37, 100, true, false, 0},
+                    GemvCase{WType::bf16, 2, 130, 896, true, true, 0}, GemvCase{WType::f16, 1, 9, 7, false, true, 0},
+                    GemvCase{WType::f16, 2, 17, 45, true, false, 3}, GemvCase{WType::f32, 2, 24, 131, false, true, 1},
+                    GemvCase{WType::bf16, 1, 8, 300, false, false, 5}));
+
+// ---------------------------------------------------------------------------------------
+
+struct QkvCase {
+  WType wt;
+  int T, q_rows, kv_rows, cols;
+  bool packed, bias;
+};
+class FusedQkv : public testing::TestWithParam<QkvCase> {};
+TEST_P(FusedQkv, MatchesDoubleAndIsOrderIndependent) {
+  const auto p = GetParam();
+  const int rows = p.q_rows + 2 * p.kv_rows;
+  const Weights w = make_weights(p.wt, std::size_t(rows) * p.cols, 8);
+  const std::size_t es = p.wt == WType::f32 ? 4 : 2;
+  const Bits xb = to_f16(normal(std::size_t(p.T) * p.cols, 1.0, 9));
+  const auto x = f16_values(xb);
+  const auto bias = normal(std::size_t(rows), 0.5, 10);
+  Buf dx(xb), db(to_f32(bias));
+  // Packed: one buffer; separate: three allocations.
+  const std::size_t qb = std::size_t(p.q_rows) * p.cols * es, kb = std::size_t(p.kv_rows) * p.cols * es;
+  Buf all(w.bytes), wq(qb), wk(kb), wv(kb);
+  K().to_device(wq.p, w.bytes.data(), qb);
+  K().to_device(wk.p, w.bytes.data() + qb, kb);
+  K().to_device(wv.p, w.bytes.data() + qb + kb, kb);
+  const void* Wq = p.packed ? all.p : wq.p;
+  const void* Wk = p.packed ? static_cast<const char*>(all.p) + qb : wk.p;
+  const void* Wv = p.packed ? static_cast<const char*>(all.p) + qb + kb : wv.p;
+  const float* bq = p.bias ? db.as<float>() : nullptr;
+  const float* bk = p.bias ? db.as<float>() + p.q_rows : nullptr;
+  const float* bv = p.bias ? db.as<float>() + p.q_rows + p.kv_rows : nullptr;
+  Buf q(std::size_t(p.T) * p.q_rows * 2), k(std::size_t(p.T) * p.kv_rows * 2), v(std::size_t(p.T) * p.kv_rows * 2);
+  const Bits got = same_under_every_order(
+      [&] {
+        K().fused_qkv(Wq, Wk, Wv, p.wt, bq, bk, bv, dx.p, q.p, k.p, v.p, p.T, p.q_rows, p.kv_rows, p.cols,
+                      dsk::kBugNone);
+      },
+      [&] {
+        Bits out = q.bits(), kk = k.bits(), vv = v.bits();
+        out.insert(out.end(), kk.begin(), kk.end());
+        out.insert(out.end(), vv.begin(), vv.end());
+        return out;
+      });
+  std::vector<double> ref;
+  auto seg = [&](int first_row, int n) {
+    for (int t = 0; t < p.T; ++t)
+      for (int r = first_row; r < first_row + n; ++r) {
+        double acc = p.bias ? double(float(bias[std::size_t(r)])) : 0.0;
+        for (int c = 0; c < p.cols; ++c) acc += w.values[std::size_t(r) * p.cols + c] * x[std::size_t(t) * p.cols + c];
+        ref.push_back(acc);
+      }
+  };
+  seg(0, p.q_rows);
+  seg(p.q_rows, p.kv_rows);
+  seg(p.q_rows + p.kv_rows, p.kv_rows);
+  expect_close(got, ref, 1e-5, "fused_qkv");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedQkv,
+                         testing::Values(QkvCase{WType::f32, 3, 64, 32, 64, true, true},
+                                         QkvCase{WType::f16, 2, 56, 8, 100, false, true},
+                                         QkvCase{WType::bf16, 1, 40, 24, 37, true, false},
+                                         QkvCase{WType::f16, 2, 64, 16, 896, true, true}));
+
+// The planted half-before-bias bug is a rounding effect: bit-identical to the correct kernel
+// on most elements, off by at most half an ULP of the accumulator plus one of the result.
+TEST(FusedQkv, HalfBeforeBiasMutantIsARoundingEffectButOftenOff) {
+  const int T = 4, Q = 64, KV = 32, C = 64;
+  const Weights w = make_weights(WType::f32, std::size_t(Q + 2 * KV) * C, 11);
+  const Bits xb = to_f16(normal(std::size_t(T) * C, 1.0, 12));
+  const auto bias = normal(std::size_t(Q + 2 * KV), 0.5, 13);
+  Buf dw(w.bytes), dx(xb), db(to_f32(bias)), q(std::size_t(T) * Q * 2), k(std::size_t(T) * KV * 2),
+      v(std::size_t(T) * KV * 2);
+  const char* W = static_cast<const char*>(dw.p);
+  auto run = [&](int bug) {
+    K().fused_qkv(W, W + Q * C * 4, W + (Q + KV) * C * 4, WType::f32, db.as<float>(), db.as<float>() + Q,
+                  db.as<float>() + Q + KV, dx.p, q.p, k.p, v.p, T, Q, KV, C, bug);
+    return q.bits();
+  };
+  const Bits good = run(dsk::kBugNone), bad = run(dsk::kBugHalfBeforeBias);
+  int differ = 0;
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    differ += good[i] != bad[i];
+    // Half an ULP of the accumulator (|acc| < 2 here: 2^-11) plus one ULP of the result.
+    EXPECT_LE(std::abs(ds::f16_to_f32(good[i]) - ds::f16_to_f32(bad[i])), 2.0 * 0x1p-11) << i;
+  }
+  EXPECT_GT(differ, int(good.size()) / 20);
+}
+
+// ---------------------------------------------------------------------------------------
+
+struct HeadCase {
+  int T, n_q, n_kv, hd;
+};
+class QkNorm : public testing::TestWithParam<HeadCase> {};
+TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
+  const auto [T, nq, nkv, hd] = GetParam();
+  const Bits qb = to_f16(normal(std::size_t(T) * nq * hd, 0.3, 14)), kb = to_f16(normal(std::size_t(T) * nkv * hd, 0.3, 15));
+  const auto wq = normal(std::size_t(hd), 0.05, 16, 1.0), wk = normal(std::size_t(hd), 0.05, 17, 1.0);
+  Buf dq(qb), dk(kb), dwq(to_f32(wq)), dwk(to_f32(wk)), qn(qb.size() * 2), kn(kb.size() * 2);
+  const Bits got = same_under_every_order(
+      [&] {
+        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), qn.p, kn.p, T, nq, nkv, hd, 1e-6f, dsk::kBugNone);
+      },
+      [&] {
+        Bits a = qn.bits(), b = kn.bits();
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      });
+  std::vector<double> ref;
+  auto norm = [&](const Bits& xb, const std::vector<double>& w) {
+    const auto x = f16_values(xb);
+    for (std::size_t h = 0; h < x.size() / std::size_t(hd); ++h) {
+      double ss = 0;
+      for (int i = 0; i < hd; ++i) ss += x[h * std::size_t(hd) + std::size_t(i)] * x[h * std::size_t(hd) + std::size_t(i)];
+      const double inv = 1.0 / std::sqrt(ss / hd + 1e-6);
+      for (int i = 0; i < hd; ++i) ref.push_back(x[h * std::size_t(hd) + std::size_t(i)] * inv * double(float(w[std::size_t(i)])));
+    }
+  };
+  norm(qb, wq);
+  norm(kb, wk);
+  expect_close(got, ref, 1e-6, "qk_norm");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, QkNorm,
+                         testing::Values(HeadCase{3, 4, 2, 32}, HeadCase{2, 3, 1, 40}, HeadCase{1, 14, 2, 64},
+                                         HeadCase{2, 2, 2, 128}));
+
+// ---------------------------------------------------------------------------------------
+
+struct RopeCase {
+  int T, n_q, n_kv, hd, rot, pos0;
+  bool neox;
+  double theta;
+};
+class Rope : public testing::TestWithParam<RopeCase> {};
+TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
+  const auto p = GetParam();
+  const Bits qb = to_f16(normal(std::size_t(p.T) * p.n_q * p.hd, 1.0, 18)),
+             kb = to_f16(normal(std::size_t(p.T) * p.n_kv * p.hd, 1.0, 19));
+  Buf dq(qb.size() * 2), dk(kb.size() * 2);
+  const Bits got = same_under_every_order(
+      [&] {
+        K().to_device(dq.p, qb.data(), dq.n);  // in place
+        K().to_device(dk.p, kb.data(), dk.n);
+        K().rope(dq.p, dk.p, p.T, p.n_q, p.n_kv, p.hd, p.rot, p.pos0, float(p.theta), p.neox, dsk::kBugNone);
+      },
+      [&] {
+        Bits a = dq.bits(), b = dk.bits();
+        a.insert(a.end(), b.begin(), b.end());
+        return a;
+      });
+  std::vector<double> ref;
+  auto rot = [&](const Bits& xb, int heads) {
+    const auto x = f16_values(xb);
+    std::vector<double> y = x;
+    for (int t = 0; t < p.T; ++t)
+      for (int h = 0; h < heads; ++h) {
+        const std::size_t base = (std::size_t(t) * heads + h) * p.hd;
+        for (int i = 0; i < p.rot / 2; ++i) {
+          const double ang = (p.pos0 + t) * std::pow(p.theta, -2.0 * i / p.rot);
+          const int a = p.neox ? i : 2 * i, b = p.neox ? i + p.rot / 2 : 2 * i + 1;
+          y[base + a] = x[base + a] * std::cos(ang) - x[base + b] * std::sin(ang);
+          y[base + b] = x[base + b] * std::cos(ang) + x[base + a] * std::sin(ang);
+        }
+      }
+    ref.insert(ref.end(), y.begin(), y.end());
+  };
+  rot(qb, p.n_q);
+  rot(kb, p.n_kv);
+  expect_close(got, ref, 1e-5, "rope");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, Rope,
+                         testing::Values(RopeCase{4, 4, 2, 16, 16, 0, true, 1e6}, RopeCase{1, 4, 2, 16, 16, 9, false, 5e5},
+                                         RopeCase{3, 2, 1, 32, 16, 5, true, 1e4},  // partial rotary
+                                         RopeCase{2, 3, 3, 40, 24, 30, false, 1e6},
+                                         RopeCase{1, 14, 2, 64, 64, 100, true, 1e6}));
+
+// ---------------------------------------------------------------------------------------
+
+struct AttnCase {
+  int T, pos0, n_q, n_kv, hd;
+};
+class Attention : public testing::TestWithParam<AttnCase> {};
+TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
+  const auto [T, pos0, nq, nkv, hd] = GetParam();
+  const int P = pos0 + T;
+  const Bits qb = to_f16(normal(std::size_t(T) * nq * hd, 1.0, 20));
+  const Bits kb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 21)), vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
+  Buf dq(qb), dk(kb), dv(vb), out(qb.size() * 2);
+  const Bits got = same_under_every_order(
+      [&] { K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, dsk::kBugNone); },
+      [&] { return out.bits(); });
+  const auto q = f16_values(qb), k = f16_values(kb), v = f16_values(vb);
+  std::vector<double> ref(q.size(), 0.0);
+  const std::size_t kvw = std::size_t(nkv) * hd, qw = std::size_t(nq) * hd;
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < nq; ++h) {
+      const int kh = h / (nq / nkv);
+      std::vector<double> s(std::size_t(pos0 + t + 1));
+      double mx = -1e300, sum = 0;
+      for (int j = 0; j <= pos0 + t; ++j) {
+        double d = 0;
+        for (int i = 0; i < hd; ++i) d += q[t * qw + std::size_t(h * hd + i)] * k[j * kvw + std::size_t(kh * hd + i)];
+        s[std::size_t(j)] = d / std::sqrt(double(hd));
+        mx = std::max(mx, s[std::size_t(j)]);
+      }
+      for (auto& e : s) sum += (e = std::exp(e - mx));
+      for (int j = 0; j <= pos0 + t; ++j)
+        for (int i = 0; i < hd; ++i)
+          ref[t * qw + std::size_t(h * hd + i)] += s[std::size_t(j)] / sum * v[j * kvw + std::size_t(kh * hd + i)];
+    }
+  expect_close(got, ref, 1e-5, "attention");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         testing::Values(AttnCase{4, 0, 4, 2, 16},   // prefill
+                                         AttnCase{1, 6, 4, 1, 40},   // decode, ragged head_dim
+                                         AttnCase{3, 37, 2, 2, 64},  // MHA, long cache
+                                         AttnCase{2, 200, 14, 2, 64}));
+
+// ---------------------------------------------------------------------------------------
+
+struct SwigluCase {
+  int T, F;
+  bool has_bias, packed;
+};
+class Swiglu : public testing::TestWithParam<SwigluCase> {};
+TEST_P(Swiglu, MatchesDoubleAndIsOrderIndependent) {
+  const auto [T, F, has_bias, packed] = GetParam();
+  const int ld = packed ? 2 * F : F;
+  const Bits gb = to_f16(normal(std::size_t(T) * ld, 1.5, 23)), ub = to_f16(normal(std::size_t(T) * ld, 1.0, 24));
+  const auto bg = normal(std::size_t(F), 0.3, 25), bu = normal(std::size_t(F), 0.3, 26);
+  Buf dg(gb), du(ub), dbg(to_f32(bg)), dbu(to_f32(bu)), act(std::size_t(T) * F * 2);
+  // Packed: gate and up are two halves of each row of one buffer (here: of gb).
+  const void* G = dg.p;
+  const void* U = packed ? static_cast<const void*>(dg.as<std::uint16_t>() + F) : du.p;
+  const Bits got = same_under_every_order(
+      [&] { K().swiglu(G, U, dbg.as<float>(), dbu.as<float>(), has_bias, act.p, T, F, ld, dsk::kBugNone); },
+      [&] { return act.bits(); });
+  const auto g = f16_values(gb), u = f16_values(packed ? gb : ub);
+  std::vector<double> ref;
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < F; ++i) {
+      double gv = g[std::size_t(t) * ld + i], uv = u[std::size_t(t) * ld + i + (packed ? F : 0)];
+      if (has_bias) gv += double(float(bg[std::size_t(i)])), uv += double(float(bu[std::size_t(i)]));
+      ref.push_back(gv / (1 + std::exp(-gv)) * uv);
+    }
+  expect_close(got, ref, 1e-6, "swiglu");
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, Swiglu,
+                         testing::Values(SwigluCase{3, 100, true, false}, SwigluCase{1, 128, false, false},
+                                         SwigluCase{2, 257, true, true}, SwigluCase{4, 33, false, true}));
+
+// ---------------------------------------------------------------------------------------
+
+TEST(Embedding, CopiesRowsInEveryWeightTypeAndOrder) {
+  for (WType wt : {WType::f32, WType::f16, WType::bf16}) {
+    const int V = 50, D = 70, T = 5;
+    const Weights w = make_weights(wt, std::size_t(V) * D, 27);
+    const std::vector<std::int32_t> tok = {3, 0, 49, 3, 17};
+    Buf dw(w.bytes), dt(tok), out(std::size_t(T) * D * 2);
+    const Bits got = same_under_every_order([&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), out.p, T, D); },
+                                            [&] { return out.bits(); });
+    std::vector<double> ref;
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < D; ++c) ref.push_back(w.values[std::size_t(tok[std::size_t(t)]) * D + c]);
+    expect_close(got, ref, 0, "embedding");
+  }
+}
+
+}  // namespace
