@@ -132,7 +132,7 @@ TEST(OpsProperty, GqaEqualsMhaWithRepeatedKv) {
   EXPECT_EQ(max_abs_diff(attention(q, k, v, H, Hkv, d, 0, s), attention(q, kr, vr, H, H, d, 0, s)), 0.0);
 }
 
-TEST(OpsProperty, ThreadedLinearMatchesSerialLoopBitExactly) {
+TEST(OpsProperty, ThreadedLinearKeepsItsSummationOrderBitExactly) {
   // Large enough to be split over threads.
   // 3 x 1024 x 2048 multiply-adds: enough work for up to 7 threads.
   const Tensor x = test::random({3, 2048}, 10);
@@ -144,11 +144,12 @@ TEST(OpsProperty, ThreadedLinearMatchesSerialLoopBitExactly) {
     EXPECT_EQ(max_abs_diff(linear(x, w, nullptr), y), 0.0) << threads << " threads";
   }
   set_worker_threads(0);
+  // The documented order: lane i % 4, lanes combined as (l0 + l1) + (l2 + l3).
   for (int r = 0; r < 3; ++r)
     for (int o = 0; o < 1024; o += 97) {
-      double acc = 0;
-      for (int i = 0; i < 2048; ++i) acc += w.at(o * 2048 + i) * x.at(r * 2048 + i);
-      EXPECT_EQ(y.at(r * 1024 + o), acc);
+      double lane[4] = {0, 0, 0, 0};
+      for (int i = 0; i < 2048; ++i) lane[i % 4] += w.at(o * 2048 + i) * x.at(r * 2048 + i);
+      EXPECT_EQ(y.at(r * 1024 + o), (lane[0] + lane[1]) + (lane[2] + lane[3]));
     }
 }
 
