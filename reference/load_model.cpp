@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 
 #include "loaders/gguf.h"
+#include "loaders/family.h"
 #include "loaders/hf.h"
 #include "shapes.h"
 #include "synthetic.h"
@@ -53,6 +56,48 @@ Model load_model(std::string_view spec, std::uint64_t seed, int layers, const Lo
   }
   check_shapes(m);
   return m;
+}
+
+ModelConfig load_config(std::string_view spec, int layers, const LoadOptions& options) {
+  constexpr std::string_view kSynthetic = "synthetic:";
+  const std::string s(spec);
+  if (layers < 0) throw ModelError(fmt::format("{}: layers = {} (must be >= 0)", spec, layers));
+  ModelConfig c;
+  std::error_code ec;
+  const fs::path p(s);
+  if (spec.substr(0, kSynthetic.size()) == kSynthetic) {
+    try {
+      c = synthetic_config(spec.substr(kSynthetic.size()));
+    } catch (const std::invalid_argument& e) {
+      throw ModelError(fmt::format("{}: {}", spec, e.what()));
+    }
+    truncate_layers(c, layers);
+  } else if (fs::is_directory(p, ec)) {
+    const fs::path cfg = p / "config.json";
+    std::ifstream in(cfg);
+    if (!in) throw ModelError(fmt::format("{}: directory without config.json", s));
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw ModelError(fmt::format("{}: not valid JSON: {}", cfg.string(), e.what()));
+    }
+    c = hf_config(j, cfg.string());
+    c.name = s;
+    if (options.gdn_head_map) c.gdn_head_map = *options.gdn_head_map;
+    truncate_layers(c, layers);
+  } else if (fs::exists(p, ec) && (p.extension() == ".gguf" || has_gguf_magic(p))) {
+    c = gguf_config(s, layers, options);
+  } else {
+    // Same errors as a full load.
+    return load_model(spec, 0, layers, options).config;
+  }
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw ModelError(fmt::format("{}: {}", spec, e.what()));
+  }
+  return c;
 }
 
 }  // namespace ds::ref

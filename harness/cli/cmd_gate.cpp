@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "contracts.h"
 #include "registry.h"
 #include "runner.h"
 
@@ -15,7 +16,7 @@ void add_gate_command(CLI::App& app, int& exit_code) {
   auto candidate = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "gate", "Show which candidates can serve a model (capability gate), without computing anything");
-  cmd->add_option("--model,-m", *model, "Model: synthetic:<preset>")->required();
+  cmd->add_option("--model,-m", *model, "Model: synthetic:<preset>, a .gguf file, or an HF directory (config.json only is read)")->required();
   cmd->add_option("--candidate,-c", *candidate, "Check only this candidate (exit 3 if it is refused)");
   cmd->callback([model, candidate, &exit_code] {
     ModelConfig cfg;
@@ -26,13 +27,13 @@ void add_gate_command(CLI::App& app, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
-    fmt::print("{} ({}) requires {}\n\n", cfg.name, family_name(cfg.family), required_ops(cfg).str());
+    fmt::print("{} ({}) requires {}\n\n", cfg.name, family_name(cfg.family), ref::required_ops(cfg).str());
     fmt::print("{:<24} {:<8} {}\n", "candidate", "gate", "missing ops");
     bool refused_one = false;
     for (const auto& e : list_candidates()) {
       if (!candidate->empty() && e.name != *candidate) continue;
       const CandidatePtr c = make_candidate(e.name);
-      const OpSet missing = required_ops(cfg).minus(c->capabilities());
+      const OpSet missing = ref::required_ops(cfg).minus(c->capabilities());
       refused_one |= !missing.empty();
       fmt::print("{:<24} {:<8} {}\n", e.name, missing.empty() ? "PASS" : "REFUSED", missing.empty() ? "-" : missing.str());
     }

@@ -48,7 +48,7 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
   auto args = std::make_shared<RunArgs>();
   args->opt.command_line = command_line;
   CLI::App* run = app.add_subcommand("run", "Run a candidate against the reference and compare every stage");
-  run->add_option("--model,-m", args->opt.model, "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny)")
+  run->add_option("--model,-m", args->opt.model, "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny), a .gguf file, or a directory with config.json + *.safetensors")
       ->capture_default_str();
   run->add_option("--candidate,-c", args->opt.candidate, "Candidate to judge (see `driftscope candidates`)")
       ->capture_default_str();

@@ -135,7 +135,6 @@ void ChildCandidate::stop_child() {
 
 void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   cfg_ = cfg;
-  inner_->load(cfg, weights);
   int down[2], up[2];
   if (::pipe(down) != 0 || ::pipe(up) != 0) throw std::runtime_error("cannot create pipes for the candidate process");
   std::fflush(nullptr);
@@ -146,7 +145,16 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     ::close(up[0]);
     to_child_ = up[1];  // in the child: reads down[0], writes up[1]
     from_child_ = down[0];
-    serve();
+    // The candidate loads in the child: a device context (CUDA) does not survive a fork, and
+    // the weights arrive copy-on-write.
+    std::string status = "ok";
+    try {
+      inner_->load(cfg, weights);
+    } catch (const std::exception& e) {
+      status = "ex";
+      put_str(status, e.what());
+    }
+    if (send_msg(to_child_, status) && status == "ok") serve();
     ::_exit(0);
   }
   ::close(down[0]);
@@ -154,6 +162,22 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   to_child_ = down[1];
   from_child_ = up[0];
   ::signal(SIGPIPE, SIG_IGN);
+  std::string reply;
+  bool timed_out = false;
+  if (!recv_msg(from_child_, reply, {}, &timed_out)) {
+    int status = 0;
+    ::waitpid(child_, &status, 0);
+    child_ = -1;
+    throw CandidateCrash("load", WIFSIGNALED(status) ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
+                                                     : std::string("exited while loading"));
+  }
+  if (reply.rfind("ex", 0) == 0) {
+    Reader r{reply};
+    r.at = 2;
+    const std::string why = r.str();
+    stop_child();
+    throw std::runtime_error(why);
+  }
 }
 
 void ChildCandidate::serve() {

@@ -18,54 +18,26 @@
 #include "reference.h"
 #include "registry.h"
 #include "stage_catalog.h"
-#include "synthetic.h"
+#include "contracts.h"
+#include "load_model.h"
 #include "trace_writer.h"
 
 namespace ds {
 
 ModelConfig load_config_spec(const std::string& spec, int layers) {
-  constexpr std::string_view kSynthetic = "synthetic:";
-  if (spec.rfind(kSynthetic, 0) == 0) {
-    try {
-      ModelConfig c = ref::synthetic_config(spec.substr(kSynthetic.size()));
-      if (layers > 0 && layers < c.n_layers) {
-        c.n_layers = layers;
-        c.layer_kinds.resize(std::size_t(layers));
-      }
-      return c;
-    } catch (const std::invalid_argument& e) {
-      throw InputError(fmt::format("--model {}: {}", spec, e.what()));
-    }
+  try {
+    return ref::load_config(spec, layers);
+  } catch (const ref::ModelError& e) {
+    throw InputError(fmt::format("--model: {}", e.what()));
   }
-  throw InputError(fmt::format("--model {}: not a known model spec (use synthetic:<preset>)", spec));
 }
 
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers) {
-  constexpr std::string_view kSynthetic = "synthetic:";
-  if (spec.rfind(kSynthetic, 0) == 0) {
-    try {
-      return ref::make_synthetic(spec.substr(kSynthetic.size()), seed, layers);
-    } catch (const std::invalid_argument& e) {
-      throw InputError(fmt::format("--model {}: {}", spec, e.what()));
-    }
+  try {
+    return ref::load_model(spec, seed, layers);
+  } catch (const ref::ModelError& e) {
+    throw InputError(fmt::format("--model: {}", e.what()));
   }
-  throw InputError(fmt::format("--model {}: not a known model spec (use synthetic:<preset>)", spec));
-}
-
-OpSet required_ops(const ModelConfig& c) {
-  OpSet ops{Op::CausalMask};
-  if (c.family == Family::gpt2) {
-    for (Op op : {Op::MHA, Op::GeluMlp, Op::LayerNorm, Op::BiasAdd, Op::AbsolutePos}) ops.add(op);
-    return ops;
-  }
-  ops.add(c.n_kv_heads == c.n_heads ? Op::MHA : Op::GQA);
-  ops.add(Op::SwiGLU);
-  ops.add(c.norm_plus_one ? Op::RMSNormPlusOne : Op::RMSNorm);
-  ops.add(c.rope_mode == RopeMode::neox ? Op::RoPENeox : Op::RoPE);
-  if (c.partial_rotary < 1.0) ops.add(Op::RoPEPartial);
-  if (c.qkv_bias || c.o_bias || c.mlp_bias) ops.add(Op::BiasAdd);
-  if (c.qk_norm) ops.add(Op::QkNorm);
-  return ops;
 }
 
 namespace {
@@ -133,11 +105,23 @@ class Run {
     report_.policy = policy_.name();
     report_.candidate = cand->name();
     if (opt_.isolate_process) cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
+    // Weight completeness (and shapes): refuse a model lacking a required role before any
+    // matrix multiply, naming the tensor.
+    std::unique_ptr<ref::Reference> oracle;
+    try {
+      oracle = std::make_unique<ref::Reference>(model);
+    } catch (const ref::ModelError& e) {
+      throw InputError(fmt::format("weight-completeness gate: {}", e.what()));
+    }
+    ref::Reference& reference = *oracle;
     if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
-    ref::Reference reference(model);
     event("candidate_load");
     try {
       cand->load(cfg, model.weights);
+    } catch (const CandidateCrash& crash) {
+      crash_ = fmt::format("candidate crashed while loading: {}", crash.what());
+      finish();
+      return std::move(report_);
     } catch (const std::exception& e) {
       // E.g. the cuda candidate without a device: a clear error (exit 2), not a terminate.
       throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
@@ -454,7 +438,7 @@ class Run {
 }  // namespace
 
 std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand) {
-  const OpSet need = required_ops(cfg), have = cand.capabilities();
+  const OpSet need = ref::required_ops(cfg), have = cand.capabilities();
   if (have.contains(need)) return std::nullopt;
   const OpSet missing = need.minus(have);
   return fmt::format(

@@ -51,12 +51,10 @@ struct RunReport {
   std::string verdict;  // one sentence
 };
 
-// Loads `spec` (synthetic:<preset> for now) or throws InputError.
+// Loads `spec` (synthetic:<preset>, a .gguf file, or an HF directory) or throws InputError.
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);
 // Only the configuration (header) of `spec`: what the gates need, without reading weights.
 ModelConfig load_config_spec(const std::string& spec, int layers);
-// The ops a model needs (from its configuration).
-OpSet required_ops(const ModelConfig& cfg);
 
 // The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
 // requires, nullopt when it may run.

@@ -57,6 +57,8 @@ class GgufFile {
 };
 
 Model load_gguf(const std::string& path, int layers, const LoadOptions& options);
+// Only the configuration, from the header: no tensor data is read.
+ModelConfig gguf_config(const std::string& path, int layers, const LoadOptions& options);
 
 struct GgufWriteOptions {
   GgmlType matrix_type = GgmlType::F32;  // 2-D weights; vectors are always F32

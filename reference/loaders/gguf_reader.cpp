@@ -265,6 +265,19 @@ bool beyond(const std::string& name, int layers) {
 
 }  // namespace
 
+ModelConfig gguf_config(const std::string& path, int layers, const LoadOptions& options) {
+  const GgufFile f(path);
+  ModelConfig c = read_config(f, options);
+  truncate_layers(c, layers);
+  bool has_output = false;
+  for (const auto& t : f.tensors()) {
+    has_output |= t.name == "output.weight";
+    if (t.name == "token_embd.weight" && c.vocab == 0 && t.ne.size() == 2) c.vocab = int(t.ne[1]);
+  }
+  c.tied_embeddings = !has_output;
+  return c;
+}
+
 Model load_gguf(const std::string& path, int layers, const LoadOptions& options) {
   const GgufFile f(path);
   Model m;

@@ -93,18 +93,5 @@ TEST(Runner, BadInputIsAnInputError) {
   EXPECT_THROW(run_parity(o, Policy::dtype_defaults()), InputError);
 }
 
-TEST(Runner, RequiredOpsFollowTheConfig) {
-  ModelConfig c;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.qkv_bias = true;
-  const OpSet ops = required_ops(c);
-  EXPECT_TRUE(ops.has(Op::GQA));
-  EXPECT_TRUE(ops.has(Op::BiasAdd));
-  EXPECT_FALSE(ops.has(Op::QkNorm));
-  c.family = Family::gpt2;
-  EXPECT_TRUE(required_ops(c).has(Op::LayerNorm));
-}
-
 }  // namespace
 }  // namespace ds
