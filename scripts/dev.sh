@@ -34,17 +34,18 @@ case "${1:-}" in
     install_missing
     build
     mkdir -p out
-    echo "== a correct f16 candidate: expect PASS (exit 0)"
-    ./build/harness/driftscope run --model synthetic:qwen2-tiny --candidate cpu-f16 --prompt-tokens 4 \
-      --decode-steps 2 --trace out/demo-cpu-f16.h5
+    fixture=fixtures/models/qwen2-tiny.gguf   # a real GGUF v3 file (driftscope-mkfixture)
+    echo "== the fused CUDA kernels, run on the CPU (simt), against the reference: expect PASS (exit 0)"
+    ./build/harness/driftscope run --model "$fixture" --candidate simt --mode both --prompt-tokens 4 \
+      --decode-steps 2 --trace out/demo-simt.h5
     echo
-    echo "== a planted chain-add indexing bug: expect FAIL at residual_1 of layer 0 (exit 1)"
+    echo "== the same kernels with seeds/004's chain-add bug (idx = blockIdx.x): expect FAIL at residual_1 of layer 0 (exit 1)"
     rc=0
-    ./build/harness/driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx \
+    ./build/harness/driftscope run --model "$fixture" --candidate mutant:chain-add-idx --mode both \
       --prompt-tokens 4 --trace out/demo-mutant.h5 --only-failures || rc=$?
     [ "$rc" -eq 1 ] || { echo "expected exit 1 from the mutant run, got $rc"; exit 1; }
     echo
-    echo "traces written: out/demo-cpu-f16.h5 out/demo-mutant.h5"
+    echo "traces written: out/demo-simt.h5 out/demo-mutant.h5 (open with: build/viewer/driftscope-view out/demo-mutant.h5)"
     ;;
   test)
     install_missing

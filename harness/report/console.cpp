@@ -38,7 +38,6 @@ std::string format_stage_line(const StageResult& r, bool color) {
   std::string mismatch = "-";
   if (r.status == Status::fail || r.status == Status::nan) {
     mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
-    if (!r.note.empty()) mismatch += "  " + r.note;
   }
   else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
     mismatch = r.note;
