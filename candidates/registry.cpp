@@ -25,6 +25,7 @@ const std::vector<Factory>& factories() {
     std::vector<Factory> v = {
       {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
       {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
+      {"mutant:drift-from-layer3", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::drift_from_layer3); }},
       {"selftest:segv-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
       {"selftest:abort-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},
       {"selftest:hang-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::hang_at_layer1); }},

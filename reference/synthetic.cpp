@@ -91,6 +91,8 @@ ModelConfig tied(ModelConfig c) {
 const Preset kPresets[] = {
     {"llama-tiny", [] { return decoder(Family::llama, 2, 64, 4, 2, 16, 128, 256); }},
     {"qwen2-tiny", [] { return decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256); }},
+    // Deep enough to watch error accumulate layer after layer (drift-start tests).
+    {"llama-deep-tiny", [] { return decoder(Family::llama, 12, 64, 4, 2, 16, 128, 256); }},
     // Explicit head_dim != hidden / heads, as in Qwen3-0.6B.
     {"qwen3-tiny", [] { return decoder(Family::qwen3, 2, 64, 4, 2, 32, 128, 256); }},
     {"gpt2-tiny", [] { return gpt2(2, 64, 4, 256, 256, 64); }},

@@ -48,6 +48,7 @@ std::string CpuCandidate::name() const {
     case PlantedBug::segv_at_layer1: return "selftest:segv-layer1";
     case PlantedBug::abort_at_layer1: return "selftest:abort-layer1";
     case PlantedBug::hang_at_layer1: return "selftest:hang-layer1";
+    case PlantedBug::drift_from_layer3: return "mutant:drift-from-layer3";
   }
   return "?";
 }
@@ -59,6 +60,8 @@ std::string CpuCandidate::description() const {
     case PlantedBug::segv_at_layer1: return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
     case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
     case PlantedBug::hang_at_layer1: return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
+    case PlantedBug::drift_from_layer3:
+      return "cpu-f16 whose layer output is scaled by 1.01 from layer 3 on: a small systematic error that compounds";
   }
   return "?";
 }
@@ -185,7 +188,10 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "down") {
     out("down", linear(x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
   } else if (s == "residual_2") {
-    out("residual_2", add(x("residual_1"), x("down")));
+    Mat r2 = add(x("residual_1"), x("down"));
+    if (bug_ == PlantedBug::drift_from_layer3 && l >= 3)
+      for (float& v : r2.v) v *= 1.01f;
+    out("residual_2", r2);
   } else {
     throw std::logic_error(fmt::format("cpu candidate: unknown step '{}'", s));
   }

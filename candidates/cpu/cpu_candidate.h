@@ -17,6 +17,9 @@ enum class PlantedBug {
   segv_at_layer1,
   abort_at_layer1,
   hang_at_layer1,
+  // A small systematic error (the layer output scaled by 1.01) from layer 3 on: compounds in
+  // chained mode; the harness must place the start of drift at layer 3.
+  drift_from_layer3,
 };
 
 class CpuCandidate final : public Candidate {

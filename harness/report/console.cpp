@@ -80,6 +80,7 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
                l.max_kl, 100 * l.min_top1,
                l.first_token_divergence < 0 ? std::string("never diverges")
                                             : fmt::format("first differs at step {}", l.first_token_divergence));
+  if (!report.drift.empty()) fmt::print(out, "{}\n", report.drift);
   fmt::print(out, "{}\n", report.verdict);
 }
 

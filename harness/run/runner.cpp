@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 
@@ -412,9 +413,14 @@ class Run {
     mark_inherited(report_.results);
     report_.crash = crash_;
     conclude(report_);
+    locate_drift(report_);
     const auto& f = report_.first_failure;
     if (trace_) {
       nlohmann::json res = {{"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
+      if (!report_.drift.empty()) {
+        res["drift"] = report_.drift;
+        res["drift_start_layer"] = report_.drift_start ? nlohmann::json(*report_.drift_start) : nlohmann::json(nullptr);
+      }
       for (const auto& l : report_.logits)
         res["logits"][std::string(mode_name(l.mode))] = {{"max_kl", l.max_kl},
                                                          {"min_top1_agreement", l.min_top1},
@@ -450,6 +456,47 @@ std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Cand
       "     or implement {} in {}. Nothing was computed.",
       cand.name(), cfg.name, family_name(cfg.family), need.str(), have.str(), missing.str(), cfg.name, missing.str(),
       cfg.name, missing.str(), cand.name());
+}
+
+void locate_drift(RunReport& report) {
+  constexpr double kBand = 8;
+  int last_step = -1;
+  for (const auto& r : report.results)
+    if (r.mode == Mode::chained) last_step = std::max(last_step, r.key.step);
+  if (last_step < 0) return;
+  // Relative chained error of each layer's output, and the floor's, with the floor raised to
+  // the dtype's unit roundoff like the policy does.
+  std::map<int, std::pair<double, double>> by_layer;
+  DType dtype = DType::f16;
+  for (const auto& r : report.results) {
+    if (r.mode != Mode::chained || r.key.step != last_step || r.key.stage != "residual_2" || r.key.layer < 0) continue;
+    if (r.status == Status::crashed || r.status == Status::missing || std::isnan(r.floor_rms)) continue;
+    const double scale = r.m.ref_rms > 0 ? r.m.ref_rms : 1.0;
+    dtype = r.cand_dtype;
+    by_layer[r.key.layer] = {r.m.rms / scale, r.floor_rms / scale};
+  }
+  if (by_layer.empty()) return;
+  const double u = dtype == DType::bf16 ? 0x1p-8 : dtype == DType::f16 ? 0x1p-11 : dtype == DType::f32 ? 0x1p-24 : 0x1p-53;
+  std::vector<double> err, floor;
+  std::vector<int> layers;
+  for (const auto& [layer, ef] : by_layer) {
+    layers.push_back(layer);
+    err.push_back(ef.first);
+    floor.push_back(std::max(ef.second, u));
+  }
+  const auto at = drift_start_layer(err, floor, kBand);
+  if (!at) {
+    report.drift = fmt::format("No drift: the chained error of every layer output stays within {:g}x the {} noise floor "
+                               "(step {}, layers {}..{}).",
+                               kBand, dtype_name(dtype), last_step, layers.front(), layers.back());
+    return;
+  }
+  report.drift_start = layers[std::size_t(*at)];
+  report.drift = fmt::format(
+      "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} noise "
+      "floor, growing from {:.2g}x the floor to {:.2g}x by layer {} (step {}).",
+      *report.drift_start, kBand, dtype_name(dtype), err[std::size_t(*at)] / floor[std::size_t(*at)],
+      err.back() / floor.back(), layers.back(), last_step);
 }
 
 void conclude(RunReport& report) {

@@ -47,6 +47,8 @@ struct RunReport {
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
   std::vector<LaneLogits> logits;
   std::string crash;  // why the candidate crashed, when it did
+  std::optional<int> drift_start;  // first layer whose chained output leaves the noise band for good
+  std::string drift;               // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
 };
@@ -65,5 +67,8 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy);
 // Sets first_failure, exit_code and verdict from `results` (a run that judged no stage fails:
 // "0 of 0 passed" is not parity). Shared by `run` and `report`.
 void conclude(RunReport& report);
+// Where drift begins, from the chained layer outputs of the last model step (bisect.h's rule
+// with k = 8 x the noise floor); fills report.drift_start and report.drift.
+void locate_drift(RunReport& report);
 
 }  // namespace ds

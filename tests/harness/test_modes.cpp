@@ -40,3 +40,26 @@ TEST(BothModes, SkipQkNormIsTheCulpritAndDownstreamFailuresAreInherited) {
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST(DriftStart, PlantedCompoundingErrorIsLocatedAtItsFirstLayer) {
+  RunOptions o;
+  o.model = "synthetic:llama-deep-tiny";
+  o.modes = {Mode::chained};
+  for (const char* correct : {"cpu-f16", "simt"}) {
+    o.candidate = correct;
+    const RunReport r = run_parity(o, Policy::dtype_defaults());
+    EXPECT_FALSE(r.drift_start.has_value()) << correct << ": " << r.drift;
+    EXPECT_NE(r.drift.find("No drift"), std::string::npos);
+  }
+  o.candidate = "mutant:drift-from-layer3";
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  ASSERT_TRUE(r.drift_start.has_value()) << r.drift;
+  EXPECT_EQ(*r.drift_start, 3);
+  EXPECT_NE(r.drift.find("Drift begins at layer 3"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds
