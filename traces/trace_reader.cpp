@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace ds::trace {
@@ -125,6 +126,37 @@ std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset
   if (rc < 0)
     throw TraceError(fmt::format("{}: cannot read {} elements at {} of {}", path_, n, offset, name));
   elements_read_ += n;
+  return out;
+}
+
+std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode, const std::string& stage) const {
+  if (H5Lexists(file_, "/inputs", H5P_DEFAULT) <= 0) return std::nullopt;
+  const hid_t d = H5Dopen2(file_, kInputIndex, H5P_DEFAULT);
+  if (d < 0) return std::nullopt;
+  std::vector<InputRow> rows(static_cast<std::size_t>(dataset_size(d)));
+  const hid_t t = input_row_type();
+  const herr_t rc = rows.empty() ? 0 : H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
+  H5Tclose(t);
+  H5Dclose(d);
+  if (rc < 0) throw TraceError(fmt::format("{}: cannot read {}", path_, kInputIndex));
+  std::optional<CapturedStep> out;
+  for (const auto& r : rows) {
+    if (r.step != step || r.layer != layer || r.mode != std::uint8_t(mode)) continue;
+    std::vector<std::string> outs;
+    const std::string joined(r.outputs, strnlen(r.outputs, sizeof r.outputs));
+    for (std::size_t a = 0; a <= joined.size();) {
+      const std::size_t b = std::min(joined.find(',', a), joined.size());
+      outs.push_back(joined.substr(a, b - a));
+      a = b + 1;
+    }
+    if (std::find(outs.begin(), outs.end(), stage) == outs.end()) continue;
+    const std::string ks(r.kernel_step, strnlen(r.kernel_step, sizeof r.kernel_step));
+    if (out && out->kernel_step != ks) continue;
+    if (!out) out = CapturedStep{ks, outs, r.pos0, r.n_tokens, {}};
+    Shape shape(r.shape, r.shape + std::clamp(r.rank, 0, kMaxRank));
+    out->inputs[std::string(r.name, strnlen(r.name, sizeof r.name))] =
+        Tensor::from_f64(shape, read_pool(kInputPool, r.offset, numel(shape)), DType(r.dtype));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,14 @@ struct TraceRow {
   StageResult result;
   std::int64_t ref_offset = -1, cand_offset = -1, tokens_offset = -1;
   std::int32_t n_tokens = 0;
+};
+
+// The stored inputs of the candidate step that produced one stage.
+struct CapturedStep {
+  std::string kernel_step;
+  std::vector<std::string> outputs;
+  int pos0 = 0, n_tokens = 0;
+  std::map<std::string, Tensor, std::less<>> inputs;  // in the dtype the candidate was given
 };
 
 class TraceReader {
@@ -39,6 +48,9 @@ class TraceReader {
   Tensor ref_tensor(const TraceRow& row) const;   // f64, the row's shape
   Tensor cand_tensor(const TraceRow& row) const;  // f64 holding the candidate's stored values
   std::vector<double> per_token(const TraceRow& row) const;
+  // The inputs of the step that produced `stage` at (step, layer, mode); nullopt when the trace
+  // did not capture them (only failing stages' steps are captured).
+  std::optional<CapturedStep> captured_step(int step, int layer, Mode mode, const std::string& stage) const;
   // How many tensor elements have been read so far (the viewer's lazy-loading check).
   std::int64_t elements_read() const { return elements_read_; }
 

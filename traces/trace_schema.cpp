@@ -79,6 +79,33 @@ hid_t summary_type() {
   return t;
 }
 
+hid_t input_row_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(InputRow));
+  const hid_t s32 = H5Tcopy(H5T_C_S1), s64 = H5Tcopy(H5T_C_S1);
+  H5Tset_size(s32, kStageChars);
+  H5Tset_size(s64, 2 * kStageChars);
+  const hsize_t rank_dims[1] = {kMaxRank};
+  const hid_t shape_t = H5Tarray_create2(H5T_NATIVE_INT64, 1, rank_dims);
+#define DS_FIELD(name, type) H5Tinsert(t, #name, HOFFSET(InputRow, name), type)
+  DS_FIELD(step, H5T_NATIVE_INT32);
+  DS_FIELD(layer, H5T_NATIVE_INT32);
+  DS_FIELD(pos0, H5T_NATIVE_INT32);
+  DS_FIELD(n_tokens, H5T_NATIVE_INT32);
+  DS_FIELD(mode, H5T_NATIVE_UINT8);
+  DS_FIELD(dtype, H5T_NATIVE_UINT8);
+  DS_FIELD(kernel_step, s32);
+  DS_FIELD(outputs, s64);
+  DS_FIELD(name, s32);
+  DS_FIELD(rank, H5T_NATIVE_INT32);
+  DS_FIELD(shape, shape_t);
+  DS_FIELD(offset, H5T_NATIVE_INT64);
+#undef DS_FIELD
+  H5Tclose(s32);
+  H5Tclose(s64);
+  H5Tclose(shape_t);
+  return t;
+}
+
 namespace {
 template <std::size_t N>
 void copy_str(char (&dst)[N], const std::string& s) {

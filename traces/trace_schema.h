@@ -18,6 +18,10 @@ inline constexpr const char* kRefPool = "/tensors/ref";
 inline constexpr const char* kCandPool = "/tensors/cand";
 inline constexpr const char* kTokenPool = "/per_token";
 inline constexpr const char* kResult = "/result";  // JSON bytes, written when the run ends
+// Inputs of the candidate steps that produced a failing stage, so `driftscope replay` can
+// re-run one step alone.
+inline constexpr const char* kInputPool = "/inputs/data";
+inline constexpr const char* kInputIndex = "/inputs/index";
 inline constexpr int kMaxRank = 4;
 inline constexpr int kStageChars = 32;
 inline constexpr int kNoteChars = 96;
@@ -49,6 +53,19 @@ struct SummaryRow {
   double floor_max_abs, floor_rms, floor_mean_abs;  // noise floor; NaN when not computed
   std::uint64_t cand_hash;  // FNV-1a of the candidate's stored bytes; 0 when none
 };
+
+// One captured input tensor of one candidate step (a row of /inputs/index).
+struct InputRow {
+  std::int32_t step, layer, pos0, n_tokens;
+  std::uint8_t mode, dtype;
+  char kernel_step[kStageChars];  // the candidate's step name
+  char outputs[2 * kStageChars];  // the stages it produces, comma separated
+  char name[kStageChars];         // the input's name ("x", "attn_norm", "cache:k_rope", ...)
+  std::int32_t rank;
+  std::int64_t shape[kMaxRank];
+  std::int64_t offset;  // into /inputs/data
+};
+hid_t input_row_type();
 
 // The compound type of SummaryRow (caller closes it).
 hid_t summary_type();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <regex>
 
 #include "stage_catalog.h"
@@ -94,6 +95,10 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   cand_ = make_pool(file_, kCandPool, H5T_NATIVE_DOUBLE, 16384, true);
   tokens_ = make_pool(file_, kTokenPool, H5T_NATIVE_DOUBLE, 1024, false);
   result_ = make_pool(file_, kResult, H5T_NATIVE_UINT8, 4096, false);
+  input_type_ = input_row_type();
+  inputs_ = make_pool(file_, kInputPool, H5T_NATIVE_DOUBLE, 16384, true);
+  input_index_ = make_pool(file_, kInputIndex, input_type_, 64, false);
+  if (inputs_ < 0 || input_index_ < 0) throw TraceError(fmt::format("{}: cannot create the input datasets", path));
   if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0)
     throw TraceError(fmt::format("{}: cannot create the trace datasets", path));
   check(H5Fstart_swmr_write(file_), "start SWMR writing", path_);
@@ -104,9 +109,10 @@ TraceWriter::~TraceWriter() {
     flush();
   } catch (...) {
   }
-  for (hid_t d : {summary_, ref_, cand_, tokens_, result_})
+  for (hid_t d : {summary_, ref_, cand_, tokens_, result_, inputs_, input_index_})
     if (d >= 0) H5Dclose(d);
   if (row_type_ >= 0) H5Tclose(row_type_);
+  if (input_type_ >= 0) H5Tclose(input_type_);
   if (file_ >= 0) H5Fclose(file_);
 }
 
@@ -138,11 +144,35 @@ void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* 
   pending_.push_back(row);
 }
 
+void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens, const std::string& kernel_step,
+                                const std::vector<std::string>& outputs,
+                                const std::map<std::string, Tensor, std::less<>>& inputs) {
+  std::string outs;
+  for (const auto& o : outputs) outs += (outs.empty() ? "" : ",") + o;
+  for (const auto& [name, t] : inputs) {
+    if (t.empty()) continue;  // e.g. prev: before the first step; replay hands it over empty
+    InputRow row{};
+    row.step = step;
+    row.layer = layer;
+    row.pos0 = pos0;
+    row.n_tokens = n_tokens;
+    row.mode = std::uint8_t(mode);
+    row.dtype = std::uint8_t(t.dtype());
+    std::snprintf(row.kernel_step, sizeof row.kernel_step, "%s", kernel_step.c_str());
+    std::snprintf(row.outputs, sizeof row.outputs, "%s", outs.c_str());
+    std::snprintf(row.name, sizeof row.name, "%s", name.c_str());
+    row.rank = std::int32_t(std::min<std::size_t>(t.shape().size(), kMaxRank));
+    for (int i = 0; i < row.rank; ++i) row.shape[i] = t.shape()[std::size_t(i)];
+    row.offset = append_pool(inputs_, inputs_size_, t.to_f64());
+    append_1d(input_index_, input_type_, input_rows_, &row, 1);
+  }
+}
+
 void TraceWriter::flush() {
   if (file_ < 0) return;
   append_1d(summary_, row_type_, rows_, pending_.data(), pending_.size());
   pending_.clear();
-  for (hid_t d : {ref_, cand_, tokens_, summary_}) check(H5Dflush(d), "flush a dataset", path_);
+  for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, summary_}) check(H5Dflush(d), "flush a dataset", path_);
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
 }
 
@@ -152,12 +182,14 @@ void TraceWriter::finish(const nlohmann::json& result) {
   std::int64_t size = 0;
   append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size());
   check(H5Dflush(result_), "flush the result", path_);
-  for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_}) {
+  for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_, &inputs_, &input_index_}) {
     H5Dclose(*d);
     *d = -1;
   }
   H5Tclose(row_type_);
   row_type_ = -1;
+  H5Tclose(input_type_);
+  input_type_ = -1;
   check(H5Fclose(file_), "close the file", path_);
   file_ = -1;
 }

@@ -10,6 +10,7 @@ namespace ds::cli {
 void add_run_command(CLI::App& app, const std::string& command_line, int& exit_code);
 void add_candidates_command(CLI::App& app, int& exit_code);
 void add_gate_command(CLI::App& app, int& exit_code);
+void add_replay_command(CLI::App& app, int& exit_code);
 void add_report_command(CLI::App& app, int& exit_code);
 void add_diff_command(CLI::App& app, int& exit_code);
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   ds::cli::add_run_command(app, command_line, exit_code);
   ds::cli::add_candidates_command(app, exit_code);
   ds::cli::add_gate_command(app, exit_code);
+  ds::cli::add_replay_command(app, exit_code);
   ds::cli::add_report_command(app, exit_code);
   ds::cli::add_diff_command(app, exit_code);
   try {

@@ -9,6 +9,8 @@
 #include <cstdlib>
 
 #include <map>
+#include <set>
+#include <tuple>
 #include <memory>
 #include <utility>
 
@@ -209,8 +211,10 @@ class Run {
     const DType storage = cand.storage_dtype();
     TensorMap produced;
     StepContext ctx{&cfg, step, layer, pos0, T};
-    for (const KernelStep& ks : cand.plan(cfg, kind)) {
-      TensorMap inputs;
+    const std::vector<KernelStep> plan = cand.plan(cfg, kind);
+    std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
+    for (const KernelStep& ks : plan) {
+      TensorMap& inputs = step_inputs.emplace_back();
       for (const std::string& name : ks.inputs) inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
       TensorMap outs;
       try {
@@ -228,6 +232,7 @@ class Run {
           if (auto it = ref.find(o); it != ref.end()) r.shape = it->second.shape();
           record(std::move(r), nullptr, nullptr);
         }
+        if (trace_) trace_->append_inputs(step, layer, lane.mode, pos0, T, ks.name, ks.outputs, inputs);
         throw;
       }
       for (const std::string& o : ks.outputs) {
@@ -239,6 +244,7 @@ class Run {
       }
     }
     // Judge in catalog order; a catalog stage the candidate never produced is missing.
+    const std::size_t judged_from = report_.results.size();
     std::vector<std::string_view> expected;
     if (layer == kModelLayer)
       for (const auto& s : block_stages(kind)) expected.push_back(s.name);
@@ -252,6 +258,16 @@ class Run {
       judge(step, layer, std::string(stage), lane.mode, storage, r->second, c == produced.end() ? nullptr : &c->second,
             f == floor.end() ? nullptr : &f->second);
     }
+    // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone.
+    if (trace_)
+      for (std::size_t i = judged_from; i < report_.results.size(); ++i) {
+        const StageResult& r = report_.results[i];
+        if (!is_failure(r)) continue;
+        for (std::size_t k = 0; k < plan.size(); ++k)
+          if (std::find(plan[k].outputs.begin(), plan[k].outputs.end(), r.key.stage) != plan[k].outputs.end() &&
+              captured_.insert({step, layer, int(lane.mode), plan[k].name}).second)
+            trace_->append_inputs(step, layer, lane.mode, pos0, T, plan[k].name, plan[k].outputs, step_inputs[k]);
+      }
     return produced;
   }
 
@@ -378,6 +394,8 @@ class Run {
         {"policy", policy_.name()},
         {"modes", modes},
         {"seed", opt_.seed},
+        {"model_spec", opt_.model},
+        {"layers", opt_.layers},
         {"prompt_tokens", opt_.prompt_tokens},
         {"decode_steps", opt_.decode_steps}};
     try {
@@ -434,6 +452,7 @@ class Run {
 
   RunOptions opt_;
   std::string crash_;
+  std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;

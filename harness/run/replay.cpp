@@ -1,0 +1,105 @@
+#include "replay.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "registry.h"
+#include "runner.h"
+#include "stage_catalog.h"
+#include "trace_reader.h"
+
+namespace ds {
+
+ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
+  std::unique_ptr<trace::TraceReader> t;
+  try {
+    t = std::make_unique<trace::TraceReader>(req.trace);
+  } catch (const trace::TraceError& e) {
+    throw InputError(e.what());
+  }
+  const trace::TraceRow* row = nullptr;
+  for (const auto& r : t->rows())
+    if (r.result.key == StageKey{req.step, req.layer, req.stage} && r.result.mode == req.mode) row = &r;
+  if (!row)
+    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", req.trace, req.stage, req.layer,
+                                 req.step, mode_name(req.mode)));
+  const auto captured = t->captured_step(req.step, req.layer, req.mode, req.stage);
+  if (!captured)
+    throw InputError(fmt::format("{}: the inputs of {} (layer {}, step {}) were not captured: only failing stages' "
+                                 "steps are stored",
+                                 req.trace, req.stage, req.layer, req.step));
+  if (!t->has_tensors(*row))
+    throw InputError(fmt::format("{}: the reference tensor of {} was not stored (capture mode)", req.trace, req.stage));
+
+  const auto& run = t->run();
+  const std::string spec = run.value("model_spec", run["model"].value("name", std::string()));
+  Model model = load_model_spec(spec, run.value("seed", std::uint64_t(0)), run.value("layers", 0));
+  const std::string cand_name = req.candidate.empty() ? run["candidate"].value("name", std::string()) : req.candidate;
+  CandidatePtr cand;
+  try {
+    cand = make_candidate(cand_name);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("--candidate: {}", e.what()));
+  }
+  // In this process on purpose: replay is what a kernel author runs under gdb or ASan.
+  cand->load(model.config, model.weights);
+
+  const ModelConfig& cfg = model.config;
+  std::vector<BlockKind> kinds;
+  if (req.layer == kModelLayer)
+    kinds = {BlockKind::embed, BlockKind::head};
+  else
+    kinds = {cfg.block_kind(req.layer)};
+  const KernelStep* ks = nullptr;
+  std::vector<KernelStep> plan;
+  for (BlockKind k : kinds) {
+    plan = cand->plan(cfg, k);
+    for (const auto& s : plan)
+      if (s.name == captured->kernel_step) ks = &s;
+    if (ks) break;
+  }
+  if (!ks)
+    throw InputError(fmt::format("candidate {} has no step '{}' (the trace was made by {})", cand_name,
+                                 captured->kernel_step, run["candidate"].value("name", std::string())));
+  TensorMap inputs;
+  for (const auto& name : ks->inputs) {
+    auto it = captured->inputs.find(name);
+    inputs[name] = it == captured->inputs.end() ? Tensor{} : it->second;
+  }
+  TensorMap outputs;
+  const StepContext ctx{&cfg, req.step, req.layer, captured->pos0, captured->n_tokens};
+  cand->run(*ks, ctx, inputs, outputs);
+  auto out = outputs.find(req.stage);
+  if (out == outputs.end())
+    throw InputError(fmt::format("step '{}' of {} did not produce {}", ks->name, cand_name, req.stage));
+
+  ReplayResult res;
+  res.kernel_step = ks->name;
+  res.stored = row->result;
+  StageResult& r = res.replayed;
+  r.key = row->result.key;
+  r.mode = req.mode;
+  r.cand_dtype = cand->storage_dtype();
+  r.shape = row->result.shape;
+  r.floor_max_abs = row->result.floor_max_abs;
+  r.floor_rms = row->result.floor_rms;
+  r.floor_mean_abs = row->result.floor_mean_abs;
+  const Tensor ref = t->ref_tensor(*row);
+  if (out->second.numel() != ref.numel()) {
+    r.status = Status::shape_mismatch;
+    r.note = fmt::format("candidate shape {} vs reference {}", shape_str(out->second.shape()), shape_str(ref.shape()));
+  } else {
+    const Tensor c = out->second.reshaped(ref.shape());
+    r.m.ref_rms = row->result.m.ref_rms;
+    r.m = compute_metrics(ref.view(), c.view(), r.cand_dtype, policy.tolerance(r));
+    r.cand_hash = content_hash(c);
+  }
+  policy.judge(r);
+  res.reproduces = r.status == res.stored.status && r.m.mismatches == res.stored.m.mismatches &&
+                   (r.m.max_abs == res.stored.m.max_abs || (std::isnan(r.m.max_abs) && std::isnan(res.stored.m.max_abs)));
+  return res;
+}
+
+}  // namespace ds
