@@ -57,6 +57,9 @@ Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);
 ModelConfig load_config_spec(const std::string& spec, int layers);
 // The ops a model needs (from its configuration).
 OpSet required_ops(const ModelConfig& cfg);
+// `--gdn-variant` (comma-separated plain, inplace, ids, conv-update, conv-update-ids) as the
+// fused GDN ops it requests; throws InputError on an unknown name.
+OpSet gdn_variant_ops(std::string_view spec);
 
 // The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
 // requires, nullopt when it may run.
