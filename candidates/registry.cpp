@@ -58,6 +58,11 @@ const std::vector<Factory>& factories() {
                    }});
     }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
+    v.push_back({"cuda-gdn", [] {
+                   return std::make_unique<gpu::GdnCandidate>(
+                       dsk_cuda::table(), "cuda-gdn",
+                       "simt-gdn with kernels/gdn.cu + ssm_conv.cu compiled by nvcc, on a GPU", true);
+                 }});
     v.push_back({"cuda", [] {
                    return std::make_unique<gpu::GpuCandidate>(
                        dsk_cuda::table(), "cuda", "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU");

@@ -20,7 +20,9 @@
 
 namespace {
 
-const dsk::KernelTable& K() { return dsk_simt::table(); }
+// The table under test: the SIMT build, or the nvcc build when a GPU test switches to it.
+const dsk::KernelTable* g_table = &dsk_simt::table();
+const dsk::KernelTable& K() { return *g_table; }
 using F = std::vector<float>;
 
 // A device f32 (or i32) buffer.
@@ -357,5 +359,25 @@ TEST(GdnMutants, EachPlantedBugIsCaughtAtItsFirstStep) {
     EXPECT_EQ(first_diff(clean, ok), -1) << p.name;
   }
 }
+
+#if defined(DSK_TEST_CUDA)
+// Fused == plain bit for bit on a real GPU too (the nvcc build of the same sources, where the
+// compiler may contract to FMA: both paths share the code, so they still agree). Skipped
+// without a CUDA device.
+TEST(GdnCuda, FusedEqualPlainBitForBitOnTheGpu) {
+  if (!dsk_cuda::table().device_error().empty()) GTEST_SKIP() << dsk_cuda::table().device_error();
+  struct Restore {
+    ~Restore() { g_table = &dsk_simt::table(); }
+  } restore;
+  g_table = &dsk_cuda::table();
+  for (IdsMap m : {IdsMap::identity, IdsMap::permuted, IdsMap::fresh}) {
+    const Trace g = gdn_decode(0, m), c = conv_decode(0, m);
+    EXPECT_EQ(first_diff(g, gdn_decode(1, m)), -1) << "op A " << name(m);
+    EXPECT_EQ(first_diff(g, gdn_decode(2, m)), -1) << "op B " << name(m);
+    EXPECT_EQ(first_diff(c, conv_decode(1, m)), -1) << "op C " << name(m);
+    EXPECT_EQ(first_diff(c, conv_decode(2, m)), -1) << "op D " << name(m);
+  }
+}
+#endif
 
 }  // namespace
