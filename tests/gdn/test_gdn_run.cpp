@@ -49,6 +49,17 @@ INSTANTIATE_TEST_SUITE_P(Gdn, Variant,
                            return n;
                          });
 
+// In a child process (the CLI default) and in both modes: the empty "prev:<state>" inputs of
+// the prefill cross the process boundary as empty tensors, and the chained lane carries the
+// candidate's own conv / GDN states from step to step.
+TEST(Isolation, ChildProcessAndChainedModeRunTheFusedPath) {
+  RunOptions o = options("simt-gdn", "ids,conv-update-ids", 3);
+  o.isolate_process = true;
+  o.modes = {Mode::isolated, Mode::chained};
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+}
+
 TEST(Gate, PlainOnlyCandidateIsRefusedNamingTheFusedVariant) {
   for (const auto& [variant, op] : {std::pair{"inplace", "GdnInplace"}, std::pair{"ids", "GdnInplaceIds"},
                                     std::pair{"conv-update", "SsmConvUpdate"},
