@@ -8,6 +8,7 @@
 
 #include "cpu/cpu_candidate.h"
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+#include "gpu/gdn_candidate.h"
 #include "gpu/gpu_candidate.h"
 #include "gpu/mutants.h"
 #endif
@@ -36,7 +37,33 @@ const std::vector<Factory>& factories() {
                        dsk_simt::table(), "simt",
                        "the fused CUDA kernels of kernels/*.cu run on the CPU through the SIMT runtime (f16 storage)");
                  }});
+    v.push_back({"simt-gdn", [] {
+                   return std::make_unique<gpu::GdnCandidate>(
+                       dsk_simt::table(), "simt-gdn",
+                       "qwen3next hybrid: GDN conv + recurrence on kernels/gdn.cu + ssm_conv.cu through SIMT, plain and "
+                       "fused decode ops A-D (--gdn-variant); projections, norms and gated attention in f32 on the CPU",
+                       true);
+                 }});
+    v.push_back({"simt-gdn-plain", [] {
+                   return std::make_unique<gpu::GdnCandidate>(
+                       dsk_simt::table(), "simt-gdn-plain",
+                       "simt-gdn declaring only the plain GDN ops (GatedDeltaNet, SsmConv): the gate must refuse a "
+                       "fused --gdn-variant",
+                       false);
+                 }});
+    for (const auto& m : gpu::gdn_mutants()) {
+      v.push_back({fmt::format("mutant:{}", m.name), [&m] {
+                     return std::make_unique<gpu::GdnCandidate>(dsk_simt::table(), fmt::format("mutant:{}", m.name),
+                                                                fmt::format("simt-gdn with a planted bug: {}", std::string(m.what)),
+                                                                true, m.bug);
+                   }});
+    }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
+    v.push_back({"cuda-gdn", [] {
+                   return std::make_unique<gpu::GdnCandidate>(
+                       dsk_cuda::table(), "cuda-gdn",
+                       "simt-gdn with kernels/gdn.cu + ssm_conv.cu compiled by nvcc, on a GPU", true);
+                 }});
     v.push_back({"cuda", [] {
                    return std::make_unique<gpu::GpuCandidate>(
                        dsk_cuda::table(), "cuda", "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU");

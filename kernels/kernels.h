@@ -32,10 +32,19 @@ enum Bug : int {
   kBugSkipQkNorm,       // qk_norm.cu: copies q/k through unnormalised
   kBugRopeThetaDefault, // rope.cu: theta 10000 instead of the config's
   kBugGqaModulo,        // attention.cu: KV head h % n_kv instead of h / (n_heads / n_kv)
+  kBugGdnInplaceRace,   // gdn.cu: op B reads non-identity prior states straight from cache[ids[s]]
+                        //         (no snapshot into disjoint scratch) while other blocks write in place
+  kBugGdnIdsIgnored,    // gdn.cu / ssm_conv.cu: ops B / D read every sequence from its destination slot
+  kBugConvTapsReversed, // ssm_conv.cu: conv taps applied in reverse order
+  kBugGdnStateTransposed,  // gdn.cu: the [dk, dv] prior state read as [dv, dk]
+  kBugGdnHeadModulo,    // gdn.cu: value head h reads key head h % nk instead of h / (nv / nk)
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).
 inline constexpr int kGemvWarps = 8;
+// Largest GDN key head dim (one state column lives in registers) and SSM conv width.
+inline constexpr int kGdnMaxDk = 256;
+inline constexpr int kConvMaxK = 8;
 
 struct KernelTable {
   const char* backend;  // "simt" or "cuda"
@@ -79,6 +88,30 @@ struct KernelTable {
   // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
   void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias, void* act,
                  int T, int F, int ld, int bug);
+
+  // ---- Gated DeltaNet (kernels/gdn.cu, kernels/ssm_conv.cu), f32; layouts in those files.
+  // Plain GDN recurrence over T tokens of n_seqs sequences: prior states state_in
+  // [n_seqs, nv, dk, dv], final states into the separate state_out, outputs out [n_seqs, T, nv*dv].
+  void (*gdn)(const float* q, const float* k, const float* v, const float* g, const float* beta,
+              const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk, int dv,
+              int bug);
+  // Op A (one token): state [n_seqs, nv, dk, dv] (the cache at rs_head) read and rewritten in place.
+  void (*gdn_inplace)(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                      float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug);
+  // Op B (one token): prior state of sequence s from cache[ids[s]], final state into
+  // cache[rs_head + s]. scratch: n_seqs slots for the non-identity gather.
+  void (*gdn_inplace_ids)(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                          float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out, int n_seqs,
+                          int nk, int nv, int dk, int dv, int bug);
+  // Plain SSM conv over a pre-concatenated window sx [n_seqs, C, K-1+T] -> y [n_seqs, T, C].
+  void (*ssm_conv)(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu, int bug);
+  // Op C: window = [state_in (K-1 taps) | x], y = conv (+SiLU), shifted ring into state_dst.
+  // state_in / state_dst: [n_seqs, C, K-1]; x, y: [n_seqs, C].
+  void (*ssm_conv_update)(const float* state_in, const float* w, const float* x, float* state_dst, float* y,
+                          int n_seqs, int C, int K, bool silu, int bug);
+  // Op D: C reading sequence s's taps from cache[ids[s]], ring into cache[rs_head + s].
+  void (*ssm_conv_update_ids)(float* cache, const std::int32_t* ids, int rs_head, float* scratch, const float* w,
+                              const float* x, float* y, int n_seqs, int C, int K, bool silu, int bug);
 };
 
 }  // namespace dsk

@@ -14,6 +14,16 @@ void qk_norm(const void*, const void*, const float*, const float*, void*, void*,
 void rope(void*, void*, int, int, int, int, int, int, float, bool, int);
 void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
+void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*, int, int,
+         int, int, int, int, int);
+void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int, int, int,
+                 int, int, int);
+void gdn_inplace_ids(const float*, const float*, const float*, const float*, const float*, float*, const std::int32_t*,
+                     int, float*, float*, int, int, int, int, int, int);
+void ssm_conv(const float*, const float*, float*, int, int, int, int, bool, int);
+void ssm_conv_update(const float*, const float*, const float*, float*, float*, int, int, int, bool, int);
+void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*, const float*, float*, int, int, int,
+                         bool, int);
 
 namespace {
 
@@ -46,7 +56,8 @@ const dsk::KernelTable& table() {
 #endif
   static const dsk::KernelTable t = {backend,   device_error, alloc,   release,  to_device, to_host, device_copy,
                                      synchronize, embedding,  rmsnorm, gemv,     fused_qkv, qk_norm, rope,
-                                     attention, swiglu};
+                                     attention, swiglu,  gdn,     gdn_inplace, gdn_inplace_ids,
+                                     ssm_conv,  ssm_conv_update, ssm_conv_update_ids};
   return t;
 }
 

@@ -129,7 +129,11 @@ OpSet required_ops(const ArchConstraints& c) {
   return ops;
 }
 
-OpSet required_ops(const ModelConfig& cfg) { return required_ops(constraints_of(cfg)); }
+OpSet required_ops(const ModelConfig& cfg) {
+  OpSet ops = required_ops(constraints_of(cfg));
+  for (Op op : cfg.gdn_fused.list()) ops.add(op);  // the fused decode variants a run requests
+  return ops;
+}
 
 std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind) {
   std::vector<std::string> out;

@@ -29,4 +29,18 @@ std::span<const MutantInfo> mutants() {
   return kMutants;
 }
 
+std::span<const GdnMutantInfo> gdn_mutants() {
+  static const GdnMutantInfo kMutants[] = {
+      {"gdn-conv-taps-reversed", dsk::kBugConvTapsReversed, "", "conv", 0, 0,
+       "SSM conv applies tap i with weight w[K-1-i] (the current token meets w[0])"},
+      {"gdn-head-modulo", dsk::kBugGdnHeadModulo, "", "gdn_out", 0, 0,
+       "GDN value head h reads key head h % n_k (tiled ggml broadcast) where the model needs h / rho"},
+      {"gdn-state-transposed", dsk::kBugGdnStateTransposed, "", "gdn_out", 0, 1,
+       "GDN prior state [d_k, d_v] read as [d_v, d_k]; invisible from the zero state of the prefill"},
+      {"gdn-ids-ignored", dsk::kBugGdnIdsIgnored, "ids,conv-update-ids", "conv", 0, 1,
+       "ops B / D read every sequence's prior state from its destination slot, ignoring ids"},
+  };
+  return kMutants;
+}
+
 }  // namespace ds::gpu

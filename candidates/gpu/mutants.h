@@ -20,4 +20,19 @@ struct MutantInfo {
 
 std::span<const MutantInfo> mutants();
 
+// The GDN kernel mutants (mutant:gdn-<name>), run by the simt-gdn candidate on
+// synthetic:qwen3next-tiny, isolated mode, default policy, with `--gdn-variant gdn_variant`;
+// first caught at first_stage of first_layer at model step first_step (docs/mutants.md).
+struct GdnMutantInfo {
+  std::string_view name;         // registry name without "mutant:"
+  int bug;                       // dsk::Bug
+  std::string_view gdn_variant;  // the --gdn-variant that exposes it ("" = plain)
+  std::string_view first_stage;
+  int first_layer;
+  int first_step;
+  std::string_view what;
+};
+
+std::span<const GdnMutantInfo> gdn_mutants();
+
 }  // namespace ds::gpu

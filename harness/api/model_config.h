@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ops.h"
+
 namespace ds {
 
 enum class Family { llama, qwen2, qwen3, gpt2, qwen3next };
@@ -73,6 +75,10 @@ struct ModelConfig {
   GdnHeadMap gdn_head_map = GdnHeadMap::grouped;
   GdnStateLayout gdn_state_layout = GdnStateLayout::key_major;
   ConvStateLen conv_state_len = ConvStateLen::k_minus_1;
+  // The fused GDN decode ops (seeds/002 A-D: GdnInplace, GdnInplaceIds, SsmConvUpdate,
+  // SsmConvUpdateIds) the plan emits for decode steps, as a model graph would; empty: the plain
+  // ops. Set from `driftscope run --gdn-variant`; the capability gate requires each of them.
+  OpSet gdn_fused;
 
   std::vector<BlockKind> layer_kinds;  // one per layer
 

@@ -14,14 +14,19 @@ namespace ds::cli {
 void add_gate_command(CLI::App& app, int& exit_code) {
   auto model = std::make_shared<std::string>();
   auto candidate = std::make_shared<std::string>();
+  auto gdn_variant = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "gate", "Show which candidates can serve a model (capability gate), without computing anything");
   cmd->add_option("--model,-m", *model, "Model: synthetic:<preset>, a .gguf file, or an HF directory (config.json only is read)")->required();
   cmd->add_option("--candidate,-c", *candidate, "Check only this candidate (exit 3 if it is refused)");
-  cmd->callback([model, candidate, &exit_code] {
+  cmd->add_option("--gdn-variant", *gdn_variant,
+                  "Fused GDN decode ops the plan requests (as `run --gdn-variant`): plain, inplace, ids, conv-update, "
+                  "conv-update-ids");
+  cmd->callback([model, candidate, gdn_variant, &exit_code] {
     ModelConfig cfg;
     try {
       cfg = load_config_spec(*model, 0);
+      cfg.gdn_fused = gdn_variant_ops(*gdn_variant);
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());
       exit_code = kExitUsage;

@@ -55,6 +55,9 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
   run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")->capture_default_str();
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
+  run->add_option("--gdn-variant", args->opt.gdn_variant,
+                  "Fused GDN decode ops the plan requests (seeds/002), comma-separated: plain, inplace, ids, "
+                  "conv-update, conv-update-ids. The capability gate refuses a candidate lacking one");
   run->add_option("--seed", args->opt.seed, "Seed of the synthetic weights and the prompt tokens")
       ->capture_default_str();
   run->add_option("--layers", args->opt.layers, "Run only the first N layers of the model (0: all)")

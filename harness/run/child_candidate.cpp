@@ -92,8 +92,11 @@ struct Reader {
     const auto dtype = DType(u64());
     Shape shape(u64());
     for (auto& d : shape) d = std::int64_t(u64());
-    Tensor t(dtype, shape);
     const auto n = u64();
+    // An empty Tensor (a "prev:<stage>" input before the first step) has no shape and no
+    // bytes; Tensor(dtype, {}) would be a one-element scalar.
+    if (shape.empty() && n == 0) return Tensor{};
+    Tensor t(dtype, shape);
     if (n != t.nbytes() || at + n > buf.size()) throw std::runtime_error("malformed tensor from the candidate process");
     std::memcpy(t.raw(), buf.data() + at, n);
     at += n;

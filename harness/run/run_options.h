@@ -18,6 +18,9 @@ struct RunOptions {
   std::vector<Mode> modes = {Mode::isolated};
   int prompt_tokens = 4;
   int decode_steps = 0;
+  // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
+  // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
+  std::string gdn_variant;
   std::uint64_t seed = 0;
   int layers = 0;  // > 0: only the first `layers` layers of the model
   std::string trace_path;  // empty: no trace

@@ -43,6 +43,24 @@ Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers) {
   }
 }
 
+OpSet gdn_variant_ops(std::string_view spec) {
+  OpSet ops;
+  std::size_t at = 0;
+  while (at <= spec.size() && !spec.empty()) {
+    const std::size_t comma = std::min(spec.find(',', at), spec.size());
+    const std::string_view v = spec.substr(at, comma - at);
+    if (v == "inplace") ops.add(Op::GdnInplace);
+    else if (v == "ids") ops.add(Op::GdnInplaceIds);
+    else if (v == "conv-update") ops.add(Op::SsmConvUpdate);
+    else if (v == "conv-update-ids") ops.add(Op::SsmConvUpdateIds);
+    else if (v != "plain")
+      throw InputError(fmt::format("--gdn-variant: unknown variant '{}' (plain, inplace, ids, conv-update, "
+                                   "conv-update-ids; comma-separated)", v));
+    at = comma + 1;
+  }
+  return ops;
+}
+
 namespace {
 
 // Deterministic prompt tokens from the run's seed, so every run is reproducible.
@@ -91,7 +109,8 @@ class Run {
   Run(const RunOptions& opt, const Policy& policy) : opt_(opt), policy_(policy) {}
 
   RunReport go() {
-    const ModelConfig header = load_config_spec(opt_.model, opt_.layers);
+    ModelConfig header = load_config_spec(opt_.model, opt_.layers);
+    header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
     CandidatePtr cand;
     try {
       cand = make_candidate(opt_.candidate);
@@ -103,6 +122,7 @@ class Run {
     if (auto refusal = capability_refusal(header, *cand)) throw GateRefusal(*refusal);
     event("load_weights");
     Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
+    model.config.gdn_fused = header.gdn_fused;
     const ModelConfig& cfg = model.config;
     report_.model = cfg.name;
     report_.policy = policy_.name();

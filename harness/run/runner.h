@@ -57,6 +57,9 @@ struct RunReport {
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);
 // Only the configuration (header) of `spec`: what the gates need, without reading weights.
 ModelConfig load_config_spec(const std::string& spec, int layers);
+// `--gdn-variant` (comma-separated plain, inplace, ids, conv-update, conv-update-ids) as the
+// fused GDN ops it requests; throws InputError on an unknown name.
+OpSet gdn_variant_ops(std::string_view spec);
 
 // The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
 // requires, nullopt when it may run.

@@ -1,0 +1,147 @@
+// Gated DeltaNet recurrence (reference-math.md §3.6) for decode, f32 throughout, and its two
+// fused decode variants (seeds/002 ops A and B). One kernel serves all three; the variants
+// only redirect where the prior state is read from and where the final state is written.
+//
+// Layouts (row-major, innermost last), per sequence s of n_seqs, T tokens each:
+//   q, k   [n_seqs, T, nk * dk]   q already l2-normalised and scaled by dk^-0.5
+//   v, out [n_seqs, T, nv * dv]
+//   g, beta[n_seqs, T, nv]        g is the log-decay (<= 0), beta = sigmoid(b)
+//   state  [nv, dk, dv] per sequence ("slot"), S_h[i][j] at (h * dk + i) * dv + j: rows are
+//          the key index, columns the value index (HF / FLA orientation).
+// Value head h reads key head floor(h / rho), rho = nv / nk (the HF grouping, §3.4).
+//
+// Work split: one block per (value head, sequence), one thread per value column j. Thread j
+// owns column S_h[:, j]: it loads the whole prior column into registers first, runs every
+// token on those registers and writes the column once at the end. All its dot products
+// (kv_mem m_j and the output o_j) are sequential sums over i = 0..dk-1 in ascending order, so
+// the result does not depend on thread scheduling, and the in-place variants (which read and
+// write the same slot) are race-free: no other thread touches column j of this (seq, head).
+//
+//   plain  prior state from s_in[seq], final state into a separate s_dst[seq].
+//   A      in place: s_in == s_dst == cache + rs_head * slot.
+//   B      A + ids: identity sequences (ids[seq] == rs_head + seq) read their prior state in
+//          place from s_dst[seq]; the others read scratch[seq], filled beforehand by
+//          gather_nonident_kernel from cache[ids[seq]] - a disjoint buffer, so no block ever
+//          reads a slot that another block is writing.
+#include "common.cuh"
+
+namespace DSK_NS {
+
+using dsk::kGdnMaxDk;
+
+// scratch[seq] = cache[ids[seq]] for every non-identity sequence (one block per sequence).
+// A value-preserving copy: B stays bit-identical to get_rows + plain.
+__global__ void gather_nonident_kernel(const float* __restrict__ cache, const std::int32_t* __restrict__ ids,
+                                       int rs_head, float* __restrict__ scratch, std::size_t slot) {
+  const int seq = static_cast<int>(blockIdx.x);
+  const int src = ids[seq];
+  if (src == rs_head + seq) return;  // identity: read in place by the main kernel
+  const float* from = cache + static_cast<std::size_t>(src) * slot;
+  float* to = scratch + static_cast<std::size_t>(seq) * slot;
+  for (std::size_t e = threadIdx.x; e < slot; e += blockDim.x) to[e] = from[e];
+}
+
+void gather_nonident(const float* cache, const std::int32_t* ids, int rs_head, float* scratch, std::size_t slot,
+                     int n_seqs) {
+  simt::launch(gather_nonident_kernel, dim3(n_seqs), dim3(256), 0, nullptr, cache, ids, rs_head, scratch, slot);
+}
+
+__global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                           const float* __restrict__ g, const float* __restrict__ beta, const float* s_in,
+                           const std::int32_t* __restrict__ ids, int rs_head, const float* __restrict__ scratch,
+                           float* s_dst, float* __restrict__ out, int T, int nk, int nv, int dk, int dv, int bug) {
+  SIMT_DYNAMIC_SHARED(float, qk);  // [2 * dk]: this token's q and k for the key head
+  float* qs = qk;
+  float* ks = qk + dk;
+  const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
+  const int j = static_cast<int>(threadIdx.x);
+  const bool owner = j < dv;
+  // Planted (kBugGdnHeadModulo): the tiled ggml broadcast h % nk where the model needs h / rho.
+  const int kh = bug == dsk::kBugGdnHeadModulo ? h % nk : h / (nv / nk);
+  const std::size_t slot = static_cast<std::size_t>(nv) * dk * dv;
+  const std::size_t head = static_cast<std::size_t>(h) * dk * dv;
+
+  // Where this sequence's prior state lives (see the header).
+  const float* s0;
+  if (ids == nullptr) {
+    s0 = s_in + seq * slot;  // plain and A
+  } else if (ids[seq] == rs_head + seq || bug == dsk::kBugGdnIdsIgnored) {
+    s0 = s_dst + seq * slot;  // B identity: in place (planted kBugGdnIdsIgnored: every sequence)
+  } else if (bug == dsk::kBugGdnInplaceRace) {
+    // Planted: no snapshot into the disjoint scratch; reads cache[ids[seq]] directly, a slot
+    // that another sequence's block may already have overwritten with its final state.
+    s0 = s_in + static_cast<std::size_t>(ids[seq]) * slot;
+  } else {
+    s0 = scratch + seq * slot;  // B non-identity: the gathered copy
+  }
+  s0 += head;
+
+  // 1. Snapshot the whole prior column into registers, before anything is written.
+  float s[kGdnMaxDk];
+  for (int i = 0; i < dk; ++i)
+    // Planted (kBugGdnStateTransposed): the [dk, dv] state read as if it were [dv, dk].
+    s[i] = !owner ? 0.0f : bug == dsk::kBugGdnStateTransposed ? s0[static_cast<std::size_t>(j) * dk + i]
+                                                                : s0[static_cast<std::size_t>(i) * dv + j];
+
+  // 2. The recurrence, token by token, on the registers.
+  for (int t = 0; t < T; ++t) {
+    const std::size_t row = static_cast<std::size_t>(seq) * T + t;
+    for (int i = j; i < dk; i += static_cast<int>(blockDim.x)) {
+      qs[i] = q[row * nk * dk + static_cast<std::size_t>(kh) * dk + i];
+      ks[i] = k[row * nk * dk + static_cast<std::size_t>(kh) * dk + i];
+    }
+    __syncthreads();
+    if (owner) {
+      const float decay = expf(g[row * nv + h]);
+      const float b = beta[row * nv + h];
+      for (int i = 0; i < dk; ++i) s[i] *= decay;           // S <- exp(g) S
+      float m = 0.0f;                                          // m_j = sum_i S[i][j] k[i]
+      for (int i = 0; i < dk; ++i) m += s[i] * ks[i];
+      const float delta = b * (v[row * nv * dv + static_cast<std::size_t>(h) * dv + j] - m);
+      for (int i = 0; i < dk; ++i) s[i] += ks[i] * delta;     // S += k delta^T
+      float o = 0.0f;                                          // o_j = sum_i S[i][j] q[i]
+      for (int i = 0; i < dk; ++i) o += s[i] * qs[i];
+      out[row * nv * dv + static_cast<std::size_t>(h) * dv + j] = o;
+    }
+    __syncthreads();  // qs / ks are restaged for the next token
+  }
+
+  // 3. The final column, written once (into the cache slot itself for A and B).
+  if (owner) {
+    float* d = s_dst + seq * slot + head;
+    for (int i = 0; i < dk; ++i) d[static_cast<std::size_t>(i) * dv + j] = s[i];
+  }
+}
+
+namespace {
+void launch_gdn(const float* q, const float* k, const float* v, const float* g, const float* beta, const float* s_in,
+                const std::int32_t* ids, int rs_head, const float* scratch, float* s_dst, float* out, int n_seqs,
+                int T, int nk, int nv, int dk, int dv, int bug) {
+  if (dk > kGdnMaxDk || nk <= 0 || nv % nk != 0)
+    throw simt::KernelError("gdn: needs dk <= kGdnMaxDk and nv a multiple of nk");
+  simt::launch(gdn_kernel, dim3(nv, n_seqs), dim3(round_up32(dv)), 2 * static_cast<std::size_t>(dk) * sizeof(float),
+               nullptr, q, k, v, g, beta, s_in, ids, rs_head, scratch, s_dst, out, T, nk, nv, dk, dv, bug);
+}
+}  // namespace
+
+void gdn(const float* q, const float* k, const float* v, const float* g, const float* beta, const float* state_in,
+         float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk, int dv, int bug) {
+  launch_gdn(q, k, v, g, beta, state_in, nullptr, 0, nullptr, state_out, out, n_seqs, T, nk, nv, dk, dv, bug);
+}
+
+void gdn_inplace(const float* q, const float* k, const float* v, const float* g, const float* beta, float* state,
+                 float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug) {
+  launch_gdn(q, k, v, g, beta, state, nullptr, 0, nullptr, state, out, n_seqs, 1, nk, nv, dk, dv, bug);
+}
+
+void gdn_inplace_ids(const float* q, const float* k, const float* v, const float* g, const float* beta, float* cache,
+                     const std::int32_t* ids, int rs_head, float* scratch, float* out, int n_seqs, int nk, int nv,
+                     int dk, int dv, int bug) {
+  const std::size_t slot = static_cast<std::size_t>(nv) * dk * dv;
+  if (bug != dsk::kBugGdnInplaceRace && bug != dsk::kBugGdnIdsIgnored)
+    gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
+  launch_gdn(q, k, v, g, beta, cache, ids, rs_head, scratch, cache + static_cast<std::size_t>(rs_head) * slot, out,
+             n_seqs, 1, nk, nv, dk, dv, bug);
+}
+
+}  // namespace DSK_NS
