@@ -42,6 +42,17 @@ Png load_png(const std::string& path) {
   return p;
 }
 
+// A fresh trace of the mutant run (its own file per test: ctest runs tests in parallel).
+std::string mutant_trace(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string trace = (dir / name).string();
+  fs::remove(trace);
+  run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
+      "--mode both --trace " + trace + " > /dev/null 2>&1");
+  return trace;
+}
+
 #define REQUIRE_XVFB()                                                                  \
   if (std::string(DRIFTSCOPE_XVFB_RUN).empty() || !fs::exists(DRIFTSCOPE_XVFB_RUN))     \
   GTEST_SKIP() << "xvfb-run not found: install xvfb to test the viewer's rendering"
@@ -93,8 +104,8 @@ TEST(Screenshot, MutantOverviewMarksFailingCells) {
 TEST(Screenshot, OtherViewsRender) {
   REQUIRE_XVFB();
   const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  const std::string trace = (dir / "mut.h5").string();
-  if (!fs::exists(trace)) GTEST_SKIP() << "runs after MutantOverviewMarksFailingCells";
+  const std::string trace = mutant_trace("mut_views.h5");
+  ASSERT_TRUE(fs::exists(trace));
   for (const std::string view : {"drift", "inspect:0:0:residual_1:isolated", "compare"}) {
     const std::string png = (dir / ("view_" + std::to_string(view.size()) + ".png")).string();
     const std::string extra = view == "compare" ? " --compare " + trace : "";

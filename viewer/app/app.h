@@ -53,3 +53,17 @@ void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::u
 std::optional<CellPos> heatmap_input(const HeatmapLayout& l, const char* id);
 void cell_tooltip(const TraceModel& m, const trace::TraceRow& row, double score);
 }  // namespace ds::view
+
+namespace ds::view {
+struct LogPlot;
+struct CurveHover {
+  float dist = 14;  // pixels: hovering within this of a point shows it
+  const DriftSeries* series = nullptr;
+  const DriftPoint* point = nullptr;
+};
+void draw_curves(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSeries>& series,
+                 const std::vector<std::string>& stage_order, bool faded, CurveHover* hover);
+// Drift curves, shared by the drift and compare panels.
+void draw_floor(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSeries>& series);
+void point_tooltip(const TraceModel& m, const DriftSeries& s, const DriftPoint& p, Metric metric, const char* which);
+}  // namespace ds::view
