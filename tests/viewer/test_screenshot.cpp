@@ -1,0 +1,136 @@
+// Renders real screenshots under xvfb-run and looks at their pixels: the failing cells of a
+// mutant run must look failing, and bad files must exit 2 without crashing.
+#include <gtest/gtest.h>
+#include <stb/stb_image.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "heatmap_layout.h"
+#include "trace_model.h"
+
+namespace ds::view {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+int run(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string xvfb() { return std::string(DRIFTSCOPE_XVFB_RUN) + " -a -s \"-screen 0 1600x1000x24\" "; }
+
+struct Png {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;
+  Rgba at(float x, float y) const {
+    const std::size_t i = (std::size_t(y) * std::size_t(w) + std::size_t(x)) * 3;
+    return {px[i], px[i + 1], px[i + 2], 255};
+  }
+};
+
+Png load_png(const std::string& path) {
+  Png p;
+  int n = 0;
+  unsigned char* data = stbi_load(path.c_str(), &p.w, &p.h, &n, 3);
+  if (data) p.px.assign(data, data + std::size_t(p.w) * std::size_t(p.h) * 3);
+  stbi_image_free(data);
+  return p;
+}
+
+// A fresh trace of the mutant run (its own file per test: ctest runs tests in parallel).
+std::string mutant_trace(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string trace = (dir / name).string();
+  fs::remove(trace);
+  run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
+      "--mode both --trace " + trace + " > /dev/null 2>&1");
+  return trace;
+}
+
+#define REQUIRE_XVFB()                                                                  \
+  if (std::string(DRIFTSCOPE_XVFB_RUN).empty() || !fs::exists(DRIFTSCOPE_XVFB_RUN))     \
+  GTEST_SKIP() << "xvfb-run not found: install xvfb to test the viewer's rendering"
+
+}  // namespace
+
+TEST(Screenshot, MutantOverviewMarksFailingCells) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string trace = (dir / "mut.h5").string(), png = (dir / "overview.png").string();
+  fs::remove(trace);
+  ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
+                "--mode both --trace " + trace + " > /dev/null 2>&1"),
+            1);  // the mutant run fails, by design
+  ASSERT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --screenshot " + png + " --size 1600x1000"), 0);
+  const Png img = load_png(png);
+  ASSERT_EQ(img.w, 1600);
+  ASSERT_EQ(img.h, 1000);
+
+  std::string err;
+  const auto m = TraceModel::open(trace, err);
+  ASSERT_TRUE(m) << err;
+  const OverviewLayout o = layout_overview(*m, 1600, 1000);
+  const HeatmapLayout* iso = o.panel(Mode::isolated);
+  ASSERT_TRUE(iso);
+  // The mutant breaks residual_1 of layer 0 in isolated mode; attn_norm there passes.
+  const Cell* fail = m->cell(0, Mode::isolated, 0, "residual_1");
+  const Cell* pass = m->cell(0, Mode::isolated, 0, "attn_norm");
+  ASSERT_TRUE(fail && pass);
+  ASSERT_TRUE(fail->failing);
+  ASSERT_FALSE(pass->failing);
+  const Rect fr = iso->cell_rect(m->stage_index("residual_1"), m->layer_index(0));
+  const Rect pr = iso->cell_rect(m->stage_index("attn_norm"), m->layer_index(0));
+  const Rgba fc = img.at((fr.x0 + fr.x1) / 2, (fr.y0 + fr.y1) / 2);
+  const Rgba pc = img.at((pr.x0 + pr.x1) / 2, (pr.y0 + pr.y1) / 2);
+  // Hot fill for the failure, cool for the pass: the exact colours the view-model chose.
+  EXPECT_EQ(fc, Rgba::unpack(fail->fill));
+  EXPECT_EQ(pc, Rgba::unpack(pass->fill));
+  EXPECT_GT(fc.r, fc.g + 80);
+  EXPECT_LT(pc.r, pc.g);
+  // The failing cell is outlined in the failure red; the passing cell's edge is its fill.
+  const Rgba fb = img.at(fr.x0 + 1, (fr.y0 + fr.y1) / 2);
+  const Rgba pb = img.at(pr.x0 + 1, (pr.y0 + pr.y1) / 2);
+  EXPECT_EQ(fb, kFailBorder);
+  EXPECT_NE(pb, kFailBorder);
+}
+
+TEST(Screenshot, OtherViewsRender) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  const std::string trace = mutant_trace("mut_views.h5");
+  ASSERT_TRUE(fs::exists(trace));
+  for (const std::string view : {"drift", "inspect:0:0:residual_1:isolated", "compare"}) {
+    const std::string png = (dir / ("view_" + std::to_string(view.size()) + ".png")).string();
+    const std::string extra = view == "compare" ? " --compare " + trace : "";
+    EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + extra + " --view " + view + " --screenshot " + png +
+                  " --size 1200x800"),
+              0)
+        << view;
+    EXPECT_EQ(load_png(png).w, 1200) << view;
+  }
+}
+
+TEST(Screenshot, BadFilesExit2WithAMessage) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string bad = (dir / "garbage.h5").string();
+  std::ofstream(bad) << "not a trace at all";
+  const std::string log = (dir / "bad.log").string();
+  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + bad + " --screenshot " + (dir / "bad.png").string() + " 2> " + log),
+            2);
+  std::ifstream in(log);
+  const std::string msg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(msg.find("not an HDF5 file"), std::string::npos) << msg;
+  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + (dir / "missing.h5").string() + " --screenshot x.png 2>/dev/null"),
+            2);
+}
+
+}  // namespace ds::view

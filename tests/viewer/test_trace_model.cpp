@@ -1,0 +1,181 @@
+// The trace view-model: grids, cell lookup from a click, lazy loading, bad files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "compare_model.h"
+#include "drift_series.h"
+#include "heatmap_layout.h"
+#include "inspector_model.h"
+#include "trace_fixture.h"
+#include "trace_model.h"
+#include "view_options.h"
+
+namespace ds::view {
+
+using testing::FixtureSpec;
+using testing::stage_name;
+using testing::write_fixture;
+
+TEST(TraceModel, BuildsGridsWithFailingAndNanCells) {
+  FixtureSpec spec;
+  spec.nan_layer = 3;
+  std::string err;
+  const auto m = TraceModel::open(write_fixture("vm_small.h5", spec), err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->layers().size(), 4u);
+  EXPECT_EQ(m->stages().size(), 5u);
+  EXPECT_EQ(m->modes().size(), 2u);
+  EXPECT_EQ(m->info().candidate, "fixture-cand");
+  EXPECT_EQ(m->info().drift_start_layer, 2);
+  EXPECT_NE(m->info().first_failure.find(stage_name(3)), std::string::npos);
+  const Cell* fail = m->cell(0, Mode::isolated, 2, stage_name(3));
+  const Cell* pass = m->cell(0, Mode::isolated, 1, stage_name(3));
+  const Cell* nan = m->cell(0, Mode::chained, 3, stage_name(0));
+  ASSERT_TRUE(fail && pass && nan);
+  EXPECT_TRUE(fail->failing);
+  EXPECT_FALSE(pass->failing);
+  EXPECT_TRUE(nan->nan);
+  EXPECT_EQ(fail->fill, cell_colour(fail->score, Status::fail, false).packed());
+  EXPECT_EQ(m->grid(0, Mode::isolated)->n_fail, 1);
+  EXPECT_EQ(m->grid(0, Mode::chained)->n_nan, 1);
+  EXPECT_TRUE(m->extras().empty());  // no floor metrics in this trace: handled, not an error
+}
+
+TEST(HeatmapLayout, ClickMapsBackToTheCellDrawnThere) {
+  const HeatmapLayout l = layout_heatmap({10, 100, 1210, 700}, 30, 81);
+  EXPECT_GT(l.cell_w, 0);
+  EXPECT_GT(l.cell_h, 0);
+  for (int r : {0, 7, 29})
+    for (int c : {0, 40, 80}) {
+      const Rect cr = l.cell_rect(r, c);
+      EXPECT_EQ(l.cell_at((cr.x0 + cr.x1) / 2, (cr.y0 + cr.y1) / 2), (CellPos{r, c}));
+      EXPECT_EQ(l.cell_at(cr.x0, cr.y0), (CellPos{r, c}));  // edges belong to the cell they start
+    }
+  EXPECT_FALSE(l.cell_at(l.cells.x0 - 1, l.cells.y0 + 1));  // on the stage labels
+  EXPECT_FALSE(l.cell_at(l.cells.x1, l.cells.y0 + 1));      // right of the last column
+  EXPECT_LE(l.cells.x1, l.frame.x1);
+  EXPECT_LE(l.cells.y1 + kColLabelHeight, l.frame.y1 + 0.5f);
+}
+
+TEST(HeatmapLayout, SmallTracesGetCappedCellsAndOverviewStacksModes) {
+  std::string err;
+  const auto m = TraceModel::open(write_fixture("vm_layout.h5", {}), err);
+  ASSERT_TRUE(m) << err;
+  const OverviewLayout o = layout_overview(*m, 1600, 1000);
+  ASSERT_EQ(o.panels.size(), 2u);
+  EXPECT_LE(o.panels[0].map.cell_w, kMaxCellWidth);
+  EXPECT_LE(o.panels[0].map.cells.y1, o.panels[1].map.frame.y0);
+  EXPECT_TRUE(o.panel(Mode::chained));
+}
+
+TEST(LazyLoading, OpeningALargeTraceReadsNoTensorData) {
+  FixtureSpec spec;
+  spec.layers = 80;
+  spec.stages = 30;
+  spec.fail_layer = 60;
+  const std::string path = write_fixture("vm_large.h5", spec);
+  std::string err;
+  const auto m = TraceModel::open(path, err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->rows().size(), 80u * 30u * 2u);
+  EXPECT_EQ(m->reader().elements_read(), 0);
+  // Everything the overview, drift and compare views need comes from the summary rows.
+  const auto o = layout_overview(*m, 1600, 1000);
+  EXPECT_EQ(o.panels[0].map.n_cols, 80);
+  const auto stages = default_drift_stages(*m);
+  const Mode modes[] = {Mode::isolated, Mode::chained};
+  const auto series = drift_series(*m, 0, stages, Metric::max_abs, modes);
+  EXPECT_FALSE(series.empty());
+  EXPECT_EQ(compare_grids(*m, *m).size(), 2u);
+  EXPECT_EQ(m->reader().elements_read(), 0);
+  // Inspecting one stage reads exactly that stage: ref + cand + per-token errors.
+  const Inspection in = inspect(*m, {0, 60, stage_name(3), Mode::isolated});
+  ASSERT_TRUE(in.loaded()) << in.error;
+  EXPECT_EQ(m->reader().elements_read(), 32 + 32 + 4);
+  EXPECT_EQ(in.focus, 9);  // the first mismatch
+  EXPECT_EQ(in.rows, 4);
+  EXPECT_EQ(in.cols, 8);
+}
+
+TEST(Inspector, CoordinatesHistogramAndDiffImage) {
+  std::string err;
+  FixtureSpec spec;
+  spec.nan_layer = 3;
+  const auto m = TraceModel::open(write_fixture("vm_inspect.h5", spec), err);
+  ASSERT_TRUE(m) << err;
+  const Inspection in = inspect(*m, {0, 3, stage_name(0), Mode::chained});
+  ASSERT_TRUE(in.loaded()) << in.error;
+  EXPECT_EQ(in.focus, 5);  // the NaN element is the first mismatch
+  EXPECT_EQ(parse_coordinate("1,2", in), 10);
+  EXPECT_EQ(parse_coordinate("1 2", in), 10);
+  EXPECT_EQ(parse_coordinate("31", in), 31);
+  EXPECT_FALSE(parse_coordinate("4,0", in));
+  EXPECT_FALSE(parse_coordinate("x", in));
+  EXPECT_EQ(coordinate_str(10, in.shape), "[1, 2]");
+  std::int64_t total = 0;
+  for (auto n : in.err_hist) total += n;
+  EXPECT_EQ(total, 32);
+  EXPECT_EQ(in.err_hist[kErrBins - 1], 1);  // the NaN
+  const DiffImage img = diff_image(in, 0, 0, 4, 8, 2);
+  EXPECT_EQ(img.out_rows, 2);
+  EXPECT_EQ(img.out_cols, 2);
+  EXPECT_EQ(img.fill[1], kNanColour.packed());  // element [0, 5]: NaN survives max-pooling
+  const Inspection missing = inspect(*m, {0, 99, "nope", Mode::chained});
+  EXPECT_FALSE(missing.loaded());
+  EXPECT_FALSE(missing.error.empty());
+}
+
+TEST(Compare, RatioOfScoresPerCell) {
+  EXPECT_DOUBLE_EQ(score_change(0, 0), 1);
+  EXPECT_TRUE(std::isinf(score_change(0, 1)));
+  EXPECT_DOUBLE_EQ(score_change(2, 1), 0.5);
+  std::string err;
+  FixtureSpec a, b;
+  b.fail_layer = 1;
+  const auto base = TraceModel::open(write_fixture("vm_base.h5", a), err);
+  const auto cur = TraceModel::open(write_fixture("vm_cur.h5", b), err);
+  ASSERT_TRUE(base && cur) << err;
+  const auto grids = compare_grids(*base, *cur);
+  ASSERT_EQ(grids.size(), 2u);
+  EXPECT_GT(grids[0].worse, 0);  // layer 1 stage 3 got much worse
+  EXPECT_GT(compare_grids(*cur, *base)[0].better, 0);  // and back again
+}
+
+TEST(BadFiles, OpenReportsAnErrorAndNeverThrows) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string garbage = (dir / "vm_garbage.h5").string();
+  std::ofstream(garbage) << "definitely not HDF5";
+  const std::string truncated = (dir / "vm_truncated.h5").string();
+  {
+    const std::string full = write_fixture("vm_full.h5", {});
+    std::ifstream in(full, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  }
+  for (const std::string& p : {garbage, truncated, (dir / "vm_does_not_exist.h5").string()}) {
+    std::string err;
+    std::unique_ptr<TraceModel> m;
+    EXPECT_NO_THROW(m = TraceModel::open(p, err));
+    EXPECT_FALSE(m) << p;
+    EXPECT_NE(err.find(p), std::string::npos) << err;
+  }
+}
+
+TEST(ViewOptions, ParsesViewsAndSizes) {
+  std::string err;
+  EXPECT_EQ(parse_view("drift", err)->tab, Tab::drift);
+  const auto v = parse_view("inspect:0:model:logits:chained", err);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->target, (InspectTarget{0, -1, "logits", Mode::chained}));
+  EXPECT_FALSE(parse_view("inspect:0:x:q:chained", err));
+  EXPECT_FALSE(parse_view("bogus", err));
+  EXPECT_FALSE(err.empty());
+  EXPECT_EQ(parse_size("1600x1000"), (std::pair{1600, 1000}));
+  EXPECT_FALSE(parse_size("16x10"));
+  EXPECT_FALSE(parse_size("axb"));
+}
+
+}  // namespace ds::view

@@ -1,0 +1,20 @@
+// Writes synthetic traces with TraceWriter for the viewer tests: any number of layers and
+// stages, chosen failing and NaN cells, small stored tensors.
+#pragma once
+
+#include <string>
+
+namespace ds::view::testing {
+
+struct FixtureSpec {
+  int layers = 4, stages = 5, steps = 1;
+  int fail_layer = 2, fail_stage = 3;  // this cell and the later chained ones fail
+  int nan_layer = -2;                  // a layer whose chained stage 0 holds a NaN; -2: none
+  bool drift_start = true;             // store "drift_start_layer" in the result JSON
+};
+
+// Returns the path written (under the test's temporary directory).
+std::string write_fixture(const std::string& name, const FixtureSpec& spec);
+std::string stage_name(int s);
+
+}  // namespace ds::view::testing

@@ -1,0 +1,56 @@
+// Drawing helpers shared by the panels: colours, hatching, text placement and a log-y plot
+// frame with axes, ticks and a legend, all on ImGui draw lists.
+#pragma once
+
+#include <imgui.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "colour_map.h"
+#include "heatmap_layout.h"
+#include "log_scale.h"
+
+namespace ds::view {
+
+inline ImU32 im(Rgba c) { return c.packed(); }
+inline ImVec2 tl(const Rect& r) { return {r.x0, r.y0}; }
+inline ImVec2 br(const Rect& r) { return {r.x1, r.y1}; }
+
+inline constexpr ImU32 kText = IM_COL32(225, 225, 230, 255);
+inline constexpr ImU32 kDimText = IM_COL32(150, 150, 160, 255);
+inline constexpr ImU32 kAxis = IM_COL32(160, 160, 170, 255);
+inline constexpr ImU32 kGrid = IM_COL32(70, 70, 80, 255);
+inline constexpr ImU32 kMarker = IM_COL32(255, 220, 60, 255);
+
+void hatch(ImDrawList* dl, const Rect& r, ImU32 col, float spacing = 4);
+void dashed_vline(ImDrawList* dl, float x, float y0, float y1, ImU32 col, float thickness = 2);
+// Text right-aligned at x1 and vertically centred on y.
+void text_right(ImDrawList* dl, float x1, float y, ImU32 col, const std::string& s);
+void text_centred(ImDrawList* dl, float x, float y, ImU32 col, const std::string& s);
+// A distinct colour per series index.
+ImU32 series_colour(int i);
+
+// A plot with linear x and log y. Draws the frame, grid, ticks and axis titles; maps data to pixels.
+struct LogPlot {
+  Rect frame, inner;
+  double x0 = 0, x1 = 1;
+  LogScale y;
+  ImVec2 at(double x, double v) const;
+  double x_at(float px) const;
+};
+LogPlot draw_log_plot(ImDrawList* dl, Rect frame, double x0, double x1, LogScale y, const std::string& title,
+                      const std::string& x_title, const std::function<std::string(double)>& x_label);
+
+struct LegendEntry {
+  std::string label;
+  ImU32 colour;
+  bool thick = false;  // chained curves are drawn thick
+};
+void draw_legend(ImDrawList* dl, const Rect& inner, const std::vector<LegendEntry>& entries);
+// A horizontal bar chart of counts (histograms): one labelled bar per bin, log-scaled counts.
+void draw_bars(ImDrawList* dl, Rect frame, const std::string& title, const std::vector<std::string>& labels,
+               const std::vector<double>& values, ImU32 colour);
+
+}  // namespace ds::view

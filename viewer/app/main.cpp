@@ -1,0 +1,105 @@
+// driftscope-view: browse a Driftscope trace. Interactive by default; --screenshot renders a few
+// frames offscreen-style into a real window (Xvfb in tests), saves a PNG and exits.
+#include <CLI/CLI.hpp>
+#include <GLFW/glfw3.h>
+#include <fmt/format.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <cstdio>
+
+#include "app.h"
+#include "screenshot.h"
+
+namespace {
+
+void glfw_error(int code, const char* what) { fmt::print(stderr, "driftscope-view: GLFW error {}: {}\n", code, what); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App cli{"driftscope-view: see where drift begins in a Driftscope trace"};
+  std::string trace, compare, screenshot, view = "overview", size = "1600x1000";
+  int frames = 4;
+  cli.add_option("trace", trace, "Trace file (HDF5) to open; the baseline with --compare")->required();
+  cli.add_option("--compare", compare, "A second trace (current) to compare against the first (baseline)");
+  cli.add_option("--screenshot", screenshot, "Render headless into this PNG and exit");
+  cli.add_option("--view", view, "overview | drift | compare | inspect:STEP:LAYER:STAGE:MODE");
+  cli.add_option("--size", size, "Window size WxH")->capture_default_str();
+  cli.add_option("--frames", frames, "Frames rendered before the screenshot")->capture_default_str();
+  CLI11_PARSE(cli, argc, argv);
+
+  std::string err;
+  const auto spec = ds::view::parse_view(view, err);
+  const auto wh = ds::view::parse_size(size);
+  if (!spec || !wh) {
+    fmt::print(stderr, "driftscope-view: {}\n", spec ? fmt::format("bad --size '{}' (e.g. 1600x1000)", size) : err);
+    return 1;
+  }
+  ds::view::App app;
+  app.open(trace, compare);
+  const bool headless = !screenshot.empty();
+  if (headless && (!app.model || (!compare.empty() && !app.compare))) {
+    // Headless callers (CI, scripts) need the reason and a distinct exit code, not a picture of it.
+    fmt::print(stderr, "driftscope-view: {}\n", app.model ? app.compare_error : app.error);
+    return 2;
+  }
+  app.pending_tab = spec->tab;
+  if (spec->target) app.select(*spec->target);
+
+  glfwSetErrorCallback(glfw_error);
+  if (!glfwInit()) {
+    fmt::print(stderr, "driftscope-view: cannot initialise GLFW (no display? run under xvfb-run)\n");
+    return 3;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_RESIZABLE, headless ? GLFW_FALSE : GLFW_TRUE);
+  GLFWwindow* win = glfwCreateWindow(wh->first, wh->second, fmt::format("driftscope-view {}", trace).c_str(),
+                                     nullptr, nullptr);
+  if (!win) {
+    fmt::print(stderr, "driftscope-view: cannot create an OpenGL 3.3 window\n");
+    glfwTerminate();
+    return 3;
+  }
+  glfwMakeContextCurrent(win);
+  glfwSwapInterval(headless ? 0 : 1);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;  // no imgui.ini litter next to traces
+  ImGui::StyleColorsDark();
+  ImGui_ImplGlfw_InitForOpenGL(win, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+
+  int rc = 0;
+  for (int frame = 0; !glfwWindowShouldClose(win); ++frame) {
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    int fw = 0, fh = 0;
+    glfwGetFramebufferSize(win, &fw, &fh);
+    app.frame(float(fw), float(fh));
+    ImGui::Render();
+    glViewport(0, 0, fw, fh);
+    glClearColor(0.09f, 0.09f, 0.11f, 1);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (headless && frame + 1 >= frames) {
+      const std::string e = ds::view::write_screenshot(screenshot, fw, fh);
+      if (!e.empty()) fmt::print(stderr, "driftscope-view: {}\n", e);
+      else fmt::print("screenshot: {} ({}x{})\n", screenshot, fw, fh);
+      rc = e.empty() ? 0 : 1;
+      break;
+    }
+    glfwSwapBuffers(win);
+  }
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(win);
+  glfwTerminate();
+  return rc;
+}

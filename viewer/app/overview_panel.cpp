@@ -1,0 +1,167 @@
+// Overview: run metadata and one layer x stage heatmap per mode, failing cells outlined in red
+// and NaN cells hatched. Colours come precomputed from the view-model; this only draws rects.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <cmath>
+
+#include "app.h"
+#include "draw_util.h"
+
+namespace ds::view {
+
+namespace {
+
+std::string layer_label(int layer) { return layer < 0 ? "M" : fmt::format("{}", layer); }
+
+void draw_colour_legend(ImDrawList* dl, const Rect& r) {
+  const float x0 = r.x0 + 6, x1 = x0 + 18, y0 = r.y0 + 46, y1 = std::min(r.y1 - 110, y0 + 330);
+  dl->AddText({r.x0, r.y0 + 6}, kText, "max |diff| /");
+  dl->AddText({r.x0, r.y0 + 22}, kText, "tolerance");
+  const LogScale s{std::pow(10.0, -kPassDecades), std::pow(10.0, kFailDecades)};
+  const int steps = 64;
+  for (int i = 0; i < steps; ++i) {
+    const double v0 = s.from_unit(double(i) / steps), v1 = s.from_unit(double(i + 1) / steps);
+    const float ya = y1 - float(i + 1) / steps * (y1 - y0), yb = y1 - float(i) / steps * (y1 - y0);
+    dl->AddRectFilled({x0, ya}, {x1, yb}, im(error_colour(std::sqrt(v0 * v1))));
+  }
+  for (const Tick& t : log_ticks(s)) {
+    if (!t.major || t.label.empty()) continue;
+    const float y = y1 - float(t.unit) * (y1 - y0);
+    dl->AddLine({x1, y}, {x1 + 4, y}, kAxis);
+    dl->AddText({x1 + 7, y - 7}, t.value == 1 ? kMarker : kText, (t.value == 1 ? "1 (tol)" : t.label).c_str());
+  }
+  float y = y1 + 16;
+  auto swatch = [&](const char* label, auto&& paint) {
+    const Rect sw{x0, y, x0 + 18, y + 14};
+    paint(sw);
+    dl->AddText({sw.x1 + 7, y}, kText, label);
+    y += 22;
+  };
+  swatch("failing", [&](const Rect& sw) {
+    dl->AddRectFilled(tl(sw), br(sw), im(error_colour(10)));
+    dl->AddRect(tl(sw), br(sw), im(kFailBorder), 0, 0, 2);
+  });
+  swatch("NaN / Inf", [&](const Rect& sw) {
+    dl->AddRectFilled(tl(sw), br(sw), im(kNanColour));
+    hatch(dl, sw, IM_COL32(0, 0, 0, 255));
+  });
+  swatch("no stage", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kEmptyColour)); });
+  swatch("skipped", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kSkippedColour)); });
+}
+
+}  // namespace
+
+void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
+                        std::optional<int> marker_layer) {
+  dl->AddText({l.title.x0, l.title.y0 + 3}, kText, title.c_str());
+  // Row labels: every stage when they fit, else every k-th.
+  const int every_row = std::max(1, int(std::ceil(13.f / std::max(1.f, l.cell_h))));
+  for (int r = 0; r < l.n_rows; r += every_row) {
+    const Rect c = l.cell_rect(r, 0);
+    text_right(dl, l.cells.x0 - 6, (c.y0 + c.y1) / 2, kText, m.stages()[std::size_t(r)]);
+  }
+  const int every_col = std::max(1, int(std::ceil(24.f / std::max(1.f, l.cell_w))));
+  for (int c = 0; c < l.n_cols; c += every_col) {
+    const Rect cr = l.cell_rect(0, c);
+    text_centred(dl, (cr.x0 + cr.x1) / 2, l.cells.y1 + kColLabelHeight / 2, kDimText,
+                 layer_label(m.layers()[std::size_t(c)]));
+  }
+  if (marker_layer) {
+    const int c = m.layer_index(*marker_layer);
+    if (c >= 0) {
+      const Rect cr = l.cell_rect(0, c);
+      dashed_vline(dl, cr.x0 - 1, l.cells.y0 - 4, l.cells.y1 + 2, kMarker, 2);
+      dl->AddText({cr.x0 + 2, l.title.y0 + 3}, kMarker, "drift starts");
+    }
+  }
+}
+
+void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill, const Grid* flags,
+                const std::optional<CellPos>& selected) {
+  const float gap = l.cell_w >= 6 && l.cell_h >= 6 ? 1.f : 0.f;
+  for (int r = 0; r < l.n_rows; ++r)
+    for (int c = 0; c < l.n_cols; ++c) {
+      const std::size_t i = std::size_t(r) * std::size_t(l.n_cols) + std::size_t(c);
+      Rect cr = l.cell_rect(r, c);
+      cr.x1 -= gap;
+      cr.y1 -= gap;
+      dl->AddRectFilled(tl(cr), br(cr), fill[i]);
+      if (!flags) continue;
+      const Cell& cell = flags->cells[i];
+      if (cell.nan) hatch(dl, cr, IM_COL32(0, 0, 0, 255), std::max(3.f, l.cell_h / 3));
+      if (cell.failing || cell.nan) {
+        const float t = std::clamp(std::min(cr.w(), cr.h()) / 6, 1.f, 3.f);
+        dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2}, im(kFailBorder), 0, 0, t);
+        // A dark line inside the outline so it still reads on a red fill.
+        if (cr.w() > 4 * t && cr.h() > 4 * t)
+          dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f}, IM_COL32(0, 0, 0, 200));
+      }
+    }
+  if (selected) {
+    const Rect cr = l.cell_rect(selected->row, selected->col);
+    dl->AddRect({cr.x0 - 2, cr.y0 - 2}, {cr.x1 + 1, cr.y1 + 1}, IM_COL32(255, 255, 255, 255), 0, 0, 2);
+  }
+}
+
+std::optional<CellPos> heatmap_input(const HeatmapLayout& l, const char* id) {
+  ImGui::SetCursorScreenPos(tl(l.cells));
+  ImGui::InvisibleButton(id, {std::max(1.f, l.cells.w()), std::max(1.f, l.cells.h())});
+  if (!ImGui::IsItemHovered()) return std::nullopt;
+  const ImVec2 mp = ImGui::GetIO().MousePos;
+  return l.cell_at(mp.x, mp.y);
+}
+
+void cell_tooltip(const TraceModel& m, const trace::TraceRow& row, double score) {
+  const StageResult& r = row.result;
+  ImGui::BeginTooltip();
+  ImGui::Text("%s  layer %s  step %d  %s", r.key.stage.c_str(), layer_label(r.key.layer).c_str(), r.key.step,
+              std::string(mode_name(r.mode)).c_str());
+  ImGui::Text("status %s   shape %s", std::string(status_name(r.status)).c_str(), shape_str(r.shape).c_str());
+  ImGui::Text("max |diff| %.6g   mean %.6g   max ULP %.6g", r.m.max_abs, r.m.mean_abs, r.m.max_ulp);
+  ImGui::Text("error / tolerance %.4g   (atol %.3g, rtol %.3g)", score, r.m.atol, r.m.rtol);
+  ImGui::Text("mismatches %lld of %lld   cosine %.10f", (long long)r.m.mismatches, (long long)r.m.numel,
+              r.m.cosine);
+  if (r.m.nan_ref || r.m.nan_cand) ImGui::Text("NaN ref %lld, cand %lld", (long long)r.m.nan_ref, (long long)r.m.nan_cand);
+  if (!r.note.empty()) ImGui::TextColored({1, 0.7f, 0.3f, 1}, "%s", r.note.c_str());
+  ImGui::TextColored({0.6f, 0.6f, 0.65f, 1}, "click to inspect tensors");
+  (void)m;
+  ImGui::EndTooltip();
+}
+
+void draw_overview(App& app, float width, float height) {
+  const TraceModel& m = *app.model;
+  draw_run_info(m, "trace");
+  if (m.steps().size() > 1) {
+    ImGui::SetNextItemWidth(240);
+    ImGui::SliderInt("step", &app.state.step_index, 0, int(m.steps().size()) - 1, "step index %d");
+  }
+  const OverviewLayout o = layout_overview(m, width, height);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  for (const auto& p : o.panels) {
+    const Grid* g = m.grid(app.step(), p.mode);
+    if (!g) continue;
+    const std::string title = fmt::format("{} mode  |  step {}  |  {} failing, {} NaN of {} stages",
+                                          mode_name(p.mode), app.step(), g->n_fail, g->n_nan, m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
+    draw_heatmap_frame(dl, p.map, m, title, m.info().drift_start_layer);
+    std::vector<std::uint32_t> fill(g->cells.size());
+    for (std::size_t i = 0; i < fill.size(); ++i) fill[i] = g->cells[i].fill;
+    std::optional<CellPos> sel;
+    if (app.state.selected && app.state.selected->mode == p.mode && app.state.selected->step == app.step()) {
+      const int r = m.stage_index(app.state.selected->stage), c = m.layer_index(app.state.selected->layer);
+      if (r >= 0 && c >= 0) sel = CellPos{r, c};
+    }
+    draw_cells(dl, p.map, fill, g, sel);
+    if (const auto hit = heatmap_input(p.map, mode_name(p.mode).data())) {
+      const Cell& cell = g->cells[std::size_t(hit->row) * m.layers().size() + std::size_t(hit->col)];
+      if (cell.row >= 0) {
+        cell_tooltip(m, m.rows()[std::size_t(cell.row)], cell.score);
+        if (ImGui::IsItemClicked())
+          app.select({app.step(), m.layers()[std::size_t(hit->col)], m.stages()[std::size_t(hit->row)], p.mode});
+      }
+    }
+  }
+  draw_colour_legend(dl, o.legend);
+}
+
+}  // namespace ds::view

@@ -1,0 +1,17 @@
+// Optional numeric fields of /summary that this build's SummaryRow does not know, such as the
+// noise-floor metrics ("floor_max_abs", ...) a later trace version may add. Read by name so the
+// viewer shows them when present and carries on when they are not.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ds::view {
+
+// field name -> one value per summary row. Only members whose name starts with `prefix` are
+// read. Any problem (no such fields, unreadable file) gives an empty map: extras never fail an open.
+std::map<std::string, std::vector<double>> read_summary_extras(const std::string& path,
+                                                               const std::string& prefix = "floor_");
+
+}  // namespace ds::view

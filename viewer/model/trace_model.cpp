@@ -1,0 +1,152 @@
+#include "trace_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "stage_catalog.h"
+#include "summary_extras.h"
+
+namespace ds::view {
+
+namespace {
+
+// Reads a string field of a JSON object without throwing on a missing key or another type.
+std::string str_at(const nlohmann::json& j, std::initializer_list<const char*> path) {
+  const nlohmann::json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k)) return {};
+    p = &(*p)[k];
+  }
+  if (p->is_string()) return p->get<std::string>();
+  if (p->is_number() || p->is_boolean()) return p->dump();
+  if (p->is_array()) {
+    std::string s;
+    for (const auto& e : *p) s += (s.empty() ? "" : ", ") + (e.is_string() ? e.get<std::string>() : e.dump());
+    return s;
+  }
+  return {};
+}
+
+RunInfo read_info(const trace::TraceReader& r) {
+  RunInfo info;
+  const auto& run = r.run();
+  info.model = str_at(run, {"model", "name"});
+  info.candidate = str_at(run, {"candidate", "name"});
+  info.modes = str_at(run, {"modes"});
+  info.policy = str_at(run, {"policy"});
+  if (const auto& res = r.result(); res && res->is_object()) {
+    info.finished = true;
+    info.verdict = str_at(*res, {"verdict"});
+    if (res->contains("first_failure") && (*res)["first_failure"].is_object()) {
+      const auto& ff = (*res)["first_failure"];
+      const std::string layer = str_at(ff, {"layer"});
+      info.first_failure = fmt::format("{} @ layer {}, step {} ({})", str_at(ff, {"stage"}),
+                                       layer == "-1" ? "model" : layer, str_at(ff, {"step"}), str_at(ff, {"mode"}));
+    }
+    if (res->contains("drift_start_layer") && (*res)["drift_start_layer"].is_number_integer())
+      info.drift_start_layer = (*res)["drift_start_layer"].get<int>();
+  }
+  return info;
+}
+
+}  // namespace
+
+double error_score(const Metrics& m) {
+  const double tol = m.atol + m.rtol * m.ref_rms;
+  if (tol > 0) return m.max_abs / tol;
+  // No tolerance at all (exact policy): any difference is as bad as it gets.
+  return m.max_abs > 0 ? std::pow(10.0, kFailDecades) : 0;
+}
+
+Rgba cell_colour(double score, Status status, bool nan) {
+  if (nan) return kNanColour;
+  if (status == Status::skipped) return kSkippedColour;
+  if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch)
+    return error_colour(std::pow(10.0, kFailDecades));
+  if (is_failure(status)) return error_colour(std::max(score, 1.0));
+  return error_colour(std::isnan(score) ? 0.0 : std::min(score, 0.999));
+}
+
+TraceModel::TraceModel(std::unique_ptr<trace::TraceReader> reader) : reader_(std::move(reader)) {}
+
+std::unique_ptr<TraceModel> TraceModel::open(const std::string& path, std::string& error) {
+  try {
+    // Extras open the file on their own, so before the reader holds it (HDF5 refuses a second
+    // open with other flags).
+    auto extras = read_summary_extras(path);
+    auto model = std::unique_ptr<TraceModel>(new TraceModel(std::make_unique<trace::TraceReader>(path)));
+    model->extras_ = std::move(extras);
+    for (auto it = model->extras_.begin(); it != model->extras_.end();)
+      it = it->second.size() == model->rows().size() ? std::next(it) : model->extras_.erase(it);
+    model->build();
+    return model;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return nullptr;
+  }
+}
+
+void TraceModel::build() {
+  info_ = read_info(*reader_);
+  const auto& rs = rows();
+  for (const auto& row : rs) {
+    const auto& k = row.result.key;
+    if (std::find(stages_.begin(), stages_.end(), k.stage) == stages_.end()) stages_.push_back(k.stage);
+    if (std::find(layers_.begin(), layers_.end(), k.layer) == layers_.end()) layers_.push_back(k.layer);
+    if (std::find(steps_.begin(), steps_.end(), k.step) == steps_.end()) steps_.push_back(k.step);
+    if (std::find(modes_.begin(), modes_.end(), row.result.mode) == modes_.end()) modes_.push_back(row.result.mode);
+  }
+  std::sort(layers_.begin(), layers_.end());
+  std::sort(steps_.begin(), steps_.end());
+  std::sort(modes_.begin(), modes_.end());
+  const std::size_t n_cells = stages_.size() * layers_.size();
+  for (int step : steps_)
+    for (Mode mode : modes_) grids_.push_back({step, mode, 0, 0, std::vector<Cell>(n_cells)});
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const auto& r = rs[i].result;
+    const int si = stage_index(r.key.stage), li = layer_index(r.key.layer);
+    index_[{r.key.step, int(r.mode), r.key.layer, si}] = int(i);
+    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode));
+    Cell& c = g->cells[std::size_t(si) * layers_.size() + std::size_t(li)];
+    c.row = int(i);
+    c.status = r.status;
+    c.score = error_score(r.m);
+    c.nan = r.status == Status::nan || r.m.nan_cand != r.m.nan_ref || !r.m.inf_agree;
+    c.failing = is_failure(r.status) && r.status != Status::nan;
+    c.fill = cell_colour(c.score, r.status, c.nan).packed();
+    g->n_fail += is_failure(r.status);
+    g->n_nan += c.nan;
+  }
+}
+
+int TraceModel::layer_index(int layer) const {
+  const auto it = std::find(layers_.begin(), layers_.end(), layer);
+  return it == layers_.end() ? -1 : int(it - layers_.begin());
+}
+
+int TraceModel::stage_index(const std::string& stage) const {
+  const auto it = std::find(stages_.begin(), stages_.end(), stage);
+  return it == stages_.end() ? -1 : int(it - stages_.begin());
+}
+
+const Grid* TraceModel::grid(int step, Mode mode) const {
+  for (const auto& g : grids_)
+    if (g.step == step && g.mode == mode) return &g;
+  return nullptr;
+}
+
+const Cell* TraceModel::cell(int step, Mode mode, int layer, const std::string& stage) const {
+  const Grid* g = grid(step, mode);
+  const int si = stage_index(stage), li = layer_index(layer);
+  if (!g || si < 0 || li < 0) return nullptr;
+  return &g->cells[std::size_t(si) * layers_.size() + std::size_t(li)];
+}
+
+const trace::TraceRow* TraceModel::row(int step, Mode mode, int layer, const std::string& stage) const {
+  const auto it = index_.find({step, int(mode), layer, stage_index(stage)});
+  return it == index_.end() ? nullptr : &rows()[std::size_t(it->second)];
+}
+
+}  // namespace ds::view

@@ -1,0 +1,87 @@
+// What the viewer knows about one open trace: run metadata, the layer x stage grids per step and
+// mode with their cell colours computed once at open, and lookups from a cell to its summary row.
+// Tensors stay in the file until the inspector asks (see inspector_model.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "colour_map.h"
+#include "trace_reader.h"
+
+namespace ds::view {
+
+struct RunInfo {
+  std::string model, candidate, modes, policy;
+  std::string verdict;        // "" when the run did not finish
+  std::string first_failure;  // "residual_1 @ layer 0, step 0 (isolated)" or ""
+  std::optional<int> drift_start_layer;
+  bool finished = false;
+};
+
+struct Cell {
+  int row = -1;        // index into TraceModel::rows(); -1: this layer has no such stage
+  double score = 0;    // error relative to the policy (see error_score)
+  bool failing = false;
+  bool nan = false;    // NaN or Inf disagreement between the two sides
+  Status status = Status::pass;
+  std::uint32_t fill = kEmptyColour.packed();  // precomputed: drawing a cell is one rect
+};
+
+// One heatmap: stages are rows, layers are columns (model-level stages in the first column).
+struct Grid {
+  int step = 0;
+  Mode mode = Mode::isolated;
+  int n_fail = 0, n_nan = 0;
+  std::vector<Cell> cells;  // stage-major: cells[stage * n_layers + layer_index]
+};
+
+// max |diff| relative to the tolerance the stage was judged with: atol + rtol * ref_rms.
+// 1 is the edge of the tolerance; the heatmap is log-scaled over this.
+double error_score(const Metrics& m);
+// The colour of a cell: the score, pushed to the verdict's side of 1 so colour and status agree
+// (the per-element check uses |ref| where the score uses the rms, so they can differ slightly).
+Rgba cell_colour(double score, Status status, bool nan);
+
+class TraceModel {
+ public:
+  // Never throws for a bad file: returns nullptr and puts the reason in `error`.
+  static std::unique_ptr<TraceModel> open(const std::string& path, std::string& error);
+
+  const std::string& path() const { return reader_->path(); }
+  const RunInfo& info() const { return info_; }
+  const std::vector<trace::TraceRow>& rows() const { return reader_->rows(); }
+  const trace::TraceReader& reader() const { return *reader_; }
+
+  const std::vector<int>& steps() const { return steps_; }
+  const std::vector<Mode>& modes() const { return modes_; }
+  const std::vector<int>& layers() const { return layers_; }  // kModelLayer (-1) first when present
+  const std::vector<std::string>& stages() const { return stages_; }  // in execution order
+  int layer_index(int layer) const;
+  int stage_index(const std::string& stage) const;
+
+  const Grid* grid(int step, Mode mode) const;
+  const Cell* cell(int step, Mode mode, int layer, const std::string& stage) const;
+  const trace::TraceRow* row(int step, Mode mode, int layer, const std::string& stage) const;
+  // Extra numeric /summary fields (noise floors); empty when the trace has none.
+  const std::map<std::string, std::vector<double>>& extras() const { return extras_; }
+
+ private:
+  explicit TraceModel(std::unique_ptr<trace::TraceReader> reader);
+  void build();
+
+  std::unique_ptr<trace::TraceReader> reader_;
+  RunInfo info_;
+  std::vector<int> steps_, layers_;
+  std::vector<Mode> modes_;
+  std::vector<std::string> stages_;
+  std::vector<Grid> grids_;
+  std::map<std::tuple<int, int, int, int>, int> index_;  // (step, mode, layer, stage index) -> row
+  std::map<std::string, std::vector<double>> extras_;
+};
+
+}  // namespace ds::view

@@ -1,0 +1,58 @@
+#include "view_options.h"
+
+#include <charconv>
+
+namespace ds::view {
+
+namespace {
+
+std::optional<int> to_int(const std::string& s) {
+  int v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == sep) out.emplace_back();
+    else out.back().push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ViewSpec> parse_view(const std::string& text, std::string& error) {
+  if (text == "overview") return ViewSpec{Tab::overview, {}};
+  if (text == "drift") return ViewSpec{Tab::drift, {}};
+  if (text == "compare") return ViewSpec{Tab::compare, {}};
+  const auto parts = split(text, ':');
+  if (parts[0] != "inspect") {
+    error = "unknown view '" + text + "' (overview, drift, compare, inspect:STEP:LAYER:STAGE:MODE)";
+    return std::nullopt;
+  }
+  if (parts.size() != 5) {
+    error = "inspect wants inspect:STEP:LAYER:STAGE:MODE, e.g. inspect:0:1:residual_1:chained";
+    return std::nullopt;
+  }
+  const auto step = to_int(parts[1]);
+  const auto layer = parts[2] == "model" ? std::optional<int>(-1) : to_int(parts[2]);
+  const auto mode = parse_mode(parts[4]);
+  if (!step || !layer || !mode || parts[3].empty()) {
+    error = "cannot read '" + text + "': STEP and LAYER are integers, MODE is isolated or chained";
+    return std::nullopt;
+  }
+  return ViewSpec{Tab::inspect, InspectTarget{*step, *layer, parts[3], *mode}};
+}
+
+std::optional<std::pair<int, int>> parse_size(const std::string& text) {
+  const auto parts = split(text, 'x');
+  if (parts.size() != 2) return std::nullopt;
+  const auto w = to_int(parts[0]), h = to_int(parts[1]);
+  if (!w || !h || *w < 320 || *h < 240 || *w > 8192 || *h > 8192) return std::nullopt;
+  return std::pair{*w, *h};
+}
+
+}  // namespace ds::view
