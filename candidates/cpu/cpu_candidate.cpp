@@ -8,31 +8,13 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "mat_io.h"
 #include "stage_catalog.h"
 
 namespace ds::cpu {
 
 namespace {
-
-Mat to_mat(const Tensor& t) {
-  Mat m(t.rank() == 1 ? 1 : t.dim(0), t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0));
-  for (std::int64_t i = 0; i < t.numel(); ++i) m.v[std::size_t(i)] = float(t.at(i));
-  return m;
-}
-
-// Stage outputs are stored in f16 between launches.
-Tensor to_f16(const Mat& m) {
-  Tensor t(DType::f16, {m.rows, m.cols});
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, double(m.v[std::size_t(i)]));
-  return t;
-}
-
-const Tensor& in(const TensorMap& inputs, std::string_view name) {
-  auto it = inputs.find(name);
-  if (it == inputs.end()) throw std::logic_error(fmt::format("cpu candidate: input '{}' not provided", name));
-  return it->second;
-}
-
+const Tensor& in(const TensorMap& inputs, std::string_view name) { return input(inputs, name, "cpu candidate"); }
 }  // namespace
 
 CandidatePtr CpuCandidate::v1_ops() {

@@ -6,19 +6,18 @@
 #include <stdexcept>
 #include <utility>
 
+#include "mat_io.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
 
 using cpu::Mat;
+using cpu::input;
+using cpu::to_f16;
+using cpu::to_mat;
 
 namespace {
 
-Mat to_mat(const Tensor& t) {
-  Mat m(t.rank() == 1 ? 1 : t.dim(0), t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0));
-  for (std::int64_t i = 0; i < t.numel(); ++i) m.v[std::size_t(i)] = float(t.at(i));
-  return m;
-}
 Mat to_mat(std::vector<float> v, std::int64_t rows, std::int64_t cols) {
   Mat m;
   m.rows = rows;
@@ -26,16 +25,7 @@ Mat to_mat(std::vector<float> v, std::int64_t rows, std::int64_t cols) {
   m.v = std::move(v);
   return m;
 }
-Tensor to_f16(const Mat& m) {
-  Tensor t(DType::f16, {m.rows, m.cols});
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, double(m.v[std::size_t(i)]));
-  return t;
-}
-const Tensor& in(const TensorMap& inputs, std::string_view name) {
-  auto it = inputs.find(name);
-  if (it == inputs.end()) throw std::logic_error(fmt::format("simt-gdn: input '{}' not provided", name));
-  return it->second;
-}
+const Tensor& in(const TensorMap& inputs, std::string_view name) { return input(inputs, name, "simt-gdn"); }
 // Columns [from, from + n) of every row.
 Mat columns(const Mat& x, std::int64_t from, std::int64_t n) {
   Mat y(x.rows, n);
