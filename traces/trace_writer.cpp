@@ -76,6 +76,13 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
                          WriterOptions options)
     : path_(path), opt_(std::move(options)) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (!opt_.stage_filter.empty()) {
+    try {
+      stage_filter_.emplace(opt_.stage_filter);
+    } catch (const std::regex_error& e) {
+      throw TraceError(fmt::format("stage filter '{}' is not a valid regex: {}", opt_.stage_filter, e.what()));
+    }
+  }
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   // SWMR needs the latest format; it is what keeps the file consistent at every instant.
   H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
@@ -121,7 +128,7 @@ bool TraceWriter::captures(const StageResult& r) const {
   if (opt_.capture == Capture::failing && !is_failure(r)) return false;
   const bool model_level = r.key.layer == kModelLayer;
   if (!model_level && (r.key.layer < opt_.layer_min || r.key.layer > opt_.layer_max)) return false;
-  if (!opt_.stage_filter.empty() && !std::regex_match(r.key.stage, std::regex(opt_.stage_filter))) return false;
+  if (stage_filter_ && !std::regex_match(r.key.stage, *stage_filter_)) return false;
   return true;
 }
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,7 @@ class TraceWriter {
 
   std::string path_;
   WriterOptions opt_;
+  std::optional<std::regex> stage_filter_;  // compiled once: captures() runs for every row
   hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1, tokens_ = -1, result_ = -1, row_type_ = -1;
   std::int64_t inputs_size_ = 0, input_rows_ = 0, rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;
   std::vector<SummaryRow> pending_;

@@ -317,6 +317,12 @@ Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType can
   return m;
 }
 
+double rms(const TensorView& x) {
+  double s = 0;
+  for (std::int64_t i = 0, n = x.numel(); i < n; ++i) s += x.at(i) * x.at(i);
+  return x.numel() ? std::sqrt(s / double(x.numel())) : 0.0;
+}
+
 std::vector<double> per_row_relative_error(const TensorView& ref, const TensorView& cand) {
   std::vector<double> out;
   if (ref.rank() != 2 || ref.numel() != cand.numel()) return out;

@@ -29,6 +29,9 @@ int ulp_bucket(double ulp);  // index into Metrics::ulp_hist
 Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol,
                         int threads = 0);
 
+// sqrt(mean(x^2)): a stage's scale, which tolerances are relative to.
+double rms(const TensorView& x);
+
 // Relative error (||d|| / ||ref||) of each row of a 2-D stage.
 std::vector<double> per_row_relative_error(const TensorView& ref, const TensorView& cand);
 

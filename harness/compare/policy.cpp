@@ -27,6 +27,18 @@ DtypeDefault dtype_default(DType t) {
   return {1e-5, 1e-3};
 }
 
+Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
+  Rule r;
+  r.where = "built-in";
+  r.kind = kind;
+  r.mode = mode;
+  r.k = kDefaultFloorFactor;
+  r.floor_relief = kind == Rule::Kind::dtype;
+  return r;
+}
+
+}  // namespace
+
 // Half an ULP at 1.0: the least error storing a value of the stage's scale can cost. A floor
 // below it (a stage that happened to round exactly in the floor run) is raised to it, so a
 // zero floor does not demand bit-exactness.
@@ -40,22 +52,6 @@ double unit_roundoff(DType t) {
 }
 
 double floor_of(double floor, DType t, double ref_rms) { return std::fmax(floor, unit_roundoff(t) * ref_rms); }
-
-// The k of the built-in chained rule: a correct candidate that rounds like the reference at
-// its storage dtype stays within a few times the floor; a bug is orders of magnitude above.
-constexpr double kDefaultFloorFactor = 8;
-
-Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
-  Rule r;
-  r.where = "built-in";
-  r.kind = kind;
-  r.mode = mode;
-  r.k = kDefaultFloorFactor;
-  r.floor_relief = kind == Rule::Kind::dtype;
-  return r;
-}
-
-}  // namespace
 
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
   const auto d = dtype_default(cand_dtype);

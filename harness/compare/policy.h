@@ -89,5 +89,13 @@ class Policy {
 
 // The elementwise tolerance of the dtype defaults for a stage of RMS `ref_rms`.
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms);
+// The k of the built-in noise-floor rules: a correct candidate that rounds like the reference
+// at its storage dtype stays within a few times the floor; a bug is orders of magnitude above.
+inline constexpr double kDefaultFloorFactor = 8;
+// Half an ULP at 1.0 in `t`.
+double unit_roundoff(DType t);
+// A recorded floor, raised to half an ULP of the stage's scale so that a stage that happened to
+// round exactly does not demand bit-exactness.
+double floor_of(double floor, DType t, double ref_rms);
 
 }  // namespace ds

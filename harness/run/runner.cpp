@@ -76,14 +76,6 @@ std::vector<int> prompt_tokens(int n, int vocab, std::uint64_t seed) {
   return t;
 }
 
-int argmax_last_row(const Tensor& logits) {
-  const std::int64_t V = logits.dim(1), r = logits.dim(0) - 1;
-  int best = 0;
-  for (std::int64_t i = 1; i < V; ++i)
-    if (logits.at(r * V + i) > logits.at(r * V + best)) best = int(i);
-  return best;
-}
-
 // What one mode of the candidate has produced so far: this layer's stages, and every
 // layer's stage history across model steps (for cache: and prev: inputs).
 struct Lane {
@@ -150,6 +142,11 @@ class Run {
       throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
     }
 
+    // Only stages some step reads as "cache:<stage>" keep a growing history (the KV cache).
+    for (BlockKind k : {BlockKind::embed, BlockKind::head})
+      for (const KernelStep& ks : cand->plan(cfg, k)) note_cached(ks);
+    for (int l = 0; l < cfg.n_layers; ++l)
+      for (const KernelStep& ks : cand->plan(cfg, cfg.block_kind(l))) note_cached(ks);
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {
       lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
@@ -218,7 +215,7 @@ class Run {
         if (auto it = outs.find("logits"); it != outs.end()) note_logits(lane.mode, step, hs.at("logits"), it->second);
       }
       flush();
-      report_.tokens.push_back(argmax_last_row(hs.at("logits")));
+      report_.tokens.push_back(ref::Reference::greedy_next(hs.at("logits")));
       pos0 += T;
     }
     report_.tokens.pop_back();  // the token after the last step was never fed
@@ -315,9 +312,14 @@ class Run {
     return it->second;
   }
 
+  void note_cached(const KernelStep& ks) {
+    for (const std::string& in : ks.inputs)
+      if (in.rfind("cache:", 0) == 0) cached_.insert(in.substr(6));
+  }
+
   void record_history(Lane& lane, int layer, const std::string& stage, const Tensor& t) {
     auto key = std::make_pair(layer, stage);
-    lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
+    if (cached_.count(stage)) lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
     lane.latest[key] = t;
   }
 
@@ -326,7 +328,7 @@ class Run {
   void record_reference(int layer, const TensorMap& rs) {
     for (const auto& [stage, t] : rs) {
       auto key = std::make_pair(layer, stage);
-      ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
+      if (cached_.count(stage)) ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
       ref_latest_[key] = t;
     }
   }
@@ -358,7 +360,7 @@ class Run {
     } else {
       const Tensor c = cand->reshaped(ref.shape());
       r.cand_hash = content_hash(c);
-      r.m.ref_rms = compute_metrics(ref.view(), ref.view(), DType::f64, {}).ref_rms;
+      r.m.ref_rms = rms(ref.view());
       if (floor && floor->numel() == ref.numel()) {
         const Metrics fm = compute_metrics(ref.view(), floor->view(), storage, {});
         r.floor_max_abs = fm.max_abs;
@@ -472,6 +474,7 @@ class Run {
 
   RunOptions opt_;
   std::string crash_;
+  std::set<std::string, std::less<>> cached_;  // stages read as "cache:<stage>"
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   const Policy& policy_;
   RunReport report_;
@@ -498,13 +501,12 @@ std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Cand
 }
 
 void locate_drift(RunReport& report) {
-  constexpr double kBand = 8;
+  constexpr double kBand = kDefaultFloorFactor;  // the band the chained policy judges by
   int last_step = -1;
   for (const auto& r : report.results)
     if (r.mode == Mode::chained) last_step = std::max(last_step, r.key.step);
   if (last_step < 0) return;
-  // Relative chained error of each layer's output, and the floor's, with the floor raised to
-  // the dtype's unit roundoff like the policy does.
+  // Relative chained error of each layer's output, and the floor's, raised like the policy's.
   std::map<int, std::pair<double, double>> by_layer;
   DType dtype = DType::f16;
   for (const auto& r : report.results) {
@@ -512,16 +514,15 @@ void locate_drift(RunReport& report) {
     if (r.status == Status::crashed || r.status == Status::missing || std::isnan(r.floor_rms)) continue;
     const double scale = r.m.ref_rms > 0 ? r.m.ref_rms : 1.0;
     dtype = r.cand_dtype;
-    by_layer[r.key.layer] = {r.m.rms / scale, r.floor_rms / scale};
+    by_layer[r.key.layer] = {r.m.rms / scale, floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms) / scale};
   }
   if (by_layer.empty()) return;
-  const double u = dtype == DType::bf16 ? 0x1p-8 : dtype == DType::f16 ? 0x1p-11 : dtype == DType::f32 ? 0x1p-24 : 0x1p-53;
   std::vector<double> err, floor;
   std::vector<int> layers;
   for (const auto& [layer, ef] : by_layer) {
     layers.push_back(layer);
     err.push_back(ef.first);
-    floor.push_back(std::max(ef.second, u));
+    floor.push_back(ef.second);
   }
   const auto at = drift_start_layer(err, floor, kBand);
   if (!at) {
