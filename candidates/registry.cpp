@@ -24,38 +24,46 @@ struct Factory {
 const std::vector<Factory>& factories() {
   static const std::vector<Factory> f = [] {
     std::vector<Factory> v = {
-      {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
-      {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
-      {"mutant:drift-from-layer3", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::drift_from_layer3); }},
-      {"selftest:segv-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
-      {"selftest:abort-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},
-      {"selftest:hang-layer1", [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::hang_at_layer1); }},
+        {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
+        {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
+        {"mutant:drift-from-layer3",
+         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::drift_from_layer3); }},
+        {"selftest:segv-layer1",
+         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
+        {"selftest:abort-layer1",
+         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},
+        {"selftest:hang-layer1",
+         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::hang_at_layer1); }},
     };
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
     v.push_back({"simt", [] {
                    return std::make_unique<gpu::GpuCandidate>(
                        dsk_simt::table(), "simt",
-                       "the fused CUDA kernels of kernels/*.cu run on the CPU through the SIMT runtime (f16 storage)");
+                       "the fused CUDA kernels of kernels/*.cu run on the CPU through the SIMT runtime (f16 "
+                       "storage)");
                  }});
     v.push_back({"simt-gdn", [] {
                    return std::make_unique<gpu::GdnCandidate>(
                        dsk_simt::table(), "simt-gdn",
-                       "qwen3next hybrid: GDN conv + recurrence on kernels/gdn.cu + ssm_conv.cu through SIMT, plain and "
-                       "fused decode ops A-D (--gdn-variant); projections, norms and gated attention in f32 on the CPU",
+                       "qwen3next hybrid: GDN conv + recurrence on kernels/gdn.cu + ssm_conv.cu through "
+                       "SIMT, plain and "
+                       "fused decode ops A-D (--gdn-variant); projections, norms and gated attention in f32 "
+                       "on the CPU",
                        true);
                  }});
-    v.push_back({"simt-gdn-plain", [] {
-                   return std::make_unique<gpu::GdnCandidate>(
-                       dsk_simt::table(), "simt-gdn-plain",
-                       "simt-gdn declaring only the plain GDN ops (GatedDeltaNet, SsmConv): the gate must refuse a "
-                       "fused --gdn-variant",
-                       false);
-                 }});
+    v.push_back(
+        {"simt-gdn-plain", [] {
+           return std::make_unique<gpu::GdnCandidate>(
+               dsk_simt::table(), "simt-gdn-plain",
+               "simt-gdn declaring only the plain GDN ops (GatedDeltaNet, SsmConv): the gate must refuse a "
+               "fused --gdn-variant",
+               false);
+         }});
     for (const auto& m : gpu::gdn_mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
-                     return std::make_unique<gpu::GdnCandidate>(dsk_simt::table(), fmt::format("mutant:{}", m.name),
-                                                                fmt::format("simt-gdn with a planted bug: {}", std::string(m.what)),
-                                                                true, m.bug);
+                     return std::make_unique<gpu::GdnCandidate>(
+                         dsk_simt::table(), fmt::format("mutant:{}", m.name),
+                         fmt::format("simt-gdn with a planted bug: {}", std::string(m.what)), true, m.bug);
                    }});
     }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
@@ -66,13 +74,15 @@ const std::vector<Factory>& factories() {
                  }});
     v.push_back({"cuda", [] {
                    return std::make_unique<gpu::GpuCandidate>(
-                       dsk_cuda::table(), "cuda", "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU");
+                       dsk_cuda::table(), "cuda",
+                       "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU");
                  }});
 #endif
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
-                     return std::make_unique<gpu::GpuCandidate>(dsk_simt::table(), fmt::format("mutant:{}", m.name),
-                                                                fmt::format("simt with a planted bug: {}", std::string(m.what)), m.bug);
+                     return std::make_unique<gpu::GpuCandidate>(
+                         dsk_simt::table(), fmt::format("mutant:{}", m.name),
+                         fmt::format("simt with a planted bug: {}", std::string(m.what)), m.bug);
                    }});
     }
 #endif
@@ -94,7 +104,8 @@ CandidatePtr make_candidate(std::string_view name) {
     if (f.name == name) return f.make();
     known.push_back(f.name);
   }
-  throw std::invalid_argument(fmt::format("unknown candidate '{}' (known: {})", name, fmt::join(known, ", ")));
+  throw std::invalid_argument(
+      fmt::format("unknown candidate '{}' (known: {})", name, fmt::join(known, ", ")));
 }
 
 }  // namespace ds

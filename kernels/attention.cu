@@ -15,8 +15,8 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
                                  const __half* __restrict__ vc, __half* __restrict__ out, int pos0, int n_q,
                                  int n_kv, int hd, float scale, int bug) {
   SIMT_DYNAMIC_SHARED(float, smem);
-  float* qs = smem;             // [hd]
-  float* scores = smem + hd;    // [p + 1]
+  float* qs = smem;           // [hd]
+  float* scores = smem + hd;  // [p + 1]
   __shared__ float scratch[32];
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -60,12 +60,13 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
   }
 }
 
-void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0, int n_q,
-               int n_kv, int head_dim, int bug) {
+void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
+               int n_q, int n_kv, int head_dim, int bug) {
   const std::size_t smem = static_cast<std::size_t>(head_dim + P) * sizeof(float);
-  simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr, static_cast<const __half*>(q),
-               static_cast<const __half*>(k_cache), static_cast<const __half*>(v_cache), static_cast<__half*>(out),
-               pos0, n_q, n_kv, head_dim, 1.0f / sqrtf(static_cast<float>(head_dim)), bug);
+  simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr,
+               static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
+               static_cast<const __half*>(v_cache), static_cast<__half*>(out), pos0, n_q, n_kv, head_dim,
+               1.0f / sqrtf(static_cast<float>(head_dim)), bug);
 }
 
 }  // namespace DSK_NS

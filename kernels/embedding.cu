@@ -17,9 +17,18 @@ void embedding(const void* table, dsk::WType wt, const std::int32_t* tokens, voi
   const dim3 grid(T), block(128);
   auto* o = static_cast<__half*>(out);
   switch (wt) {
-    case dsk::WType::f32: simt::launch(embedding_kernel<float>, grid, block, 0, nullptr, static_cast<const float*>(table), tokens, o, D); break;
-    case dsk::WType::f16: simt::launch(embedding_kernel<__half>, grid, block, 0, nullptr, static_cast<const __half*>(table), tokens, o, D); break;
-    case dsk::WType::bf16: simt::launch(embedding_kernel<__nv_bfloat16>, grid, block, 0, nullptr, static_cast<const __nv_bfloat16*>(table), tokens, o, D); break;
+    case dsk::WType::f32:
+      simt::launch(embedding_kernel<float>, grid, block, 0, nullptr, static_cast<const float*>(table), tokens,
+                   o, D);
+      break;
+    case dsk::WType::f16:
+      simt::launch(embedding_kernel<__half>, grid, block, 0, nullptr, static_cast<const __half*>(table),
+                   tokens, o, D);
+      break;
+    case dsk::WType::bf16:
+      simt::launch(embedding_kernel<__nv_bfloat16>, grid, block, 0, nullptr,
+                   static_cast<const __nv_bfloat16*>(table), tokens, o, D);
+      break;
   }
 }
 

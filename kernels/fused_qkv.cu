@@ -11,13 +11,14 @@ namespace DSK_NS {
 template <class W>
 __global__ void fused_qkv_kernel(const W* __restrict__ Wq, const W* __restrict__ Wk, const W* __restrict__ Wv,
                                  const float* __restrict__ bq, const float* __restrict__ bk,
-                                 const float* __restrict__ bv, const __half* __restrict__ x, __half* __restrict__ q,
-                                 __half* __restrict__ k, __half* __restrict__ v, int q_rows, int kv_rows, int cols,
-                                 int bug) {
+                                 const float* __restrict__ bv, const __half* __restrict__ x,
+                                 __half* __restrict__ q, __half* __restrict__ k, __half* __restrict__ v,
+                                 int q_rows, int kv_rows, int cols, int bug) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
   const __half* xt = x + static_cast<std::size_t>(t) * cols;
-  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) xs[c] = __half2float(xt[c]);
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x))
+    xs[c] = __half2float(xt[c]);
   __syncthreads();
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -44,8 +45,8 @@ __global__ void fused_qkv_kernel(const W* __restrict__ Wq, const W* __restrict__
 
 template <class W>
 static void launch_qkv(const void* Wq, const void* Wk, const void* Wv, const float* bq, const float* bk,
-                       const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows,
-                       int cols, int bug) {
+                       const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows,
+                       int kv_rows, int cols, int bug) {
   const int rows = q_rows + 2 * kv_rows;
   const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, T), block(32 * kGemvWarps);
   simt::launch(fused_qkv_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr,
@@ -54,13 +55,19 @@ static void launch_qkv(const void* Wq, const void* Wk, const void* Wv, const flo
                static_cast<__half*>(v), q_rows, kv_rows, cols, bug);
 }
 
-void fused_qkv(const void* Wq, const void* Wk, const void* Wv, dsk::WType wt, const float* bq, const float* bk,
-               const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows, int cols,
-               int bug) {
+void fused_qkv(const void* Wq, const void* Wk, const void* Wv, dsk::WType wt, const float* bq,
+               const float* bk, const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows,
+               int kv_rows, int cols, int bug) {
   switch (wt) {
-    case dsk::WType::f32: launch_qkv<float>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug); break;
-    case dsk::WType::f16: launch_qkv<__half>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug); break;
-    case dsk::WType::bf16: launch_qkv<__nv_bfloat16>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug); break;
+    case dsk::WType::f32:
+      launch_qkv<float>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug);
+      break;
+    case dsk::WType::f16:
+      launch_qkv<__half>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug);
+      break;
+    case dsk::WType::bf16:
+      launch_qkv<__nv_bfloat16>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols, bug);
+      break;
   }
 }
 

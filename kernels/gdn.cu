@@ -41,15 +41,18 @@ __global__ void gather_nonident_kernel(const float* __restrict__ cache, const st
   for (std::size_t e = threadIdx.x; e < slot; e += blockDim.x) to[e] = from[e];
 }
 
-void gather_nonident(const float* cache, const std::int32_t* ids, int rs_head, float* scratch, std::size_t slot,
-                     int n_seqs) {
-  simt::launch(gather_nonident_kernel, dim3(n_seqs), dim3(256), 0, nullptr, cache, ids, rs_head, scratch, slot);
+void gather_nonident(const float* cache, const std::int32_t* ids, int rs_head, float* scratch,
+                     std::size_t slot, int n_seqs) {
+  simt::launch(gather_nonident_kernel, dim3(n_seqs), dim3(256), 0, nullptr, cache, ids, rs_head, scratch,
+               slot);
 }
 
-__global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
-                           const float* __restrict__ g, const float* __restrict__ beta, const float* s_in,
-                           const std::int32_t* __restrict__ ids, int rs_head, const float* __restrict__ scratch,
-                           float* s_dst, float* __restrict__ out, int T, int nk, int nv, int dk, int dv, int bug) {
+__global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict__ k,
+                           const float* __restrict__ v, const float* __restrict__ g,
+                           const float* __restrict__ beta, const float* s_in,
+                           const std::int32_t* __restrict__ ids, int rs_head,
+                           const float* __restrict__ scratch, float* s_dst, float* __restrict__ out, int T,
+                           int nk, int nv, int dk, int dv, int bug) {
   SIMT_DYNAMIC_SHARED(float, qk);  // [2 * dk]: this token's q and k for the key head
   float* qs = qk;
   float* ks = qk + dk;
@@ -80,8 +83,9 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
   float s[kGdnMaxDk];
   for (int i = 0; i < dk; ++i)
     // Planted (kBugGdnStateTransposed): the [dk, dv] state read as if it were [dv, dk].
-    s[i] = !owner ? 0.0f : bug == dsk::kBugGdnStateTransposed ? s0[static_cast<std::size_t>(j) * dk + i]
-                                                                : s0[static_cast<std::size_t>(i) * dv + j];
+    s[i] = !owner                               ? 0.0f
+           : bug == dsk::kBugGdnStateTransposed ? s0[static_cast<std::size_t>(j) * dk + i]
+                                                : s0[static_cast<std::size_t>(i) * dv + j];
 
   // 2. The recurrence, token by token, on the registers.
   for (int t = 0; t < T; ++t) {
@@ -94,12 +98,12 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
     if (owner) {
       const float decay = expf(g[row * nv + h]);
       const float b = beta[row * nv + h];
-      for (int i = 0; i < dk; ++i) s[i] *= decay;           // S <- exp(g) S
-      float m = 0.0f;                                          // m_j = sum_i S[i][j] k[i]
+      for (int i = 0; i < dk; ++i) s[i] *= decay;  // S <- exp(g) S
+      float m = 0.0f;                              // m_j = sum_i S[i][j] k[i]
       for (int i = 0; i < dk; ++i) m += s[i] * ks[i];
       const float delta = b * (v[row * nv * dv + static_cast<std::size_t>(h) * dv + j] - m);
-      for (int i = 0; i < dk; ++i) s[i] += ks[i] * delta;     // S += k delta^T
-      float o = 0.0f;                                          // o_j = sum_i S[i][j] q[i]
+      for (int i = 0; i < dk; ++i) s[i] += ks[i] * delta;  // S += k delta^T
+      float o = 0.0f;                                      // o_j = sum_i S[i][j] q[i]
       for (int i = 0; i < dk; ++i) o += s[i] * qs[i];
       out[row * nv * dv + static_cast<std::size_t>(h) * dv + j] = o;
     }
@@ -114,34 +118,36 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
 }
 
 namespace {
-void launch_gdn(const float* q, const float* k, const float* v, const float* g, const float* beta, const float* s_in,
-                const std::int32_t* ids, int rs_head, const float* scratch, float* s_dst, float* out, int n_seqs,
-                int T, int nk, int nv, int dk, int dv, int bug) {
+void launch_gdn(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                const float* s_in, const std::int32_t* ids, int rs_head, const float* scratch, float* s_dst,
+                float* out, int n_seqs, int T, int nk, int nv, int dk, int dv, int bug) {
   if (dk > kGdnMaxDk || nk <= 0 || nv % nk != 0)
     throw simt::KernelError("gdn: needs dk <= kGdnMaxDk and nv a multiple of nk");
-  simt::launch(gdn_kernel, dim3(nv, n_seqs), dim3(round_up32(dv)), 2 * static_cast<std::size_t>(dk) * sizeof(float),
-               nullptr, q, k, v, g, beta, s_in, ids, rs_head, scratch, s_dst, out, T, nk, nv, dk, dv, bug);
+  simt::launch(gdn_kernel, dim3(nv, n_seqs), dim3(round_up32(dv)),
+               2 * static_cast<std::size_t>(dk) * sizeof(float), nullptr, q, k, v, g, beta, s_in, ids,
+               rs_head, scratch, s_dst, out, T, nk, nv, dk, dv, bug);
 }
 }  // namespace
 
-void gdn(const float* q, const float* k, const float* v, const float* g, const float* beta, const float* state_in,
-         float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk, int dv, int bug) {
+void gdn(const float* q, const float* k, const float* v, const float* g, const float* beta,
+         const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk,
+         int dv, int bug) {
   launch_gdn(q, k, v, g, beta, state_in, nullptr, 0, nullptr, state_out, out, n_seqs, T, nk, nv, dk, dv, bug);
 }
 
-void gdn_inplace(const float* q, const float* k, const float* v, const float* g, const float* beta, float* state,
-                 float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug) {
+void gdn_inplace(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                 float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug) {
   launch_gdn(q, k, v, g, beta, state, nullptr, 0, nullptr, state, out, n_seqs, 1, nk, nv, dk, dv, bug);
 }
 
-void gdn_inplace_ids(const float* q, const float* k, const float* v, const float* g, const float* beta, float* cache,
-                     const std::int32_t* ids, int rs_head, float* scratch, float* out, int n_seqs, int nk, int nv,
-                     int dk, int dv, int bug) {
+void gdn_inplace_ids(const float* q, const float* k, const float* v, const float* g, const float* beta,
+                     float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out,
+                     int n_seqs, int nk, int nv, int dk, int dv, int bug) {
   const std::size_t slot = static_cast<std::size_t>(nv) * dk * dv;
   if (bug != dsk::kBugGdnInplaceRace && bug != dsk::kBugGdnIdsIgnored)
     gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
-  launch_gdn(q, k, v, g, beta, cache, ids, rs_head, scratch, cache + static_cast<std::size_t>(rs_head) * slot, out,
-             n_seqs, 1, nk, nv, dk, dv, bug);
+  launch_gdn(q, k, v, g, beta, cache, ids, rs_head, scratch, cache + static_cast<std::size_t>(rs_head) * slot,
+             out, n_seqs, 1, nk, nv, dk, dv, bug);
 }
 
 }  // namespace DSK_NS

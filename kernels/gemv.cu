@@ -11,13 +11,14 @@
 namespace DSK_NS {
 
 template <class W>
-__global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x, const float* __restrict__ bias,
-                            __half* __restrict__ y, __half* __restrict__ resid, int rows,
-                            int cols, int bug) {
+__global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x,
+                            const float* __restrict__ bias, __half* __restrict__ y,
+                            __half* __restrict__ resid, int rows, int cols, int bug) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
   const __half* xt = x + static_cast<std::size_t>(t) * cols;
-  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x)) xs[c] = __half2float(xt[c]);
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x))
+    xs[c] = __half2float(xt[c]);
   __syncthreads();
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -49,7 +50,8 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
   // without the projection output.
   __syncthreads();
   const int tid = static_cast<int>(threadIdx.x);
-  const int idx = bug == dsk::kBugChainAddIdx ? static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x) * kGemvWarps + tid;
+  const int idx = bug == dsk::kBugChainAddIdx ? static_cast<int>(blockIdx.x)
+                                              : static_cast<int>(blockIdx.x) * kGemvWarps + tid;
   const bool adds = tid < kGemvWarps && idx < rows;
   const std::size_t ro = static_cast<std::size_t>(t) * rows + static_cast<std::size_t>(adds ? idx : 0);
   // The add uses the f32 projection output; the planted index points outside this block's
@@ -61,7 +63,8 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
 }
 
 template <class W>
-static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows, int cols, int bug) {
+static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
+                        int cols, int bug) {
   const int warps = bug == dsk::kBugGemvWarps ? kGemvWarps / 2 : kGemvWarps;
   const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, T), block(32 * warps);
   simt::launch(gemv_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wt,
@@ -69,11 +72,18 @@ static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, 
                rows, cols, bug);
 }
 
-void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T, int rows, int cols, int bug) {
+void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T,
+          int rows, int cols, int bug) {
   switch (wt) {
-    case dsk::WType::f32: launch_gemv(static_cast<const float*>(W), x, bias, y, resid, T, rows, cols, bug); break;
-    case dsk::WType::f16: launch_gemv(static_cast<const __half*>(W), x, bias, y, resid, T, rows, cols, bug); break;
-    case dsk::WType::bf16: launch_gemv(static_cast<const __nv_bfloat16*>(W), x, bias, y, resid, T, rows, cols, bug); break;
+    case dsk::WType::f32:
+      launch_gemv(static_cast<const float*>(W), x, bias, y, resid, T, rows, cols, bug);
+      break;
+    case dsk::WType::f16:
+      launch_gemv(static_cast<const __half*>(W), x, bias, y, resid, T, rows, cols, bug);
+      break;
+    case dsk::WType::bf16:
+      launch_gemv(static_cast<const __nv_bfloat16*>(W), x, bias, y, resid, T, rows, cols, bug);
+      break;
   }
 }
 

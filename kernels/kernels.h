@@ -24,20 +24,20 @@ enum class WType : int { f32 = 0, f16 = 1, bf16 = 2 };
 // the buggy line lives in the kernel source next to the correct one (see docs/mutants.md).
 enum Bug : int {
   kBugNone = 0,
-  kBugChainAddIdx,      // gemv.cu: chain-add epilogue indexes the residual by blockIdx.x
-  kBugGemvWarps,        // gemv.cu: launched with fewer warps than the kernel was written for
-  kBugDimFlip,          // gemv.cu: weight read as [in, out] instead of [out, in]
-  kBugDoubleBias,       // swiglu.cu: adds the gate/up bias the GEMV already added
-  kBugHalfBeforeBias,   // fused_qkv.cu: accumulator rounded to half before the bias add
-  kBugSkipQkNorm,       // qk_norm.cu: copies q/k through unnormalised
-  kBugRopeThetaDefault, // rope.cu: theta 10000 instead of the config's
-  kBugGqaModulo,        // attention.cu: KV head h % n_kv instead of h / (n_heads / n_kv)
-  kBugGdnInplaceRace,   // gdn.cu: op B reads non-identity prior states straight from cache[ids[s]]
-                        //         (no snapshot into disjoint scratch) while other blocks write in place
-  kBugGdnIdsIgnored,    // gdn.cu / ssm_conv.cu: ops B / D read every sequence from its destination slot
-  kBugConvTapsReversed, // ssm_conv.cu: conv taps applied in reverse order
+  kBugChainAddIdx,         // gemv.cu: chain-add epilogue indexes the residual by blockIdx.x
+  kBugGemvWarps,           // gemv.cu: launched with fewer warps than the kernel was written for
+  kBugDimFlip,             // gemv.cu: weight read as [in, out] instead of [out, in]
+  kBugDoubleBias,          // swiglu.cu: adds the gate/up bias the GEMV already added
+  kBugHalfBeforeBias,      // fused_qkv.cu: accumulator rounded to half before the bias add
+  kBugSkipQkNorm,          // qk_norm.cu: copies q/k through unnormalised
+  kBugRopeThetaDefault,    // rope.cu: theta 10000 instead of the config's
+  kBugGqaModulo,           // attention.cu: KV head h % n_kv instead of h / (n_heads / n_kv)
+  kBugGdnInplaceRace,      // gdn.cu: op B reads non-identity prior states straight from cache[ids[s]]
+                           //         (no snapshot into disjoint scratch) while other blocks write in place
+  kBugGdnIdsIgnored,       // gdn.cu / ssm_conv.cu: ops B / D read every sequence from its destination slot
+  kBugConvTapsReversed,    // ssm_conv.cu: conv taps applied in reverse order
   kBugGdnStateTransposed,  // gdn.cu: the [dk, dv] prior state read as [dv, dk]
-  kBugGdnHeadModulo,    // gdn.cu: value head h reads key head h % nk instead of h / (nv / nk)
+  kBugGdnHeadModulo,       // gdn.cu: value head h reads key head h % nk instead of h / (nv / nk)
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).
@@ -64,54 +64,56 @@ struct KernelTable {
   // y[t, :] = half(W x[t, :] + bias), f32 accumulation, the bias added in f32 before the
   // cast. With `resid` set (chain-add), also resid[t, :] = half(resid + y) in place: the
   // residual stream update fused as the epilogue. x: [T, cols], W: [rows, cols], y: [T, rows].
-  void (*gemv)(const void* W, WType wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
-               int cols, int bug);
+  void (*gemv)(const void* W, WType wt, const void* x, const float* bias, void* y, void* resid, int T,
+               int rows, int cols, int bug);
   // q/k/v[t, :] = half(Wq/Wk/Wv x[t, :] + b) in one launch. Separate layout: three weight
   // pointers; packed layout ([q_rows + 2 kv_rows, cols] in one buffer): pass Wk = Wq +
   // q_rows * cols and Wv = Wk + kv_rows * cols. Biases may be null.
-  void (*fused_qkv)(const void* Wq, const void* Wk, const void* Wv, WType wt, const float* bq, const float* bk,
-                    const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows,
-                    int cols, int bug);
+  void (*fused_qkv)(const void* Wq, const void* Wk, const void* Wv, WType wt, const float* bq,
+                    const float* bk, const float* bv, const void* x, void* q, void* k, void* v, int T,
+                    int q_rows, int kv_rows, int cols, int bug);
   // Per-head RMSNorm of q [T, n_q * hd] and k [T, n_kv * hd] into qn / kn; one warp per head.
   void (*qk_norm)(const void* q, const void* k, const float* wq, const float* wk, void* qn, void* kn, int T,
                   int n_q, int n_kv, int head_dim, float eps, int bug);
   // Rotary embedding in place on q and k (one launch), tokens at positions pos0.. . The
   // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
-  void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta,
-               bool neox, int bug);
+  void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0,
+               float theta, bool neox, int bug);
   // Causal GQA attention: q [T, n_q * hd] at positions pos0.., caches [P, n_kv * hd] with
   // P = pos0 + T; one block per (token, head); out [T, n_q * hd].
-  void (*attention)(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
-                    int n_q, int n_kv, int head_dim, int bug);
+  void (*attention)(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P,
+                    int pos0, int n_q, int n_kv, int head_dim, int bug);
   // act[t, i] = half(silu(g) * u), g = gate[t * ld + i] (+ b_gate[i] when has_bias), likewise
   // u; ld is the row stride of gate / up (F, or 2F for a packed [gate | up] buffer). The
   // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
-  void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias, void* act,
-                 int T, int F, int ld, int bug);
+  void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias,
+                 void* act, int T, int F, int ld, int bug);
 
   // ---- Gated DeltaNet (kernels/gdn.cu, kernels/ssm_conv.cu), f32; layouts in those files.
   // Plain GDN recurrence over T tokens of n_seqs sequences: prior states state_in
   // [n_seqs, nv, dk, dv], final states into the separate state_out, outputs out [n_seqs, T, nv*dv].
   void (*gdn)(const float* q, const float* k, const float* v, const float* g, const float* beta,
-              const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk, int dv,
-              int bug);
+              const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk,
+              int dv, int bug);
   // Op A (one token): state [n_seqs, nv, dk, dv] (the cache at rs_head) read and rewritten in place.
   void (*gdn_inplace)(const float* q, const float* k, const float* v, const float* g, const float* beta,
                       float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug);
   // Op B (one token): prior state of sequence s from cache[ids[s]], final state into
   // cache[rs_head + s]. scratch: n_seqs slots for the non-identity gather.
   void (*gdn_inplace_ids)(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                          float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out, int n_seqs,
-                          int nk, int nv, int dk, int dv, int bug);
+                          float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out,
+                          int n_seqs, int nk, int nv, int dk, int dv, int bug);
   // Plain SSM conv over a pre-concatenated window sx [n_seqs, C, K-1+T] -> y [n_seqs, T, C].
-  void (*ssm_conv)(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu, int bug);
+  void (*ssm_conv)(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu,
+                   int bug);
   // Op C: window = [state_in (K-1 taps) | x], y = conv (+SiLU), shifted ring into state_dst.
   // state_in / state_dst: [n_seqs, C, K-1]; x, y: [n_seqs, C].
   void (*ssm_conv_update)(const float* state_in, const float* w, const float* x, float* state_dst, float* y,
                           int n_seqs, int C, int K, bool silu, int bug);
   // Op D: C reading sequence s's taps from cache[ids[s]], ring into cache[rs_head + s].
-  void (*ssm_conv_update_ids)(float* cache, const std::int32_t* ids, int rs_head, float* scratch, const float* w,
-                              const float* x, float* y, int n_seqs, int C, int K, bool silu, int bug);
+  void (*ssm_conv_update_ids)(float* cache, const std::int32_t* ids, int rs_head, float* scratch,
+                              const float* w, const float* x, float* y, int n_seqs, int C, int K, bool silu,
+                              int bug);
 };
 
 }  // namespace dsk

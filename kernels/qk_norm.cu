@@ -9,8 +9,9 @@ namespace DSK_NS {
 constexpr int kQkHeadsPerBlock = 4;
 
 __global__ void qk_norm_kernel(const __half* __restrict__ q, const __half* __restrict__ k,
-                               const float* __restrict__ wq, const float* __restrict__ wk, __half* __restrict__ qn,
-                               __half* __restrict__ kn, int T, int n_q, int n_kv, int hd, float eps, int bug) {
+                               const float* __restrict__ wq, const float* __restrict__ wk,
+                               __half* __restrict__ qn, __half* __restrict__ kn, int T, int n_q, int n_kv,
+                               int hd, float eps, int bug) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int item = static_cast<int>(blockIdx.x) * kQkHeadsPerBlock + warp;
   const int heads = n_q + n_kv;
@@ -35,12 +36,13 @@ __global__ void qk_norm_kernel(const __half* __restrict__ q, const __half* __res
   for (int i = lane; i < hd; i += 32) dst[i] = __float2half_rn(__half2float(src[i]) * inv * w[i]);
 }
 
-void qk_norm(const void* q, const void* k, const float* wq, const float* wk, void* qn, void* kn, int T, int n_q,
-             int n_kv, int head_dim, float eps, int bug) {
+void qk_norm(const void* q, const void* k, const float* wq, const float* wk, void* qn, void* kn, int T,
+             int n_q, int n_kv, int head_dim, float eps, int bug) {
   const int items = T * (n_q + n_kv);
   const dim3 grid((items + kQkHeadsPerBlock - 1) / kQkHeadsPerBlock), block(32 * kQkHeadsPerBlock);
-  simt::launch(qk_norm_kernel, grid, block, 0, nullptr, static_cast<const __half*>(q), static_cast<const __half*>(k),
-               wq, wk, static_cast<__half*>(qn), static_cast<__half*>(kn), T, n_q, n_kv, head_dim, eps, bug);
+  simt::launch(qk_norm_kernel, grid, block, 0, nullptr, static_cast<const __half*>(q),
+               static_cast<const __half*>(k), wq, wk, static_cast<__half*>(qn), static_cast<__half*>(kn), T,
+               n_q, n_kv, head_dim, eps, bug);
 }
 
 }  // namespace DSK_NS

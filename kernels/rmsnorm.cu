@@ -6,8 +6,8 @@
 
 namespace DSK_NS {
 
-__global__ void rmsnorm_kernel(const __half* __restrict__ x, const float* __restrict__ w, __half* __restrict__ y,
-                               int width, float eps) {
+__global__ void rmsnorm_kernel(const __half* __restrict__ x, const float* __restrict__ w,
+                               __half* __restrict__ y, int width, float eps) {
   __shared__ float scratch[32];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * width;
   float ss = 0.0f;

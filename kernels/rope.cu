@@ -8,8 +8,8 @@
 
 namespace DSK_NS {
 
-__global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int n_q, int n_kv, int hd, int rot,
-                            int pos0, float theta, int neox, int bug) {
+__global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int n_q, int n_kv, int hd,
+                            int rot, int pos0, float theta, int neox, int bug) {
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int i = static_cast<int>(threadIdx.x);
   const int half = rot / 2;
@@ -27,11 +27,11 @@ __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int 
   x[b] = __float2half_rn(xb * c + xa * s);
 }
 
-void rope(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta, bool neox,
-          int bug) {
+void rope(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta,
+          bool neox, int bug) {
   const dim3 grid(T, n_q + n_kv), block(round_up32(rotary_dim / 2));
-  simt::launch(rope_kernel, grid, block, 0, nullptr, static_cast<__half*>(q), static_cast<__half*>(k), n_q, n_kv,
-               head_dim, rotary_dim, pos0, theta, neox ? 1 : 0, bug);
+  simt::launch(rope_kernel, grid, block, 0, nullptr, static_cast<__half*>(q), static_cast<__half*>(k), n_q,
+               n_kv, head_dim, rotary_dim, pos0, theta, neox ? 1 : 0, bug);
 }
 
 }  // namespace DSK_NS

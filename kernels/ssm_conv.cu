@@ -31,15 +31,16 @@ __device__ inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
 // sum_i win[i] * w[i] in ascending i, then + 0.0f: ggml's `sumf += b` with b == 0.
 __device__ inline float conv_window(const float* win, const float* w, int K, int bug) {
   float sum = 0.0f;
-  for (int i = 0; i < K; ++i) sum += win[i] * w[bug == dsk::kBugConvTapsReversed ? K - 1 - i : i];  // planted: reversed taps
+  for (int i = 0; i < K; ++i)
+    sum += win[i] * w[bug == dsk::kBugConvTapsReversed ? K - 1 - i : i];  // planted: reversed taps
   sum += 0.0f;
   return sum;
 }
 
 constexpr int kConvThreads = 128;
 
-__global__ void ssm_conv_kernel(const float* __restrict__ sx, const float* __restrict__ w, float* __restrict__ y,
-                                int T, int C, int K, int silu, int bug) {
+__global__ void ssm_conv_kernel(const float* __restrict__ sx, const float* __restrict__ w,
+                                float* __restrict__ y, int T, int C, int K, int silu, int bug) {
   const int c = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
   const int seq = static_cast<int>(blockIdx.y);
   if (c >= C) return;
@@ -50,14 +51,16 @@ __global__ void ssm_conv_kernel(const float* __restrict__ sx, const float* __res
   }
 }
 
-__global__ void ssm_conv_update_kernel(const float* state_in, const std::int32_t* __restrict__ ids, int rs_head,
-                                       const float* __restrict__ scratch, const float* __restrict__ w,
-                                       const float* __restrict__ x, float* state_dst, float* __restrict__ y, int C,
-                                       int K, int silu, int bug) {
+__global__ void ssm_conv_update_kernel(const float* state_in, const std::int32_t* __restrict__ ids,
+                                       int rs_head, const float* __restrict__ scratch,
+                                       const float* __restrict__ w, const float* __restrict__ x,
+                                       float* state_dst, float* __restrict__ y, int C, int K, int silu,
+                                       int bug) {
   const int c = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
   const int seq = static_cast<int>(blockIdx.y);
   if (c >= C) return;
-  const std::size_t taps = static_cast<std::size_t>(seq) * C + c;  // this (seq, channel)'s taps, in units of K-1
+  const std::size_t taps =
+      static_cast<std::size_t>(seq) * C + c;  // this (seq, channel)'s taps, in units of K-1
   const float* src;
   if (ids == nullptr)
     src = state_in;  // C: gathered taps
@@ -85,18 +88,19 @@ void check_k(int K) {
 dim3 conv_grid(int C, int n_seqs) { return dim3((C + kConvThreads - 1) / kConvThreads, n_seqs); }
 }  // namespace
 
-void ssm_conv(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu, int bug) {
+void ssm_conv(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu,
+              int bug) {
   check_k(K);
   simt::launch(ssm_conv_kernel, conv_grid(C, n_seqs), dim3(kConvThreads), 0, nullptr, sx, w, y, T, C, K,
                silu ? 1 : 0, bug);
 }
 
-void ssm_conv_update(const float* state_in, const float* w, const float* x, float* state_dst, float* y, int n_seqs,
-                     int C, int K, bool silu, int bug) {
+void ssm_conv_update(const float* state_in, const float* w, const float* x, float* state_dst, float* y,
+                     int n_seqs, int C, int K, bool silu, int bug) {
   check_k(K);
   simt::launch(ssm_conv_update_kernel, conv_grid(C, n_seqs), dim3(kConvThreads), 0, nullptr, state_in,
-               static_cast<const std::int32_t*>(nullptr), 0, static_cast<const float*>(nullptr), w, x, state_dst, y, C,
-               K, silu ? 1 : 0, bug);
+               static_cast<const std::int32_t*>(nullptr), 0, static_cast<const float*>(nullptr), w, x,
+               state_dst, y, C, K, silu ? 1 : 0, bug);
 }
 
 void ssm_conv_update_ids(float* cache, const std::int32_t* ids, int rs_head, float* scratch, const float* w,

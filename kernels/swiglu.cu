@@ -27,12 +27,12 @@ __global__ void swiglu_kernel(const __half* __restrict__ gate, const __half* __r
   act[idx] = __float2half_rn(g / (1.0f + expf(-g)) * u);
 }
 
-void swiglu(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias, void* act, int T,
-            int F, int ld, int bug) {
+void swiglu(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias,
+            void* act, int T, int F, int ld, int bug) {
   const int n = T * F;
-  simt::launch(swiglu_kernel, dim3((n + kSwigluThreads - 1) / kSwigluThreads), dim3(kSwigluThreads), 0, nullptr,
-               static_cast<const __half*>(gate), static_cast<const __half*>(up), b_gate, b_up, has_bias ? 1 : 0,
-               static_cast<__half*>(act), T, F, ld, bug);
+  simt::launch(swiglu_kernel, dim3((n + kSwigluThreads - 1) / kSwigluThreads), dim3(kSwigluThreads), 0,
+               nullptr, static_cast<const __half*>(gate), static_cast<const __half*>(up), b_gate, b_up,
+               has_bias ? 1 : 0, static_cast<__half*>(act), T, F, ld, bug);
 }
 
 }  // namespace DSK_NS

@@ -10,20 +10,21 @@ void rmsnorm(const void*, const float*, void*, int, int, float);
 void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
 void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
                const void*, void*, void*, void*, int, int, int, int, int);
-void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float, int);
+void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float,
+             int);
 void rope(void*, void*, int, int, int, int, int, int, float, bool, int);
 void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
-void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*, int, int,
-         int, int, int, int, int);
-void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int, int, int,
-                 int, int, int);
-void gdn_inplace_ids(const float*, const float*, const float*, const float*, const float*, float*, const std::int32_t*,
-                     int, float*, float*, int, int, int, int, int, int);
+void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*,
+         int, int, int, int, int, int, int);
+void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int,
+                 int, int, int, int, int);
+void gdn_inplace_ids(const float*, const float*, const float*, const float*, const float*, float*,
+                     const std::int32_t*, int, float*, float*, int, int, int, int, int, int);
 void ssm_conv(const float*, const float*, float*, int, int, int, int, bool, int);
 void ssm_conv_update(const float*, const float*, const float*, float*, float*, int, int, int, bool, int);
-void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*, const float*, float*, int, int, int,
-                         bool, int);
+void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*, const float*, float*, int,
+                         int, int, bool, int);
 
 namespace {
 
@@ -39,8 +40,12 @@ std::string device_error() {
 
 void* alloc(std::size_t bytes) { return simt::malloc(bytes == 0 ? 1 : bytes); }
 void release(void* p) { simt::free(p); }
-void to_device(void* dst, const void* src, std::size_t n) { simt::memcpy(dst, src, n, simt::CopyKind::host_to_device); }
-void to_host(void* dst, const void* src, std::size_t n) { simt::memcpy(dst, src, n, simt::CopyKind::device_to_host); }
+void to_device(void* dst, const void* src, std::size_t n) {
+  simt::memcpy(dst, src, n, simt::CopyKind::host_to_device);
+}
+void to_host(void* dst, const void* src, std::size_t n) {
+  simt::memcpy(dst, src, n, simt::CopyKind::device_to_host);
+}
 void device_copy(void* dst, const void* src, std::size_t n) {
   simt::memcpy(dst, src, n, simt::CopyKind::device_to_device);
 }
@@ -54,10 +59,28 @@ const dsk::KernelTable& table() {
 #else
   static const char* const backend = "simt";
 #endif
-  static const dsk::KernelTable t = {backend,   device_error, alloc,   release,  to_device, to_host, device_copy,
-                                     synchronize, embedding,  rmsnorm, gemv,     fused_qkv, qk_norm, rope,
-                                     attention, swiglu,  gdn,     gdn_inplace, gdn_inplace_ids,
-                                     ssm_conv,  ssm_conv_update, ssm_conv_update_ids};
+  static const dsk::KernelTable t = {backend,
+                                     device_error,
+                                     alloc,
+                                     release,
+                                     to_device,
+                                     to_host,
+                                     device_copy,
+                                     synchronize,
+                                     embedding,
+                                     rmsnorm,
+                                     gemv,
+                                     fused_qkv,
+                                     qk_norm,
+                                     rope,
+                                     attention,
+                                     swiglu,
+                                     gdn,
+                                     gdn_inplace,
+                                     gdn_inplace_ids,
+                                     ssm_conv,
+                                     ssm_conv_update,
+                                     ssm_conv_update_ids};
   return t;
 }
 

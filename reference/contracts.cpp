@@ -14,24 +14,25 @@ struct Alias {
   std::string_view name, canonical;
 };
 constexpr Alias kAliases[] = {
-    {"llama", "llama"},         {"llama2", "llama"},         {"llama3", "llama"},      {"llama3.1", "llama"},
-    {"llama3.2", "llama"},      {"mistral", "llama"},        {"qwen2", "qwen2"},       {"qwen", "qwen2"},
-    {"qwen2.5", "qwen2"},       {"qwen2_5", "qwen2"},        {"qwen3", "qwen3"},       {"gpt2", "gpt2"},
-    {"qwen3next", "qwen3next"}, {"qwen3_next", "qwen3next"}, {"qwen35", "qwen3next"},  {"qwen3_5", "qwen3next"},
-    {"qwen3.5", "qwen3next"},   {"qwen3_5_text", "qwen3next"},
+    {"llama", "llama"},         {"llama2", "llama"},         {"llama3", "llama"},
+    {"llama3.1", "llama"},      {"llama3.2", "llama"},       {"mistral", "llama"},
+    {"qwen2", "qwen2"},         {"qwen", "qwen2"},           {"qwen2.5", "qwen2"},
+    {"qwen2_5", "qwen2"},       {"qwen3", "qwen3"},          {"gpt2", "gpt2"},
+    {"qwen3next", "qwen3next"}, {"qwen3_next", "qwen3next"}, {"qwen35", "qwen3next"},
+    {"qwen3_5", "qwen3next"},   {"qwen3.5", "qwen3next"},    {"qwen3_5_text", "qwen3next"},
 };
 
 // Seed 001's role groups for the decoder layout.
-constexpr std::array<std::string_view, 9> kBase = {"attn_norm", "attn_q",   "attn_k", "attn_v", "attn_output",
-                                                   "ffn_norm",  "ffn_gate", "ffn_up", "ffn_down"};
+constexpr std::array<std::string_view, 9> kBase = {
+    "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
 constexpr std::array<std::string_view, 2> kQkNorm = {"attn_q_norm", "attn_k_norm"};
 constexpr std::array<std::string_view, 3> kBias = {"attn_q_bias", "attn_k_bias", "attn_v_bias"};
 constexpr std::array<std::string_view, 12> kGpt2 = {
     "attn_norm", "attn_norm_bias", "attn_qkv", "attn_qkv_bias", "attn_output", "attn_output_bias",
     "ffn_norm",  "ffn_norm_bias",  "ffn_up",   "ffn_up_bias",   "ffn_down",    "ffn_down_bias"};
 constexpr std::array<std::string_view, 14> kGdn = {
-    "attn_norm", "attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha", "ssm_a",    "ssm_dt_bias",
-    "ssm_conv1d", "ssm_norm", "ssm_out",  "ffn_norm", "ffn_gate",  "ffn_up",   "ffn_down"};
+    "attn_norm",  "attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha", "ssm_a",  "ssm_dt_bias",
+    "ssm_conv1d", "ssm_norm", "ssm_out",   "ffn_norm", "ffn_gate",  "ffn_up", "ffn_down"};
 
 template <class R>
 void append(std::vector<std::string>& out, const R& roles) {
@@ -213,8 +214,9 @@ void require_complete(const Model& model) {
   if (missing.empty()) return;
   std::vector<std::string> names;
   for (const auto& m : missing) names.push_back(fmt::format("{} (role {})", m.tensor, m.role));
-  throw ModelError(fmt::format("{}: incomplete weights for architecture {}, {} required tensor(s) missing: {}",
-                               model.config.name, model.config.arch_name(), missing.size(), fmt::join(names, ", ")));
+  throw ModelError(
+      fmt::format("{}: incomplete weights for architecture {}, {} required tensor(s) missing: {}",
+                  model.config.name, model.config.arch_name(), missing.size(), fmt::join(names, ", ")));
 }
 
 }  // namespace ds::ref

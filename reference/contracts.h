@@ -19,14 +19,14 @@ namespace ds::ref {
 enum class Layout { decoder, gpt2, hybrid_gdn };
 
 struct ArchConstraints {
-  std::string attention_type = "gqa";            // gqa | mha
-  std::string norm_type = "rmsnorm";             // rmsnorm | layernorm
-  std::string mlp_type = "swiglu";               // swiglu | gelu_mlp
-  std::string positional_encoding = "rope";      // rope | absolute
-  std::string rope_type = "neox";                // neox | normal (rope only)
-  bool has_bias = false;                         // q/k/v projection biases
+  std::string attention_type = "gqa";        // gqa | mha
+  std::string norm_type = "rmsnorm";         // rmsnorm | layernorm
+  std::string mlp_type = "swiglu";           // swiglu | gelu_mlp
+  std::string positional_encoding = "rope";  // rope | absolute
+  std::string rope_type = "neox";            // neox | normal (rope only)
+  bool has_bias = false;                     // q/k/v projection biases
   bool has_qk_norm = false;
-  bool norm_plus_one = false;                    // RMSNorm weights applied as (1 + w)
+  bool norm_plus_one = false;  // RMSNorm weights applied as (1 + w)
   bool partial_rope = false;
   bool attn_output_gate = false;
   bool gated_delta_net = false;

@@ -40,9 +40,12 @@ Model load(std::string_view spec, std::uint64_t seed, int layers, const LoadOpti
     if (!fs::exists(p / "config.json")) throw ModelError(fmt::format("{}: directory without config.json", s));
     return load_hf(s, layers, options);
   }
-  if (!fs::exists(p, ec)) throw ModelError(fmt::format("{}: no such file or directory (expected a .gguf file, an HF directory or synthetic:<preset>)", s));
+  if (!fs::exists(p, ec))
+    throw ModelError(fmt::format(
+        "{}: no such file or directory (expected a .gguf file, an HF directory or synthetic:<preset>)", s));
   if (p.extension() == ".gguf" || has_gguf_magic(p)) return load_gguf(s, layers, options);
-  throw ModelError(fmt::format("{}: not a .gguf file, a directory with config.json, or synthetic:<preset>", s));
+  throw ModelError(
+      fmt::format("{}: not a .gguf file, a directory with config.json, or synthetic:<preset>", s));
 }
 }  // namespace
 

@@ -28,7 +28,8 @@ struct LoadOptions {
 // `spec`: "synthetic:<preset>", a path to a .gguf file, or a directory with config.json and
 // *.safetensors. `seed` only affects synthetic weights; `layers` > 0 keeps the first layers
 // (tensors of later layers are not even decoded).
-Model load_model(std::string_view spec, std::uint64_t seed = 0, int layers = 0, const LoadOptions& options = {});
+Model load_model(std::string_view spec, std::uint64_t seed = 0, int layers = 0,
+                 const LoadOptions& options = {});
 // Only the configuration of `spec` (GGUF header, config.json, or the preset): what the gates
 // need, without reading or generating any weight.
 ModelConfig load_config(std::string_view spec, int layers = 0, const LoadOptions& options = {});

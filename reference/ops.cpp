@@ -13,8 +13,8 @@ namespace ds::ref {
 namespace {
 void require(bool ok, const char* op, const Tensor& a, const Tensor& b) {
   if (!ok)
-    throw std::invalid_argument(fmt::format("{}: incompatible shapes {} and {}", op, shape_str(a.shape()),
-                                            shape_str(b.shape())));
+    throw std::invalid_argument(
+        fmt::format("{}: incompatible shapes {} and {}", op, shape_str(a.shape()), shape_str(b.shape())));
 }
 Tensor like(const Tensor& x) { return Tensor(DType::f64, x.shape()); }
 }  // namespace
@@ -80,10 +80,11 @@ double dot(const W* w, const double* x, std::int64_t n) {
 }
 
 template <class W>
-void linear_rows(const double* xs, const W* ws, const double* bias, double* ys, std::int64_t rows, std::int64_t in,
-                 std::int64_t out, std::int64_t o_begin, std::int64_t o_end) {
+void linear_rows(const double* xs, const W* ws, const double* bias, double* ys, std::int64_t rows,
+                 std::int64_t in, std::int64_t out, std::int64_t o_begin, std::int64_t o_end) {
   for (std::int64_t o = o_begin; o < o_end; ++o)
-    for (std::int64_t r = 0; r < rows; ++r) ys[r * out + o] = dot(ws + o * in, xs + r * in, in) + (bias ? bias[o] : 0.0);
+    for (std::int64_t r = 0; r < rows; ++r)
+      ys[r * out + o] = dot(ws + o * in, xs + r * in, in) + (bias ? bias[o] : 0.0);
 }
 }  // namespace
 
@@ -92,7 +93,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   const std::int64_t in = w.dim(1), out = w.dim(0);
   if (bias) require(bias->numel() == out && bias->dtype() == DType::f64, "linear bias", w, *bias);
   if (w.dtype() != DType::f64 && w.dtype() != DType::f32)
-    throw std::invalid_argument(fmt::format("linear: weight dtype {} (expected f64 or f32)", dtype_name(w.dtype())));
+    throw std::invalid_argument(
+        fmt::format("linear: weight dtype {} (expected f64 or f32)", dtype_name(w.dtype())));
   const std::int64_t rows = x.dim(0);
   Tensor y(DType::f64, {rows, out});
   const double* xs = x.data<double>();
@@ -111,8 +113,8 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
 Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode,
             std::span<const double> freq_factors) {
   if (x.dim(1) % head_dim || rotary_dim > head_dim || rotary_dim % 2)
-    throw std::invalid_argument(fmt::format("rope: width {} head_dim {} rotary_dim {}", x.dim(1), head_dim,
-                                            rotary_dim));
+    throw std::invalid_argument(
+        fmt::format("rope: width {} head_dim {} rotary_dim {}", x.dim(1), head_dim, rotary_dim));
   Tensor y = x;
   const std::int64_t T = x.dim(0), heads = x.dim(1) / head_dim;
   const int half = rotary_dim / 2;
@@ -139,13 +141,15 @@ Tensor rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double thet
 std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double factor, double low_freq_factor,
                                         double high_freq_factor, double original_context) {
   std::vector<double> f(std::size_t(rotary_dim / 2), 1.0);
-  const double low_wavelen = original_context / low_freq_factor, high_wavelen = original_context / high_freq_factor;
+  const double low_wavelen = original_context / low_freq_factor,
+               high_wavelen = original_context / high_freq_factor;
   for (int i = 0; i < rotary_dim / 2; ++i) {
     const double wavelen = 2 * M_PI * std::pow(theta, 2.0 * i / rotary_dim);
     if (wavelen > low_wavelen) {
       f[std::size_t(i)] = factor;
     } else if (wavelen >= high_wavelen) {
-      const double smooth = (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      const double smooth =
+          (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
       f[std::size_t(i)] = 1.0 / ((1 - smooth) / factor + smooth);
     }
   }
@@ -155,8 +159,9 @@ std::vector<double> llama3_freq_factors(int rotary_dim, double theta, double fac
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,
                  int head_dim, int pos0, AttnScale scale, int window) {
   const std::int64_t T = q.dim(0), P = k_cache.dim(0);
-  require(q.dim(1) == std::int64_t(n_heads) * head_dim && k_cache.dim(1) == std::int64_t(n_kv_heads) * head_dim &&
-              v_cache.shape() == k_cache.shape() && P >= pos0 + T,
+  require(q.dim(1) == std::int64_t(n_heads) * head_dim &&
+              k_cache.dim(1) == std::int64_t(n_kv_heads) * head_dim && v_cache.shape() == k_cache.shape() &&
+              P >= pos0 + T,
           "attention", q, k_cache);
   const int group = n_heads / n_kv_heads;
   Tensor o(DType::f64, {T, std::int64_t(n_heads) * head_dim});
@@ -179,7 +184,8 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, 
         mx = std::max(mx, p[std::size_t(j)]);
       }
       double sum = 0;
-      for (std::int64_t j = first; j <= last; ++j) sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
+      for (std::int64_t j = first; j <= last; ++j)
+        sum += (p[std::size_t(j)] = std::exp(p[std::size_t(j)] - mx));
       double* oh = os + t * q_w + h * head_dim;
       for (std::int64_t j = first; j <= last; ++j) {
         const double w = p[std::size_t(j)] / sum;
@@ -212,7 +218,8 @@ Tensor gelu_new(const Tensor& x) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   require(a.shape() == b.shape(), "mul", a, b);
   Tensor y = like(a);
-  for (std::int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] * b.data<double>()[i];
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    y.data<double>()[i] = a.data<double>()[i] * b.data<double>()[i];
   return y;
 }
 
@@ -231,14 +238,16 @@ Tensor take_columns(const Tensor& x, int group_width, int begin, int width) {
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t g = 0; g < groups; ++g)
       for (int i = 0; i < width; ++i)
-        y.data<double>()[(t * groups + g) * width + i] = x.data<double>()[t * x.dim(1) + g * group_width + begin + i];
+        y.data<double>()[(t * groups + g) * width + i] =
+            x.data<double>()[t * x.dim(1) + g * group_width + begin + i];
   return y;
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
   require(a.shape() == b.shape(), "add", a, b);
   Tensor y = like(a);
-  for (std::int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] + b.data<double>()[i];
+  for (std::int64_t i = 0; i < y.numel(); ++i)
+    y.data<double>()[i] = a.data<double>()[i] + b.data<double>()[i];
   return y;
 }
 

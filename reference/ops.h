@@ -35,8 +35,8 @@ struct AttnScale {
 // Causal attention: q [T, H*d] at positions pos0.., k/v caches [P, Hkv*d] holding positions
 // 0..P-1 (P = pos0 + T). Query head h reads KV head h / (H / Hkv). With window > 0 the query
 // at position i sees keys i - window + 1 .. i only (Mistral).
-Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads,
-                 int n_kv_heads, int head_dim, int pos0, AttnScale scale, int window = 0);
+Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int n_heads, int n_kv_heads,
+                 int head_dim, int pos0, AttnScale scale, int window = 0);
 Tensor silu_mul(const Tensor& gate, const Tensor& up);  // silu(gate) * up
 Tensor gelu_new(const Tensor& x);                       // tanh approximation (GPT-2)
 Tensor add(const Tensor& a, const Tensor& b);

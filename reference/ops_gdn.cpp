@@ -64,8 +64,8 @@ Tensor gdn_g(const Tensor& a, const Tensor& a_neg, const Tensor& dt_bias) {
   return y;
 }
 
-Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g,
-                      const Tensor& beta, std::vector<double>& state) {
+Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& g, const Tensor& beta, std::vector<double>& state) {
   const int nk = cfg.gdn_k_heads, nv = cfg.gdn_v_heads, dk = cfg.gdn_k_dim, dv = cfg.gdn_v_dim;
   const std::int64_t T = q.dim(0);
   check(q.dim(1) == nk * dk && k.shape() == q.shape() && v.dim(1) == nv * dv && g.dim(1) == nv &&

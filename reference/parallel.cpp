@@ -31,7 +31,8 @@ int worker_count(std::int64_t work, std::int64_t min_work) {
   return int(std::min<std::int64_t>(configured_threads(), work / min_work + 1));
 }
 
-void parallel_for(std::int64_t n, std::int64_t work, const std::function<void(std::int64_t, std::int64_t)>& body) {
+void parallel_for(std::int64_t n, std::int64_t work,
+                  const std::function<void(std::int64_t, std::int64_t)>& body) {
   const int threads = int(std::min<std::int64_t>(worker_count(work), n));
   if (threads <= 1) {
     body(0, n);

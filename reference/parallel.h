@@ -12,6 +12,7 @@ namespace ds::ref {
 int worker_count(std::int64_t work, std::int64_t min_work = std::int64_t(1) << 20);
 // Overrides the thread count (0 restores the default); for tests and callers that share cores.
 void set_worker_threads(int n);
-void parallel_for(std::int64_t n, std::int64_t work, const std::function<void(std::int64_t, std::int64_t)>& body);
+void parallel_for(std::int64_t n, std::int64_t work,
+                  const std::function<void(std::int64_t, std::int64_t)>& body);
 
 }  // namespace ds::ref

@@ -45,7 +45,8 @@ TensorMap Reference::embed(std::span<const std::int32_t> tokens, int pos0) const
       throw std::out_of_range(fmt::format("{}: position {} beyond the {} learned positions", cfg_.name,
                                           pos0 + e.dim(0) - 1, pos->dim(0)));
     for (std::int64_t t = 0; t < e.dim(0); ++t)
-      for (std::int64_t i = 0; i < e.dim(1); ++i) e.data<double>()[t * e.dim(1) + i] += pos->at((pos0 + t) * e.dim(1) + i);
+      for (std::int64_t i = 0; i < e.dim(1); ++i)
+        e.data<double>()[t * e.dim(1) + i] += pos->at((pos0 + t) * e.dim(1) + i);
   }
   TensorMap out;
   out["embed"] = stage(e);
@@ -73,8 +74,8 @@ TensorMap Reference::layer(int layer, const Tensor& x, int pos0) {
     case BlockKind::gated_attn: return gated_attn_block(c, x, pos0, st);
     default: break;
   }
-  throw std::invalid_argument(fmt::format("reference: layer {} has block kind {}, which is not a layer", layer,
-                                          block_kind_name(cfg_.block_kind(layer))));
+  throw std::invalid_argument(fmt::format("reference: layer {} has block kind {}, which is not a layer",
+                                          layer, block_kind_name(cfg_.block_kind(layer))));
 }
 
 Tensor Reference::forward(std::span<const std::int32_t> tokens) {

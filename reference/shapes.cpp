@@ -12,41 +12,79 @@ struct LayerShape {
   Shape (*shape)(const ModelConfig&, BlockKind);
 };
 
-std::int64_t q_rows(const ModelConfig& c, BlockKind k) { return k == BlockKind::gated_attn ? 2 * c.q_dim() : c.q_dim(); }
+std::int64_t q_rows(const ModelConfig& c, BlockKind k) {
+  return k == BlockKind::gated_attn ? 2 * c.q_dim() : c.q_dim();
+}
 
 const LayerShape kLayer[] = {
     {"attn_norm.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
     {"attn_norm.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
     {"ffn_norm.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
     {"ffn_norm.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
-    {"attn_q.weight", [](const ModelConfig& c, BlockKind k) { return Shape{q_rows(c, k), c.hidden}; }},
+    {"attn_q.weight",
+     [](const ModelConfig& c, BlockKind k) {
+       return Shape{q_rows(c, k), c.hidden};
+     }},
     {"attn_q.bias", [](const ModelConfig& c, BlockKind k) { return Shape{q_rows(c, k)}; }},
-    {"attn_k.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.kv_dim(), c.hidden}; }},
+    {"attn_k.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.kv_dim(), c.hidden};
+     }},
     {"attn_k.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.kv_dim()}; }},
-    {"attn_v.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.kv_dim(), c.hidden}; }},
+    {"attn_v.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.kv_dim(), c.hidden};
+     }},
     {"attn_v.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.kv_dim()}; }},
     {"attn_q_norm.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.head_dim}; }},
     {"attn_k_norm.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.head_dim}; }},
-    {"attn_output.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden, c.q_dim()}; }},
+    {"attn_output.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.hidden, c.q_dim()};
+     }},
     {"attn_output.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
     {"attn_qkv.weight",
      [](const ModelConfig& c, BlockKind k) {
        return Shape{k == BlockKind::gdn ? c.gdn_conv_dim() : 3 * c.hidden, c.hidden};
      }},
     {"attn_qkv.bias", [](const ModelConfig& c, BlockKind) { return Shape{3 * c.hidden}; }},
-    {"attn_gate.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_value_dim(), c.hidden}; }},
-    {"ssm_beta.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_v_heads, c.hidden}; }},
-    {"ssm_alpha.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_v_heads, c.hidden}; }},
-    {"ssm_conv1d.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_conv_dim(), c.conv_kernel}; }},
+    {"attn_gate.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.gdn_value_dim(), c.hidden};
+     }},
+    {"ssm_beta.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.gdn_v_heads, c.hidden};
+     }},
+    {"ssm_alpha.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.gdn_v_heads, c.hidden};
+     }},
+    {"ssm_conv1d.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.gdn_conv_dim(), c.conv_kernel};
+     }},
     {"ssm_dt.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_v_heads}; }},
     {"ssm_a", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_v_heads}; }},
     {"ssm_norm.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.gdn_v_dim}; }},
-    {"ssm_out.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden, c.gdn_value_dim()}; }},
-    {"ffn_gate.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.ffn, c.hidden}; }},
+    {"ssm_out.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.hidden, c.gdn_value_dim()};
+     }},
+    {"ffn_gate.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.ffn, c.hidden};
+     }},
     {"ffn_gate.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.ffn}; }},
-    {"ffn_up.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.ffn, c.hidden}; }},
+    {"ffn_up.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.ffn, c.hidden};
+     }},
     {"ffn_up.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.ffn}; }},
-    {"ffn_down.weight", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden, c.ffn}; }},
+    {"ffn_down.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.hidden, c.ffn};
+     }},
     {"ffn_down.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
 };
 }  // namespace
@@ -73,8 +111,8 @@ void check_shapes(const Model& model) {
     // GGUF position tables may be shorter than the context: only the width must agree.
     if (name == "position_embd.weight" && t.rank() == 2 && t.dim(1) == (*want)[1]) continue;
     if (t.shape() != *want)
-      throw ModelError(fmt::format("{}: tensor {} has shape {}, the config implies {}", model.config.name, name,
-                                   shape_str(t.shape()), shape_str(*want)));
+      throw ModelError(fmt::format("{}: tensor {} has shape {}, the config implies {}", model.config.name,
+                                   name, shape_str(t.shape()), shape_str(*want)));
   }
 }
 

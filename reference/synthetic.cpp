@@ -64,8 +64,8 @@ ModelConfig gpt2(int layers, int hidden, int heads, int ffn, int vocab, int posi
 }
 
 // Qwen3.5-style hybrid: every `interval`-th layer is gated full attention, the rest GDN.
-ModelConfig qwen3next(int layers, int interval, int hidden, int heads, int kv, int head_dim, int ffn, int vocab,
-                      int nk, int nv, int dk, int dv) {
+ModelConfig qwen3next(int layers, int interval, int hidden, int heads, int kv, int head_dim, int ffn,
+                      int vocab, int nk, int nv, int dk, int dv) {
   ModelConfig c = decoder(Family::qwen3next, layers, hidden, heads, kv, head_dim, ffn, vocab);
   c.rope_theta = 1e7;
   c.norm_eps = 1e-6;
@@ -131,7 +131,8 @@ std::uint64_t splitmix(std::uint64_t& x) {
 
 }  // namespace
 
-NormalStream::NormalStream(std::uint64_t seed, std::string_view name) : state_(fnv1a(name, seed * 0x9E37u + 7)) {}
+NormalStream::NormalStream(std::uint64_t seed, std::string_view name)
+    : state_(fnv1a(name, seed * 0x9E37u + 7)) {}
 
 double NormalStream::next() {
   if (have_spare_) {
@@ -160,8 +161,8 @@ ModelConfig synthetic_config(std::string_view preset) {
       c.name = fmt::format("synthetic:{}", preset);
       return c;
     }
-  throw std::invalid_argument(fmt::format("unknown synthetic model '{}' (known: {})", preset,
-                                          fmt::join(synthetic_presets(), ", ")));
+  throw std::invalid_argument(
+      fmt::format("unknown synthetic model '{}' (known: {})", preset, fmt::join(synthetic_presets(), ", ")));
 }
 
 namespace {
@@ -183,7 +184,8 @@ void fast_fill(float* out, std::int64_t n, std::uint64_t state, double mean, dou
   }
 }
 
-void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape shape, double mean, double std) {
+void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape shape, double mean,
+          double std) {
   Tensor t(DType::f32, std::move(shape));
   float* out = t.data<float>();
   const std::int64_t n = t.numel();
@@ -194,7 +196,8 @@ void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape sh
     parallel_for((n + kChunk - 1) / kChunk, n * 64, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t ch = b; ch < e; ++ch) {
         const std::int64_t begin = ch * kChunk, end = std::min(n, begin + kChunk);
-        fast_fill(out + begin, end - begin, fnv1a(fmt::format("{}#{}", name, ch), seed * 0x9E37u + 7), mean, std);
+        fast_fill(out + begin, end - begin, fnv1a(fmt::format("{}#{}", name, ch), seed * 0x9E37u + 7), mean,
+                  std);
       }
     });
   }
@@ -206,11 +209,13 @@ void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape sh
 void fill_plus_one(WeightStore& ws, std::uint64_t seed, const std::string& name, std::int64_t n) {
   Tensor t(DType::f32, {n});
   NormalStream rng(seed, name);
-  for (std::int64_t i = 0; i < n; ++i) t.data<float>()[i] = float(double(float(1.0 + 0.05 * rng.next())) - 1.0);
+  for (std::int64_t i = 0; i < n; ++i)
+    t.data<float>()[i] = float(double(float(1.0 + 0.05 * rng.next())) - 1.0);
   ws.put(name, std::move(t));
 }
 
-void attention_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l, std::int64_t q_rows) {
+void attention_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l,
+                       std::int64_t q_rows) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, Q = c.q_dim(), KV = c.kv_dim();
   fill(ws, seed, n("attn_q.weight"), {q_rows, D}, 0.0, 0.02);
@@ -321,7 +326,8 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
     if (kind == BlockKind::gdn)
       gdn_weights(ws, seed, c, l);
     else
-      attention_weights(ws, seed, c, l, kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
+      attention_weights(ws, seed, c, l,
+                        kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
     swiglu_weights(ws, seed, c, l);
   }
   return m;

@@ -64,14 +64,17 @@ DiffReport diff_traces(const TraceReader& base, const TraceReader& current, cons
     const StageResult& c = *it->second;
     if (is_failure(c) && !is_failure(b)) {
       add(DiffFinding::Kind::new_failure, c,
-          fmt::format("was {}, now {}{}", status_name(b.status), status_name(c.status), c.note.empty() ? "" : ": " + c.note));
+          fmt::format("was {}, now {}{}", status_name(b.status), status_name(c.status),
+                      c.note.empty() ? "" : ": " + c.note));
     }
     if (c.m.nan_cand > b.m.nan_cand)
       add(DiffFinding::Kind::new_nan, c, fmt::format("NaN count {} -> {}", b.m.nan_cand, c.m.nan_cand));
     if (measured(b) && measured(c)) {
-      for (auto [name, bv, cv] : {std::tuple{"max_abs", b.m.max_abs, c.m.max_abs}, std::tuple{"rms", b.m.rms, c.m.rms}})
+      for (auto [name, bv, cv] :
+           {std::tuple{"max_abs", b.m.max_abs, c.m.max_abs}, std::tuple{"rms", b.m.rms, c.m.rms}})
         if (grew(bv, cv, opt.factor)) {
-          add(DiffFinding::Kind::error_grew, c, fmt::format("{} grew {:.3g} -> {:.3g} (more than {:g}x)", name, bv, cv, opt.factor));
+          add(DiffFinding::Kind::error_grew, c,
+              fmt::format("{} grew {:.3g} -> {:.3g} (more than {:g}x)", name, bv, cv, opt.factor));
           break;
         }
       if (b.cand_hash != c.cand_hash && b.cand_hash && c.cand_hash)

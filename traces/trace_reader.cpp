@@ -56,7 +56,8 @@ std::int64_t dataset_size(hid_t d) {
 TraceReader::TraceReader(const std::string& path) : path_(path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw TraceError(fmt::format("{}: no such trace file", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw TraceError(fmt::format("{}: no such trace file", path));
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw TraceError(fmt::format("{}: not an HDF5 file (truncated, or not a Driftscope trace)", path));
   // SWMR read opens files whose writer was killed mid-run, as well as finished ones.
@@ -64,8 +65,8 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
   if (file_ < 0) file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (file_ < 0) throw TraceError(fmt::format("{}: HDF5 cannot open the file (truncated or corrupt?)", path));
   if (read_string_attr(file_, "schema") != kSchema)
-    throw TraceError(fmt::format("{}: an HDF5 file but not a Driftscope trace (no schema attribute '{}')", path,
-                                 kSchema));
+    throw TraceError(
+        fmt::format("{}: an HDF5 file but not a Driftscope trace (no schema attribute '{}')", path, kSchema));
   version_ = read_int_attr(file_, "version");
   if (version_ > kVersion)
     throw TraceError(fmt::format("{}: trace schema version {} is newer than this driftscope reads ({})", path,
@@ -129,7 +130,8 @@ std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset
   return out;
 }
 
-std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode, const std::string& stage) const {
+std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode,
+                                                       const std::string& stage) const {
   if (H5Lexists(file_, "/inputs", H5P_DEFAULT) <= 0) return std::nullopt;
   const hid_t d = H5Dopen2(file_, kInputIndex, H5P_DEFAULT);
   if (d < 0) return std::nullopt;
@@ -161,12 +163,14 @@ std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode
 }
 
 Tensor TraceReader::ref_tensor(const TraceRow& row) const {
-  if (row.ref_offset < 0) throw TraceError(fmt::format("{}: stage {} has no stored tensors", path_, row.result.key.stage));
+  if (row.ref_offset < 0)
+    throw TraceError(fmt::format("{}: stage {} has no stored tensors", path_, row.result.key.stage));
   return Tensor::from_f64(row.result.shape, read_pool(kRefPool, row.ref_offset, numel(row.result.shape)));
 }
 
 Tensor TraceReader::cand_tensor(const TraceRow& row) const {
-  if (row.cand_offset < 0) throw TraceError(fmt::format("{}: stage {} has no stored tensors", path_, row.result.key.stage));
+  if (row.cand_offset < 0)
+    throw TraceError(fmt::format("{}: stage {} has no stored tensors", path_, row.result.key.stage));
   return Tensor::from_f64(row.result.shape, read_pool(kCandPool, row.cand_offset, numel(row.result.shape)));
 }
 

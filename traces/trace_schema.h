@@ -49,9 +49,9 @@ struct SummaryRow {
   std::int64_t ref_offset, cand_offset, tokens_offset;  // into the pools; -1 when not captured
   std::int32_t n_tokens;
   char note[kNoteChars];
-  std::uint8_t expected;  // a missing/skipped stage the policy expected
+  std::uint8_t expected;                            // a missing/skipped stage the policy expected
   double floor_max_abs, floor_rms, floor_mean_abs;  // noise floor; NaN when not computed
-  std::uint64_t cand_hash;  // FNV-1a of the candidate's stored bytes; 0 when none
+  std::uint64_t cand_hash;                          // FNV-1a of the candidate's stored bytes; 0 when none
 };
 
 // One captured input tensor of one candidate step (a row of /inputs/index).

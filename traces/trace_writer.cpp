@@ -80,7 +80,8 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
     try {
       stage_filter_.emplace(opt_.stage_filter);
     } catch (const std::regex_error& e) {
-      throw TraceError(fmt::format("stage filter '{}' is not a valid regex: {}", opt_.stage_filter, e.what()));
+      throw TraceError(
+          fmt::format("stage filter '{}' is not a valid regex: {}", opt_.stage_filter, e.what()));
     }
   }
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -91,7 +92,8 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   if (file_ < 0) throw TraceError(fmt::format("{}: cannot create the trace file", path));
   write_string_attr(file_, "schema", kSchema);
   write_int_attr(file_, "version", kVersion);
-  for (const auto& [k, v] : root_attrs.items()) write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
+  for (const auto& [k, v] : root_attrs.items())
+    write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
   write_string_attr(file_, "run", run.dump());
   write_string_attr(file_, "capture", std::string(capture_name(opt_.capture)));
   write_string_attr(file_, "capture_stages", opt_.stage_filter);
@@ -105,7 +107,8 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   input_type_ = input_row_type();
   inputs_ = make_pool(file_, kInputPool, H5T_NATIVE_DOUBLE, 16384, true);
   input_index_ = make_pool(file_, kInputIndex, input_type_, 64, false);
-  if (inputs_ < 0 || input_index_ < 0) throw TraceError(fmt::format("{}: cannot create the input datasets", path));
+  if (inputs_ < 0 || input_index_ < 0)
+    throw TraceError(fmt::format("{}: cannot create the input datasets", path));
   if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0)
     throw TraceError(fmt::format("{}: cannot create the trace datasets", path));
   check(H5Fstart_swmr_write(file_), "start SWMR writing", path_);
@@ -151,8 +154,8 @@ void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* 
   pending_.push_back(row);
 }
 
-void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens, const std::string& kernel_step,
-                                const std::vector<std::string>& outputs,
+void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens,
+                                const std::string& kernel_step, const std::vector<std::string>& outputs,
                                 const std::map<std::string, Tensor, std::less<>>& inputs) {
   std::string outs;
   for (const auto& o : outputs) outs += (outs.empty() ? "" : ",") + o;
@@ -179,7 +182,8 @@ void TraceWriter::flush() {
   if (file_ < 0) return;
   append_1d(summary_, row_type_, rows_, pending_.data(), pending_.size());
   pending_.clear();
-  for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, summary_}) check(H5Dflush(d), "flush a dataset", path_);
+  for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, summary_})
+    check(H5Dflush(d), "flush a dataset", path_);
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
 }
 

@@ -40,7 +40,8 @@ class TraceWriter {
   void append(const StageResult& r, const Tensor* ref, const Tensor* cand);
   // Stores the inputs a candidate step was given (for `driftscope replay`).
   void append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens, const std::string& kernel_step,
-                     const std::vector<std::string>& outputs, const std::map<std::string, Tensor, std::less<>>& inputs);
+                     const std::vector<std::string>& outputs,
+                     const std::map<std::string, Tensor, std::less<>>& inputs);
   // Writes the buffered rows and tensors and makes them durable.
   void flush();
   // Flushes, stores the run's result JSON and closes the file.
@@ -54,7 +55,8 @@ class TraceWriter {
   std::string path_;
   WriterOptions opt_;
   std::optional<std::regex> stage_filter_;  // compiled once: captures() runs for every row
-  hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1, tokens_ = -1, result_ = -1, row_type_ = -1;
+  hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1,
+        tokens_ = -1, result_ = -1, row_type_ = -1;
   std::int64_t inputs_size_ = 0, input_rows_ = 0, rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;
   std::vector<SummaryRow> pending_;
 };

@@ -85,16 +85,19 @@ double best_seconds(F&& f, int reps = 3) {
 
 void BM_ReadBaseline(benchmark::State& state) {
   const Data& d = data();
-  for (auto _ : state) benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements));
   state.SetBytesProcessed(state.iterations() * bytes());
 }
 BENCHMARK(BM_ReadBaseline)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_ComputeMetrics(benchmark::State& state) {
   const Data& d = data();
-  const double baseline = best_seconds([&] { benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements)); });
+  const double baseline = best_seconds(
+      [&] { benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements)); });
   for (auto _ : state) {
-    auto m = ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6}, int(state.range(0)));
+    auto m =
+        ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6}, int(state.range(0)));
     benchmark::DoNotOptimize(m);
   }
   state.SetBytesProcessed(state.iterations() * bytes());
@@ -111,8 +114,12 @@ int compare_with_numpy() {
     out.write(reinterpret_cast<const char*>(d.ref.raw()), std::streamsize(d.ref.nbytes()));
     out.write(reinterpret_cast<const char*>(d.cand.raw()), std::streamsize(d.cand.nbytes()));
   }
-  const double ours = best_seconds([&] { benchmark::DoNotOptimize(ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6})); });
-  const double base = best_seconds([&] { benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements)); });
+  const double ours = best_seconds([&] {
+    benchmark::DoNotOptimize(
+        ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6}));
+  });
+  const double base = best_seconds(
+      [&] { benchmark::DoNotOptimize(read_both(d.ref.data<float>(), d.cand.data<float>(), g_elements)); });
   const std::string cmd = fmt::format("/usr/bin/python3 {} {} {}", DS_NUMPY_SCRIPT, raw.string(), g_elements);
   std::FILE* p = ::popen(cmd.c_str(), "r");
   double numpy = -1;
@@ -126,11 +133,14 @@ int compare_with_numpy() {
   const auto m = ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6});
   fmt::print("ours  max_abs {:.9g} mismatches {} max_ulp {}\n", m.max_abs, m.mismatches, m.max_ulp);
   const double gb = double(bytes()) / 1e9;
-  fmt::print("{} f32 pairs ({:.0f} MB), {} threads\n", g_elements, gb * 1e3, std::thread::hardware_concurrency());
+  fmt::print("{} f32 pairs ({:.0f} MB), {} threads\n", g_elements, gb * 1e3,
+             std::thread::hardware_concurrency());
   fmt::print("read baseline : {:8.2f} GB/s\n", gb / base);
   fmt::print("compare engine: {:8.2f} GB/s = {:.2f} x baseline\n", gb / ours, base / ours);
-  if (numpy > 0) fmt::print("numpy         : {:8.2f} GB/s; engine is {:.1f} x numpy\n", gb / numpy, numpy / ours);
-  else fmt::print("numpy         : not measured (python3/numpy unavailable, rc {})\n", rc);
+  if (numpy > 0)
+    fmt::print("numpy         : {:8.2f} GB/s; engine is {:.1f} x numpy\n", gb / numpy, numpy / ours);
+  else
+    fmt::print("numpy         : not measured (python3/numpy unavailable, rc {})\n", rc);
   return numpy > 0 ? 0 : 1;
 }
 
@@ -140,9 +150,12 @@ int main(int argc, char** argv) {
   bool numpy = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--elements=", 11) == 0) g_elements = std::atoll(argv[i] + 11);
-    else if (std::strcmp(argv[i], "--numpy") == 0) numpy = true;
-    else args.push_back(argv[i]);
+    if (std::strncmp(argv[i], "--elements=", 11) == 0)
+      g_elements = std::atoll(argv[i] + 11);
+    else if (std::strcmp(argv[i], "--numpy") == 0)
+      numpy = true;
+    else
+      args.push_back(argv[i]);
   }
   int n = int(args.size());
   benchmark::Initialize(&n, args.data());

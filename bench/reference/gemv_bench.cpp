@@ -17,7 +17,7 @@ struct Proj {
   std::int64_t out, in;
 };
 // qwen2.5-0.5b: hidden 896, 14 heads x 64, 2 KV heads, ffn 4864.
-constexpr Proj kProj[] = {{"q", 896, 896},      {"k", 128, 896},     {"v", 128, 896},  {"o", 896, 896},
+constexpr Proj kProj[] = {{"q", 896, 896},     {"k", 128, 896},   {"v", 128, 896},    {"o", 896, 896},
                           {"gate", 4864, 896}, {"up", 4864, 896}, {"down", 896, 4864}};
 
 ds::Tensor random(ds::Shape s, ds::DType t) {
@@ -81,7 +81,8 @@ void BM_DecodeStepAllProjections(benchmark::State& state) {
   double seconds = 0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < ws.size(); ++i) benchmark::DoNotOptimize(ds::ref::linear(xs[i], ws[i], nullptr));
+    for (std::size_t i = 0; i < ws.size(); ++i)
+      benchmark::DoNotOptimize(ds::ref::linear(xs[i], ws[i], nullptr));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   state.SetBytesProcessed(std::int64_t(state.iterations()) * std::int64_t(bytes));

@@ -30,8 +30,8 @@ __attribute__((noinline)) void plain_gemv(const float* W, const float* x, float*
   }
 }
 
-double best_plain_seconds(const std::vector<float>& W, const std::vector<float>& x, std::vector<float>& y, int rows,
-                          int cols) {
+double best_plain_seconds(const std::vector<float>& W, const std::vector<float>& x, std::vector<float>& y,
+                          int rows, int cols) {
   double best = 1e30;
   for (int rep = 0; rep < 15; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -69,7 +69,11 @@ void GemvVsPlainLoop(benchmark::State& state) {
   state.counters["ns_per_cuda_thread"] = best * 1e9 / (static_cast<double>(rows) * 32);
 }
 
-BENCHMARK(GemvVsPlainLoop)->Args({4864, 896})->Args({896, 896})->Args({37, 100})->Unit(benchmark::kMillisecond);
+BENCHMARK(GemvVsPlainLoop)
+    ->Args({4864, 896})
+    ->Args({896, 896})
+    ->Args({37, 100})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -14,7 +14,9 @@
 namespace ds::cpu {
 
 namespace {
-const Tensor& in(const TensorMap& inputs, std::string_view name) { return input(inputs, name, "cpu candidate"); }
+const Tensor& in(const TensorMap& inputs, std::string_view name) {
+  return input(inputs, name, "cpu candidate");
+}
 }  // namespace
 
 CandidatePtr CpuCandidate::v1_ops() {
@@ -36,22 +38,28 @@ std::string CpuCandidate::name() const {
 }
 
 std::string CpuCandidate::description() const {
-  if (v1_) return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, no bias";
+  if (v1_)
+    return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
+           "no bias";
   switch (bug_) {
-    case PlantedBug::none: return "f32 math with every stage output stored as f16: a correct low-precision implementation";
-    case PlantedBug::segv_at_layer1: return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
+    case PlantedBug::none:
+      return "f32 math with every stage output stored as f16: a correct low-precision implementation";
+    case PlantedBug::segv_at_layer1:
+      return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
     case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
-    case PlantedBug::hang_at_layer1: return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
+    case PlantedBug::hang_at_layer1:
+      return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
     case PlantedBug::drift_from_layer3:
-      return "cpu-f16 whose layer output is scaled by 1.01 from layer 3 on: a small systematic error that compounds";
+      return "cpu-f16 whose layer output is scaled by 1.01 from layer 3 on: a small systematic error that "
+             "compounds";
   }
   return "?";
 }
 
 OpSet CpuCandidate::capabilities() const {
   if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
-  return {Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU,
-          Op::RMSNorm, Op::BiasAdd, Op::QkNorm};
+  return {Op::RoPE,       Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,
+          Op::CausalMask, Op::SwiGLU,   Op::RMSNorm,     Op::BiasAdd, Op::QkNorm};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
@@ -130,7 +138,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     Mat e(tok.numel(), table.cols);
     for (std::int64_t t = 0; t < tok.numel(); ++t) {
       const auto id = std::int64_t(tok.at(t));
-      if (id < 0 || id >= table.rows) throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
+      if (id < 0 || id >= table.rows)
+        throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
       std::copy_n(table.row(id), table.cols, e.row(t));
     }
     out("embed", e);
@@ -138,7 +147,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out("final_norm", rmsnorm(x("x"), w(kModelLayer, "output_norm.weight").v, float(c.norm_eps), c.hidden));
   } else if (s == "lm_head") {
     auto it = w_.find("output.weight");
-    out("logits", linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
+    out("logits",
+        linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
   } else if (s == "attn_norm" || s == "ffn_norm") {
     out(s, rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), w(l, fmt::format("{}.weight", s)).v,
                    float(c.norm_eps), c.hidden));

@@ -11,8 +11,8 @@
 
 namespace ds::gpu {
 
-using cpu::Mat;
 using cpu::input;
+using cpu::Mat;
 using cpu::to_f16;
 using cpu::to_mat;
 
@@ -41,7 +41,8 @@ float softplusf(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 template <class T>
 class Dev {
  public:
-  Dev(const dsk::KernelTable& k, std::size_t n) : k_(&k), n_(n), p_(static_cast<T*>(k.alloc(n * sizeof(T)))) {}
+  Dev(const dsk::KernelTable& k, std::size_t n)
+      : k_(&k), n_(n), p_(static_cast<T*>(k.alloc(n * sizeof(T)))) {}
   Dev(const dsk::KernelTable& k, const std::vector<T>& v) : Dev(k, v.size()) {
     k.to_device(p_, v.data(), n_ * sizeof(T));
   }
@@ -54,7 +55,9 @@ class Dev {
     k_->to_host(v.data(), p_ + from, v.size() * sizeof(T));
     return v;
   }
-  void put(const std::vector<T>& v, std::size_t at) const { k_->to_device(p_ + at, v.data(), v.size() * sizeof(T)); }
+  void put(const std::vector<T>& v, std::size_t at) const {
+    k_->to_device(p_ + at, v.data(), v.size() * sizeof(T));
+  }
 
  private:
   const dsk::KernelTable* k_;
@@ -66,14 +69,18 @@ std::vector<float> zeros(std::size_t n) { return std::vector<float>(n, 0.0f); }
 
 }  // namespace
 
-GdnCandidate::GdnCandidate(const dsk::KernelTable& table, std::string name, std::string description, bool fused_ops,
-                           int bug)
-    : k_(table), name_(std::move(name)), description_(std::move(description)), fused_ops_(fused_ops), bug_(bug) {}
+GdnCandidate::GdnCandidate(const dsk::KernelTable& table, std::string name, std::string description,
+                           bool fused_ops, int bug)
+    : k_(table),
+      name_(std::move(name)),
+      description_(std::move(description)),
+      fused_ops_(fused_ops),
+      bug_(bug) {}
 
 OpSet GdnCandidate::capabilities() const {
-  OpSet ops{Op::RoPE,    Op::RoPENeox,       Op::RoPEPartial,    Op::GQA,           Op::MHA,
-            Op::CausalMask, Op::SwiGLU,      Op::RMSNorm,        Op::RMSNormPlusOne, Op::BiasAdd,
-            Op::QkNorm,  Op::AttnOutputGate, Op::GatedDeltaNet,  Op::SsmConv};
+  OpSet ops{Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::GQA,     Op::MHA,    Op::CausalMask,
+            Op::SwiGLU,        Op::RMSNorm,  Op::RMSNormPlusOne, Op::BiasAdd, Op::QkNorm, Op::AttnOutputGate,
+            Op::GatedDeltaNet, Op::SsmConv};
   if (fused_ops_)
     for (Op op : {Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds}) ops.add(op);
   return ops;
@@ -87,7 +94,8 @@ std::vector<KernelStep> GdnCandidate::plan(const ModelConfig&, BlockKind kind) c
   std::vector<KernelStep> p;
   switch (kind) {
     case BlockKind::embed: return {{"embedding", {"tokens"}, {"embed"}}};
-    case BlockKind::head: return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::head:
+      return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
     case BlockKind::gdn:
       p = {{"attn_norm", {"x"}, {"attn_norm"}},
            {"gdn_in_proj", {"attn_norm"}, {"qkv_mixed", "z_gate", "beta", "g"}},
@@ -115,20 +123,23 @@ std::vector<KernelStep> GdnCandidate::plan(const ModelConfig&, BlockKind kind) c
 void GdnCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
   if (cfg.gdn_head_map != GdnHeadMap::grouped)
-    throw std::runtime_error(fmt::format("{}: kernels/gdn.cu implements the grouped GDN head map only", name_));
+    throw std::runtime_error(
+        fmt::format("{}: kernels/gdn.cu implements the grouped GDN head map only", name_));
   if (cfg.conv_state_rows() != cfg.conv_kernel - 1)
     throw std::runtime_error(fmt::format("{}: kernels/ssm_conv.cu keeps K-1 conv taps (ggml layout)", name_));
   cfg_ = cfg;
   w_.clear();
   for (const char* n : {"token_embd.weight", "output.weight", "output_norm.weight"})
     if (const Tensor* t = weights.find(n)) w_[n] = to_mat(*t);
-  static const char* const kRoles[] = {
-      "attn_norm.weight", "attn_qkv.weight", "attn_gate.weight", "ssm_beta.weight",    "ssm_alpha.weight",
-      "ssm_a",            "ssm_dt.bias",     "ssm_conv1d.weight", "ssm_norm.weight",   "ssm_out.weight",
-      "attn_q.weight",    "attn_k.weight",   "attn_v.weight",    "attn_q.bias",        "attn_k.bias",
-      "attn_v.bias",      "attn_q_norm.weight", "attn_k_norm.weight", "attn_output.weight", "attn_output.bias",
-      "ffn_norm.weight",  "ffn_gate.weight", "ffn_up.weight",    "ffn_down.weight",    "ffn_gate.bias",
-      "ffn_up.bias",      "ffn_down.bias"};
+  static const char* const kRoles[] = {"attn_norm.weight",   "attn_qkv.weight",    "attn_gate.weight",
+                                       "ssm_beta.weight",    "ssm_alpha.weight",   "ssm_a",
+                                       "ssm_dt.bias",        "ssm_conv1d.weight",  "ssm_norm.weight",
+                                       "ssm_out.weight",     "attn_q.weight",      "attn_k.weight",
+                                       "attn_v.weight",      "attn_q.bias",        "attn_k.bias",
+                                       "attn_v.bias",        "attn_q_norm.weight", "attn_k_norm.weight",
+                                       "attn_output.weight", "attn_output.bias",   "ffn_norm.weight",
+                                       "ffn_gate.weight",    "ffn_up.weight",      "ffn_down.weight",
+                                       "ffn_gate.bias",      "ffn_up.bias",        "ffn_down.bias"};
   for (int l = 0; l < cfg.n_layers; ++l)
     for (const char* role : kRoles)
       if (const Tensor* t = weights.find_layer(l, role)) w_[layer_weight(l, role)] = to_mat(*t);
@@ -150,7 +161,8 @@ std::vector<float> GdnCandidate::norm_w(int layer, std::string_view role) const 
 }
 
 // The causal conv + SiLU of one layer, with the conv state in the kernels' [C, K-1] layout.
-void GdnCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor& prev, TensorMap& out) const {
+void GdnCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor& prev,
+                             TensorMap& out) const {
   const int T = int(xt.dim(0)), C = cfg_.gdn_conv_dim(), K = cfg_.conv_kernel, S = K - 1;
   const std::size_t slot = std::size_t(C) * S;
   std::vector<float> taps = zeros(slot);  // [C, S], oldest first
@@ -207,8 +219,8 @@ void GdnCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
     for (int h = 0; h < nv; ++h)
       for (int i = 0; i < dk; ++i)
         for (int j = 0; j < dv; ++j)
-          s0[(std::size_t(h) * dk + i) * dv + j] =
-              float(prev.at(key_major ? (std::int64_t(h) * dk + i) * dv + j : (std::int64_t(h) * dv + j) * dk + i));
+          s0[(std::size_t(h) * dk + i) * dv + j] = float(
+              prev.at(key_major ? (std::int64_t(h) * dk + i) * dv + j : (std::int64_t(h) * dv + j) * dk + i));
   const Dev<float> qd(k_, q.v), kd(k_, k.v), vd(k_, v.v), gd(k_, g.v), bd(k_, beta.v),
       o(k_, std::size_t(T) * nv * dv);
   std::vector<float> s1;
@@ -219,8 +231,8 @@ void GdnCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
     const Dev<float> cache(k_, zeros(2 * slot)), scratch(k_, slot);
     cache.put(s0, std::size_t(src) * slot);
     const Dev<std::int32_t> ids(k_, std::vector<std::int32_t>{src});
-    k_.gdn_inplace_ids(qd.p(), kd.p(), vd.p(), gd.p(), bd.p(), cache.p(), ids.p(), 0, scratch.p(), o.p(), 1, nk, nv,
-                       dk, dv, bug_);
+    k_.gdn_inplace_ids(qd.p(), kd.p(), vd.p(), gd.p(), bd.p(), cache.p(), ids.p(), 0, scratch.p(), o.p(), 1,
+                       nk, nv, dk, dv, bug_);
     s1 = cache.get(0, slot);
   } else if (decode && cfg_.gdn_fused.has(Op::GdnInplace)) {
     const Dev<float> cache(k_, s0);  // op A: the state slot read and rewritten in place
@@ -242,7 +254,8 @@ void GdnCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
   out["gdn_state"] = to_f16(st);
 }
 
-void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) {
+void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                       TensorMap& outputs) {
   const ModelConfig& c = cfg_;
   const int l = ctx.layer, d = c.head_dim;
   const float eps = float(c.norm_eps);
@@ -260,7 +273,8 @@ void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     Mat e(tok.numel(), E.cols);
     for (std::int64_t t = 0; t < tok.numel(); ++t) {
       const auto id = std::int64_t(tok.at(t));
-      if (id < 0 || id >= E.rows) throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
+      if (id < 0 || id >= E.rows)
+        throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
       std::copy(E.row(id), E.row(id) + E.cols, e.row(t));
     }
     put("embed", e);
@@ -268,7 +282,8 @@ void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     put(s, cpu::rmsnorm(x("x"), norm_w(kModelLayer, "output_norm.weight"), eps, c.hidden));
   } else if (s == "lm_head") {
     const Mat* lm = w_opt(kModelLayer, "output.weight");
-    put("logits", cpu::linear(x("final_norm"), lm != nullptr ? *lm : w(kModelLayer, "token_embd.weight"), {}));
+    put("logits",
+        cpu::linear(x("final_norm"), lm != nullptr ? *lm : w(kModelLayer, "token_embd.weight"), {}));
   } else if (s == "attn_norm" || s == "ffn_norm") {
     put(s, cpu::rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), norm_w(l, fmt::format("{}.weight", s)), eps,
                         c.hidden));
@@ -321,8 +336,9 @@ void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     put("gated_norm", o);
   } else if (s == "out_proj_add" || s == "o_proj_add") {
     const bool gdn = s == "out_proj_add";
-    const Mat y = cpu::linear(x(gdn ? "gated_norm" : "attn_gated"), w(l, gdn ? "ssm_out.weight" : "attn_output.weight"),
-                              gdn ? std::span<const float>{} : bias("attn_output.bias"));
+    const Mat y =
+        cpu::linear(x(gdn ? "gated_norm" : "attn_gated"), w(l, gdn ? "ssm_out.weight" : "attn_output.weight"),
+                    gdn ? std::span<const float>{} : bias("attn_output.bias"));
     put(gdn ? "out_proj" : "attn_out", y);
     put("residual_1", cpu::add(x("x"), y));
   } else if (s == "q_proj") {
@@ -346,7 +362,8 @@ void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     put("q_rope", cpu::rope(x("q_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
     put("k_rope", cpu::rope(x("k_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
   } else if (s == "attention") {
-    put("attn", cpu::attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, d, ctx.pos0));
+    put("attn",
+        cpu::attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, d, ctx.pos0));
   } else if (s == "attn_gate_mul") {
     Mat a = x("attn");
     const Mat g = x("attn_gate");

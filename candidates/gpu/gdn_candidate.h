@@ -47,7 +47,8 @@ class GdnCandidate final : public Candidate {
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
-  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+           TensorMap& outputs) override;
 
  private:
   const cpu::Mat& w(int layer, std::string_view role) const;

@@ -16,7 +16,9 @@ namespace {
 class DevBuf {
  public:
   DevBuf(const dsk::KernelTable& k, std::size_t bytes) : k_(&k), p_(k.alloc(bytes)), bytes_(bytes) {}
-  DevBuf(const dsk::KernelTable& k, const Tensor& t) : DevBuf(k, t.nbytes()) { k.to_device(p_, t.raw(), t.nbytes()); }
+  DevBuf(const dsk::KernelTable& k, const Tensor& t) : DevBuf(k, t.nbytes()) {
+    k.to_device(p_, t.raw(), t.nbytes());
+  }
   DevBuf(DevBuf&& o) noexcept : k_(o.k_), p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
   DevBuf(const DevBuf&) = delete;
   DevBuf& operator=(const DevBuf&) = delete;
@@ -43,8 +45,8 @@ const Tensor& in(const TensorMap& inputs, std::string_view name) {
   auto it = inputs.find(name);
   if (it == inputs.end()) throw std::logic_error(fmt::format("gpu candidate: input '{}' not provided", name));
   if (it->second.dtype() != DType::f16 && it->second.dtype() != DType::i32)
-    throw std::logic_error(fmt::format("gpu candidate: input '{}' is {}, expected f16", name,
-                                       dtype_name(it->second.dtype())));
+    throw std::logic_error(
+        fmt::format("gpu candidate: input '{}' is {}, expected f16", name, dtype_name(it->second.dtype())));
   return it->second;
 }
 
@@ -71,9 +73,11 @@ OpSet GpuCandidate::capabilities() const {
 std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   switch (kind) {
     case BlockKind::embed: return {{"embedding", {"tokens"}, {"embed"}}};
-    case BlockKind::head: return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::head:
+      return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
     case BlockKind::decoder: {
-      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}}, {"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
+      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
+                                   {"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
       if (cfg.qk_norm) p.push_back({"qk_norm", {"q", "k"}, {"q_norm", "k_norm"}});
       if (cfg.qk_norm)
         p.push_back({"rope", {"q_norm", "k_norm"}, {"q_rope", "k_rope"}});
@@ -96,9 +100,10 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
   const DType dt = parts.front()->dtype();
   bool same = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   for (const Tensor* t : parts) same = same && t->dtype() == dt;
-  const dsk::WType wt = !same ? dsk::WType::f32 : dt == DType::f16 ? dsk::WType::f16
-                                               : dt == DType::bf16 ? dsk::WType::bf16
-                                                                   : dsk::WType::f32;
+  const dsk::WType wt = !same               ? dsk::WType::f32
+                        : dt == DType::f16  ? dsk::WType::f16
+                        : dt == DType::bf16 ? dsk::WType::bf16
+                                            : dsk::WType::f32;
   std::size_t n = 0;
   for (const Tensor* t : parts) n += std::size_t(t->numel());
   void* p = k_.alloc(n * wsize(wt));
@@ -129,19 +134,22 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   for (int l = 0; l < cfg.n_layers; ++l) {
     auto n = [&](std::string_view role) { return layer_weight(l, role); };
     // Packed [q | k | v] and [gate | up]: one buffer each, as a fused checkpoint stores them.
-    upload_matrix(n("attn_qkv.packed"), {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
-                                         &weights.layer(l, "attn_v.weight")});
-    upload_matrix(n("ffn_gate_up.packed"), {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
+    upload_matrix(n("attn_qkv.packed"),
+                  {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
+                   &weights.layer(l, "attn_v.weight")});
+    upload_matrix(n("ffn_gate_up.packed"),
+                  {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
     upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
     upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
     if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
-      const Tensor packed = Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
-                                                weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
+      const Tensor packed =
+          Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
+                              weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
       upload_vector(n("ffn_gate_up.bias"), packed);
     }
-    for (std::string_view v : {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
-                               "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias",
-                               "ffn_up.bias", "ffn_down.bias"})
+    for (std::string_view v :
+         {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
+          "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
       if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
   }
 }
@@ -158,14 +166,17 @@ const float* GpuCandidate::vec(int layer, std::string_view role) const {
   return it == dev_.end() ? nullptr : static_cast<const float*>(it->second.p);
 }
 
-void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) {
+void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                       TensorMap& outputs) {
   const ModelConfig& c = cfg_;
   const int l = ctx.layer, T = ctx.n_tokens;
   const int D = c.hidden, Q = c.q_dim(), KV = c.kv_dim(), F = c.ffn, hd = c.head_dim;
   const float eps = float(c.norm_eps);
   const std::string& s = step.name;
   auto up = [&](std::string_view name) { return DevBuf(k_, in(inputs, name)); };
-  auto buf = [&](std::int64_t elems, std::size_t elem_size = 2) { return DevBuf(k_, std::size_t(elems) * elem_size); };
+  auto buf = [&](std::int64_t elems, std::size_t elem_size = 2) {
+    return DevBuf(k_, std::size_t(elems) * elem_size);
+  };
   auto wt_of = [&](int layer, std::string_view role) {
     return dev_.at(layer == kModelLayer ? std::string(role) : layer_weight(layer, role)).wt;
   };
@@ -181,30 +192,33 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     outputs["embed"] = out.f16(T, D);
   } else if (s == "final_norm" || s == "attn_norm" || s == "ffn_norm") {
     const std::string_view src = s == "ffn_norm" ? "residual_1" : "x";
-    const float* w = s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
+    const float* w =
+        s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
     DevBuf x = up(src), y = buf(std::int64_t(T) * D);
     k_.rmsnorm(x.get(), w, y.get(), T, D, eps);
     outputs[s] = y.f16(T, D);
   } else if (s == "lm_head") {
     const std::string_view role = dev_.count("output.weight") ? "output.weight" : "token_embd.weight";
     DevBuf x = up("final_norm"), y = buf(std::int64_t(T) * c.vocab);
-    k_.gemv(mat(kModelLayer, role), wt_of(kModelLayer, role), x.get(), nullptr, y.get(), nullptr, T, c.vocab, D, bug_);
+    k_.gemv(mat(kModelLayer, role), wt_of(kModelLayer, role), x.get(), nullptr, y.get(), nullptr, T, c.vocab,
+            D, bug_);
     outputs["logits"] = y.f16(T, c.vocab);
   } else if (s == "fused_qkv") {
     const dsk::WType wt = wt_of(l, "attn_qkv.packed");
     const char* wq = static_cast<const char*>(mat(l, "attn_qkv.packed"));
     const char* wk = wq + std::size_t(Q) * D * wsize(wt);
     const char* wv = wk + std::size_t(KV) * D * wsize(wt);
-    DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV), v = buf(std::int64_t(T) * KV);
-    k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(), q.get(),
-                 k.get(), v.get(), T, Q, KV, D, bug_);
+    DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV),
+           v = buf(std::int64_t(T) * KV);
+    k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
+                 q.get(), k.get(), v.get(), T, Q, KV, D, bug_);
     outputs["q"] = q.f16(T, Q);
     outputs["k"] = k.f16(T, KV);
     outputs["v"] = v.f16(T, KV);
   } else if (s == "qk_norm") {
     DevBuf q = up("q"), k = up("k"), qn = buf(std::int64_t(T) * Q), kn = buf(std::int64_t(T) * KV);
-    k_.qk_norm(q.get(), k.get(), vec(l, "attn_q_norm.weight"), vec(l, "attn_k_norm.weight"), qn.get(), kn.get(), T,
-               c.n_heads, c.n_kv_heads, hd, eps, bug_);
+    k_.qk_norm(q.get(), k.get(), vec(l, "attn_q_norm.weight"), vec(l, "attn_k_norm.weight"), qn.get(),
+               kn.get(), T, c.n_heads, c.n_kv_heads, hd, eps, bug_);
     outputs["q_norm"] = qn.f16(T, Q);
     outputs["k_norm"] = kn.f16(T, KV);
   } else if (s == "rope") {
@@ -225,7 +239,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const bool o_proj = s == "o_proj_add";
     const std::string_view role = o_proj ? "attn_output" : "ffn_down";
     const int cols = o_proj ? Q : F;
-    DevBuf x = up(o_proj ? "attn" : "ffn_act"), resid = up(o_proj ? "x" : "residual_1"), y = buf(std::int64_t(T) * D);
+    DevBuf x = up(o_proj ? "attn" : "ffn_act"), resid = up(o_proj ? "x" : "residual_1"),
+           y = buf(std::int64_t(T) * D);
     k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
             vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols, bug_);
     outputs[o_proj ? "attn_out" : "down"] = y.f16(T, D);
@@ -238,14 +253,17 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const Tensor both = gu.f16(T, 2 * F);
     Tensor gate(DType::f16, {T, F}), upt(DType::f16, {T, F});
     for (int t = 0; t < T; ++t) {
-      std::memcpy(gate.raw() + std::size_t(t) * F * 2, both.raw() + std::size_t(t) * 2 * F * 2, std::size_t(F) * 2);
-      std::memcpy(upt.raw() + std::size_t(t) * F * 2, both.raw() + (std::size_t(t) * 2 * F + F) * 2, std::size_t(F) * 2);
+      std::memcpy(gate.raw() + std::size_t(t) * F * 2, both.raw() + std::size_t(t) * 2 * F * 2,
+                  std::size_t(F) * 2);
+      std::memcpy(upt.raw() + std::size_t(t) * F * 2, both.raw() + (std::size_t(t) * 2 * F + F) * 2,
+                  std::size_t(F) * 2);
     }
     outputs["gate"] = std::move(gate);
     outputs["up"] = std::move(upt);
   } else if (s == "swiglu") {
     DevBuf g = up("gate"), u = up("up"), act = buf(std::int64_t(T) * F);
-    k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F, bug_);
+    k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F,
+              bug_);
     outputs["ffn_act"] = act.f16(T, F);
   } else {
     throw std::logic_error(fmt::format("{}: unknown step '{}'", name_, s));

@@ -27,7 +27,8 @@ namespace ds::gpu {
 class GpuCandidate final : public Candidate {
  public:
   // `name` is the registry name; `bug` a dsk::Bug (kBugNone for the real candidates).
-  GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug = dsk::kBugNone);
+  GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
+               int bug = dsk::kBugNone);
   ~GpuCandidate() override;
 
   std::string name() const override { return name_; }
@@ -37,7 +38,8 @@ class GpuCandidate final : public Candidate {
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   // Throws std::runtime_error("no CUDA device: ...") when the table cannot run kernels.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
-  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+           TensorMap& outputs) override;
 
  private:
   struct DevTensor {

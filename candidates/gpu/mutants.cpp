@@ -10,7 +10,8 @@ namespace ds::gpu {
 std::span<const MutantInfo> mutants() {
   static const MutantInfo kMutants[] = {
       {"chain-add-idx", dsk::kBugChainAddIdx, "synthetic:qwen2-tiny", "residual_1", 0, "isolated", "default",
-       "o_proj/down chain-add epilogue indexes the residual with blockIdx.x instead of the row (seeds/004 #5)"},
+       "o_proj/down chain-add epilogue indexes the residual with blockIdx.x instead of the row (seeds/004 "
+       "#5)"},
       {"gemv-warps", dsk::kBugGemvWarps, "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
        "GEMV written for 8 warps per block, launched with 4: half the rows never computed (seeds/004 #2)"},
       {"dim-flip", dsk::kBugDimFlip, "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
@@ -21,8 +22,8 @@ std::span<const MutantInfo> mutants() {
        "fused QKV rounds the f32 accumulator to half before adding the bias (seeds/004 #6): <= 1 ULP"},
       {"skip-qk-norm", dsk::kBugSkipQkNorm, "synthetic:qwen3-tiny", "q_norm", 0, "isolated", "default",
        "declares QkNorm, copies q/k through unnormalised (seeds/000)"},
-      {"rope-theta-default", dsk::kBugRopeThetaDefault, "synthetic:llama-tiny", "q_rope", 0, "isolated", "default",
-       "RoPE uses theta 10000 instead of the config's rope_theta (seeds/000)"},
+      {"rope-theta-default", dsk::kBugRopeThetaDefault, "synthetic:llama-tiny", "q_rope", 0, "isolated",
+       "default", "RoPE uses theta 10000 instead of the config's rope_theta (seeds/000)"},
       {"gqa-modulo", dsk::kBugGqaModulo, "synthetic:llama-tiny", "attn", 0, "isolated", "default",
        "attention reads KV head h % n_kv instead of h / (n_heads / n_kv) (GH-280)"},
   };

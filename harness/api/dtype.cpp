@@ -101,8 +101,8 @@ std::uint16_t f32_to_f16(float v) {
 float f16_to_f32(std::uint16_t bits) {
   if ((bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu)) {
     // Keep the NaN payload so a round trip through f32 is bit-exact.
-    std::uint32_t b = (std::uint32_t(bits & 0x8000u) << 16) | 0x7F800000u |
-                      (std::uint32_t(bits & 0x3FFu) << 13);
+    std::uint32_t b =
+        (std::uint32_t(bits & 0x8000u) << 16) | 0x7F800000u | (std::uint32_t(bits & 0x3FFu) << 13);
     return std::bit_cast<float>(b);
   }
   return float(decode_binary(bits, 10, 15));
@@ -121,9 +121,7 @@ std::uint16_t f32_to_bf16(float v) {
   return f64_to_bf16(double(v));
 }
 
-float bf16_to_f32(std::uint16_t bits) {
-  return std::bit_cast<float>(std::uint32_t(bits) << 16);
-}
+float bf16_to_f32(std::uint16_t bits) { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
 
 double round_to(DType t, double v) {
   switch (t) {

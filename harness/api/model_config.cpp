@@ -64,7 +64,8 @@ void ModelConfig::validate() const {
   if (sliding_window < 0) fail("sliding_window", sliding_window);
   if (!(rope_theta > 0)) fail("rope_theta", rope_theta);
   if (!(partial_rotary > 0 && partial_rotary <= 1)) fail("partial_rotary", partial_rotary);
-  if (qk_rows_permuted && rope_mode != RopeMode::normal) fail("rope_mode (permuted q/k rows need normal)", "neox");
+  if (qk_rows_permuted && rope_mode != RopeMode::normal)
+    fail("rope_mode (permuted q/k rows need normal)", "neox");
   if (!rope_freq_factors.empty() && int(rope_freq_factors.size()) != rotary_dim() / 2)
     fail("rope_freq_factors (count)", rope_freq_factors.size());
   for (BlockKind k : layer_kinds) {

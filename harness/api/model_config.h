@@ -14,7 +14,7 @@ namespace ds {
 enum class Family { llama, qwen2, qwen3, gpt2, qwen3next };
 // What one layer computes. `embed` and `head` are the model-level pseudo blocks.
 enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
-enum class RopeMode { normal, neox };  // pairs (2i, 2i+1) vs (i, i + R/2)
+enum class RopeMode { normal, neox };      // pairs (2i, 2i+1) vs (i, i + R/2)
 enum class GdnHeadMap { grouped, tiled };  // value head h reads key head floor(h/rho) vs h mod n_k
 // Orientation of one value head's recurrent state in the `gdn_state` stage: HF/FLA keep
 // S[key][value] row-major, ggml keeps the transpose (one contiguous row per value index).

@@ -8,12 +8,27 @@
 namespace ds {
 
 namespace {
-constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {
-    "RoPE",          "RoPENeox",     "RoPEPartial",   "GQA",       "MHA",
-    "CausalMask",    "SwiGLU",       "GeluMlp",       "RMSNorm",   "RMSNormPlusOne",
-    "LayerNorm",     "BiasAdd",      "QkNorm",        "AbsolutePos", "AttnOutputGate",
-    "GatedDeltaNet", "GdnInplace",   "GdnInplaceIds", "SsmConv",   "SsmConvUpdate",
-    "SsmConvUpdateIds"};
+constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {"RoPE",
+                                                                         "RoPENeox",
+                                                                         "RoPEPartial",
+                                                                         "GQA",
+                                                                         "MHA",
+                                                                         "CausalMask",
+                                                                         "SwiGLU",
+                                                                         "GeluMlp",
+                                                                         "RMSNorm",
+                                                                         "RMSNormPlusOne",
+                                                                         "LayerNorm",
+                                                                         "BiasAdd",
+                                                                         "QkNorm",
+                                                                         "AbsolutePos",
+                                                                         "AttnOutputGate",
+                                                                         "GatedDeltaNet",
+                                                                         "GdnInplace",
+                                                                         "GdnInplaceIds",
+                                                                         "SsmConv",
+                                                                         "SsmConvUpdate",
+                                                                         "SsmConvUpdateIds"};
 }  // namespace
 
 std::string_view op_name(Op op) { return kOpNames[unsigned(op)]; }

@@ -13,9 +13,9 @@
 namespace ds {
 
 enum class Op : unsigned {
-  RoPE,           // rotary embedding, normal (interleaved pairs)
-  RoPENeox,       // rotary embedding, neox (split halves)
-  RoPEPartial,    // rotary on a prefix of head_dim only
+  RoPE,         // rotary embedding, normal (interleaved pairs)
+  RoPENeox,     // rotary embedding, neox (split halves)
+  RoPEPartial,  // rotary on a prefix of head_dim only
   GQA,
   MHA,
   CausalMask,
@@ -27,13 +27,13 @@ enum class Op : unsigned {
   BiasAdd,
   QkNorm,
   AbsolutePos,
-  AttnOutputGate,   // sigmoid-gated attention output (qwen3next full attention)
-  GatedDeltaNet,    // plain GDN recurrence, state appended to the output
-  GdnInplace,       // fused A: final state written in place into the state cache
-  GdnInplaceIds,    // fused B: prior state read through an ids map
-  SsmConv,          // plain SSM conv over a pre-concatenated window
-  SsmConvUpdate,    // fused C: conv update with in-place ring state
-  SsmConvUpdateIds, // fused D: C reading its state through an ids map
+  AttnOutputGate,    // sigmoid-gated attention output (qwen3next full attention)
+  GatedDeltaNet,     // plain GDN recurrence, state appended to the output
+  GdnInplace,        // fused A: final state written in place into the state cache
+  GdnInplaceIds,     // fused B: prior state read through an ids map
+  SsmConv,           // plain SSM conv over a pre-concatenated window
+  SsmConvUpdate,     // fused C: conv update with in-place ring state
+  SsmConvUpdateIds,  // fused D: C reading its state through an ids map
   kCount
 };
 

@@ -32,19 +32,19 @@ inline constexpr int kUlpBuckets = 8;  // 0, 1, 2-3, 4-15, 16-255, 256-65535, >=
 struct Metrics {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   std::int64_t numel = 0;
-  double max_abs = 0;              // max |cand - ref|
+  double max_abs = 0;               // max |cand - ref|
   std::int64_t max_abs_index = -1;  // flat index of max_abs
   double max_abs_ref = nan, max_abs_cand = nan;
   double mean_abs = 0;
-  double rms = 0;          // sqrt(mean((cand - ref)^2))
-  double max_rel = 0;      // max |d| / max(|ref|, tiny): safe near zero
-  double max_ulp = 0;      // in the candidate's storage dtype
+  double rms = 0;      // sqrt(mean((cand - ref)^2))
+  double max_rel = 0;  // max |d| / max(|ref|, tiny): safe near zero
+  double max_ulp = 0;  // in the candidate's storage dtype
   double mean_ulp = 0;
   std::array<std::int64_t, kUlpBuckets> ulp_hist{};
   double cosine = 1;
-  double nmse = 0;         // sum d^2 / sum ref^2
-  double sqnr_db = 0;      // 10 log10(sum ref^2 / sum d^2); +inf when exact
-  double ref_rms = 0;      // scale of the reference tensor
+  double nmse = 0;                   // sum d^2 / sum ref^2
+  double sqnr_db = 0;                // 10 log10(sum ref^2 / sum d^2); +inf when exact
+  double ref_rms = 0;                // scale of the reference tensor
   std::int64_t mismatches = 0;       // elements outside the tolerance
   std::int64_t first_mismatch = -1;  // flat index
   double first_ref = nan, first_cand = nan;
@@ -70,8 +70,8 @@ struct StageResult {
   DType cand_dtype = DType::f32;
   Shape shape;
   Metrics m;
-  std::string note;                 // why it failed, in words ("inherited" etc.)
-  std::vector<double> head_ref;     // the first values of both sides, for the console table
+  std::string note;              // why it failed, in words ("inherited" etc.)
+  std::vector<double> head_ref;  // the first values of both sides, for the console table
   std::vector<double> head_cand;
   std::vector<double> per_token_rel;  // per-row relative error for 2-D stages
   // The policy declared this missing/skipped stage legitimate (a candidate fused it away).

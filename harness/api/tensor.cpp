@@ -116,8 +116,7 @@ TensorView TensorView::slice_rows(std::int64_t begin, std::int64_t end) const {
     throw std::out_of_range(fmt::format("slice_rows [{}, {}) of {}", begin, end, shape_str(shape_)));
   Shape s = shape_;
   s[0] = end - begin;
-  return TensorView(data_ + begin * strides_[0] * std::int64_t(dtype_size(dtype_)), dtype_, s,
-                    strides_);
+  return TensorView(data_ + begin * strides_[0] * std::int64_t(dtype_size(dtype_)), dtype_, s, strides_);
 }
 
 Tensor::Tensor(DType dtype, Shape shape)
@@ -139,8 +138,8 @@ Tensor Tensor::from_view(const TensorView& v, DType dtype) {
 Tensor Tensor::from_f64(Shape shape, std::span<const double> values, DType dtype) {
   Tensor t(dtype, std::move(shape));
   if (std::int64_t(values.size()) != t.numel())
-    throw std::invalid_argument(fmt::format("from_f64: {} values for shape {}", values.size(),
-                                            shape_str(t.shape())));
+    throw std::invalid_argument(
+        fmt::format("from_f64: {} values for shape {}", values.size(), shape_str(t.shape())));
   for (std::size_t i = 0; i < values.size(); ++i) t.set(std::int64_t(i), values[i]);
   return t;
 }
@@ -182,8 +181,7 @@ Tensor Tensor::concat_rows(const Tensor& a, const Tensor& b) {
   if (a.dtype_ != b.dtype_ || a.rank() != b.rank() ||
       !std::equal(a.shape_.begin() + 1, a.shape_.end(), b.shape_.begin() + 1))
     throw std::invalid_argument(fmt::format("concat_rows: {} {} vs {} {}", dtype_name(a.dtype_),
-                                            shape_str(a.shape_), dtype_name(b.dtype_),
-                                            shape_str(b.shape_)));
+                                            shape_str(a.shape_), dtype_name(b.dtype_), shape_str(b.shape_)));
   Shape s = a.shape_;
   s[0] += b.shape_[0];
   Tensor t(a.dtype_, s);

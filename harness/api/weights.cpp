@@ -8,7 +8,9 @@ namespace ds {
 
 std::string layer_weight(int layer, std::string_view role) { return fmt::format("blk.{}.{}", layer, role); }
 
-void WeightStore::put(std::string name, Tensor t) { tensors_.insert_or_assign(std::move(name), std::move(t)); }
+void WeightStore::put(std::string name, Tensor t) {
+  tensors_.insert_or_assign(std::move(name), std::move(t));
+}
 
 bool WeightStore::has(std::string_view name) const { return tensors_.find(name) != tensors_.end(); }
 

@@ -21,9 +21,7 @@ class WeightStore {
   const Tensor& get(std::string_view name) const;
   const Tensor* find(std::string_view name) const;
   const Tensor& layer(int layer, std::string_view role) const { return get(layer_weight(layer, role)); }
-  const Tensor* find_layer(int layer, std::string_view role) const {
-    return find(layer_weight(layer, role));
-  }
+  const Tensor* find_layer(int layer, std::string_view role) const { return find(layer_weight(layer, role)); }
   void erase(std::string_view name);
   const std::map<std::string, Tensor, std::less<>>& all() const { return tensors_; }
   std::size_t size() const { return tensors_.size(); }

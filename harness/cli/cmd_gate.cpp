@@ -17,11 +17,14 @@ void add_gate_command(CLI::App& app, int& exit_code) {
   auto gdn_variant = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand(
       "gate", "Show which candidates can serve a model (capability gate), without computing anything");
-  cmd->add_option("--model,-m", *model, "Model: synthetic:<preset>, a .gguf file, or an HF directory (config.json only is read)")->required();
+  cmd->add_option("--model,-m", *model,
+                  "Model: synthetic:<preset>, a .gguf file, or an HF directory (config.json only is read)")
+      ->required();
   cmd->add_option("--candidate,-c", *candidate, "Check only this candidate (exit 3 if it is refused)");
-  cmd->add_option("--gdn-variant", *gdn_variant,
-                  "Fused GDN decode ops the plan requests (as `run --gdn-variant`): plain, inplace, ids, conv-update, "
-                  "conv-update-ids");
+  cmd->add_option(
+      "--gdn-variant", *gdn_variant,
+      "Fused GDN decode ops the plan requests (as `run --gdn-variant`): plain, inplace, ids, conv-update, "
+      "conv-update-ids");
   cmd->callback([model, candidate, gdn_variant, &exit_code] {
     ModelConfig cfg;
     try {
@@ -40,7 +43,8 @@ void add_gate_command(CLI::App& app, int& exit_code) {
       const CandidatePtr c = make_candidate(e.name);
       const OpSet missing = ref::required_ops(cfg).minus(c->capabilities());
       refused_one |= !missing.empty();
-      fmt::print("{:<24} {:<8} {}\n", e.name, missing.empty() ? "PASS" : "REFUSED", missing.empty() ? "-" : missing.str());
+      fmt::print("{:<24} {:<8} {}\n", e.name, missing.empty() ? "PASS" : "REFUSED",
+                 missing.empty() ? "-" : missing.str());
     }
     exit_code = !candidate->empty() && refused_one ? kExitRefused : 0;
   });

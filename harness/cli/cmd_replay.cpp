@@ -24,7 +24,8 @@ struct ReplayArgs {
 void add_replay_command(CLI::App& app, int& exit_code) {
   auto a = std::make_shared<ReplayArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "replay", "Re-run the candidate step behind one stage from the inputs stored in a trace, and judge it again");
+      "replay",
+      "Re-run the candidate step behind one stage from the inputs stored in a trace, and judge it again");
   cmd->add_option("trace", a->req.trace, "The trace (written by `driftscope run --trace`)")->required();
   cmd->add_option("--step", a->req.step, "Model step (0 = prefill)")->required();
   cmd->add_option("--layer", a->req.layer, "Layer (-1 for embed/final_norm/logits)")->required();
@@ -40,9 +41,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     try {
       const Policy policy = load_policy(a->report);
       const ReplayResult r = replay_stage(a->req, policy);
-      fmt::print("replay of step '{}' ({} of layer {}, step {}, {} mode) from {}\n", r.kernel_step, a->req.stage,
-                 a->req.layer, a->req.step, a->mode, a->req.trace);
-      fmt::print("  stored:   {}\n  replayed: {}\n", format_stage_line(r.stored, false), format_stage_line(r.replayed, false));
+      fmt::print("replay of step '{}' ({} of layer {}, step {}, {} mode) from {}\n", r.kernel_step,
+                 a->req.stage, a->req.layer, a->req.step, a->mode, a->req.trace);
+      fmt::print("  stored:   {}\n  replayed: {}\n", format_stage_line(r.stored, false),
+                 format_stage_line(r.replayed, false));
       if (!r.replayed.note.empty()) fmt::print("  why: {}\n", r.replayed.note);
       fmt::print("{}\n", r.reproduces ? "The replay reproduces the stored metrics."
                                       : "The replay differs from the stored metrics.");

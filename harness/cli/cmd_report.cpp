@@ -48,8 +48,10 @@ void add_report_command(CLI::App& app, int& exit_code) {
       fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
                  policy.name());
       if (!trace.result())
-        fmt::print("note: the run that wrote this trace did not finish; {} stage rows were flushed before it stopped\n",
-                   trace.rows().size());
+        fmt::print(
+            "note: the run that wrote this trace did not finish; {} stage rows were flushed before it "
+            "stopped\n",
+            trace.rows().size());
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;

@@ -48,11 +48,14 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
   auto args = std::make_shared<RunArgs>();
   args->opt.command_line = command_line;
   CLI::App* run = app.add_subcommand("run", "Run a candidate against the reference and compare every stage");
-  run->add_option("--model,-m", args->opt.model, "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny), a .gguf file, or a directory with config.json + *.safetensors")
+  run->add_option("--model,-m", args->opt.model,
+                  "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny), a .gguf file, or a directory with "
+                  "config.json + *.safetensors")
       ->capture_default_str();
   run->add_option("--candidate,-c", args->opt.candidate, "Candidate to judge (see `driftscope candidates`)")
       ->capture_default_str();
-  run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")->capture_default_str();
+  run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")
+      ->capture_default_str();
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
   run->add_option("--gdn-variant", args->opt.gdn_variant,
@@ -80,14 +83,15 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
   run->add_option("--timeout", args->opt.timeout_s,
                   "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
       ->capture_default_str();
-  run->add_flag("!--no-isolate", args->opt.isolate_process,
-                "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");
+  run->add_flag(
+      "!--no-isolate", args->opt.isolate_process,
+      "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");
   add_report_options(run, args->report);
   run->callback([args, &exit_code] {
     auto& o = args->opt;
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
                                    : std::vector<Mode>{*parse_mode(args->mode)};
-    o.capture = args->capture == "all" ? trace::Capture::all
+    o.capture = args->capture == "all"       ? trace::Capture::all
                 : args->capture == "failing" ? trace::Capture::failing
                                              : trace::Capture::stats;
     try {
@@ -97,7 +101,8 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
       try {
         if (!o.capture_stages.empty()) (void)std::regex(o.capture_stages);
       } catch (const std::regex_error& e) {
-        throw InputError(fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
+        throw InputError(
+            fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
       }
       const Policy policy = load_policy(args->report);
       // A progress bar on a terminal: one tick per reference layer.
@@ -114,8 +119,8 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
         };
       }
       const RunReport report = run_parity(o, policy);
-      fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model, report.candidate,
-                 args->mode, o.prompt_tokens, o.decode_steps);
+      fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
+                 report.candidate, args->mode, o.prompt_tokens, o.decode_steps);
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
       write_report_files(report, args->report.files);

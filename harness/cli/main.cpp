@@ -8,9 +8,11 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "driftscope: differential parity testing of LLM inference kernels.\n"
-      "Runs a double-precision reference transformer and a candidate side by side, stage by stage and layer by\n"
+      "Runs a double-precision reference transformer and a candidate side by side, stage by stage and layer "
+      "by\n"
       "layer, records every stage to an HDF5 trace and names the first stage where the candidate diverges.\n"
-      "Exit codes: 0 parity, 1 parity failure, 2 bad usage or input, 3 refused by a gate, 4 candidate crashed."};
+      "Exit codes: 0 parity, 1 parity failure, 2 bad usage or input, 3 refused by a gate, 4 candidate "
+      "crashed."};
   app.require_subcommand(1);
   app.set_version_flag("--version", DRIFTSCOPE_VERSION);
   std::string command_line;

@@ -3,11 +3,13 @@
 namespace ds::cli {
 
 void add_report_options(CLI::App* cmd, ReportOptions& opt) {
-  cmd->add_option("--policy", opt.policy,
-                  "Tolerance policy YAML file (see fixtures/policies/); default: dtype defaults in isolated mode, "
-                  "noise floor in chained mode");
+  cmd->add_option(
+      "--policy", opt.policy,
+      "Tolerance policy YAML file (see fixtures/policies/); default: dtype defaults in isolated mode, "
+      "noise floor in chained mode");
   cmd->add_option("--json", opt.files.json, "Also write the result as JSON to this file");
-  cmd->add_option("--junit", opt.files.junit, "Also write a JUnit XML report (one testcase per judged stage)");
+  cmd->add_option("--junit", opt.files.junit,
+                  "Also write a JUnit XML report (one testcase per judged stage)");
   cmd->add_option("--markdown", opt.files.markdown, "Also write a Markdown summary");
 }
 

@@ -26,9 +26,12 @@ inline std::int64_t from_sign_magnitude(std::int64_t bits, int width) {
 
 template <DType T>
 inline std::int64_t ordered(double v) {
-  if constexpr (T == DType::f16) return from_sign_magnitude(f64_to_f16(v), 16);
-  else if constexpr (T == DType::bf16) return from_sign_magnitude(f64_to_bf16(v), 16);
-  else if constexpr (T == DType::f32) return from_sign_magnitude(std::bit_cast<std::uint32_t>(float(v)), 32);
+  if constexpr (T == DType::f16)
+    return from_sign_magnitude(f64_to_f16(v), 16);
+  else if constexpr (T == DType::bf16)
+    return from_sign_magnitude(f64_to_bf16(v), 16);
+  else if constexpr (T == DType::f32)
+    return from_sign_magnitude(std::bit_cast<std::uint32_t>(float(v)), 32);
   else {
     const auto b = std::bit_cast<std::int64_t>(v);
     return b < 0 ? std::numeric_limits<std::int64_t>::min() - b : b;
@@ -37,7 +40,8 @@ inline std::int64_t ordered(double v) {
 
 template <DType T>
 inline double ulp_of(double a, double b) {
-  if constexpr (T == DType::i32) return std::fabs(std::nearbyint(a) - std::nearbyint(b));
+  if constexpr (T == DType::i32)
+    return std::fabs(std::nearbyint(a) - std::nearbyint(b));
   else
     // f64 differences can overflow int64; go through double (rounding is fine this far out).
     return std::fabs(double(ordered<T>(a)) - double(ordered<T>(b)));
@@ -194,7 +198,9 @@ template <class R, class C, DType T>
 Partial scan_all(const R* ref, const C* cand, std::int64_t n, Tolerance tol, int threads) {
   const std::int64_t chunks = std::max<std::int64_t>(1, (n + kChunk - 1) / kChunk);
   std::vector<Partial> parts(static_cast<std::size_t>(chunks));
-  auto work = [&](std::int64_t k) { scan<R, C, T>(ref, cand, k * kChunk, std::min(n, (k + 1) * kChunk), tol, parts[std::size_t(k)]); };
+  auto work = [&](std::int64_t k) {
+    scan<R, C, T>(ref, cand, k * kChunk, std::min(n, (k + 1) * kChunk), tol, parts[std::size_t(k)]);
+  };
   int nt = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
   nt = int(std::min<std::int64_t>(nt, chunks));
   if (nt <= 1) {
@@ -233,8 +239,10 @@ struct Flat {
 
 Flat flat(const TensorView& v) {
   Flat f;
-  if (v.contiguous() && v.dtype() == DType::f64) f.f64 = reinterpret_cast<const double*>(v.raw());
-  else if (v.contiguous() && v.dtype() == DType::f32) f.f32 = reinterpret_cast<const float*>(v.raw());
+  if (v.contiguous() && v.dtype() == DType::f64)
+    f.f64 = reinterpret_cast<const double*>(v.raw());
+  else if (v.contiguous() && v.dtype() == DType::f32)
+    f.f32 = reinterpret_cast<const float*>(v.raw());
   else {
     f.keep = Tensor::from_view(v, DType::f64);
     f.f64 = f.keep.data<double>();
@@ -258,7 +266,8 @@ double ulp_distance(DType t, double a, double b) {
 
 int ulp_bucket(double ulp) { return std::isnan(ulp) ? kUlpBuckets - 1 : bucket_of(ulp); }
 
-Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol, int threads) {
+Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol,
+                        int threads) {
   if (ref.numel() != cand.numel()) throw std::invalid_argument("compute_metrics: element counts differ");
   Metrics m;
   m.numel = ref.numel();
@@ -268,10 +277,14 @@ Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType can
   const Flat r = flat(ref), c = flat(cand);
   const std::int64_t n = m.numel;
   Partial p;
-  if (r.f64 && c.f64) p = dispatch_dtype(r.f64, c.f64, n, cand_dtype, tol, threads);
-  else if (r.f64 && c.f32) p = dispatch_dtype(r.f64, c.f32, n, cand_dtype, tol, threads);
-  else if (r.f32 && c.f32) p = dispatch_dtype(r.f32, c.f32, n, cand_dtype, tol, threads);
-  else p = dispatch_dtype(r.f32, c.f64, n, cand_dtype, tol, threads);
+  if (r.f64 && c.f64)
+    p = dispatch_dtype(r.f64, c.f64, n, cand_dtype, tol, threads);
+  else if (r.f64 && c.f32)
+    p = dispatch_dtype(r.f64, c.f32, n, cand_dtype, tol, threads);
+  else if (r.f32 && c.f32)
+    p = dispatch_dtype(r.f32, c.f32, n, cand_dtype, tol, threads);
+  else
+    p = dispatch_dtype(r.f32, c.f64, n, cand_dtype, tol, threads);
 
   m.nan_ref = p.nan_ref;
   m.nan_cand = p.nan_cand;
@@ -297,9 +310,12 @@ Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType can
   m.mean_ulp = p.sum_ulp / fp;
   m.min_atol = std::fmax(p.min_atol, 0.0);
   m.min_rtol = std::fmax(p.min_rtol, 0.0);
-  if (p.sum_r2 == 0 && p.sum_c2 == 0) m.cosine = 1;
-  else if (p.sum_r2 == 0 || p.sum_c2 == 0) m.cosine = 0;
-  else m.cosine = p.sum_rc / std::sqrt(p.sum_r2 * p.sum_c2);
+  if (p.sum_r2 == 0 && p.sum_c2 == 0)
+    m.cosine = 1;
+  else if (p.sum_r2 == 0 || p.sum_c2 == 0)
+    m.cosine = 0;
+  else
+    m.cosine = p.sum_rc / std::sqrt(p.sum_r2 * p.sum_c2);
   m.nmse = p.sum_r2 > 0 ? p.sum_d2 / p.sum_r2 : (p.sum_d2 > 0 ? kInf : 0);
   m.sqnr_db = p.sum_d2 > 0 ? 10 * std::log10(p.sum_r2 / p.sum_d2) : kInf;
   // Non-finite disagreements poison the error metrics on purpose, towards failing: a NaN pair

@@ -51,7 +51,9 @@ double unit_roundoff(DType t) {
   }
 }
 
-double floor_of(double floor, DType t, double ref_rms) { return std::fmax(floor, unit_roundoff(t) * ref_rms); }
+double floor_of(double floor, DType t, double ref_rms) {
+  return std::fmax(floor, unit_roundoff(t) * ref_rms);
+}
 
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
   const auto d = dtype_default(cand_dtype);
@@ -134,15 +136,17 @@ void Policy::judge(StageResult& r) const {
       const double rms_limit = rule->k * floor_of(r.floor_rms, r.cand_dtype, m.ref_rms);
       ok = ok && m.mismatches == 0 && m.rms <= rms_limit;
       if (!ok)
-        r.note = fmt::format("above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} vs floor {:.3g}",
-                             rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
+        r.note =
+            fmt::format("above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} vs floor {:.3g}",
+                        rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
       break;
     }
     case Rule::Kind::predicates:
       for (const Predicate& p : rule->predicates)
         if (!p.holds(r)) {
           ok = false;
-          r.note = fmt::format("{} fails ({} = {:.4g}, {})", p.str(), p.metric, *metric_value(r, p.metric), rule->where);
+          r.note = fmt::format("{} fails ({} = {:.4g}, {})", p.str(), p.metric, *metric_value(r, p.metric),
+                               rule->where);
           break;
         }
       break;
@@ -155,9 +159,12 @@ void Policy::judge(StageResult& r) const {
 
 namespace {
 
-std::string at(const std::string& source, const YAML::Node& n) { return fmt::format("{}:{}", source, n.Mark().line + 1); }
+std::string at(const std::string& source, const YAML::Node& n) {
+  return fmt::format("{}:{}", source, n.Mark().line + 1);
+}
 
-[[noreturn]] void bad(const std::string& source, const YAML::Node& n, std::string_view field, const std::string& why) {
+[[noreturn]] void bad(const std::string& source, const YAML::Node& n, std::string_view field,
+                      const std::string& why) {
   throw PolicyError(fmt::format("{}: field '{}': {}", at(source, n), field, why));
 }
 
@@ -238,19 +245,22 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
       ++kinds;
       r.kind = Rule::Kind::expect;
       const auto s = parse_status(scalar<std::string>(source, v, key));
-      if (!s || (*s != Status::missing && *s != Status::skipped)) bad(source, v, key, "must be missing or skipped");
+      if (!s || (*s != Status::missing && *s != Status::skipped))
+        bad(source, v, key, "must be missing or skipped");
       r.expect = *s;
     } else if (key == "why") {
       // Free text for the reader of the policy file.
     } else {
       bad(source, kv.first, key,
-          "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, expect, why)");
+          "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, "
+          "expect, why)");
     }
   }
   if (kinds != 1)
-    throw PolicyError(fmt::format("{}: a rule needs exactly one of check, noise_floor, bit_exact, dtype_defaults, "
-                                  "expect (found {})",
-                                  r.where, kinds));
+    throw PolicyError(
+        fmt::format("{}: a rule needs exactly one of check, noise_floor, bit_exact, dtype_defaults, "
+                    "expect (found {})",
+                    r.where, kinds));
   return r;
 }
 
@@ -263,13 +273,16 @@ Policy Policy::from_yaml(const std::string& text, const std::string& source) {
   } catch (const YAML::Exception& e) {
     throw PolicyError(fmt::format("{}:{}: not valid YAML: {}", source, e.mark.line + 1, e.msg));
   }
-  if (!doc.IsMap()) throw PolicyError(fmt::format("{}: a policy is a mapping with `name` and `rules`", source));
+  if (!doc.IsMap())
+    throw PolicyError(fmt::format("{}: a policy is a mapping with `name` and `rules`", source));
   Policy p;
   p.name_ = source;
   for (const auto& kv : doc) {
     const std::string key = kv.first.as<std::string>();
-    if (key == "name") p.name_ = scalar<std::string>(source, kv.second, key);
-    else if (key == "description") continue;
+    if (key == "name")
+      p.name_ = scalar<std::string>(source, kv.second, key);
+    else if (key == "description")
+      continue;
     else if (key == "rules") {
       if (!kv.second.IsSequence()) bad(source, kv.second, key, "must be a list of rules");
       for (const auto& r : kv.second) p.rules_.push_back(parse_rule(source, r));

@@ -47,13 +47,13 @@ struct Rule {
   // What it demands.
   Kind kind = Kind::dtype;
   std::vector<Predicate> predicates;  // Kind::predicates
-  double k = 1;                        // Kind::noise_floor: error <= k x floor
+  double k = 1;                       // Kind::noise_floor: error <= k x floor
   // Kind::dtype: atol is at least k x the stage's noise floor when one was recorded. The
   // built-in rule sets it: the max error of a correct candidate over a large stage (logits of a
   // 150k vocabulary) is the tail of many rounding errors, which a per-element dtype tolerance
   // scaled to the stage's RMS does not cover; the floor run measures that tail.
   bool floor_relief = false;
-  Status expect = Status::missing;     // Kind::expect: missing or skipped is legitimate
+  Status expect = Status::missing;  // Kind::expect: missing or skipped is legitimate
   bool matches(const StageKey& key, Mode m) const;
 };
 

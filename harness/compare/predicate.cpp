@@ -68,7 +68,8 @@ std::vector<Predicate> parse_predicates(const std::string& text) {
   std::size_t i = 0;
   while (true) {
     if (i + 3 > words.size())
-      throw std::invalid_argument(fmt::format("'{}': expected `metric op number` (e.g. `max_abs <= 1e-3`)", text));
+      throw std::invalid_argument(
+          fmt::format("'{}': expected `metric op number` (e.g. `max_abs <= 1e-3`)", text));
     Predicate p;
     p.metric = words[i];
     if (!metric_value(StageResult{}, p.metric))
@@ -79,13 +80,15 @@ std::vector<Predicate> parse_predicates(const std::string& text) {
         p.op = o;
         op_ok = true;
       }
-    if (!op_ok) throw std::invalid_argument(fmt::format("unknown operator '{}' after '{}'", words[i + 1], p.metric));
+    if (!op_ok)
+      throw std::invalid_argument(fmt::format("unknown operator '{}' after '{}'", words[i + 1], p.metric));
     try {
       std::size_t used = 0;
       p.value = std::stod(words[i + 2], &used);
       if (used != words[i + 2].size()) throw std::invalid_argument("trailing");
     } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("'{}' is not a number (in '{} {} ...')", words[i + 2], p.metric, words[i + 1]));
+      throw std::invalid_argument(
+          fmt::format("'{}' is not a number (in '{} {} ...')", words[i + 2], p.metric, words[i + 1]));
     }
     out.push_back(p);
     i += 3;

@@ -38,19 +38,20 @@ std::string format_stage_line(const StageResult& r, bool color) {
   std::string mismatch = "-";
   if (r.status == Status::fail || r.status == Status::nan) {
     mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
-  }
-  else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
+  } else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
     mismatch = r.note;
-  const bool measured = r.status != Status::missing && r.status != Status::shape_mismatch && r.status != Status::crashed;
-  return fmt::format("{:>4} {:>5}  {:<12} {:<8} {} {:>10} {:>10} {:>8} {:>12}  {}", r.key.step, layer_str(r.key.layer),
-                     r.key.stage, mode_name(r.mode), status, measured ? num(m.max_abs) : "-",
-                     measured ? num(m.mean_abs) : "-", measured ? fmt::format("{:.0f}", m.max_ulp) : "-",
+  const bool measured =
+      r.status != Status::missing && r.status != Status::shape_mismatch && r.status != Status::crashed;
+  return fmt::format("{:>4} {:>5}  {:<12} {:<8} {} {:>10} {:>10} {:>8} {:>12}  {}", r.key.step,
+                     layer_str(r.key.layer), r.key.stage, mode_name(r.mode), status,
+                     measured ? num(m.max_abs) : "-", measured ? num(m.mean_abs) : "-",
+                     measured ? fmt::format("{:.0f}", m.max_ulp) : "-",
                      measured ? fmt::format("{:.8f}", m.cosine) : "-", mismatch);
 }
 
 void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions& opt) {
-  fmt::print(out, "{:>4} {:>5}  {:<12} {:<8} {:<8} {:>10} {:>10} {:>8} {:>12}  {}\n", "step", "layer", "stage", "mode",
-             "status", "max_diff", "avg_diff", "max_ulp", "cosine", "first_mismatch");
+  fmt::print(out, "{:>4} {:>5}  {:<12} {:<8} {:<8} {:>10} {:>10} {:>8} {:>12}  {}\n", "step", "layer",
+             "stage", "mode", "status", "max_diff", "avg_diff", "max_ulp", "cosine", "first_mismatch");
   for (const auto& r : report.results) {
     const bool bad = is_failure(r);
     if (opt.only_failures && !bad) continue;
@@ -76,10 +77,11 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
     fmt::print(out, "\n");
   }
   for (const auto& l : report.logits)
-    fmt::print(out, "Logits ({}): max KL {:.3e} nats, top-1 agreement {:.1f}%, greedy token {}\n", mode_name(l.mode),
-               l.max_kl, 100 * l.min_top1,
-               l.first_token_divergence < 0 ? std::string("never diverges")
-                                            : fmt::format("first differs at step {}", l.first_token_divergence));
+    fmt::print(out, "Logits ({}): max KL {:.3e} nats, top-1 agreement {:.1f}%, greedy token {}\n",
+               mode_name(l.mode), l.max_kl, 100 * l.min_top1,
+               l.first_token_divergence < 0
+                   ? std::string("never diverges")
+                   : fmt::format("first differs at step {}", l.first_token_divergence));
   if (!report.drift.empty()) fmt::print(out, "{}\n", report.drift);
   fmt::print(out, "{}\n", report.verdict);
 }

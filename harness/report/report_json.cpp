@@ -22,16 +22,17 @@ nlohmann::json coords(std::int64_t flat, const Shape& shape) {
 
 nlohmann::json stage_json(const StageResult& r) {
   const Metrics& m = r.m;
-  nlohmann::json j = {{"step", r.key.step},
-                      {"layer", r.key.layer == kModelLayer ? nlohmann::json(nullptr) : nlohmann::json(r.key.layer)},
-                      {"stage", r.key.stage},
-                      {"mode", mode_name(r.mode)},
-                      {"status", status_name(r.status)},
-                      {"failure", is_failure(r)},
-                      {"expected", r.expected},
-                      {"cand_dtype", dtype_name(r.cand_dtype)},
-                      {"shape", r.shape},
-                      {"note", r.note}};
+  nlohmann::json j = {
+      {"step", r.key.step},
+      {"layer", r.key.layer == kModelLayer ? nlohmann::json(nullptr) : nlohmann::json(r.key.layer)},
+      {"stage", r.key.stage},
+      {"mode", mode_name(r.mode)},
+      {"status", status_name(r.status)},
+      {"failure", is_failure(r)},
+      {"expected", r.expected},
+      {"cand_dtype", dtype_name(r.cand_dtype)},
+      {"shape", r.shape},
+      {"note", r.note}};
   if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan) {
     j["metrics"] = {{"numel", m.numel},
                     {"max_abs", num(m.max_abs)},
@@ -80,9 +81,14 @@ nlohmann::json report_json(const RunReport& report) {
     stages.push_back(stage_json(r));
     failed += is_failure(r);
   }
-  nlohmann::json j = {{"model", report.model},   {"candidate", report.candidate}, {"policy", report.policy},
-                      {"verdict", report.verdict}, {"exit_code", report.exit_code}, {"judged", report.results.size()},
-                      {"failed", failed},           {"stages", stages}};
+  nlohmann::json j = {{"model", report.model},
+                      {"candidate", report.candidate},
+                      {"policy", report.policy},
+                      {"verdict", report.verdict},
+                      {"exit_code", report.exit_code},
+                      {"judged", report.results.size()},
+                      {"failed", failed},
+                      {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   return j;
 }

@@ -29,29 +29,35 @@ std::string junit_xml(const RunReport& report) {
   std::string cases;
   for (const auto& r : report.results) {
     const std::string layer = r.key.layer == kModelLayer ? "model" : fmt::format("layer{}", r.key.layer);
-    const std::string classname = fmt::format("{}.{}.step{}.{}", report.candidate, mode_name(r.mode), r.key.step, layer);
-    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n", xml_escape(classname), xml_escape(r.key.stage));
+    const std::string classname =
+        fmt::format("{}.{}.step{}.{}", report.candidate, mode_name(r.mode), r.key.step, layer);
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\">\n", xml_escape(classname),
+                         xml_escape(r.key.stage));
     if (is_failure(r)) {
       ++failures;
       std::string msg = fmt::format("{}: {}", status_name(r.status), r.note);
       if (r.m.first_mismatch >= 0)
-        msg += fmt::format(" (max |diff| {:.4g}, first mismatch at {}: ref {:.7g} cand {:.7g}, {} of {} mismatched)",
-                           r.m.max_abs, r.m.first_mismatch, r.m.first_ref, r.m.first_cand, r.m.mismatches, r.m.numel);
-      cases += fmt::format("      <failure type=\"{}\" message=\"{}\"/>\n", status_name(r.status), xml_escape(msg));
+        msg += fmt::format(
+            " (max |diff| {:.4g}, first mismatch at {}: ref {:.7g} cand {:.7g}, {} of {} mismatched)",
+            r.m.max_abs, r.m.first_mismatch, r.m.first_ref, r.m.first_cand, r.m.mismatches, r.m.numel);
+      cases += fmt::format("      <failure type=\"{}\" message=\"{}\"/>\n", status_name(r.status),
+                           xml_escape(msg));
     } else if (r.status != Status::pass) {
       ++skipped;
-      cases += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(fmt::format("{} (expected by the policy)", status_name(r.status))));
+      cases += fmt::format("      <skipped message=\"{}\"/>\n",
+                           xml_escape(fmt::format("{} (expected by the policy)", status_name(r.status))));
     }
     cases += "    </testcase>\n";
   }
   const std::string suite = fmt::format("driftscope.{}.{}", report.model, report.candidate);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", report.results.size(), failures);
-  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n", xml_escape(suite),
-                     report.results.size(), failures, skipped);
+  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
+                     xml_escape(suite), report.results.size(), failures, skipped);
   if (report.results.empty())
-    out += "    <testcase classname=\"driftscope\" name=\"any-stage\">\n      <failure type=\"empty\" "
-           "message=\"no stage was judged\"/>\n    </testcase>\n";
+    out +=
+        "    <testcase classname=\"driftscope\" name=\"any-stage\">\n      <failure type=\"empty\" "
+        "message=\"no stage was judged\"/>\n    </testcase>\n";
   out += cases;
   out += "  </testsuite>\n</testsuites>\n";
   return out;

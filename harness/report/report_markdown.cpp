@@ -10,8 +10,10 @@ namespace ds {
 std::string markdown_report(const RunReport& report) {
   std::size_t failed = 0;
   for (const auto& r : report.results) failed += is_failure(r);
-  std::string out = fmt::format("# driftscope: {} vs {}\n\n**{}**\n\n", report.model, report.candidate, report.verdict);
-  out += fmt::format("Policy: `{}`. {} stages judged, {} failed.\n\n", report.policy, report.results.size(), failed);
+  std::string out =
+      fmt::format("# driftscope: {} vs {}\n\n**{}**\n\n", report.model, report.candidate, report.verdict);
+  out += fmt::format("Policy: `{}`. {} stages judged, {} failed.\n\n", report.policy, report.results.size(),
+                     failed);
   if (failed == 0) return out;
   out += "| step | layer | stage | mode | status | max abs diff | cosine | floor max abs | note |\n";
   out += "|---:|---:|---|---|---|---:|---:|---:|---|\n";
@@ -20,9 +22,10 @@ std::string markdown_report(const RunReport& report) {
     std::string note = r.note;
     for (char& c : note)
       if (c == '|' || c == '\n') c = ' ';
-    out += fmt::format("| {} | {} | `{}` | {} | {} | {:.3e} | {:.8f} | {:.3e} | {} |\n", r.key.step,
-                       r.key.layer == kModelLayer ? std::string("-") : std::to_string(r.key.layer), r.key.stage,
-                       mode_name(r.mode), status_name(r.status), r.m.max_abs, r.m.cosine, r.floor_max_abs, note);
+    out +=
+        fmt::format("| {} | {} | `{}` | {} | {} | {:.3e} | {:.8f} | {:.3e} | {} |\n", r.key.step,
+                    r.key.layer == kModelLayer ? std::string("-") : std::to_string(r.key.layer), r.key.stage,
+                    mode_name(r.mode), status_name(r.status), r.m.max_abs, r.m.cosine, r.floor_max_abs, note);
   }
   return out;
 }

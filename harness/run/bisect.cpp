@@ -33,7 +33,8 @@ int mark_inherited(std::vector<StageResult>& results) {
   return marked;
 }
 
-std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor, double k) {
+std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor,
+                                     double k) {
   const std::size_t n = std::min(error.size(), floor.size());
   for (std::size_t l = 0; l < n; ++l) {
     bool stays_out = true;

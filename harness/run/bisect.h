@@ -20,6 +20,7 @@ int mark_inherited(std::vector<StageResult>& results);
 // Where drift begins: given the chained error of each layer's output and the noise floor of
 // the same layers, the first layer whose error leaves the band (error > k * floor) and stays
 // out of it for every later layer while growing overall. nullopt when it never leaves.
-std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor, double k);
+std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor,
+                                     double k);
 
 }  // namespace ds

@@ -34,7 +34,8 @@ struct Pipe {
     while (n) {
       int wait_ms = -1;
       if (deadline.time_since_epoch().count() != 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
           if (timed_out) *timed_out = true;
           return false;
@@ -97,7 +98,8 @@ struct Reader {
     // bytes; Tensor(dtype, {}) would be a one-element scalar.
     if (shape.empty() && n == 0) return Tensor{};
     Tensor t(dtype, shape);
-    if (n != t.nbytes() || at + n > buf.size()) throw std::runtime_error("malformed tensor from the candidate process");
+    if (n != t.nbytes() || at + n > buf.size())
+      throw std::runtime_error("malformed tensor from the candidate process");
     std::memcpy(t.raw(), buf.data() + at, n);
     at += n;
     return t;
@@ -139,7 +141,8 @@ void ChildCandidate::stop_child() {
 void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   cfg_ = cfg;
   int down[2], up[2];
-  if (::pipe(down) != 0 || ::pipe(up) != 0) throw std::runtime_error("cannot create pipes for the candidate process");
+  if (::pipe(down) != 0 || ::pipe(up) != 0)
+    throw std::runtime_error("cannot create pipes for the candidate process");
   std::fflush(nullptr);
   child_ = ::fork();
   if (child_ < 0) throw std::runtime_error("cannot fork the candidate process");
@@ -171,8 +174,9 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     int status = 0;
     ::waitpid(child_, &status, 0);
     child_ = -1;
-    throw CandidateCrash("load", WIFSIGNALED(status) ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
-                                                     : std::string("exited while loading"));
+    throw CandidateCrash("load", WIFSIGNALED(status)
+                                     ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
+                                     : std::string("exited while loading"));
   }
   if (reply.rfind("ex", 0) == 0) {
     Reader r{reply};
@@ -215,7 +219,8 @@ void ChildCandidate::serve() {
   }
 }
 
-void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) {
+void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                         TensorMap& outputs) {
   if (child_ <= 0) throw CandidateCrash(step.name, "the candidate process is not running");
   std::string msg;
   put_str(msg, step.name);
@@ -244,8 +249,9 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
     ::waitpid(child_, &status, 0);
     child_ = -1;
     if (why.empty())
-      why = WIFSIGNALED(status) ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
-                                : fmt::format("exited with status {}", WEXITSTATUS(status));
+      why = WIFSIGNALED(status)
+                ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
+                : fmt::format("exited with status {}", WEXITSTATUS(status));
     throw CandidateCrash(step.name, why);
   }
   Reader r{reply};

@@ -14,8 +14,7 @@
 namespace ds {
 
 struct CandidateCrash : std::runtime_error {
-  CandidateCrash(std::string step, std::string why)
-      : std::runtime_error(why), step_name(std::move(step)) {}
+  CandidateCrash(std::string step, std::string why) : std::runtime_error(why), step_name(std::move(step)) {}
   std::string step_name;
 };
 
@@ -29,10 +28,13 @@ class ChildCandidate final : public Candidate {
   std::string description() const override { return inner_->description(); }
   DType storage_dtype() const override { return inner_->storage_dtype(); }
   OpSet capabilities() const override { return inner_->capabilities(); }
-  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override { return inner_->plan(cfg, kind); }
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
+    return inner_->plan(cfg, kind);
+  }
   // Loads in the parent, then forks: the child inherits the loaded weights copy-on-write.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
-  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+           TensorMap& outputs) override;
 
  private:
   void serve();  // the child's loop

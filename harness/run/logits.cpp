@@ -14,7 +14,8 @@ int argmax_row(const Tensor& logits, std::int64_t row) {
 }
 
 LogitsMetrics compare_logits(const Tensor& ref, const Tensor& cand) {
-  if (ref.rank() != 2 || ref.shape() != cand.shape()) throw std::invalid_argument("compare_logits: shapes differ");
+  if (ref.rank() != 2 || ref.shape() != cand.shape())
+    throw std::invalid_argument("compare_logits: shapes differ");
   const std::int64_t T = ref.dim(0), V = ref.dim(1);
   LogitsMetrics m;
   m.rows = int(T);

@@ -9,9 +9,9 @@
 namespace ds {
 
 struct LogitsMetrics {
-  double max_kl = 0;            // max over rows of KL(softmax(ref) || softmax(cand)), nats
+  double max_kl = 0;  // max over rows of KL(softmax(ref) || softmax(cand)), nats
   double mean_kl = 0;
-  double top1_agreement = 1;    // fraction of rows whose argmax agrees
+  double top1_agreement = 1;  // fraction of rows whose argmax agrees
   int rows = 0;
 };
 

@@ -23,20 +23,23 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   for (const auto& r : t->rows())
     if (r.result.key == StageKey{req.step, req.layer, req.stage} && r.result.mode == req.mode) row = &r;
   if (!row)
-    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", req.trace, req.stage, req.layer,
-                                 req.step, mode_name(req.mode)));
+    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", req.trace, req.stage,
+                                 req.layer, req.step, mode_name(req.mode)));
   const auto captured = t->captured_step(req.step, req.layer, req.mode, req.stage);
   if (!captured)
-    throw InputError(fmt::format("{}: the inputs of {} (layer {}, step {}) were not captured: only failing stages' "
-                                 "steps are stored",
-                                 req.trace, req.stage, req.layer, req.step));
+    throw InputError(
+        fmt::format("{}: the inputs of {} (layer {}, step {}) were not captured: only failing stages' "
+                    "steps are stored",
+                    req.trace, req.stage, req.layer, req.step));
   if (!t->has_tensors(*row))
-    throw InputError(fmt::format("{}: the reference tensor of {} was not stored (capture mode)", req.trace, req.stage));
+    throw InputError(
+        fmt::format("{}: the reference tensor of {} was not stored (capture mode)", req.trace, req.stage));
 
   const auto& run = t->run();
   const std::string spec = run.value("model_spec", run["model"].value("name", std::string()));
   Model model = load_model_spec(spec, run.value("seed", std::uint64_t(0)), run.value("layers", 0));
-  const std::string cand_name = req.candidate.empty() ? run["candidate"].value("name", std::string()) : req.candidate;
+  const std::string cand_name =
+      req.candidate.empty() ? run["candidate"].value("name", std::string()) : req.candidate;
   CandidatePtr cand;
   try {
     cand = make_candidate(cand_name);
@@ -89,7 +92,8 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   const Tensor ref = t->ref_tensor(*row);
   if (out->second.numel() != ref.numel()) {
     r.status = Status::shape_mismatch;
-    r.note = fmt::format("candidate shape {} vs reference {}", shape_str(out->second.shape()), shape_str(ref.shape()));
+    r.note = fmt::format("candidate shape {} vs reference {}", shape_str(out->second.shape()),
+                         shape_str(ref.shape()));
   } else {
     const Tensor c = out->second.reshaped(ref.shape());
     r.m.ref_rms = row->result.m.ref_rms;
@@ -97,8 +101,9 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
     r.cand_hash = content_hash(c);
   }
   policy.judge(r);
-  res.reproduces = r.status == res.stored.status && r.m.mismatches == res.stored.m.mismatches &&
-                   (r.m.max_abs == res.stored.m.max_abs || (std::isnan(r.m.max_abs) && std::isnan(res.stored.m.max_abs)));
+  res.reproduces =
+      r.status == res.stored.status && r.m.mismatches == res.stored.m.mismatches &&
+      (r.m.max_abs == res.stored.m.max_abs || (std::isnan(r.m.max_abs) && std::isnan(res.stored.m.max_abs)));
   return res;
 }
 

@@ -22,7 +22,7 @@ struct RunOptions {
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;
   std::uint64_t seed = 0;
-  int layers = 0;  // > 0: only the first `layers` layers of the model
+  int layers = 0;          // > 0: only the first `layers` layers of the model
   std::string trace_path;  // empty: no trace
   trace::Capture capture = trace::Capture::all;
   std::string capture_stages;  // regex on the stage name; empty: every stage's tensors

@@ -49,13 +49,19 @@ OpSet gdn_variant_ops(std::string_view spec) {
   while (at <= spec.size() && !spec.empty()) {
     const std::size_t comma = std::min(spec.find(',', at), spec.size());
     const std::string_view v = spec.substr(at, comma - at);
-    if (v == "inplace") ops.add(Op::GdnInplace);
-    else if (v == "ids") ops.add(Op::GdnInplaceIds);
-    else if (v == "conv-update") ops.add(Op::SsmConvUpdate);
-    else if (v == "conv-update-ids") ops.add(Op::SsmConvUpdateIds);
+    if (v == "inplace")
+      ops.add(Op::GdnInplace);
+    else if (v == "ids")
+      ops.add(Op::GdnInplaceIds);
+    else if (v == "conv-update")
+      ops.add(Op::SsmConvUpdate);
+    else if (v == "conv-update-ids")
+      ops.add(Op::SsmConvUpdateIds);
     else if (v != "plain")
-      throw InputError(fmt::format("--gdn-variant: unknown variant '{}' (plain, inplace, ids, conv-update, "
-                                   "conv-update-ids; comma-separated)", v));
+      throw InputError(
+          fmt::format("--gdn-variant: unknown variant '{}' (plain, inplace, ids, conv-update, "
+                      "conv-update-ids; comma-separated)",
+                      v));
     at = comma + 1;
   }
   return ops;
@@ -81,9 +87,9 @@ std::vector<int> prompt_tokens(int n, int vocab, std::uint64_t seed) {
 struct Lane {
   Mode mode;
   Tensor x;                                              // current layer input
-  std::map<std::pair<int, std::string>, Tensor> cache;    // (layer, stage) -> rows so far
-  std::map<std::pair<int, std::string>, Tensor> prev;     // (layer, stage) -> previous step
-  std::map<std::pair<int, std::string>, Tensor> latest;   // (layer, stage) -> this step
+  std::map<std::pair<int, std::string>, Tensor> cache;   // (layer, stage) -> rows so far
+  std::map<std::pair<int, std::string>, Tensor> prev;    // (layer, stage) -> previous step
+  std::map<std::pair<int, std::string>, Tensor> latest;  // (layer, stage) -> this step
   // The noise floor: the reference at the candidate's storage dtype, fed like the candidate
   // (the oracle's inputs in isolated mode, its own outputs in chained mode).
   std::unique_ptr<ref::Reference> floor;
@@ -150,7 +156,8 @@ class Run {
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {
       lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
-      lanes.back().floor = std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
+      lanes.back().floor =
+          std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
     }
     std::vector<int> tokens = prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed);
     report_.tokens = tokens;
@@ -165,13 +172,12 @@ class Run {
   }
 
  private:
-  void run_steps(Candidate& cand_ref, const ModelConfig& cfg, ref::Reference& reference, std::vector<Lane>& lanes,
-                 const std::vector<int>& tokens) {
+  void run_steps(Candidate& cand_ref, const ModelConfig& cfg, ref::Reference& reference,
+                 std::vector<Lane>& lanes, const std::vector<int>& tokens) {
     Candidate* cand = &cand_ref;
     int pos0 = 0;
     for (int step = 0; step <= opt_.decode_steps; ++step) {
-      const std::vector<int> step_tokens =
-          step == 0 ? tokens : std::vector<int>{report_.tokens.back()};
+      const std::vector<int> step_tokens = step == 0 ? tokens : std::vector<int>{report_.tokens.back()};
       const int T = int(step_tokens.size());
       // What was this step's output becomes the previous step's for recurrent inputs.
       ref_prev_ = std::exchange(ref_latest_, {});
@@ -184,8 +190,8 @@ class Run {
       TensorMap ref_stages = reference.embed(tok32, pos0);
       for (auto& lane : lanes) {
         const TensorMap fs = lane.floor->embed(tok32, pos0);
-        TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs, lane,
-                                   &tok, ref_stages.at("embed"));
+        TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs,
+                                   lane, &tok, ref_stages.at("embed"));
         lane.x = outs.at("embed");
         lane.floor_x = fs.at("embed");
       }
@@ -196,10 +202,12 @@ class Run {
         TensorMap rs = reference.layer(l, ref_x, pos0);
         record_reference(l, rs);
         for (auto& lane : lanes) {
-          const Tensor floor_in = lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x;
+          const Tensor floor_in =
+              lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x;
           const TensorMap fs = lane.floor->layer(l, floor_in, pos0);
           lane.floor_x = fs.at("residual_2");
-          TensorMap outs = run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, fs, lane, &tok, ref_x);
+          TensorMap outs =
+              run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, fs, lane, &tok, ref_x);
           auto it = outs.find("residual_2");
           // A candidate that does not produce the layer output cannot continue its own chain.
           lane.x = it != outs.end() ? it->second : rs.at("residual_2").to(cand->storage_dtype());
@@ -210,9 +218,12 @@ class Run {
       }
       TensorMap hs = reference.head(ref_x);
       for (auto& lane : lanes) {
-        const TensorMap fs = lane.floor->head(lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
-        const TensorMap outs = run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, fs, lane, &tok, ref_x);
-        if (auto it = outs.find("logits"); it != outs.end()) note_logits(lane.mode, step, hs.at("logits"), it->second);
+        const TensorMap fs = lane.floor->head(
+            lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
+        const TensorMap outs =
+            run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, fs, lane, &tok, ref_x);
+        if (auto it = outs.find("logits"); it != outs.end())
+          note_logits(lane.mode, step, hs.at("logits"), it->second);
       }
       flush();
       report_.tokens.push_back(ref::Reference::greedy_next(hs.at("logits")));
@@ -222,8 +233,8 @@ class Run {
   }
 
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
-  TensorMap run_block(Candidate& cand, const ModelConfig& cfg, BlockKind kind, int layer, int step, int pos0, int T,
-                      const TensorMap& ref, const TensorMap& floor, Lane& lane, const Tensor* tokens,
+  TensorMap run_block(Candidate& cand, const ModelConfig& cfg, BlockKind kind, int layer, int step, int pos0,
+                      int T, const TensorMap& ref, const TensorMap& floor, Lane& lane, const Tensor* tokens,
                       const Tensor& ref_x) {
     const DType storage = cand.storage_dtype();
     TensorMap produced;
@@ -232,7 +243,8 @@ class Run {
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     for (const KernelStep& ks : plan) {
       TensorMap& inputs = step_inputs.emplace_back();
-      for (const std::string& name : ks.inputs) inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
+      for (const std::string& name : ks.inputs)
+        inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
       TensorMap outs;
       try {
         event("candidate_step");
@@ -255,7 +267,8 @@ class Run {
       for (const std::string& o : ks.outputs) {
         auto it = outs.find(o);
         if (it == outs.end())
-          throw std::logic_error(fmt::format("candidate {}: step {} did not produce '{}'", cand.name(), ks.name, o));
+          throw std::logic_error(
+              fmt::format("candidate {}: step {} did not produce '{}'", cand.name(), ks.name, o));
         record_history(lane, layer, o, it->second);
         produced[o] = std::move(it->second);
       }
@@ -272,8 +285,8 @@ class Run {
       if (r == ref.end()) continue;
       auto c = produced.find(stage);
       auto f = floor.find(stage);
-      judge(step, layer, std::string(stage), lane.mode, storage, r->second, c == produced.end() ? nullptr : &c->second,
-            f == floor.end() ? nullptr : &f->second);
+      judge(step, layer, std::string(stage), lane.mode, storage, r->second,
+            c == produced.end() ? nullptr : &c->second, f == floor.end() ? nullptr : &f->second);
     }
     // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone.
     if (trace_)
@@ -281,15 +294,17 @@ class Run {
         const StageResult& r = report_.results[i];
         if (!is_failure(r)) continue;
         for (std::size_t k = 0; k < plan.size(); ++k)
-          if (std::find(plan[k].outputs.begin(), plan[k].outputs.end(), r.key.stage) != plan[k].outputs.end() &&
+          if (std::find(plan[k].outputs.begin(), plan[k].outputs.end(), r.key.stage) !=
+                  plan[k].outputs.end() &&
               captured_.insert({step, layer, int(lane.mode), plan[k].name}).second)
-            trace_->append_inputs(step, layer, lane.mode, pos0, T, plan[k].name, plan[k].outputs, step_inputs[k]);
+            trace_->append_inputs(step, layer, lane.mode, pos0, T, plan[k].name, plan[k].outputs,
+                                  step_inputs[k]);
       }
     return produced;
   }
 
-  Tensor resolve(const std::string& name, Lane& lane, int layer, const TensorMap& ref, const TensorMap& produced,
-                 const Tensor* tokens, const Tensor& ref_x, DType storage) {
+  Tensor resolve(const std::string& name, Lane& lane, int layer, const TensorMap& ref,
+                 const TensorMap& produced, const Tensor* tokens, const Tensor& ref_x, DType storage) {
     const bool isolated = lane.mode == Mode::isolated;
     if (name == "tokens") return *tokens;
     if (name == "x") return isolated ? ref_x.to(storage) : lane.x;
@@ -303,7 +318,8 @@ class Run {
     }
     if (isolated) {
       auto it = ref.find(name);
-      if (it == ref.end()) throw std::logic_error(fmt::format("isolated input '{}' has no reference stage", name));
+      if (it == ref.end())
+        throw std::logic_error(fmt::format("isolated input '{}' has no reference stage", name));
       return it->second.to(storage);
     }
     auto it = produced.find(name);
@@ -319,7 +335,8 @@ class Run {
 
   void record_history(Lane& lane, int layer, const std::string& stage, const Tensor& t) {
     auto key = std::make_pair(layer, stage);
-    if (cached_.count(stage)) lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
+    if (cached_.count(stage))
+      lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
     lane.latest[key] = t;
   }
 
@@ -328,7 +345,8 @@ class Run {
   void record_reference(int layer, const TensorMap& rs) {
     for (const auto& [stage, t] : rs) {
       auto key = std::make_pair(layer, stage);
-      if (cached_.count(stage)) ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
+      if (cached_.count(stage))
+        ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
       ref_latest_[key] = t;
     }
   }
@@ -344,8 +362,8 @@ class Run {
     if (env && ++layers_flushed_ >= std::atoi(env)) std::raise(SIGKILL);
   }
 
-  void judge(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref, const Tensor* cand,
-             const Tensor* floor) {
+  void judge(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref,
+             const Tensor* cand, const Tensor* floor) {
     StageResult r;
     r.key = {step, layer, std::move(stage)};
     r.mode = mode;
@@ -356,7 +374,8 @@ class Run {
       r.note = "the candidate produced no tensor for this stage";
     } else if (cand->numel() != ref.numel()) {
       r.status = Status::shape_mismatch;
-      r.note = fmt::format("candidate shape {} vs reference {}", shape_str(cand->shape()), shape_str(ref.shape()));
+      r.note =
+          fmt::format("candidate shape {} vs reference {}", shape_str(cand->shape()), shape_str(ref.shape()));
     } else {
       const Tensor c = cand->reshaped(ref.shape());
       r.cand_hash = content_hash(c);
@@ -394,36 +413,36 @@ class Run {
                            {"command_line", opt_.command_line}};
     std::vector<std::string> modes;
     for (Mode m : opt_.modes) modes.emplace_back(mode_name(m));
-    nlohmann::json run = {
-        {"model",
-         {{"name", cfg.name},
-          {"family", family_name(cfg.family)},
-          {"n_layers", cfg.n_layers},
-          {"hidden", cfg.hidden},
-          {"n_heads", cfg.n_heads},
-          {"n_kv_heads", cfg.n_kv_heads},
-          {"head_dim", cfg.head_dim},
-          {"ffn", cfg.ffn},
-          {"vocab", cfg.vocab},
-          {"rope_theta", cfg.rope_theta},
-          {"rope_mode", rope_mode_name(cfg.rope_mode)},
-          {"norm_eps", cfg.norm_eps}}},
-        {"candidate",
-         {{"name", cand.name()},
-          {"description", cand.description()},
-          {"storage_dtype", dtype_name(cand.storage_dtype())},
-          {"capabilities", cand.capabilities().str()}}},
-        {"policy", policy_.name()},
-        {"modes", modes},
-        {"seed", opt_.seed},
-        {"model_spec", opt_.model},
-        {"layers", opt_.layers},
-        {"prompt_tokens", opt_.prompt_tokens},
-        {"decode_steps", opt_.decode_steps}};
+    nlohmann::json run = {{"model",
+                           {{"name", cfg.name},
+                            {"family", family_name(cfg.family)},
+                            {"n_layers", cfg.n_layers},
+                            {"hidden", cfg.hidden},
+                            {"n_heads", cfg.n_heads},
+                            {"n_kv_heads", cfg.n_kv_heads},
+                            {"head_dim", cfg.head_dim},
+                            {"ffn", cfg.ffn},
+                            {"vocab", cfg.vocab},
+                            {"rope_theta", cfg.rope_theta},
+                            {"rope_mode", rope_mode_name(cfg.rope_mode)},
+                            {"norm_eps", cfg.norm_eps}}},
+                          {"candidate",
+                           {{"name", cand.name()},
+                            {"description", cand.description()},
+                            {"storage_dtype", dtype_name(cand.storage_dtype())},
+                            {"capabilities", cand.capabilities().str()}}},
+                          {"policy", policy_.name()},
+                          {"modes", modes},
+                          {"seed", opt_.seed},
+                          {"model_spec", opt_.model},
+                          {"layers", opt_.layers},
+                          {"prompt_tokens", opt_.prompt_tokens},
+                          {"decode_steps", opt_.decode_steps}};
     try {
       trace_ = std::make_unique<trace::TraceWriter>(
           opt_.trace_path, root, run,
-          trace::WriterOptions{opt_.capture, opt_.capture_stages, opt_.capture_layer_min, opt_.capture_layer_max});
+          trace::WriterOptions{opt_.capture, opt_.capture_stages, opt_.capture_layer_min,
+                               opt_.capture_layer_max});
     } catch (const trace::TraceError& e) {
       throw InputError(e.what());
     }
@@ -433,12 +452,14 @@ class Run {
     if (cand.numel() != ref.numel()) return;
     const Tensor c = cand.reshaped(ref.shape());
     const LogitsMetrics m = compare_logits(ref, c);
-    auto it = std::find_if(report_.logits.begin(), report_.logits.end(), [&](const auto& l) { return l.mode == mode; });
+    auto it = std::find_if(report_.logits.begin(), report_.logits.end(),
+                           [&](const auto& l) { return l.mode == mode; });
     if (it == report_.logits.end()) it = report_.logits.insert(report_.logits.end(), LaneLogits{mode});
     it->max_kl = std::max(it->max_kl, m.max_kl);
     it->min_top1 = std::min(it->min_top1, m.top1_agreement);
     const std::int64_t last = ref.dim(0) - 1;
-    if (it->first_token_divergence < 0 && argmax_row(ref, last) != argmax_row(c, last)) it->first_token_divergence = step;
+    if (it->first_token_divergence < 0 && argmax_row(ref, last) != argmax_row(c, last))
+      it->first_token_divergence = step;
   }
 
   void event(std::string_view what) {
@@ -456,25 +477,31 @@ class Run {
     locate_drift(report_);
     const auto& f = report_.first_failure;
     if (trace_) {
-      nlohmann::json res = {{"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
+      nlohmann::json res = {
+          {"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
       if (!report_.drift.empty()) {
         res["drift"] = report_.drift;
-        res["drift_start_layer"] = report_.drift_start ? nlohmann::json(*report_.drift_start) : nlohmann::json(nullptr);
+        res["drift_start_layer"] =
+            report_.drift_start ? nlohmann::json(*report_.drift_start) : nlohmann::json(nullptr);
       }
       for (const auto& l : report_.logits)
-        res["logits"][std::string(mode_name(l.mode))] = {{"max_kl", l.max_kl},
-                                                         {"min_top1_agreement", l.min_top1},
-                                                         {"first_token_divergence_step", l.first_token_divergence}};
+        res["logits"][std::string(mode_name(l.mode))] = {
+            {"max_kl", l.max_kl},
+            {"min_top1_agreement", l.min_top1},
+            {"first_token_divergence_step", l.first_token_divergence}};
       if (f)
-        res["first_failure"] = {{"step", f->key.step}, {"layer", f->key.layer}, {"stage", f->key.stage},
-                                {"mode", mode_name(f->mode)}, {"first_mismatch", f->m.first_mismatch}};
+        res["first_failure"] = {{"step", f->key.step},
+                                {"layer", f->key.layer},
+                                {"stage", f->key.stage},
+                                {"mode", mode_name(f->mode)},
+                                {"first_mismatch", f->m.first_mismatch}};
       trace_->finish(res);
     }
   }
 
   RunOptions opt_;
   std::string crash_;
-  std::set<std::string, std::less<>> cached_;  // stages read as "cache:<stage>"
+  std::set<std::string, std::less<>> cached_;                  // stages read as "cache:<stage>"
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   const Policy& policy_;
   RunReport report_;
@@ -496,8 +523,8 @@ std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Cand
       "  Missing:          {}\n"
       "  -> Run {} on a candidate that implements {} (see `driftscope gate --model {}`),\n"
       "     or implement {} in {}. Nothing was computed.",
-      cand.name(), cfg.name, family_name(cfg.family), need.str(), have.str(), missing.str(), cfg.name, missing.str(),
-      cfg.name, missing.str(), cand.name());
+      cand.name(), cfg.name, family_name(cfg.family), need.str(), have.str(), missing.str(), cfg.name,
+      missing.str(), cfg.name, missing.str(), cand.name());
 }
 
 void locate_drift(RunReport& report) {
@@ -510,7 +537,8 @@ void locate_drift(RunReport& report) {
   std::map<int, std::pair<double, double>> by_layer;
   DType dtype = DType::f16;
   for (const auto& r : report.results) {
-    if (r.mode != Mode::chained || r.key.step != last_step || r.key.stage != "residual_2" || r.key.layer < 0) continue;
+    if (r.mode != Mode::chained || r.key.step != last_step || r.key.stage != "residual_2" || r.key.layer < 0)
+      continue;
     if (r.status == Status::crashed || r.status == Status::missing || std::isnan(r.floor_rms)) continue;
     const double scale = r.m.ref_rms > 0 ? r.m.ref_rms : 1.0;
     dtype = r.cand_dtype;
@@ -526,14 +554,16 @@ void locate_drift(RunReport& report) {
   }
   const auto at = drift_start_layer(err, floor, kBand);
   if (!at) {
-    report.drift = fmt::format("No drift: the chained error of every layer output stays within {:g}x the {} noise floor "
-                               "(step {}, layers {}..{}).",
-                               kBand, dtype_name(dtype), last_step, layers.front(), layers.back());
+    report.drift = fmt::format(
+        "No drift: the chained error of every layer output stays within {:g}x the {} noise floor "
+        "(step {}, layers {}..{}).",
+        kBand, dtype_name(dtype), last_step, layers.front(), layers.back());
     return;
   }
   report.drift_start = layers[std::size_t(*at)];
   report.drift = fmt::format(
-      "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} noise "
+      "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} "
+      "noise "
       "floor, growing from {:.2g}x the floor to {:.2g}x by layer {} (step {}).",
       *report.drift_start, kBand, dtype_name(dtype), err[std::size_t(*at)] / floor[std::size_t(*at)],
       err.back() / floor.back(), layers.back(), last_step);
@@ -543,25 +573,28 @@ void conclude(RunReport& report) {
   report.first_failure = find_culprit(report.results);
   const auto& f = report.first_failure;
   auto where = [](const StageResult& r) {
-    return fmt::format("{} of {} at step {}", r.key.stage,
-                       r.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", r.key.layer),
-                       r.key.step);
+    return fmt::format(
+        "{} of {} at step {}", r.key.stage,
+        r.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", r.key.layer),
+        r.key.step);
   };
   const StageResult* crashed = nullptr;
   for (const auto& r : report.results)
     if (r.status == Status::crashed && !crashed) crashed = &r;
   if (crashed || !report.crash.empty()) {
     report.exit_code = kExitCrashed;
-    report.verdict = fmt::format("CRASHED: {}", report.crash.empty() ? std::string("the candidate crashed") : report.crash);
+    report.verdict = fmt::format("CRASHED: {}",
+                                 report.crash.empty() ? std::string("the candidate crashed") : report.crash);
     if (crashed) report.verdict += fmt::format(" (stage {})", where(*crashed));
-    if (f && f->status != Status::crashed) report.verdict += fmt::format("; an earlier stage already failed: {}", where(*f));
+    if (f && f->status != Status::crashed)
+      report.verdict += fmt::format("; an earlier stage already failed: {}", where(*f));
   } else if (report.results.empty()) {
     report.exit_code = kExitFailure;
     report.verdict = "FAIL: no stage was judged (nothing was compared), so parity is not shown";
   } else if (f) {
     report.exit_code = kExitFailure;
-    report.verdict = fmt::format("FAIL: first failing stage is {} ({}, {})", where(*f), status_name(f->status),
-                                 mode_name(f->mode));
+    report.verdict = fmt::format("FAIL: first failing stage is {} ({}, {})", where(*f),
+                                 status_name(f->status), mode_name(f->mode));
   } else {
     report.exit_code = kExitParity;
     report.verdict = fmt::format("PASS: {} stages within policy", report.results.size());

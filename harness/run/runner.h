@@ -41,12 +41,12 @@ struct LaneLogits {
 
 struct RunReport {
   std::string model, candidate;
-  std::string policy;  // the policy's name
+  std::string policy;                // the policy's name
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
   std::vector<LaneLogits> logits;
-  std::string crash;  // why the candidate crashed, when it did
+  std::string crash;               // why the candidate crashed, when it did
   std::optional<int> drift_start;  // first layer whose chained output leaves the noise band for good
   std::string drift;               // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;

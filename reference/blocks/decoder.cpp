@@ -18,8 +18,10 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
   const char* q_in = "q";
   const char* k_in = "k";
   if (cfg.qk_norm) {
-    s["q_norm"] = c.stage(rmsnorm(s["q"], c.lw("attn_q_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
-    s["k_norm"] = c.stage(rmsnorm(s["k"], c.lw("attn_k_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
+    s["q_norm"] =
+        c.stage(rmsnorm(s["q"], c.lw("attn_q_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
+    s["k_norm"] =
+        c.stage(rmsnorm(s["k"], c.lw("attn_k_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
     q_in = "q_norm";
     k_in = "k_norm";
   }

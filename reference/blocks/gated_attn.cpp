@@ -26,8 +26,10 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
     q_in = "q_norm";
     k_in = "k_norm";
   }
-  s["q_rope"] = c.stage(rope(s[q_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
-  s["k_rope"] = c.stage(rope(s[k_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
+  s["q_rope"] =
+      c.stage(rope(s[q_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
+  s["k_rope"] =
+      c.stage(rope(s[k_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
   append_kv(st, s["k_rope"], s["v"]);
   s["attn"] = c.stage(attention(s["q_rope"], st.k, st.v, cfg.n_heads, cfg.n_kv_heads, d, pos0,
                                 {1.0 / std::sqrt(double(d)), false}));

@@ -42,21 +42,22 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
   s["qkv_mixed"] = c.stage(linear(s["attn_norm"], c.lw("attn_qkv.weight"), nullptr));
   s["z_gate"] = c.stage(linear(s["attn_norm"], c.lw("attn_gate.weight"), nullptr));
   s["beta"] = c.stage(gdn_beta(linear(s["attn_norm"], c.lw("ssm_beta.weight"), nullptr)));
-  s["g"] = c.stage(gdn_g(linear(s["attn_norm"], c.lw("ssm_alpha.weight"), nullptr), c.lw("ssm_a"),
-                         c.lw("ssm_dt.bias")));
+  s["g"] = c.stage(
+      gdn_g(linear(s["attn_norm"], c.lw("ssm_alpha.weight"), nullptr), c.lw("ssm_a"), c.lw("ssm_dt.bias")));
   s["conv"] = c.stage(conv_silu(s["qkv_mixed"], c.lw("ssm_conv1d.weight"), st.conv));
   st.conv = c.stage(st.conv);
   s["conv_state"] = st.conv;
   const int conv_dim = cfg.gdn_conv_dim();
-  s["q_l2"] = c.stage(l2norm(take_columns(s["conv"], conv_dim, 0, key_dim), dk, 1e-6, 1.0 / std::sqrt(double(dk))));
+  s["q_l2"] =
+      c.stage(l2norm(take_columns(s["conv"], conv_dim, 0, key_dim), dk, 1e-6, 1.0 / std::sqrt(double(dk))));
   s["k_l2"] = c.stage(l2norm(take_columns(s["conv"], conv_dim, key_dim, key_dim), dk, 1e-6, 1.0));
   const Tensor v = take_columns(s["conv"], conv_dim, 2 * key_dim, value_dim);
   s["gdn_out"] = c.stage(gdn_recurrence(cfg, s["q_l2"], s["k_l2"], v, s["g"], s["beta"], st.ssm));
   // The carried state is rounded like every stage: a candidate keeps it in its storage dtype.
   for (double& e : st.ssm) e = round_to(c.storage, e);
   s["gdn_state"] = state_stage(cfg, st.ssm);
-  s["gated_norm"] = c.stage(gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps,
-                                          cfg.gdn_v_dim));
+  s["gated_norm"] =
+      c.stage(gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps, cfg.gdn_v_dim));
   s["out_proj"] = c.stage(linear(s["gated_norm"], c.lw("ssm_out.weight"), nullptr));
   s["residual_1"] = c.stage(add(x, s["out_proj"]));
   swiglu_mlp(c, s);

@@ -22,7 +22,8 @@ TensorMap gpt2_block(const BlockContext& c, const Tensor& x, int pos0, LayerStat
                                 cfg.attn_scale_divide ? scale : AttnScale{1.0 / scale.value, false}));
   s["attn_out"] = c.stage(linear(s["attn"], c.lw("attn_output.weight"), c.lb("attn_output.bias")));
   s["residual_1"] = c.stage(add(x, s["attn_out"]));
-  s["ln_2"] = c.stage(layernorm(s["residual_1"], c.lw("ffn_norm.weight"), c.lw("ffn_norm.bias"), cfg.norm_eps));
+  s["ln_2"] =
+      c.stage(layernorm(s["residual_1"], c.lw("ffn_norm.weight"), c.lw("ffn_norm.bias"), cfg.norm_eps));
   s["fc"] = c.stage(linear(s["ln_2"], c.lw("ffn_up.weight"), c.lb("ffn_up.bias")));
   s["gelu"] = c.stage(gelu_new(s["fc"]));
   s["proj"] = c.stage(linear(s["gelu"], c.lw("ffn_down.weight"), c.lb("ffn_down.bias")));

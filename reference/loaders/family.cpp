@@ -32,7 +32,8 @@ void apply_family(ModelConfig& c) {
   c.layer_kinds.assign(std::size_t(c.n_layers), kind);
   if (c.family == Family::qwen3next && c.full_attention_interval > 0)
     for (int l = 0; l < c.n_layers; ++l)
-      c.layer_kinds[std::size_t(l)] = (l + 1) % c.full_attention_interval == 0 ? BlockKind::gated_attn : BlockKind::gdn;
+      c.layer_kinds[std::size_t(l)] =
+          (l + 1) % c.full_attention_interval == 0 ? BlockKind::gated_attn : BlockKind::gdn;
 }
 
 void truncate_layers(ModelConfig& c, int layers) {

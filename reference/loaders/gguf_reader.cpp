@@ -46,7 +46,8 @@ class Cursor {
   std::size_t n_, pos_ = 0;
 };
 
-GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, const std::string& path, int depth) {
+GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, const std::string& path,
+                     int depth) {
   GgufValue v;
   v.type = type;
   switch (type) {
@@ -63,7 +64,8 @@ GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, cons
       if (depth > 4) throw ModelError(fmt::format("{}: metadata {}: arrays nested too deep", path, key));
       const auto et = c.get<std::uint32_t>(key);
       const auto n = c.get<std::uint64_t>(key);
-      if (n > (std::uint64_t(1) << 32)) throw ModelError(fmt::format("{}: metadata {}: array of {} elements", path, key, n));
+      if (n > (std::uint64_t(1) << 32))
+        throw ModelError(fmt::format("{}: metadata {}: array of {} elements", path, key, n));
       v.arr.reserve(std::size_t(std::min<std::uint64_t>(n, 1 << 20)));
       for (std::uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(c, et, key, path, depth + 1));
       break;
@@ -97,10 +99,12 @@ GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
   ::close(fd);
   if (!base_) throw ModelError(fmt::format("{}: cannot map the file (size {})", path_, size_));
   Cursor c(path_, base_, size_);
-  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0) throw ModelError(fmt::format("{}: not a GGUF file (bad magic)", path_));
+  if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0)
+    throw ModelError(fmt::format("{}: not a GGUF file (bad magic)", path_));
   c.get<std::uint32_t>("magic");
   const auto version = c.get<std::uint32_t>("version");
-  if (version < 2 || version > 3) throw ModelError(fmt::format("{}: GGUF version {} (expected 3)", path_, version));
+  if (version < 2 || version > 3)
+    throw ModelError(fmt::format("{}: GGUF version {} (expected 3)", path_, version));
   const auto n_tensors = c.get<std::uint64_t>("tensor_count");
   const auto n_kv = c.get<std::uint64_t>("kv_count");
   for (std::uint64_t i = 0; i < n_kv; ++i) {
@@ -127,7 +131,8 @@ GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
   data_start_ = (c.pos() + align - 1) / align * align;
   for (const auto& t : tensors_)
     if (t.offset % align)
-      throw ModelError(fmt::format("{}: tensor {}: offset {} not aligned to {}", path_, t.name, t.offset, align));
+      throw ModelError(
+          fmt::format("{}: tensor {}: offset {} not aligned to {}", path_, t.name, t.offset, align));
 }
 
 GgufFile::~GgufFile() {
@@ -142,17 +147,19 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 Tensor GgufFile::read(const GgufTensorInfo& t) const {
   const auto info = ggml_type_info(t.type);
   if (!info)
-    throw ModelError(fmt::format("{}: tensor {}: ggml type {} is not supported (F32, F16, BF16, Q8_0, Q4_K, Q6_K)",
-                                 path_, t.name, t.type));
+    throw ModelError(
+        fmt::format("{}: tensor {}: ggml type {} is not supported (F32, F16, BF16, Q8_0, Q4_K, Q6_K)", path_,
+                    t.name, t.type));
   if (t.ne[0] % info->block_elems)
-    throw ModelError(fmt::format("{}: tensor {}: row of {} elements is not a whole number of {} blocks", path_,
-                                 t.name, t.ne[0], info->name));
+    throw ModelError(fmt::format("{}: tensor {}: row of {} elements is not a whole number of {} blocks",
+                                 path_, t.name, t.ne[0], info->name));
   Shape shape(t.ne.rbegin(), t.ne.rend());
   Tensor out(DType::f32, shape);
   const std::int64_t bytes = ggml_nbytes(*info, out.numel());
   if (data_start_ + t.offset + std::uint64_t(bytes) > size_)
-    throw ModelError(fmt::format("{}: tensor {}: data [{}, {}) beyond the end of the file ({} bytes)", path_, t.name,
-                                 data_start_ + t.offset, data_start_ + t.offset + std::uint64_t(bytes), size_));
+    throw ModelError(fmt::format("{}: tensor {}: data [{}, {}) beyond the end of the file ({} bytes)", path_,
+                                 t.name, data_start_ + t.offset,
+                                 data_start_ + t.offset + std::uint64_t(bytes), size_));
   dequantize(info->type, base_ + data_start_ + t.offset, out.data<float>(), out.numel());
   return out;
 }
@@ -197,10 +204,12 @@ class ConfigReader {
 
 ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   const GgufValue* a = f.find("general.architecture");
-  if (!a || a->type != 8) throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
+  if (!a || a->type != 8)
+    throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
   const std::string arch = a->s;
   const auto family = family_of(arch);
-  if (!family) throw ModelError(fmt::format("{}: general.architecture '{}' is not supported", f.path(), arch));
+  if (!family)
+    throw ModelError(fmt::format("{}: general.architecture '{}' is not supported", f.path(), arch));
   const ConfigReader r(f, arch);
   ModelConfig c;
   c.name = f.path();
@@ -213,8 +222,9 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   c.head_dim = int(r.integer("attention.key_length").value_or(c.hidden / c.n_heads));
   c.ffn = r.require_int("feed_forward_length");
   c.max_positions = int(r.integer("context_length").value_or(2048));
-  c.norm_eps = r.real(c.family == Family::gpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")
-                   .value_or(c.family == Family::gpt2 ? 1e-5 : 1e-6);
+  c.norm_eps =
+      r.real(c.family == Family::gpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")
+          .value_or(c.family == Family::gpt2 ? 1e-5 : 1e-6);
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
   if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
   if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
@@ -248,8 +258,10 @@ std::string canonical_name(const ModelConfig& c, const std::string& path, const 
   if (c.family == Family::qwen3next) {
     for (std::string_view old : {".ssm_in.", ".ssm_beta_alpha."})
       if (name.find(old) != std::string::npos)
-        throw ModelError(fmt::format("{}: tensor {}: the older fused Qwen3-Next layout is not supported "
-                                     "(expected attn_qkv / attn_gate / ssm_alpha / ssm_beta)", path, name));
+        throw ModelError(
+            fmt::format("{}: tensor {}: the older fused Qwen3-Next layout is not supported "
+                        "(expected attn_qkv / attn_gate / ssm_alpha / ssm_beta)",
+                        path, name));
     for (std::string_view post : {".post_attention_norm.", ".attn_post_norm."})
       if (auto at = name.find(post); at != std::string::npos)
         return name.substr(0, at) + ".ffn_norm." + name.substr(at + post.size());

@@ -99,14 +99,17 @@ WeightStore file_weights(const Model& m) {
     const bool plus_one_norm = c.norm_plus_one && name.find("norm.weight") != std::string::npos &&
                                name.find("ssm_norm") == std::string::npos;
     if (plus_one_norm)
-      for (std::int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
+      for (std::int64_t i = 0; i < v.numel(); ++i)
+        v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
     if (c.family == Family::qwen3next)
-      if (auto at = out.find(".ffn_norm."); at != std::string::npos) out.replace(at, 10, ".post_attention_norm.");
+      if (auto at = out.find(".ffn_norm."); at != std::string::npos)
+        out.replace(at, 10, ".post_attention_norm.");
     w.put(out, std::move(v));
   }
   if (!c.rope_freq_factors.empty()) {
     Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
-    for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i) f.data<float>()[i] = float(c.rope_freq_factors[i]);
+    for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i)
+      f.data<float>()[i] = float(c.rope_freq_factors[i]);
     w.put("rope_freqs.weight", std::move(f));
   }
   if (c.family == Family::llama && !c.qk_rows_permuted)
@@ -161,7 +164,8 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
     GgmlType type = t.rank() == 2 ? options.matrix_type : GgmlType::F32;
     if (type == GgmlType::Q8_0 && t.dim(1) % 32) type = GgmlType::F32;
     if (type == GgmlType::Q4_K || type == GgmlType::Q6_K)
-      throw ModelError(fmt::format("{}: writing {} tensors is not supported", path, ggml_type_info(std::uint32_t(type))->name));
+      throw ModelError(fmt::format("{}: writing {} tensors is not supported", path,
+                                   ggml_type_info(std::uint32_t(type))->name));
     data.pad(kAlign);
     head.str(name);
     head.put<std::uint32_t>(std::uint32_t(t.rank()));

@@ -53,7 +53,8 @@ std::string hf_model_type(Family f) {
 
 ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
   // Multimodal checkpoints (Qwen3.5) keep the language model's fields under text_config.
-  const nlohmann::json& j = root.contains("text_config") && !root.contains("hidden_size") ? root["text_config"] : root;
+  const nlohmann::json& j =
+      root.contains("text_config") && !root.contains("hidden_size") ? root["text_config"] : root;
   const Fields f(j, file);
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw ModelError(fmt::format("{}: missing field model_type", file));
@@ -88,7 +89,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     c.norm_eps = f.real("rms_norm_eps", 1e-6);
     c.tied_embeddings = f.boolean("tie_word_embeddings", false);
     const nlohmann::json* rope = f.has("rope_parameters") ? &f.at("rope_parameters") : nullptr;
-    c.rope_theta = f.real("rope_theta", rope && rope->contains("rope_theta") ? (*rope)["rope_theta"].get<double>() : 10000.0);
+    c.rope_theta = f.real(
+        "rope_theta", rope && rope->contains("rope_theta") ? (*rope)["rope_theta"].get<double>() : 10000.0);
     c.partial_rotary = f.real("partial_rotary_factor", rope && rope->contains("partial_rotary_factor")
                                                            ? (*rope)["partial_rotary_factor"].get<double>()
                                                            : 1.0);
@@ -101,9 +103,9 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
             throw ModelError(fmt::format("{}: field rope_scaling.{} missing for llama3 scaling", file, k));
           return s[k].get<double>();
         };
-        c.rope_freq_factors = llama3_freq_factors(int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"),
-                                                  need("low_freq_factor"), need("high_freq_factor"),
-                                                  need("original_max_position_embeddings"));
+        c.rope_freq_factors = llama3_freq_factors(
+            int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"), need("low_freq_factor"),
+            need("high_freq_factor"), need("original_max_position_embeddings"));
       } else if (kind != "default") {
         throw ModelError(fmt::format("{}: field rope_scaling.rope_type = {} is not supported", file, kind));
       }
@@ -111,7 +113,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;
     if (type == "mistral" && f.has("sliding_window")) c.sliding_window = f.integer("sliding_window");
     if (f.boolean("use_sliding_window", false))
-      throw ModelError(fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
+      throw ModelError(
+          fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
   }
   if (c.family == Family::qwen3next) {
@@ -153,7 +156,8 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     return j;
   }
   if (!c.rope_freq_factors.empty())
-    throw ModelError(fmt::format("{}: rope_freq_factors cannot be written to config.json (only llama3 parameters can)", c.name));
+    throw ModelError(fmt::format(
+        "{}: rope_freq_factors cannot be written to config.json (only llama3 parameters can)", c.name));
   j["hidden_size"] = c.hidden;
   j["num_hidden_layers"] = c.n_layers;
   j["num_attention_heads"] = c.n_heads;
@@ -177,7 +181,8 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     j["linear_conv_kernel_dim"] = c.conv_kernel;
     j["full_attention_interval"] = c.full_attention_interval;
     auto& types = j["layer_types"] = nlohmann::json::array();
-    for (BlockKind k : c.layer_kinds) types.push_back(k == BlockKind::gdn ? "linear_attention" : "full_attention");
+    for (BlockKind k : c.layer_kinds)
+      types.push_back(k == BlockKind::gdn ? "linear_attention" : "full_attention");
   }
   return j;
 }

@@ -30,12 +30,15 @@ Tensor apply(const std::string& file, const std::string& hf_name, HfTransform tr
   switch (tr) {
     case HfTransform::none: return t;
     case HfTransform::transpose:
-      if (t.rank() != 2) throw ModelError(fmt::format("{}: tensor {}: expected 2 dimensions, got {}", file, hf_name, shape_str(t.shape())));
+      if (t.rank() != 2)
+        throw ModelError(
+            fmt::format("{}: tensor {}: expected 2 dimensions, got {}", file, hf_name, shape_str(t.shape())));
       return transposed(t);
     case HfTransform::squeeze_conv:
       if (t.rank() == 3 && t.dim(1) == 1) return t.reshaped({t.dim(0), t.dim(2)});
       if (t.rank() == 2) return t;
-      throw ModelError(fmt::format("{}: tensor {}: expected [channels, 1, kernel], got {}", file, hf_name, shape_str(t.shape())));
+      throw ModelError(fmt::format("{}: tensor {}: expected [channels, 1, kernel], got {}", file, hf_name,
+                                   shape_str(t.shape())));
     case HfTransform::neg_exp: {
       // Kept in f64: -exp(A_log) is not an f32 number.
       Tensor a = t.to(DType::f64);
@@ -47,7 +50,8 @@ Tensor apply(const std::string& file, const std::string& hf_name, HfTransform tr
 }
 
 // Rows [begin, begin + count) of each of `groups` consecutive blocks of `block` rows.
-Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std::int64_t begin, std::int64_t count) {
+Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std::int64_t begin,
+                   std::int64_t count) {
   Tensor out(t.dtype(), {groups * count, t.dim(1)});
   const std::size_t row = t.nbytes() / std::size_t(t.dim(0));
   for (std::int64_t g = 0; g < groups; ++g)
@@ -62,14 +66,16 @@ Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std
 // heads in grouped order either way.
 void split_fused(Model& m, const std::string& dir) {
   const auto& c = m.config;
-  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, rv = std::int64_t(c.gdn_v_heads / c.gdn_k_heads) * c.gdn_v_dim,
+  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim,
+                     rv = std::int64_t(c.gdn_v_heads / c.gdn_k_heads) * c.gdn_v_dim,
                      rho = c.gdn_v_heads / c.gdn_k_heads;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string qkvz = layer_weight(l, "fused_qkvz.weight"), ba = layer_weight(l, "fused_ba.weight");
     if (const Tensor* w = m.weights.find(qkvz)) {
       const std::int64_t block = 2 * dk + 2 * rv;
       if (w->rank() != 2 || w->dim(0) != nk * block)
-        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, qkvz, nk * block, shape_str(w->shape())));
+        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, qkvz, nk * block,
+                                     shape_str(w->shape())));
       Tensor qkv = Tensor::concat_rows(gather_rows(*w, nk, block, 0, dk), gather_rows(*w, nk, block, dk, dk));
       qkv = Tensor::concat_rows(qkv, gather_rows(*w, nk, block, 2 * dk, rv));
       m.weights.put(layer_weight(l, "attn_qkv.weight"), std::move(qkv));
@@ -78,7 +84,8 @@ void split_fused(Model& m, const std::string& dir) {
     }
     if (const Tensor* w = m.weights.find(ba)) {
       if (w->rank() != 2 || w->dim(0) != 2 * nk * rho)
-        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, ba, 2 * nk * rho, shape_str(w->shape())));
+        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, ba, 2 * nk * rho,
+                                     shape_str(w->shape())));
       m.weights.put(layer_weight(l, "ssm_beta.weight"), gather_rows(*w, nk, 2 * rho, 0, rho));
       m.weights.put(layer_weight(l, "ssm_alpha.weight"), gather_rows(*w, nk, 2 * rho, rho, rho));
       m.weights.erase(ba);

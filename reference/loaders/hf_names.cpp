@@ -122,8 +122,8 @@ HfName canonical_to_hf(const std::string& canonical, Family family) {
     const auto [layer, rest] = split_layer(std::string_view(canonical).substr(4));
     for (const auto& r : gpt2 ? std::span<const Rule>(kGpt2Layer) : std::span<const Rule>(kLayer))
       if (rest == r.canonical)
-        return {gpt2 ? fmt::format("h.{}.{}", layer, r.hf) : fmt::format("model.layers.{}.{}", layer, r.hf), r.transform,
-                layer};
+        return {gpt2 ? fmt::format("h.{}.{}", layer, r.hf) : fmt::format("model.layers.{}.{}", layer, r.hf),
+                r.transform, layer};
   }
   throw ModelError(fmt::format("no Hugging Face name for tensor {}", canonical));
 }

@@ -17,7 +17,8 @@ void permute_rows(WeightStore& w, std::string_view name, int heads, bool to_hf) 
       for (std::int64_t odd = 0; odd < 2; ++odd) {
         const std::int64_t gguf = h * d + 2 * i + odd, hf = h * d + i + odd * half;
         const std::int64_t src = to_hf ? gguf : hf, dst = to_hf ? hf : gguf;
-        std::memcpy(out.raw() + std::size_t(dst) * row_bytes, t->raw() + std::size_t(src) * row_bytes, row_bytes);
+        std::memcpy(out.raw() + std::size_t(dst) * row_bytes, t->raw() + std::size_t(src) * row_bytes,
+                    row_bytes);
       }
   w.put(std::string(name), std::move(out));
 }

@@ -24,7 +24,8 @@ DType parse_st_dtype(const std::string& path, const std::string& name, const std
   if (s == "F16") return DType::f16;
   if (s == "BF16") return DType::bf16;
   if (s == "F64") return DType::f64;
-  throw ModelError(fmt::format("{}: tensor {}: dtype {} is not supported (F32, F16, BF16, F64)", path, name, s));
+  throw ModelError(
+      fmt::format("{}: tensor {}: dtype {} is not supported (F32, F16, BF16, F64)", path, name, s));
 }
 }  // namespace
 
@@ -36,9 +37,11 @@ void read_safetensors(const std::string& path, const std::function<bool(const st
   const auto file_size = std::uint64_t(in.tellg());
   in.seekg(0);
   std::uint64_t n = 0;
-  if (file_size < 8 || !in.read(reinterpret_cast<char*>(&n), 8)) throw ModelError(fmt::format("{}: truncated header length", path));
+  if (file_size < 8 || !in.read(reinterpret_cast<char*>(&n), 8))
+    throw ModelError(fmt::format("{}: truncated header length", path));
   if (n > 100'000'000 || 8 + n > file_size)
-    throw ModelError(fmt::format("{}: header length {} does not fit the file ({} bytes)", path, n, file_size));
+    throw ModelError(
+        fmt::format("{}: header length {} does not fit the file ({} bytes)", path, n, file_size));
   std::string header(std::size_t(n), '\0');
   in.read(header.data(), std::streamsize(n));
   nlohmann::json j;
@@ -54,13 +57,15 @@ void read_safetensors(const std::string& path, const std::function<bool(const st
     try {
       Entry e{name, parse_st_dtype(path, name, v.at("dtype").get<std::string>()), v.at("shape").get<Shape>()};
       const auto off = v.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (off.size() != 2) throw ModelError(fmt::format("{}: tensor {}: data_offsets must have two entries", path, name));
+      if (off.size() != 2)
+        throw ModelError(fmt::format("{}: tensor {}: data_offsets must have two entries", path, name));
       e.begin = off[0];
       e.end = off[1];
       const std::uint64_t want_bytes = std::uint64_t(numel(e.shape)) * dtype_size(e.stored);
       if (e.end < e.begin || e.end - e.begin != want_bytes || e.end > data_size)
-        throw ModelError(fmt::format("{}: tensor {}: data_offsets [{}, {}) do not match shape {} of {} in a {}-byte buffer",
-                                     path, name, e.begin, e.end, shape_str(e.shape), dtype_name(e.stored), data_size));
+        throw ModelError(fmt::format(
+            "{}: tensor {}: data_offsets [{}, {}) do not match shape {} of {} in a {}-byte buffer", path,
+            name, e.begin, e.end, shape_str(e.shape), dtype_name(e.stored), data_size));
       entries.push_back(std::move(e));
     } catch (const nlohmann::json::exception& ex) {
       throw ModelError(fmt::format("{}: tensor {}: malformed header entry: {}", path, name, ex.what()));
@@ -82,12 +87,15 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   std::vector<Tensor> stored;
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (!is_float(t.dtype())) throw ModelError(fmt::format("{}: tensor {}: dtype {} cannot be written", path, name, dtype_name(t.dtype())));
+    if (!is_float(t.dtype()))
+      throw ModelError(
+          fmt::format("{}: tensor {}: dtype {} cannot be written", path, name, dtype_name(t.dtype())));
     const Tensor& s = t;
-    const char* st = s.dtype() == DType::f64 ? "F64" : s.dtype() == DType::f32 ? "F32" : s.dtype() == DType::f16 ? "F16" : "BF16";
-    header[name] = {{"dtype", st},
-                    {"shape", s.shape()},
-                    {"data_offsets", {offset, offset + s.nbytes()}}};
+    const char* st = s.dtype() == DType::f64   ? "F64"
+                     : s.dtype() == DType::f32 ? "F32"
+                     : s.dtype() == DType::f16 ? "F16"
+                                               : "BF16";
+    header[name] = {{"dtype", st}, {"shape", s.shape()}, {"data_offsets", {offset, offset + s.nbytes()}}};
     offset += s.nbytes();
     stored.push_back(s);
   }

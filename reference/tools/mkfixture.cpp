@@ -38,17 +38,24 @@ int main(int argc, char** argv) {
       suffix = value();
     } else if (a == "--gguf-type") {
       const std::string t = value();
-      if (t == "f32") gguf.matrix_type = ds::ref::GgmlType::F32;
-      else if (t == "f16") gguf.matrix_type = ds::ref::GgmlType::F16;
-      else if (t == "bf16") gguf.matrix_type = ds::ref::GgmlType::BF16;
-      else if (t == "q8_0") gguf.matrix_type = ds::ref::GgmlType::Q8_0;
+      if (t == "f32")
+        gguf.matrix_type = ds::ref::GgmlType::F32;
+      else if (t == "f16")
+        gguf.matrix_type = ds::ref::GgmlType::F16;
+      else if (t == "bf16")
+        gguf.matrix_type = ds::ref::GgmlType::BF16;
+      else if (t == "q8_0")
+        gguf.matrix_type = ds::ref::GgmlType::Q8_0;
       else {
         fmt::print(stderr, "driftscope-mkfixture: unknown --gguf-type {}\n", t);
         return 2;
       }
     } else if (a == "-h" || a == "--help") {
-      fmt::print("usage: driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] PRESET...\n"
-                 "presets: {}\n", fmt::join(ds::ref::synthetic_presets(), ", "));
+      fmt::print(
+          "usage: driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] "
+          "PRESET...\n"
+          "presets: {}\n",
+          fmt::join(ds::ref::synthetic_presets(), ", "));
       return 0;
     } else {
       presets.push_back(a);

@@ -70,8 +70,8 @@ TEST(F16, SpecialValues) {
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7BFF);
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7C00);  // rounds up to +inf
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);   // smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);   // tie to even (zero)
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // tie to even (zero)
   EXPECT_EQ(f64_to_f16(std::ldexp(1.0, -25) * 1.0000001), 0x0001);
   EXPECT_EQ(f32_to_f16(INFINITY), 0x7C00);
 }

@@ -9,8 +9,8 @@ namespace ds {
 namespace {
 
 TEST(StageCatalog, NamesAreUniqueWithinEachBlockKind) {
-  for (BlockKind k : {BlockKind::decoder, BlockKind::gpt2, BlockKind::gdn, BlockKind::gated_attn, BlockKind::embed,
-                      BlockKind::head}) {
+  for (BlockKind k : {BlockKind::decoder, BlockKind::gpt2, BlockKind::gdn, BlockKind::gated_attn,
+                      BlockKind::embed, BlockKind::head}) {
     std::set<std::string_view> seen;
     for (const auto& s : block_stages(k)) EXPECT_TRUE(seen.insert(s.name).second) << s.name;
     EXPECT_FALSE(seen.empty());

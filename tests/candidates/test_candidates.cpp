@@ -89,7 +89,8 @@ TEST(SimtCandidate, DeclaresOnlyWhatItsKernelsImplement) {
   for (Op op : {Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos, Op::RMSNormPlusOne, Op::AttnOutputGate,
                 Op::GatedDeltaNet})
     EXPECT_FALSE(ops.has(op)) << op_name(op);
-  for (Op op : {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::SwiGLU})
+  for (Op op :
+       {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::SwiGLU})
     EXPECT_TRUE(ops.has(op)) << op_name(op);
 }
 
@@ -114,7 +115,8 @@ TEST(SimtCandidate, FusedStepsMapToCatalogStages) {
 // kernels are already a few ULPs off near zero. Both candidates here get the same f16
 // inputs (the reference's stages, step 0), step by step; the result is the first catalog
 // stage whose bytes differ, as (layer, stage).
-std::optional<std::pair<int, std::string>> first_bit_difference(const std::string& spec, const std::string& cand) {
+std::optional<std::pair<int, std::string>> first_bit_difference(const std::string& spec,
+                                                                const std::string& cand) {
   const Model model = load_model_spec(spec, 0, 0);
   const ModelConfig& cfg = model.config;
   ref::Reference reference(model);
@@ -132,7 +134,8 @@ std::optional<std::pair<int, std::string>> first_bit_difference(const std::strin
     for (const KernelStep& step : good->plan(cfg, BlockKind::decoder)) {
       TensorMap in;
       for (const std::string& name : step.inputs) {
-        const std::string stage = name == "x" ? "" : name.substr(name.find(':') == std::string::npos ? 0 : name.find(':') + 1);
+        const std::string stage =
+            name == "x" ? "" : name.substr(name.find(':') == std::string::npos ? 0 : name.find(':') + 1);
         in[name] = (name == "x" ? x : rs.at(stage)).to(DType::f16);
       }
       good->run(step, ctx, in, out_good);
@@ -154,8 +157,8 @@ class Mutant : public testing::TestWithParam<gpu::MutantInfo> {};
 // Every mutant fails, first at the stage and layer its table row documents.
 TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
-  const RunReport r = run_parity(options(std::string(m.model), fmt::format("mutant:{}", m.name)),
-                                 Policy::dtype_defaults());
+  const RunReport r =
+      run_parity(options(std::string(m.model), fmt::format("mutant:{}", m.name)), Policy::dtype_defaults());
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
     ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;

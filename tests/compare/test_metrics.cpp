@@ -152,11 +152,32 @@ TEST(Metrics, UlpBuckets) {
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 void expect_same(const Metrics& a, const Metrics& b) {
 #define DS_SAME(f) EXPECT_TRUE(same_bits(double(a.f), double(b.f))) << #f << ": " << a.f << " vs " << b.f
-  DS_SAME(numel); DS_SAME(max_abs); DS_SAME(max_abs_index); DS_SAME(max_abs_ref); DS_SAME(max_abs_cand);
-  DS_SAME(mean_abs); DS_SAME(rms); DS_SAME(max_rel); DS_SAME(max_ulp); DS_SAME(mean_ulp); DS_SAME(cosine);
-  DS_SAME(nmse); DS_SAME(sqnr_db); DS_SAME(ref_rms); DS_SAME(mismatches); DS_SAME(first_mismatch);
-  DS_SAME(first_ref); DS_SAME(first_cand); DS_SAME(nan_ref); DS_SAME(nan_cand); DS_SAME(inf_ref);
-  DS_SAME(inf_cand); DS_SAME(first_nan); DS_SAME(inf_agree); DS_SAME(min_atol); DS_SAME(min_rtol);
+  DS_SAME(numel);
+  DS_SAME(max_abs);
+  DS_SAME(max_abs_index);
+  DS_SAME(max_abs_ref);
+  DS_SAME(max_abs_cand);
+  DS_SAME(mean_abs);
+  DS_SAME(rms);
+  DS_SAME(max_rel);
+  DS_SAME(max_ulp);
+  DS_SAME(mean_ulp);
+  DS_SAME(cosine);
+  DS_SAME(nmse);
+  DS_SAME(sqnr_db);
+  DS_SAME(ref_rms);
+  DS_SAME(mismatches);
+  DS_SAME(first_mismatch);
+  DS_SAME(first_ref);
+  DS_SAME(first_cand);
+  DS_SAME(nan_ref);
+  DS_SAME(nan_cand);
+  DS_SAME(inf_ref);
+  DS_SAME(inf_cand);
+  DS_SAME(first_nan);
+  DS_SAME(inf_agree);
+  DS_SAME(min_atol);
+  DS_SAME(min_rtol);
 #undef DS_SAME
   EXPECT_EQ(a.ulp_hist, b.ulp_hist);
 }
@@ -173,7 +194,8 @@ TEST(Metrics, ResultDoesNotDependOnThreadCount) {
   c[123456] = kNaN;
   const Tensor a = Tensor::from_f64({n}, r), b = Tensor::from_f64({n}, c, DType::f32);
   const Metrics m1 = compute_metrics(a.view(), b.view(), DType::f32, {1e-4, 1e-3}, 1);
-  for (int threads : {2, 3, 8}) expect_same(m1, compute_metrics(a.view(), b.view(), DType::f32, {1e-4, 1e-3}, threads));
+  for (int threads : {2, 3, 8})
+    expect_same(m1, compute_metrics(a.view(), b.view(), DType::f32, {1e-4, 1e-3}, threads));
   // The f32 in-place path and the widened f64 path agree.
   const Tensor b64 = b.to(DType::f64);
   expect_same(m1, compute_metrics(a.view(), b64.view(), DType::f32, {1e-4, 1e-3}, 2));

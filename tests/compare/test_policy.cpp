@@ -109,9 +109,10 @@ TEST(PolicyYaml, ExpectedMissingAndSkipped) {
     default: true
     dtype_defaults: true
 )");
-  for (auto [stage, status, failure] : {std::tuple{"q_norm", Status::missing, false}, std::tuple{"k_norm", Status::skipped, false},
-                                        std::tuple{"q_norm", Status::skipped, true}, std::tuple{"attn", Status::missing, true},
-                                        std::tuple{"attn", Status::skipped, true}}) {
+  for (auto [stage, status, failure] :
+       {std::tuple{"q_norm", Status::missing, false}, std::tuple{"k_norm", Status::skipped, false},
+        std::tuple{"q_norm", Status::skipped, true}, std::tuple{"attn", Status::missing, true},
+        std::tuple{"attn", Status::skipped, true}}) {
     StageResult r;
     r.key = {0, 0, stage};
     r.status = status;
@@ -122,18 +123,24 @@ TEST(PolicyYaml, ExpectedMissingAndSkipped) {
 }
 
 TEST(PolicyYaml, BadFilesNameLineAndField) {
-  EXPECT_NE(error_of("rules:\n  - stage: q\n    chek: \"max_abs <= 1\"\n").find("p.yaml:3: field 'chek': unknown field"),
+  EXPECT_NE(error_of("rules:\n  - stage: q\n    chek: \"max_abs <= 1\"\n")
+                .find("p.yaml:3: field 'chek': unknown field"),
             std::string::npos);
   EXPECT_NE(error_of("rules:\n  - stage: q\n    check: \"max_abs <= x\"\n").find("p.yaml:3: field 'check'"),
             std::string::npos);
-  EXPECT_NE(error_of("rules:\n  - stage: \"(\"\n    check: \"max_abs <= 1\"\n").find("p.yaml:2: field 'stage': bad regex"),
+  EXPECT_NE(error_of("rules:\n  - stage: \"(\"\n    check: \"max_abs <= 1\"\n")
+                .find("p.yaml:2: field 'stage': bad regex"),
             std::string::npos);
-  EXPECT_NE(error_of("rules:\n  - layers: \"5:2\"\n    dtype_defaults: true\n").find("p.yaml:2: field 'layers'"),
+  EXPECT_NE(
+      error_of("rules:\n  - layers: \"5:2\"\n    dtype_defaults: true\n").find("p.yaml:2: field 'layers'"),
+      std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - mode: sideways\n    dtype_defaults: true\n").find("field 'mode'"),
             std::string::npos);
-  EXPECT_NE(error_of("rules:\n  - mode: sideways\n    dtype_defaults: true\n").find("field 'mode'"), std::string::npos);
-  EXPECT_NE(error_of("rules:\n  - stage: q\n    expect: pass\n").find("field 'expect': must be missing or skipped"),
+  EXPECT_NE(
+      error_of("rules:\n  - stage: q\n    expect: pass\n").find("field 'expect': must be missing or skipped"),
+      std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: q\n").find("p.yaml:2: a rule needs exactly one of"),
             std::string::npos);
-  EXPECT_NE(error_of("rules:\n  - stage: q\n").find("p.yaml:2: a rule needs exactly one of"), std::string::npos);
   EXPECT_NE(error_of("rules: [\n").find("p.yaml:"), std::string::npos);
   EXPECT_NE(error_of("rulez: []\n").find("field 'rulez'"), std::string::npos);
   EXPECT_NE(error_of("rules: []\n").find("no rules"), std::string::npos);

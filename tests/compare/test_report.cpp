@@ -21,8 +21,10 @@ struct Result {
 
 Result sh(const std::string& args) {
   static int calls = 0;
-  const fs::path out = fs::temp_directory_path() / ("ds_sh_" + std::to_string(::getpid()) + "_" + std::to_string(calls++));
-  const int st = std::system((std::string(DRIFTSCOPE_BIN) + " " + args + " > " + out.string() + " 2>&1").c_str());
+  const fs::path out =
+      fs::temp_directory_path() / ("ds_sh_" + std::to_string(::getpid()) + "_" + std::to_string(calls++));
+  const int st =
+      std::system((std::string(DRIFTSCOPE_BIN) + " " + args + " > " + out.string() + " 2>&1").c_str());
   std::ifstream in(out);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -34,8 +36,13 @@ class ReportTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("ds_report_" + std::to_string(::getpid()));
     fs::create_directories(dir_);
-    ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --mode both --decode-steps 1 -o " + path("good.h5")).rc, 0);
-    ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c mutant:chain-add-idx --mode both --decode-steps 1 -o " + path("bad.h5")).rc, 1);
+    ASSERT_EQ(
+        sh("run -m synthetic:qwen2-tiny -c cpu-f16 --mode both --decode-steps 1 -o " + path("good.h5")).rc,
+        0);
+    ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c mutant:chain-add-idx --mode both --decode-steps 1 -o " +
+                 path("bad.h5"))
+                  .rc,
+              1);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string path(const std::string& name) { return (dir_ / name).string(); }
@@ -53,7 +60,8 @@ TEST_F(ReportTest, SamePolicyReproducesTheRun) {
 }
 
 TEST_F(ReportTest, StricterPolicyTurnsAPassingTraceIntoAFailureNamingStages) {
-  const Result r = sh("report " + path("good.h5") + " --only-failures --policy " DRIFTSCOPE_FIXTURES "/policies/strict.yaml");
+  const Result r = sh("report " + path("good.h5") +
+                      " --only-failures --policy " DRIFTSCOPE_FIXTURES "/policies/strict.yaml");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("embed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("FAIL"), std::string::npos);
@@ -90,7 +98,8 @@ TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {
                       " --markdown " + path("j.md"));
   EXPECT_EQ(r.rc, 1);
   const std::string check =
-      "/usr/bin/python3 -c \"import json, sys, xml.etree.ElementTree as E; t = E.parse(sys.argv[1]).getroot(); "
+      "/usr/bin/python3 -c \"import json, sys, xml.etree.ElementTree as E; t = "
+      "E.parse(sys.argv[1]).getroot(); "
       "cases = t.findall('.//testcase'); fails = [c for c in cases if c.find('failure') is not None]; "
       "assert len(cases) == 132 and len(fails) > 0, (len(cases), len(fails)); "
       "assert all(f.find('failure').get('message') for f in fails); "
@@ -103,15 +112,22 @@ TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {
   EXPECT_NE(ss.str().find("| 0 | 0 | `residual_1` |"), std::string::npos) << ss.str();
   // run writes the same files.
   EXPECT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --junit " + path("r.xml")).rc, 0);
-  EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import xml.etree.ElementTree as E; E.parse('" + path("r.xml") + "')\"").c_str()), 0);
+  EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import xml.etree.ElementTree as E; E.parse('" +
+                         path("r.xml") + "')\"")
+                            .c_str()),
+            0);
 }
 
 TEST_F(ReportTest, CaptureFilterKeepsOnlyTheRequestedTensors) {
-  ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --capture-stages \"q|k\" --capture-layers 1:1 -o " + path("cap.h5")).rc, 0);
+  ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --capture-stages \"q|k\" --capture-layers 1:1 -o " +
+               path("cap.h5"))
+                .rc,
+            0);
   const ds::trace::TraceReader t(path("cap.h5"));
   int with_tensors = 0;
   for (const auto& row : t.rows()) {
-    const bool want = (row.result.key.stage == "q" || row.result.key.stage == "k") && row.result.key.layer == 1;
+    const bool want =
+        (row.result.key.stage == "q" || row.result.key.stage == "k") && row.result.key.layer == 1;
     EXPECT_EQ(t.has_tensors(row), want) << row.result.key.stage << " " << row.result.key.layer;
     with_tensors += t.has_tensors(row);
   }

@@ -103,12 +103,13 @@ std::vector<double> gdn_double(const Dims& d, int n_seqs, int T, const GdnIn& in
         const float* v = &in.v[(row * d.nv + h) * d.dv];
         const double decay = std::exp(double(in.g[row * d.nv + h])), b = in.beta[row * d.nv + h];
         double* M = &S[(std::size_t(s) * d.nv + h) * d.dk * d.dv];
-        if (closed_form) {  // S_t = e^g (I - b k k^T) S_{t-1} + b k v^T
+        if (closed_form) {                                 // S_t = e^g (I - b k k^T) S_{t-1} + b k v^T
           std::vector<double> kS(std::size_t(d.dv), 0.0);  // k^T S
           for (int i = 0; i < d.dk; ++i)
             for (int j = 0; j < d.dv; ++j) kS[j] += k[i] * M[i * d.dv + j];
           for (int i = 0; i < d.dk; ++i)
-            for (int j = 0; j < d.dv; ++j) M[i * d.dv + j] = decay * (M[i * d.dv + j] - b * k[i] * kS[j]) + b * k[i] * v[j];
+            for (int j = 0; j < d.dv; ++j)
+              M[i * d.dv + j] = decay * (M[i * d.dv + j] - b * k[i] * kS[j]) + b * k[i] * v[j];
         } else {
           for (int e = 0; e < d.dk * d.dv; ++e) M[e] *= decay;
           for (int j = 0; j < d.dv; ++j) {
@@ -156,7 +157,8 @@ TEST(Gdn, PlainMatchesDoubleRecurrenceAndClosedForm) {
 TEST(Gdn, PlainConvMatchesDouble) {
   std::mt19937 gen(11);
   const int n_seqs = 2, T = 3, C = 37, Kw = 4;
-  const F sx = normal(std::size_t(n_seqs) * C * (Kw - 1 + T), 1, gen), w = normal(std::size_t(C) * Kw, 0.5f, gen);
+  const F sx = normal(std::size_t(n_seqs) * C * (Kw - 1 + T), 1, gen),
+          w = normal(std::size_t(C) * Kw, 0.5f, gen);
   for (bool silu : {false, true}) {
     Dev<float> dsx(sx), dw(w), y(std::size_t(n_seqs) * T * C);
     K().ssm_conv(dsx.p, dw.p, y.p, n_seqs, T, C, Kw, silu, dsk::kBugNone);
@@ -166,7 +168,8 @@ TEST(Gdn, PlainConvMatchesDouble) {
       for (int t = 0; t < T; ++t)
         for (int c = 0; c < C; ++c) {
           double acc = 0;  // reference-math §3.2: tap K-1 multiplies the current token
-          for (int i = 0; i < Kw; ++i) acc += double(w[c * Kw + i]) * sx[(std::size_t(s) * C + c) * (Kw - 1 + T) + t + i];
+          for (int i = 0; i < Kw; ++i)
+            acc += double(w[c * Kw + i]) * sx[(std::size_t(s) * C + c) * (Kw - 1 + T) + t + i];
           if (silu) acc = acc / (1 + std::exp(-acc));
           worst = std::max(worst, std::abs(acc - got[(std::size_t(s) * T + t) * C + c]));
         }
@@ -177,7 +180,9 @@ TEST(Gdn, PlainConvMatchesDouble) {
 // ---------------------------------------------------------------- fused == plain, bit for bit
 
 enum class IdsMap { identity, permuted, fresh };
-const char* name(IdsMap m) { return m == IdsMap::identity ? "identity" : m == IdsMap::permuted ? "permuted" : "fresh"; }
+const char* name(IdsMap m) {
+  return m == IdsMap::identity ? "identity" : m == IdsMap::permuted ? "permuted" : "fresh";
+}
 
 constexpr int kSeqs = 3, kSlots = 6, kHead = 1, kSteps = 6, kFresh = 5;  // destinations: slots 1..3
 
@@ -228,7 +233,8 @@ Trace gdn_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
     Dev<float> q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta);
     Dev<std::int32_t> dids(ids);
     auto get_rows = [&](float* dst) {
-      for (int s = 0; s < kSeqs; ++s) K().device_copy(dst + s * slot, cache.p + ids[s] * slot, slot * sizeof(float));
+      for (int s = 0; s < kSeqs; ++s)
+        K().device_copy(dst + s * slot, cache.p + ids[s] * slot, slot * sizeof(float));
     };
     if (variant == 0) {
       get_rows(tmp.p);
@@ -237,10 +243,11 @@ Trace gdn_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
     } else if (variant == 1) {
       get_rows(tmp.p);
       K().device_copy(cache.p + kHead * slot, tmp.p, kSeqs * slot * sizeof(float));
-      K().gdn_inplace(q.p, k.p, v.p, g.p, beta.p, cache.p + kHead * slot, out.p, kSeqs, d.nk, d.nv, d.dk, d.dv, bug);
+      K().gdn_inplace(q.p, k.p, v.p, g.p, beta.p, cache.p + kHead * slot, out.p, kSeqs, d.nk, d.nv, d.dk,
+                      d.dv, bug);
     } else {
-      K().gdn_inplace_ids(q.p, k.p, v.p, g.p, beta.p, cache.p, dids.p, kHead, scratch.p, out.p, kSeqs, d.nk, d.nv,
-                          d.dk, d.dv, bug);
+      K().gdn_inplace_ids(q.p, k.p, v.p, g.p, beta.p, cache.p, dids.p, kHead, scratch.p, out.p, kSeqs, d.nk,
+                          d.nv, d.dk, d.dv, bug);
     }
     tr.outs.push_back(out.get());
   }
@@ -254,7 +261,8 @@ Trace conv_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
   const std::size_t slot = std::size_t(kC) * (kK - 1);
   std::mt19937 gen(6);
   const F w = normal(std::size_t(kC) * kK, 0.5f, gen);
-  Dev<float> dw(w), cache(initial_cache(slot)), tmp(kSeqs * slot), scratch(kSeqs * slot), y(std::size_t(kSeqs) * kC);
+  Dev<float> dw(w), cache(initial_cache(slot)), tmp(kSeqs * slot), scratch(kSeqs * slot),
+      y(std::size_t(kSeqs) * kC);
   Trace tr;
   for (int step = 0; step < kSteps; ++step) {
     const F x = normal(std::size_t(kSeqs) * kC, 1, gen);
@@ -270,13 +278,15 @@ Trace conv_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
           float* win = &sx[(std::size_t(s) * kC + ch) * kK];
           for (int i = 0; i < kK - 1; ++i) win[i] = c[ids[s] * slot + std::size_t(ch) * (kK - 1) + i];
           win[kK - 1] = x[std::size_t(s) * kC + ch];
-          for (int i = 0; i < kK - 1; ++i) ring[(kHead + s) * slot + std::size_t(ch) * (kK - 1) + i] = win[i + 1];
+          for (int i = 0; i < kK - 1; ++i)
+            ring[(kHead + s) * slot + std::size_t(ch) * (kK - 1) + i] = win[i + 1];
         }
       Dev<float> dsx(sx);
       K().ssm_conv(dsx.p, dw.p, y.p, kSeqs, 1, kC, kK, true, bug);
       cache.set(ring);
     } else if (variant == 1) {
-      for (int s = 0; s < kSeqs; ++s) K().device_copy(tmp.p + s * slot, cache.p + ids[s] * slot, slot * sizeof(float));
+      for (int s = 0; s < kSeqs; ++s)
+        K().device_copy(tmp.p + s * slot, cache.p + ids[s] * slot, slot * sizeof(float));
       K().ssm_conv_update(tmp.p, dw.p, dx.p, cache.p + kHead * slot, y.p, kSeqs, kC, kK, true, bug);
     } else {
       K().ssm_conv_update_ids(cache.p, dids.p, kHead, scratch.p, dw.p, dx.p, y.p, kSeqs, kC, kK, true, bug);
@@ -318,8 +328,10 @@ TEST_P(Fused, BitwiseIdenticalUnderEverySimtOrder) {
       cfg.host_threads = threads;
       simt::ScopedConfig scoped(cfg);
       for (int variant = 0; variant < 3; ++variant) {
-        EXPECT_TRUE(gdn_decode(variant, GetParam()) == g_ref) << "gdn variant " << variant << " order " << int(order);
-        EXPECT_TRUE(conv_decode(variant, GetParam()) == c_ref) << "conv variant " << variant << " order " << int(order);
+        EXPECT_TRUE(gdn_decode(variant, GetParam()) == g_ref)
+            << "gdn variant " << variant << " order " << int(order);
+        EXPECT_TRUE(conv_decode(variant, GetParam()) == c_ref)
+            << "conv variant " << variant << " order " << int(order);
       }
     }
 }
@@ -332,10 +344,10 @@ INSTANTIATE_TEST_SUITE_P(Ids, Fused, ::testing::Values(IdsMap::identity, IdsMap:
 struct Planted {
   const char* name;
   int bug;
-  bool conv;     // conv (else GDN) decode
-  int variant;   // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
-  IdsMap map;    // the ids map that exposes it
-  int first;     // first step whose output differs from the clean plain op
+  bool conv;    // conv (else GDN) decode
+  int variant;  // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
+  IdsMap map;   // the ids map that exposes it
+  int first;    // first step whose output differs from the clean plain op
 };
 
 TEST(GdnMutants, EachPlantedBugIsCaughtAtItsFirstStep) {

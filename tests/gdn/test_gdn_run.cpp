@@ -61,9 +61,9 @@ TEST(Isolation, ChildProcessAndChainedModeRunTheFusedPath) {
 }
 
 TEST(Gate, PlainOnlyCandidateIsRefusedNamingTheFusedVariant) {
-  for (const auto& [variant, op] : {std::pair{"inplace", "GdnInplace"}, std::pair{"ids", "GdnInplaceIds"},
-                                    std::pair{"conv-update", "SsmConvUpdate"},
-                                    std::pair{"conv-update-ids", "SsmConvUpdateIds"}}) {
+  for (const auto& [variant, op] :
+       {std::pair{"inplace", "GdnInplace"}, std::pair{"ids", "GdnInplaceIds"},
+        std::pair{"conv-update", "SsmConvUpdate"}, std::pair{"conv-update-ids", "SsmConvUpdateIds"}}) {
     try {
       run_parity(options("simt-gdn-plain", variant, 1), Policy::dtype_defaults());
       ADD_FAILURE() << "simt-gdn-plain ran a plan requesting " << variant;
@@ -96,7 +96,8 @@ TEST_P(GdnMutant, IsCaughtFirstAtItsDocumentedStageAndStep) {
   EXPECT_EQ(r.first_failure->key.step, m.first_step) << r.verdict;
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, GdnMutant, testing::ValuesIn(gpu::gdn_mutants().begin(), gpu::gdn_mutants().end()),
+INSTANTIATE_TEST_SUITE_P(Table, GdnMutant,
+                         testing::ValuesIn(gpu::gdn_mutants().begin(), gpu::gdn_mutants().end()),
                          [](const auto& info) {
                            std::string n(info.param.name);
                            for (char& c : n)

@@ -14,10 +14,9 @@ StageResult res(int layer, const char* stage, Mode mode, Status status) {
 }
 
 TEST(Bisect, CulpritIsTheFirstLocalFailureNotTheFirstInExecutionOrder) {
-  std::vector<StageResult> rs = {res(0, "attn_out", Mode::isolated, Status::pass),
-                                 res(0, "attn_out", Mode::chained, Status::fail),
-                                 res(1, "q_norm", Mode::isolated, Status::fail),
-                                 res(1, "q_norm", Mode::chained, Status::fail)};
+  std::vector<StageResult> rs = {
+      res(0, "attn_out", Mode::isolated, Status::pass), res(0, "attn_out", Mode::chained, Status::fail),
+      res(1, "q_norm", Mode::isolated, Status::fail), res(1, "q_norm", Mode::chained, Status::fail)};
   const auto c = find_culprit(rs);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->key.layer, 1);
@@ -28,7 +27,8 @@ TEST(Bisect, CulpritIsTheFirstLocalFailureNotTheFirstInExecutionOrder) {
 }
 
 TEST(Bisect, ChainedOnlyRunFallsBackToExecutionOrder) {
-  std::vector<StageResult> rs = {res(0, "q", Mode::chained, Status::pass), res(2, "k", Mode::chained, Status::nan)};
+  std::vector<StageResult> rs = {res(0, "q", Mode::chained, Status::pass),
+                                 res(2, "k", Mode::chained, Status::nan)};
   EXPECT_EQ(find_culprit(rs)->key.layer, 2);
   rs[1].status = Status::pass;
   EXPECT_FALSE(find_culprit(rs).has_value());

@@ -23,7 +23,8 @@ TEST(Logits, ShiftInvariantAndShapeChecked) {
   const std::vector<double> r = {1, 2, 3}, c = {101, 102, 103};
   const LogitsMetrics m = compare_logits(Tensor::from_f64({1, 3}, r), Tensor::from_f64({1, 3}, c));
   EXPECT_NEAR(m.max_kl, 0, 1e-12);
-  EXPECT_THROW(compare_logits(Tensor::from_f64({1, 3}, r), Tensor::from_f64({3, 1}, c)), std::invalid_argument);
+  EXPECT_THROW(compare_logits(Tensor::from_f64({1, 3}, r), Tensor::from_f64({3, 1}, c)),
+               std::invalid_argument);
 }
 
 }  // namespace

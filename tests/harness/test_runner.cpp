@@ -40,7 +40,8 @@ INSTANTIATE_TEST_SUITE_P(Runner, CorrectCandidate,
                          testing::Values(ModeCase{{Mode::isolated}, 0}, ModeCase{{Mode::isolated}, 3}));
 
 TEST(Runner, ChainAddMutantFailsFirstAtResidual1OfLayer0) {
-  for (const auto& modes : {std::vector<Mode>{Mode::isolated}, std::vector<Mode>{Mode::isolated, Mode::chained}}) {
+  for (const auto& modes :
+       {std::vector<Mode>{Mode::isolated}, std::vector<Mode>{Mode::isolated, Mode::chained}}) {
     RunOptions o = base("mutant:chain-add-idx");
     o.modes = modes;
     const RunReport r = run_parity(o, Policy::dtype_defaults());
@@ -77,7 +78,8 @@ TEST(Runner, TraceHoldsEveryStageRowAndTensors) {
   const auto& row = t.rows()[10];
   const Tensor ref = t.ref_tensor(row), cand = t.cand_tensor(row);
   double max_abs = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) max_abs = std::max(max_abs, std::abs(ref.at(i) - cand.at(i)));
+  for (std::int64_t i = 0; i < ref.numel(); ++i)
+    max_abs = std::max(max_abs, std::abs(ref.at(i) - cand.at(i)));
   EXPECT_EQ(max_abs, row.result.m.max_abs);
   std::filesystem::remove(o.trace_path);
 }

@@ -119,7 +119,8 @@ Bits same_under_every_order(const std::function<void()>& launch, const std::func
       if (run++ == 0)
         first = b;
       else
-        EXPECT_TRUE(b == first) << "output differs under order " << int(order) << ", " << threads << " host threads";
+        EXPECT_TRUE(b == first) << "output differs under order " << int(order) << ", " << threads
+                                << " host threads";
     }
   }
   return first;
@@ -145,12 +146,14 @@ TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
     for (int c = 0; c < width; ++c) ss += x[std::size_t(r * width + c)] * x[std::size_t(r * width + c)];
     const double inv = 1.0 / std::sqrt(ss / width + 1e-6);
     for (int c = 0; c < width; ++c)
-      ref[std::size_t(r * width + c)] = x[std::size_t(r * width + c)] * inv * double(float(w[std::size_t(c)]));
+      ref[std::size_t(r * width + c)] =
+          x[std::size_t(r * width + c)] * inv * double(float(w[std::size_t(c)]));
   }
   expect_close(got, ref, 1e-6, "rmsnorm");
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm, testing::Values(NormShape{1, 64}, NormShape{3, 896}, NormShape{2, 100},
-                                                          NormShape{5, 33}, NormShape{1, 1000}));
+INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm,
+                         testing::Values(NormShape{1, 64}, NormShape{3, 896}, NormShape{2, 100},
+                                         NormShape{5, 33}, NormShape{1, 1000}));
 
 // ---------------------------------------------------------------------------------------
 
@@ -174,8 +177,8 @@ TEST_P(Gemv, MatchesDoubleAndIsOrderIndependent) {
   const Bits got = same_under_every_order(
       [&] {
         K().to_device(dr.p, rb.data(), dr.n);  // the chain-add updates resid in place
-        K().gemv(W, p.wt, dx.p, p.bias ? db.as<float>() : nullptr, dy.p, p.chain_add ? dr.p : nullptr, p.T, p.rows,
-                 p.cols, dsk::kBugNone);
+        K().gemv(W, p.wt, dx.p, p.bias ? db.as<float>() : nullptr, dy.p, p.chain_add ? dr.p : nullptr, p.T,
+                 p.rows, p.cols, dsk::kBugNone);
       },
       [&] {
         Bits y = dy.bits(), r = dr.bits();
@@ -195,12 +198,14 @@ TEST_P(Gemv, MatchesDoubleAndIsOrderIndependent) {
   expect_close(Bits(got.begin(), got.begin() + std::ptrdiff_t(n)), ref, 1e-5, "gemv y");
   expect_close(Bits(got.begin() + std::ptrdiff_t(n), got.end()), ref_r, 1e-5, "gemv residual");
 }
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, Gemv,
-    testing::Values(GemvCase{WType::f32, 1, 64, 64, false, false, 0}, GemvCase{WType::f16, 3, 37, 100, true, false, 0},
-                    GemvCase{WType::bf16, 2, 130, 896, true, true, 0}, GemvCase{WType::f16, 1, 9, 7, false, true, 0},
-                    GemvCase{WType::f16, 2, 17, 45, true, false, 3}, GemvCase{WType::f32, 2, 24, 131, false, true, 1},
-                    GemvCase{WType::bf16, 1, 8, 300, false, false, 5}));
+INSTANTIATE_TEST_SUITE_P(Shapes, Gemv,
+                         testing::Values(GemvCase{WType::f32, 1, 64, 64, false, false, 0},
+                                         GemvCase{WType::f16, 3, 37, 100, true, false, 0},
+                                         GemvCase{WType::bf16, 2, 130, 896, true, true, 0},
+                                         GemvCase{WType::f16, 1, 9, 7, false, true, 0},
+                                         GemvCase{WType::f16, 2, 17, 45, true, false, 3},
+                                         GemvCase{WType::f32, 2, 24, 131, false, true, 1},
+                                         GemvCase{WType::bf16, 1, 8, 300, false, false, 5}));
 
 // ---------------------------------------------------------------------------------------
 
@@ -231,7 +236,8 @@ TEST_P(FusedQkv, MatchesDoubleAndIsOrderIndependent) {
   const float* bq = p.bias ? db.as<float>() : nullptr;
   const float* bk = p.bias ? db.as<float>() + p.q_rows : nullptr;
   const float* bv = p.bias ? db.as<float>() + p.q_rows + p.kv_rows : nullptr;
-  Buf q(std::size_t(p.T) * p.q_rows * 2), k(std::size_t(p.T) * p.kv_rows * 2), v(std::size_t(p.T) * p.kv_rows * 2);
+  Buf q(std::size_t(p.T) * p.q_rows * 2), k(std::size_t(p.T) * p.kv_rows * 2),
+      v(std::size_t(p.T) * p.kv_rows * 2);
   const Bits got = same_under_every_order(
       [&] {
         K().fused_qkv(Wq, Wk, Wv, p.wt, bq, bk, bv, dx.p, q.p, k.p, v.p, p.T, p.q_rows, p.kv_rows, p.cols,
@@ -248,7 +254,8 @@ TEST_P(FusedQkv, MatchesDoubleAndIsOrderIndependent) {
     for (int t = 0; t < p.T; ++t)
       for (int r = first_row; r < first_row + n; ++r) {
         double acc = p.bias ? double(float(bias[std::size_t(r)])) : 0.0;
-        for (int c = 0; c < p.cols; ++c) acc += w.values[std::size_t(r) * p.cols + c] * x[std::size_t(t) * p.cols + c];
+        for (int c = 0; c < p.cols; ++c)
+          acc += w.values[std::size_t(r) * p.cols + c] * x[std::size_t(t) * p.cols + c];
         ref.push_back(acc);
       }
   };
@@ -296,12 +303,14 @@ struct HeadCase {
 class QkNorm : public testing::TestWithParam<HeadCase> {};
 TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, nq, nkv, hd] = GetParam();
-  const Bits qb = to_f16(normal(std::size_t(T) * nq * hd, 0.3, 14)), kb = to_f16(normal(std::size_t(T) * nkv * hd, 0.3, 15));
+  const Bits qb = to_f16(normal(std::size_t(T) * nq * hd, 0.3, 14)),
+             kb = to_f16(normal(std::size_t(T) * nkv * hd, 0.3, 15));
   const auto wq = normal(std::size_t(hd), 0.05, 16, 1.0), wk = normal(std::size_t(hd), 0.05, 17, 1.0);
   Buf dq(qb), dk(kb), dwq(to_f32(wq)), dwk(to_f32(wk)), qn(qb.size() * 2), kn(kb.size() * 2);
   const Bits got = same_under_every_order(
       [&] {
-        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), qn.p, kn.p, T, nq, nkv, hd, 1e-6f, dsk::kBugNone);
+        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), qn.p, kn.p, T, nq, nkv, hd, 1e-6f,
+                    dsk::kBugNone);
       },
       [&] {
         Bits a = qn.bits(), b = kn.bits();
@@ -313,9 +322,11 @@ TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
     const auto x = f16_values(xb);
     for (std::size_t h = 0; h < x.size() / std::size_t(hd); ++h) {
       double ss = 0;
-      for (int i = 0; i < hd; ++i) ss += x[h * std::size_t(hd) + std::size_t(i)] * x[h * std::size_t(hd) + std::size_t(i)];
+      for (int i = 0; i < hd; ++i)
+        ss += x[h * std::size_t(hd) + std::size_t(i)] * x[h * std::size_t(hd) + std::size_t(i)];
       const double inv = 1.0 / std::sqrt(ss / hd + 1e-6);
-      for (int i = 0; i < hd; ++i) ref.push_back(x[h * std::size_t(hd) + std::size_t(i)] * inv * double(float(w[std::size_t(i)])));
+      for (int i = 0; i < hd; ++i)
+        ref.push_back(x[h * std::size_t(hd) + std::size_t(i)] * inv * double(float(w[std::size_t(i)])));
     }
   };
   norm(qb, wq);
@@ -371,7 +382,8 @@ TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
   expect_close(got, ref, 1e-5, "rope");
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Rope,
-                         testing::Values(RopeCase{4, 4, 2, 16, 16, 0, true, 1e6}, RopeCase{1, 4, 2, 16, 16, 9, false, 5e5},
+                         testing::Values(RopeCase{4, 4, 2, 16, 16, 0, true, 1e6},
+                                         RopeCase{1, 4, 2, 16, 16, 9, false, 5e5},
                                          RopeCase{3, 2, 1, 32, 16, 5, true, 1e4},  // partial rotary
                                          RopeCase{2, 3, 3, 40, 24, 30, false, 1e6},
                                          RopeCase{1, 14, 2, 64, 64, 100, true, 1e6}));
@@ -386,7 +398,8 @@ TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, pos0, nq, nkv, hd] = GetParam();
   const int P = pos0 + T;
   const Bits qb = to_f16(normal(std::size_t(T) * nq * hd, 1.0, 20));
-  const Bits kb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 21)), vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
+  const Bits kb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 21)),
+             vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
   Buf dq(qb), dk(kb), dv(vb), out(qb.size() * 2);
   const Bits got = same_under_every_order(
       [&] { K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, dsk::kBugNone); },
@@ -401,14 +414,16 @@ TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
       double mx = -1e300, sum = 0;
       for (int j = 0; j <= pos0 + t; ++j) {
         double d = 0;
-        for (int i = 0; i < hd; ++i) d += q[t * qw + std::size_t(h * hd + i)] * k[j * kvw + std::size_t(kh * hd + i)];
+        for (int i = 0; i < hd; ++i)
+          d += q[t * qw + std::size_t(h * hd + i)] * k[j * kvw + std::size_t(kh * hd + i)];
         s[std::size_t(j)] = d / std::sqrt(double(hd));
         mx = std::max(mx, s[std::size_t(j)]);
       }
       for (auto& e : s) sum += (e = std::exp(e - mx));
       for (int j = 0; j <= pos0 + t; ++j)
         for (int i = 0; i < hd; ++i)
-          ref[t * qw + std::size_t(h * hd + i)] += s[std::size_t(j)] / sum * v[j * kvw + std::size_t(kh * hd + i)];
+          ref[t * qw + std::size_t(h * hd + i)] +=
+              s[std::size_t(j)] / sum * v[j * kvw + std::size_t(kh * hd + i)];
     }
   expect_close(got, ref, 1e-5, "attention");
 }
@@ -428,7 +443,8 @@ class Swiglu : public testing::TestWithParam<SwigluCase> {};
 TEST_P(Swiglu, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, F, has_bias, packed] = GetParam();
   const int ld = packed ? 2 * F : F;
-  const Bits gb = to_f16(normal(std::size_t(T) * ld, 1.5, 23)), ub = to_f16(normal(std::size_t(T) * ld, 1.0, 24));
+  const Bits gb = to_f16(normal(std::size_t(T) * ld, 1.5, 23)),
+             ub = to_f16(normal(std::size_t(T) * ld, 1.0, 24));
   const auto bg = normal(std::size_t(F), 0.3, 25), bu = normal(std::size_t(F), 0.3, 26);
   Buf dg(gb), du(ub), dbg(to_f32(bg)), dbu(to_f32(bu)), act(std::size_t(T) * F * 2);
   // Packed: gate and up are two halves of each row of one buffer (here: of gb).
@@ -459,8 +475,8 @@ TEST(Embedding, CopiesRowsInEveryWeightTypeAndOrder) {
     const Weights w = make_weights(wt, std::size_t(V) * D, 27);
     const std::vector<std::int32_t> tok = {3, 0, 49, 3, 17};
     Buf dw(w.bytes), dt(tok), out(std::size_t(T) * D * 2);
-    const Bits got = same_under_every_order([&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), out.p, T, D); },
-                                            [&] { return out.bits(); });
+    const Bits got = same_under_every_order(
+        [&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), out.p, T, D); }, [&] { return out.bits(); });
     std::vector<double> ref;
     for (int t = 0; t < T; ++t)
       for (int c = 0; c < D; ++c) ref.push_back(w.values[std::size_t(tok[std::size_t(t)]) * D + c]);

@@ -188,7 +188,8 @@ TEST(Contracts, Arch006_Qwen2NeedsBiasNotQkNorm) {
 
 // FALSIFY-ARCH-007: LLaMA and Mistral need exactly the base roles.
 TEST(Contracts, Arch007_LlamaAndMistralBaseOnly) {
-  for (const char* a : {"llama", "mistral"}) EXPECT_EQ(required_roles(from_architecture(a)), group("base")) << a;
+  for (const char* a : {"llama", "mistral"})
+    EXPECT_EQ(required_roles(from_architecture(a)), group("base")) << a;
 }
 
 // FALSIFY-ARCH-008: removing any single required tensor is refused before any computation.
@@ -250,7 +251,8 @@ TEST(Contracts, Arch011_AliasesAreEquivalent) {
     const auto aliases = f.y["aliases"].as<std::vector<std::string>>();
     for (const auto& a : aliases) {
       EXPECT_EQ(from_architecture(a), from_architecture(aliases.front())) << a;
-      EXPECT_EQ(required_roles(from_architecture(a)), required_roles(from_architecture(aliases.front()))) << a;
+      EXPECT_EQ(required_roles(from_architecture(a)), required_roles(from_architecture(aliases.front())))
+          << a;
     }
   }
 }

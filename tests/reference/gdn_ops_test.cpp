@@ -33,7 +33,8 @@ Tensor closed_form(const ModelConfig& c, const Tensor& q, const Tensor& k, const
       auto K = [&](int i) { return k.at(t * nk * dk + kh * dk + i); };
       const double b = beta.at(t * nv + h), e = std::exp(g.at(t * nv + h));
       for (int i = 0; i < dk; ++i)
-        for (int j = 0; j < dk; ++j) A[std::size_t(i * dk + j)] = e * ((i == j ? 1.0 : 0.0) - b * K(i) * K(j));
+        for (int j = 0; j < dk; ++j)
+          A[std::size_t(i * dk + j)] = e * ((i == j ? 1.0 : 0.0) - b * K(i) * K(j));
       std::vector<double> N(S.size(), 0.0);
       for (int i = 0; i < dk; ++i)
         for (int j = 0; j < dv; ++j) {
@@ -61,7 +62,8 @@ Inputs make_inputs(const ModelConfig& c, int T) {
   in.q = l2norm(test::random({T, nk * dk}, 21), dk, 1e-6, 1.0 / std::sqrt(double(dk)));
   in.k = l2norm(test::random({T, nk * dk}, 22), dk, 1e-6, 1.0);
   in.v = test::random({T, nv * dv}, 23);
-  in.g = gdn_g(test::random({T, nv}, 24), test::vec({-0.5, -1.0, -2.0, -0.1}), test::vec({0.1, 0.2, -0.3, 0.0}));
+  in.g =
+      gdn_g(test::random({T, nv}, 24), test::vec({-0.5, -1.0, -2.0, -0.1}), test::vec({0.1, 0.2, -0.3, 0.0}));
   in.beta = gdn_beta(test::random({T, nv}, 25));
   return in;
 }
@@ -122,7 +124,8 @@ TEST(GdnConv, StateOfKAndKMinusOneGiveTheSameOutputs) {
     const Tensor a = conv_silu(x.rows(0, 3), w, st);
     EXPECT_EQ(st.dim(0), rows);
     EXPECT_EQ(test::max_abs_diff(a, y.rows(0, 3)), 0.0);
-    for (int t = 3; t < T; ++t) EXPECT_EQ(test::max_abs_diff(conv_silu(x.rows(t, t + 1), w, st), y.rows(t, t + 1)), 0.0);
+    for (int t = 3; t < T; ++t)
+      EXPECT_EQ(test::max_abs_diff(conv_silu(x.rows(t, t + 1), w, st), y.rows(t, t + 1)), 0.0);
   }
 }
 

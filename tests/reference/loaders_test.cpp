@@ -43,7 +43,8 @@ Tensor run(const Model& m) {
   Reference r(m);
   const auto tokens = test::token_ids(7, m.config.vocab, 11);
   Tensor out = r.forward(std::span(tokens.data(), 5));
-  for (std::size_t t = 5; t < tokens.size(); ++t) out = Tensor::concat_rows(out, r.forward(std::span(tokens.data() + t, 1)));
+  for (std::size_t t = 5; t < tokens.size(); ++t)
+    out = Tensor::concat_rows(out, r.forward(std::span(tokens.data() + t, 1)));
   return out;
 }
 
@@ -79,7 +80,8 @@ TEST_P(FixtureFiles, CommittedFilesAreWhatTheGeneratorWrites) {
   const Model syn = make_synthetic(preset, 1);
   write_gguf(syn, (dir / (preset + ".gguf")).string());
   write_hf(syn, (dir / preset).string());
-  EXPECT_EQ(slurp(dir / (preset + ".gguf")), slurp(kModels / (preset + ".gguf"))) << "re-run driftscope-mkfixture";
+  EXPECT_EQ(slurp(dir / (preset + ".gguf")), slurp(kModels / (preset + ".gguf")))
+      << "re-run driftscope-mkfixture";
   EXPECT_EQ(slurp(dir / preset / "model.safetensors"), slurp(kModels / preset / "model.safetensors"));
   EXPECT_EQ(slurp(dir / preset / "config.json"), slurp(kModels / preset / "config.json"));
   fs::remove_all(dir);
@@ -96,7 +98,8 @@ TEST_P(FixtureFiles, LayerTruncationSkipsLaterLayers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, FixtureFiles,
-                         ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"),
+                         ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny",
+                                           "qwen3next-tiny"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
@@ -134,7 +137,9 @@ TEST(Gguf, LlamaPermutationKeptOrUndone) {
   EXPECT_EQ(gguf_layout.config.rope_mode, RopeMode::normal);
   EXPECT_TRUE(gguf_layout.config.qk_rows_permuted);
   EXPECT_FALSE(hf_layout.config.qk_rows_permuted);
-  EXPECT_GT(test::max_abs_diff(hf_layout.weights.get("blk.0.attn_q.weight"), gguf_layout.weights.get("blk.0.attn_q.weight")), 0.0);
+  EXPECT_GT(test::max_abs_diff(hf_layout.weights.get("blk.0.attn_q.weight"),
+                               gguf_layout.weights.get("blk.0.attn_q.weight")),
+            0.0);
   // Interleaved RoPE on permuted rows equals rotate_half on HF rows: same logits.
   EXPECT_LE(test::max_abs_diff(run(hf_layout), run(gguf_layout)), 1e-12);
 }
@@ -196,7 +201,8 @@ TEST(Safetensors, Qwen3NextFusedProjectionsAreSplit) {
   // from the canonical tensors, and check the loader takes it back apart.
   const Model syn = make_synthetic("qwen3next-tiny", 1);
   const auto& c = syn.config;
-  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, rho = c.gdn_v_heads / c.gdn_k_heads, rv = rho * c.gdn_v_dim;
+  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, rho = c.gdn_v_heads / c.gdn_k_heads,
+                     rv = rho * c.gdn_v_dim;
   const std::int64_t D = c.hidden, kd = nk * dk;
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : syn.weights.all()) {
@@ -270,7 +276,8 @@ TEST(Shapes, WrongShapeIsRefusedNamingTheTensor) {
   }
   for (const char* p : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"}) {
     const Model ok = make_synthetic(p, 1);
-    for (const auto& [name, t] : ok.weights.all()) EXPECT_TRUE(expected_shape(ok.config, name).has_value()) << p << " " << name;
+    for (const auto& [name, t] : ok.weights.all())
+      EXPECT_TRUE(expected_shape(ok.config, name).has_value()) << p << " " << name;
   }
 }
 
@@ -312,8 +319,11 @@ TEST(Safetensors, Llama3RopeScalingFromConfig) {
   const fs::path dir = temp_dir("l3cfg");
   fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
   nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
-  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
-                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  j["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 32.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
   std::ofstream(dir / "m" / "config.json") << j.dump();
   const Model m = load_model((dir / "m").string());
   EXPECT_EQ(m.config.rope_freq_factors,

@@ -18,7 +18,8 @@ const char* const kTiny[] = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tin
 
 std::string param_name(const ::testing::TestParamInfo<const char*>& info) {
   std::string s = info.param;
-  std::replace_if(s.begin(), s.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
+  std::replace_if(
+      s.begin(), s.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
   return s;
 }
 
@@ -182,7 +183,8 @@ TEST(Qwen3Next, StateLayoutsAreTransposes) {
   ASSERT_EQ(sb.shape(), (Shape{nv * dv, dk}));
   for (std::int64_t h = 0; h < nv; ++h)
     for (std::int64_t i = 0; i < dk; ++i)
-      for (std::int64_t j = 0; j < dv; ++j) ASSERT_EQ(sa.at((h * dk + i) * dv + j), sb.at((h * dv + j) * dk + i));
+      for (std::int64_t j = 0; j < dv; ++j)
+        ASSERT_EQ(sa.at((h * dk + i) * dv + j), sb.at((h * dv + j) * dk + i));
 }
 
 TEST(Qwen3Next, HeadMapMatters) {

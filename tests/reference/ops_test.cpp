@@ -187,7 +187,9 @@ TEST(OpsHand, Llama3RopeScalingFactors) {
   }
   const Tensor x = test::random({2, 64}, 15);
   const std::vector<double> ones(32, 1.0);
-  EXPECT_EQ(max_abs_diff(rope(x, 64, 64, 7, 5e5, RopeMode::neox, ones), rope(x, 64, 64, 7, 5e5, RopeMode::neox)), 0.0);
+  EXPECT_EQ(
+      max_abs_diff(rope(x, 64, 64, 7, 5e5, RopeMode::neox, ones), rope(x, 64, 64, 7, 5e5, RopeMode::neox)),
+      0.0);
 }
 
 }  // namespace

@@ -44,15 +44,16 @@ TEST(Quant, Q4_KBlock) {
       const int q = (c * 32 + l) * 37 + 11;
       const float lo = float(q & 0xF), hi = float((q & 0xFF) >> 4);
       EXPECT_EQ(y[64 * c + l], 0.25f * float(sc[2 * c]) * lo - 0.5f * float(mn[2 * c])) << c << "," << l;
-      EXPECT_EQ(y[64 * c + 32 + l], 0.25f * float(sc[2 * c + 1]) * hi - 0.5f * float(mn[2 * c + 1])) << c << "," << l;
+      EXPECT_EQ(y[64 * c + 32 + l], 0.25f * float(sc[2 * c + 1]) * hi - 0.5f * float(mn[2 * c + 1]))
+          << c << "," << l;
     }
 }
 
 TEST(Quant, Q6_KBlock) {
   std::vector<std::byte> b(210);
-  for (int i = 0; i < 128; ++i) b[std::size_t(i)] = std::byte(std::uint8_t((i * 53 + 7) & 0xFF));          // ql
-  for (int i = 0; i < 64; ++i) b[std::size_t(128 + i)] = std::byte(std::uint8_t((i * 29 + 3) & 0xFF));    // qh
-  for (int i = 0; i < 16; ++i) b[std::size_t(192 + i)] = std::byte(std::int8_t(i * 9 - 70));              // scales
+  for (int i = 0; i < 128; ++i) b[std::size_t(i)] = std::byte(std::uint8_t((i * 53 + 7) & 0xFF));       // ql
+  for (int i = 0; i < 64; ++i) b[std::size_t(128 + i)] = std::byte(std::uint8_t((i * 29 + 3) & 0xFF));  // qh
+  for (int i = 0; i < 16; ++i) b[std::size_t(192 + i)] = std::byte(std::int8_t(i * 9 - 70));  // scales
   put_half(b, 208, 0.125f);
   float y[256];
   dequantize(GgmlType::Q6_K, b.data(), y, 256);
@@ -67,7 +68,8 @@ TEST(Quant, Q6_KBlock) {
                         ((ql(L + l) >> 4) | (((qh(H + l) >> 4) & 3) << 4)) - 32,
                         ((ql(L + l + 32) >> 4) | (((qh(H + l) >> 6) & 3) << 4)) - 32};
       for (int k = 0; k < 4; ++k)
-        EXPECT_EQ(y[128 * half + l + 32 * k], 0.125f * scale(S + is + 2 * k) * float(q[k])) << half << "," << l << "," << k;
+        EXPECT_EQ(y[128 * half + l + 32 * k], 0.125f * scale(S + is + 2 * k) * float(q[k]))
+            << half << "," << l << "," << k;
     }
 }
 

@@ -13,7 +13,9 @@ Tensor mat(std::int64_t rows, std::int64_t cols, std::initializer_list<double> v
   return Tensor::from_f64({rows, cols}, std::vector<double>(v));
 }
 
-Tensor vec(std::initializer_list<double> v) { return Tensor::from_f64({std::int64_t(v.size())}, std::vector<double>(v)); }
+Tensor vec(std::initializer_list<double> v) {
+  return Tensor::from_f64({std::int64_t(v.size())}, std::vector<double>(v));
+}
 
 Tensor random(Shape shape, std::uint64_t seed, double std) {
   Tensor t(DType::f64, std::move(shape));

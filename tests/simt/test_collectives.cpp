@@ -63,7 +63,8 @@ TEST_P(ShuffleTable, MatchesPtxModel) {
     simt::ScopedConfig scoped(cfg);
     for (unsigned mask : masks()) {
       for (int b : b_values) {
-        SCOPED_TRACE(fmt::format("mask {:#010x} b {} width {} order {}", mask, b, width, static_cast<int>(order)));
+        SCOPED_TRACE(
+            fmt::format("mask {:#010x} b {} width {} order {}", mask, b, width, static_cast<int>(order)));
         std::vector<unsigned> expect(32, kPoison);
         bool undefined = false;
         for (int lane = 0; lane < 32; ++lane) {
@@ -130,7 +131,9 @@ TEST(VoteTable, BallotAnyAllMatchModel) {
         }
         for (CollOp op : {CollOp::ballot, CollOp::any, CollOp::all}) {
           SCOPED_TRACE(fmt::format("op {} mask {:#010x}", static_cast<int>(op), mask));
-          const unsigned r = op == CollOp::ballot ? ballot : op == CollOp::any ? (ballot != 0) : (ballot == mask);
+          const unsigned r = op == CollOp::ballot ? ballot
+                             : op == CollOp::any  ? (ballot != 0)
+                                                  : (ballot == mask);
           std::vector<unsigned> expect(32, kPoison);
           for (int l = 0; l < 32; ++l) {
             if ((mask >> l) & 1u) expect[l] = r;

@@ -72,9 +72,11 @@ const DiagCase kCases[] = {
     {"source_not_in_mask", diag_source_not_in_mask, "@diag:source-not-in-mask", "not in mask"},
 };
 
-INSTANTIATE_TEST_SUITE_P(Planted, Diagnostics, ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(1u, 2u)),
+INSTANTIATE_TEST_SUITE_P(Planted, Diagnostics,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(1u, 2u)),
                          [](const auto& info) {
-                           return fmt::format("{}_{}threads", std::get<0>(info.param).name, std::get<1>(info.param));
+                           return fmt::format("{}_{}threads", std::get<0>(info.param).name,
+                                              std::get<1>(info.param));
                          });
 
 TEST(Diagnostics, DeadlockNamesBarrierToo) {

@@ -59,7 +59,9 @@ struct NormData {
   std::vector<double> ref;
   static constexpr float kEps = 1e-5f;
   explicit NormData(Shape sh)
-      : s(sh), x(random_floats(static_cast<size_t>(sh.rows) * sh.cols, 9)), gamma(random_floats(sh.cols, 10)) {
+      : s(sh),
+        x(random_floats(static_cast<size_t>(sh.rows) * sh.cols, 9)),
+        gamma(random_floats(sh.cols, 10)) {
     ref.resize(x.size());
     for (int r = 0; r < s.rows; ++r) {
       double ss = 0;

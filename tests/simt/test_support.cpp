@@ -27,7 +27,9 @@ std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
 }
 
 std::string Schedule::name() const {
-  const char* o = order == simt::Order::forward ? "forward" : order == simt::Order::reverse ? "reverse" : "random";
+  const char* o = order == simt::Order::forward   ? "forward"
+                  : order == simt::Order::reverse ? "reverse"
+                                                  : "random";
   return fmt::format("{}(seed {}) x{} host threads", o, seed, host_threads);
 }
 

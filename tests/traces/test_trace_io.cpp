@@ -15,7 +15,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path tmp(const std::string& name) { return fs::temp_directory_path() / (std::to_string(::getpid()) + "_" + name); }
+fs::path tmp(const std::string& name) {
+  return fs::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
+}
 
 std::string open_error(const fs::path& p) {
   try {
@@ -139,7 +141,8 @@ TEST(TraceIo, TruncatedFilesGiveAnErrorNotACrash) {
     const std::string err = open_error(t);
     EXPECT_FALSE(err.empty()) << frac;
     // And through the CLI: exit 2 with a message, not a signal.
-    const int st = std::system((std::string(DRIFTSCOPE_BIN) + " report " + t.string() + " > /dev/null 2>&1").c_str());
+    const int st =
+        std::system((std::string(DRIFTSCOPE_BIN) + " report " + t.string() + " > /dev/null 2>&1").c_str());
     EXPECT_TRUE(WIFEXITED(st)) << frac;
     EXPECT_EQ(WEXITSTATUS(st), 2) << frac;
     fs::remove(t);

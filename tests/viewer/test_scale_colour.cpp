@@ -15,8 +15,8 @@ TEST(LogScale, FitsWholeDecadesAroundPositiveValues) {
   EXPECT_DOUBLE_EQ(s.lo, 1e-5);
   EXPECT_DOUBLE_EQ(s.hi, 1e-1);
   EXPECT_DOUBLE_EQ(s.to_unit(1e-3), 0.5);
-  EXPECT_DOUBLE_EQ(s.to_unit(0), 0);      // no place on a log axis: the floor
-  EXPECT_DOUBLE_EQ(s.to_unit(10), 1);     // clamped
+  EXPECT_DOUBLE_EQ(s.to_unit(0), 0);   // no place on a log axis: the floor
+  EXPECT_DOUBLE_EQ(s.to_unit(10), 1);  // clamped
   EXPECT_NEAR(s.from_unit(0.25), 1e-4, 1e-18);
 }
 
@@ -34,8 +34,10 @@ TEST(LogScale, MajorTicksPerDecadeWithLabelsAndMinorsWhenFew) {
   std::vector<std::string> labels;
   int minors = 0;
   for (const auto& t : ticks) {
-    if (t.major) labels.push_back(t.label);
-    else ++minors;
+    if (t.major)
+      labels.push_back(t.label);
+    else
+      ++minors;
     EXPECT_GE(t.unit, 0);
     EXPECT_LE(t.unit, 1);
   }
@@ -86,9 +88,7 @@ TEST(ColourMap, CellColourFollowsTheVerdict) {
   EXPECT_EQ(cell_colour(0.0, Status::skipped, false), kSkippedColour);
 }
 
-TEST(ColourMap, PackedIsImGuiLayout) {
-  EXPECT_EQ((Rgba{1, 2, 3, 4}.packed()), 0x04030201u);
-}
+TEST(ColourMap, PackedIsImGuiLayout) { EXPECT_EQ((Rgba{1, 2, 3, 4}.packed()), 0x04030201u); }
 
 TEST(ErrorScore, IsMaxAbsOverTolerance) {
   Metrics m;

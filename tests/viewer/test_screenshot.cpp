@@ -53,8 +53,8 @@ std::string mutant_trace(const std::string& name) {
   return trace;
 }
 
-#define REQUIRE_XVFB()                                                                  \
-  if (std::string(DRIFTSCOPE_XVFB_RUN).empty() || !fs::exists(DRIFTSCOPE_XVFB_RUN))     \
+#define REQUIRE_XVFB()                                                              \
+  if (std::string(DRIFTSCOPE_XVFB_RUN).empty() || !fs::exists(DRIFTSCOPE_XVFB_RUN)) \
   GTEST_SKIP() << "xvfb-run not found: install xvfb to test the viewer's rendering"
 
 }  // namespace
@@ -65,10 +65,12 @@ TEST(Screenshot, MutantOverviewMarksFailingCells) {
   fs::create_directories(dir);
   const std::string trace = (dir / "mut.h5").string(), png = (dir / "overview.png").string();
   fs::remove(trace);
-  ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
+  ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) +
+                " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
                 "--mode both --trace " + trace + " > /dev/null 2>&1"),
             1);  // the mutant run fails, by design
-  ASSERT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --screenshot " + png + " --size 1600x1000"), 0);
+  ASSERT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --screenshot " + png + " --size 1600x1000"),
+            0);
   const Png img = load_png(png);
   ASSERT_EQ(img.w, 1600);
   ASSERT_EQ(img.h, 1000);
@@ -109,8 +111,8 @@ TEST(Screenshot, OtherViewsRender) {
   for (const std::string view : {"drift", "inspect:0:0:residual_1:isolated", "compare"}) {
     const std::string png = (dir / ("view_" + std::to_string(view.size()) + ".png")).string();
     const std::string extra = view == "compare" ? " --compare " + trace : "";
-    EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + extra + " --view " + view + " --screenshot " + png +
-                  " --size 1200x800"),
+    EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + extra + " --view " + view + " --screenshot " +
+                  png + " --size 1200x800"),
               0)
         << view;
     EXPECT_EQ(load_png(png).w, 1200) << view;
@@ -124,12 +126,14 @@ TEST(Screenshot, BadFilesExit2WithAMessage) {
   const std::string bad = (dir / "garbage.h5").string();
   std::ofstream(bad) << "not a trace at all";
   const std::string log = (dir / "bad.log").string();
-  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + bad + " --screenshot " + (dir / "bad.png").string() + " 2> " + log),
+  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + bad + " --screenshot " + (dir / "bad.png").string() +
+                " 2> " + log),
             2);
   std::ifstream in(log);
   const std::string msg((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(msg.find("not an HDF5 file"), std::string::npos) << msg;
-  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + (dir / "missing.h5").string() + " --screenshot x.png 2>/dev/null"),
+  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + (dir / "missing.h5").string() +
+                " --screenshot x.png 2>/dev/null"),
             2);
 }
 

@@ -145,7 +145,7 @@ TEST(Compare, RatioOfScoresPerCell) {
   ASSERT_TRUE(base && cur) << err;
   const auto grids = compare_grids(*base, *cur);
   ASSERT_EQ(grids.size(), 2u);
-  EXPECT_GT(grids[0].worse, 0);  // layer 1 stage 3 got much worse
+  EXPECT_GT(grids[0].worse, 0);                        // layer 1 stage 3 got much worse
   EXPECT_GT(compare_grids(*cur, *base)[0].better, 0);  // and back again
 }
 

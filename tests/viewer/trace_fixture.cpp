@@ -13,8 +13,10 @@ std::string stage_name(int s) { return fmt::format("stage_{:02d}", s); }
 
 std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  const nlohmann::json run = {{"model", {{"name", "fixture"}}}, {"candidate", {{"name", "fixture-cand"}}},
-                              {"modes", {"isolated", "chained"}}, {"policy", "dtype-defaults"}};
+  const nlohmann::json run = {{"model", {{"name", "fixture"}}},
+                              {"candidate", {{"name", "fixture-cand"}}},
+                              {"modes", {"isolated", "chained"}},
+                              {"policy", "dtype-defaults"}};
   trace::TraceWriter w(path, {{"schema_note", "viewer test"}}, run);
   const Shape shape{4, 8};
   for (int step = 0; step < spec.steps; ++step)
@@ -30,8 +32,8 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
           r.m.rtol = 1e-3;
           r.m.ref_rms = 1;
           const bool fails = (layer == spec.fail_layer && s == spec.fail_stage) ||
-                             (mode == Mode::chained && (layer > spec.fail_layer ||
-                                                        (layer == spec.fail_layer && s > spec.fail_stage)));
+                             (mode == Mode::chained &&
+                              (layer > spec.fail_layer || (layer == spec.fail_layer && s > spec.fail_stage)));
           const bool nan = mode == Mode::chained && layer == spec.nan_layer && s == 0;
           r.m.max_abs = fails ? 0.05 * (layer + 1) : 1e-5 * (s + 1);
           r.m.mean_abs = r.m.max_abs / 4;
@@ -42,7 +44,8 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
           r.m.mismatches = fails ? 3 : 0;
           r.m.first_mismatch = fails ? 9 : -1;
           std::vector<double> ref(32), cand(32);
-          for (int i = 0; i < 32; ++i) ref[std::size_t(i)] = std::sin(i + layer), cand[std::size_t(i)] = ref[std::size_t(i)];
+          for (int i = 0; i < 32; ++i)
+            ref[std::size_t(i)] = std::sin(i + layer), cand[std::size_t(i)] = ref[std::size_t(i)];
           if (fails) cand[9] += r.m.max_abs;
           if (nan) cand[5] = std::nan("");
           r.per_token_rel = {1e-4, 2e-4, fails ? 0.05 : 1e-4, 1e-4};
@@ -51,7 +54,9 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
         }
   nlohmann::json result = {{"verdict", "FAIL: fixture"},
                            {"first_failure",
-                            {{"stage", stage_name(spec.fail_stage)}, {"layer", spec.fail_layer}, {"step", 0},
+                            {{"stage", stage_name(spec.fail_stage)},
+                             {"layer", spec.fail_layer},
+                             {"step", 0},
                              {"mode", "isolated"}}}};
   if (spec.drift_start) result["drift_start_layer"] = spec.fail_layer;
   w.finish(result);

@@ -41,10 +41,12 @@ void draw_run_info(const TraceModel& m, const char* label) {
   ImGui::Text("model %s   candidate %s   modes %s   policy %s", i.model.c_str(), i.candidate.c_str(),
               i.modes.c_str(), i.policy.c_str());
   if (!i.finished) {
-    ImGui::TextColored({1, 0.75f, 0.2f, 1}, "run did not finish: no result stored (killed or crashed harness)");
+    ImGui::TextColored({1, 0.75f, 0.2f, 1},
+                       "run did not finish: no result stored (killed or crashed harness)");
   } else {
     const bool pass = i.verdict.rfind("PASS", 0) == 0;
-    ImGui::TextColored(pass ? ImVec4{0.4f, 0.9f, 0.4f, 1} : ImVec4{1, 0.35f, 0.3f, 1}, "%s", i.verdict.c_str());
+    ImGui::TextColored(pass ? ImVec4{0.4f, 0.9f, 0.4f, 1} : ImVec4{1, 0.35f, 0.3f, 1}, "%s",
+                       i.verdict.c_str());
   }
   const std::string drift = i.drift_start_layer ? fmt::format("{}", *i.drift_start_layer) : "not in result";
   ImGui::Text("first failing stage: %s   drift starts at layer: %s",
@@ -74,8 +76,9 @@ void App::frame(float width, float height) {
   ImGui::SetNextWindowPos({0, 0});
   ImGui::SetNextWindowSize({width, height});
   ImGui::Begin("driftscope-view", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoBringToFrontOnFocus |
-                   ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoSavedSettings);
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoScrollWithMouse |
+                   ImGuiWindowFlags_NoSavedSettings);
   if (!model) {
     draw_error(path, error);
   } else if (ImGui::BeginTabBar("tabs")) {
@@ -83,8 +86,10 @@ void App::frame(float width, float height) {
     if (tab("Drift", Tab::drift, *this)) draw_drift(*this, width, height), ImGui::EndTabItem();
     if (tab("Inspector", Tab::inspect, *this)) draw_inspector(*this, width, height), ImGui::EndTabItem();
     if (!compare_path.empty() && tab("Compare", Tab::compare, *this)) {
-      if (compare) draw_compare(*this, width, height);
-      else draw_error(compare_path, compare_error);
+      if (compare)
+        draw_compare(*this, width, height);
+      else
+        draw_error(compare_path, compare_error);
       ImGui::EndTabItem();
     }
     // SetSelected takes effect during this frame's tab bar; clear it afterwards.

@@ -48,8 +48,8 @@ namespace ds::view {
 // Heatmap pieces shared by the overview and compare panels.
 void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
                         std::optional<int> marker_layer);
-void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill, const Grid* flags,
-                const std::optional<CellPos>& selected);
+void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill,
+                const Grid* flags, const std::optional<CellPos>& selected);
 std::optional<CellPos> heatmap_input(const HeatmapLayout& l, const char* id);
 void cell_tooltip(const TraceModel& m, const trace::TraceRow& row, double score);
 }  // namespace ds::view
@@ -65,5 +65,6 @@ void draw_curves(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSer
                  const std::vector<std::string>& stage_order, bool faded, CurveHover* hover);
 // Drift curves, shared by the drift and compare panels.
 void draw_floor(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSeries>& series);
-void point_tooltip(const TraceModel& m, const DriftSeries& s, const DriftPoint& p, Metric metric, const char* which);
+void point_tooltip(const TraceModel& m, const DriftSeries& s, const DriftPoint& p, Metric metric,
+                   const char* which);
 }  // namespace ds::view

@@ -37,8 +37,8 @@ void draw_compare(App& app, float width, float height) {
       const Cell* b = cur.cell(app.step(), p.mode, layer, stage);
       ImGui::BeginTooltip();
       ImGui::Text("%s  layer %d  %s", stage.c_str(), layer, std::string(mode_name(p.mode)).c_str());
-      ImGui::Text("baseline error/tol %.6g   current %.6g   ratio %.4g", a ? a->score : NAN, b ? b->score : NAN,
-                  g->ratio[i]);
+      ImGui::Text("baseline error/tol %.6g   current %.6g   ratio %.4g", a ? a->score : NAN,
+                  b ? b->score : NAN, g->ratio[i]);
       ImGui::EndTooltip();
     }
   }
@@ -68,8 +68,9 @@ void draw_compare(App& app, float width, float height) {
   const double x0 = base.layers().front() - 0.3, x1 = base.layers().back() + 0.3;
   const LogPlot plot = draw_log_plot(
       dl, {kMargin, split, width - kMargin, height - kMargin}, x0, x1, drift_scale(all),
-      fmt::format("{} across layers: baseline (thin, faded) vs current (solid); stages and metric from the Drift tab",
-                  metric_name(metric)),
+      fmt::format(
+          "{} across layers: baseline (thin, faded) vs current (solid); stages and metric from the Drift tab",
+          metric_name(metric)),
       "layer", [](double x) { return x < 0 ? std::string("model") : fmt::format("{}", int(x)); });
   dl->PushClipRect(tl(plot.inner), br(plot.inner), true);
   CurveHover hb, hc;
@@ -82,8 +83,10 @@ void draw_compare(App& app, float width, float height) {
                       series_colour(int(std::find(stages.begin(), stages.end(), s.stage) - stages.begin())),
                       s.mode == Mode::chained});
   if (!legend.empty()) draw_legend(dl, plot.inner, legend);
-  if (hc.point && hc.dist <= hb.dist) point_tooltip(cur, *hc.series, *hc.point, metric, "current");
-  else if (hb.point) point_tooltip(base, *hb.series, *hb.point, metric, "baseline");
+  if (hc.point && hc.dist <= hb.dist)
+    point_tooltip(cur, *hc.series, *hc.point, metric, "current");
+  else if (hb.point)
+    point_tooltip(base, *hb.series, *hb.point, metric, "baseline");
 }
 
 }  // namespace ds::view

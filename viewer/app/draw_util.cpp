@@ -9,7 +9,8 @@ namespace ds::view {
 
 void hatch(ImDrawList* dl, const Rect& r, ImU32 col, float spacing) {
   dl->PushClipRect(tl(r), br(r), true);
-  for (float d = -r.h(); d < r.w(); d += spacing) dl->AddLine({r.x0 + d, r.y1}, {r.x0 + d + r.h(), r.y0}, col, 1.5f);
+  for (float d = -r.h(); d < r.w(); d += spacing)
+    dl->AddLine({r.x0 + d, r.y1}, {r.x0 + d + r.h(), r.y0}, col, 1.5f);
   dl->PopClipRect();
 }
 
@@ -28,7 +29,7 @@ void text_centred(ImDrawList* dl, float x, float y, ImU32 col, const std::string
 }
 
 ImU32 series_colour(int i) {
-  static constexpr ImU32 kPalette[] = {IM_COL32(90, 170, 255, 255), IM_COL32(255, 140, 60, 255),
+  static constexpr ImU32 kPalette[] = {IM_COL32(90, 170, 255, 255),  IM_COL32(255, 140, 60, 255),
                                        IM_COL32(110, 210, 110, 255), IM_COL32(230, 90, 200, 255),
                                        IM_COL32(240, 220, 80, 255),  IM_COL32(120, 220, 230, 255),
                                        IM_COL32(200, 160, 255, 255), IM_COL32(255, 110, 110, 255)};
@@ -87,14 +88,16 @@ void draw_bars(ImDrawList* dl, Rect frame, const std::string& title, const std::
   dl->AddText({frame.x0 + 8, frame.y0 + 4}, kText, title.c_str());
   if (values.empty()) return;
   const double top = std::max(1.0, *std::max_element(values.begin(), values.end()));
-  const float label_w = 78, y0 = frame.y0 + 24, row_h = std::min(18.f, (frame.y1 - y0 - 4) / float(values.size()));
+  const float label_w = 78, y0 = frame.y0 + 24,
+              row_h = std::min(18.f, (frame.y1 - y0 - 4) / float(values.size()));
   const float x0 = frame.x0 + label_w, x1 = frame.x1 - 60;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const float y = y0 + row_h * float(i);
     text_right(dl, x0 - 6, y + row_h / 2, kDimText, labels[i]);
     // log(1 + count) so a single outlier element is still a visible bar next to thousands.
     const float u = float(std::log1p(values[i]) / std::log1p(top));
-    if (values[i] > 0) dl->AddRectFilled({x0, y + 2}, {x0 + std::max(2.f, u * (x1 - x0)), y + row_h - 2}, colour);
+    if (values[i] > 0)
+      dl->AddRectFilled({x0, y + 2}, {x0 + std::max(2.f, u * (x1 - x0)), y + row_h - 2}, colour);
     dl->AddText({x0 + u * (x1 - x0) + 4, y + row_h / 2 - 7}, kText, fmt::format("{:g}", values[i]).c_str());
   }
 }

@@ -28,12 +28,14 @@ void draw_curves(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSer
     const bool chained = s.mode == Mode::chained;
     const float thick = (chained ? 3.f : 1.5f) * (faded ? 0.7f : 1.f);
     for (std::size_t i = 1; i < s.points.size(); ++i)
-      dl->AddLine(plot.at(s.points[i - 1].layer, s.points[i - 1].value), plot.at(s.points[i].layer, s.points[i].value),
-                  col, thick);
+      dl->AddLine(plot.at(s.points[i - 1].layer, s.points[i - 1].value),
+                  plot.at(s.points[i].layer, s.points[i].value), col, thick);
     for (const auto& p : s.points) {
       const ImVec2 c = plot.at(p.layer, p.value);
-      if (chained) dl->AddRectFilled({c.x - 3.5f, c.y - 3.5f}, {c.x + 3.5f, c.y + 3.5f}, col);
-      else dl->AddCircleFilled(c, 3.5f, col);
+      if (chained)
+        dl->AddRectFilled({c.x - 3.5f, c.y - 3.5f}, {c.x + 3.5f, c.y + 3.5f}, col);
+      else
+        dl->AddCircleFilled(c, 3.5f, col);
       const float d = std::hypot(c.x - mp.x, c.y - mp.y);
       if (hover && d < hover->dist) *hover = {d, &s, &p};
     }
@@ -54,15 +56,17 @@ void draw_floor(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSeri
   }
 }
 
-void point_tooltip(const TraceModel& m, const DriftSeries& s, const DriftPoint& p, Metric metric, const char* which) {
+void point_tooltip(const TraceModel& m, const DriftSeries& s, const DriftPoint& p, Metric metric,
+                   const char* which) {
   const StageResult& r = m.rows()[std::size_t(p.row)].result;
   ImGui::BeginTooltip();
   if (which) ImGui::TextColored({0.6f, 0.6f, 0.65f, 1}, "%s", which);
-  ImGui::Text("%s  layer %s  %s", s.stage.c_str(), layer_tick(p.layer).c_str(), std::string(mode_name(s.mode)).c_str());
+  ImGui::Text("%s  layer %s  %s", s.stage.c_str(), layer_tick(p.layer).c_str(),
+              std::string(mode_name(s.mode)).c_str());
   ImGui::Text("%s = %.9g", std::string(metric_name(metric)).c_str(), p.value);
   if (p.floor >= 0) ImGui::Text("noise floor = %.9g", p.floor);
-  ImGui::Text("status %s   max |diff| %.6g   max ULP %.6g   cosine %.10f", std::string(status_name(r.status)).c_str(),
-              r.m.max_abs, r.m.max_ulp, r.m.cosine);
+  ImGui::Text("status %s   max |diff| %.6g   max ULP %.6g   cosine %.10f",
+              std::string(status_name(r.status)).c_str(), r.m.max_abs, r.m.max_ulp, r.m.cosine);
   ImGui::EndTooltip();
 }
 
@@ -85,8 +89,10 @@ void draw_drift(App& app, float width, float height) {
   for (std::size_t i = 0; i < m.stages().size(); ++i) {
     const std::string& s = m.stages()[i];
     bool on = st.drift_stages.count(s) > 0;
-    ImGui::PushStyleColor(ImGuiCol_CheckMark, ImGui::ColorConvertU32ToFloat4(series_colour(on ? checked++ : 0)));
-    if (ImGui::Checkbox(s.c_str(), &on)) on ? (void)st.drift_stages.insert(s) : (void)st.drift_stages.erase(s);
+    ImGui::PushStyleColor(ImGuiCol_CheckMark,
+                          ImGui::ColorConvertU32ToFloat4(series_colour(on ? checked++ : 0)));
+    if (ImGui::Checkbox(s.c_str(), &on))
+      on ? (void)st.drift_stages.insert(s) : (void)st.drift_stages.erase(s);
     ImGui::PopStyleColor();
   }
   ImGui::EndChild();
@@ -100,12 +106,15 @@ void draw_drift(App& app, float width, float height) {
   const auto series = drift_series(m, app.step(), stages, st.metric, modes);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const Rect frame{250, top, width - 10, height - 10};
-  const double x0 = m.layers().empty() ? 0 : m.layers().front() - 0.3, x1 = m.layers().empty() ? 1 : m.layers().back() + 0.3;
+  const double x0 = m.layers().empty() ? 0 : m.layers().front() - 0.3,
+               x1 = m.layers().empty() ? 1 : m.layers().back() + 0.3;
   const bool any_floor = std::any_of(series.begin(), series.end(), [](const auto& s) { return s.has_floor; });
-  const std::string title = fmt::format("{} across layers, step {}{}", metric_name(st.metric), app.step(),
-                                        any_floor ? "  (shaded: noise floor)" : "  (no noise-floor metrics in this trace)");
+  const std::string title =
+      fmt::format("{} across layers, step {}{}", metric_name(st.metric), app.step(),
+                  any_floor ? "  (shaded: noise floor)" : "  (no noise-floor metrics in this trace)");
   LogScale scale = drift_scale(series);
-  if (st.metric == Metric::tol_ratio) scale = {std::min(scale.lo, 1e-3), std::max(scale.hi, 10.0)};  // show the tolerance
+  if (st.metric == Metric::tol_ratio)
+    scale = {std::min(scale.lo, 1e-3), std::max(scale.hi, 10.0)};  // show the tolerance
   const LogPlot plot = draw_log_plot(dl, frame, x0, x1, scale, title, "layer", layer_tick);
   if (st.metric == Metric::tol_ratio) {
     const float y = plot.at(x0, 1).y;
@@ -125,9 +134,12 @@ void draw_drift(App& app, float width, float height) {
   std::vector<LegendEntry> legend;
   for (const auto& s : series)
     legend.push_back({fmt::format("{} ({})", s.stage, mode_name(s.mode)),
-                      series_colour(int(std::find(stages.begin(), stages.end(), s.stage) - stages.begin())), s.mode == Mode::chained});
-  if (!legend.empty()) draw_legend(dl, plot.inner, legend);
-  else dl->AddText({plot.inner.x0 + 20, plot.inner.y0 + 20}, kDimText, "choose stages and modes on the left");
+                      series_colour(int(std::find(stages.begin(), stages.end(), s.stage) - stages.begin())),
+                      s.mode == Mode::chained});
+  if (!legend.empty())
+    draw_legend(dl, plot.inner, legend);
+  else
+    dl->AddText({plot.inner.x0 + 20, plot.inner.y0 + 20}, kDimText, "choose stages and modes on the left");
   if (hover.point) {
     dl->AddCircle(plot.at(hover.point->layer, hover.point->value), 7, IM_COL32(255, 255, 255, 255), 0, 2);
     point_tooltip(m, *hover.series, *hover.point, st.metric, nullptr);

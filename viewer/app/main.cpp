@@ -14,7 +14,9 @@
 
 namespace {
 
-void glfw_error(int code, const char* what) { fmt::print(stderr, "driftscope-view: GLFW error {}: {}\n", code, what); }
+void glfw_error(int code, const char* what) {
+  fmt::print(stderr, "driftscope-view: GLFW error {}: {}\n", code, what);
+}
 
 }  // namespace
 
@@ -34,7 +36,8 @@ int main(int argc, char** argv) {
   const auto spec = ds::view::parse_view(view, err);
   const auto wh = ds::view::parse_size(size);
   if (!spec || !wh) {
-    fmt::print(stderr, "driftscope-view: {}\n", spec ? fmt::format("bad --size '{}' (e.g. 1600x1000)", size) : err);
+    fmt::print(stderr, "driftscope-view: {}\n",
+               spec ? fmt::format("bad --size '{}' (e.g. 1600x1000)", size) : err);
     return 1;
   }
   ds::view::App app;
@@ -89,8 +92,10 @@ int main(int argc, char** argv) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (headless && frame + 1 >= frames) {
       const std::string e = ds::view::write_screenshot(screenshot, fw, fh);
-      if (!e.empty()) fmt::print(stderr, "driftscope-view: {}\n", e);
-      else fmt::print("screenshot: {} ({}x{})\n", screenshot, fw, fh);
+      if (!e.empty())
+        fmt::print(stderr, "driftscope-view: {}\n", e);
+      else
+        fmt::print("screenshot: {} ({}x{})\n", screenshot, fw, fh);
       rc = e.empty() ? 0 : 1;
       break;
     }

@@ -29,7 +29,8 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
     if (!t.major || t.label.empty()) continue;
     const float y = y1 - float(t.unit) * (y1 - y0);
     dl->AddLine({x1, y}, {x1 + 4, y}, kAxis);
-    dl->AddText({x1 + 7, y - 7}, t.value == 1 ? kMarker : kText, (t.value == 1 ? "1 (tol)" : t.label).c_str());
+    dl->AddText({x1 + 7, y - 7}, t.value == 1 ? kMarker : kText,
+                (t.value == 1 ? "1 (tol)" : t.label).c_str());
   }
   float y = y1 + 16;
   auto swatch = [&](const char* label, auto&& paint) {
@@ -77,8 +78,8 @@ void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel
   }
 }
 
-void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill, const Grid* flags,
-                const std::optional<CellPos>& selected) {
+void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill,
+                const Grid* flags, const std::optional<CellPos>& selected) {
   const float gap = l.cell_w >= 6 && l.cell_h >= 6 ? 1.f : 0.f;
   for (int r = 0; r < l.n_rows; ++r)
     for (int c = 0; c < l.n_cols; ++c) {
@@ -95,7 +96,8 @@ void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::u
         dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2}, im(kFailBorder), 0, 0, t);
         // A dark line inside the outline so it still reads on a red fill.
         if (cr.w() > 4 * t && cr.h() > 4 * t)
-          dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f}, IM_COL32(0, 0, 0, 200));
+          dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f},
+                      IM_COL32(0, 0, 0, 200));
       }
     }
   if (selected) {
@@ -122,7 +124,8 @@ void cell_tooltip(const TraceModel& m, const trace::TraceRow& row, double score)
   ImGui::Text("error / tolerance %.4g   (atol %.3g, rtol %.3g)", score, r.m.atol, r.m.rtol);
   ImGui::Text("mismatches %lld of %lld   cosine %.10f", (long long)r.m.mismatches, (long long)r.m.numel,
               r.m.cosine);
-  if (r.m.nan_ref || r.m.nan_cand) ImGui::Text("NaN ref %lld, cand %lld", (long long)r.m.nan_ref, (long long)r.m.nan_cand);
+  if (r.m.nan_ref || r.m.nan_cand)
+    ImGui::Text("NaN ref %lld, cand %lld", (long long)r.m.nan_ref, (long long)r.m.nan_cand);
   if (!r.note.empty()) ImGui::TextColored({1, 0.7f, 0.3f, 1}, "%s", r.note.c_str());
   ImGui::TextColored({0.6f, 0.6f, 0.65f, 1}, "click to inspect tensors");
   (void)m;
@@ -141,8 +144,9 @@ void draw_overview(App& app, float width, float height) {
   for (const auto& p : o.panels) {
     const Grid* g = m.grid(app.step(), p.mode);
     if (!g) continue;
-    const std::string title = fmt::format("{} mode  |  step {}  |  {} failing, {} NaN of {} stages",
-                                          mode_name(p.mode), app.step(), g->n_fail, g->n_nan, m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
+    const std::string title = fmt::format(
+        "{} mode  |  step {}  |  {} failing, {} NaN of {} stages", mode_name(p.mode), app.step(), g->n_fail,
+        g->n_nan, m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
     draw_heatmap_frame(dl, p.map, m, title, m.info().drift_start_layer);
     std::vector<std::uint32_t> fill(g->cells.size());
     for (std::size_t i = 0; i < fill.size(); ++i) fill[i] = g->cells[i].fill;
@@ -157,7 +161,8 @@ void draw_overview(App& app, float width, float height) {
       if (cell.row >= 0) {
         cell_tooltip(m, m.rows()[std::size_t(cell.row)], cell.score);
         if (ImGui::IsItemClicked())
-          app.select({app.step(), m.layers()[std::size_t(hit->col)], m.stages()[std::size_t(hit->row)], p.mode});
+          app.select(
+              {app.step(), m.layers()[std::size_t(hit->col)], m.stages()[std::size_t(hit->row)], p.mode});
       }
     }
   }

@@ -15,7 +15,8 @@ std::string write_screenshot(const std::string& path, int width, int height) {
   glReadBuffer(GL_BACK);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
-  if (const GLenum e = glGetError(); e != GL_NO_ERROR) return fmt::format("glReadPixels failed (GL error {:#x})", e);
+  if (const GLenum e = glGetError(); e != GL_NO_ERROR)
+    return fmt::format("glReadPixels failed (GL error {:#x})", e);
   // OpenGL's rows run bottom-up; PNG's top-down.
   std::vector<unsigned char> row(stride);
   for (int y = 0; y < height / 2; ++y) {

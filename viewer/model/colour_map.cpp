@@ -15,7 +15,8 @@ Rgba ramp(const std::array<Rgba, N>& stops, double t) {
   return lerp(stops[i], stops[i + 1], t - double(i));
 }
 
-constexpr std::array<Rgba, 4> kCool = {Rgba{22, 28, 70}, Rgba{28, 92, 140}, Rgba{40, 150, 130}, Rgba{150, 190, 80}};
+constexpr std::array<Rgba, 4> kCool = {Rgba{22, 28, 70}, Rgba{28, 92, 140}, Rgba{40, 150, 130},
+                                       Rgba{150, 190, 80}};
 constexpr std::array<Rgba, 3> kHot = {Rgba{245, 150, 40}, Rgba{235, 70, 30}, Rgba{190, 0, 20}};
 
 }  // namespace

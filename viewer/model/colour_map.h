@@ -8,7 +8,9 @@ namespace ds::view {
 struct Rgba {
   std::uint8_t r = 0, g = 0, b = 0, a = 255;
   // ImGui's packed colour layout (IM_COL32): A in the high byte, R in the low one.
-  std::uint32_t packed() const { return std::uint32_t(a) << 24 | std::uint32_t(b) << 16 | std::uint32_t(g) << 8 | r; }
+  std::uint32_t packed() const {
+    return std::uint32_t(a) << 24 | std::uint32_t(b) << 16 | std::uint32_t(g) << 8 | r;
+  }
   static Rgba unpack(std::uint32_t c) {
     return {std::uint8_t(c), std::uint8_t(c >> 8), std::uint8_t(c >> 16), std::uint8_t(c >> 24)};
   }

@@ -52,7 +52,8 @@ std::vector<DriftSeries> drift_series(const TraceModel& model, int step, std::sp
         const trace::TraceRow* row = model.row(step, mode, layer, stage);
         if (!row) continue;
         const int i = int(row - model.rows().data());
-        s.points.push_back({layer, metric_value(row->result, metric), floors ? (*floors)[std::size_t(i)] : -1, i});
+        s.points.push_back(
+            {layer, metric_value(row->result, metric), floors ? (*floors)[std::size_t(i)] : -1, i});
       }
       if (!s.points.empty()) out.push_back(std::move(s));
     }

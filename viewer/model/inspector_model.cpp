@@ -33,7 +33,8 @@ Inspection inspect(const TraceModel& model, const InspectTarget& t) {
   in.target = t;
   const trace::TraceRow* row = model.row(t.step, t.mode, t.layer, t.stage);
   if (!row) {
-    in.error = fmt::format("no stage '{}' at layer {} step {} ({})", t.stage, t.layer, t.step, mode_name(t.mode));
+    in.error =
+        fmt::format("no stage '{}' at layer {} step {} ({})", t.stage, t.layer, t.step, mode_name(t.mode));
     return in;
   }
   in.row = int(row - model.rows().data());
@@ -125,8 +126,10 @@ DiffImage diff_image(const Inspection& in, std::int64_t r0, std::int64_t c0, std
       const float v = in.ratio[std::size_t((img.r0 + r) * in.cols + img.c0 + c)];
       float& w = worst[br * std::size_t(img.out_cols) + bc];
       // NaN wins a bin: a single NaN must stay visible when zoomed out.
-      if (std::isnan(v) || std::isnan(w)) w = std::numeric_limits<float>::quiet_NaN();
-      else w = std::max(w, v);
+      if (std::isnan(v) || std::isnan(w))
+        w = std::numeric_limits<float>::quiet_NaN();
+      else
+        w = std::max(w, v);
     }
   }
   img.fill.resize(worst.size());

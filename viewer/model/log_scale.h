@@ -18,7 +18,7 @@ struct Tick {
 // Maps [lo, hi] (both > 0) logarithmically onto [0, 1].
 struct LogScale {
   double lo = 1e-8, hi = 1;
-  double to_unit(double v) const;    // clamped into [0, 1]; v <= 0 or NaN maps to 0
+  double to_unit(double v) const;  // clamped into [0, 1]; v <= 0 or NaN maps to 0
   double from_unit(double u) const;
 };
 

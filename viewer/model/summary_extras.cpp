@@ -6,7 +6,8 @@
 
 namespace ds::view {
 
-std::map<std::string, std::vector<double>> read_summary_extras(const std::string& path, const std::string& prefix) {
+std::map<std::string, std::vector<double>> read_summary_extras(const std::string& path,
+                                                               const std::string& prefix) {
   std::map<std::string, std::vector<double>> out;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   if (H5Fis_hdf5(path.c_str()) <= 0) return out;
@@ -29,7 +30,8 @@ std::map<std::string, std::vector<double>> read_summary_extras(const std::string
         const hid_t mt = H5Tcreate(H5T_COMPOUND, sizeof(double));
         H5Tinsert(mt, field.c_str(), 0, H5T_NATIVE_DOUBLE);
         std::vector<double> values(n);
-        if (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0) out[field] = std::move(values);
+        if (n == 0 || H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0)
+          out[field] = std::move(values);
         H5Tclose(mt);
       }
     }

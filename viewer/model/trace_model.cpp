@@ -42,8 +42,9 @@ RunInfo read_info(const trace::TraceReader& r) {
     if (res->contains("first_failure") && (*res)["first_failure"].is_object()) {
       const auto& ff = (*res)["first_failure"];
       const std::string layer = str_at(ff, {"layer"});
-      info.first_failure = fmt::format("{} @ layer {}, step {} ({})", str_at(ff, {"stage"}),
-                                       layer == "-1" ? "model" : layer, str_at(ff, {"step"}), str_at(ff, {"mode"}));
+      info.first_failure =
+          fmt::format("{} @ layer {}, step {} ({})", str_at(ff, {"stage"}), layer == "-1" ? "model" : layer,
+                      str_at(ff, {"step"}), str_at(ff, {"mode"}));
     }
     if (res->contains("drift_start_layer") && (*res)["drift_start_layer"].is_number_integer())
       info.drift_start_layer = (*res)["drift_start_layer"].get<int>();
@@ -96,7 +97,8 @@ void TraceModel::build() {
     if (std::find(stages_.begin(), stages_.end(), k.stage) == stages_.end()) stages_.push_back(k.stage);
     if (std::find(layers_.begin(), layers_.end(), k.layer) == layers_.end()) layers_.push_back(k.layer);
     if (std::find(steps_.begin(), steps_.end(), k.step) == steps_.end()) steps_.push_back(k.step);
-    if (std::find(modes_.begin(), modes_.end(), row.result.mode) == modes_.end()) modes_.push_back(row.result.mode);
+    if (std::find(modes_.begin(), modes_.end(), row.result.mode) == modes_.end())
+      modes_.push_back(row.result.mode);
   }
   std::sort(layers_.begin(), layers_.end());
   std::sort(steps_.begin(), steps_.end());

@@ -24,10 +24,10 @@ struct RunInfo {
 };
 
 struct Cell {
-  int row = -1;        // index into TraceModel::rows(); -1: this layer has no such stage
-  double score = 0;    // error relative to the policy (see error_score)
+  int row = -1;      // index into TraceModel::rows(); -1: this layer has no such stage
+  double score = 0;  // error relative to the policy (see error_score)
   bool failing = false;
-  bool nan = false;    // NaN or Inf disagreement between the two sides
+  bool nan = false;  // NaN or Inf disagreement between the two sides
   Status status = Status::pass;
   std::uint32_t fill = kEmptyColour.packed();  // precomputed: drawing a cell is one rect
 };
@@ -59,7 +59,7 @@ class TraceModel {
 
   const std::vector<int>& steps() const { return steps_; }
   const std::vector<Mode>& modes() const { return modes_; }
-  const std::vector<int>& layers() const { return layers_; }  // kModelLayer (-1) first when present
+  const std::vector<int>& layers() const { return layers_; }          // kModelLayer (-1) first when present
   const std::vector<std::string>& stages() const { return stages_; }  // in execution order
   int layer_index(int layer) const;
   int stage_index(const std::string& stage) const;

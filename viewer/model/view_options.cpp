@@ -16,8 +16,10 @@ std::optional<int> to_int(const std::string& s) {
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out(1);
   for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back().push_back(c);
+    if (c == sep)
+      out.emplace_back();
+    else
+      out.back().push_back(c);
   }
   return out;
 }

@@ -31,8 +31,8 @@ struct ViewState {
   std::set<std::string> drift_stages;
   Metric metric = Metric::tol_ratio;
   bool show_isolated = true, show_chained = true;
-  std::string coordinate;                // typed into the inspector
-  std::optional<std::int64_t> focus;     // flat index the inspector centres on
+  std::string coordinate;             // typed into the inspector
+  std::optional<std::int64_t> focus;  // flat index the inspector centres on
 };
 
 }  // namespace ds::view

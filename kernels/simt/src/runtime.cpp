@@ -77,8 +77,8 @@ struct Fiber {
   void* stack_lo = nullptr;  // lowest usable address (ASan wants bottom + size)
   std::size_t stack_size = 0;
   void* stack_top = nullptr;
-  void* fake_stack = nullptr;  // ASan fake-stack handle saved across a switch
-  ThreadRec* thread = nullptr; // CUDA thread currently bound to this fiber
+  void* fake_stack = nullptr;   // ASan fake-stack handle saved across a switch
+  ThreadRec* thread = nullptr;  // CUDA thread currently bound to this fiber
   bool is_host = false;
 };
 
@@ -103,9 +103,9 @@ struct ThreadRec {
 };
 
 struct WarpRec {
-  unsigned exists = 0;   // lanes present in the block (last warp may be partial)
+  unsigned exists = 0;  // lanes present in the block (last warp may be partial)
   unsigned exited = 0;
-  unsigned arrived = 0;  // lanes waiting at a warp collective
+  unsigned arrived = 0;     // lanes waiting at a warp collective
   unsigned runnable_r = 0;  // indexed by rank (execution order), not lane
   unsigned base = 0;        // linear id of lane 0
   std::uint8_t lane_of_rank[32];
@@ -177,7 +177,8 @@ class Sched {
   // Leaves the block for good. Callers assign error_ in a separate statement
   // first: temporaries still alive on an abandoned fiber would leak.
   [[noreturn]] void abandon(Fiber* self);
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width);
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask,
+                                                        int width);
   [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
   void make_order(std::uint64_t phase);
   void set_runnable(ThreadRec& t) {
@@ -244,8 +245,8 @@ Fiber* Sched::new_fiber() {
   if (base == MAP_FAILED) throw std::bad_alloc();
   if (mprotect(base, guard, PROT_NONE) != 0) throw std::bad_alloc();  // overflow faults instead of corrupting
   auto* top = static_cast<unsigned char*>(base) + total;
-  auto* rec_addr = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(top) - sizeof(Fiber)) & ~std::uintptr_t{63});
+  auto* rec_addr = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(top) - sizeof(Fiber)) &
+                                                    ~std::uintptr_t{63});
   auto* f = new (rec_addr) Fiber();
   f->stack_lo = static_cast<unsigned char*>(base) + guard;
   f->stack_top = rec_addr;
@@ -385,7 +386,8 @@ void Sched::make_order(std::uint64_t phase) {
     warp_of_rank_[i] = r;  // ranks of missing warps are never set in the masks
   }
   for (WarpRec& w : warps_) {
-    for (unsigned i = 0; i < 32; ++i) w.lane_of_rank[i] = static_cast<std::uint8_t>(cfg_.order == Order::reverse ? 31 - i : i);
+    for (unsigned i = 0; i < 32; ++i)
+      w.lane_of_rank[i] = static_cast<std::uint8_t>(cfg_.order == Order::reverse ? 31 - i : i);
   }
   if (cfg_.order == Order::random) {
     std::uint64_t s = block_seed_ ^ (phase * 0xD1B54A32D192ED03ull);
@@ -398,7 +400,8 @@ void Sched::make_order(std::uint64_t phase) {
     for (WarpRec& w : warps_) shuffle(w.lane_of_rank, static_cast<unsigned>(std::popcount(w.exists)));
   } else if (cfg_.order == Order::reverse) {
     // Keep existing warps/lanes at the low ranks for the same reason.
-    for (unsigned i = 0; i < 32; ++i) warp_of_rank_[i] = static_cast<std::uint8_t>(i < nwarps_ ? nwarps_ - 1 - i : i);
+    for (unsigned i = 0; i < 32; ++i)
+      warp_of_rank_[i] = static_cast<std::uint8_t>(i < nwarps_ ? nwarps_ - 1 - i : i);
     for (WarpRec& w : warps_) {
       const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
       for (unsigned i = 0; i < 32; ++i) w.lane_of_rank[i] = static_cast<std::uint8_t>(i < n ? n - 1 - i : i);
@@ -494,10 +497,10 @@ void Sched::release_barrier(Fiber* self) {
     if (first == nullptr) {
       first = &t;
     } else if (!same_site(first->site, t.site)) {
-      error_ = fmt::format("{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
-                             "[block {}]",
-                             where(t.site), tid(first->idx), where(first->site), tid(t.idx), where(t.site),
-                             tid(blockIdx));
+      error_ = fmt::format(
+          "{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
+          "[block {}]",
+          where(t.site), tid(first->idx), where(first->site), tid(t.idx), where(t.site), tid(blockIdx));
       abandon(self);
     }
     count += t.pred != 0;
@@ -523,8 +526,8 @@ std::string Sched::stall_message() {
     if (t.state != State::at_warp) continue;
     const WarpRec& w = warps_[t.warp];
     if (unsigned bad = t.mask & w.exited) {
-      return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site), coll_name(t.kind),
-                         t.mask, std::countr_zero(bad), ctx_suffix(t));
+      return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site),
+                         coll_name(t.kind), t.mask, std::countr_zero(bad), ctx_suffix(t));
     }
   }
   const ThreadRec* at_warp = nullptr;
@@ -534,10 +537,11 @@ std::string Sched::stall_message() {
     if (t.state == State::at_barrier && at_bar == nullptr) at_bar = &t;
   }
   if (at_warp != nullptr && at_bar != nullptr) {
-    return fmt::format("{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
-                       "[block {}]",
-                       where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind), at_warp->mask,
-                       tid(at_bar->idx), where(at_bar->site), tid(blockIdx));
+    return fmt::format(
+        "{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
+        "[block {}]",
+        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind), at_warp->mask, tid(at_bar->idx),
+        where(at_bar->site), tid(blockIdx));
   }
   if (at_warp != nullptr) {
     const WarpRec& w = warps_[at_warp->warp];
@@ -558,7 +562,8 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   ++at_barrier_;
   if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
   ThreadRec* next = pick_next();
-  if (next == nullptr) [[unlikely]] fail_stall(self);
+  if (next == nullptr) [[unlikely]]
+    fail_stall(self);
   transfer(self, next);
   return barrier_result_;
 }
@@ -567,17 +572,17 @@ void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) 
   const ThreadRec& t = *cur_;
   const WarpRec& w = warps_[t.warp];
   if ((mask & (1u << t.lane)) == 0) {
-    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s), coll_name(kind),
-                         t.lane, mask, ctx_suffix(t));
+    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
+                         coll_name(kind), t.lane, mask, ctx_suffix(t));
   } else if (unsigned gone = mask & ~w.exists) {
-    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}", where(s),
-                         coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}",
+                         where(s), coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
   } else if (unsigned bad = mask & w.exited) {
     error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
                          std::countr_zero(bad), ctx_suffix(t));
   } else {
-    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind), width,
-                         ctx_suffix(t));
+    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind),
+                         width, ctx_suffix(t));
   }
   abandon(self);
 }
@@ -601,8 +606,8 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   WarpRec& w = warps_[t.warp];
   const unsigned me = 1u << t.lane;
   const unsigned live = w.exists & ~w.exited;
-  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u || (width & (width - 1)) != 0)
-      [[unlikely]] {
+  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u ||
+      (width & (width - 1)) != 0) [[unlikely]] {
     fail_args(self, s, kind, mask, width);
   }
   t.state = State::at_warp;
@@ -620,7 +625,8 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   w.arrived |= me;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
   ThreadRec* next = pick_next();
-  if (next == nullptr) [[unlikely]] fail_stall(self);
+  if (next == nullptr) [[unlikely]]
+    fail_stall(self);
   transfer(self, next);
   if (size != 0) copy_value(out, t.out, size);
 }
@@ -634,10 +640,11 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
     if (o.kind != ref.kind || o.mask != ref.mask || o.width != ref.width || o.size != ref.size) {
-      error_ = fmt::format("{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
-                           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
-                           where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
-                           coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+      error_ = fmt::format(
+          "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
+          "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
+          where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
+          coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
       abandon(self);
     }
   }
@@ -662,15 +669,28 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
       int j = lane;
       bool ok = false;
       switch (kind) {
-        case Coll::shfl_up: j = lane - bval; ok = j >= max_lane; break;
-        case Coll::shfl_down: j = lane + bval; ok = j <= max_lane; break;
-        case Coll::shfl_xor: j = lane ^ bval; ok = j <= max_lane; break;
-        default: j = min_lane | (bval & ~segmask); ok = j <= max_lane; break;
+        case Coll::shfl_up:
+          j = lane - bval;
+          ok = j >= max_lane;
+          break;
+        case Coll::shfl_down:
+          j = lane + bval;
+          ok = j <= max_lane;
+          break;
+        case Coll::shfl_xor:
+          j = lane ^ bval;
+          ok = j <= max_lane;
+          break;
+        default:
+          j = min_lane | (bval & ~segmask);
+          ok = j <= max_lane;
+          break;
       }
       if (!ok) j = lane;
       if ((mask & (1u << j)) == 0) {
-        error_ = fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                             where(me.site), coll_name(kind), lane, j, mask, ctx_suffix(me));
+        error_ =
+            fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                        where(me.site), coll_name(kind), lane, j, mask, ctx_suffix(me));
         abandon(self);
       }
       copy_value(me.out, lanes[j].in, me.size);
@@ -743,8 +763,8 @@ void launch_impl(const LaunchDesc& d) {
   const std::uint64_t nthreads = static_cast<std::uint64_t>(d.block.x) * d.block.y * d.block.z;
   if (d.block.x == 0 || d.block.y == 0 || d.block.z == 0 || d.grid.x == 0 || d.grid.y == 0 || d.grid.z == 0 ||
       nthreads > 1024 || d.block.z > 64 || d.grid.y > 65535 || d.grid.z > 65535) {
-    throw KernelError(fmt::format("simt::launch: invalid configuration grid ({},{},{}) block ({},{},{})", d.grid.x,
-                                  d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z));
+    throw KernelError(fmt::format("simt::launch: invalid configuration grid ({},{},{}) block ({},{},{})",
+                                  d.grid.x, d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z));
   }
   const Config cfg = config();
   std::lock_guard lock(g_launch_mutex);
@@ -787,7 +807,9 @@ int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp
 int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
 int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
 
-void syncwarp(Site s, unsigned mask) { tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32); }
+void syncwarp(Site s, unsigned mask) {
+  tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32);
+}
 
 void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
   tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);

@@ -29,8 +29,8 @@ template <GemvBug Bug>
 void launch_gemv(const float* W, const float* x, float* y, int rows, int cols, simt::stream_t stream) {
   const dim3 grid((rows + kGemvWarpsPerBlock - 1) / kGemvWarpsPerBlock);
   const dim3 block(32 * kGemvWarpsPerBlock);
-  simt::launch(gemv_kernel<Bug>, grid, block, static_cast<size_t>(cols) * sizeof(float), stream, W, x, y, rows,
-               cols);
+  simt::launch(gemv_kernel<Bug>, grid, block, static_cast<size_t>(cols) * sizeof(float), stream, W, x, y,
+               rows, cols);
 }
 
 }  // namespace
@@ -40,7 +40,9 @@ void gemv(const float* W, const float* x, float* y, int rows, int cols, GemvBug 
     case GemvBug::none: launch_gemv<GemvBug::none>(W, x, y, rows, cols, stream); break;
     case GemvBug::missing_sync: launch_gemv<GemvBug::missing_sync>(W, x, y, rows, cols, stream); break;
     case GemvBug::wrong_row: launch_gemv<GemvBug::wrong_row>(W, x, y, rows, cols, stream); break;
-    case GemvBug::off_by_one_shared: launch_gemv<GemvBug::off_by_one_shared>(W, x, y, rows, cols, stream); break;
+    case GemvBug::off_by_one_shared:
+      launch_gemv<GemvBug::off_by_one_shared>(W, x, y, rows, cols, stream);
+      break;
   }
 }
 

@@ -6,8 +6,8 @@ namespace {
 constexpr int kNormThreads = 256;
 
 template <NormBug Bug>
-__global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y,
-                               int cols, float eps) {
+__global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                               float* __restrict__ y, int cols, float eps) {
   __shared__ float partial[kNormThreads];
   const int tid = static_cast<int>(threadIdx.x);
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
@@ -29,7 +29,8 @@ __global__ void rmsnorm_kernel(const float* __restrict__ x, const float* __restr
 }
 
 template <NormBug Bug>
-void launch_norm(const float* x, const float* gamma, float* y, int rows, int cols, float eps, simt::stream_t s) {
+void launch_norm(const float* x, const float* gamma, float* y, int rows, int cols, float eps,
+                 simt::stream_t s) {
   simt::launch(rmsnorm_kernel<Bug>, dim3(rows), dim3(kNormThreads), 0, s, x, gamma, y, cols, eps);
 }
 
@@ -39,8 +40,12 @@ void rmsnorm(const float* x, const float* gamma, float* y, int rows, int cols, f
              simt::stream_t stream) {
   switch (bug) {
     case NormBug::none: launch_norm<NormBug::none>(x, gamma, y, rows, cols, eps, stream); break;
-    case NormBug::missing_loop_sync: launch_norm<NormBug::missing_loop_sync>(x, gamma, y, rows, cols, eps, stream); break;
-    case NormBug::sync_under_if: launch_norm<NormBug::sync_under_if>(x, gamma, y, rows, cols, eps, stream); break;
+    case NormBug::missing_loop_sync:
+      launch_norm<NormBug::missing_loop_sync>(x, gamma, y, rows, cols, eps, stream);
+      break;
+    case NormBug::sync_under_if:
+      launch_norm<NormBug::sync_under_if>(x, gamma, y, rows, cols, eps, stream);
+      break;
   }
 }
 

@@ -3,8 +3,8 @@
 namespace simt_test {
 namespace {
 
-__global__ void collective_kernel(int op, unsigned mask, int b, int width, const unsigned* vals, const int* preds,
-                                  unsigned* out) {
+__global__ void collective_kernel(int op, unsigned mask, int b, int width, const unsigned* vals,
+                                  const int* preds, unsigned* out) {
   const unsigned lane = threadIdx.x;
   if (((mask >> lane) & 1u) == 0) return;
   const unsigned v = vals[lane];
@@ -52,8 +52,8 @@ __global__ void indices_kernel(unsigned* out) {
   const unsigned bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   const unsigned tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z;
-  out[bx * nthreads + tx] = (threadIdx.x << 0) | (threadIdx.y << 4) | (threadIdx.z << 8) | (blockIdx.x << 12) |
-                            (blockIdx.y << 16) | (blockIdx.z << 20);
+  out[bx * nthreads + tx] = (threadIdx.x << 0) | (threadIdx.y << 4) | (threadIdx.z << 8) |
+                            (blockIdx.x << 12) | (blockIdx.y << 16) | (blockIdx.z << 20);
 }
 
 __global__ void atomics_kernel(int* icount, float* fsum, unsigned* umax, unsigned* umin) {
@@ -106,14 +106,17 @@ __global__ void mixed_fast_path_kernel(int* out) {
 
 }  // namespace
 
-void collective(CollOp op, unsigned mask, int b, int width, const unsigned* vals, const int* preds, unsigned* out) {
-  simt::launch(collective_kernel, dim3(1), dim3(32), 0, nullptr, static_cast<int>(op), mask, b, width, vals, preds,
-               out);
+void collective(CollOp op, unsigned mask, int b, int width, const unsigned* vals, const int* preds,
+                unsigned* out) {
+  simt::launch(collective_kernel, dim3(1), dim3(32), 0, nullptr, static_cast<int>(op), mask, b, width, vals,
+               preds, out);
 }
 
 void shuffle_types(unsigned* out) { simt::launch(shuffle_types_kernel, dim3(1), dim3(32), 0, nullptr, out); }
 
-void indices_3d(unsigned* out, dim3 grid, dim3 block) { simt::launch(indices_kernel, grid, block, 0, nullptr, out); }
+void indices_3d(unsigned* out, dim3 grid, dim3 block) {
+  simt::launch(indices_kernel, grid, block, 0, nullptr, out);
+}
 
 void atomics(int* icount, float* fsum, unsigned* umax, unsigned* umin, int blocks) {
   simt::launch(atomics_kernel, dim3(blocks), dim3(128), 0, nullptr, icount, fsum, umax, umin);

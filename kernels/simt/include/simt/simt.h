@@ -15,7 +15,7 @@
 
 // One shared symbol name for every kernel: per-kernel names with different
 // element types would clash in nvcc's single extern __shared__ array.
-#define SIMT_DYNAMIC_SHARED(T, name)                                   \
+#define SIMT_DYNAMIC_SHARED(T, name)                                  \
   extern __shared__ __align__(16) unsigned char simt_dynamic_smem_[]; \
   T* const name = reinterpret_cast<T*>(simt_dynamic_smem_)
 
@@ -28,8 +28,8 @@ inline void check_cuda(cudaError_t e, const char* what) {
 }
 
 template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes,
-            stream_t stream, Args&&... args) {
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes, stream_t stream,
+            Args&&... args) {
   kernel<<<grid, block, dyn_smem_bytes, stream>>>(std::forward<Args>(args)...);
   check_cuda(cudaGetLastError(), "simt::launch");
 }
@@ -106,7 +106,9 @@ class DeviceBuffer {
 
   void upload(const T* src, std::size_t n) { simt::memcpy(p_, src, n * sizeof(T), CopyKind::host_to_device); }
   void upload(const std::vector<T>& v) { upload(v.data(), v.size() < n_ ? v.size() : n_); }
-  void download(T* dst, std::size_t n) const { simt::memcpy(dst, p_, n * sizeof(T), CopyKind::device_to_host); }
+  void download(T* dst, std::size_t n) const {
+    simt::memcpy(dst, p_, n * sizeof(T), CopyKind::device_to_host);
+  }
   std::vector<T> to_host() const {
     std::vector<T> v(n_);
     download(v.data(), n_);

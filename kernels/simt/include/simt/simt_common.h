@@ -22,9 +22,9 @@ enum class Order : std::uint8_t { forward, reverse, random };
 
 struct Config {
   Order order = Order::forward;
-  std::uint64_t seed = 0;       // used by Order::random
-  unsigned host_threads = 1;    // blocks run concurrently on this many OS threads
-  bool strict_barriers = false; // __syncthreads after some threads exited is an error
+  std::uint64_t seed = 0;        // used by Order::random
+  unsigned host_threads = 1;     // blocks run concurrently on this many OS threads
+  bool strict_barriers = false;  // __syncthreads after some threads exited is an error
 };
 
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };

@@ -140,8 +140,8 @@ struct KernelPack {
 // Runs the whole grid before returning (the stream is ignored). Arguments are
 // converted to the kernel's parameter types once and copied into every thread.
 template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes,
-            stream_t /*stream*/, Args&&... args) {
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes, stream_t /*stream*/,
+            Args&&... args) {
   detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
   detail::launch_impl({grid, block, dyn_smem_bytes, &detail::KernelPack<KArgs...>::invoke, &pack});
 }
@@ -159,7 +159,8 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
 #define __shfl_up_sync(...) ::simt::detail::shfl_up(SIMT_SITE, __VA_ARGS__)
 #define __shfl_down_sync(...) ::simt::detail::shfl_down(SIMT_SITE, __VA_ARGS__)
 #define __shfl_xor_sync(...) ::simt::detail::shfl_xor(SIMT_SITE, __VA_ARGS__)
-#define __ballot_sync(mask, pred) ::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::ballot, (mask), (pred))
+#define __ballot_sync(mask, pred) \
+  ::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::ballot, (mask), (pred))
 #define __any_sync(mask, pred) \
   static_cast<int>(::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::any, (mask), (pred)))
 #define __all_sync(mask, pred) \
@@ -180,7 +181,9 @@ inline T __ldg(const T* p) {
 }
 
 // ---- atomics: relaxed, like the GPU's, but safe across host threads ----
-inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_relaxed); }
+inline int atomicAdd(int* p, int v) {
+  return std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_relaxed);
+}
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   return std::atomic_ref<unsigned>(*p).fetch_add(v, std::memory_order_relaxed);
 }
@@ -193,7 +196,9 @@ inline float atomicAdd(float* p, float v) {
 inline double atomicAdd(double* p, double v) {
   return std::atomic_ref<double>(*p).fetch_add(v, std::memory_order_relaxed);
 }
-inline int atomicSub(int* p, int v) { return std::atomic_ref<int>(*p).fetch_sub(v, std::memory_order_relaxed); }
+inline int atomicSub(int* p, int v) {
+  return std::atomic_ref<int>(*p).fetch_sub(v, std::memory_order_relaxed);
+}
 inline unsigned atomicSub(unsigned* p, unsigned v) {
   return std::atomic_ref<unsigned>(*p).fetch_sub(v, std::memory_order_relaxed);
 }
@@ -225,7 +230,9 @@ inline unsigned atomicCAS(unsigned* p, unsigned c, unsigned v) { return simt_ato
 inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c, unsigned long long v) {
   return simt_atomic_cas(p, c, v);
 }
-inline int atomicExch(int* p, int v) { return std::atomic_ref<int>(*p).exchange(v, std::memory_order_relaxed); }
+inline int atomicExch(int* p, int v) {
+  return std::atomic_ref<int>(*p).exchange(v, std::memory_order_relaxed);
+}
 inline unsigned atomicExch(unsigned* p, unsigned v) {
   return std::atomic_ref<unsigned>(*p).exchange(v, std::memory_order_relaxed);
 }

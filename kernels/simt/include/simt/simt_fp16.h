@@ -36,6 +36,8 @@ inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
 }
 inline __nv_bfloat16 hexp(__nv_bfloat16 a) { return __float2bfloat16_rn(std::exp(__bfloat162float(a))); }
 inline __nv_bfloat16 hsqrt(__nv_bfloat16 a) { return __float2bfloat16_rn(std::sqrt(__bfloat162float(a))); }
-inline __nv_bfloat16 hrsqrt(__nv_bfloat16 a) { return __float2bfloat16_rn(1.0f / std::sqrt(__bfloat162float(a))); }
+inline __nv_bfloat16 hrsqrt(__nv_bfloat16 a) {
+  return __float2bfloat16_rn(1.0f / std::sqrt(__bfloat162float(a)));
+}
 
 #endif
