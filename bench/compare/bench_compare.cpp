@@ -73,7 +73,7 @@ double read_both(const float* fa, const float* fb, std::int64_t n) {
 }
 
 template <class F>
-double best_seconds(F&& f, int reps = 3) {
+double best_seconds(F&& f, int reps = 5) {
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -104,6 +104,28 @@ void BM_ComputeMetrics(benchmark::State& state) {
   state.counters["baseline_GBps"] = double(bytes()) / baseline / 1e9;
 }
 BENCHMARK(BM_ComputeMetrics)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Each SIMD build of the f32 lane kernel, and the element-by-element loop, on all cores.
+void BM_ScanPath(benchmark::State& state) {
+  const auto path = ds::ScanPath(state.range(0));
+  if (!ds::scan_path_supported(path)) {
+    state.SkipWithError("this CPU cannot run this build");
+    return;
+  }
+  const Data& d = data();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        ds::compute_metrics(d.ref.view(), d.cand.view(), ds::DType::f32, {1e-5, 1.3e-6}, 0, path));
+  state.SetBytesProcessed(state.iterations() * bytes());
+}
+BENCHMARK(BM_ScanPath)
+    ->ArgName("path")
+    ->Arg(int(ds::ScanPath::scalar))
+    ->Arg(int(ds::ScanPath::lanes_baseline))
+    ->Arg(int(ds::ScanPath::lanes_avx2))
+    ->Arg(int(ds::ScanPath::lanes_avx512))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Our engine vs the read baseline vs numpy, on the same data, printed as one comparison.
 int compare_with_numpy() {

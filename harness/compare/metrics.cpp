@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "scan_lanes.h"
+
 namespace ds {
 
 namespace {
@@ -191,15 +193,98 @@ void merge(Partial& a, const Partial& b) {
   for (int i = 0; i < kUlpBuckets; ++i) a.hist[std::size_t(i)] += b.hist[std::size_t(i)];
 }
 
+template <class R, class C>
+using LaneKernel = bool (*)(const R*, const C*, double, double, lanes::BlockTotals&);
+
+// The lane kernel a path asks for; nullptr for `scalar` or a build this CPU cannot run.
+// `fastest` is the widest build the CPU runs.
+template <class R, class C>
+LaneKernel<R, C> lane_kernel(ScanPath path) {
+  if (!scan_path_supported(path) || path == ScanPath::scalar) return nullptr;
+#if defined(DS_LANES_X86)
+  if (path == ScanPath::fastest)
+    path = scan_path_supported(ScanPath::lanes_avx512) ? ScanPath::lanes_avx512
+           : scan_path_supported(ScanPath::lanes_avx2) ? ScanPath::lanes_avx2
+                                                       : ScanPath::lanes_baseline;
+  if (path == ScanPath::lanes_avx512) return lanes::avx512::scan_block_f32;
+  if (path == ScanPath::lanes_avx2) return lanes::avx2::scan_block_f32;
+#endif
+  return lanes::baseline::scan_block_f32;
+}
+
+// Folds a lane-scanned block into the chunk's partial. The two metrics that carry an index
+// (first mismatch, max |diff|) are found again element by element in the block, which happens
+// only when the block holds the first mismatch or a new maximum.
+template <class R, class C>
+void fold(const R* ref, const C* cand, std::int64_t begin, Tolerance tol, const lanes::BlockTotals& t,
+          Partial& p) {
+  const std::int64_t end = begin + lanes::kLaneBlock;
+  auto diff = [&](std::int64_t i) { return std::fabs(double(cand[i]) - double(ref[i])); };
+  if (t.mismatches > 0 && p.first_mismatch < 0) {
+    for (std::int64_t i = begin; i < end; ++i)
+      if (!(diff(i) <= tol.atol + tol.rtol * std::fabs(double(ref[i])))) {
+        p.first_mismatch = i;
+        p.first_ref = double(ref[i]);
+        p.first_cand = double(cand[i]);
+        break;
+      }
+  }
+  p.mismatches += t.mismatches;
+  if (t.max_abs > p.max_abs) {
+    for (std::int64_t i = begin; i < end; ++i)
+      if (diff(i) == t.max_abs) {
+        p.max_abs = t.max_abs;
+        p.max_abs_index = i;
+        p.max_abs_ref = double(ref[i]);
+        p.max_abs_cand = double(cand[i]);
+        break;
+      }
+  }
+  p.max_rel = std::max(p.max_rel, t.max_rel);
+  p.max_ulp = std::max(p.max_ulp, t.max_ulp);
+  p.min_atol = std::max(p.min_atol, t.min_atol);
+  p.min_rtol = std::max(p.min_rtol, t.min_rtol);
+  p.sum_abs += t.sum_abs;
+  p.sum_d2 += t.sum_d2;
+  p.sum_r2 += t.sum_r2;
+  p.sum_c2 += t.sum_c2;
+  p.sum_rc += t.sum_rc;
+  p.sum_ulp += double(t.sum_ulp);
+  p.finite_pairs += lanes::kLaneBlock;
+  p.hist[0] += lanes::kLaneBlock - t.above[0];
+  for (int k = 1; k < lanes::kAboveEdges; ++k) p.hist[std::size_t(k)] += t.above[k - 1] - t.above[k];
+  p.hist[lanes::kAboveEdges] += t.above[lanes::kAboveEdges - 1];
+}
+
+// One chunk: whole blocks through the lane kernel where it applies (f32 storage, finite data),
+// everything else element by element.
+template <class R, class C, DType T>
+void scan_chunk(const R* ref, const C* cand, std::int64_t begin, std::int64_t end, Tolerance tol,
+                ScanPath path, Partial& p) {
+  if constexpr (T == DType::f32) {
+    if (const LaneKernel<R, C> kernel = lane_kernel<R, C>(path)) {
+      lanes::BlockTotals t;
+      for (; begin + lanes::kLaneBlock <= end; begin += lanes::kLaneBlock) {
+        if (kernel(ref + begin, cand + begin, tol.atol, tol.rtol, t))
+          fold(ref, cand, begin, tol, t, p);
+        else
+          scan<R, C, T>(ref, cand, begin, begin + lanes::kLaneBlock, tol, p);
+      }
+    }
+  }
+  scan<R, C, T>(ref, cand, begin, end, tol, p);
+}
+
 // Fixed chunking (independent of the thread count) is what makes the merge deterministic.
 constexpr std::int64_t kChunk = std::int64_t(1) << 16;
 
 template <class R, class C, DType T>
-Partial scan_all(const R* ref, const C* cand, std::int64_t n, Tolerance tol, int threads) {
+Partial scan_all(const R* ref, const C* cand, std::int64_t n, Tolerance tol, int threads, ScanPath path) {
   const std::int64_t chunks = std::max<std::int64_t>(1, (n + kChunk - 1) / kChunk);
   std::vector<Partial> parts(static_cast<std::size_t>(chunks));
   auto work = [&](std::int64_t k) {
-    scan<R, C, T>(ref, cand, k * kChunk, std::min(n, (k + 1) * kChunk), tol, parts[std::size_t(k)]);
+    scan_chunk<R, C, T>(ref, cand, k * kChunk, std::min(n, (k + 1) * kChunk), tol, path,
+                        parts[std::size_t(k)]);
   };
   int nt = threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency()));
   nt = int(std::min<std::int64_t>(nt, chunks));
@@ -219,13 +304,14 @@ Partial scan_all(const R* ref, const C* cand, std::int64_t n, Tolerance tol, int
 }
 
 template <class R, class C>
-Partial dispatch_dtype(const R* ref, const C* cand, std::int64_t n, DType t, Tolerance tol, int threads) {
+Partial dispatch_dtype(const R* ref, const C* cand, std::int64_t n, DType t, Tolerance tol, int threads,
+                       ScanPath path) {
   switch (t) {
-    case DType::f16: return scan_all<R, C, DType::f16>(ref, cand, n, tol, threads);
-    case DType::bf16: return scan_all<R, C, DType::bf16>(ref, cand, n, tol, threads);
-    case DType::f32: return scan_all<R, C, DType::f32>(ref, cand, n, tol, threads);
-    case DType::f64: return scan_all<R, C, DType::f64>(ref, cand, n, tol, threads);
-    case DType::i32: return scan_all<R, C, DType::i32>(ref, cand, n, tol, threads);
+    case DType::f16: return scan_all<R, C, DType::f16>(ref, cand, n, tol, threads, path);
+    case DType::bf16: return scan_all<R, C, DType::bf16>(ref, cand, n, tol, threads, path);
+    case DType::f32: return scan_all<R, C, DType::f32>(ref, cand, n, tol, threads, path);
+    case DType::f64: return scan_all<R, C, DType::f64>(ref, cand, n, tol, threads, path);
+    case DType::i32: return scan_all<R, C, DType::i32>(ref, cand, n, tol, threads, path);
   }
   throw std::invalid_argument("compute_metrics: unknown dtype");
 }
@@ -252,6 +338,29 @@ Flat flat(const TensorView& v) {
 
 }  // namespace
 
+bool scan_path_supported(ScanPath path) {
+  switch (path) {
+    case ScanPath::fastest:
+    case ScanPath::scalar:
+    case ScanPath::lanes_baseline: return true;
+    case ScanPath::lanes_avx2:
+#if defined(DS_LANES_X86)
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+      return false;
+#endif
+    case ScanPath::lanes_avx512:
+#if defined(DS_LANES_X86)
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("fma");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
 double ulp_distance(DType t, double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return kInf;
   switch (t) {
@@ -267,7 +376,7 @@ double ulp_distance(DType t, double a, double b) {
 int ulp_bucket(double ulp) { return std::isnan(ulp) ? kUlpBuckets - 1 : bucket_of(ulp); }
 
 Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol,
-                        int threads) {
+                        int threads, ScanPath path) {
   if (ref.numel() != cand.numel()) throw std::invalid_argument("compute_metrics: element counts differ");
   Metrics m;
   m.numel = ref.numel();
@@ -278,13 +387,13 @@ Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType can
   const std::int64_t n = m.numel;
   Partial p;
   if (r.f64 && c.f64)
-    p = dispatch_dtype(r.f64, c.f64, n, cand_dtype, tol, threads);
+    p = dispatch_dtype(r.f64, c.f64, n, cand_dtype, tol, threads, path);
   else if (r.f64 && c.f32)
-    p = dispatch_dtype(r.f64, c.f32, n, cand_dtype, tol, threads);
+    p = dispatch_dtype(r.f64, c.f32, n, cand_dtype, tol, threads, path);
   else if (r.f32 && c.f32)
-    p = dispatch_dtype(r.f32, c.f32, n, cand_dtype, tol, threads);
+    p = dispatch_dtype(r.f32, c.f32, n, cand_dtype, tol, threads, path);
   else
-    p = dispatch_dtype(r.f32, c.f64, n, cand_dtype, tol, threads);
+    p = dispatch_dtype(r.f32, c.f64, n, cand_dtype, tol, threads, path);
 
   m.nan_ref = p.nan_ref;
   m.nan_cand = p.nan_cand;

@@ -26,8 +26,15 @@ int ulp_bucket(double ulp);  // index into Metrics::ulp_hist
 // widened to f64 first. Large tensors are split into fixed chunks that run on up to `threads`
 // threads (0: all cores); the chunk results merge in chunk order, so every metric is the same
 // bit for bit whatever the thread count.
+// Which loop computes metrics of candidates stored in f32: `fastest` runs whole blocks of finite
+// values through the widest SIMD build of the lane kernel this CPU runs (compare/scan_lanes.h).
+// The others exist for tests and benchmarks: `scalar` is the element-by-element loop, the
+// reference every lane build must agree with on every count, maximum and index (sums may
+// differ in rounding, as summation order does); lanes_* pick one build.
+enum class ScanPath { fastest, scalar, lanes_baseline, lanes_avx2, lanes_avx512 };
+bool scan_path_supported(ScanPath path);
 Metrics compute_metrics(const TensorView& ref, const TensorView& cand, DType cand_dtype, Tolerance tol,
-                        int threads = 0);
+                        int threads = 0, ScanPath path = ScanPath::fastest);
 
 // sqrt(mean(x^2)): a stage's scale, which tolerances are relative to.
 double rms(const TensorView& x);

@@ -202,6 +202,117 @@ TEST(Metrics, ResultDoesNotDependOnThreadCount) {
   EXPECT_EQ(m1.first_nan, 123456);
 }
 
+// The vectorised f32 block loop against the element-by-element loop: every count, maximum,
+// index and histogram bucket identical; sums equal up to summation order.
+struct LaneCase {
+  const char* name;
+  DType ref_dtype, cand_dtype;
+  void (*plant)(std::vector<double>& r, std::vector<double>& c);  // edits the noisy data
+};
+
+void plant_nothing(std::vector<double>&, std::vector<double>&) {}
+void plant_nan_and_inf(std::vector<double>& r, std::vector<double>& c) {
+  c[1500] = kNaN;            // block 1 goes element by element
+  r[3000] = c[3000] = kInf;  // matched: exact
+  c[4100] = -kInf;           // unmatched
+}
+void plant_zeros_and_subnormal_ref(std::vector<double>& r, std::vector<double>& c) {
+  for (std::size_t i = 0; i < r.size(); i += 7) r[i] = 0;  // mag == 0: rel uses 1/tiny
+  c[14] = 0;
+  r[2050] = 1e-310;  // a subnormal f64 reference sends its block down the exact path
+  c[2050] = 2e-310;
+}
+void plant_tied_maxima(std::vector<double>& r, std::vector<double>& c) {
+  for (std::size_t i : {1030u, 1031u, 5000u}) {  // equal |diff| three times: the first index wins
+    r[i] = 1;
+    c[i] = 1.5;
+  }
+}
+void plant_exact(std::vector<double>& r, std::vector<double>& c) { c = r; }
+
+struct LaneBuild {
+  const char* name;
+  ScanPath path;
+};
+const LaneBuild kLaneBuilds[] = {{"baseline", ScanPath::lanes_baseline},
+                                 {"avx2", ScanPath::lanes_avx2},
+                                 {"avx512", ScanPath::lanes_avx512}};
+
+class LanePath : public ::testing::TestWithParam<std::tuple<LaneBuild, LaneCase>> {};
+
+TEST_P(LanePath, AgreesWithTheScalarLoop) {
+  const auto& [build, lc] = GetParam();
+  if (!scan_path_supported(build.path)) GTEST_SKIP() << "this CPU cannot run the " << build.name << " build";
+  const std::int64_t n = 5 * 1024 + 77;  // whole blocks and a tail
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> g;
+  std::vector<double> r(static_cast<std::size_t>(n)), c(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    r[i] = double(float(g(rng)));
+    c[i] = double(float(r[i] * (1 + 3e-7 * g(rng)) + (i % 999 == 0 ? 1e-3 : 0)));
+  }
+  lc.plant(r, c);
+  const Tensor a = Tensor::from_f64({n}, r, lc.ref_dtype), b = Tensor::from_f64({n}, c, lc.cand_dtype);
+  const Tolerance tol{1e-5, 1e-6};
+  const Metrics fast = compute_metrics(a.view(), b.view(), DType::f32, tol, 1, build.path);
+  const Metrics slow = compute_metrics(a.view(), b.view(), DType::f32, tol, 1, ScanPath::scalar);
+#define DS_EXACT(f) \
+  EXPECT_TRUE(same_bits(double(fast.f), double(slow.f))) << #f << ": " << fast.f << " vs " << slow.f
+  DS_EXACT(max_abs);
+  DS_EXACT(max_abs_index);
+  DS_EXACT(max_abs_ref);
+  DS_EXACT(max_abs_cand);
+  DS_EXACT(max_rel);
+  DS_EXACT(max_ulp);
+  DS_EXACT(mean_ulp);
+  DS_EXACT(mismatches);
+  DS_EXACT(first_mismatch);
+  DS_EXACT(first_ref);
+  DS_EXACT(first_cand);
+  DS_EXACT(nan_ref);
+  DS_EXACT(nan_cand);
+  DS_EXACT(inf_ref);
+  DS_EXACT(inf_cand);
+  DS_EXACT(first_nan);
+  DS_EXACT(inf_agree);
+  DS_EXACT(min_atol);
+  DS_EXACT(min_rtol);
+#undef DS_EXACT
+  EXPECT_EQ(fast.ulp_hist, slow.ulp_hist);
+  for (auto [x, y] : {std::pair{fast.mean_abs, slow.mean_abs},
+                      {fast.rms, slow.rms},
+                      {fast.ref_rms, slow.ref_rms},
+                      {fast.cosine, slow.cosine},
+                      {fast.nmse, slow.nmse}}) {
+    if (std::isfinite(y)) {
+      EXPECT_NEAR(x, y, 1e-12 * std::fabs(y));
+    } else {
+      EXPECT_TRUE(same_bits(x, y) || (std::isnan(x) && std::isnan(y)));
+    }
+  }
+  if (lc.plant != plant_exact) {
+    EXPECT_GT(slow.mismatches, 0);
+  }
+}
+
+const LaneCase kLaneCases[] = {
+    {"f32_f32_noise", DType::f32, DType::f32, plant_nothing},
+    {"f64_f32_noise", DType::f64, DType::f32, plant_nothing},
+    {"f32_f64_noise", DType::f32, DType::f64, plant_nothing},
+    {"f64_f64_noise", DType::f64, DType::f64, plant_nothing},
+    {"f32_f32_nan_inf", DType::f32, DType::f32, plant_nan_and_inf},
+    {"f64_f64_nan_inf", DType::f64, DType::f64, plant_nan_and_inf},
+    {"f64_f32_zeros_subnormal", DType::f64, DType::f32, plant_zeros_and_subnormal_ref},
+    {"f32_f32_zeros", DType::f32, DType::f32, plant_zeros_and_subnormal_ref},
+    {"f32_f32_tied_maxima", DType::f32, DType::f32, plant_tied_maxima},
+    {"f64_f32_exact", DType::f64, DType::f32, plant_exact},
+};
+INSTANTIATE_TEST_SUITE_P(
+    Metrics, LanePath, ::testing::Combine(::testing::ValuesIn(kLaneBuilds), ::testing::ValuesIn(kLaneCases)),
+    [](const auto& info) {
+      return std::string(std::get<0>(info.param).name) + "_" + std::get<1>(info.param).name;
+    });
+
 TEST(Metrics, StridedViewsAreWidened) {
   const Tensor a = Tensor::from_f64({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
   const Tensor b = Tensor::from_f64({2, 3}, std::vector<double>{1, 2, 3, 4, 5, 7}, DType::f16);
