@@ -183,6 +183,26 @@ class Shards(unittest.TestCase):
         self.assertIn("UNFINISHED", out)
         self.assertIn("did not finish", out)
 
+    def test_a_run_killed_mid_write_is_merged_whole(self):
+        killed_dir = self.path("killed")
+        # The runner raises SIGKILL after its first per-layer flush: a real SWMR file cut short.
+        env = dict(os.environ, DRIFTSCOPE_TEST_KILL_AFTER_LAYERS="1")
+        p = subprocess.run([DRIFTSCOPE, "run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16",
+                            "--seed", "7", "--prompt-tokens", "4", "--shard", "0/1", "--trace-dir", killed_dir],
+                           env=env, capture_output=True, text=True, timeout=240)
+        self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
+        killed = os.path.join(killed_dir, "case-0-of-1.h5")
+        with h5py.File(killed, "r", swmr=True) as f:
+            rows = f["summary"].shape[0]
+        self.assertGreater(rows, 0)
+        out_file = self.path("with_sigkill.h5")
+        rc, out, err = run("merge", "-o", out_file, killed, os.path.join(self.dir, "case-1-of-4.h5"))
+        self.assertEqual(rc, 0, out + err)
+        with h5py.File(out_file, "r") as f:
+            index = f["case_index"][:]
+            self.assertEqual([int(r["finished"]) for r in index], [0, 1])  # case 0 of 1 sorts first
+            self.assertEqual(f["cases/0/summary"].shape[0], rows)
+
     def test_merge_refuses_bad_inputs_naming_the_files(self):
         junk = self.path("junk.h5")
         with open(junk, "w") as f:
