@@ -5,116 +5,90 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "h5_util.h"
+
 namespace ds::trace {
 
-namespace {
+TraceReader::TraceReader(const std::string& path) : TraceReader(path, "/") {}
 
-std::string read_string_attr(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return {};
-  const hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-  const hid_t t = H5Aget_type(a);
-  std::string out;
-  if (H5Tget_class(t) == H5T_STRING) {
-    if (H5Tis_variable_str(t) > 0) {
-      char* s = nullptr;
-      const hid_t mt = H5Tcopy(H5T_C_S1);
-      H5Tset_size(mt, H5T_VARIABLE);
-      H5Tset_cset(mt, H5Tget_cset(t));  // HDF5 does not convert between character sets
-      if (H5Aread(a, mt, &s) >= 0 && s) out = s;
-      H5free_memory(s);
-      H5Tclose(mt);
-    } else {
-      out.resize(H5Tget_size(t));
-      H5Aread(a, t, out.data());
-      out.resize(strnlen(out.c_str(), out.size()));
-    }
-  }
-  H5Tclose(t);
-  H5Aclose(a);
-  return out;
-}
-
-int read_int_attr(hid_t obj, const char* name) {
-  int v = 0;
-  if (H5Aexists(obj, name) <= 0) return 0;
-  const hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-  H5Aread(a, H5T_NATIVE_INT, &v);
-  H5Aclose(a);
-  return v;
-}
-
-std::int64_t dataset_size(hid_t d) {
-  const hid_t s = H5Dget_space(d);
-  hsize_t n = 0;
-  H5Sget_simple_extent_dims(s, &n, nullptr);
-  H5Sclose(s);
-  return std::int64_t(n);
-}
-
-}  // namespace
-
-TraceReader::TraceReader(const std::string& path) : path_(path) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw TraceError(fmt::format("{}: no such trace file", path));
-  if (H5Fis_hdf5(path.c_str()) <= 0)
-    throw TraceError(fmt::format("{}: not an HDF5 file (truncated, or not a Driftscope trace)", path));
-  // SWMR read opens files whose writer was killed mid-run, as well as finished ones.
-  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-  if (file_ < 0) file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file_ < 0) throw TraceError(fmt::format("{}: HDF5 cannot open the file (truncated or corrupt?)", path));
-  if (read_string_attr(file_, "schema") != kSchema)
-    throw TraceError(
-        fmt::format("{}: an HDF5 file but not a Driftscope trace (no schema attribute '{}')", path, kSchema));
-  version_ = read_int_attr(file_, "version");
-  if (version_ > kVersion)
-    throw TraceError(fmt::format("{}: trace schema version {} is newer than this driftscope reads ({})", path,
-                                 version_, kVersion));
+TraceReader::TraceReader(const std::string& path, const std::string& group) : path_(path), group_(group) {
+  file_ = open_trace_file(path);
   try {
-    run_ = nlohmann::json::parse(read_string_attr(file_, "run"));
-  } catch (const std::exception& e) {
-    throw TraceError(fmt::format("{}: attribute 'run' is not valid JSON: {}", path, e.what()));
-  }
-  const hid_t d = H5Dopen2(file_, kSummary, H5P_DEFAULT);
-  if (d < 0) throw TraceError(fmt::format("{}: dataset {} is missing", path, kSummary));
-  const std::int64_t n = dataset_size(d);
-  std::vector<SummaryRow> raw(static_cast<std::size_t>(n));
-  const hid_t t = summary_type();
-  const herr_t rc = n ? H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) : 0;
-  H5Tclose(t);
-  H5Dclose(d);
-  if (rc < 0) throw TraceError(fmt::format("{}: cannot read {} (corrupt?)", path, kSummary));
-  rows_.reserve(raw.size());
-  for (const auto& r : raw)
-    rows_.push_back({from_row(r), r.ref_offset, r.cand_offset, r.tokens_offset, r.n_tokens});
-  const hid_t res = H5Dopen2(file_, kResult, H5P_DEFAULT);
-  if (res >= 0) {
-    const std::int64_t bytes = dataset_size(res);
-    if (bytes > 0) {
-      std::string s(std::size_t(bytes), '\0');
-      if (H5Dread(res, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
-        try {
-          result_ = nlohmann::json::parse(s);
-        } catch (const std::exception&) {
-          result_.reset();
+    if (group == "/" && is_merged(file_)) {
+      hsize_t n = 0;
+      if (const hid_t g = H5Gopen2(file_, kCases, H5P_DEFAULT); g >= 0) {
+        H5G_info_t info{};
+        if (H5Gget_info(g, &info) >= 0) n = info.nlinks;
+        H5Gclose(g);
+      }
+      throw TraceError(fmt::format(
+          "{}: a merged file of {} case(s), not a single run: open one case (driftscope-view --case K); "
+          "report and diff read every case",
+          path, n));
+    }
+    root_ = H5Gopen2(file_, group.c_str(), H5P_DEFAULT);
+    if (root_ < 0) throw TraceError(fmt::format("{}: no case {} in this file", path, group));
+    if (read_string_attr(root_, "schema") != kSchema)
+      throw TraceError(fmt::format("{}: {} is not a Driftscope trace (no schema attribute)", path, group));
+    version_ = read_int_attr(root_, "version");
+    if (version_ > kVersion)
+      throw TraceError(fmt::format("{}: trace schema version {} is newer than this driftscope reads ({})",
+                                   path, version_, kVersion));
+    try {
+      run_ = nlohmann::json::parse(read_string_attr(root_, "run"));
+    } catch (const std::exception& e) {
+      throw TraceError(fmt::format("{}: attribute 'run' is not valid JSON: {}", path, e.what()));
+    }
+    const hid_t d = H5Dopen2(root_, relative(kSummary), H5P_DEFAULT);
+    if (d < 0) throw TraceError(fmt::format("{}: dataset {} is missing", path, kSummary));
+    const std::int64_t n = dataset_size(d);
+    std::vector<SummaryRow> raw(static_cast<std::size_t>(n));
+    const hid_t t = summary_type();
+    const herr_t rc = n ? H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) : 0;
+    H5Tclose(t);
+    H5Dclose(d);
+    if (rc < 0) throw TraceError(fmt::format("{}: cannot read {} (corrupt?)", path, kSummary));
+    rows_.reserve(raw.size());
+    for (const auto& r : raw)
+      rows_.push_back({from_row(r), r.ref_offset, r.cand_offset, r.tokens_offset, r.n_tokens});
+    const hid_t res = H5Dopen2(root_, relative(kResult), H5P_DEFAULT);
+    if (res >= 0) {
+      const std::int64_t bytes = dataset_size(res);
+      if (bytes > 0) {
+        std::string s(std::size_t(bytes), '\0');
+        if (H5Dread(res, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
+          try {
+            result_ = nlohmann::json::parse(s);
+          } catch (const std::exception&) {
+            result_.reset();
+          }
         }
       }
+      H5Dclose(res);
     }
-    H5Dclose(res);
+    case_ = describe_case(run_, result_);
+    case_.group = group;
+    case_.source = read_string_attr(root_, kMergedFrom);
+  } catch (...) {
+    close();  // the destructor does not run for a constructor that throws
+    throw;
   }
 }
 
-TraceReader::~TraceReader() {
+void TraceReader::close() {
+  if (root_ >= 0) H5Gclose(root_);
   if (file_ >= 0) H5Fclose(file_);
+  root_ = file_ = -1;
 }
 
-std::string TraceReader::attr(const std::string& name) const { return read_string_attr(file_, name.c_str()); }
+TraceReader::~TraceReader() { close(); }
+
+std::string TraceReader::attr(const std::string& name) const { return read_string_attr(root_, name.c_str()); }
 
 std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset, std::int64_t n) const {
   std::vector<double> out(static_cast<std::size_t>(n));
   if (n == 0) return out;
-  const hid_t d = H5Dopen2(file_, name, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(root_, relative(name), H5P_DEFAULT);
   if (d < 0) throw TraceError(fmt::format("{}: dataset {} is missing", path_, name));
   const hid_t fspace = H5Dget_space(d);
   const hsize_t start[1] = {hsize_t(offset)}, count[1] = {hsize_t(n)};
@@ -132,8 +106,8 @@ std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset
 
 std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode,
                                                        const std::string& stage) const {
-  if (H5Lexists(file_, "/inputs", H5P_DEFAULT) <= 0) return std::nullopt;
-  const hid_t d = H5Dopen2(file_, kInputIndex, H5P_DEFAULT);
+  if (H5Lexists(root_, "inputs", H5P_DEFAULT) <= 0) return std::nullopt;
+  const hid_t d = H5Dopen2(root_, relative(kInputIndex), H5P_DEFAULT);
   if (d < 0) return std::nullopt;
   std::vector<InputRow> rows(static_cast<std::size_t>(dataset_size(d)));
   const hid_t t = input_row_type();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "trace_cases.h"
 #include "trace_schema.h"
 #include "trace_writer.h"
 
@@ -30,13 +31,18 @@ struct CapturedStep {
 class TraceReader {
  public:
   // Throws TraceError with a message naming the file and what is wrong with it: not HDF5,
-  // not a Driftscope trace, a newer schema, truncated or unreadable.
+  // not a Driftscope trace, a newer schema, truncated or unreadable, or a merged file (which
+  // holds many runs: open one of its cases).
   explicit TraceReader(const std::string& path);
+  // One case of a file: `group` is TraceCase::group from list_cases() ("/" for a single trace).
+  TraceReader(const std::string& path, const std::string& group);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
 
   const std::string& path() const { return path_; }
+  const std::string& group() const { return group_; }
+  const TraceCase& trace_case() const { return case_; }
   int version() const { return version_; }
   std::string attr(const std::string& name) const;  // "" when absent
   const nlohmann::json& run() const { return run_; }
@@ -57,8 +63,11 @@ class TraceReader {
  private:
   std::vector<double> read_pool(const char* name, std::int64_t offset, std::int64_t n) const;
 
-  std::string path_;
-  hid_t file_ = -1;
+  void close();
+
+  std::string path_, group_;
+  hid_t file_ = -1, root_ = -1;  // root_: the case's group (the file's root for a single trace)
+  TraceCase case_;
   int version_ = 0;
   nlohmann::json run_;
   std::vector<TraceRow> rows_;

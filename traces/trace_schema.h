@@ -22,6 +22,12 @@ inline constexpr const char* kResult = "/result";  // JSON bytes, written when t
 // re-run one step alone.
 inline constexpr const char* kInputPool = "/inputs/data";
 inline constexpr const char* kInputIndex = "/inputs/index";
+// A merged file (`driftscope merge`): root attribute kMerged = 1, each input run's whole tree
+// under /cases/<k>, and /case_index with one CaseIndexRow per case.
+inline constexpr const char* kMerged = "merged";
+inline constexpr const char* kCases = "/cases";
+inline constexpr const char* kCaseIndex = "/case_index";
+inline constexpr const char* kMergedFrom = "merged_from";  // attribute of a case group: its source file
 inline constexpr int kMaxRank = 4;
 inline constexpr int kStageChars = 32;
 inline constexpr int kNoteChars = 96;

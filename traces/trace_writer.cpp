@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <regex>
 
+#include "h5_util.h"
 #include "stage_catalog.h"
 
 namespace ds::trace {
@@ -31,28 +32,6 @@ hid_t make_pool(hid_t file, const char* name, hid_t type, hsize_t chunk, bool co
   H5Pclose(dcpl);
   H5Sclose(space);
   return d;
-}
-
-// Variable-length UTF-8, so that h5py reads attributes as str rather than bytes.
-void write_string_attr(hid_t obj, const std::string& name, const std::string& value) {
-  const hid_t t = H5Tcopy(H5T_C_S1);
-  H5Tset_size(t, H5T_VARIABLE);
-  H5Tset_cset(t, H5T_CSET_UTF8);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name.c_str(), t, space, H5P_DEFAULT, H5P_DEFAULT);
-  const char* v = value.c_str();
-  H5Awrite(a, t, &v);
-  H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(t);
-}
-
-void write_int_attr(hid_t obj, const char* name, int value) {
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(obj, name, H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, H5T_NATIVE_INT, &value);
-  H5Aclose(a);
-  H5Sclose(space);
 }
 
 // Appends `n` elements of `type` at the end of 1-D dataset `d` whose current size is `size`.

@@ -1,6 +1,8 @@
-// driftscope diff: baseline trace vs current trace; exit 1 on any regression.
+// driftscope diff: baseline trace vs current trace; exit 1 on any regression. Merged files (or a
+// merged file against a single trace) are matched case by case on (model, candidate, seed).
 #include <fmt/format.h>
 
+#include <map>
 #include <memory>
 
 #include "commands.h"
@@ -15,34 +17,84 @@ struct DiffArgs {
   std::string base, current;
   trace::DiffOptions opt;
 };
+
+// Prints the findings of one pair of traces; returns whether the current one regressed.
+bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
+                const trace::DiffOptions& opt) {
+  const trace::DiffReport d = trace::diff_traces(base, cur, opt);
+  for (const auto& f : d.findings)
+    fmt::print("{:<13} step {:>3} {:>6} {:<12} {:<8} {}\n", trace::finding_name(f.kind), f.key.step,
+               f.key.layer == kModelLayer ? std::string("model") : fmt::format("L{}", f.key.layer),
+               f.key.stage, mode_name(f.mode), f.message);
+  std::size_t regressions = 0;
+  for (const auto& f : d.findings) regressions += f.regression;
+  fmt::print("{} stages matched, {} only in the baseline, {} only in the current trace; {} regression(s)\n",
+             d.matched, d.only_base, d.only_current, regressions);
+  return d.regressed();
+}
+
+// Every case of the baseline must still be in the current file and not have regressed; a case
+// only in the current file is new (informational).
+bool diff_cases(const DiffArgs& a, const std::vector<trace::TraceCase>& base,
+                const std::vector<trace::TraceCase>& cur) {
+  std::map<std::string, const trace::TraceCase*> by_key;
+  for (const auto& c : cur) by_key[c.key()] = &c;
+  std::size_t matched = 0, regressed = 0;
+  std::vector<std::string> gone;
+  for (const auto& b : base) {
+    const auto it = by_key.find(b.key());
+    if (it == by_key.end()) {
+      gone.push_back(b.key());
+      continue;
+    }
+    fmt::print("\n=== case {} ({} {} vs {} {}) ===\n", b.key(), a.base, b.group, a.current,
+               it->second->group);
+    const trace::TraceReader bt(a.base, b.group), ct(a.current, it->second->group);
+    const bool r = print_diff(bt, ct, a.opt);
+    fmt::print("{}\n", r ? "case REGRESSED" : "case: no regression");
+    ++matched;
+    regressed += r;
+    by_key.erase(it);
+  }
+  fmt::print("\n");
+  for (const auto& k : gone)
+    fmt::print("case-disappeared  {}: in the baseline but not in the current file (regression)\n", k);
+  for (const auto& [k, c] : by_key) fmt::print("case-new          {}: only in the current file\n", k);
+  fmt::print(
+      "{} case(s) matched, {} only in the baseline, {} only in the current file; {} case(s) regressed\n",
+      matched, gone.size(), by_key.size(), regressed);
+  return regressed > 0 || !gone.empty();
+}
+
 }  // namespace
 
 void add_diff_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DiffArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "diff",
-      "Compare two traces stage by stage (step, layer, stage, mode); exit 1 when the current one regressed");
-  cmd->add_option("base", args->base, "Baseline trace")->required();
-  cmd->add_option("current", args->current, "Current trace")->required();
+  CLI::App* cmd =
+      app.add_subcommand("diff",
+                         "Compare two traces stage by stage (step, layer, stage, mode), or two merged "
+                         "files case by case; exit 1 when the current one regressed");
+  cmd->add_option("base", args->base, "Baseline trace or merged file")->required();
+  cmd->add_option("current", args->current, "Current trace or merged file")->required();
   cmd->add_option("--factor", args->opt.factor,
                   "An error (max |diff| or RMS) that grew by more than this regressed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->callback([args, &exit_code] {
     try {
-      const trace::TraceReader base(args->base), cur(args->current);
-      const trace::DiffReport d = trace::diff_traces(base, cur, args->opt);
-      for (const auto& f : d.findings)
-        fmt::print("{:<13} step {:>3} {:>6} {:<12} {:<8} {}\n", trace::finding_name(f.kind), f.key.step,
-                   f.key.layer == kModelLayer ? std::string("model") : fmt::format("L{}", f.key.layer),
-                   f.key.stage, mode_name(f.mode), f.message);
-      std::size_t regressions = 0;
-      for (const auto& f : d.findings) regressions += f.regression;
-      fmt::print(
-          "{} stages matched, {} only in the baseline, {} only in the current trace; {} regression(s)\n",
-          d.matched, d.only_base, d.only_current, regressions);
-      fmt::print("{}\n", d.regressed() ? "REGRESSED" : "NO REGRESSION");
-      exit_code = d.regressed() ? kExitFailure : kExitParity;
+      const auto base_cases = trace::list_cases(args->base), cur_cases = trace::list_cases(args->current);
+      const bool single = base_cases.size() == 1 && base_cases.front().group == "/" &&
+                          cur_cases.size() == 1 && cur_cases.front().group == "/";
+      bool regressed = false;
+      if (single) {
+        // Two single runs are compared whatever their keys: a candidate against its fixed build.
+        const trace::TraceReader base(args->base), cur(args->current);
+        regressed = print_diff(base, cur, args->opt);
+      } else {
+        regressed = diff_cases(*args, base_cases, cur_cases);
+      }
+      fmt::print("{}\n", regressed ? "REGRESSED" : "NO REGRESSION");
+      exit_code = regressed ? kExitFailure : kExitParity;
     } catch (const trace::TraceError& e) {
       fmt::print(stderr, "error: {}\n", e.what());
       exit_code = kExitUsage;

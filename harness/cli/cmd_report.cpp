@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "commands.h"
 #include "console.h"
+#include "matrix_report.h"
 #include "rejudge.h"
 #include "report_options.h"
 #include "runner.h"
@@ -26,32 +28,79 @@ std::string json_name(const nlohmann::json& run, const char* what) {
   if (v.is_object() && v.contains("name")) return v["name"].get<std::string>();
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
+// Re-judges one case of a trace file (the file itself for a single trace).
+RunReport rejudge_case(const trace::TraceReader& trace, const Policy& policy) {
+  RunReport report;
+  report.model = json_name(trace.run(), "model");
+  report.candidate = json_name(trace.run(), "candidate");
+  report.policy = policy.name();
+  for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
+  conclude(report);
+  return report;
+}
+
+void print_unfinished_note(const trace::TraceReader& trace) {
+  if (!trace.result())
+    fmt::print(
+        "note: the run that wrote this trace did not finish; {} stage rows were flushed before it "
+        "stopped\n",
+        trace.rows().size());
+}
+
+// A merged file: every case re-judged, then the matrix summary. A case whose run did not finish
+// fails even when its flushed stages pass: a nightly case that was killed did not reach parity.
+int report_merged(const ReportArgs& args, const Policy& policy, const std::vector<trace::TraceCase>& cases) {
+  std::vector<CaseOutcome> outcomes;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const trace::TraceCase& c = cases[k];
+    const trace::TraceReader trace(args.trace, c.group);
+    CaseSpec spec{c.index >= 0 ? c.index : int(k), c.of > 0 ? c.of : int(cases.size()), c.model, c.candidate,
+                  c.seed};
+    fmt::print("\n=== case {}/{} ({}): {} ===\n", spec.index, spec.of, c.group, c.key());
+    RunReport report = rejudge_case(trace, policy);
+    fmt::print("driftscope report: {} ({} vs {}), policy {}, from {}\n", c.group, report.model,
+               report.candidate, policy.name(), c.source.empty() ? "?" : c.source);
+    print_unfinished_note(trace);
+    print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
+    CaseOutcome out{spec, c.shard, report.exit_code};
+    if (!c.finished) out.exit_code = std::max(out.exit_code, int(kExitFailure));
+    out.finished = c.finished;
+    out.trace = fmt::format("{}:{}", args.trace, c.group);
+    out.command_line = c.command_line;
+    out.report = std::move(report);
+    outcomes.push_back(std::move(out));
+  }
+  print_matrix_summary(stdout, outcomes);
+  write_matrix_files(outcomes, args.report.files);
+  return matrix_exit_code(outcomes);
+}
+
 }  // namespace
 
 void add_report_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "report", "Re-judge a stored trace under a policy and print the table (exit 1 naming failing stages)");
-  cmd->add_option("trace", args->trace, "The HDF5 trace written by `driftscope run --trace`")->required();
+      "report",
+      "Re-judge a stored trace (or every case of a merged file) under a policy and print the table (exit 1 "
+      "naming failing stages)");
+  cmd->add_option("trace", args->trace,
+                  "The HDF5 trace written by `driftscope run --trace` or `driftscope merge`")
+      ->required();
   cmd->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
   add_report_options(cmd, args->report);
   cmd->callback([args, &exit_code] {
     try {
       const Policy policy = load_policy(args->report);
+      const auto cases = trace::list_cases(args->trace);
+      if (cases.size() != 1 || cases.front().group != "/") {
+        exit_code = report_merged(*args, policy, cases);
+        return;
+      }
       const trace::TraceReader trace(args->trace);
-      RunReport report;
-      report.model = json_name(trace.run(), "model");
-      report.candidate = json_name(trace.run(), "candidate");
-      report.policy = policy.name();
-      for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
-      conclude(report);
+      const RunReport report = rejudge_case(trace, policy);
       fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
                  policy.name());
-      if (!trace.result())
-        fmt::print(
-            "note: the run that wrote this trace did not finish; {} stage rows were flushed before it "
-            "stopped\n",
-            trace.rows().size());
+      print_unfinished_note(trace);
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;

@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <regex>
 
 #include "commands.h"
 #include "console.h"
+#include "matrix.h"
+#include "matrix_report.h"
 #include "report_options.h"
 #include "runner.h"
 
@@ -16,6 +19,10 @@ namespace ds::cli {
 namespace {
 struct RunArgs {
   RunOptions opt;
+  std::vector<std::string> argv;
+  std::vector<std::string> models{RunOptions{}.model}, candidates{RunOptions{}.candidate};
+  std::vector<std::uint64_t> seeds{RunOptions{}.seed};
+  std::string shard, trace_dir;
   std::string mode = "isolated";
   std::string capture = "all";
   std::string capture_layers;
@@ -42,17 +49,119 @@ bool parse_layer_range(const std::string& s, int& min, int& max) {
     return false;
   }
 }
+// One parity run, printed as its header and table: the single-case run and each matrix case.
+RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
+  // A progress bar on a terminal: one tick per reference layer.
+  if (isatty(STDERR_FILENO)) {
+    const ModelConfig cfg = load_config_spec(o.model, o.layers);
+    const int total = cfg.n_layers * (o.decode_steps + 1);
+    auto done = std::make_shared<int>(0);
+    o.on_event = [total, done](std::string_view e) {
+      if (e != "reference_layer") return;
+      ++*done;
+      const int width = 30, filled = width * *done / std::max(total, 1);
+      fmt::print(stderr, "\r[{}{}] {}/{} layers{}", std::string(std::size_t(filled), '#'),
+                 std::string(std::size_t(width - filled), ' '), *done, total, *done == total ? "\n" : "");
+    };
+  }
+  const RunReport report = run_parity(o, policy);
+  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
+             report.candidate, args.mode, o.prompt_tokens, o.decode_steps);
+  print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
+  if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
+  return report;
+}
+
+// Every case of this shard in turn; a case that fails in any way does not stop the others.
+int run_matrix(const RunArgs& args, const Policy& policy) {
+  namespace fs = std::filesystem;
+  const std::vector<CaseSpec> all = enumerate_cases(args.models, args.candidates, args.seeds);
+  ShardSpec shard;
+  if (!args.shard.empty()) {
+    std::string err;
+    const auto s = parse_shard(args.shard, err);
+    if (!s) throw InputError(err);
+    shard = *s;
+  }
+  if (!args.opt.trace_path.empty())
+    throw InputError(fmt::format(
+        "--trace names one file, but this run is a matrix of {} case(s){}: use --trace-dir DIR (one trace "
+        "per case)",
+        all.size(), args.shard.empty() ? "" : " split by --shard"));
+  if (!args.trace_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(args.trace_dir, ec);
+    if (ec || !fs::is_directory(args.trace_dir))
+      throw InputError(fmt::format("--trace-dir {}: cannot create the directory: {}", args.trace_dir,
+                                   ec ? ec.message() : "exists and is not a directory"));
+  }
+  const std::vector<CaseSpec> mine = select_shard(all, shard);
+  if (mine.empty()) {
+    fmt::print("shard {} selects no case: the matrix has only {} case(s); nothing to run\n", shard.str(),
+               all.size());
+    return kExitParity;
+  }
+  std::vector<CaseOutcome> outcomes;
+  for (const CaseSpec& c : mine) {
+    CaseOutcome out{c, shard.str()};
+    out.command_line = single_case_command(args.argv, c);
+    fmt::print("\n=== case {}/{} (shard {}): {} ===\n", c.index, c.of, shard.str(), c.key());
+    RunOptions o = args.opt;
+    o.model = c.model;
+    o.candidate = c.candidate;
+    o.seed = c.seed;
+    o.case_info = {{"index", c.index},
+                   {"of", c.of},
+                   {"shard", shard.str()},
+                   {"model", c.model},
+                   {"seed", c.seed},
+                   {"candidate", c.candidate},
+                   {"command_line", out.command_line}};
+    if (!args.trace_dir.empty()) {
+      o.trace_path = (fs::path(args.trace_dir) / case_trace_name(c)).string();
+      // Last night's file of a case that now stops before writing one must not pass for tonight's.
+      std::error_code ec;
+      fs::remove(o.trace_path, ec);
+    }
+    std::fflush(stdout);
+    try {
+      out.report = run_and_print(args, o, policy);
+      out.exit_code = out.report->exit_code;
+      if (!o.trace_path.empty()) out.trace = o.trace_path;
+    } catch (const GateRefusal& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      out.exit_code = kExitRefused;
+      out.error = e.what();
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      out.exit_code = kExitUsage;
+      out.error = e.what();
+    }
+    std::fflush(stderr);
+    outcomes.push_back(std::move(out));
+  }
+  fmt::print("\nshard {} ran {} of the matrix's {} case(s)\n", shard.str(), mine.size(), all.size());
+  print_matrix_summary(stdout, outcomes);
+  write_matrix_files(outcomes, args.report.files);
+  return matrix_exit_code(outcomes);
+}
+
 }  // namespace
 
-void add_run_command(CLI::App& app, const std::string& command_line, int& exit_code) {
+void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& exit_code) {
   auto args = std::make_shared<RunArgs>();
-  args->opt.command_line = command_line;
+  args->argv = argv;
+  for (const auto& a : argv) args->opt.command_line += (args->opt.command_line.empty() ? "" : " ") + a;
   CLI::App* run = app.add_subcommand("run", "Run a candidate against the reference and compare every stage");
-  run->add_option("--model,-m", args->opt.model,
+  // Repeatable: several values make a matrix of cases (model x candidate x seed).
+  run->add_option("--model,-m", args->models,
                   "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny), a .gguf file, or a directory with "
-                  "config.json + *.safetensors")
+                  "config.json + *.safetensors. Repeat for a matrix of models")
+      ->allow_extra_args(false)
       ->capture_default_str();
-  run->add_option("--candidate,-c", args->opt.candidate, "Candidate to judge (see `driftscope candidates`)")
+  run->add_option("--candidate,-c", args->candidates,
+                  "Candidate to judge (see `driftscope candidates`). Repeat for a matrix of candidates")
+      ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")
       ->capture_default_str();
@@ -61,8 +170,17 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
   run->add_option("--gdn-variant", args->opt.gdn_variant,
                   "Fused GDN decode ops the plan requests (seeds/002), comma-separated: plain, inplace, ids, "
                   "conv-update, conv-update-ids. The capability gate refuses a candidate lacking one");
-  run->add_option("--seed", args->opt.seed, "Seed of the synthetic weights and the prompt tokens")
+  run->add_option("--seed", args->seeds,
+                  "Seed of the synthetic weights and the prompt tokens. Repeat for a matrix of seeds")
+      ->allow_extra_args(false)
       ->capture_default_str();
+  run->add_option(
+      "--shard", args->shard,
+      "Run only shard i of N (0-based, e.g. 0/4) of the model x candidate x seed matrix: the cases "
+      "k with k % N == i. For CI matrix jobs and Slurm array tasks");
+  run->add_option(
+      "--trace-dir", args->trace_dir,
+      "Matrix runs: write one trace per case here, named case-<k>-of-<M>.h5 (created if missing)");
   run->add_option("--layers", args->opt.layers, "Run only the first N layers of the model (0: all)")
       ->capture_default_str();
   run->add_option("--mode", args->mode,
@@ -70,7 +188,8 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
                   "candidate consumes its own outputs (accumulated error); both: record both")
       ->check(CLI::IsMember({"isolated", "chained", "both"}))
       ->capture_default_str();
-  run->add_option("--trace,-o", args->opt.trace_path, "Write the HDF5 trace here");
+  run->add_option("--trace,-o", args->opt.trace_path,
+                  "Write the HDF5 trace here (a single case; a matrix uses --trace-dir)");
   run->add_option("--capture", args->capture,
                   "Which stage tensors the trace keeps: all, failing (only failing stages), stats (none)")
       ->check(CLI::IsMember({"all", "failing", "stats"}))
@@ -105,24 +224,15 @@ void add_run_command(CLI::App& app, const std::string& command_line, int& exit_c
             fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
       }
       const Policy policy = load_policy(args->report);
-      // A progress bar on a terminal: one tick per reference layer.
-      if (isatty(STDERR_FILENO)) {
-        const ModelConfig cfg = load_config_spec(o.model, o.layers);
-        const int total = cfg.n_layers * (o.decode_steps + 1);
-        auto done = std::make_shared<int>(0);
-        o.on_event = [total, done](std::string_view e) {
-          if (e != "reference_layer") return;
-          ++*done;
-          const int width = 30, filled = width * *done / std::max(total, 1);
-          fmt::print(stderr, "\r[{}{}] {}/{} layers{}", std::string(std::size_t(filled), '#'),
-                     std::string(std::size_t(width - filled), ' '), *done, total, *done == total ? "\n" : "");
-        };
+      if (args->models.size() * args->candidates.size() * args->seeds.size() > 1 || !args->shard.empty() ||
+          !args->trace_dir.empty()) {
+        exit_code = run_matrix(*args, policy);
+        return;
       }
-      const RunReport report = run_parity(o, policy);
-      fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
-                 report.candidate, args->mode, o.prompt_tokens, o.decode_steps);
-      print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
-      if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
+      o.model = args->models.front();
+      o.candidate = args->candidates.front();
+      o.seed = args->seeds.front();
+      const RunReport report = run_and_print(*args, o, policy);
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;
     } catch (const GateRefusal& e) {

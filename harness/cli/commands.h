@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 namespace ds::cli {
 
-void add_run_command(CLI::App& app, const std::string& command_line, int& exit_code);
+void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& exit_code);
+void add_merge_command(CLI::App& app, const std::vector<std::string>& argv, int& exit_code);
 void add_candidates_command(CLI::App& app, int& exit_code);
 void add_gate_command(CLI::App& app, int& exit_code);
 void add_replay_command(CLI::App& app, int& exit_code);

@@ -15,15 +15,15 @@ int main(int argc, char** argv) {
       "crashed."};
   app.require_subcommand(1);
   app.set_version_flag("--version", DRIFTSCOPE_VERSION);
-  std::string command_line;
-  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  const std::vector<std::string> args(argv, argv + argc);
   int exit_code = ds::kExitParity;
-  ds::cli::add_run_command(app, command_line, exit_code);
+  ds::cli::add_run_command(app, args, exit_code);
   ds::cli::add_candidates_command(app, exit_code);
   ds::cli::add_gate_command(app, exit_code);
   ds::cli::add_replay_command(app, exit_code);
   ds::cli::add_report_command(app, exit_code);
   ds::cli::add_diff_command(app, exit_code);
+  ds::cli::add_merge_command(app, args, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

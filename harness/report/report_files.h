@@ -17,6 +17,14 @@ struct ReportFiles {
 nlohmann::json stage_json(const StageResult& r);
 nlohmann::json report_json(const RunReport& report);
 std::string junit_xml(const RunReport& report);
+// One <testsuite> element (a JUnit file holds one per case of a matrix); adds its testcases to `n`.
+struct JunitCounts {
+  std::size_t tests = 0, failures = 0;
+};
+std::string junit_testsuite(const RunReport& report, const std::string& name, JunitCounts& n);
+// A <testsuite> for a case that judged nothing (bad input, gate refusal): one failing testcase.
+std::string junit_error_testsuite(const std::string& name, const std::string& type,
+                                  const std::string& message, JunitCounts& n);
 std::string markdown_report(const RunReport& report);
 // Writes every requested file; throws InputError naming a file that cannot be written.
 void write_report_files(const RunReport& report, const ReportFiles& files);

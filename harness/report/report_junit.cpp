@@ -24,7 +24,7 @@ std::string xml_escape(std::string_view s) {
 }
 }  // namespace
 
-std::string junit_xml(const RunReport& report) {
+std::string junit_testsuite(const RunReport& report, const std::string& name, JunitCounts& n) {
   std::size_t failures = 0, skipped = 0;
   std::string cases;
   for (const auto& r : report.results) {
@@ -49,18 +49,39 @@ std::string junit_xml(const RunReport& report) {
     }
     cases += "    </testcase>\n";
   }
-  const std::string suite = fmt::format("driftscope.{}.{}", report.model, report.candidate);
-  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{}\" failures=\"{}\">\n", report.results.size(), failures);
-  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
-                     xml_escape(suite), report.results.size(), failures, skipped);
+  std::string out =
+      fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
+                  xml_escape(name), report.results.size(), failures, skipped);
   if (report.results.empty())
     out +=
         "    <testcase classname=\"driftscope\" name=\"any-stage\">\n      <failure type=\"empty\" "
         "message=\"no stage was judged\"/>\n    </testcase>\n";
   out += cases;
-  out += "  </testsuite>\n</testsuites>\n";
+  out += "  </testsuite>\n";
+  n.tests += report.results.size();
+  n.failures += failures;
   return out;
+}
+
+std::string junit_error_testsuite(const std::string& name, const std::string& type,
+                                  const std::string& message, JunitCounts& n) {
+  ++n.tests;
+  ++n.failures;
+  return fmt::format(
+      "  <testsuite name=\"{0}\" tests=\"1\" failures=\"1\" skipped=\"0\" errors=\"0\">\n"
+      "    <testcase classname=\"driftscope\" name=\"run\">\n"
+      "      <failure type=\"{1}\" message=\"{2}\"/>\n    </testcase>\n  </testsuite>\n",
+      xml_escape(name), xml_escape(type), xml_escape(message));
+}
+
+std::string junit_xml(const RunReport& report) {
+  JunitCounts n;
+  const std::string suite =
+      junit_testsuite(report, fmt::format("driftscope.{}.{}", report.model, report.candidate), n);
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" "
+      "failures=\"{}\">\n{}</testsuites>\n",
+      n.tests, n.failures, suite);
 }
 
 }  // namespace ds

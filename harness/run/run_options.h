@@ -1,6 +1,8 @@
 // Everything one `driftscope run` is asked to do.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -28,6 +30,9 @@ struct RunOptions {
   std::string capture_stages;  // regex on the stage name; empty: every stage's tensors
   int capture_layer_min = -1, capture_layer_max = 1 << 30;  // inclusive; model-level stages always
   std::string command_line;
+  // In a matrix run, which case this is (index, of, shard, model, candidate, seed and the
+  // single-case command line); stored as the trace's run JSON "case". Null for a single run.
+  nlohmann::json case_info;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
   double timeout_s = 0;         // > 0: a candidate step taking longer is reported as crashed
   // Observes what the run does ("gate", "load_weights", "reference_layer", "candidate_step"...):

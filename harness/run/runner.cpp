@@ -438,6 +438,7 @@ class Run {
                           {"layers", opt_.layers},
                           {"prompt_tokens", opt_.prompt_tokens},
                           {"decode_steps", opt_.decode_steps}};
+    if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
     try {
       trace_ = std::make_unique<trace::TraceWriter>(
           opt_.trace_path, root, run,

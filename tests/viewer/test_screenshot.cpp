@@ -137,4 +137,29 @@ TEST(Screenshot, BadFilesExit2WithAMessage) {
             2);
 }
 
+TEST(Screenshot, MergedFileShowsTheChosenCase) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string traces = (dir / "matrix").string(), merged = (dir / "merged.h5").string();
+  fs::remove_all(traces);
+  ASSERT_EQ(
+      run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate cpu-f16 " +
+          "--candidate mutant:chain-add-idx --prompt-tokens 4 --trace-dir " + traces + " > /dev/null 2>&1"),
+      1);  // the mutant case fails, by design
+  ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) + " merge -o " + merged + " " + traces + "/case-0-of-2.h5 " +
+                traces + "/case-1-of-2.h5 > /dev/null"),
+            0);
+  for (int k : {0, 1})
+    EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + merged + " --case " + std::to_string(k) +
+                  " --screenshot " + (dir / ("case" + std::to_string(k) + ".png")).string() + " > /dev/null"),
+              0);
+  const std::string log = (dir / "badcase.log").string();
+  EXPECT_EQ(run(std::string(DRIFTSCOPE_VIEW_EXE) + " " + merged + " --case 2 2> " + log), 2);
+  std::ifstream in(log);
+  const std::string msg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(msg.find("--case 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("2 case(s)"), std::string::npos) << msg;
+}
+
 }  // namespace ds::view

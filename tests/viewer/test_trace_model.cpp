@@ -10,6 +10,7 @@
 #include "heatmap_layout.h"
 #include "inspector_model.h"
 #include "trace_fixture.h"
+#include "trace_merge.h"
 #include "trace_model.h"
 #include "view_options.h"
 
@@ -181,6 +182,36 @@ TEST(ViewOptions, ParsesViewsAndSizes) {
   EXPECT_EQ(parse_size("1600x1000"), (std::pair{1600, 1000}));
   EXPECT_FALSE(parse_size("16x10"));
   EXPECT_FALSE(parse_size("axb"));
+}
+
+TEST(TraceModel, OpensOneCaseOfAMergedFile) {
+  FixtureSpec a, b;
+  a.layers = 3;
+  b.layers = 6;
+  b.candidate = "second-cand";
+  const std::string merged = (std::filesystem::temp_directory_path() / "vm_merged.h5").string();
+  const auto cases =
+      trace::merge_traces({write_fixture("vm_case_a.h5", a), write_fixture("vm_case_b.h5", b)}, merged, {});
+  ASSERT_EQ(cases.size(), 2u);
+  std::string err;
+  for (int k = 0; k < 2; ++k) {
+    const auto m = TraceModel::open(merged, err, k);
+    ASSERT_TRUE(m) << err;
+    EXPECT_EQ(m->info().candidate, cases[std::size_t(k)].candidate);
+    EXPECT_EQ(m->layers().size(), m->info().candidate == "second-cand" ? 6u : 3u);
+    // Tensors come from the case's own pools.
+    const trace::TraceRow* row = m->row(0, Mode::isolated, 0, stage_name(0));
+    ASSERT_TRUE(row);
+    EXPECT_EQ(m->reader().ref_tensor(*row).numel(), 32);
+  }
+  for (int bad : {2, -1}) {
+    err.clear();
+    EXPECT_FALSE(TraceModel::open(merged, err, bad));
+    EXPECT_NE(err.find("holds 2 case(s)"), std::string::npos) << err;
+  }
+  // A single trace is case 0 and nothing else.
+  EXPECT_TRUE(TraceModel::open(write_fixture("vm_case_c.h5", a), err, 0)) << err;
+  EXPECT_FALSE(TraceModel::open(write_fixture("vm_case_c.h5", a), err, 1));
 }
 
 }  // namespace ds::view

@@ -14,7 +14,7 @@ std::string stage_name(int s) { return fmt::format("stage_{:02d}", s); }
 std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   const nlohmann::json run = {{"model", {{"name", "fixture"}}},
-                              {"candidate", {{"name", "fixture-cand"}}},
+                              {"candidate", {{"name", spec.candidate}}},
                               {"modes", {"isolated", "chained"}},
                               {"policy", "dtype-defaults"}};
   trace::TraceWriter w(path, {{"schema_note", "viewer test"}}, run);

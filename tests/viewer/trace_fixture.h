@@ -8,9 +8,10 @@ namespace ds::view::testing {
 
 struct FixtureSpec {
   int layers = 4, stages = 5, steps = 1;
-  int fail_layer = 2, fail_stage = 3;  // this cell and the later chained ones fail
-  int nan_layer = -2;                  // a layer whose chained stage 0 holds a NaN; -2: none
-  bool drift_start = true;             // store "drift_start_layer" in the result JSON
+  int fail_layer = 2, fail_stage = 3;      // this cell and the later chained ones fail
+  int nan_layer = -2;                      // a layer whose chained stage 0 holds a NaN; -2: none
+  bool drift_start = true;                 // store "drift_start_layer" in the result JSON
+  std::string candidate = "fixture-cand";  // tells apart the cases of a merged file
 };
 
 // Returns the path written (under the test's temporary directory).

@@ -7,11 +7,21 @@
 
 namespace ds::view {
 
-void App::open(const std::string& trace, const std::string& compare_trace) {
+void App::open(const std::string& trace, const std::string& compare_trace, int case_index) {
   path = trace;
   compare_path = compare_trace;
-  model = TraceModel::open(trace, error);
-  if (!compare_trace.empty()) compare = TraceModel::open(compare_trace, compare_error);
+  model = TraceModel::open(trace, error, case_index);
+  if (!compare_trace.empty()) {
+    int k = 0;
+    try {
+      const auto cases = trace::list_cases(compare_trace);
+      for (std::size_t i = 0; model && i < cases.size(); ++i)
+        if (cases[i].key() == model->trace_case().key()) k = int(i);
+    } catch (const trace::TraceError&) {
+      // TraceModel::open below says what is wrong with the file.
+    }
+    compare = TraceModel::open(compare_trace, compare_error, k);
+  }
   if (model) {
     for (const auto& s : default_drift_stages(*model)) state.drift_stages.insert(s);
     if (compare) compare_cells = compare_grids(*model, *compare);

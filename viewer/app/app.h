@@ -29,7 +29,9 @@ struct App {
   std::int64_t zoom_r0 = 0, zoom_c0 = 0, zoom_nr = 0, zoom_nc = 0;
   bool diff_dirty = true;
 
-  void open(const std::string& trace, const std::string& compare_trace);
+  // `case_index` picks a case of a merged `trace`; the compare file shows the case with the same
+  // (model, candidate, seed), or its only case.
+  void open(const std::string& trace, const std::string& compare_trace, int case_index = 0);
   void select(const InspectTarget& t);  // opens a stage in the inspector
   void frame(float width, float height);
   int step() const;

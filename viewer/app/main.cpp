@@ -23,13 +23,15 @@ void glfw_error(int code, const char* what) {
 int main(int argc, char** argv) {
   CLI::App cli{"driftscope-view: see where drift begins in a Driftscope trace"};
   std::string trace, compare, screenshot, view = "overview", size = "1600x1000";
-  int frames = 4;
+  int frames = 4, case_index = 0;
   cli.add_option("trace", trace, "Trace file (HDF5) to open; the baseline with --compare")->required();
   cli.add_option("--compare", compare, "A second trace (current) to compare against the first (baseline)");
   cli.add_option("--screenshot", screenshot, "Render headless into this PNG and exit");
   cli.add_option("--view", view, "overview | drift | compare | inspect:STEP:LAYER:STAGE:MODE");
   cli.add_option("--size", size, "Window size WxH")->capture_default_str();
   cli.add_option("--frames", frames, "Frames rendered before the screenshot")->capture_default_str();
+  cli.add_option("--case", case_index, "Which case of a merged file (driftscope merge) to show, from 0")
+      ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
 
   std::string err;
@@ -41,7 +43,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   ds::view::App app;
-  app.open(trace, compare);
+  app.open(trace, compare, case_index);
+  if (!app.model && app.error.rfind("--case", 0) == 0) {
+    // A case that is not there is a usage error, in a window or not.
+    fmt::print(stderr, "driftscope-view: {}\n", app.error);
+    return 2;
+  }
   const bool headless = !screenshot.empty();
   if (headless && (!app.model || (!compare.empty() && !app.compare))) {
     // Headless callers (CI, scripts) need the reason and a distinct exit code, not a picture of it.

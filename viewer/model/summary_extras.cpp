@@ -7,13 +7,15 @@
 namespace ds::view {
 
 std::map<std::string, std::vector<double>> read_summary_extras(const std::string& path,
-                                                               const std::string& prefix) {
+                                                               const std::string& prefix,
+                                                               const std::string& group) {
   std::map<std::string, std::vector<double>> out;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   if (H5Fis_hdf5(path.c_str()) <= 0) return out;
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0) return out;
-  const hid_t d = H5Dopen2(f, trace::kSummary, H5P_DEFAULT);
+  const std::string summary = group == "/" ? std::string(trace::kSummary) : group + trace::kSummary;
+  const hid_t d = H5Dopen2(f, summary.c_str(), H5P_DEFAULT);
   if (d >= 0) {
     const hid_t ft = H5Dget_type(d);
     const hid_t space = H5Dget_space(d);

@@ -72,12 +72,20 @@ Rgba cell_colour(double score, Status status, bool nan) {
 
 TraceModel::TraceModel(std::unique_ptr<trace::TraceReader> reader) : reader_(std::move(reader)) {}
 
-std::unique_ptr<TraceModel> TraceModel::open(const std::string& path, std::string& error) {
+std::unique_ptr<TraceModel> TraceModel::open(const std::string& path, std::string& error, int case_index) {
   try {
+    const auto cases = trace::list_cases(path);
+    if (case_index < 0 || std::size_t(case_index) >= cases.size()) {
+      error = fmt::format("--case {}: {} holds {} case(s), numbered 0 to {}", case_index, path, cases.size(),
+                          int(cases.size()) - 1);
+      return nullptr;
+    }
+    const std::string& group = cases[std::size_t(case_index)].group;
     // Extras open the file on their own, so before the reader holds it (HDF5 refuses a second
     // open with other flags).
-    auto extras = read_summary_extras(path);
-    auto model = std::unique_ptr<TraceModel>(new TraceModel(std::make_unique<trace::TraceReader>(path)));
+    auto extras = read_summary_extras(path, "floor_", group);
+    auto model =
+        std::unique_ptr<TraceModel>(new TraceModel(std::make_unique<trace::TraceReader>(path, group)));
     model->extras_ = std::move(extras);
     for (auto it = model->extras_.begin(); it != model->extras_.end();)
       it = it->second.size() == model->rows().size() ? std::next(it) : model->extras_.erase(it);

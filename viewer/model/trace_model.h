@@ -49,10 +49,12 @@ Rgba cell_colour(double score, Status status, bool nan);
 
 class TraceModel {
  public:
-  // Never throws for a bad file: returns nullptr and puts the reason in `error`.
-  static std::unique_ptr<TraceModel> open(const std::string& path, std::string& error);
+  // Never throws for a bad file: returns nullptr and puts the reason in `error`. `case_index`
+  // picks one case of a merged file (trace::list_cases order); a single trace is case 0.
+  static std::unique_ptr<TraceModel> open(const std::string& path, std::string& error, int case_index = 0);
 
   const std::string& path() const { return reader_->path(); }
+  const trace::TraceCase& trace_case() const { return reader_->trace_case(); }
   const RunInfo& info() const { return info_; }
   const std::vector<trace::TraceRow>& rows() const { return reader_->rows(); }
   const trace::TraceReader& reader() const { return *reader_; }

@@ -1,0 +1,264 @@
+"""Nightly scale, end to end: a matrix run split over shards, merged, re-judged and diffed."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import h5py
+
+DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+MUTANT = "mutant:chain-add-idx"
+MATRIX = ["--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--candidate", MUTANT,
+          "--seed", "0", "--seed", "1", "--prompt-tokens", "4"]
+# Model-major, then candidate, then seed: case k of 4.
+CASES = [("cpu-f16", 0), ("cpu-f16", 1), (MUTANT, 0), (MUTANT, 1)]
+
+
+def run(*args):
+    p = subprocess.run([DRIFTSCOPE, *args], capture_output=True, text=True, timeout=240)
+    return p.returncode, p.stdout, p.stderr
+
+
+def key(candidate, seed):
+    return f"synthetic:qwen2-tiny x {candidate} x seed {seed}"
+
+
+class Shards(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = os.path.join(cls.tmp.name, "traces")
+        cls.shards = [run("run", *MATRIX, "--shard", f"{i}/2", "--trace-dir", cls.dir,
+                          "--junit", cls.path(f"shard{i}.xml"), "--json", cls.path(f"shard{i}.json"))
+                      for i in (0, 1)]
+        cls.merged = cls.path("nightly.h5")
+        cls.merge = run("merge", "-o", cls.merged, *sorted(glob.glob(os.path.join(cls.dir, "*.h5"))))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.tmp.name, name)
+
+    def test_each_shard_runs_its_cases_and_names_the_mutant_case(self):
+        for i, (rc, out, err) in enumerate(self.shards):
+            # Round-robin: shard i holds cases i and i + 2, one cpu-f16 and one mutant case each.
+            self.assertEqual(rc, 1, out + err)
+            summary = out[out.index("Matrix summary"):]
+            for k in (i, i + 2):
+                candidate, seed = CASES[k]
+                line = next(l for l in summary.splitlines() if l.startswith(f"{k}/4 "))
+                self.assertIn(candidate, line)
+                if candidate == MUTANT:
+                    self.assertIn("FAIL", line)
+                    self.assertIn("residual_1 of layer 0", line)
+                else:
+                    self.assertIn("PASS", line)
+            self.assertNotIn(f"{1 - i}/4 ", summary)
+
+    def test_union_of_shard_traces_is_exactly_the_matrix(self):
+        files = sorted(os.listdir(self.dir))
+        self.assertEqual(files, [f"case-{k}-of-4.h5" for k in range(4)])
+        seen = []
+        for k in range(4):
+            with h5py.File(os.path.join(self.dir, f"case-{k}-of-4.h5"), "r", swmr=True) as f:
+                case = json.loads(f.attrs["run"])["case"]
+            self.assertEqual((case["index"], case["of"], case["shard"]), (k, 4, f"{k % 2}/2"))
+            seen.append((case["candidate"], case["seed"]))
+        self.assertEqual(seen, CASES)
+
+    def test_case_command_line_reproduces_the_case_alone(self):
+        with h5py.File(os.path.join(self.dir, "case-2-of-4.h5"), "r", swmr=True) as f:
+            command = json.loads(f.attrs["run"])["case"]["command_line"]
+        self.assertNotIn("--shard", command)
+        p = subprocess.run(command + " --trace " + self.path("alone.h5"), shell=True, capture_output=True,
+                           text=True, timeout=240)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("First failing stage: residual_1 of layer 0", p.stdout)
+        self.assertNotIn("Matrix summary", p.stdout)
+
+    def test_reports_cover_every_case_of_the_shard(self):
+        suites = ET.parse(self.path("shard0.xml")).getroot().findall("testsuite")
+        self.assertEqual([s.get("name") for s in suites],
+                         [f"driftscope.{key(*CASES[0])}", f"driftscope.{key(*CASES[2])}"])
+        self.assertEqual(suites[0].get("failures"), "0")
+        self.assertNotEqual(suites[1].get("failures"), "0")
+        with open(self.path("shard1.json")) as f:
+            j = json.load(f)
+        self.assertEqual(j["exit_code"], 1)
+        self.assertEqual([c["case"]["index"] for c in j["cases"]], [1, 3])
+        self.assertEqual(j["cases"][1]["report"]["first_failure"]["stage"], "residual_1")
+
+    def test_merge_holds_every_case_once_with_an_index(self):
+        rc, out, err = self.merge
+        self.assertEqual(rc, 0, out + err)
+        with h5py.File(self.merged, "r") as f:
+            self.assertEqual(f.attrs["schema"], "driftscope-trace")
+            self.assertEqual(int(f.attrs["version"]), 1)
+            self.assertEqual(int(f.attrs["merged"]), 1)
+            self.assertEqual(sorted(f["cases"].keys(), key=int), ["0", "1", "2", "3"])
+            index = f["case_index"][:]
+            self.assertEqual([(r["candidate"].decode(), int(r["seed"])) for r in index], CASES)
+            self.assertEqual([int(r["exit_code"]) for r in index], [0, 0, 1, 1])
+            self.assertTrue(all(int(r["finished"]) == 1 for r in index))
+            self.assertTrue(all(r["source"].decode().endswith(f"case-{k}-of-4.h5") for k, r in enumerate(index)))
+            for k in range(4):
+                case = f[f"cases/{k}"]
+                self.assertEqual(json.loads(case.attrs["run"])["candidate"]["name"], CASES[k][0])
+                self.assertGreater(case["summary"].shape[0], 0)
+                self.assertGreater(case["tensors/ref"].shape[0], 0)
+
+    def test_report_of_merged_file_rejudges_every_case(self):
+        rc, out, err = run("report", self.merged, "--junit", self.path("merged.xml"))
+        self.assertEqual(rc, 1, out + err)
+        summary = out[out.index("Matrix summary"):]
+        mutant = next(l for l in summary.splitlines() if l.startswith("2/4 "))
+        self.assertIn(MUTANT, mutant)
+        self.assertIn("residual_1 of layer 0", mutant)
+        self.assertEqual(out.count("=== case"), 4)
+        self.assertEqual(len(ET.parse(self.path("merged.xml")).getroot().findall("testsuite")), 4)
+
+    def test_diff_of_merged_files_matches_cases_by_key(self):
+        rc, out, err = run("diff", self.merged, self.merged)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("4 case(s) matched, 0 only in the baseline", out)
+        # Tonight's file lacks case 3: the case disappeared, a regression named by its key.
+        partial = self.path("partial.h5")
+        rc, out, err = run("merge", "-o", partial, *[os.path.join(self.dir, f"case-{k}-of-4.h5") for k in range(3)])
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = run("diff", self.merged, partial)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"case-disappeared  {key(*CASES[3])}", out)
+        self.assertIn("REGRESSED", out)
+        # The other way round the extra case is only new.
+        rc, out, err = run("diff", partial, self.merged)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(f"case-new          {key(*CASES[3])}", out)
+        # A single trace against a merged file: its one case is matched by key.
+        rc, out, err = run("diff", os.path.join(self.dir, "case-1-of-4.h5"), self.merged)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("1 case(s) matched", out)
+
+    def test_merging_a_merged_file_flattens_it(self):
+        extra = self.path("extra.h5")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--seed", "5",
+                           "--prompt-tokens", "4", "--trace", extra)
+        self.assertEqual(rc, 0, out + err)
+        again = self.path("again.h5")
+        rc, out, err = run("merge", "-o", again, extra, self.merged)
+        self.assertEqual(rc, 0, out + err)
+        with h5py.File(again, "r") as f:
+            self.assertEqual(len(f["cases"]), 5)
+            index = f["case_index"][:]
+            # Matrix cases first, in matrix order; the single run after them.
+            self.assertEqual([int(r["seed"]) for r in index], [0, 1, 0, 1, 5])
+            self.assertTrue(index[0]["source"].decode().endswith("case-0-of-4.h5"))
+
+    def test_unfinished_run_is_merged_and_marked(self):
+        killed = self.path("killed.h5")
+        shutil.copy(os.path.join(self.dir, "case-0-of-4.h5"), killed)
+        with h5py.File(killed, "r+") as f:
+            run_json = json.loads(f.attrs["run"])
+            run_json["seed"] = 42
+            del run_json["case"]
+            f.attrs["run"] = json.dumps(run_json)
+            f["result"].resize((0,))  # what a run killed before its end leaves
+        out_file = self.path("with_killed.h5")
+        rc, out, err = run("merge", "-o", out_file, killed, os.path.join(self.dir, "case-1-of-4.h5"))
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("UNFINISHED", out)
+        with h5py.File(out_file, "r") as f:
+            rows = {int(r["seed"]): r for r in f["case_index"][:]}
+            self.assertEqual(int(rows[42]["finished"]), 0)
+            self.assertEqual(int(rows[42]["exit_code"]), -1)
+        rc, out, err = run("report", out_file)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("UNFINISHED", out)
+        self.assertIn("did not finish", out)
+
+    def test_a_run_killed_mid_write_is_merged_whole(self):
+        killed_dir = self.path("killed")
+        # The runner raises SIGKILL after its first per-layer flush: a real SWMR file cut short.
+        env = dict(os.environ, DRIFTSCOPE_TEST_KILL_AFTER_LAYERS="1")
+        p = subprocess.run([DRIFTSCOPE, "run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16",
+                            "--seed", "7", "--prompt-tokens", "4", "--shard", "0/1", "--trace-dir", killed_dir],
+                           env=env, capture_output=True, text=True, timeout=240)
+        self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
+        killed = os.path.join(killed_dir, "case-0-of-1.h5")
+        with h5py.File(killed, "r", swmr=True) as f:
+            rows = f["summary"].shape[0]
+        self.assertGreater(rows, 0)
+        out_file = self.path("with_sigkill.h5")
+        rc, out, err = run("merge", "-o", out_file, killed, os.path.join(self.dir, "case-1-of-4.h5"))
+        self.assertEqual(rc, 0, out + err)
+        with h5py.File(out_file, "r") as f:
+            index = f["case_index"][:]
+            self.assertEqual([int(r["finished"]) for r in index], [0, 1])  # case 0 of 1 sorts first
+            self.assertEqual(f["cases/0/summary"].shape[0], rows)
+
+    def test_merge_refuses_bad_inputs_naming_the_files(self):
+        junk = self.path("junk.h5")
+        with open(junk, "w") as f:
+            f.write("not a trace")
+        first = os.path.join(self.dir, "case-0-of-4.h5")
+        rc, out, err = run("merge", "-o", self.path("x.h5"), first, junk)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn(junk, err)
+        twin = self.path("twin.h5")
+        shutil.copy(first, twin)
+        rc, out, err = run("merge", "-o", self.path("x.h5"), first, twin)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn(first, err)
+        self.assertIn(twin, err)
+        self.assertIn(key(*CASES[0]), err)
+        rc, out, err = run("merge", "-o", first, first, os.path.join(self.dir, "case-1-of-4.h5"))
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("also an input", err)
+        self.assertFalse(os.path.exists(self.path("x.h5")))
+
+
+class MatrixErrors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_bad_case_does_not_stop_the_others(self):
+        missing = os.path.join(self.tmp.name, "no-such-model.gguf")
+        d = os.path.join(self.tmp.name, "t")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--model", missing, "--candidate", "cpu-f16",
+                           "--prompt-tokens", "4", "--trace-dir", d)
+        self.assertEqual(rc, 2, out + err)
+        summary = out[out.index("Matrix summary"):]
+        good = next(l for l in summary.splitlines() if l.startswith("0/2 "))
+        bad = next(l for l in summary.splitlines() if l.startswith("1/2 "))
+        self.assertIn("PASS", good)
+        self.assertIn("BAD-INPUT", bad)
+        self.assertIn(missing, bad)
+        self.assertEqual(os.listdir(d), ["case-0-of-2.h5"])
+
+    def test_malformed_or_empty_shards(self):
+        for spec in ("2/2", "3/2", "a/b", "1/0"):
+            rc, out, err = run("run", "--candidate", "cpu-f16", "--prompt-tokens", "4", "--shard", spec)
+            self.assertEqual(rc, 2, f"{spec}: {out}{err}")
+            self.assertIn(f"--shard {spec}", err)
+        rc, out, err = run("run", "--seed", "0", "--seed", "1", "--prompt-tokens", "4", "--shard", "5/8")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("selects no case", out)
+
+    def test_trace_with_a_matrix_is_a_usage_error(self):
+        rc, out, err = run("run", "--seed", "0", "--seed", "1", "--trace", os.path.join(self.tmp.name, "x.h5"))
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--trace-dir", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,136 @@
+#include "trace_cases.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "h5_util.h"
+#include "trace_schema.h"
+#include "trace_writer.h"
+
+namespace ds::trace {
+
+std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed) {
+  return fmt::format("{} x {} x seed {}", model, candidate, seed);
+}
+
+TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result) {
+  TraceCase c;
+  auto str = [](const nlohmann::json& j, const char* k) {
+    return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+  };
+  // The spec as given on the command line (what a matrix is written in); the config's own
+  // name only for traces written before model_spec was recorded.
+  c.model = str(run, "model_spec");
+  if (c.model.empty() && run.contains("model")) c.model = str(run["model"], "name");
+  if (run.contains("candidate")) c.candidate = str(run["candidate"], "name");
+  if (run.contains("seed") && run["seed"].is_number_unsigned()) c.seed = run["seed"].get<std::uint64_t>();
+  if (run.contains("case") && run["case"].is_object()) {
+    const auto& k = run["case"];
+    if (k.contains("index") && k["index"].is_number_integer()) c.index = k["index"].get<int>();
+    if (k.contains("of") && k["of"].is_number_integer()) c.of = k["of"].get<int>();
+    c.shard = str(k, "shard");
+    c.command_line = str(k, "command_line");
+  }
+  if (result && result->is_object()) {
+    c.finished = true;
+    if (result->contains("exit_code") && (*result)["exit_code"].is_number_integer())
+      c.exit_code = (*result)["exit_code"].get<int>();
+    c.verdict = str(*result, "verdict");
+  }
+  return c;
+}
+
+hid_t open_trace_file(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw TraceError(fmt::format("{}: no such trace file", path));
+  if (H5Fis_hdf5(path.c_str()) <= 0)
+    throw TraceError(fmt::format("{}: not an HDF5 file (truncated, or not a Driftscope trace)", path));
+  // SWMR read opens files whose writer was killed mid-run, as well as finished ones.
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+  if (file < 0) file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) throw TraceError(fmt::format("{}: HDF5 cannot open the file (truncated or corrupt?)", path));
+  if (read_string_attr(file, "schema") != kSchema) {
+    H5Fclose(file);
+    throw TraceError(
+        fmt::format("{}: an HDF5 file but not a Driftscope trace (no schema attribute '{}')", path, kSchema));
+  }
+  if (const int v = read_int_attr(file, "version"); v > kVersion) {
+    H5Fclose(file);
+    throw TraceError(fmt::format("{}: trace schema version {} is newer than this driftscope reads ({})", path,
+                                 v, kVersion));
+  }
+  return file;
+}
+
+bool is_merged(hid_t file) { return read_int_attr(file, kMerged) > 0; }
+
+namespace {
+
+std::optional<nlohmann::json> read_result(hid_t group) {
+  const hid_t d = H5Dopen2(group, relative(kResult), H5P_DEFAULT);
+  if (d < 0) return std::nullopt;
+  std::optional<nlohmann::json> out;
+  const std::int64_t bytes = dataset_size(d);
+  if (bytes > 0) {
+    std::string s(std::size_t(bytes), '\0');
+    if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
+      try {
+        out = nlohmann::json::parse(s);
+      } catch (const std::exception&) {
+        out.reset();
+      }
+    }
+  }
+  H5Dclose(d);
+  return out;
+}
+
+TraceCase read_case(hid_t file, const std::string& group, const std::string& path) {
+  const hid_t g = H5Gopen2(file, group.c_str(), H5P_DEFAULT);
+  if (g < 0) throw TraceError(fmt::format("{}: cannot open group {}", path, group));
+  nlohmann::json run;
+  try {
+    run = nlohmann::json::parse(read_string_attr(g, "run"));
+  } catch (const std::exception& e) {
+    H5Gclose(g);
+    throw TraceError(fmt::format("{}: attribute 'run' of {} is not valid JSON: {}", path, group, e.what()));
+  }
+  TraceCase c = describe_case(run, read_result(g));
+  c.group = group;
+  c.source = read_string_attr(g, kMergedFrom);
+  H5Gclose(g);
+  return c;
+}
+
+}  // namespace
+
+std::vector<TraceCase> list_cases(const std::string& path) {
+  const hid_t file = open_trace_file(path);
+  std::vector<TraceCase> out;
+  try {
+    if (!is_merged(file)) {
+      out.push_back(read_case(file, "/", path));
+    } else {
+      const hid_t g = H5Gopen2(file, kCases, H5P_DEFAULT);
+      if (g < 0) throw TraceError(fmt::format("{}: a merged file without {}", path, kCases));
+      std::vector<std::string> names = child_names(g);
+      H5Gclose(g);
+      // Group names are the merged order k; HDF5 lists them as strings ("10" before "2").
+      std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+        return a.size() != b.size() ? a.size() < b.size() : a < b;
+      });
+      for (const auto& n : names) out.push_back(read_case(file, fmt::format("{}/{}", kCases, n), path));
+    }
+  } catch (...) {
+    H5Fclose(file);
+    throw;
+  }
+  H5Fclose(file);
+  return out;
+}
+
+}  // namespace ds::trace

@@ -1,0 +1,46 @@
+// A trace file holds one run (a single trace) or many (a merged file, see trace_merge.h). Every
+// reader sees both as a list of cases; a case is keyed by (model, candidate, seed), which is how
+// nightly files are matched against each other whatever shard or machine produced them.
+#pragma once
+
+#include <hdf5.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ds::trace {
+
+// "model x candidate x seed S": how cases are named in tables, JUnit suites and diffs.
+std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed);
+
+struct TraceCase {
+  std::string group = "/";  // "/" for a single trace, "/cases/<k>" in a merged file
+  std::string model, candidate;
+  std::uint64_t seed = 0;
+  int index = -1, of = 0;    // case k of M in the matrix run that wrote it; -1: not a matrix run
+  std::string shard;         // "i/N" that ran it; "" when unknown
+  std::string command_line;  // the single-case command that reproduces it ("" for a single run)
+  std::string source;        // the file the case was merged from ("" in a single trace)
+  bool finished = false;     // the run stored its result (false: it was killed mid-run)
+  int exit_code = -1;        // the run's own exit code; -1 when it did not finish
+  std::string verdict;
+  std::string key() const { return case_key(model, candidate, seed); }
+};
+
+// What a case is, from the trace's run JSON and result JSON (nullopt: the run did not finish).
+TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result);
+
+// Opens a trace file read-only (SWMR read, so files whose writer was killed open too) and checks
+// it is a Driftscope trace of a version this build reads. Throws TraceError naming the file.
+hid_t open_trace_file(const std::string& path);
+// Whether an open trace file is a merged file.
+bool is_merged(hid_t file);
+
+// Every case in the file, in the file's order. Throws TraceError naming the file.
+std::vector<TraceCase> list_cases(const std::string& path);
+
+}  // namespace ds::trace
