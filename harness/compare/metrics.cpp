@@ -212,48 +212,50 @@ LaneKernel<R, C> lane_kernel(ScanPath path) {
   return lanes::baseline::scan_block_f32;
 }
 
-// Folds a lane-scanned block into the chunk's partial. The two metrics that carry an index
-// (first mismatch, max |diff|) are found again element by element in the block, which happens
-// only when the block holds the first mismatch or a new maximum.
+// Folds a lane-scanned block into the chunk's partial, as the partial of that block alone. The
+// two metrics that carry an index (first mismatch, max |diff|) are found again element by element
+// in the block, which happens only when the block holds the first mismatch or a new maximum.
 template <class R, class C>
 void fold(const R* ref, const C* cand, std::int64_t begin, Tolerance tol, const lanes::BlockTotals& t,
           Partial& p) {
   const std::int64_t end = begin + lanes::kLaneBlock;
   auto diff = [&](std::int64_t i) { return std::fabs(double(cand[i]) - double(ref[i])); };
+  Partial block;
+  block.mismatches = t.mismatches;
   if (t.mismatches > 0 && p.first_mismatch < 0) {
     for (std::int64_t i = begin; i < end; ++i)
       if (!(diff(i) <= tol.atol + tol.rtol * std::fabs(double(ref[i])))) {
-        p.first_mismatch = i;
-        p.first_ref = double(ref[i]);
-        p.first_cand = double(cand[i]);
+        block.first_mismatch = i;
+        block.first_ref = double(ref[i]);
+        block.first_cand = double(cand[i]);
         break;
       }
   }
-  p.mismatches += t.mismatches;
+  block.max_abs = t.max_abs;
   if (t.max_abs > p.max_abs) {
     for (std::int64_t i = begin; i < end; ++i)
       if (diff(i) == t.max_abs) {
-        p.max_abs = t.max_abs;
-        p.max_abs_index = i;
-        p.max_abs_ref = double(ref[i]);
-        p.max_abs_cand = double(cand[i]);
+        block.max_abs_index = i;
+        block.max_abs_ref = double(ref[i]);
+        block.max_abs_cand = double(cand[i]);
         break;
       }
   }
-  p.max_rel = std::max(p.max_rel, t.max_rel);
-  p.max_ulp = std::max(p.max_ulp, t.max_ulp);
-  p.min_atol = std::max(p.min_atol, t.min_atol);
-  p.min_rtol = std::max(p.min_rtol, t.min_rtol);
-  p.sum_abs += t.sum_abs;
-  p.sum_d2 += t.sum_d2;
-  p.sum_r2 += t.sum_r2;
-  p.sum_c2 += t.sum_c2;
-  p.sum_rc += t.sum_rc;
-  p.sum_ulp += double(t.sum_ulp);
-  p.finite_pairs += lanes::kLaneBlock;
-  p.hist[0] += lanes::kLaneBlock - t.above[0];
-  for (int k = 1; k < lanes::kAboveEdges; ++k) p.hist[std::size_t(k)] += t.above[k - 1] - t.above[k];
-  p.hist[lanes::kAboveEdges] += t.above[lanes::kAboveEdges - 1];
+  block.max_rel = t.max_rel;
+  block.max_ulp = t.max_ulp;
+  block.min_atol = t.min_atol;
+  block.min_rtol = t.min_rtol;
+  block.sum_abs = t.sum_abs;
+  block.sum_d2 = t.sum_d2;
+  block.sum_r2 = t.sum_r2;
+  block.sum_c2 = t.sum_c2;
+  block.sum_rc = t.sum_rc;
+  block.sum_ulp = double(t.sum_ulp);
+  block.finite_pairs = lanes::kLaneBlock;
+  block.hist[0] = lanes::kLaneBlock - t.above[0];
+  for (int k = 1; k < lanes::kAboveEdges; ++k) block.hist[std::size_t(k)] = t.above[k - 1] - t.above[k];
+  block.hist[lanes::kAboveEdges] = t.above[lanes::kAboveEdges - 1];
+  merge(p, block);
 }
 
 // One chunk: whole blocks through the lane kernel where it applies (f32 storage, finite data),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "app.h"
@@ -73,7 +74,9 @@ void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel
     if (c >= 0) {
       const Rect cr = l.cell_rect(0, c);
       dashed_vline(dl, cr.x0 - 1, l.cells.y0 - 4, l.cells.y1 + 2, kMarker, 2);
-      dl->AddText({cr.x0 + 2, l.title.y0 + 3}, kMarker, "drift starts");
+      // On the title line, but never over the title (a drift at layer 0 or 1 would sit on it).
+      const float title_end = l.title.x0 + ImGui::CalcTextSize(title.c_str()).x + 12;
+      dl->AddText({std::max(cr.x0 + 2, title_end), l.title.y0 + 3}, kMarker, "drift starts");
     }
   }
 }
