@@ -119,6 +119,53 @@ TEST(Screenshot, OtherViewsRender) {
   }
 }
 
+// What a command prints on stdout.
+std::string output_of(const std::string& cmd) {
+  std::string out;
+  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  return out;
+}
+
+// Clicks driven as a user's would be (scripted mouse under Xvfb): a stage cell opens the
+// inspector on exactly that (step, layer, stage, mode); a cell with no stage selects nothing.
+TEST(Screenshot, ClickingACellOpensItInTheInspector) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  const std::string trace = mutant_trace("mut_clicks.h5");
+  std::string err;
+  const auto m = TraceModel::open(trace, err);
+  ASSERT_TRUE(m) << err;
+  const OverviewLayout o = layout_overview(*m, 1600, 1000);
+  struct ClickCase {
+    Mode mode;
+    int layer;
+    const char* stage;
+    const char* expect;
+  };
+  const ClickCase cases[] = {
+      {Mode::isolated, 0, "residual_1", "tab=inspect selected=step 0 layer 0 stage residual_1 mode isolated"},
+      {Mode::chained, 1, "q", "tab=inspect selected=step 0 layer 1 stage q mode chained"},
+      {Mode::isolated, 0, "final_norm", "tab=overview selected=none"},  // a model-level stage: no cell here
+  };
+  for (const ClickCase& c : cases) {
+    const HeatmapLayout* map = o.panel(c.mode);
+    ASSERT_TRUE(map);
+    const Rect r = map->cell_rect(m->stage_index(c.stage), m->layer_index(c.layer));
+    const std::string at =
+        std::to_string(int((r.x0 + r.x1) / 2)) + "," + std::to_string(int((r.y0 + r.y1) / 2));
+    const std::string out =
+        output_of(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --size 1600x1000 --click " + at +
+                  " --print-state --screenshot " + (dir / "click.png").string());
+    EXPECT_NE(out.find("state: " + std::string(c.expect) + "\n"), std::string::npos)
+        << "click at " << at << " on " << c.stage << ":\n"
+        << out;
+  }
+}
+
 TEST(Screenshot, BadFilesExit2WithAMessage) {
   REQUIRE_XVFB();
   const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";

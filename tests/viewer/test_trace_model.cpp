@@ -170,6 +170,31 @@ TEST(BadFiles, OpenReportsAnErrorAndNeverThrows) {
   }
 }
 
+TEST(ViewOptions, ScriptedClicksHoverPressRelease) {
+  EXPECT_FALSE(parse_click("10"));
+  EXPECT_FALSE(parse_click("a,b"));
+  EXPECT_FALSE(parse_click("-1,5"));
+  const auto c = parse_click("420,310");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->x, 420);
+  EXPECT_EQ(c->y, 310);
+  const std::vector<Click> clicks{{1, 2}, {3, 4}};
+  EXPECT_FALSE(scripted_mouse(clicks, 0));  // frame 0 lays out the window
+  const bool down[] = {false, true, false, false, true, false};
+  for (int f = 1; f <= 6; ++f) {
+    const auto mouse = scripted_mouse(clicks, f);
+    ASSERT_TRUE(mouse) << f;
+    EXPECT_EQ(mouse->x, f <= 3 ? 1 : 3) << f;
+    EXPECT_EQ(mouse->down, down[f - 1]) << f;
+  }
+  EXPECT_FALSE(scripted_mouse(clicks, 7));
+  ViewState s;
+  EXPECT_EQ(describe_state(s), "tab=overview selected=none");
+  s.tab = Tab::inspect;
+  s.selected = InspectTarget{2, -1, "logits", Mode::chained};
+  EXPECT_EQ(describe_state(s), "tab=inspect selected=step 2 layer model stage logits mode chained");
+}
+
 TEST(ViewOptions, ParsesViewsAndSizes) {
   std::string err;
   EXPECT_EQ(parse_view("drift", err)->tab, Tab::drift);

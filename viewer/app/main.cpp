@@ -7,7 +7,11 @@
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "app.h"
 #include "screenshot.h"
@@ -24,6 +28,8 @@ int main(int argc, char** argv) {
   CLI::App cli{"driftscope-view: see where drift begins in a Driftscope trace"};
   std::string trace, compare, screenshot, view = "overview", size = "1600x1000";
   int frames = 4, case_index = 0;
+  std::vector<std::string> click_args;
+  bool print_state = false;
   cli.add_option("trace", trace, "Trace file (HDF5) to open; the baseline with --compare")->required();
   cli.add_option("--compare", compare, "A second trace (current) to compare against the first (baseline)");
   cli.add_option("--screenshot", screenshot, "Render headless into this PNG and exit");
@@ -32,7 +38,30 @@ int main(int argc, char** argv) {
   cli.add_option("--frames", frames, "Frames rendered before the screenshot")->capture_default_str();
   cli.add_option("--case", case_index, "Which case of a merged file (driftscope merge) to show, from 0")
       ->capture_default_str();
+  cli.add_option("--click", click_args,
+                 "Headless: click at X,Y (window pixels) before the screenshot; repeat for several clicks, "
+                 "played in order")
+      ->allow_extra_args(false);
+  cli.add_flag("--print-state", print_state,
+               "Headless: print the open tab and the inspector's stage after the last frame");
   CLI11_PARSE(cli, argc, argv);
+
+  std::vector<ds::view::Click> clicks;
+  for (const auto& a : click_args) {
+    const auto c = ds::view::parse_click(a);
+    if (!c) {
+      fmt::print(stderr, "driftscope-view: bad --click '{}' (X,Y in window pixels, e.g. 420,310)\n", a);
+      return 1;
+    }
+    clicks.push_back(*c);
+  }
+  if ((!clicks.empty() || print_state) && screenshot.empty()) {
+    fmt::print(stderr,
+               "driftscope-view: --click and --print-state script a headless run: add --screenshot\n");
+    return 1;
+  }
+  // Every click needs its frames, and the tab a click opens one more to show.
+  frames = std::max(frames, 1 + int(clicks.size()) * ds::view::kFramesPerClick + 2);
 
   std::string err;
   const auto spec = ds::view::parse_view(view, err);
@@ -88,6 +117,13 @@ int main(int argc, char** argv) {
     glfwPollEvents();
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (headless) {
+      // After the backend: the script, not Xvfb's idle cursor, is the mouse.
+      ImGuiIO& io = ImGui::GetIO();
+      const auto mouse = ds::view::scripted_mouse(clicks, frame);
+      io.MousePos = mouse ? ImVec2(mouse->x, mouse->y) : ImVec2(-FLT_MAX, -FLT_MAX);
+      io.MouseDown[0] = mouse && mouse->down;
+    }
     ImGui::NewFrame();
     int fw = 0, fh = 0;
     glfwGetFramebufferSize(win, &fw, &fh);
@@ -104,6 +140,7 @@ int main(int argc, char** argv) {
       else
         fmt::print("screenshot: {} ({}x{})\n", screenshot, fw, fh);
       rc = e.empty() ? 0 : 1;
+      if (print_state) fmt::print("state: {}\n", ds::view::describe_state(app.state));
       break;
     }
     glfwSwapBuffers(win);

@@ -1,5 +1,7 @@
 #include "view_options.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 
 namespace ds::view {
@@ -55,6 +57,31 @@ std::optional<std::pair<int, int>> parse_size(const std::string& text) {
   const auto w = to_int(parts[0]), h = to_int(parts[1]);
   if (!w || !h || *w < 320 || *h < 240 || *w > 8192 || *h > 8192) return std::nullopt;
   return std::pair{*w, *h};
+}
+
+std::optional<Click> parse_click(const std::string& text) {
+  const auto parts = split(text, ',');
+  if (parts.size() != 2) return std::nullopt;
+  const auto x = to_int(parts[0]), y = to_int(parts[1]);
+  if (!x || !y || *x < 0 || *y < 0) return std::nullopt;
+  return Click{float(*x), float(*y)};
+}
+
+std::optional<MouseAtFrame> scripted_mouse(const std::vector<Click>& clicks, int frame) {
+  const int k = frame - 1;
+  if (k < 0 || k >= int(clicks.size()) * kFramesPerClick) return std::nullopt;
+  const Click& c = clicks[std::size_t(k / kFramesPerClick)];
+  return MouseAtFrame{c.x, c.y, k % kFramesPerClick == 1};
+}
+
+std::string describe_state(const ViewState& state) {
+  static constexpr const char* kTabs[] = {"overview", "drift", "inspect", "compare"};
+  const std::string tab = kTabs[int(state.tab)];
+  if (!state.selected) return fmt::format("tab={} selected=none", tab);
+  const InspectTarget& t = *state.selected;
+  return fmt::format("tab={} selected=step {} layer {} stage {} mode {}", tab, t.step,
+                     t.layer < 0 ? std::string("model") : fmt::format("{}", t.layer), t.stage,
+                     mode_name(t.mode));
 }
 
 }  // namespace ds::view

@@ -35,4 +35,21 @@ struct ViewState {
   std::optional<std::int64_t> focus;  // flat index the inspector centres on
 };
 
+// Scripted mouse input for headless runs (--click X,Y, repeatable), so tests can drive the viewer
+// as a user would under Xvfb. Each click takes kFramesPerClick frames: hover at (x, y), press,
+// release; clicks play one after another from frame 1 (frame 0 lays the window out first).
+struct Click {
+  float x = 0, y = 0;
+};
+std::optional<Click> parse_click(const std::string& text);  // "X,Y" in window pixels
+inline constexpr int kFramesPerClick = 3;
+struct MouseAtFrame {
+  float x = 0, y = 0;
+  bool down = false;
+};
+// The mouse a script sets on `frame`; nullopt before the first and after the last click.
+std::optional<MouseAtFrame> scripted_mouse(const std::vector<Click>& clicks, int frame);
+// The state a --print-state line describes: the open tab and the inspector's stage.
+std::string describe_state(const ViewState& state);
+
 }  // namespace ds::view
