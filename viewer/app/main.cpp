@@ -44,21 +44,26 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   cli.add_flag("--print-state", print_state,
                "Headless: print the open tab and the inspector's stage after the last frame");
-  CLI11_PARSE(cli, argc, argv);
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Bad usage exits 2, as in `driftscope` (CLI11's own codes would say nothing to a script).
+    return cli.exit(e) == 0 ? 0 : 2;
+  }
 
   std::vector<ds::view::Click> clicks;
   for (const auto& a : click_args) {
     const auto c = ds::view::parse_click(a);
     if (!c) {
       fmt::print(stderr, "driftscope-view: bad --click '{}' (X,Y in window pixels, e.g. 420,310)\n", a);
-      return 1;
+      return 2;
     }
     clicks.push_back(*c);
   }
   if ((!clicks.empty() || print_state) && screenshot.empty()) {
     fmt::print(stderr,
                "driftscope-view: --click and --print-state script a headless run: add --screenshot\n");
-    return 1;
+    return 2;
   }
   // Every click needs its frames, and the tab a click opens one more to show.
   frames = std::max(frames, 1 + int(clicks.size()) * ds::view::kFramesPerClick + 2);
@@ -69,7 +74,7 @@ int main(int argc, char** argv) {
   if (!spec || !wh) {
     fmt::print(stderr, "driftscope-view: {}\n",
                spec ? fmt::format("bad --size '{}' (e.g. 1600x1000)", size) : err);
-    return 1;
+    return 2;
   }
   ds::view::App app;
   app.open(trace, compare, case_index);
