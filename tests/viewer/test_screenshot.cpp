@@ -164,6 +164,11 @@ TEST(Screenshot, ClickingACellOpensItInTheInspector) {
         << "click at " << at << " on " << c.stage << ":\n"
         << out;
   }
+  // Bad usage exits 2 before any window opens.
+  const std::string exe = std::string(DRIFTSCOPE_VIEW_EXE) + " " + trace;
+  EXPECT_EQ(run(exe + " --click 5 --screenshot x.png 2>/dev/null"), 2);
+  EXPECT_EQ(run(exe + " --click 5,5 2>/dev/null"), 2);  // clicks script headless runs only
+  EXPECT_EQ(run(exe + " --no-such-option 2>/dev/null"), 2);
 }
 
 TEST(Screenshot, BadFilesExit2WithAMessage) {
