@@ -7,6 +7,7 @@
 
 #include "h5_util.h"
 #include "trace_schema.h"
+#include "trace_stub.h"
 #include "trace_writer.h"
 
 namespace ds::trace {
@@ -38,6 +39,9 @@ TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann:
     if (result->contains("exit_code") && (*result)["exit_code"].is_number_integer())
       c.exit_code = (*result)["exit_code"].get<int>();
     c.verdict = str(*result, "verdict");
+    c.status = str(*result, "status");
+    if (c.status.empty()) c.status = kStatusRan;  // written before stopped runs left a trace
+    c.reason = str(*result, "reason");
   }
   return c;
 }

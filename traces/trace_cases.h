@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "trace_stub.h"
+
 namespace ds::trace {
 
 // "model x candidate x seed S": how cases are named in tables, JUnit suites and diffs.
@@ -28,6 +30,10 @@ struct TraceCase {
   bool finished = false;     // the run stored its result (false: it was killed mid-run)
   int exit_code = -1;        // the run's own exit code; -1 when it did not finish
   std::string verdict;
+  // How the run ended (trace_stub.h): "ran", or "refused" / "bad-input" for a run that stopped
+  // before any stage ran; "" when it did not finish. `reason` says why it stopped.
+  std::string status, reason;
+  bool stopped_early() const { return finished && !status.empty() && status != kStatusRan; }
   std::string key() const { return case_key(model, candidate, seed); }
 };
 

@@ -43,6 +43,27 @@ bool grew(double base, double cur, double factor) {
 
 }  // namespace
 
+std::optional<StopChange> compare_stops(const TraceCase& base, const TraceCase& current) {
+  const bool b = base.stopped_early(), c = current.stopped_early();
+  if (!b && !c) return std::nullopt;
+  auto ended = [](const TraceCase& k) {
+    return k.finished ? fmt::format("exit {}: {}", k.exit_code, k.verdict) : std::string("did not finish");
+  };
+  if (b && c)
+    return StopChange{
+        "case-still-stopped", false,
+        fmt::format("stopped in the baseline ({}) and stops now ({})", ended(base), ended(current)),
+        current.reason};
+  if (c)
+    return StopChange{
+        "case-stopped", true,
+        fmt::format("ran in the baseline ({}), now stops before any stage ({})", ended(base), ended(current)),
+        current.reason};
+  return StopChange{"case-now-runs", false,
+                    fmt::format("stopped in the baseline ({}), now runs ({})", ended(base), ended(current)),
+                    base.reason};
+}
+
 DiffReport diff_traces(const TraceReader& base, const TraceReader& current, const DiffOptions& opt) {
   DiffReport out;
   std::map<Key, const StageResult*> cur;

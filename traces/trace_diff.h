@@ -2,7 +2,9 @@
 // mode) and every way the current trace is worse than the baseline is a finding.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace_reader.h"
@@ -28,6 +30,18 @@ struct DiffReport {
   std::vector<DiffFinding> findings;
   bool regressed() const;
 };
+
+// Two runs of one case where either stopped before any stage (refused by a gate, bad input:
+// trace_stub.h), so there are no stages to match. A case that ran in the baseline and stops now
+// regressed; one that runs now and stopped before, or stopped both times, did not.
+struct StopChange {
+  std::string_view kind;  // "case-stopped", "case-now-runs" or "case-still-stopped"
+  bool regression = false;
+  std::string message;  // one line: what each side did
+  std::string reason;   // why the run that stopped stopped (the current one's when both did)
+};
+// nullopt when both runs ran (or did not finish): diff their stages.
+std::optional<StopChange> compare_stops(const TraceCase& base, const TraceCase& current);
 
 DiffReport diff_traces(const TraceReader& base, const TraceReader& current, const DiffOptions& opt = {});
 

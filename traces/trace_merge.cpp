@@ -34,6 +34,7 @@ hid_t case_index_type() {
   H5Tinsert(t, "finished", HOFFSET(CaseIndexRow, finished), H5T_NATIVE_UINT8);
   H5Tinsert(t, "exit_code", HOFFSET(CaseIndexRow, exit_code), H5T_NATIVE_INT32);
   str("verdict", HOFFSET(CaseIndexRow, verdict), sizeof(CaseIndexRow::verdict));
+  str("status", HOFFSET(CaseIndexRow, status), sizeof(CaseIndexRow::status));
   return t;
 }
 
@@ -70,6 +71,7 @@ CaseIndexRow index_row(const std::string& group, const TraceCase& c) {
   r.finished = c.finished ? 1 : 0;
   r.exit_code = c.exit_code;
   put(r.verdict, c.verdict);
+  put(r.status, c.status);
   return r;
 }
 

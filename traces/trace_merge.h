@@ -27,6 +27,8 @@ struct CaseIndexRow {
   std::uint8_t finished;   // 0: the run was killed before it stored its result
   std::int32_t exit_code;  // -1 when it did not finish
   char verdict[kIndexChars];
+  // "ran", "refused" or "bad-input" (a run stopped before any stage, trace_stub.h); "" unfinished.
+  char status[16];
 };
 hid_t case_index_type();  // the compound type of CaseIndexRow (caller closes it)
 

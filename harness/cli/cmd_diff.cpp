@@ -2,6 +2,7 @@
 // merged file against a single trace) are matched case by case on (model, candidate, seed).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -33,6 +34,16 @@ bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
   return d.regressed();
 }
 
+// A case where either run stopped before any stage: one line and the reason, indented.
+void print_stop(const std::string& key, const trace::StopChange& ch) {
+  fmt::print("{:<18} {}: {}{}\n", ch.kind, key, ch.message, ch.regression ? " (regression)" : "");
+  for (std::size_t a = 0; a < ch.reason.size();) {
+    const std::size_t b = std::min(ch.reason.find('\n', a), ch.reason.size());
+    fmt::print("    {}\n", ch.reason.substr(a, b - a));
+    a = b + 1;
+  }
+}
+
 // Every case of the baseline must still be in the current file and not have regressed; a case
 // only in the current file is new (informational).
 bool diff_cases(const DiffArgs& a, const std::vector<trace::TraceCase>& base,
@@ -49,8 +60,14 @@ bool diff_cases(const DiffArgs& a, const std::vector<trace::TraceCase>& base,
     }
     fmt::print("\n=== case {} ({} {} vs {} {}) ===\n", b.key(), a.base, b.group, a.current,
                it->second->group);
-    const trace::TraceReader bt(a.base, b.group), ct(a.current, it->second->group);
-    const bool r = print_diff(bt, ct, a.opt);
+    bool r = false;
+    if (const auto stop = trace::compare_stops(b, *it->second)) {
+      print_stop(b.key(), *stop);
+      r = stop->regression;
+    } else {
+      const trace::TraceReader bt(a.base, b.group), ct(a.current, it->second->group);
+      r = print_diff(bt, ct, a.opt);
+    }
     fmt::print("{}\n", r ? "case REGRESSED" : "case: no regression");
     ++matched;
     regressed += r;
@@ -89,7 +106,12 @@ void add_diff_command(CLI::App& app, int& exit_code) {
       if (single) {
         // Two single runs are compared whatever their keys: a candidate against its fixed build.
         const trace::TraceReader base(args->base), cur(args->current);
-        regressed = print_diff(base, cur, args->opt);
+        if (const auto stop = trace::compare_stops(base.trace_case(), cur.trace_case())) {
+          print_stop(cur.trace_case().key(), *stop);
+          regressed = stop->regression;
+        } else {
+          regressed = print_diff(base, cur, args->opt);
+        }
       } else {
         regressed = diff_cases(*args, base_cases, cur_cases);
       }

@@ -38,8 +38,11 @@ void add_merge_command(CLI::App& app, const std::vector<std::string>& argv, int&
     try {
       const auto cases = trace::merge_traces(args->inputs, args->out, root);
       for (const auto& c : cases)
-        fmt::print("{:<12} {:<56} {:<11} {}\n", c.group, c.key(),
-                   c.finished ? fmt::format("exit {}", c.exit_code) : std::string("UNFINISHED"), c.source);
+        fmt::print("{:<12} {:<56} {:<16} {}\n", c.group, c.key(),
+                   !c.finished         ? std::string("UNFINISHED")
+                   : c.stopped_early() ? fmt::format("exit {} {}", c.exit_code, c.status)
+                                       : fmt::format("exit {}", c.exit_code),
+                   c.source);
       fmt::print("merged {} case(s) from {} file(s) into {}\n", cases.size(), args->inputs.size(), args->out);
       exit_code = kExitParity;
     } catch (const trace::TraceError& e) {

@@ -47,6 +47,14 @@ void print_unfinished_note(const trace::TraceReader& trace) {
         trace.rows().size());
 }
 
+// A run that stopped before any stage (refused by a gate, bad input): nothing to re-judge, only
+// the reason it recorded, which is the case's verdict under any policy.
+void print_stopped(const trace::TraceCase& c) {
+  fmt::print("{} (exit {}): the run stopped before any stage ran\n{}\n",
+             c.status == trace::kStatusRefused ? "REFUSED" : "BAD-INPUT", c.exit_code,
+             c.reason.empty() ? c.verdict : c.reason);
+}
+
 // A merged file: every case re-judged, then the matrix summary. A case whose run did not finish
 // fails even when its flushed stages pass: a nightly case that was killed did not reach parity.
 int report_merged(const ReportArgs& args, const Policy& policy, const std::vector<trace::TraceCase>& cases) {
@@ -57,6 +65,17 @@ int report_merged(const ReportArgs& args, const Policy& policy, const std::vecto
     CaseSpec spec{c.index >= 0 ? c.index : int(k), c.of > 0 ? c.of : int(cases.size()), c.model, c.candidate,
                   c.seed};
     fmt::print("\n=== case {}/{} ({}): {} ===\n", spec.index, spec.of, c.group, c.key());
+    if (c.stopped_early()) {
+      fmt::print("driftscope report: {} ({} vs {}), from {}\n", c.group, c.model, c.candidate,
+                 c.source.empty() ? "?" : c.source);
+      print_stopped(c);
+      CaseOutcome out{spec, c.shard, c.exit_code};
+      out.error = c.reason.empty() ? c.verdict : c.reason;
+      out.trace = fmt::format("{}:{}", args.trace, c.group);
+      out.command_line = c.command_line;
+      outcomes.push_back(std::move(out));
+      continue;
+    }
     RunReport report = rejudge_case(trace, policy);
     fmt::print("driftscope report: {} ({} vs {}), policy {}, from {}\n", c.group, report.model,
                report.candidate, policy.name(), c.source.empty() ? "?" : c.source);
@@ -97,6 +116,19 @@ void add_report_command(CLI::App& app, int& exit_code) {
         return;
       }
       const trace::TraceReader trace(args->trace);
+      if (const trace::TraceCase& c = trace.trace_case(); c.stopped_early()) {
+        fmt::print("driftscope report: {} ({} vs {})\n", args->trace, c.model, c.candidate);
+        print_stopped(c);
+        RunReport stopped;
+        stopped.model = c.model;
+        stopped.candidate = c.candidate;
+        stopped.policy = policy.name();
+        stopped.verdict = c.verdict;
+        stopped.exit_code = c.exit_code;
+        write_report_files(stopped, args->report.files);
+        exit_code = c.exit_code;
+        return;
+      }
       const RunReport report = rejudge_case(trace, policy);
       fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
                  policy.name());

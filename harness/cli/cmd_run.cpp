@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 
 #include "commands.h"
@@ -52,9 +53,14 @@ bool parse_layer_range(const std::string& s, int& min, int& max) {
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
   // A progress bar on a terminal: one tick per reference layer.
-  if (isatty(STDERR_FILENO)) {
-    const ModelConfig cfg = load_config_spec(o.model, o.layers);
-    const int total = cfg.n_layers * (o.decode_steps + 1);
+  std::optional<ModelConfig> cfg;
+  if (isatty(STDERR_FILENO)) try {
+      cfg = load_config_spec(o.model, o.layers);
+    } catch (const InputError&) {
+      // No bar: run_parity reports the bad model and leaves its stopped trace.
+    }
+  if (cfg) {
+    const int total = cfg->n_layers * (o.decode_steps + 1);
     auto done = std::make_shared<int>(0);
     o.on_event = [total, done](std::string_view e) {
       if (e != "reference_layer") return;
@@ -136,6 +142,12 @@ int run_matrix(const RunArgs& args, const Policy& policy) {
       fmt::print(stderr, "error: {}\n", e.what());
       out.exit_code = kExitUsage;
       out.error = e.what();
+    }
+    // A case stopped before any stage still leaves its trace (the runner's stopped-run stub).
+    if (std::error_code ec;
+        out.trace.empty() && !o.trace_path.empty() && fs::is_regular_file(o.trace_path, ec)) {
+      out.trace = o.trace_path;
+      fmt::print("trace: {}\n", o.trace_path);
     }
     std::fflush(stderr);
     outcomes.push_back(std::move(out));
@@ -232,7 +244,16 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       o.model = args->models.front();
       o.candidate = args->candidates.front();
       o.seed = args->seeds.front();
-      const RunReport report = run_and_print(*args, o, policy);
+      const RunReport report = [&] {
+        try {
+          return run_and_print(*args, o, policy);
+        } catch (const std::runtime_error&) {
+          // Refused or bad input: the runner left a trace that records why (trace_stub.h).
+          if (std::error_code ec; !o.trace_path.empty() && std::filesystem::is_regular_file(o.trace_path, ec))
+            fmt::print("trace: {} (records why the run stopped)\n", o.trace_path);
+          throw;
+        }
+      }();
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;
     } catch (const GateRefusal& e) {

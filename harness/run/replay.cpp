@@ -12,28 +12,56 @@
 
 namespace ds {
 
+namespace {
+
+// The group of the case to replay: "/" for a single trace, "/cases/<k>" for case k of a merged
+// file, which holds many runs and so needs --case.
+std::string case_group(const ReplayRequest& req) {
+  const std::vector<trace::TraceCase> cases = trace::list_cases(req.trace);
+  const bool merged = cases.size() != 1 || cases.front().group != "/";
+  if (req.case_index < 0 && merged)
+    throw InputError(
+        fmt::format("{}: a merged file of {} case(s): pick the case to replay with --case K (0 to {})",
+                    req.trace, cases.size(), int(cases.size()) - 1));
+  const std::size_t k = req.case_index < 0 ? 0 : std::size_t(req.case_index);
+  if (k >= cases.size())
+    throw InputError(fmt::format("--case {}: {} holds {} case(s), numbered 0 to {}", req.case_index,
+                                 req.trace, cases.size(), int(cases.size()) - 1));
+  const trace::TraceCase& c = cases[k];
+  if (c.stopped_early())
+    throw InputError(
+        fmt::format("{}{}: case {} stopped before any stage ran ({}): there is nothing to replay", req.trace,
+                    merged ? fmt::format(" case {}", k) : std::string(), c.key(), c.verdict));
+  return c.group;
+}
+
+}  // namespace
+
 ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   std::unique_ptr<trace::TraceReader> t;
   try {
-    t = std::make_unique<trace::TraceReader>(req.trace);
+    t = std::make_unique<trace::TraceReader>(req.trace, case_group(req));
   } catch (const trace::TraceError& e) {
     throw InputError(e.what());
   }
+  // Where the messages below point: the file, and the case in a merged one.
+  const std::string where =
+      t->group() == "/" ? req.trace : fmt::format("{} case {}", req.trace, req.case_index);
   const trace::TraceRow* row = nullptr;
   for (const auto& r : t->rows())
     if (r.result.key == StageKey{req.step, req.layer, req.stage} && r.result.mode == req.mode) row = &r;
   if (!row)
-    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", req.trace, req.stage,
+    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", where, req.stage,
                                  req.layer, req.step, mode_name(req.mode)));
   const auto captured = t->captured_step(req.step, req.layer, req.mode, req.stage);
   if (!captured)
     throw InputError(
         fmt::format("{}: the inputs of {} (layer {}, step {}) were not captured: only failing stages' "
                     "steps are stored",
-                    req.trace, req.stage, req.layer, req.step));
+                    where, req.stage, req.layer, req.step));
   if (!t->has_tensors(*row))
     throw InputError(
-        fmt::format("{}: the reference tensor of {} was not stored (capture mode)", req.trace, req.stage));
+        fmt::format("{}: the reference tensor of {} was not stored (capture mode)", where, req.stage));
 
   const auto& run = t->run();
   const std::string spec = run.value("model_spec", run["model"].value("name", std::string()));

@@ -15,6 +15,7 @@ struct ReplayRequest {
   std::string stage;
   Mode mode = Mode::isolated;
   std::string candidate;  // empty: the trace's candidate
+  int case_index = -1;    // which case of a merged file (list_cases order); -1: a single trace
 };
 
 struct ReplayResult {
@@ -24,7 +25,8 @@ struct ReplayResult {
   bool reproduces = false;  // same status, max |diff| and mismatch count
 };
 
-// Throws InputError when the trace, the stage or its stored inputs are missing.
+// Throws InputError when the trace, the case (a merged file needs one), the stage or its stored
+// inputs are missing.
 ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy);
 
 }  // namespace ds

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "stage_catalog.h"
 #include "contracts.h"
 #include "load_model.h"
+#include "trace_stub.h"
 #include "trace_writer.h"
 
 namespace ds {
@@ -109,15 +111,21 @@ class Run {
   RunReport go() {
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
     header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
+    header_ = header;
     CandidatePtr cand;
     try {
       cand = make_candidate(opt_.candidate);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
     }
+    candidate_ = candidate_json(*cand);
     // Capability gate: from the model's header alone, before any weight is read or allocated.
     event("gate");
-    if (auto refusal = capability_refusal(header, *cand)) throw GateRefusal(*refusal);
+    if (auto refusal = capability_refusal(header, *cand)) {
+      const OpSet need = ref::required_ops(header), have = cand->capabilities();
+      stop_ops_ = {need.str(), have.str(), need.minus(have).str()};
+      throw GateRefusal(*refusal);
+    }
     event("load_weights");
     Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
     model.config.gdn_fused = header.gdn_fused;
@@ -135,7 +143,7 @@ class Run {
       throw InputError(fmt::format("weight-completeness gate: {}", e.what()));
     }
     ref::Reference& reference = *oracle;
-    if (!opt_.trace_path.empty()) open_trace(cfg, *cand);
+    if (!opt_.trace_path.empty()) open_trace(cfg);
     event("candidate_load");
     try {
       cand->load(cfg, model.weights);
@@ -403,45 +411,56 @@ class Run {
     report_.results.push_back(std::move(r));
   }
 
-  void open_trace(const ModelConfig& cfg, const Candidate& cand) {
+  static nlohmann::json candidate_json(const Candidate& cand) {
+    return {{"name", cand.name()},
+            {"description", cand.description()},
+            {"storage_dtype", dtype_name(cand.storage_dtype())},
+            {"capabilities", cand.capabilities().str()}};
+  }
+
+  nlohmann::json root_json() const {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    nlohmann::json root = {{"tool_version", DRIFTSCOPE_VERSION},
-                           {"git_revision", DRIFTSCOPE_GIT_REVISION},
-                           {"host", host},
-                           {"device", "cpu"},
-                           {"command_line", opt_.command_line}};
+    return {{"tool_version", DRIFTSCOPE_VERSION},
+            {"git_revision", DRIFTSCOPE_GIT_REVISION},
+            {"host", host},
+            {"device", "cpu"},
+            {"command_line", opt_.command_line}};
+  }
+
+  // The run JSON with what is known so far: a run stopped by bad input may know neither the
+  // model's configuration nor the candidate.
+  nlohmann::json run_json(const ModelConfig* cfg) const {
     std::vector<std::string> modes;
     for (Mode m : opt_.modes) modes.emplace_back(mode_name(m));
-    nlohmann::json run = {{"model",
-                           {{"name", cfg.name},
-                            {"family", family_name(cfg.family)},
-                            {"n_layers", cfg.n_layers},
-                            {"hidden", cfg.hidden},
-                            {"n_heads", cfg.n_heads},
-                            {"n_kv_heads", cfg.n_kv_heads},
-                            {"head_dim", cfg.head_dim},
-                            {"ffn", cfg.ffn},
-                            {"vocab", cfg.vocab},
-                            {"rope_theta", cfg.rope_theta},
-                            {"rope_mode", rope_mode_name(cfg.rope_mode)},
-                            {"norm_eps", cfg.norm_eps}}},
-                          {"candidate",
-                           {{"name", cand.name()},
-                            {"description", cand.description()},
-                            {"storage_dtype", dtype_name(cand.storage_dtype())},
-                            {"capabilities", cand.capabilities().str()}}},
-                          {"policy", policy_.name()},
-                          {"modes", modes},
-                          {"seed", opt_.seed},
-                          {"model_spec", opt_.model},
-                          {"layers", opt_.layers},
-                          {"prompt_tokens", opt_.prompt_tokens},
-                          {"decode_steps", opt_.decode_steps}};
+    nlohmann::json run = {
+        {"policy", policy_.name()},         {"modes", modes},        {"seed", opt_.seed},
+        {"model_spec", opt_.model},         {"layers", opt_.layers}, {"prompt_tokens", opt_.prompt_tokens},
+        {"decode_steps", opt_.decode_steps}};
+    if (cfg)
+      run["model"] = {{"name", cfg->name},
+                      {"family", family_name(cfg->family)},
+                      {"n_layers", cfg->n_layers},
+                      {"hidden", cfg->hidden},
+                      {"n_heads", cfg->n_heads},
+                      {"n_kv_heads", cfg->n_kv_heads},
+                      {"head_dim", cfg->head_dim},
+                      {"ffn", cfg->ffn},
+                      {"vocab", cfg->vocab},
+                      {"rope_theta", cfg->rope_theta},
+                      {"rope_mode", rope_mode_name(cfg->rope_mode)},
+                      {"norm_eps", cfg->norm_eps},
+                      {"required_ops", ref::required_ops(*cfg).str()}};
+    // Without a registered candidate, at least the name that was asked for.
+    run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
     if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
+    return run;
+  }
+
+  void open_trace(const ModelConfig& cfg) {
     try {
       trace_ = std::make_unique<trace::TraceWriter>(
-          opt_.trace_path, root, run,
+          opt_.trace_path, root_json(), run_json(&cfg),
           trace::WriterOptions{opt_.capture, opt_.capture_stages, opt_.capture_layer_min,
                                opt_.capture_layer_max});
     } catch (const trace::TraceError& e) {
@@ -449,6 +468,26 @@ class Run {
     }
   }
 
+ public:
+  // The run stopped before any stage ran: its trace still says so (trace_stub.h). Best effort:
+  // the stop itself is what the caller reports, and a trace path that cannot be written was
+  // already named by the error that stopped the run.
+  void leave_stopped_trace(const char* status, int exit_code, const std::string& reason) {
+    if (opt_.trace_path.empty()) return;
+    const trace::StoppedRun stop{status, exit_code, reason, stop_ops_[0], stop_ops_[1], stop_ops_[2]};
+    try {
+      if (trace_) {
+        trace_->finish(trace::stopped_result(stop));
+        trace_.reset();
+      } else {
+        trace::write_stopped_trace(opt_.trace_path, root_json(), run_json(header_ ? &*header_ : nullptr),
+                                   stop);
+      }
+    } catch (const trace::TraceError&) {
+    }
+  }
+
+ private:
   void note_logits(Mode mode, int step, const Tensor& ref, const Tensor& cand) {
     if (cand.numel() != ref.numel()) return;
     const Tensor c = cand.reshaped(ref.shape());
@@ -478,8 +517,10 @@ class Run {
     locate_drift(report_);
     const auto& f = report_.first_failure;
     if (trace_) {
-      nlohmann::json res = {
-          {"verdict", report_.verdict}, {"exit_code", report_.exit_code}, {"tokens", report_.tokens}};
+      nlohmann::json res = {{"status", trace::kStatusRan},
+                            {"verdict", report_.verdict},
+                            {"exit_code", report_.exit_code},
+                            {"tokens", report_.tokens}};
       if (!report_.drift.empty()) {
         res["drift"] = report_.drift;
         res["drift_start_layer"] =
@@ -501,6 +542,9 @@ class Run {
   }
 
   RunOptions opt_;
+  std::optional<ModelConfig> header_;    // once the model's configuration is read
+  nlohmann::json candidate_;             // once the candidate is made (null before)
+  std::array<std::string, 3> stop_ops_;  // required, supported, missing: set by a refusal
   std::string crash_;
   std::set<std::string, std::less<>> cached_;                  // stages read as "cache:<stage>"
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
@@ -603,10 +647,18 @@ void conclude(RunReport& report) {
 }
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {
-  if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");
-  if (opt.decode_steps < 0) throw InputError("--decode-steps must not be negative");
   Run run(opt, policy);
-  return run.go();
+  try {
+    if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");
+    if (opt.decode_steps < 0) throw InputError("--decode-steps must not be negative");
+    return run.go();
+  } catch (const GateRefusal& e) {
+    run.leave_stopped_trace(trace::kStatusRefused, kExitRefused, e.what());
+    throw;
+  } catch (const InputError& e) {
+    run.leave_stopped_trace(trace::kStatusBadInput, kExitUsage, e.what());
+    throw;
+  }
 }
 
 }  // namespace ds

@@ -146,6 +146,34 @@ class Shards(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("1 case(s) matched", out)
 
+    def test_replay_a_case_of_the_merged_file_reproduces_its_metrics(self):
+        # Case 2 is the mutant at seed 0: it fails at residual_1 of layer 0 and stored that step's inputs.
+        rc, out, err = run("replay", self.merged, "--case", "2", "--step", "0", "--layer", "0",
+                           "--stage", "residual_1")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("The replay reproduces the stored metrics.", out)
+        stored = next(l for l in out.splitlines() if l.strip().startswith("stored:"))
+        replayed = next(l for l in out.splitlines() if l.strip().startswith("replayed:"))
+        stored, replayed = stored.split(":", 1)[1].strip(), replayed.split(":", 1)[1].strip()
+        self.assertEqual(stored, replayed)
+        # The same stage of the single-case trace gives the same line.
+        rc1, out1, err1 = run("replay", os.path.join(self.dir, "case-2-of-4.h5"), "--step", "0", "--layer", "0",
+                              "--stage", "residual_1")
+        self.assertEqual(rc1, 1, out1 + err1)
+        self.assertIn(stored, out1)
+
+    def test_replay_of_a_merged_file_needs_a_valid_case(self):
+        stage = ["--step", "0", "--layer", "0", "--stage", "residual_1"]
+        rc, out, err = run("replay", self.merged, *stage)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--case K", err)
+        self.assertIn(self.merged, err)
+        for bad in ("4", "-1"):
+            rc, out, err = run("replay", self.merged, "--case", bad, *stage)
+            self.assertEqual(rc, 2, out + err)
+            self.assertIn(f"--case {bad}", err)
+        self.assertNotIn("Traceback", err)
+
     def test_merging_a_merged_file_flattens_it(self):
         extra = self.path("extra.h5")
         rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--seed", "5",
@@ -224,6 +252,140 @@ class Shards(unittest.TestCase):
         self.assertFalse(os.path.exists(self.path("x.h5")))
 
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "models")
+V1 = "cpu-f16-v1"  # no QK-norm, no bias: refused for qwen3 and qwen2, fine for llama
+
+
+def result_of(path):
+    with h5py.File(path, "r", swmr=True) as f:
+        return json.loads(bytes(f["result"][:]).decode()), json.loads(f.attrs["run"]), f["summary"].shape[0]
+
+
+class StoppedCases(unittest.TestCase):
+    """Cases refused by the gate or stopped by bad input leave traces, merge, report and diff."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.model = cls.path("model.gguf")  # last night a llama, tonight a qwen3 (needs QK-norm)
+        cls.missing = cls.path("no-such-model.gguf")
+        matrix = ["--model", "synthetic:llama-tiny", "--model", cls.model, "--model", "synthetic:qwen3-tiny",
+                  "--model", cls.missing, "--candidate", V1, "--prompt-tokens", "4"]
+        shutil.copy(os.path.join(FIXTURES, "llama-tiny.gguf"), cls.model)
+        cls.base_run = run("run", *matrix, "--trace-dir", cls.path("base"))
+        shutil.copy(os.path.join(FIXTURES, "qwen3-tiny.gguf"), cls.model)
+        cls.cur_run = run("run", *matrix, "--trace-dir", cls.path("cur"), "--json", cls.path("cur.json"))
+        cls.base, cls.cur = cls.path("base.h5"), cls.path("cur.h5")
+        cls.merges = [run("merge", "-o", out, *sorted(glob.glob(os.path.join(cls.path(d), "*.h5"))))
+                      for out, d in ((cls.base, "base"), (cls.cur, "cur"))]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.tmp.name, name)
+
+    def key(self, model):
+        return f"{model} x {V1} x seed 0"
+
+    def test_run_exits_with_the_worst_case_and_names_each_stop(self):
+        rc, out, err = self.base_run
+        self.assertEqual(rc, 3, out + err)
+        rc, out, err = self.cur_run
+        self.assertEqual(rc, 3, out + err)
+        lines = out[out.index("Matrix summary"):].splitlines()
+        verdicts = [next(l for l in lines if l.startswith(f"{k}/4 ")) for k in range(4)]
+        self.assertIn("PASS", verdicts[0])
+        for k in (1, 2):
+            self.assertIn("REFUSED", verdicts[k])
+            self.assertIn("capability gate", verdicts[k])
+        self.assertIn("BAD-INPUT", verdicts[3])
+        self.assertIn(self.missing, verdicts[3])
+        with open(self.path("cur.json")) as f:
+            cases = json.load(f)["cases"]
+        self.assertTrue(all(c["trace"].endswith(f"case-{k}-of-4.h5") for k, c in enumerate(cases)))
+
+    def test_stopped_cases_leave_traces_that_say_why(self):
+        self.assertEqual(sorted(os.listdir(self.path("cur"))), [f"case-{k}-of-4.h5" for k in range(4)])
+        res, run_json, rows = result_of(os.path.join(self.path("cur"), "case-2-of-4.h5"))
+        self.assertEqual((res["status"], res["exit_code"], rows), ("refused", 3, 0))
+        self.assertIn("Missing:          [QkNorm]", res["reason"])
+        self.assertIn("QkNorm", res["ops"]["missing"])
+        self.assertIn("QkNorm", run_json["model"]["required_ops"])
+        self.assertEqual(run_json["candidate"]["name"], V1)
+        self.assertEqual(run_json["case"]["index"], 2)
+        res, run_json, rows = result_of(os.path.join(self.path("cur"), "case-3-of-4.h5"))
+        self.assertEqual((res["status"], res["exit_code"], rows), ("bad-input", 2, 0))
+        self.assertIn(self.missing, res["reason"])
+        self.assertEqual(run_json["model_spec"], self.missing)
+        res, _, rows = result_of(os.path.join(self.path("cur"), "case-0-of-4.h5"))
+        self.assertEqual(res["status"], "ran")
+        self.assertGreater(rows, 0)
+
+    def test_merge_includes_and_marks_every_case(self):
+        for rc, out, err in self.merges:
+            self.assertEqual(rc, 0, out + err)
+        with h5py.File(self.cur, "r") as f:
+            index = f["case_index"][:]
+            self.assertEqual([int(r["exit_code"]) for r in index], [0, 3, 3, 2])
+            self.assertEqual([r["status"].decode() for r in index], ["ran", "refused", "refused", "bad-input"])
+            self.assertTrue(index[1]["verdict"].decode().startswith("REFUSED"))
+            self.assertTrue(index[3]["verdict"].decode().startswith("BAD-INPUT"))
+            self.assertEqual(f["cases/2/summary"].shape[0], 0)
+
+    def test_report_of_the_merged_file_lists_the_stops_and_exits_with_the_worst(self):
+        rc, out, err = run("report", self.cur, "--junit", self.path("cur.xml"))
+        self.assertEqual(rc, 3, out + err)
+        self.assertEqual(out.count("=== case"), 4)
+        self.assertIn("Missing:          [QkNorm]", out)
+        lines = out[out.index("Matrix summary"):].splitlines()
+        self.assertIn("REFUSED", next(l for l in lines if l.startswith("2/4 ")))
+        bad = next(l for l in lines if l.startswith("3/4 "))
+        self.assertIn("BAD-INPUT", bad)
+        self.assertIn(self.missing, bad)
+        self.assertIn("exit code 3", out)
+        suites = ET.parse(self.path("cur.xml")).getroot().findall("testsuite")
+        self.assertEqual(len(suites), 4)
+        # Bad input alone (no refusal) is exit 2.
+        only_bad = self.path("only_bad.h5")
+        rc, out, err = run("merge", "-o", only_bad, *[os.path.join(self.path("cur"), f"case-{k}-of-4.h5")
+                                                        for k in (0, 3)])
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = run("report", only_bad)
+        self.assertEqual(rc, 2, out + err)
+
+    def test_report_of_a_single_stub_prints_the_reason_and_exits_with_its_code(self):
+        rc, out, err = run("report", os.path.join(self.path("cur"), "case-2-of-4.h5"))
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn("REFUSED (exit 3)", out)
+        self.assertIn("Missing:          [QkNorm]", out)
+        rc, out, err = run("report", os.path.join(self.path("cur"), "case-3-of-4.h5"))
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn(self.missing, out)
+
+    def test_diff_names_a_case_that_ran_and_is_now_refused(self):
+        rc, out, err = run("diff", self.base, self.cur)
+        self.assertEqual(rc, 1, out + err)
+        line = next(l for l in out.splitlines() if l.startswith("case-stopped "))
+        self.assertIn(self.key(self.model), line)
+        self.assertIn("REFUSED", line)
+        self.assertIn("Missing:          [QkNorm]", out)
+        # Cases refused or bad on both nights are not regressions.
+        self.assertIn(f"case-still-stopped {self.key('synthetic:qwen3-tiny')}", out)
+        self.assertIn("1 case(s) regressed", out)
+        self.assertIn("REGRESSED", out)
+        rc, out, err = run("diff", self.cur, self.base)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(f"case-now-runs      {self.key(self.model)}", out)
+        # Two single traces: the same rule.
+        rc, out, err = run("diff", os.path.join(self.path("base"), "case-1-of-4.h5"),
+                           os.path.join(self.path("cur"), "case-1-of-4.h5"))
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("case-stopped", out)
+
+
 class MatrixErrors(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -243,7 +405,10 @@ class MatrixErrors(unittest.TestCase):
         self.assertIn("PASS", good)
         self.assertIn("BAD-INPUT", bad)
         self.assertIn(missing, bad)
-        self.assertEqual(os.listdir(d), ["case-0-of-2.h5"])
+        # The bad case left a stub trace that says why, so merge and report still see it.
+        self.assertEqual(sorted(os.listdir(d)), ["case-0-of-2.h5", "case-1-of-2.h5"])
+        with h5py.File(os.path.join(d, "case-1-of-2.h5"), "r", swmr=True) as f:
+            self.assertEqual(json.loads(bytes(f["result"][:]).decode())["status"], "bad-input")
 
     def test_malformed_or_empty_shards(self):
         for spec in ("2/2", "3/2", "a/b", "1/0"):

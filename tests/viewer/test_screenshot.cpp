@@ -214,4 +214,29 @@ TEST(Screenshot, MergedFileShowsTheChosenCase) {
   EXPECT_NE(msg.find("2 case(s)"), std::string::npos) << msg;
 }
 
+TEST(Screenshot, RefusedRunShowsWhyInEveryView) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string refused = (dir / "refused.h5").string();
+  fs::remove(refused);
+  // cpu-f16-v1 lacks QK-norm: the gate refuses qwen3 before any stage; the trace says why.
+  ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen3-tiny --candidate cpu-f16-v1 " +
+                "--prompt-tokens 4 --trace " + refused + " > /dev/null 2>&1"),
+            3);
+  ASSERT_TRUE(fs::exists(refused));
+  const std::string mutant = mutant_trace("mut_vs_refused.h5");
+  int n = 0;
+  for (const std::string& args : {refused + " --view overview", refused + " --view drift",
+                                  refused + " --view inspect:0:0:residual_1:isolated",
+                                  refused + " --compare " + mutant + " --view compare",
+                                  mutant + " --compare " + refused + " --view compare"}) {
+    const std::string png = (dir / ("refused_" + std::to_string(n++) + ".png")).string();
+    fs::remove(png);
+    EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + args + " --screenshot " + png + " --size 1000x700"), 0)
+        << args;
+    EXPECT_EQ(load_png(png).w, 1000) << args;
+  }
+}
+
 }  // namespace ds::view

@@ -12,6 +12,7 @@
 #include "trace_fixture.h"
 #include "trace_merge.h"
 #include "trace_model.h"
+#include "trace_stub.h"
 #include "view_options.h"
 
 namespace ds::view {
@@ -237,6 +238,26 @@ TEST(TraceModel, OpensOneCaseOfAMergedFile) {
   // A single trace is case 0 and nothing else.
   EXPECT_TRUE(TraceModel::open(write_fixture("vm_case_c.h5", a), err, 0)) << err;
   EXPECT_FALSE(TraceModel::open(write_fixture("vm_case_c.h5", a), err, 1));
+}
+
+TEST(TraceModel, OpensARunThatStoppedBeforeAnyStage) {
+  const std::string path = (std::filesystem::temp_directory_path() / "vm_refused.h5").string();
+  trace::write_stopped_trace(
+      path, {}, {{"model_spec", "synthetic:qwen3-tiny"}, {"candidate", {{"name", "v1"}}}},
+      {trace::kStatusRefused, 3, "REFUSED by the capability gate: v1\n  Missing: [QkNorm]"});
+  std::string err;
+  const auto m = TraceModel::open(path, err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_TRUE(m->rows().empty());
+  EXPECT_TRUE(m->steps().empty());
+  EXPECT_TRUE(m->trace_case().stopped_early());
+  EXPECT_NE(m->trace_case().reason.find("QkNorm"), std::string::npos);
+  EXPECT_TRUE(m->info().verdict.rfind("REFUSED", 0) == 0) << m->info().verdict;
+  // Comparing against it (either way round) has no cell to compare, and does not fail.
+  const auto ran = TraceModel::open(write_fixture("vm_ran.h5", {}), err);
+  ASSERT_TRUE(ran) << err;
+  EXPECT_TRUE(compare_grids(*m, *ran).empty());
+  for (const auto& g : compare_grids(*ran, *m)) EXPECT_EQ(g.worse + g.better, 0);
 }
 
 }  // namespace ds::view

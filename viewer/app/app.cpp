@@ -73,6 +73,20 @@ void draw_error(const std::string& what, const std::string& message) {
   ImGui::PopTextWrapPos();
 }
 
+// A run refused by a gate or stopped by bad input judged no stage: there is no heatmap or curve
+// to draw, only why it stopped.
+void draw_stopped(const TraceModel& m) {
+  draw_run_info(m, "trace");
+  const trace::TraceCase& c = m.trace_case();
+  ImGui::Spacing();
+  ImGui::TextColored({1, 0.75f, 0.2f, 1},
+                     "The run stopped before any stage ran (%s, exit %d): no stage to show.",
+                     c.status.c_str(), c.exit_code);
+  ImGui::PushTextWrapPos(0);
+  ImGui::TextUnformatted(c.reason.c_str());
+  ImGui::PopTextWrapPos();
+}
+
 bool tab(const char* name, Tab t, App& app) {
   const ImGuiTabItemFlags f = app.pending_tab == t ? ImGuiTabItemFlags_SetSelected : 0;
   if (!ImGui::BeginTabItem(name, nullptr, f)) return false;
@@ -91,6 +105,8 @@ void App::frame(float width, float height) {
                    ImGuiWindowFlags_NoSavedSettings);
   if (!model) {
     draw_error(path, error);
+  } else if (model->trace_case().stopped_early()) {
+    draw_stopped(*model);
   } else if (ImGui::BeginTabBar("tabs")) {
     if (tab("Overview", Tab::overview, *this)) draw_overview(*this, width, height), ImGui::EndTabItem();
     if (tab("Drift", Tab::drift, *this)) draw_drift(*this, width, height), ImGui::EndTabItem();
