@@ -110,4 +110,23 @@ bool copy_attributes(hid_t src, hid_t dst) {
   return H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, copy_attribute, &dst) >= 0;
 }
 
+std::optional<nlohmann::json> read_json_dataset(hid_t loc, const char* name) {
+  const hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
+  if (d < 0) return std::nullopt;
+  std::optional<nlohmann::json> out;
+  const std::int64_t bytes = dataset_size(d);
+  if (bytes > 0) {
+    std::string s(std::size_t(bytes), '\0');
+    if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
+      try {
+        out = nlohmann::json::parse(s);
+      } catch (const std::exception&) {
+        out.reset();
+      }
+    }
+  }
+  H5Dclose(d);
+  return out;
+}
+
 }  // namespace ds::trace

@@ -74,25 +74,6 @@ bool is_merged(hid_t file) { return read_int_attr(file, kMerged) > 0; }
 
 namespace {
 
-std::optional<nlohmann::json> read_result(hid_t group) {
-  const hid_t d = H5Dopen2(group, relative(kResult), H5P_DEFAULT);
-  if (d < 0) return std::nullopt;
-  std::optional<nlohmann::json> out;
-  const std::int64_t bytes = dataset_size(d);
-  if (bytes > 0) {
-    std::string s(std::size_t(bytes), '\0');
-    if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
-      try {
-        out = nlohmann::json::parse(s);
-      } catch (const std::exception&) {
-        out.reset();
-      }
-    }
-  }
-  H5Dclose(d);
-  return out;
-}
-
 TraceCase read_case(hid_t file, const std::string& group, const std::string& path) {
   const hid_t g = H5Gopen2(file, group.c_str(), H5P_DEFAULT);
   if (g < 0) throw TraceError(fmt::format("{}: cannot open group {}", path, group));
@@ -103,7 +84,7 @@ TraceCase read_case(hid_t file, const std::string& group, const std::string& pat
     H5Gclose(g);
     throw TraceError(fmt::format("{}: attribute 'run' of {} is not valid JSON: {}", path, group, e.what()));
   }
-  TraceCase c = describe_case(run, read_result(g));
+  TraceCase c = describe_case(run, read_json_dataset(g, relative(kResult)));
   c.group = group;
   c.source = read_string_attr(g, kMergedFrom);
   H5Gclose(g);

@@ -51,21 +51,7 @@ TraceReader::TraceReader(const std::string& path, const std::string& group) : pa
     rows_.reserve(raw.size());
     for (const auto& r : raw)
       rows_.push_back({from_row(r), r.ref_offset, r.cand_offset, r.tokens_offset, r.n_tokens});
-    const hid_t res = H5Dopen2(root_, relative(kResult), H5P_DEFAULT);
-    if (res >= 0) {
-      const std::int64_t bytes = dataset_size(res);
-      if (bytes > 0) {
-        std::string s(std::size_t(bytes), '\0');
-        if (H5Dread(res, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {
-          try {
-            result_ = nlohmann::json::parse(s);
-          } catch (const std::exception&) {
-            result_.reset();
-          }
-        }
-      }
-      H5Dclose(res);
-    }
+    result_ = read_json_dataset(root_, relative(kResult));
     case_ = describe_case(run_, result_);
     case_.group = group;
     case_.source = read_string_attr(root_, kMergedFrom);

@@ -28,7 +28,19 @@ def key(candidate, seed):
     return f"synthetic:qwen2-tiny x {candidate} x seed {seed}"
 
 
-class Shards(unittest.TestCase):
+class TempDirCase(unittest.TestCase):
+    """A class-wide temporary directory (setUpClass creates cls.tmp) and paths inside it."""
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.tmp.name, name)
+
+
+class Shards(TempDirCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
@@ -38,14 +50,6 @@ class Shards(unittest.TestCase):
                       for i in (0, 1)]
         cls.merged = cls.path("nightly.h5")
         cls.merge = run("merge", "-o", cls.merged, *sorted(glob.glob(os.path.join(cls.dir, "*.h5"))))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    @classmethod
-    def path(cls, name):
-        return os.path.join(cls.tmp.name, name)
 
     def test_each_shard_runs_its_cases_and_names_the_mutant_case(self):
         for i, (rc, out, err) in enumerate(self.shards):
@@ -261,7 +265,7 @@ def result_of(path):
         return json.loads(bytes(f["result"][:]).decode()), json.loads(f.attrs["run"]), f["summary"].shape[0]
 
 
-class StoppedCases(unittest.TestCase):
+class StoppedCases(TempDirCase):
     """Cases refused by the gate or stopped by bad input leave traces, merge, report and diff."""
 
     @classmethod
@@ -278,14 +282,6 @@ class StoppedCases(unittest.TestCase):
         cls.base, cls.cur = cls.path("base.h5"), cls.path("cur.h5")
         cls.merges = [run("merge", "-o", out, *sorted(glob.glob(os.path.join(cls.path(d), "*.h5"))))
                       for out, d in ((cls.base, "base"), (cls.cur, "cur"))]
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    @classmethod
-    def path(cls, name):
-        return os.path.join(cls.tmp.name, name)
 
     def key(self, model):
         return f"{model} x {V1} x seed 0"
