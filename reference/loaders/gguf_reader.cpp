@@ -228,6 +228,19 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
   if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
   if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
+  if (const GgufValue* t = f.find(r.full("rope.scaling.type")); t && t->type == 8 && t->s != "none") {
+    // Linear scaling divides positions by the factor: the same angles as every inv_freq divided
+    // by it, which is how the rope op takes per-pair factors. llama3 scaling arrives as the
+    // rope_freqs.weight tensor instead; anything else would be applied wrongly, so it is refused.
+    if (t->s != "linear")
+      throw ModelError(fmt::format("{}: {} = {} is not supported (none and linear are)", f.path(),
+                                   r.full("rope.scaling.type"), t->s));
+    const double factor = r.real("rope.scaling.factor").value_or(0);
+    if (!(factor > 0))
+      throw ModelError(fmt::format("{}: {} missing or not positive for linear rope scaling", f.path(),
+                                   r.full("rope.scaling.factor")));
+    c.rope_freq_factors.assign(std::size_t(int(c.head_dim * c.partial_rotary + 0.5) / 2), factor);
+  }
   if (c.family == Family::llama) c.sliding_window = int(r.integer("attention.sliding_window").value_or(0));
   if (c.family == Family::llama && opt.llama_qk == LlamaQkLayout::keep_gguf) {
     c.rope_mode = RopeMode::normal;
@@ -297,6 +310,9 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
   truncate_layers(m.config, layers);
   for (const auto& t : f.tensors()) {
     if (t.name == "rope_freqs.weight") {
+      if (!m.config.rope_freq_factors.empty())
+        throw ModelError(
+            fmt::format("{}: both linear rope scaling and a rope_freqs.weight tensor: which applies?", path));
       const Tensor r = f.read(t);
       for (std::int64_t i = 0; i < r.numel(); ++i) m.config.rope_freq_factors.push_back(r.at(i));
       continue;

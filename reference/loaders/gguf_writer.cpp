@@ -52,6 +52,15 @@ std::string gguf_arch(const ModelConfig& c) {
   return "?";
 }
 
+// Per-pair rope factors that are all equal are linear scaling, which the converter writes as
+// metadata; any other set (llama3) travels as the rope_freqs.weight tensor.
+std::optional<double> linear_rope_factor(const ModelConfig& c) {
+  if (c.rope_freq_factors.empty()) return std::nullopt;
+  for (double v : c.rope_freq_factors)
+    if (v != c.rope_freq_factors.front()) return std::nullopt;
+  return c.rope_freq_factors.front();
+}
+
 std::vector<Kv> metadata(const ModelConfig& c) {
   const std::string a = gguf_arch(c);
   auto u = [&](std::string k, int v) { return Kv{a + "." + k, 4, std::uint32_t(v)}; };
@@ -75,6 +84,10 @@ std::vector<Kv> metadata(const ModelConfig& c) {
     kv.push_back(f("attention.layer_norm_rms_epsilon", c.norm_eps));
     kv.push_back(f("rope.freq_base", c.rope_theta));
     kv.push_back(u("rope.dimension_count", c.rotary_dim()));
+    if (const auto factor = linear_rope_factor(c)) {
+      kv.push_back({a + ".rope.scaling.type", 8, 0, 0, "linear"});
+      kv.push_back(f("rope.scaling.factor", *factor));
+    }
   }
   if (c.sliding_window > 0) kv.push_back(u("attention.sliding_window", c.sliding_window));
   if (c.family == Family::qwen3next) {
@@ -106,7 +119,7 @@ WeightStore file_weights(const Model& m) {
         out.replace(at, 10, ".post_attention_norm.");
     w.put(out, std::move(v));
   }
-  if (!c.rope_freq_factors.empty()) {
+  if (!c.rope_freq_factors.empty() && !linear_rope_factor(c)) {
     Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
     for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i)
       f.data<float>()[i] = float(c.rope_freq_factors[i]);

@@ -106,8 +106,18 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
         c.rope_freq_factors = llama3_freq_factors(
             int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"), need("low_freq_factor"),
             need("high_freq_factor"), need("original_max_position_embeddings"));
+      } else if (kind == "linear") {
+        // Positions divided by the factor: the same angles as every inv_freq divided by it, which is
+        // how the rope op takes per-pair factors.
+        if (!s.contains("factor") || !s["factor"].is_number() || !(s["factor"].get<double>() > 0))
+          throw ModelError(
+              fmt::format("{}: field rope_scaling.factor missing or not positive for linear scaling", file));
+        c.rope_freq_factors.assign(std::size_t(int(c.head_dim * c.partial_rotary + 0.5) / 2),
+                                   s["factor"].get<double>());
       } else if (kind != "default") {
-        throw ModelError(fmt::format("{}: field rope_scaling.rope_type = {} is not supported", file, kind));
+        throw ModelError(fmt::format(
+            "{}: field rope_scaling.rope_type = {} is not supported (default, linear and llama3 are)", file,
+            kind));
       }
     }
     if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;

@@ -315,6 +315,59 @@ TEST(Gguf, RopeFreqFactorsRoundTrip) {
   fs::remove_all(dir);
 }
 
+// Linear scaling divides positions by the factor; the rope op takes it as per-pair divisors of
+// the inverse frequencies, so position 2p with factor 2 must rotate exactly like position p.
+TEST(Safetensors, LinearRopeScalingFromConfigMatchesScaledPositions) {
+  const fs::path dir = temp_dir("lincfg");
+  fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
+  nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  std::ofstream(dir / "m" / "config.json") << j.dump();
+  const ModelConfig c = load_model((dir / "m").string()).config;
+  ASSERT_EQ(c.rope_freq_factors, std::vector<double>(std::size_t(c.rotary_dim() / 2), 2.0));
+  Tensor x(DType::f64, {1, c.head_dim});
+  for (int i = 0; i < c.head_dim; ++i) x.data<double>()[i] = 0.1 * (i + 1);
+  for (int p : {1, 7, 100}) {
+    const Tensor scaled =
+        rope(x, c.head_dim, c.rotary_dim(), 2 * p, c.rope_theta, c.rope_mode, c.rope_freq_factors);
+    const Tensor plain = rope(x, c.head_dim, c.rotary_dim(), p, c.rope_theta, c.rope_mode);
+    for (int i = 0; i < c.head_dim; ++i) EXPECT_NEAR(scaled.at(i), plain.at(i), 1e-12) << p << " " << i;
+  }
+  j["rope_scaling"] = {{"rope_type", "linear"}};
+  std::ofstream(dir / "m" / "config.json") << j.dump();
+  EXPECT_THROW(load_model((dir / "m").string()), ModelError);  // no factor
+  fs::remove_all(dir);
+}
+
+TEST(Gguf, LinearRopeScalingTravelsAsMetadata) {
+  Model m = make_synthetic("llama-tiny", 1);
+  m.config.rope_freq_factors.assign(std::size_t(m.config.rotary_dim() / 2), 4.0);
+  const fs::path dir = temp_dir("ropelinear");
+  const std::string path = (dir / "lin.gguf").string();
+  write_gguf(m, path);
+  const GgufFile f(path);
+  const GgufValue* type = f.find("llama.rope.scaling.type");
+  ASSERT_TRUE(type);
+  EXPECT_EQ(type->s, "linear");
+  for (const auto& t : f.tensors()) EXPECT_NE(t.name, "rope_freqs.weight");
+  EXPECT_EQ(load_model(path).config.rope_freq_factors, m.config.rope_freq_factors);
+  EXPECT_EQ(load_config(path).rope_freq_factors, m.config.rope_freq_factors);  // the header alone says it
+  // Another scaling type (same length, so the file stays well formed) is refused by name, not
+  // silently run unscaled.
+  std::string bytes = slurp(path);
+  const auto at = bytes.find("linear");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 6, "yarn__");
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    load_config(path);
+    FAIL() << "accepted";
+  } catch (const ModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("rope.scaling.type = yarn__"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Safetensors, Llama3RopeScalingFromConfig) {
   const fs::path dir = temp_dir("l3cfg");
   fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
