@@ -62,6 +62,9 @@ ModelConfig gguf_config(const std::string& path, int layers, const LoadOptions& 
 
 struct GgufWriteOptions {
   GgmlType matrix_type = GgmlType::F32;  // 2-D weights; vectors are always F32
+  // Further u32 metadata, "<arch>." prefixed, for keys a converter writes that ModelConfig has
+  // no field for (tests use it to build files the reader must refuse, e.g. expert_count).
+  std::vector<std::pair<std::string, std::uint32_t>> extra_u32;
 };
 // Writes `model` the way llama.cpp's converter would lay it out (LLaMA Q/K permuted, (1 + w)
 // norms pre-added for qwen3next, Qwen3-Next post-attention norm name).

@@ -228,6 +228,10 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
   if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
   if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
+  if (const auto experts = r.integer("expert_count"); experts && *experts > 0)
+    throw ModelError(fmt::format(
+        "{}: {} = {}: mixture-of-experts MLPs are not supported (the reference implements dense MLPs)",
+        f.path(), r.full("expert_count"), *experts));
   if (const GgufValue* t = f.find(r.full("rope.scaling.type")); t && t->type == 8 && t->s != "none") {
     // Linear scaling divides positions by the factor: the same angles as every inv_freq divided
     // by it, which is how the rope op takes per-pair factors. llama3 scaling arrives as the

@@ -163,7 +163,9 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
   head.put<std::uint32_t>(0x46554747);  // "GGUF"
   head.put<std::uint32_t>(3);
   head.put<std::uint64_t>(w.size());
-  const auto kv = metadata(model.config);
+  auto kv = metadata(model.config);
+  for (const auto& [key, value] : options.extra_u32)
+    kv.push_back({gguf_arch(model.config) + "." + key, 4, value});
   head.put<std::uint64_t>(kv.size());
   for (const auto& e : kv) {
     head.str(e.key);

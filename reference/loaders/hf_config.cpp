@@ -127,6 +127,14 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
           fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
   }
+  // A mixture-of-experts MLP (Qwen3-Next checkpoints, Qwen2-MoE) would otherwise surface as
+  // missing dense ffn tensors; say what is actually unsupported.
+  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
+    if (f.has(key) && f.at(key).is_number() && f.at(key).get<double>() > 0)
+      throw ModelError(
+          fmt::format("{}: field {} = {}: mixture-of-experts MLPs are not supported (the reference "
+                      "implements dense MLPs)",
+                      file, key, f.at(key).dump()));
   if (c.family == Family::qwen3next) {
     c.gdn_k_heads = f.integer("linear_num_key_heads");
     c.gdn_v_heads = f.integer("linear_num_value_heads");

@@ -339,6 +339,27 @@ TEST(Safetensors, LinearRopeScalingFromConfigMatchesScaledPositions) {
   fs::remove_all(dir);
 }
 
+// A mixture-of-experts checkpoint is refused as such, not as a file missing its dense MLP.
+TEST(Loaders, MixtureOfExpertsIsRefusedByName) {
+  const fs::path dir = temp_dir("moe");
+  fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
+  nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
+  j["num_experts"] = 512;
+  std::ofstream(dir / "m" / "config.json") << j.dump();
+  const std::string gguf = (dir / "moe.gguf").string();
+  write_gguf(make_synthetic("llama-tiny", 1), gguf, {.extra_u32 = {{"expert_count", 8}}});
+  for (const std::string& path : {(dir / "m").string(), gguf}) {
+    try {
+      load_config(path);
+      FAIL() << path << " accepted";
+    } catch (const ModelError& e) {
+      EXPECT_NE(std::string(e.what()).find("mixture-of-experts MLPs are not supported"), std::string::npos)
+          << e.what();
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Gguf, LinearRopeScalingTravelsAsMetadata) {
   Model m = make_synthetic("llama-tiny", 1);
   m.config.rope_freq_factors.assign(std::size_t(m.config.rotary_dim() / 2), 4.0);
