@@ -247,10 +247,26 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       const RunReport report = [&] {
         try {
           return run_and_print(*args, o, policy);
-        } catch (const std::runtime_error&) {
-          // Refused or bad input: the runner left a trace that records why (trace_stub.h).
+        } catch (const std::runtime_error& e) {
+          // Refused or bad input: the runner left a trace that records why (trace_stub.h), and a
+          // CI job asking for --junit/--json/--markdown gets them saying so, not no file at all.
           if (std::error_code ec; !o.trace_path.empty() && std::filesystem::is_regular_file(o.trace_path, ec))
             fmt::print("trace: {} (records why the run stopped)\n", o.trace_path);
+          const bool refused = dynamic_cast<const GateRefusal*>(&e) != nullptr;
+          if (refused || dynamic_cast<const InputError*>(&e)) {
+            RunReport stopped;
+            stopped.model = o.model;
+            stopped.candidate = o.candidate;
+            stopped.policy = policy.name();
+            stopped.exit_code = refused ? kExitRefused : kExitUsage;
+            const std::string what = e.what();
+            stopped.verdict = what.substr(0, what.find('\n'));
+            try {
+              write_report_files(stopped, args->report.files);
+            } catch (const InputError& file_error) {
+              fmt::print(stderr, "error: {}\n", file_error.what());
+            }
+          }
           throw;
         }
       }();

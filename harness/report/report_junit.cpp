@@ -76,8 +76,15 @@ std::string junit_error_testsuite(const std::string& name, const std::string& ty
 
 std::string junit_xml(const RunReport& report) {
   JunitCounts n;
+  const std::string name = fmt::format("driftscope.{}.{}", report.model, report.candidate);
+  // A run stopped before any stage (gate refusal, bad input) is one failing testcase saying why,
+  // as the matrix file has for such a case.
+  const bool stopped =
+      report.results.empty() && (report.exit_code == kExitRefused || report.exit_code == kExitUsage);
   const std::string suite =
-      junit_testsuite(report, fmt::format("driftscope.{}.{}", report.model, report.candidate), n);
+      stopped ? junit_error_testsuite(name, report.exit_code == kExitRefused ? "REFUSED" : "BAD-INPUT",
+                                      report.verdict, n)
+              : junit_testsuite(report, name, n);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" "
       "failures=\"{}\">\n{}</testsuites>\n",

@@ -67,6 +67,22 @@ class Cli(unittest.TestCase):
             self.assertEqual(rc, 2, f"{args}: {out}{err}")
             self.assertTrue(err.strip() or out.strip())
 
+    def test_a_refused_run_still_writes_junit_saying_why(self):
+        import xml.etree.ElementTree as ET
+        junit, trace, rejudged = self.path("refused.xml"), self.path("refused.h5"), self.path("report.xml")
+        rc, out, err = run("run", "--model", "synthetic:qwen3-tiny", "--candidate", "cpu-f16-v1",
+                           "--trace", trace, "--junit", junit)
+        self.assertEqual(rc, 3, out + err)
+        rc, out, err = run("report", trace, "--junit", rejudged)
+        self.assertEqual(rc, 3, out + err)
+        for path in (junit, rejudged):
+            suites = ET.parse(path).getroot()
+            self.assertEqual(suites.get("failures"), "1", path)
+            failure = suites.find("testsuite/testcase/failure")
+            self.assertIsNotNone(failure, path)
+            self.assertEqual(failure.get("type"), "REFUSED", path)
+            self.assertIn("cpu-f16-v1", failure.get("message"), path)
+
     def test_help_describes_every_flag(self):
         rc, out, _ = run("--help")
         self.assertEqual(rc, 0)
