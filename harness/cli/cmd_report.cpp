@@ -119,13 +119,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
       if (const trace::TraceCase& c = trace.trace_case(); c.stopped_early()) {
         fmt::print("driftscope report: {} ({} vs {})\n", args->trace, c.model, c.candidate);
         print_stopped(c);
-        RunReport stopped;
-        stopped.model = c.model;
-        stopped.candidate = c.candidate;
-        stopped.policy = policy.name();
-        stopped.verdict = c.verdict;
-        stopped.exit_code = c.exit_code;
-        write_report_files(stopped, args->report.files);
+        write_report_files(stopped_report(c.model, c.candidate, policy.name(), c.exit_code, c.verdict),
+                           args->report.files);
         exit_code = c.exit_code;
         return;
       }

@@ -254,13 +254,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
             fmt::print("trace: {} (records why the run stopped)\n", o.trace_path);
           const bool refused = dynamic_cast<const GateRefusal*>(&e) != nullptr;
           if (refused || dynamic_cast<const InputError*>(&e)) {
-            RunReport stopped;
-            stopped.model = o.model;
-            stopped.candidate = o.candidate;
-            stopped.policy = policy.name();
-            stopped.exit_code = refused ? kExitRefused : kExitUsage;
-            const std::string what = e.what();
-            stopped.verdict = what.substr(0, what.find('\n'));
+            const RunReport stopped = stopped_report(o.model, o.candidate, policy.name(),
+                                                     refused ? kExitRefused : kExitUsage, e.what());
             try {
               write_report_files(stopped, args->report.files);
             } catch (const InputError& file_error) {

@@ -202,10 +202,11 @@ template <class R, class C>
 LaneKernel<R, C> lane_kernel(ScanPath path) {
   if (!scan_path_supported(path) || path == ScanPath::scalar) return nullptr;
 #if defined(DS_LANES_X86)
-  if (path == ScanPath::fastest)
-    path = scan_path_supported(ScanPath::lanes_avx512) ? ScanPath::lanes_avx512
-           : scan_path_supported(ScanPath::lanes_avx2) ? ScanPath::lanes_avx2
-                                                       : ScanPath::lanes_baseline;
+  // The CPU does not change under us: ask it once.
+  static const ScanPath widest = scan_path_supported(ScanPath::lanes_avx512) ? ScanPath::lanes_avx512
+                                 : scan_path_supported(ScanPath::lanes_avx2) ? ScanPath::lanes_avx2
+                                                                             : ScanPath::lanes_baseline;
+  if (path == ScanPath::fastest) path = widest;
   if (path == ScanPath::lanes_avx512) return lanes::avx512::scan_block_f32;
   if (path == ScanPath::lanes_avx2) return lanes::avx2::scan_block_f32;
 #endif

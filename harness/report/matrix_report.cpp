@@ -17,14 +17,7 @@ int matrix_exit_code(const std::vector<CaseOutcome>& cases) {
 
 std::string_view case_verdict(const CaseOutcome& c) {
   if (!c.finished) return "UNFINISHED";
-  switch (c.exit_code) {
-    case kExitParity: return "PASS";
-    case kExitFailure: return "FAIL";
-    case kExitUsage: return "BAD-INPUT";
-    case kExitRefused: return "REFUSED";
-    case kExitCrashed: return "CRASHED";
-    default: return "?";
-  }
+  return exit_word(c.exit_code);
 }
 
 std::string case_reason(const CaseOutcome& c) {

@@ -82,8 +82,7 @@ std::string junit_xml(const RunReport& report) {
   const bool stopped =
       report.results.empty() && (report.exit_code == kExitRefused || report.exit_code == kExitUsage);
   const std::string suite =
-      stopped ? junit_error_testsuite(name, report.exit_code == kExitRefused ? "REFUSED" : "BAD-INPUT",
-                                      report.verdict, n)
+      stopped ? junit_error_testsuite(name, std::string(exit_word(report.exit_code)), report.verdict, n)
               : junit_testsuite(report, name, n);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"{}\" "

@@ -37,6 +37,28 @@ ModelConfig load_config_spec(const std::string& spec, int layers) {
   }
 }
 
+std::string_view exit_word(int exit_code) {
+  switch (exit_code) {
+    case kExitParity: return "PASS";
+    case kExitFailure: return "FAIL";
+    case kExitUsage: return "BAD-INPUT";
+    case kExitRefused: return "REFUSED";
+    case kExitCrashed: return "CRASHED";
+    default: return "?";
+  }
+}
+
+RunReport stopped_report(std::string model, std::string candidate, std::string policy, int exit_code,
+                         std::string_view reason) {
+  RunReport r;
+  r.model = std::move(model);
+  r.candidate = std::move(candidate);
+  r.policy = std::move(policy);
+  r.exit_code = exit_code;
+  r.verdict = std::string(reason.substr(0, reason.find('\n')));
+  return r;
+}
+
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers) {
   try {
     return ref::load_model(spec, seed, layers);

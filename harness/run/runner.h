@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "candidate.h"
@@ -52,6 +53,14 @@ struct RunReport {
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
 };
+
+// The word reports print for an exit code: PASS, FAIL, BAD-INPUT, REFUSED, CRASHED.
+std::string_view exit_word(int exit_code);
+
+// The report of a run that stopped before any stage (gate refusal: 3, bad input: 2): no results
+// and the first line of `reason` as its verdict; report writers show it as REFUSED / BAD-INPUT.
+RunReport stopped_report(std::string model, std::string candidate, std::string policy, int exit_code,
+                         std::string_view reason);
 
 // Loads `spec` (synthetic:<preset>, a .gguf file, or an HF directory) or throws InputError.
 Model load_model_spec(const std::string& spec, std::uint64_t seed, int layers);

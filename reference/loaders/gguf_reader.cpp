@@ -243,7 +243,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
     if (!(factor > 0))
       throw ModelError(fmt::format("{}: {} missing or not positive for linear rope scaling", f.path(),
                                    r.full("rope.scaling.factor")));
-    c.rope_freq_factors.assign(std::size_t(int(c.head_dim * c.partial_rotary + 0.5) / 2), factor);
+    c.rope_freq_factors.assign(std::size_t(c.rotary_dim() / 2), factor);
   }
   if (c.family == Family::llama) c.sliding_window = int(r.integer("attention.sliding_window").value_or(0));
   if (c.family == Family::llama && opt.llama_qk == LlamaQkLayout::keep_gguf) {

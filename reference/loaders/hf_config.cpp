@@ -97,23 +97,21 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     if (f.has("rope_scaling")) {
       const auto& s = f.at("rope_scaling");
       const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
+      // A scaling parameter, which must be a positive number.
+      auto need = [&](const char* k) {
+        if (!s.contains(k) || !s[k].is_number() || !(s[k].get<double>() > 0))
+          throw ModelError(
+              fmt::format("{}: field rope_scaling.{} missing or not positive for {} scaling", file, k, kind));
+        return s[k].get<double>();
+      };
       if (kind == "llama3") {
-        auto need = [&](const char* k) {
-          if (!s.contains(k) || !s[k].is_number())
-            throw ModelError(fmt::format("{}: field rope_scaling.{} missing for llama3 scaling", file, k));
-          return s[k].get<double>();
-        };
-        c.rope_freq_factors = llama3_freq_factors(
-            int(c.head_dim * c.partial_rotary + 0.5), c.rope_theta, need("factor"), need("low_freq_factor"),
-            need("high_freq_factor"), need("original_max_position_embeddings"));
+        c.rope_freq_factors =
+            llama3_freq_factors(c.rotary_dim(), c.rope_theta, need("factor"), need("low_freq_factor"),
+                                need("high_freq_factor"), need("original_max_position_embeddings"));
       } else if (kind == "linear") {
         // Positions divided by the factor: the same angles as every inv_freq divided by it, which is
         // how the rope op takes per-pair factors.
-        if (!s.contains("factor") || !s["factor"].is_number() || !(s["factor"].get<double>() > 0))
-          throw ModelError(
-              fmt::format("{}: field rope_scaling.factor missing or not positive for linear scaling", file));
-        c.rope_freq_factors.assign(std::size_t(int(c.head_dim * c.partial_rotary + 0.5) / 2),
-                                   s["factor"].get<double>());
+        c.rope_freq_factors.assign(std::size_t(c.rotary_dim() / 2), need("factor"));
       } else if (kind != "default") {
         throw ModelError(fmt::format(
             "{}: field rope_scaling.rope_type = {} is not supported (default, linear and llama3 are)", file,

@@ -91,38 +91,30 @@ unsigned vote(Site s, Coll kind, unsigned mask, int pred);
 unsigned activemask();
 void* dynamic_shared();
 
-template <class T>
-inline void check_shfl_type() {
+// Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
+template <Coll kind, class T>
+inline T shfl_as(Site s, unsigned mask, T v, int b, int width) {
   static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
   static_assert(sizeof(T) <= 16, "shuffled type must be at most 16 bytes");
+  T r = v;
+  shfl(s, kind, mask, &v, &r, sizeof(T), b, width);
+  return r;
 }
 template <class T>
 inline T shfl_idx(Site s, unsigned mask, T v, int src_lane, int width = warpSize) {
-  check_shfl_type<T>();
-  T r = v;
-  shfl(s, Coll::shfl_idx, mask, &v, &r, sizeof(T), src_lane, width);
-  return r;
+  return shfl_as<Coll::shfl_idx>(s, mask, v, src_lane, width);
 }
 template <class T>
 inline T shfl_up(Site s, unsigned mask, T v, unsigned delta, int width = warpSize) {
-  check_shfl_type<T>();
-  T r = v;
-  shfl(s, Coll::shfl_up, mask, &v, &r, sizeof(T), static_cast<int>(delta), width);
-  return r;
+  return shfl_as<Coll::shfl_up>(s, mask, v, static_cast<int>(delta), width);
 }
 template <class T>
 inline T shfl_down(Site s, unsigned mask, T v, unsigned delta, int width = warpSize) {
-  check_shfl_type<T>();
-  T r = v;
-  shfl(s, Coll::shfl_down, mask, &v, &r, sizeof(T), static_cast<int>(delta), width);
-  return r;
+  return shfl_as<Coll::shfl_down>(s, mask, v, static_cast<int>(delta), width);
 }
 template <class T>
 inline T shfl_xor(Site s, unsigned mask, T v, int lane_mask, int width = warpSize) {
-  check_shfl_type<T>();
-  T r = v;
-  shfl(s, Coll::shfl_xor, mask, &v, &r, sizeof(T), lane_mask, width);
-  return r;
+  return shfl_as<Coll::shfl_xor>(s, mask, v, lane_mask, width);
 }
 
 template <class... KArgs>
