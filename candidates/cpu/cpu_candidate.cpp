@@ -25,7 +25,15 @@ CandidatePtr CpuCandidate::v1_ops() {
   return c;
 }
 
+CandidatePtr CpuCandidate::fill(DType storage) {
+  auto c = std::make_unique<CpuCandidate>();
+  c->fill_ = true;
+  c->storage_ = storage;
+  return c;
+}
+
 std::string CpuCandidate::name() const {
+  if (fill_) return fmt::format("reference-fill-{}", dtype_name(storage_));
   if (v1_) return "cpu-f16-v1";
   switch (bug_) {
     case PlantedBug::none: return "cpu-f16";
@@ -38,6 +46,9 @@ std::string CpuCandidate::name() const {
 }
 
 std::string CpuCandidate::description() const {
+  if (fill_)
+    return fmt::format("the reference fill: cpu-f16's f32 math with every stage output stored as {}",
+                       dtype_name(storage_));
   if (v1_)
     return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
            "no bias";
@@ -131,7 +142,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   const int l = ctx.layer;
   const std::string& s = step.name;
   auto x = [&](std::string_view n) { return to_mat(in(inputs, n)); };
-  auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_f16(m); };
+  auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_tensor(m, storage_); };
   if (s == "embed") {
     const Tensor& tok = in(inputs, "tokens");
     const Mat& table = w(kModelLayer, "token_embd.weight");

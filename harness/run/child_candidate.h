@@ -6,21 +6,15 @@
 
 #include <sys/types.h>
 
-#include <stdexcept>
 #include <string>
 
 #include "candidate.h"
 
 namespace ds {
 
-struct CandidateCrash : std::runtime_error {
-  CandidateCrash(std::string step, std::string why) : std::runtime_error(why), step_name(std::move(step)) {}
-  std::string step_name;
-};
-
 class ChildCandidate final : public Candidate {
  public:
-  // Takes ownership of `inner`; `timeout_s` <= 0 waits forever.
+  // Takes ownership of `inner`; `timeout_s` <= 0 waits forever (for steps and for load()).
   ChildCandidate(CandidatePtr inner, double timeout_s);
   ~ChildCandidate() override;
 
