@@ -28,15 +28,7 @@ void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*,
 
 namespace {
 
-std::string device_error() {
-#if defined(SIMT_BACKEND_CUDA)
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device: cudaGetDeviceCount returned 0 devices";
-#endif
-  return {};
-}
+std::string device_error() { return simt::device_error(); }
 
 void* alloc(std::size_t bytes) { return simt::malloc(bytes == 0 ? 1 : bytes); }
 void release(void* p) { simt::free(p); }

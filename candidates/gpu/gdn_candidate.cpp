@@ -120,6 +120,8 @@ std::vector<KernelStep> GdnCandidate::plan(const ModelConfig&, BlockKind kind) c
   return p;
 }
 
+std::string GdnCandidate::unavailable() const { return k_.device_error(); }
+
 void GdnCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
   if (cfg.gdn_head_map != GdnHeadMap::grouped)

@@ -124,6 +124,8 @@ void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
   dev_[key] = {p, dsk::WType::f32};
 }
 
+std::string GpuCandidate::unavailable() const { return k_.device_error(); }
+
 void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
   free_all();

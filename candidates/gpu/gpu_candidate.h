@@ -35,6 +35,7 @@ class GpuCandidate final : public Candidate {
   std::string description() const override { return description_; }
   DType storage_dtype() const override { return DType::f16; }
   OpSet capabilities() const override;
+  std::string unavailable() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   // Throws std::runtime_error("no CUDA device: ...") when the table cannot run kernels.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;

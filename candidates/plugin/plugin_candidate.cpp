@@ -100,6 +100,7 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     std::vector<std::string> ops;
     for (Op op : c->capabilities().list()) ops.emplace_back(op_name(op));
     put_strings(out, ops);
+    wire::put_str(out, c->unavailable());
     return out;
   });
   wire::Reader r{reply};
@@ -115,6 +116,7 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
         fmt::format("plugin {}: candidate '{}' declares an unknown storage dtype {}", path, name, dtype));
   storage_ = DType(dtype);
   for (const std::string& op : read_strings(r)) caps_.add(*parse_op(op));
+  unavailable_ = r.str();
 }
 
 PluginCandidate::~PluginCandidate() {

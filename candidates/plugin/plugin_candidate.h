@@ -32,6 +32,7 @@ class PluginCandidate final : public Candidate {
   std::string description() const override { return description_; }
   DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override { return caps_; }
+  std::string unavailable() const override { return unavailable_; }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -43,6 +44,7 @@ class PluginCandidate final : public Candidate {
   std::string description_;
   DType storage_ = DType::f32;
   OpSet caps_;
+  std::string unavailable_;
   // Plans probed for one configuration (every block kind it uses), keyed by that configuration.
   mutable std::string plans_key_;
   mutable std::map<BlockKind, std::vector<KernelStep>> plans_;

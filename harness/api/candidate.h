@@ -57,6 +57,10 @@ class Candidate {
   // The dtype activations are stored in between steps; inputs are handed over in it.
   virtual DType storage_dtype() const = 0;
   virtual OpSet capabilities() const = 0;
+  // Empty when the candidate can run on this machine; otherwise why not ("no CUDA device: ...").
+  // The gate answers UNAVAILABLE with it before anything is loaded. Asked in a forked child, so
+  // it may initialise a device runtime without the harness ever holding a device context.
+  virtual std::string unavailable() const { return {}; }
   // The stage map of one block kind for this model.
   virtual std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const = 0;
   // Called once, after the gates pass: convert and "upload" the weights.

@@ -56,14 +56,18 @@ void add_gate_command(CLI::App& app, int& exit_code) {
     fmt::print("{} ({}) requires {}\n\n", cfg.name, family_name(cfg.family), ref::required_ops(cfg).str());
     std::size_t width = 9;
     for (const auto& n : names) width = std::max(width, n.size());
-    fmt::print("{:<{}}  {:<8} {}\n", "candidate", width, "gate", "why not");
+    fmt::print("{:<{}}  {:<11} {}\n", "candidate", width, "gate", "why not");
     bool refused_one = false, bad_one = false;
     for (const auto& name : names) {
       std::string verdict = "PASS", why = "-";
       try {
         const CandidatePtr c = make_candidate(name);
         const GateAnswer a = gate_candidate(cfg, *c, *fill == "reference");
-        if (!a.pass) {
+        if (a.unavailable) {
+          verdict = "UNAVAILABLE";
+          why = a.reason;
+          refused_one = true;
+        } else if (!a.pass) {
           verdict = "REFUSED";
           why = a.reason;
           refused_one = true;
@@ -75,7 +79,7 @@ void add_gate_command(CLI::App& app, int& exit_code) {
         why = e.what();
         bad_one = true;
       }
-      fmt::print("{:<{}}  {:<8} {}\n", name, width, verdict, why);
+      fmt::print("{:<{}}  {:<11} {}\n", name, width, verdict, why);
     }
     exit_code = bad_one ? kExitUsage : !candidate->empty() && refused_one ? kExitRefused : 0;
   });

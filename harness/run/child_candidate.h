@@ -22,6 +22,7 @@ class ChildCandidate final : public Candidate {
   std::string description() const override { return inner_->description(); }
   DType storage_dtype() const override { return inner_->storage_dtype(); }
   OpSet capabilities() const override { return inner_->capabilities(); }
+  std::string unavailable() const override { return inner_->unavailable(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
     return inner_->plan(cfg, kind);
   }

@@ -5,11 +5,23 @@
 #include "contracts.h"
 #include "registry.h"
 #include "runner.h"
+#include "wire.h"
 
 namespace ds {
 
 GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fill) {
   GateAnswer a;
+  // In a forked child: asking a CUDA runtime for its devices initialises the driver, and a
+  // process that did may not fork a child that uses CUDA.
+  if (const std::string why = wire::run_forked("availability", 60, [&] { return cand.unavailable(); });
+      !why.empty()) {
+    a.pass = false;
+    a.unavailable = true;
+    a.reason = why;
+    a.refusal = fmt::format("UNAVAILABLE: {} cannot run on this machine: {}. Nothing was computed.",
+                            cand.name(), why);
+    return a;
+  }
   a.coverage = plan_coverage(cfg, cand);
   const OpSet required = ref::required_ops(cfg);
   a.have = cand.capabilities();

@@ -12,13 +12,16 @@ namespace ds {
 
 struct GateAnswer {
   bool pass = true;
+  bool unavailable = false;   // refused because the candidate cannot run on this machine
   std::string refusal;        // the full report when refused (exit 3)
   std::string reason;         // one line for a table: the missing ops or stages
   OpSet need, have, missing;  // the ops asked of the candidate itself
   Coverage coverage;
 };
 
-// Throws PlanError (a malformed plan) and CandidateCrash (a plugin that crashes when asked).
+// Answers, in this order: UNAVAILABLE (the candidate cannot run here: no GPU...), REFUSED by the
+// coverage gate, REFUSED by the capability gate, PASS. Throws PlanError (a malformed plan) and
+// CandidateCrash (a plugin that crashes when asked).
 GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fill);
 
 }  // namespace ds

@@ -216,6 +216,7 @@ class Run {
   // `cand` into the candidate completed by the reference fill.
   void gate(const ModelConfig& header, CandidatePtr& cand) {
     const GateAnswer g = gate_candidate(header, *cand, opt_.fill);
+    if (g.unavailable) throw InputError(g.refusal);
     if (!g.pass) {
       stop_ops_ = {g.need.str(), g.have.str(), g.missing.str()};
       throw GateRefusal(g.refusal);

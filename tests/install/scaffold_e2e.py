@@ -47,7 +47,10 @@ def main():
                            cwd=work)
                     print(f"{kernel} on a GPU: {p.stdout.strip().splitlines()[-1]}")
                 else:
-                    print(f"{kernel}: the CUDA flavour compiled; running it skipped: no GPU on this machine")
+                    p = sh(ds, "gate", "--model", model, "--candidate", cuda, "--fill", "reference", cwd=work, ok=(3,))
+                    if "UNAVAILABLE" not in p.stdout or "no CUDA device" not in p.stdout:
+                        sys.exit(f"FAILED: the gate should call the CUDA build unavailable here:\n{p.stdout}")
+                    print(f"{kernel}: the CUDA flavour compiled; the gate says UNAVAILABLE here (no GPU), running it skipped")
 
         # A planted bug: the RMSNorm mean taken over n - 1.
         proj = os.path.join(work, "my-rmsnorm")

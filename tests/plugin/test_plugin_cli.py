@@ -158,6 +158,20 @@ class Plugins(unittest.TestCase):
                            "--fill", "reference")
         self.assertEqual(rc, 3, out + err)  # Qwen3-Next needs the (1 + w) norm the plugin does not declare
 
+    def test_the_gate_says_unavailable_for_cuda_without_a_gpu(self):
+        rc, out, err = run("candidates")
+        if "\ncuda\n" not in "\n" + out:
+            self.skipTest("this build has no cuda candidate (no nvcc)")
+        rc, out, err = run("gate", "--model", "synthetic:qwen2-tiny", "--candidate", "cuda")
+        if os.path.exists("/dev/nvidia0"):
+            self.assertEqual(rc, 0, out + err)
+            return
+        self.assertEqual(rc, 3, out + err)
+        self.assertRegex(out, r"cuda\s+UNAVAILABLE\s+no CUDA device")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cuda")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("UNAVAILABLE: cuda cannot run on this machine: no CUDA device", err)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -11,6 +11,8 @@
 void gemv_forward(float* y, const float* W, const float* x, const float* bias, int tokens, int rows,
                   int cols);
 
+std::string gemv_unavailable();
+
 namespace {
 
 std::vector<float> to_f32(const ds::Tensor& t) {
@@ -29,6 +31,9 @@ class GemvCandidate final : public ds::Candidate {
   // judges by is f16's, and f32 math inside the kernel sits well below it.
   ds::DType storage_dtype() const override { return ds::DType::f16; }
   ds::OpSet capabilities() const override { return {ds::Op::BiasAdd}; }
+
+  // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
+  std::string unavailable() const override { return gemv_unavailable(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};

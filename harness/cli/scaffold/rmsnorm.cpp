@@ -10,6 +10,8 @@
 // rmsnorm.cu: out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, host pointers.
 void rmsnorm_forward(float* out, const float* x, const float* w, int rows, int cols, float eps);
 
+std::string rmsnorm_unavailable();
+
 namespace {
 
 std::vector<float> to_f32(const ds::Tensor& t) {
@@ -29,6 +31,9 @@ class RmsnormCandidate final : public ds::Candidate {
   ds::DType storage_dtype() const override { return ds::DType::f16; }
   // Only what the kernel really does: plain RMSNorm (not the (1 + w) form of Qwen3-Next).
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
+
+  // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
+  std::string unavailable() const override { return rmsnorm_unavailable(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};

@@ -12,6 +12,8 @@
 void rope_forward(float* q, const float* inv_freq, int tokens, int heads, int head_dim, int rotary, int pos0,
                   bool neox);
 
+std::string rope_unavailable();
+
 namespace {
 
 std::vector<float> to_f32(const ds::Tensor& t) {
@@ -31,6 +33,9 @@ class RopeCandidate final : public ds::Candidate {
   ds::DType storage_dtype() const override { return ds::DType::f16; }
   // Both pairings and partial rotation; per-pair frequency factors are applied in load().
   ds::OpSet capabilities() const override { return {ds::Op::RoPE, ds::Op::RoPENeox, ds::Op::RoPEPartial}; }
+
+  // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
+  std::string unavailable() const override { return rope_unavailable(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig& cfg, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};

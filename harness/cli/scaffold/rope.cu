@@ -39,3 +39,6 @@ void rope_forward(float* q, const float* inv_freq, int tokens, int heads, int he
   simt::synchronize();
   d_q.download(q, n);
 }
+
+// Empty when this build can run here; otherwise why not (the CUDA build without a GPU).
+std::string rope_unavailable() { return simt::device_error(); }

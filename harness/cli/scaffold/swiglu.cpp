@@ -10,6 +10,8 @@
 // swiglu.cu: out[i] = silu(gate[i]) * up[i], host pointers.
 void swiglu_forward(float* out, const float* gate, const float* up, long n);
 
+std::string swiglu_unavailable();
+
 namespace {
 
 std::vector<float> to_f32(const ds::Tensor& t) {
@@ -28,6 +30,9 @@ class SwigluCandidate final : public ds::Candidate {
   // judges by is f16's, and f32 math inside the kernel sits well below it.
   ds::DType storage_dtype() const override { return ds::DType::f16; }
   ds::OpSet capabilities() const override { return {ds::Op::SwiGLU}; }
+
+  // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
+  std::string unavailable() const override { return swiglu_unavailable(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};
