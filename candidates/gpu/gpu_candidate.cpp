@@ -188,7 +188,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tok.at(t), c.vocab));
     DevBuf ids(k_, tok), out = buf(std::int64_t(T) * D);
     k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
-                 static_cast<const std::int32_t*>(ids.get()), out.get(), T, D);
+                 static_cast<const std::int32_t*>(ids.get()), nullptr, 0, out.get(), T, D, bug_);
     outputs["embed"] = out.f16(T, D);
   } else if (s == "final_norm" || s == "attn_norm" || s == "ffn_norm") {
     const std::string_view src = s == "ffn_norm" ? "residual_1" : "x";
@@ -233,7 +233,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     if (P != ctx.pos0 + T)
       throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
     DevBuf q = up("q_rope"), kd = up("cache:k_rope"), vd = up("cache:v"), o = buf(std::int64_t(T) * Q);
-    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, bug_);
+    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV,
+                 bug_);
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "o_proj_add" || s == "down_add") {
     const bool o_proj = s == "o_proj_add";
