@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "gpu/mutants.h"
@@ -18,6 +19,10 @@
 #include "runner.h"
 
 namespace ds {
+namespace gpu {
+// Test lists show a mutant by its name, not by its bytes.
+void PrintTo(const MutantInfo& m, std::ostream* os) { *os << m.name; }
+}  // namespace gpu
 namespace {
 
 RunOptions options(std::string model, std::string candidate, std::uint64_t seed = 0) {
@@ -86,11 +91,10 @@ TEST(SimtParity, Qwen25HalfBRealShapesOneLayer) {
 TEST(SimtCandidate, DeclaresOnlyWhatItsKernelsImplement) {
   const CandidatePtr c = make_candidate("simt");
   const OpSet ops = c->capabilities();
-  for (Op op : {Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos, Op::RMSNormPlusOne, Op::AttnOutputGate,
-                Op::GatedDeltaNet})
+  for (Op op : {Op::RMSNormPlusOne, Op::AttnOutputGate, Op::GatedDeltaNet})
     EXPECT_FALSE(ops.has(op)) << op_name(op);
-  for (Op op :
-       {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::SwiGLU})
+  for (Op op : {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA,
+                Op::SwiGLU, Op::MHA, Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos})
     EXPECT_TRUE(ops.has(op)) << op_name(op);
 }
 
@@ -104,6 +108,21 @@ TEST(SimtCandidate, FusedStepsMapToCatalogStages) {
   EXPECT_EQ(outs["rope"], (std::vector<std::string>{"q_rope", "k_rope"}));
   EXPECT_EQ(outs["o_proj_add"], (std::vector<std::string>{"attn_out", "residual_1"}));
   EXPECT_EQ(outs["down_add"], (std::vector<std::string>{"down", "residual_2"}));
+}
+
+// GPT-2: c_attn produces the fused qkv stage, attention reads it (and its cache) in place, and
+// the two chain-add GEMVs produce the projection and the residual together.
+TEST(SimtCandidate, Gpt2StepsMapToCatalogStages) {
+  const CandidatePtr c = make_candidate("simt");
+  ModelConfig cfg = load_config_spec("synthetic:gpt2-tiny", 0);
+  std::map<std::string, KernelStep> steps;
+  for (const auto& s : c->plan(cfg, BlockKind::gpt2)) steps[s.name] = s;
+  EXPECT_EQ(steps["c_attn"].outputs, (std::vector<std::string>{"qkv"}));
+  EXPECT_EQ(steps["attention_qkv"].inputs, (std::vector<std::string>{"qkv", "cache:qkv"}));
+  EXPECT_EQ(steps["o_proj_add"].outputs, (std::vector<std::string>{"attn_out", "residual_1"}));
+  EXPECT_EQ(steps["down_add"].inputs, (std::vector<std::string>{"gelu", "residual_1"}));
+  EXPECT_EQ(steps["down_add"].outputs, (std::vector<std::string>{"proj", "residual_2"}));
+  EXPECT_EQ(c->plan(cfg, BlockKind::head).at(0).name, "ln_f");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -131,7 +150,7 @@ std::optional<std::pair<int, std::string>> first_bit_difference(const std::strin
     const TensorMap rs = reference.layer(l, x, 0);
     TensorMap out_good, out_bad;
     const StepContext ctx{&cfg, 0, l, 0, 4};
-    for (const KernelStep& step : good->plan(cfg, BlockKind::decoder)) {
+    for (const KernelStep& step : good->plan(cfg, cfg.block_kind(l))) {
       TensorMap in;
       for (const std::string& name : step.inputs) {
         const std::string stage =
@@ -179,6 +198,7 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
 // The strict rule has no false alarm: the simt kernels are deterministic.
 TEST(StrictRule, CorrectKernelsAreBitExactWithThemselves) {
   EXPECT_FALSE(first_bit_difference("synthetic:qwen2-tiny", "simt").has_value());
+  EXPECT_FALSE(first_bit_difference("synthetic:gpt2-tiny", "simt").has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Mutant, testing::ValuesIn(gpu::mutants().begin(), gpu::mutants().end()),
