@@ -176,14 +176,15 @@ class Mutant : public testing::TestWithParam<gpu::MutantInfo> {};
 // Every mutant fails, first at the stage and layer its table row documents.
 TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
-  const RunReport r =
-      run_parity(options(std::string(m.model), fmt::format("mutant:{}", m.name)), Policy::dtype_defaults());
+  RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
+  o.decode_steps = m.first_step;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
     ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;
     EXPECT_EQ(r.first_failure->key.stage, m.first_stage) << r.verdict;
     EXPECT_EQ(r.first_failure->key.layer, m.first_layer) << r.verdict;
-    EXPECT_EQ(r.first_failure->key.step, 0) << r.verdict;
+    EXPECT_EQ(r.first_failure->key.step, m.first_step) << r.verdict;
     EXPECT_EQ(mode_name(r.first_failure->mode), m.mode);
   } else {
     // Below the default policy's resolution: documented as strict-only.
