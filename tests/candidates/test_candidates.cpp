@@ -240,9 +240,10 @@ TEST(CudaCandidate, CliExitsNonZeroNamingTheMissingDevice) {
 
 // On a machine with a GPU: the nvcc-built kernels pass like the simt ones (in-process:
 // a CUDA context does not survive the harness's fork).
-TEST(CudaCandidate, WithDevicePassesQwen2Tiny) {
+TEST(CudaCandidate, WithDevicePassesEveryTinyPresetItServes) {
   if (!have_cuda_device()) GTEST_SKIP() << "no CUDA device";
-  for (const char* model : {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny"}) {
+  for (const char* model :
+       {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny", "synthetic:gpt2-tiny"}) {
     RunOptions o = options(model, "cuda");
     o.decode_steps = 2;
     const RunReport r = run_parity(o, Policy::dtype_defaults());
