@@ -73,6 +73,19 @@ INSTANTIATE_TEST_SUITE_P(
                     Gpt2Case{"cpu_f16_safetensors", fixture("gpt2-tiny"), "cpu-f16", 0}),
     [](const auto& info) { return info.param.name; });
 
+// GPT-2 small's shapes (768 wide, 12 heads of 64, a 3072-wide MLP, 50257 tokens), one layer.
+TEST(Gpt2Parity, SmallRealShapesOneLayerOnSimt) {
+  RunOptions o;
+  o.model = "synthetic:gpt2-small";
+  o.candidate = "simt";
+  o.layers = 1;
+  o.prompt_tokens = 2;
+  o.decode_steps = 1;
+  o.isolate_process = false;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+}
+
 // A decode past the learned position table is bad input, named, not an out-of-bounds read.
 TEST(Gpt2Positions, DecodePastTheTableIsRefusedByName) {
   for (const char* cand : {"simt", "cpu-f16"}) {
