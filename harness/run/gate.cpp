@@ -33,6 +33,16 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
     a.reason = fmt::format("does not produce {} (add --fill reference)", a.coverage.describe_gaps());
     return a;
   }
+  if (fill && a.coverage.produced.empty()) {
+    a.pass = false;
+    a.need = required;
+    a.reason = "produces none of the model's stages: nothing of it would be judged";
+    a.refusal = fmt::format(
+        "REFUSED by the coverage gate: {} produces none of the stages {} has ({} blocks), so nothing of it "
+        "would be judged. Nothing was computed.",
+        cand.name(), cfg.name, cfg.arch_name());
+    return a;
+  }
   // A partial candidate answers only for the ops of the stages it computes; the fill for the rest.
   a.need = fill ? covered_ops(cfg, required, a.coverage) : required;
   a.missing = a.need.minus(a.have);

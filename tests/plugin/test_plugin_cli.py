@@ -157,6 +157,10 @@ class Plugins(unittest.TestCase):
         rc, out, err = run("gate", "--model", "synthetic:qwen3next-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
                            "--fill", "reference")
         self.assertEqual(rc, 3, out + err)  # Qwen3-Next needs the (1 + w) norm the plugin does not declare
+        rc, out, err = run("run", "--model", "synthetic:gpt2-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
+                           "--fill", "reference")
+        self.assertEqual(rc, 3, out + err)  # a decoder-only kernel computes nothing of GPT-2
+        self.assertIn("produces none of the stages", err)
 
     def test_the_gate_says_unavailable_for_cuda_without_a_gpu(self):
         rc, out, err = run("candidates")
