@@ -23,29 +23,35 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 }
 
+# build [TARGET...]: the whole tree, or only the named targets (the demo needs only the CLI).
 build() {
   # The CUDA toolkit is optional: without nvcc the cuda candidate is simply not built.
   [ -d build ] || cmake --preset default
-  cmake --build build -j "$(nproc)"
+  if [ $# -gt 0 ]; then
+    cmake --build build -j "$(nproc)" --target "$@"
+  else
+    cmake --build build -j "$(nproc)"
+  fi
 }
 
 case "${1:-}" in
   demo)
     install_missing
-    build
+    build driftscope
     mkdir -p out
     fixture=fixtures/models/qwen2-tiny.gguf   # a real GGUF v3 file (driftscope-mkfixture)
     echo "== the fused CUDA kernels, run on the CPU (simt), against the reference: expect PASS (exit 0)"
     ./build/harness/driftscope run --model "$fixture" --candidate simt --mode both --prompt-tokens 4 \
       --decode-steps 2 --trace out/demo-simt.h5
     echo
-    echo "== the same kernels with seeds/004's chain-add bug (idx = blockIdx.x): expect FAIL at residual_1 of layer 0 (exit 1)"
+    echo "== the same kernels with a chain-add bug (the residual indexed by blockIdx.x): expect FAIL at residual_1 of layer 0 (exit 1)"
     rc=0
     ./build/harness/driftscope run --model "$fixture" --candidate mutant:chain-add-idx --mode both \
       --prompt-tokens 4 --trace out/demo-mutant.h5 --only-failures || rc=$?
     [ "$rc" -eq 1 ] || { echo "expected exit 1 from the mutant run, got $rc"; exit 1; }
     echo
-    echo "traces written: out/demo-simt.h5 out/demo-mutant.h5 (open with: build/viewer/driftscope-view out/demo-mutant.h5)"
+    echo "traces written: out/demo-simt.h5 out/demo-mutant.h5"
+    echo "browse one: cmake --build build --target driftscope-view && build/viewer/driftscope-view out/demo-mutant.h5"
     ;;
   test)
     install_missing

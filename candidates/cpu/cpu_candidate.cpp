@@ -50,7 +50,7 @@ std::string CpuCandidate::description() const {
     return fmt::format("the reference fill: cpu-f16's f32 math with every stage output stored as {}",
                        dtype_name(storage_));
   if (v1_)
-    return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
+    return "cpu-f16 limited to a first kernel set's ops (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
            "no bias";
   switch (bug_) {
     case PlantedBug::none:

@@ -72,9 +72,11 @@ struct StageResult {
   DType cand_dtype = DType::f32;
   Shape shape;
   Metrics m;
-  std::string note;              // why it failed, in words ("inherited" etc.)
-  std::vector<double> head_ref;  // the first values of both sides, for the console table
+  std::string note;  // why it failed, in words ("inherited" etc.)
+  // Both sides' values around the first mismatch (from flat index head_from), for the console.
+  std::vector<double> head_ref;
   std::vector<double> head_cand;
+  std::int64_t head_from = 0;
   std::vector<double> per_token_rel;  // per-row relative error for 2-D stages
   // The policy declared this missing/skipped stage legitimate (a candidate fused it away).
   bool expected = false;

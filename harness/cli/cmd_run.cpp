@@ -30,6 +30,7 @@ struct RunArgs {
   std::string capture = "all";
   std::string capture_layers;
   bool only_failures = false;
+  bool all_rows = false;
   ReportOptions report;
 };
 
@@ -75,7 +76,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   const RunReport report = run_parity(o, policy);
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
              report.candidate, args.mode, o.prompt_tokens, o.decode_steps);
-  print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
+  print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
   return report;
 }
@@ -190,10 +191,14 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
   run->add_option("--gdn-variant", args->opt.gdn_variant,
-                  "Fused GDN decode ops the plan requests (seeds/002), comma-separated: plain, inplace, ids, "
+                  "Fused GDN decode ops the plan requests, comma-separated: plain, inplace, ids, "
                   "conv-update, conv-update-ids. The capability gate refuses a candidate lacking one");
   run->add_option("--seed", args->seeds,
                   "Seed of the synthetic weights and the prompt tokens. Repeat for a matrix of seeds")
+      ->check([](const std::string& v) {
+        return !v.empty() && v[0] == '-' ? fmt::format("seed {} is negative: seeds are 0 to 2^64 - 1", v)
+                                         : std::string();
+      })
       ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option(
@@ -203,7 +208,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option(
       "--trace-dir", args->trace_dir,
       "Matrix runs: write one trace per case here, named case-<k>-of-<M>.h5 (created if missing)");
-  run->add_option("--layers", args->opt.layers, "Run only the first N layers of the model (0: all)")
+  run->add_option("--layers", args->opt.layers,
+                  "Run only the first N layers of the model (0: all; more than the model has: exit 2)")
       ->capture_default_str();
   run->add_option("--mode", args->mode,
                   "isolated: every candidate step gets the reference's inputs (local error); chained: the "
@@ -221,6 +227,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--capture-layers", args->capture_layers,
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  run->add_flag("--all", args->all_rows,
+                "Print every stage's row even when nothing failed (a passing run prints a summary)");
   run->add_option("--timeout", args->opt.timeout_s,
                   "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
       ->capture_default_str();

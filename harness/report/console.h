@@ -1,5 +1,5 @@
-// The console table, in the spirit of seeds/004's parity printout: one line per judged stage,
-// the first values of both sides under each failure, then the verdict.
+// The console table: one line per judged stage, both sides' values around the first mismatch
+// under each failure, then the verdict. A run with no failure is summarised instead.
 #pragma once
 
 #include <cstdio>
@@ -12,6 +12,8 @@ namespace ds {
 struct ConsoleOptions {
   bool only_failures = false;
   bool color = false;
+  // Every row even of a passing run; without it a run with no failure prints a summary.
+  bool all_rows = true;
 };
 
 std::string format_stage_line(const StageResult& r, bool color);

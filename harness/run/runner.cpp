@@ -135,6 +135,7 @@ class Run {
 
   RunReport go() {
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
+    check_bounds(header);
     header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
     header_ = header;
     CandidatePtr cand;
@@ -212,6 +213,21 @@ class Run {
   }
 
  private:
+  // A run asking for more than the model has is bad input, not silently a smaller run.
+  void check_bounds(const ModelConfig& header) const {
+    if (opt_.layers > 0) {
+      const ModelConfig full = load_config_spec(opt_.model, 0);
+      if (opt_.layers > full.n_layers)
+        throw InputError(
+            fmt::format("--layers {}: {} has only {} layer(s)", opt_.layers, full.name, full.n_layers));
+    }
+    const long positions = long(opt_.prompt_tokens) + opt_.decode_steps;
+    if (header.max_positions > 0 && positions > header.max_positions)
+      throw InputError(fmt::format(
+          "--prompt-tokens {} + --decode-steps {} = {} positions: past {}'s context of {} positions",
+          opt_.prompt_tokens, opt_.decode_steps, positions, header.name, header.max_positions));
+  }
+
   // The coverage gate, then the capability gate, of `cand` for `header`; with --fill, wraps
   // `cand` into the candidate completed by the reference fill.
   void gate(const ModelConfig& header, CandidatePtr& cand) {
@@ -464,8 +480,11 @@ class Run {
     }
     policy_.judge(r);
     if (is_failure(r) && cand && cand->numel() == ref.numel()) {
-      r.head_ref = head_values(ref, 0, 5);
-      r.head_cand = head_values(*cand, 0, 5);
+      // Around the first mismatch, where the reader looks, not at elements 0..4.
+      r.head_from = std::max<std::int64_t>(0, std::min(r.m.first_mismatch, ref.numel() - 5) - 2);
+      if (r.m.first_mismatch < 0) r.head_from = 0;
+      r.head_ref = head_values(ref, r.head_from, 5);
+      r.head_cand = head_values(*cand, r.head_from, 5);
     }
     const Tensor cand_shaped = cand && cand->numel() == ref.numel() ? cand->reshaped(ref.shape()) : Tensor{};
     record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
@@ -746,6 +765,7 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy) {
   try {
     if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");
     if (opt.decode_steps < 0) throw InputError("--decode-steps must not be negative");
+    if (opt.layers < 0) throw InputError("--layers must not be negative (0: every layer)");
     return run.go();
   } catch (const GateRefusal& e) {
     run.leave_stopped_trace(trace::kStatusRefused, kExitRefused, e.what());

@@ -52,7 +52,7 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("First failing stage: residual_1 of layer 0", out)
         self.assertIn("first mismatch at flat index", out)
-        self.assertIn("ref[0..5]", out)
+        self.assertIn("ref[6..11]", out)  # around the first mismatch, flat index 8
         with h5py.File(trace, "r") as f:
             import json
             result = json.loads(f["result"][:].tobytes())
@@ -98,6 +98,28 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertIn("cpu-f16", out)
         self.assertIn("QkNorm", out)
+
+    def test_out_of_bounds_requests_are_exit_2_naming_the_bound(self):
+        cases = [
+            (["--layers", "999"], "--layers 999: synthetic:qwen2-tiny has only 2 layer(s)"),
+            (["--layers", "-1"], "--layers must not be negative"),
+            (["--prompt-tokens", "100000"], "past synthetic:qwen2-tiny's context of"),
+            (["--prompt-tokens", "2000", "--decode-steps", "100"], "= 2100 positions"),
+            (["--seed", "-1"], "--seed"),
+        ]
+        for args, says in cases:
+            with self.subTest(args=args):
+                rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", *args)
+                self.assertEqual(rc, 2, out + err)
+                self.assertIn(says, err)
+
+    def test_a_passing_run_prints_a_summary_and_every_row_with_all(self):
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("judged stages pass (`--all` prints every row)", out)
+        self.assertNotIn("ffn_act  ", out.split("Closest to its tolerance:")[0])
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--all")
+        self.assertEqual(out.count(" PASS "), 33, out)  # embed, 2 x 15 layer stages, final_norm, logits
 
 
 if __name__ == "__main__":

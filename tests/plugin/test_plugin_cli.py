@@ -121,7 +121,7 @@ class Plugins(unittest.TestCase):
     def test_filled_stages_are_filled_everywhere(self):
         trace, junit, js = self.path("f.h5"), self.path("f.xml"), self.path("f.json")
         rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
-                           "--fill", "reference", "--trace", trace, "--junit", junit, "--json", js)
+                           "--fill", "reference", "--trace", trace, "--junit", junit, "--json", js, "--all")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("FILLED", out)
         self.assertIn("2 stages judged, 0 failed; 31 filled by the reference (not judged)", out)
