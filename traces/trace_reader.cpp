@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "h5_util.h"
+#include "stage_catalog.h"
 
 namespace ds::trace {
 
@@ -68,6 +69,18 @@ void TraceReader::close() {
 }
 
 TraceReader::~TraceReader() { close(); }
+
+std::optional<std::string> TraceReader::incomplete() const {
+  if (case_.finished) return std::nullopt;
+  if (rows_.empty()) return std::string("the run did not finish (no result stored) and flushed no stage row");
+  const StageResult& last = rows_.back().result;
+  return fmt::format(
+      "the run did not finish (no result stored); {} stage row(s) were flushed, the last {} of {} at step {} "
+      "({})",
+      rows_.size(), last.key.stage,
+      last.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", last.key.layer),
+      last.key.step, mode_name(last.mode));
+}
 
 std::string TraceReader::attr(const std::string& name) const { return read_string_attr(root_, name.c_str()); }
 

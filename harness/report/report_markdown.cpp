@@ -14,6 +14,9 @@ std::string markdown_report(const RunReport& report) {
       fmt::format("# driftscope: {} vs {}\n\n**{}**\n\n", report.model, report.candidate, report.verdict);
   out += fmt::format("Policy: `{}`. {} stages judged, {} failed.\n\n", report.policy, report.results.size(),
                      failed);
+  if (report.incomplete)
+    out += fmt::format("**INCOMPLETE**: {}; the table covers only what was flushed.\n\n",
+                       report.incomplete->why);
   if (failed == 0) return out;
   out += "| step | layer | stage | mode | status | max abs diff | cosine | floor max abs | note |\n";
   out += "|---:|---:|---|---|---|---:|---:|---:|---|\n";
