@@ -77,6 +77,7 @@ CaseIndexRow index_row(const std::string& group, const TraceCase& c) {
 
 // Copies case `c` of `file` to `dst_name` in `dst`: the whole tree, attributes included.
 void copy_case(const Input& in, hid_t dst, const std::string& dst_name) {
+  const ReadGuard guard(in.file, false);  // copies every tensor: no metadata deadline
   const hid_t src = open_trace_file(in.file);
   const hid_t sg = H5Gopen2(src, in.c.group.c_str(), H5P_DEFAULT);
   const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
