@@ -211,8 +211,20 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--capture-layers", args->capture_layers,
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
-  run->add_option("--timeout", args->opt.timeout_s,
-                  "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
+  run->add_option(
+         "--timeout", args->opt.timeout_s,
+         "Seconds the candidate's load or one candidate step may take before it is reported as crashed "
+         "(hung, exit 4); 0: no limit")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            double s = -1;
+            try {
+              s = std::stod(v);
+            } catch (const std::exception&) {
+            }
+            return s >= 0 ? std::string() : std::string("must be 0 (no limit) or a number of seconds");
+          },
+          "SECONDS"))
       ->capture_default_str();
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,

@@ -127,6 +127,11 @@ ChildCandidate::ChildCandidate(CandidatePtr inner, double timeout_s)
 
 ChildCandidate::~ChildCandidate() { stop_child(); }
 
+std::chrono::steady_clock::time_point ChildCandidate::deadline() const {
+  if (!(timeout_s_ > 0)) return {};
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(timeout_s_ * 1000));
+}
+
 void ChildCandidate::stop_child() {
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
@@ -170,13 +175,17 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   ::signal(SIGPIPE, SIG_IGN);
   std::string reply;
   bool timed_out = false;
-  if (!recv_msg(from_child_, reply, {}, &timed_out)) {
+  // A load that never answers (a driver waiting forever, a kernel spinning at start-up) is a hang
+  // like a step's: the same --timeout bounds it.
+  if (!recv_msg(from_child_, reply, deadline(), &timed_out)) {
+    if (timed_out) ::kill(child_, SIGKILL);
     int status = 0;
     ::waitpid(child_, &status, 0);
     child_ = -1;
-    throw CandidateCrash("load", WIFSIGNALED(status)
-                                     ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
-                                     : std::string("exited while loading"));
+    throw CandidateCrash(
+        "load", timed_out ? fmt::format("hung: load() did not finish within --timeout {} s", timeout_s_)
+                : WIFSIGNALED(status) ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
+                                      : std::string("exited while loading"));
   }
   if (reply.rfind("ex", 0) == 0) {
     Reader r{reply};
@@ -234,12 +243,9 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
     put_str(msg, name);
     put_tensor(msg, t);
   }
-  const auto deadline = timeout_s_ > 0 ? std::chrono::steady_clock::now() +
-                                             std::chrono::milliseconds(std::int64_t(timeout_s_ * 1000))
-                                       : std::chrono::steady_clock::time_point{};
   bool timed_out = false;
   std::string reply;
-  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline, &timed_out)) {
+  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline(), &timed_out)) {
     std::string why;
     if (timed_out) {
       ::kill(child_, SIGKILL);
