@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "h5_util.h"
+#include "json_text.h"
 #include "trace_schema.h"
 #include "trace_writer.h"
 
@@ -151,7 +152,7 @@ std::vector<TraceCase> merge_traces(const std::vector<std::string>& inputs, cons
     write_int_attr(file, "version", kVersion);
     write_int_attr(file, kMerged, 1);
     for (const auto& [k, v] : root_attrs.items())
-      write_string_attr(file, k, v.is_string() ? v.get<std::string>() : v.dump());
+      write_string_attr(file, k, v.is_string() ? utf8_escaped(v.get<std::string>()) : json_text(v));
     std::vector<CaseIndexRow> rows;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       const std::string name = fmt::format("cases/{}", k);

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "h5_util.h"
+#include "json_text.h"
 #include "stage_catalog.h"
 
 namespace ds::trace {
@@ -55,6 +56,9 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
                          WriterOptions options)
     : path_(path), opt_(std::move(options)) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (opt_.stage_filter.size() > kMaxStagePatternChars)
+    throw TraceError(fmt::format("stage filter of {} characters is longer than the {} allowed",
+                                 opt_.stage_filter.size(), kMaxStagePatternChars));
   if (!opt_.stage_filter.empty()) {
     try {
       stage_filter_.emplace(opt_.stage_filter);
@@ -72,8 +76,8 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   write_string_attr(file_, "schema", kSchema);
   write_int_attr(file_, "version", kVersion);
   for (const auto& [k, v] : root_attrs.items())
-    write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
-  write_string_attr(file_, "run", run.dump());
+    write_string_attr(file_, k, v.is_string() ? utf8_escaped(v.get<std::string>()) : json_text(v));
+  write_string_attr(file_, "run", json_text(run));
   write_string_attr(file_, "capture", std::string(capture_name(opt_.capture)));
   write_string_attr(file_, "capture_stages", opt_.stage_filter);
   write_string_attr(file_, "capture_layers", fmt::format("{}:{}", opt_.layer_min, opt_.layer_max));
@@ -168,7 +172,7 @@ void TraceWriter::flush() {
 
 void TraceWriter::finish(const nlohmann::json& result) {
   flush();
-  const std::string s = result.dump();
+  const std::string s = json_text(result);
   std::int64_t size = 0;
   append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size());
   check(H5Dflush(result_), "flush the result", path_);

@@ -1,12 +1,15 @@
 #include <fmt/format.h>
 
+#include "json_text.h"
 #include "report_files.h"
 #include "stage_catalog.h"
 
 namespace ds {
 
 namespace {
-std::string xml_escape(std::string_view s) {
+std::string xml_escape(std::string_view raw) {
+  // XML must be well-formed UTF-8: bytes that are not become \xNN text first.
+  const std::string s = trace::utf8_escaped(raw);
   std::string out;
   for (char c : s) {
     switch (c) {
