@@ -1,9 +1,79 @@
 #include "h5_util.h"
 
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "trace_writer.h"
+
 namespace ds::trace {
+
+namespace {
+
+// The file named by the handlers: copied outside them, since a signal handler may only write(2).
+char g_path[1024];
+std::size_t g_path_len = 0;
+int g_guards = 0;
+struct sigaction g_old_segv {
+}, g_old_bus{}, g_old_alarm{};
+
+void say(const char* text, std::size_t n) {
+  [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, text, n);
+}
+void say(std::string_view text) { say(text.data(), text.size()); }
+
+void on_fault(int) {
+  say("error: ");
+  say(g_path, g_path_len);
+  say(": the HDF5 library crashed reading this file (a length it trusts is corrupt): corrupt trace\n");
+  ::_exit(2);
+}
+
+void on_alarm(int) {
+  say("error: ");
+  say(g_path, g_path_len);
+  say(": reading this file's metadata did not finish in time (the HDF5 library loops on corrupt metadata): "
+      "corrupt trace\n");
+  ::_exit(2);
+}
+
+void set_path(std::string_view path) {
+  g_path_len = std::min(path.size(), sizeof g_path);
+  std::memcpy(g_path, path.data(), g_path_len);
+}
+
+}  // namespace
+
+ReadGuard::ReadGuard(const std::string& path, bool metadata)
+    : previous_(g_path, g_path_len), metadata_(metadata) {
+  set_path(path);
+  if (metadata_) ::alarm(kMetadataReadSeconds);
+  if (g_guards++ > 0) return;
+  struct sigaction sa {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = on_fault;
+  sigaction(SIGSEGV, &sa, &g_old_segv);
+  sigaction(SIGBUS, &sa, &g_old_bus);
+  sa.sa_handler = on_alarm;
+  sigaction(SIGALRM, &sa, &g_old_alarm);
+}
+
+ReadGuard::~ReadGuard() {
+  set_path(previous_);
+  if (--g_guards > 0) {
+    // The outer read goes on; its clock restarts (generous, never short).
+    if (metadata_) ::alarm(kMetadataReadSeconds);
+    return;
+  }
+  ::alarm(0);
+  sigaction(SIGSEGV, &g_old_segv, nullptr);
+  sigaction(SIGBUS, &g_old_bus, nullptr);
+  sigaction(SIGALRM, &g_old_alarm, nullptr);
+}
 
 void write_string_attr(hid_t obj, const std::string& name, const std::string& value) {
   const hid_t t = H5Tcopy(H5T_C_S1);
@@ -60,12 +130,22 @@ int read_int_attr(hid_t obj, const char* name) {
   return v;
 }
 
-std::int64_t dataset_size(hid_t d) {
+std::int64_t dataset_length(hid_t d, const std::string& path, std::string_view name,
+                            std::int64_t max_elements) {
   const hid_t s = H5Dget_space(d);
-  hsize_t n = 0;
-  H5Sget_simple_extent_dims(s, &n, nullptr);
-  H5Sclose(s);
-  return std::int64_t(n);
+  hsize_t dims[H5S_MAX_RANK] = {};
+  const int rank = s < 0 ? -1 : H5Sget_simple_extent_ndims(s);
+  if (rank == 1) H5Sget_simple_extent_dims(s, dims, nullptr);
+  if (s >= 0) H5Sclose(s);
+  if (rank != 1)
+    throw TraceError(fmt::format("{}: dataset {} has rank {} (a trace's datasets are 1-D): corrupt trace",
+                                 path, name, rank));
+  if (dims[0] > hsize_t(max_elements))
+    throw TraceError(
+        fmt::format("{}: dataset {} claims {} elements, more than the {} a trace can hold: corrupt "
+                    "trace",
+                    path, name, dims[0], max_elements));
+  return std::int64_t(dims[0]);
 }
 
 namespace {
@@ -110,11 +190,18 @@ bool copy_attributes(hid_t src, hid_t dst) {
   return H5Aiterate2(src, H5_INDEX_NAME, H5_ITER_NATIVE, &idx, copy_attribute, &dst) >= 0;
 }
 
-std::optional<nlohmann::json> read_json_dataset(hid_t loc, const char* name) {
+std::optional<nlohmann::json> read_json_dataset(hid_t loc, const char* name, const std::string& path) {
   const hid_t d = H5Dopen2(loc, name, H5P_DEFAULT);
   if (d < 0) return std::nullopt;
   std::optional<nlohmann::json> out;
-  const std::int64_t bytes = dataset_size(d);
+  std::int64_t bytes = 0;
+  try {
+    bytes =
+        dataset_length(d, path, name[0] == '/' ? std::string(name) : "/" + std::string(name), kMaxJsonBytes);
+  } catch (...) {
+    H5Dclose(d);
+    throw;
+  }
   if (bytes > 0) {
     std::string s(std::size_t(bytes), '\0');
     if (H5Dread(d, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0) {

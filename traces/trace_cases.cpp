@@ -53,9 +53,18 @@ hid_t open_trace_file(const std::string& path) {
     throw TraceError(fmt::format("{}: no such trace file", path));
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw TraceError(fmt::format("{}: not an HDF5 file (truncated, or not a Driftscope trace)", path));
-  // SWMR read opens files whose writer was killed mid-run, as well as finished ones.
-  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
-  if (file < 0) file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  // A plain read-only open first: it reads each piece of metadata once, so a corrupt checksum is
+  // an error at once. Only a file still marked as being written in SWMR mode (its writer was
+  // killed, or is running) needs a SWMR read, and there HDF5 retries a bad checksum with doubling
+  // sleeps, 100 times by default, which on a corrupt file never ends in practice: a few attempts
+  // (well under a millisecond of sleeps) are enough for a writer's torn metadata.
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) {
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_metadata_read_attempts(fapl, kSwmrReadAttempts);
+    file = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    H5Pclose(fapl);
+  }
   if (file < 0) throw TraceError(fmt::format("{}: HDF5 cannot open the file (truncated or corrupt?)", path));
   if (read_string_attr(file, "schema") != kSchema) {
     H5Fclose(file);
@@ -75,6 +84,7 @@ bool is_merged(hid_t file) { return read_int_attr(file, kMerged) > 0; }
 namespace {
 
 TraceCase read_case(hid_t file, const std::string& group, const std::string& path) {
+  const ReadGuard guard(path);  // one metadata deadline per case, however many a file holds
   const hid_t g = H5Gopen2(file, group.c_str(), H5P_DEFAULT);
   if (g < 0) throw TraceError(fmt::format("{}: cannot open group {}", path, group));
   nlohmann::json run;
@@ -84,7 +94,7 @@ TraceCase read_case(hid_t file, const std::string& group, const std::string& pat
     H5Gclose(g);
     throw TraceError(fmt::format("{}: attribute 'run' of {} is not valid JSON: {}", path, group, e.what()));
   }
-  TraceCase c = describe_case(run, read_json_dataset(g, relative(kResult)));
+  TraceCase c = describe_case(run, read_json_dataset(g, relative(kResult), path));
   c.group = group;
   c.source = read_string_attr(g, kMergedFrom);
   H5Gclose(g);
@@ -94,6 +104,7 @@ TraceCase read_case(hid_t file, const std::string& group, const std::string& pat
 }  // namespace
 
 std::vector<TraceCase> list_cases(const std::string& path) {
+  const ReadGuard guard(path);
   const hid_t file = open_trace_file(path);
   std::vector<TraceCase> out;
   try {

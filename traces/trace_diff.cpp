@@ -20,6 +20,7 @@ std::string_view finding_name(DiffFinding::Kind k) {
 }
 
 bool DiffReport::regressed() const {
+  if (current_incomplete) return true;
   for (const auto& f : findings)
     if (f.regression) return true;
   return false;
@@ -59,13 +60,17 @@ std::optional<StopChange> compare_stops(const TraceCase& base, const TraceCase& 
         "case-stopped", true,
         fmt::format("ran in the baseline ({}), now stops before any stage ({})", ended(base), ended(current)),
         current.reason};
-  return StopChange{"case-now-runs", false,
-                    fmt::format("stopped in the baseline ({}), now runs ({})", ended(base), ended(current)),
+  // A run that now starts but does not finish is INCOMPLETE, which is never better than before.
+  return StopChange{"case-now-runs", !current.finished,
+                    fmt::format("stopped in the baseline ({}), now runs ({}{})", ended(base), ended(current),
+                                current.finished ? "" : ": INCOMPLETE"),
                     base.reason};
 }
 
 DiffReport diff_traces(const TraceReader& base, const TraceReader& current, const DiffOptions& opt) {
   DiffReport out;
+  out.base_incomplete = base.incomplete();
+  out.current_incomplete = current.incomplete();
   std::map<Key, const StageResult*> cur;
   for (const auto& row : current.rows()) cur[key_of(row.result)] = &row.result;
   std::map<Key, bool> seen;

@@ -28,12 +28,16 @@ std::string_view finding_name(DiffFinding::Kind k);
 struct DiffReport {
   std::size_t matched = 0, only_base = 0, only_current = 0;
   std::vector<DiffFinding> findings;
+  // TraceReader::incomplete() of each side. A current run that did not finish is INCOMPLETE and
+  // regressed whatever its flushed stages say; an unfinished baseline is only noted.
+  std::optional<std::string> base_incomplete, current_incomplete;
   bool regressed() const;
 };
 
 // Two runs of one case where either stopped before any stage (refused by a gate, bad input:
 // trace_stub.h), so there are no stages to match. A case that ran in the baseline and stops now
-// regressed; one that runs now and stopped before, or stopped both times, did not.
+// regressed; one that runs now and stopped before, or stopped both times, did not, unless it now
+// runs without finishing (INCOMPLETE).
 struct StopChange {
   std::string_view kind;  // "case-stopped", "case-now-runs" or "case-still-stopped"
   bool regression = false;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "h5_util.h"
+#include "json_text.h"
 #include "trace_schema.h"
 #include "trace_writer.h"
 
@@ -77,6 +78,7 @@ CaseIndexRow index_row(const std::string& group, const TraceCase& c) {
 
 // Copies case `c` of `file` to `dst_name` in `dst`: the whole tree, attributes included.
 void copy_case(const Input& in, hid_t dst, const std::string& dst_name) {
+  const ReadGuard guard(in.file, false);  // copies every tensor: no metadata deadline
   const hid_t src = open_trace_file(in.file);
   const hid_t sg = H5Gopen2(src, in.c.group.c_str(), H5P_DEFAULT);
   const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
@@ -150,7 +152,7 @@ std::vector<TraceCase> merge_traces(const std::vector<std::string>& inputs, cons
     write_int_attr(file, "version", kVersion);
     write_int_attr(file, kMerged, 1);
     for (const auto& [k, v] : root_attrs.items())
-      write_string_attr(file, k, v.is_string() ? v.get<std::string>() : v.dump());
+      write_string_attr(file, k, v.is_string() ? utf8_escaped(v.get<std::string>()) : json_text(v));
     std::vector<CaseIndexRow> rows;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       const std::string name = fmt::format("cases/{}", k);

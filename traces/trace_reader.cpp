@@ -1,17 +1,106 @@
 #include "trace_reader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "h5_util.h"
+#include "stage_catalog.h"
 
 namespace ds::trace {
+
+namespace {
+
+// Every row of a compound dataset, its rank and length checked first (dataset_length). Absent:
+// an error when `required`, else no rows.
+template <class Row>
+std::vector<Row> read_rows(hid_t root, const char* name, hid_t type, const std::string& path, bool required) {
+  const hid_t d = H5Dopen2(root, relative(name), H5P_DEFAULT);
+  if (d < 0) {
+    H5Tclose(type);
+    if (required) throw TraceError(fmt::format("{}: dataset {} is missing", path, name));
+    return {};
+  }
+  std::vector<Row> rows;
+  herr_t rc = 0;
+  try {
+    rows.resize(std::size_t(dataset_length(d, path, name, kMaxRows)));
+    if (!rows.empty()) rc = H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
+  } catch (...) {
+    H5Tclose(type);
+    H5Dclose(d);
+    throw;
+  }
+  H5Tclose(type);
+  H5Dclose(d);
+  if (rc < 0) throw TraceError(fmt::format("{}: cannot read {} (corrupt?)", path, name));
+  return rows;
+}
+
+// The elements of a stored shape, or -1 when a dimension is negative or the product exceeds
+// what a trace can hold (overflow-safe).
+std::int64_t checked_numel(const std::int64_t* dims, int rank) {
+  std::int64_t n = 1;
+  for (int i = 0; i < rank; ++i) {
+    if (dims[i] < 0) return -1;
+    if (dims[i] && n > kMaxTensorElements / dims[i]) return -1;
+    n *= dims[i];
+  }
+  return n;
+}
+
+// A /summary row with a value no writer produces is a corrupt file: refused here, naming the
+// row and field, before any report indexes a table or sizes a buffer with it.
+void check_row(const SummaryRow& r, std::size_t i, const std::string& path) {
+  auto bad = [&](std::string_view field, auto value) {
+    return TraceError(fmt::format("{}: {} row {}: {} = {} is out of range: corrupt trace", path, kSummary, i,
+                                  field, value));
+  };
+  if (r.mode > std::uint8_t(Mode::chained)) throw bad("mode", int(r.mode));
+  if (r.status > std::uint8_t(Status::crashed)) throw bad("status", int(r.status));
+  if (r.cand_dtype > std::uint8_t(DType::i32)) throw bad("cand_dtype", int(r.cand_dtype));
+  if (r.rank < 0 || r.rank > kMaxRank) throw bad("rank", r.rank);
+  if (checked_numel(r.shape, r.rank) < 0)
+    throw bad("shape", fmt::format("{}", fmt::join(r.shape, r.shape + r.rank, "x")));
+  for (auto [field, v] : {std::pair{"ref_offset", r.ref_offset}, std::pair{"cand_offset", r.cand_offset},
+                          std::pair{"tokens_offset", r.tokens_offset}})
+    if (v < -1) throw bad(field, v);
+  if (r.n_tokens < 0) throw bad("n_tokens", r.n_tokens);
+}
+
+// The run JSON's fields that reports read, by type: a trace is input like any other file.
+void check_run_json(const nlohmann::json& run, const std::string& path) {
+  if (!run.is_object()) throw TraceError(fmt::format("{}: attribute 'run' is not a JSON object", path));
+  for (const char* part : {"model", "candidate"}) {
+    if (!run.contains(part)) continue;
+    const auto& v = run[part];
+    if (!v.is_object())
+      throw TraceError(
+          fmt::format("{}: attribute 'run': {} must be an object (it is {})", path, part, v.type_name()));
+    if (v.contains("name") && !v["name"].is_string())
+      throw TraceError(fmt::format("{}: attribute 'run': {}.name must be a string (it is {})", path, part,
+                                   v["name"].type_name()));
+  }
+  for (const char* field : {"model_spec", "policy"})
+    if (run.contains(field) && !run[field].is_string())
+      throw TraceError(fmt::format("{}: attribute 'run': {} must be a string (it is {})", path, field,
+                                   run[field].type_name()));
+  for (const char* field : {"seed", "prompt_tokens", "decode_steps", "layers"})
+    if (run.contains(field) && !run[field].is_number_integer())
+      throw TraceError(fmt::format("{}: attribute 'run': {} must be an integer (it is {})", path, field,
+                                   run[field].type_name()));
+}
+
+}  // namespace
 
 TraceReader::TraceReader(const std::string& path) : TraceReader(path, "/") {}
 
 TraceReader::TraceReader(const std::string& path, const std::string& group) : path_(path), group_(group) {
+  const ReadGuard guard(path);
   file_ = open_trace_file(path);
   try {
     if (group == "/" && is_merged(file_)) {
@@ -39,19 +128,15 @@ TraceReader::TraceReader(const std::string& path, const std::string& group) : pa
     } catch (const std::exception& e) {
       throw TraceError(fmt::format("{}: attribute 'run' is not valid JSON: {}", path, e.what()));
     }
-    const hid_t d = H5Dopen2(root_, relative(kSummary), H5P_DEFAULT);
-    if (d < 0) throw TraceError(fmt::format("{}: dataset {} is missing", path, kSummary));
-    const std::int64_t n = dataset_size(d);
-    std::vector<SummaryRow> raw(static_cast<std::size_t>(n));
-    const hid_t t = summary_type();
-    const herr_t rc = n ? H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) : 0;
-    H5Tclose(t);
-    H5Dclose(d);
-    if (rc < 0) throw TraceError(fmt::format("{}: cannot read {} (corrupt?)", path, kSummary));
+    check_run_json(run_, path);
+    const std::vector<SummaryRow> raw = read_rows<SummaryRow>(root_, kSummary, summary_type(), path, true);
     rows_.reserve(raw.size());
-    for (const auto& r : raw)
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      check_row(raw[i], i, path);
+      const SummaryRow& r = raw[i];
       rows_.push_back({from_row(r), r.ref_offset, r.cand_offset, r.tokens_offset, r.n_tokens});
-    result_ = read_json_dataset(root_, relative(kResult));
+    }
+    result_ = read_json_dataset(root_, relative(kResult), path);
     case_ = describe_case(run_, result_);
     case_.group = group;
     case_.source = read_string_attr(root_, kMergedFrom);
@@ -69,13 +154,42 @@ void TraceReader::close() {
 
 TraceReader::~TraceReader() { close(); }
 
-std::string TraceReader::attr(const std::string& name) const { return read_string_attr(root_, name.c_str()); }
+std::optional<std::string> TraceReader::incomplete() const {
+  if (case_.finished) return std::nullopt;
+  if (rows_.empty()) return std::string("the run did not finish (no result stored) and flushed no stage row");
+  const StageResult& last = rows_.back().result;
+  return fmt::format(
+      "the run did not finish (no result stored); {} stage row(s) were flushed, the last {} of {} at step {} "
+      "({})",
+      rows_.size(), last.key.stage,
+      last.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", last.key.layer),
+      last.key.step, mode_name(last.mode));
+}
+
+std::string TraceReader::attr(const std::string& name) const {
+  const ReadGuard guard(path_);
+  return read_string_attr(root_, name.c_str());
+}
 
 std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset, std::int64_t n) const {
-  std::vector<double> out(static_cast<std::size_t>(n));
-  if (n == 0) return out;
+  if (n == 0) return {};
+  const ReadGuard guard(path_, false);  // bulk data: no metadata deadline
   const hid_t d = H5Dopen2(root_, relative(name), H5P_DEFAULT);
   if (d < 0) throw TraceError(fmt::format("{}: dataset {} is missing", path_, name));
+  // The row's offset and count come from the file too: the slice must lie inside the pool.
+  std::int64_t extent = 0;
+  try {
+    extent = dataset_length(d, path_, name, std::numeric_limits<std::int64_t>::max());
+  } catch (...) {
+    H5Dclose(d);
+    throw;
+  }
+  if (offset < 0 || n < 0 || n > kMaxTensorElements || offset > extent - n) {
+    H5Dclose(d);
+    throw TraceError(fmt::format("{}: {} elements at {} lie outside {} ({} elements): corrupt trace", path_,
+                                 n, offset, name, extent));
+  }
+  std::vector<double> out(static_cast<std::size_t>(n));
   const hid_t fspace = H5Dget_space(d);
   const hsize_t start[1] = {hsize_t(offset)}, count[1] = {hsize_t(n)};
   herr_t rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr);
@@ -92,15 +206,9 @@ std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset
 
 std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode,
                                                        const std::string& stage) const {
+  const ReadGuard guard(path_);
   if (H5Lexists(root_, "inputs", H5P_DEFAULT) <= 0) return std::nullopt;
-  const hid_t d = H5Dopen2(root_, relative(kInputIndex), H5P_DEFAULT);
-  if (d < 0) return std::nullopt;
-  std::vector<InputRow> rows(static_cast<std::size_t>(dataset_size(d)));
-  const hid_t t = input_row_type();
-  const herr_t rc = rows.empty() ? 0 : H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
-  H5Tclose(t);
-  H5Dclose(d);
-  if (rc < 0) throw TraceError(fmt::format("{}: cannot read {}", path_, kInputIndex));
+  const std::vector<InputRow> rows = read_rows<InputRow>(root_, kInputIndex, input_row_type(), path_, false);
   std::optional<CapturedStep> out;
   for (const auto& r : rows) {
     if (r.step != step || r.layer != layer || r.mode != std::uint8_t(mode)) continue;
@@ -115,7 +223,12 @@ std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode
     const std::string ks(r.kernel_step, strnlen(r.kernel_step, sizeof r.kernel_step));
     if (out && out->kernel_step != ks) continue;
     if (!out) out = CapturedStep{ks, outs, r.pos0, r.n_tokens, {}};
-    Shape shape(r.shape, r.shape + std::clamp(r.rank, 0, kMaxRank));
+    if (r.rank < 0 || r.rank > kMaxRank || checked_numel(r.shape, r.rank) < 0 ||
+        r.dtype > std::uint8_t(DType::i32))
+      throw TraceError(
+          fmt::format("{}: {}: the row of input {} of {} has a bad rank, shape or dtype: corrupt trace",
+                      path_, kInputIndex, std::string(r.name, strnlen(r.name, sizeof r.name)), ks));
+    Shape shape(r.shape, r.shape + r.rank);
     out->inputs[std::string(r.name, strnlen(r.name, sizeof r.name))] =
         Tensor::from_f64(shape, read_pool(kInputPool, r.offset, numel(shape)), DType(r.dtype));
   }

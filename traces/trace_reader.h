@@ -49,6 +49,10 @@ class TraceReader {
   const std::vector<TraceRow>& rows() const { return rows_; }
   // The run's result JSON; nullopt when the run did not finish (killed or crashed harness).
   const std::optional<nlohmann::json>& result() const { return result_; }
+  // A case whose run stored no result (killed, hung, or the harness itself crashed) is INCOMPLETE,
+  // whatever its flushed stages say (docs/trace-format.md#incomplete-runs): one sentence naming how
+  // many stage rows were flushed and the last of them. nullopt for a run that finished.
+  std::optional<std::string> incomplete() const;
 
   bool has_tensors(const TraceRow& row) const { return row.ref_offset >= 0 && row.cand_offset >= 0; }
   Tensor ref_tensor(const TraceRow& row) const;   // f64, the row's shape

@@ -29,6 +29,14 @@ inline constexpr const char* kCases = "/cases";
 inline constexpr const char* kCaseIndex = "/case_index";
 inline constexpr const char* kMergedFrom = "merged_from";  // attribute of a case group: its source file
 inline constexpr int kMaxRank = 4;
+// What a reader accepts from a file before it sizes a buffer from it; a larger claim is a corrupt
+// file (a real trace this large would hold hundreds of GB): rows of /summary and /inputs/index,
+// bytes of /result, elements of one stored tensor.
+inline constexpr std::int64_t kMaxRows = std::int64_t(1) << 26;
+inline constexpr std::int64_t kMaxJsonBytes = std::int64_t(1) << 28;
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t(1) << 32;
+// Metadata read attempts of a SWMR read (HDF5 sleeps 2^k ns before attempt k; its default is 100).
+inline constexpr unsigned kSwmrReadAttempts = 16;
 inline constexpr int kStageChars = 32;
 inline constexpr int kNoteChars = 96;
 

@@ -2,10 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <regex>
 
 #include "h5_util.h"
+#include "json_text.h"
 #include "stage_catalog.h"
 
 namespace ds::trace {
@@ -35,18 +41,65 @@ hid_t make_pool(hid_t file, const char* name, hid_t type, hsize_t chunk, bool co
 }
 
 // Appends `n` elements of `type` at the end of 1-D dataset `d` whose current size is `size`.
-void append_1d(hid_t d, hid_t type, std::int64_t& size, const void* data, std::size_t n) {
+// Every HDF5 status is checked: on a failure (disk full, I/O error) the extent goes back to
+// `size`, so no zero-filled rows appear that a reader would judge, and TraceError says what failed.
+void append_1d(hid_t d, hid_t type, std::int64_t& size, const void* data, std::size_t n,
+               const std::string& path, std::string_view what) {
   if (n == 0) return;
-  const hsize_t new_size[1] = {hsize_t(size) + n};
-  H5Dset_extent(d, new_size);
+  const hsize_t old_size[1] = {hsize_t(size)}, new_size[1] = {hsize_t(size) + n};
+  if (H5Dset_extent(d, new_size) < 0)
+    throw TraceError(
+        fmt::format("{}: cannot grow {} by {} elements (disk full or I/O error?)", path, what, n));
   const hid_t fspace = H5Dget_space(d);
   const hsize_t start[1] = {hsize_t(size)}, count[1] = {n};
-  H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr);
   const hid_t mspace = H5Screate_simple(1, count, nullptr);
-  H5Dwrite(d, type, mspace, fspace, H5P_DEFAULT, data);
-  H5Sclose(mspace);
-  H5Sclose(fspace);
+  const bool ok = fspace >= 0 && mspace >= 0 &&
+                  H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr) >= 0 &&
+                  H5Dwrite(d, type, mspace, fspace, H5P_DEFAULT, data) >= 0;
+  if (mspace >= 0) H5Sclose(mspace);
+  if (fspace >= 0) H5Sclose(fspace);
+  if (!ok) {
+    H5Dset_extent(d, old_size);  // best effort: the write already failed
+    throw TraceError(
+        fmt::format("{}: cannot write {} elements to {} (disk full or I/O error?)", path, n, what));
+  }
   size += std::int64_t(n);
+}
+
+// One writer per trace: an open-file-description record lock (F_OFD_SETLK) on the trace itself,
+// taken before HDF5 truncates it. HDF5's own flock() is independent of it on Linux and given up
+// once SWMR writing starts, so it cannot tell two runs apart; and a classic fcntl() lock would be
+// dropped when HDF5 closes the descriptor it opens the file with first. The file is opened
+// without O_TRUNC, so a refused run leaves the other run's trace as it is. The lock dies with the
+// writer (closing lock_fd_) or its process, so a killed run blocks no one.
+//
+// OFD locks do not report their owner's pid, so the holder also locks one byte at kPidBase + its
+// pid, which the refused run reads back to name it.
+constexpr off_t kPidBase = off_t(1) << 62;
+
+bool ofd_lock(int fd, int cmd, struct flock& l, off_t start, off_t len) {
+  l = {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  l.l_start = start;
+  l.l_len = len;
+  return ::fcntl(fd, cmd, &l) == 0;
+}
+
+int lock_for_writing(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw TraceError(fmt::format("{}: cannot open the trace for writing: {}", path, std::strerror(errno)));
+  struct flock l {};
+  if (ofd_lock(fd, F_OFD_SETLK, l, 0, kPidBase)) {
+    ofd_lock(fd, F_OFD_SETLK, l, kPidBase + ::getpid(), 1);
+    return fd;
+  }
+  const bool known = ofd_lock(fd, F_OFD_GETLK, l, kPidBase, off_t(1) << 32) && l.l_type != F_UNLCK;
+  ::close(fd);
+  throw TraceError(
+      fmt::format("{}: another driftscope run ({}) is writing this trace; give each run its own --trace path",
+                  path, known ? fmt::format("process {}", l.l_start - kPidBase) : std::string("a process")));
 }
 
 }  // namespace
@@ -54,7 +107,13 @@ void append_1d(hid_t d, hid_t type, std::int64_t& size, const void* data, std::s
 TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_attrs, const nlohmann::json& run,
                          WriterOptions options)
     : path_(path), opt_(std::move(options)) {
+  // A file whose write or close failed (disk full) stays open in HDF5's tables, and the library's
+  // clean-up at exit then crashes closing it again: the writer closes what it opened itself.
+  H5dont_atexit();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  if (opt_.stage_filter.size() > kMaxStagePatternChars)
+    throw TraceError(fmt::format("stage filter of {} characters is longer than the {} allowed",
+                                 opt_.stage_filter.size(), kMaxStagePatternChars));
   if (!opt_.stage_filter.empty()) {
     try {
       stage_filter_.emplace(opt_.stage_filter);
@@ -63,17 +122,21 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
           fmt::format("stage filter '{}' is not a valid regex: {}", opt_.stage_filter, e.what()));
     }
   }
+  lock_fd_ = lock_for_writing(path);
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   // SWMR needs the latest format; it is what keeps the file consistent at every instant.
   H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
   file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   H5Pclose(fapl);
-  if (file_ < 0) throw TraceError(fmt::format("{}: cannot create the trace file", path));
+  if (file_ < 0) {
+    ::close(lock_fd_);
+    throw TraceError(fmt::format("{}: cannot create the trace file", path));
+  }
   write_string_attr(file_, "schema", kSchema);
   write_int_attr(file_, "version", kVersion);
   for (const auto& [k, v] : root_attrs.items())
-    write_string_attr(file_, k, v.is_string() ? v.get<std::string>() : v.dump());
-  write_string_attr(file_, "run", run.dump());
+    write_string_attr(file_, k, v.is_string() ? utf8_escaped(v.get<std::string>()) : json_text(v));
+  write_string_attr(file_, "run", json_text(run));
   write_string_attr(file_, "capture", std::string(capture_name(opt_.capture)));
   write_string_attr(file_, "capture_stages", opt_.stage_filter);
   write_string_attr(file_, "capture_layers", fmt::format("{}:{}", opt_.layer_min, opt_.layer_max));
@@ -103,6 +166,7 @@ TraceWriter::~TraceWriter() {
   if (row_type_ >= 0) H5Tclose(row_type_);
   if (input_type_ >= 0) H5Tclose(input_type_);
   if (file_ >= 0) H5Fclose(file_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 bool TraceWriter::captures(const StageResult& r) const {
@@ -114,20 +178,21 @@ bool TraceWriter::captures(const StageResult& r) const {
   return true;
 }
 
-std::int64_t TraceWriter::append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values) {
+std::int64_t TraceWriter::append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values,
+                                      std::string_view name) {
   const std::int64_t at = size;
-  append_1d(dset, H5T_NATIVE_DOUBLE, size, values.data(), values.size());
+  append_1d(dset, H5T_NATIVE_DOUBLE, size, values.data(), values.size(), path_, name);
   return at;
 }
 
 void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* cand) {
   SummaryRow row = to_row(r);
   if (captures(r)) {
-    if (ref) row.ref_offset = append_pool(ref_, ref_size_, ref->to_f64());
-    if (cand) row.cand_offset = append_pool(cand_, cand_size_, cand->to_f64());
+    if (ref) row.ref_offset = append_pool(ref_, ref_size_, ref->to_f64(), kRefPool);
+    if (cand) row.cand_offset = append_pool(cand_, cand_size_, cand->to_f64(), kCandPool);
   }
   if (!r.per_token_rel.empty()) {
-    row.tokens_offset = append_pool(tokens_, tokens_size_, r.per_token_rel);
+    row.tokens_offset = append_pool(tokens_, tokens_size_, r.per_token_rel, kTokenPool);
     row.n_tokens = std::int32_t(r.per_token_rel.size());
   }
   pending_.push_back(row);
@@ -152,15 +217,17 @@ void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_
     std::snprintf(row.name, sizeof row.name, "%s", name.c_str());
     row.rank = std::int32_t(std::min<std::size_t>(t.shape().size(), kMaxRank));
     for (int i = 0; i < row.rank; ++i) row.shape[i] = t.shape()[std::size_t(i)];
-    row.offset = append_pool(inputs_, inputs_size_, t.to_f64());
-    append_1d(input_index_, input_type_, input_rows_, &row, 1);
+    row.offset = append_pool(inputs_, inputs_size_, t.to_f64(), kInputPool);
+    append_1d(input_index_, input_type_, input_rows_, &row, 1, path_, kInputIndex);
   }
 }
 
 void TraceWriter::flush() {
   if (file_ < 0) return;
-  append_1d(summary_, row_type_, rows_, pending_.data(), pending_.size());
+  // The rows leave pending_ before the write: a failed write is not retried by the destructor's flush.
+  std::vector<SummaryRow> rows = std::move(pending_);
   pending_.clear();
+  append_1d(summary_, row_type_, rows_, rows.data(), rows.size(), path_, kSummary);
   for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, summary_})
     check(H5Dflush(d), "flush a dataset", path_);
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
@@ -168,9 +235,9 @@ void TraceWriter::flush() {
 
 void TraceWriter::finish(const nlohmann::json& result) {
   flush();
-  const std::string s = result.dump();
+  const std::string s = json_text(result);
   std::int64_t size = 0;
-  append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size());
+  append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size(), path_, kResult);
   check(H5Dflush(result_), "flush the result", path_);
   for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_, &inputs_, &input_index_}) {
     H5Dclose(*d);
@@ -180,8 +247,11 @@ void TraceWriter::finish(const nlohmann::json& result) {
   row_type_ = -1;
   H5Tclose(input_type_);
   input_type_ = -1;
-  check(H5Fclose(file_), "close the file", path_);
+  const herr_t closed = H5Fclose(file_);
   file_ = -1;
+  ::close(lock_fd_);
+  lock_fd_ = -1;
+  check(closed, "close the file", path_);
 }
 
 }  // namespace ds::trace

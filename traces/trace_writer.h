@@ -29,7 +29,9 @@ struct WriterOptions {
 class TraceWriter {
  public:
   // `root_attrs` become string attributes of "/" (tool version, command line, ...);
-  // `run` (model, candidate, policy, ...) is stored as the JSON attribute "run".
+  // `run` (model, candidate, policy, ...) is stored as the JSON attribute "run". One writer per
+  // path: while a writer (of this or another process) holds `path`, another throws TraceError
+  // naming the path and that process, and leaves the file as it is.
   TraceWriter(const std::string& path, const nlohmann::json& root_attrs, const nlohmann::json& run,
               WriterOptions options = {});
   ~TraceWriter();
@@ -49,12 +51,14 @@ class TraceWriter {
   const std::string& path() const { return path_; }
 
  private:
-  std::int64_t append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values);
+  std::int64_t append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values,
+                           std::string_view name);
   bool captures(const StageResult& r) const;
 
   std::string path_;
   WriterOptions opt_;
   std::optional<std::regex> stage_filter_;  // compiled once: captures() runs for every row
+  int lock_fd_ = -1;                        // holds the one-writer lock on path_ (see the constructor)
   hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1,
         tokens_ = -1, result_ = -1, row_type_ = -1;
   std::int64_t inputs_size_ = 0, input_rows_ = 0, rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;

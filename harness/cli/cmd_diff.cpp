@@ -43,6 +43,8 @@ bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
   for (const auto& f : d.findings) regressions += f.regression;
   fmt::print("{} stages matched, {} only in the baseline, {} only in the current trace; {} regression(s)\n",
              d.matched, d.only_base, d.only_current, regressions);
+  if (d.base_incomplete) fmt::print("note: baseline INCOMPLETE: {}\n", *d.base_incomplete);
+  if (d.current_incomplete) fmt::print("INCOMPLETE: current trace: {} (regression)\n", *d.current_incomplete);
   return d.regressed();
 }
 

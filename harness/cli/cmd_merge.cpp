@@ -39,7 +39,7 @@ void add_merge_command(CLI::App& app, const std::vector<std::string>& argv, int&
       const auto cases = trace::merge_traces(args->inputs, args->out, root);
       for (const auto& c : cases)
         fmt::print("{:<12} {:<56} {:<16} {}\n", c.group, c.key(),
-                   !c.finished         ? std::string("UNFINISHED")
+                   !c.finished         ? std::string("INCOMPLETE")
                    : c.stopped_early() ? fmt::format("exit {} {}", c.exit_code, c.status)
                                        : fmt::format("exit {}", c.exit_code),
                    c.source);

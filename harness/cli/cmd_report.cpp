@@ -22,31 +22,6 @@ struct ReportArgs {
   ReportOptions report;
 };
 
-std::string json_name(const nlohmann::json& run, const char* what) {
-  if (!run.contains(what)) return "?";
-  const auto& v = run[what];
-  if (v.is_object() && v.contains("name")) return v["name"].get<std::string>();
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-// Re-judges one case of a trace file (the file itself for a single trace).
-RunReport rejudge_case(const trace::TraceReader& trace, const Policy& policy) {
-  RunReport report;
-  report.model = json_name(trace.run(), "model");
-  report.candidate = json_name(trace.run(), "candidate");
-  report.policy = policy.name();
-  for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
-  conclude(report);
-  return report;
-}
-
-void print_unfinished_note(const trace::TraceReader& trace) {
-  if (!trace.result())
-    fmt::print(
-        "note: the run that wrote this trace did not finish; {} stage rows were flushed before it "
-        "stopped\n",
-        trace.rows().size());
-}
-
 // A run that stopped before any stage (refused by a gate, bad input): nothing to re-judge, only
 // the reason it recorded, which is the case's verdict under any policy.
 void print_stopped(const trace::TraceCase& c) {
@@ -56,7 +31,7 @@ void print_stopped(const trace::TraceCase& c) {
 }
 
 // A merged file: every case re-judged, then the matrix summary. A case whose run did not finish
-// fails even when its flushed stages pass: a nightly case that was killed did not reach parity.
+// is INCOMPLETE (rejudge_trace), as a single trace is.
 int report_merged(const ReportArgs& args, const Policy& policy, const std::vector<trace::TraceCase>& cases) {
   std::vector<CaseOutcome> outcomes;
   for (std::size_t k = 0; k < cases.size(); ++k) {
@@ -76,14 +51,12 @@ int report_merged(const ReportArgs& args, const Policy& policy, const std::vecto
       outcomes.push_back(std::move(out));
       continue;
     }
-    RunReport report = rejudge_case(trace, policy);
+    RunReport report = rejudge_trace(trace, policy);
     fmt::print("driftscope report: {} ({} vs {}), policy {}, from {}\n", c.group, report.model,
                report.candidate, policy.name(), c.source.empty() ? "?" : c.source);
-    print_unfinished_note(trace);
     print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
     CaseOutcome out{spec, c.shard, report.exit_code};
-    if (!c.finished) out.exit_code = std::max(out.exit_code, int(kExitFailure));
-    out.finished = c.finished;
+    out.finished = !report.incomplete;
     out.trace = fmt::format("{}:{}", args.trace, c.group);
     out.command_line = c.command_line;
     out.report = std::move(report);
@@ -124,10 +97,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
         exit_code = c.exit_code;
         return;
       }
-      const RunReport report = rejudge_case(trace, policy);
+      const RunReport report = rejudge_trace(trace, policy);
       fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
                  policy.name());
-      print_unfinished_note(trace);
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;

@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "report_options.h"
 #include "runner.h"
+#include "stage_catalog.h"
 
 namespace ds::cli {
 
@@ -229,8 +230,20 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
   run->add_flag("--all", args->all_rows,
                 "Print every stage's row even when nothing failed (a passing run prints a summary)");
-  run->add_option("--timeout", args->opt.timeout_s,
-                  "Seconds one candidate step may take before it is reported as crashed (hung); 0: no limit")
+  run->add_option(
+         "--timeout", args->opt.timeout_s,
+         "Seconds the candidate's load or one candidate step may take before it is reported as crashed "
+         "(hung, exit 4); 0: no limit")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            double s = -1;
+            try {
+              s = std::stod(v);
+            } catch (const std::exception&) {
+            }
+            return s >= 0 ? std::string() : std::string("must be 0 (no limit) or a number of seconds");
+          },
+          "SECONDS"))
       ->capture_default_str();
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,
@@ -248,6 +261,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       if (!args->capture_layers.empty() &&
           !parse_layer_range(args->capture_layers, o.capture_layer_min, o.capture_layer_max))
         throw InputError(fmt::format("--capture-layers {}: expected A:B or N", args->capture_layers));
+      if (o.capture_stages.size() > kMaxStagePatternChars)
+        throw InputError(
+            fmt::format("--capture-stages: a regex of {} characters is longer than the {} allowed",
+                        o.capture_stages.size(), kMaxStagePatternChars));
       try {
         if (!o.capture_stages.empty()) (void)std::regex(o.capture_stages);
       } catch (const std::regex_error& e) {

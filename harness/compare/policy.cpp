@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "stage_catalog.h"
+
 namespace ds {
 
 namespace {
@@ -208,6 +210,10 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     const YAML::Node& v = kv.second;
     if (key == "stage") {
       r.stage_src = scalar<std::string>(source, v, key);
+      if (r.stage_src.size() > kMaxStagePatternChars)
+        bad(source, v, key,
+            fmt::format("regex of {} characters is longer than the {} allowed", r.stage_src.size(),
+                        kMaxStagePatternChars));
       try {
         r.stage = std::regex(r.stage_src);
       } catch (const std::regex_error& e) {

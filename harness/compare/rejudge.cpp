@@ -1,5 +1,9 @@
 #include "rejudge.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 namespace ds {
 
 namespace {
@@ -9,6 +13,14 @@ namespace {
 bool fits_without_tensors(const Metrics& m, Tolerance t) {
   if (!(m.max_abs <= t.atol)) return t.rtol >= m.rtol && m.min_atol <= t.atol;
   return true;
+}
+
+// The name of run[what] ({"name": ...} or a plain string); the reader has checked the types.
+std::string json_name(const nlohmann::json& run, const char* what) {
+  if (!run.is_object() || !run.contains(what)) return "?";
+  const auto& v = run[what];
+  if (v.is_object() && v.contains("name") && v["name"].is_string()) return v["name"].get<std::string>();
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 }  // namespace
@@ -36,6 +48,24 @@ StageResult rejudge(const trace::TraceReader& trace, const trace::TraceRow& row,
   }
   policy.judge(r);
   return r;
+}
+
+RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
+  RunReport report;
+  report.model = json_name(trace.run(), "model");
+  report.candidate = json_name(trace.run(), "candidate");
+  report.policy = policy.name();
+  for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
+  conclude(report);
+  if (auto why = trace.incomplete()) {
+    RunReport::Incomplete inc{*why, report.results.size(), std::nullopt};
+    if (!report.results.empty()) inc.last = report.results.back();
+    // What the flushed stages say is kept after the sentence: a failure among them is still news.
+    report.verdict = fmt::format("INCOMPLETE: {}. Of the flushed stages: {}", inc.why, report.verdict);
+    report.exit_code = std::max(report.exit_code, int(kExitFailure));
+    report.incomplete = std::move(inc);
+  }
+  return report;
 }
 
 }  // namespace ds

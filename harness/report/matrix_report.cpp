@@ -16,7 +16,7 @@ int matrix_exit_code(const std::vector<CaseOutcome>& cases) {
 }
 
 std::string_view case_verdict(const CaseOutcome& c) {
-  if (!c.finished) return "UNFINISHED";
+  if (!c.finished) return "INCOMPLETE";
   return exit_word(c.exit_code);
 }
 
@@ -33,7 +33,11 @@ std::string case_reason(const CaseOutcome& c) {
   } else if (c.report && c.exit_code != kExitParity) {
     why = c.report->verdict;
   }
-  if (!c.finished) why = "the run did not finish" + (why.empty() ? "" : "; " + why);
+  if (!c.finished) {
+    const std::string what =
+        c.report && c.report->incomplete ? c.report->incomplete->why : std::string("the run did not finish");
+    why = what + (why.empty() ? "" : "; " + why);
+  }
   return why.empty() ? "-" : why;
 }
 

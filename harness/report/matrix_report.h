@@ -28,7 +28,7 @@ struct CaseOutcome {
 
 // The worst exit code over the cases: crashed > refused > bad input > parity failure > parity.
 int matrix_exit_code(const std::vector<CaseOutcome>& cases);
-// PASS, FAIL, BAD-INPUT, REFUSED, CRASHED or UNFINISHED.
+// PASS, FAIL, BAD-INPUT, REFUSED, CRASHED or INCOMPLETE.
 std::string_view case_verdict(const CaseOutcome& c);
 // The first failing stage, or why the case stopped; "-" for a passing case.
 std::string case_reason(const CaseOutcome& c);

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "json_text.h"
 #include "matrix_report.h"
 
 namespace ds {
@@ -18,13 +19,13 @@ void write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 void write_report_files(const RunReport& report, const ReportFiles& files) {
-  if (!files.json.empty()) write_text(files.json, report_json(report).dump(2) + "\n");
+  if (!files.json.empty()) write_text(files.json, trace::json_text(report_json(report), 2) + "\n");
   if (!files.junit.empty()) write_text(files.junit, junit_xml(report));
   if (!files.markdown.empty()) write_text(files.markdown, markdown_report(report));
 }
 
 void write_matrix_files(const std::vector<CaseOutcome>& cases, const ReportFiles& files) {
-  if (!files.json.empty()) write_text(files.json, matrix_json(cases).dump(2) + "\n");
+  if (!files.json.empty()) write_text(files.json, trace::json_text(matrix_json(cases), 2) + "\n");
   if (!files.junit.empty()) write_text(files.junit, matrix_junit_xml(cases));
   if (!files.markdown.empty()) write_text(files.markdown, matrix_markdown(cases));
 }

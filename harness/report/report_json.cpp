@@ -91,6 +91,19 @@ nlohmann::json report_json(const RunReport& report) {
                       {"failed", failed},
                       {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
+  // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.
+  j["incomplete"] = nullptr;
+  if (const auto& inc = report.incomplete) {
+    nlohmann::json last = nullptr;
+    if (inc->last)
+      last = {{"step", inc->last->key.step},
+              {"layer", inc->last->key.layer == kModelLayer ? nlohmann::json(nullptr)
+                                                            : nlohmann::json(inc->last->key.layer)},
+              {"stage", inc->last->key.stage},
+              {"mode", mode_name(inc->last->mode)}};
+    j["incomplete"] = {
+        {"reason", inc->why}, {"rows_flushed", inc->rows_flushed}, {"last_stage_flushed", last}};
+  }
   return j;
 }
 

@@ -1,12 +1,15 @@
 #include <fmt/format.h>
 
+#include "json_text.h"
 #include "report_files.h"
 #include "stage_catalog.h"
 
 namespace ds {
 
 namespace {
-std::string xml_escape(std::string_view s) {
+std::string xml_escape(std::string_view raw) {
+  // XML must be well-formed UTF-8: bytes that are not become \xNN text first.
+  const std::string s = trace::utf8_escaped(raw);
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -52,16 +55,27 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
     }
     cases += "    </testcase>\n";
   }
+  // Besides the stages, one failing testcase for a run that judged nothing and one for a run that
+  // did not finish: neither is parity, and a CI system reads only these counts.
+  std::string run_cases;
+  std::size_t tests = report.results.size();
+  auto run_failure = [&](std::string_view testcase, std::string_view type, const std::string& message) {
+    run_cases += fmt::format(
+        "    <testcase classname=\"driftscope\" name=\"{}\">\n      <failure type=\"{}\" message=\"{}\"/>\n"
+        "    </testcase>\n",
+        testcase, type, xml_escape(message));
+    ++tests;
+    ++failures;
+  };
+  if (report.incomplete) run_failure("run-finished", "INCOMPLETE", report.verdict);
+  if (report.results.empty()) run_failure("any-stage", "empty", "no stage was judged");
   std::string out =
       fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
-                  xml_escape(name), report.results.size(), failures, skipped);
-  if (report.results.empty())
-    out +=
-        "    <testcase classname=\"driftscope\" name=\"any-stage\">\n      <failure type=\"empty\" "
-        "message=\"no stage was judged\"/>\n    </testcase>\n";
+                  xml_escape(name), tests, failures, skipped);
+  out += run_cases;
   out += cases;
   out += "  </testsuite>\n";
-  n.tests += report.results.size();
+  n.tests += tests;
   n.failures += failures;
   return out;
 }

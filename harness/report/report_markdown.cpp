@@ -14,6 +14,9 @@ std::string markdown_report(const RunReport& report) {
   out += fmt::format("Policy: `{}`. {} stages judged, {} failed", report.policy, n.judged, n.failed);
   if (n.filled) out += fmt::format(", {} filled by the reference (not judged)", n.filled);
   out += ".\n\n";
+  if (report.incomplete)
+    out += fmt::format("**INCOMPLETE**: {}; the table covers only what was flushed.\n\n",
+                       report.incomplete->why);
   if (n.failed == 0) return out;
   out += "| step | layer | stage | mode | status | max abs diff | cosine | floor max abs | note |\n";
   out += "|---:|---:|---|---|---|---:|---:|---:|---|\n";

@@ -1,11 +1,13 @@
 // Crash isolation: the candidate runs in a child process forked after its weights are loaded.
 // Each step's inputs go down a pipe and its outputs come back; a segfault, abort or a hang past
-// the timeout in the child becomes a CandidateCrash naming the step, and the harness, its
-// trace and the reference are untouched.
+// the timeout in the child (in load() or a step) becomes a CandidateCrash naming the step, and the harness,
+// its trace and the reference are untouched.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <stdexcept>
 #include <string>
 
 #include "candidate.h"
@@ -14,7 +16,7 @@ namespace ds {
 
 class ChildCandidate final : public Candidate {
  public:
-  // Takes ownership of `inner`; `timeout_s` <= 0 waits forever (for steps and for load()).
+  // Takes ownership of `inner`; `timeout_s` bounds load() and every step (<= 0: waits forever).
   ChildCandidate(CandidatePtr inner, double timeout_s);
   ~ChildCandidate() override;
 
@@ -34,6 +36,8 @@ class ChildCandidate final : public Candidate {
  private:
   void serve();  // the child's loop
   void stop_child();
+  // When an answer from the child is due (timeout_s_ from now); the zero time point: never.
+  std::chrono::steady_clock::time_point deadline() const;
 
   CandidatePtr inner_;
   double timeout_s_;

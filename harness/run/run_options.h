@@ -14,6 +14,9 @@
 
 namespace ds {
 
+// --timeout's default, in seconds (docs/cli.md): far above any step of a model the oracle can run.
+inline constexpr double kDefaultTimeoutS = 600;
+
 struct RunOptions {
   std::string model = "synthetic:qwen2-tiny";
   std::string candidate = "cpu-f16";
@@ -37,7 +40,9 @@ struct RunOptions {
   // single-case command line); stored as the trace's run JSON "case". Null for a single run.
   nlohmann::json case_info;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
-  double timeout_s = 0;         // > 0: a candidate step taking longer is reported as crashed
+  // A candidate step (or its load) taking longer is reported as crashed (hung); <= 0: no limit.
+  // Finite by default so that a hanging candidate can never hang a nightly job.
+  double timeout_s = kDefaultTimeoutS;
   // Observes what the run does ("gate", "load_weights", "reference_layer", "candidate_step"...):
   // lets tests prove that a refused run computed nothing.
   std::function<void(std::string_view)> on_event;

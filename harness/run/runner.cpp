@@ -773,6 +773,10 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy) {
   } catch (const InputError& e) {
     run.leave_stopped_trace(trace::kStatusBadInput, kExitUsage, e.what());
     throw;
+  } catch (const trace::TraceError& e) {
+    // The trace cannot be written (disk full, I/O error): exit 2 naming it; what was flushed
+    // before stays readable, INCOMPLETE.
+    throw InputError(e.what());
   }
 }
 

@@ -52,6 +52,15 @@ struct RunReport {
   std::string drift;               // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
+  // Set when the trace re-judged here holds no stored result (its run was killed, hung, or took
+  // the harness down): INCOMPLETE, never a pass. The sentence naming the last stage flushed, and
+  // that stage.
+  struct Incomplete {
+    std::string why;
+    std::size_t rows_flushed = 0;
+    std::optional<StageResult> last;
+  };
+  std::optional<Incomplete> incomplete;
 };
 
 // The word reports print for an exit code: PASS, FAIL, BAD-INPUT, REFUSED, CRASHED.

@@ -2,12 +2,23 @@
 // q/k/v bias, Qwen3's QK-norm, GPT-2's biases and score division) and the layer kinds.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
 #include "model_config.h"
 
 namespace ds::ref {
+
+// The largest value a checkpoint may declare for each kind of configuration number, checked as
+// the field is read: a config.json claiming 10^6 layers is refused at once, naming the field,
+// instead of allocating and listing tensors for every layer. Far above any released model
+// (~128 layers, hidden <= 25600, ffn <= 53248, vocab ~256K).
+inline constexpr std::int64_t kMaxLayers = 1024;
+inline constexpr std::int64_t kMaxHeads = 4096;
+inline constexpr std::int64_t kMaxDim = std::int64_t(1) << 17;  // hidden, ffn, head dims
+inline constexpr std::int64_t kMaxVocab = std::int64_t(1) << 22;
+inline constexpr std::int64_t kMaxPositions = std::int64_t(1) << 24;  // context, sliding window
 
 // The family of an architecture name or alias (GGUF general.architecture, HF model_type).
 std::optional<Family> family_of(std::string_view arch);

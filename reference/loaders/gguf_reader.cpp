@@ -1,9 +1,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstring>
 #include <limits>
 
@@ -35,6 +37,7 @@ class Cursor {
     return s;
   }
   std::size_t pos() const { return pos_; }
+  std::size_t left() const { return n_ - pos_; }
 
  private:
   void need(std::uint64_t bytes, std::string_view what) const {
@@ -45,6 +48,36 @@ class Cursor {
   const std::byte* p_;
   std::size_t n_, pos_ = 0;
 };
+
+// The fewest bytes a metadata value of `type` takes in the file (unknown types are refused when
+// read): how a count read from the file is checked against the bytes that remain.
+std::uint64_t min_value_bytes(std::uint32_t type) {
+  switch (type) {
+    case 0:
+    case 1:
+    case 7: return 1;
+    case 2:
+    case 3: return 2;
+    case 4:
+    case 5:
+    case 6: return 4;
+    case 8:
+    case 10:
+    case 11:
+    case 12: return 8;  // a string: its 8-byte length
+    case 9: return 12;  // an array: element type and count
+    default: return 1;
+  }
+}
+
+// The fewest bytes of one key/value pair (key length, value type, a 1-byte value) and of one
+// tensor description (name length, rank, one dimension, type, offset).
+constexpr std::uint64_t kMinKvBytes = 8 + 4 + 1;
+constexpr std::uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;
+// Elements of one tensor: more than any checkpoint holds, and small enough that byte counts of
+// every supported type cannot overflow.
+constexpr std::uint64_t kMaxTensorElements = std::uint64_t(1) << 40;
+constexpr std::uint64_t kMaxAlignment = std::uint64_t(1) << 20;
 
 GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, const std::string& path,
                      int depth) {
@@ -64,9 +97,12 @@ GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, cons
       if (depth > 4) throw ModelError(fmt::format("{}: metadata {}: arrays nested too deep", path, key));
       const auto et = c.get<std::uint32_t>(key);
       const auto n = c.get<std::uint64_t>(key);
-      if (n > (std::uint64_t(1) << 32))
-        throw ModelError(fmt::format("{}: metadata {}: array of {} elements", path, key, n));
-      v.arr.reserve(std::size_t(std::min<std::uint64_t>(n, 1 << 20)));
+      // Checked before any element is read or stored: each takes at least min_value_bytes.
+      if (n > c.left() / min_value_bytes(et))
+        throw ModelError(
+            fmt::format("{}: metadata {}: array count {} does not fit the {} bytes left in the file", path,
+                        key, n, c.left()));
+      v.arr.reserve(std::size_t(n));
       for (std::uint64_t i = 0; i < n; ++i) v.arr.push_back(read_value(c, et, key, path, depth + 1));
       break;
     }
@@ -107,32 +143,71 @@ GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
     throw ModelError(fmt::format("{}: GGUF version {} (expected 3)", path_, version));
   const auto n_tensors = c.get<std::uint64_t>("tensor_count");
   const auto n_kv = c.get<std::uint64_t>("kv_count");
+  if (n_kv > c.left() / kMinKvBytes)
+    throw ModelError(
+        fmt::format("{}: kv_count = {} does not fit the {} bytes left in the file", path_, n_kv, c.left()));
   for (std::uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.str("metadata key");
     const auto type = c.get<std::uint32_t>(key);
     meta_[key] = read_value(c, type, key, path_, 0);
   }
+  if (n_tensors > c.left() / kMinTensorInfoBytes)
+    throw ModelError(fmt::format("{}: tensor_count = {} does not fit the {} bytes left in the file", path_,
+                                 n_tensors, c.left()));
   for (std::uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensorInfo t;
     t.name = c.str("tensor name");
     const auto nd = c.get<std::uint32_t>(t.name);
-    if (nd == 0 || nd > 4) throw ModelError(fmt::format("{}: tensor {}: {} dimensions", path_, t.name, nd));
-    for (std::uint32_t d = 0; d < nd; ++d) t.ne.push_back(std::int64_t(c.get<std::uint64_t>(t.name)));
+    if (nd == 0 || nd > 4)
+      throw ModelError(fmt::format("{}: tensor {}: n_dims = {} (1 to 4)", path_, t.name, nd));
+    std::uint64_t elements = 1;
+    for (std::uint32_t d = 0; d < nd; ++d) {
+      const auto ne = c.get<std::uint64_t>(t.name);
+      // Stored unsigned; a value with the top bit set is a negative dimension to every reader.
+      if (ne == 0 || ne > kMaxTensorElements)
+        throw ModelError(fmt::format(
+            "{}: tensor {}: ne[{}] = {}{} is out of range (1 to {})", path_, t.name, d, ne,
+            std::int64_t(ne) < 0 ? fmt::format(" ({})", std::int64_t(ne)) : "", kMaxTensorElements));
+      if (elements > kMaxTensorElements / ne)
+        throw ModelError(fmt::format("{}: tensor {}: ne[0..{}] = {}, {} hold more than {} elements", path_,
+                                     t.name, d, fmt::join(t.ne, ", "), ne, kMaxTensorElements));
+      elements *= ne;
+      t.ne.push_back(std::int64_t(ne));
+    }
     t.type = c.get<std::uint32_t>(t.name);
     t.offset = c.get<std::uint64_t>(t.name);
     tensors_.push_back(std::move(t));
   }
   std::uint64_t align = 32;
   if (const GgufValue* a = find("general.alignment")) {
-    if (!a->is_int() || a->i <= 0 || (a->i & (a->i - 1)))
-      throw ModelError(fmt::format("{}: general.alignment must be a power of two", path_));
+    if (!a->is_int() || a->i <= 0 || (a->i & (a->i - 1)) || std::uint64_t(a->i) > kMaxAlignment)
+      throw ModelError(fmt::format("{}: general.alignment = {} must be a power of two up to {}", path_, a->i,
+                                   kMaxAlignment));
     align = std::uint64_t(a->i);
   }
   data_start_ = (c.pos() + align - 1) / align * align;
-  for (const auto& t : tensors_)
+  const std::uint64_t data_size = data_start_ < size_ ? size_ - data_start_ : 0;
+  for (const auto& t : tensors_) {
     if (t.offset % align)
       throw ModelError(
           fmt::format("{}: tensor {}: offset {} not aligned to {}", path_, t.name, t.offset, align));
+    // Every tensor's bytes must lie inside the data section, checked without overflow (an offset
+    // near 2^64 would otherwise wrap the sum). A type this reader cannot decode is refused when
+    // the tensor is read; its offset must still lie inside.
+    std::uint64_t bytes = 0;
+    if (const auto info = ggml_type_info(t.type)) {
+      if (t.ne[0] % info->block_elems)
+        throw ModelError(fmt::format("{}: tensor {}: row of {} elements is not a whole number of {} blocks",
+                                     path_, t.name, t.ne[0], info->name));
+      std::int64_t n = 1;
+      for (std::int64_t ne : t.ne) n *= ne;
+      bytes = std::uint64_t(ggml_nbytes(*info, n));
+    }
+    if (t.offset > data_size || bytes > data_size - t.offset)
+      throw ModelError(fmt::format(
+          "{}: tensor {}: offset {} and {} bytes of data lie beyond the data section ({} bytes from byte {})",
+          path_, t.name, t.offset, bytes, data_size, data_start_));
+  }
 }
 
 GgufFile::~GgufFile() {
@@ -150,16 +225,9 @@ Tensor GgufFile::read(const GgufTensorInfo& t) const {
     throw ModelError(
         fmt::format("{}: tensor {}: ggml type {} is not supported (F32, F16, BF16, Q8_0, Q4_K, Q6_K)", path_,
                     t.name, t.type));
-  if (t.ne[0] % info->block_elems)
-    throw ModelError(fmt::format("{}: tensor {}: row of {} elements is not a whole number of {} blocks",
-                                 path_, t.name, t.ne[0], info->name));
+  // The constructor checked the block size and that the bytes lie inside the file.
   Shape shape(t.ne.rbegin(), t.ne.rend());
   Tensor out(DType::f32, shape);
-  const std::int64_t bytes = ggml_nbytes(*info, out.numel());
-  if (data_start_ + t.offset + std::uint64_t(bytes) > size_)
-    throw ModelError(fmt::format("{}: tensor {}: data [{}, {}) beyond the end of the file ({} bytes)", path_,
-                                 t.name, data_start_ + t.offset,
-                                 data_start_ + t.offset + std::uint64_t(bytes), size_));
   dequantize(info->type, base_ + data_start_ + t.offset, out.data<float>(), out.numel());
   return out;
 }
@@ -177,12 +245,19 @@ class ConfigReader {
     if (!v->is_int()) throw ModelError(fmt::format("{}: {}: expected an integer", f_.path(), full(key)));
     return v->i;
   }
-  int require_int(std::string_view key) const {
+  // An integer field within [min, max] (family.h's bounds); nullopt when absent.
+  std::optional<int> bounded(std::string_view key, std::int64_t max, std::int64_t min = 1) const {
     const auto v = integer(key);
-    if (!v) throw ModelError(fmt::format("{}: missing metadata {}", f_.path(), full(key)));
-    if (*v <= 0 || *v > std::numeric_limits<int>::max())
-      throw ModelError(fmt::format("{}: {} = {} is out of range", f_.path(), full(key), *v));
+    if (!v) return std::nullopt;
+    if (*v < min || *v > max)
+      throw ModelError(
+          fmt::format("{}: {} = {} is out of range ({} to {})", f_.path(), full(key), *v, min, max));
     return int(*v);
+  }
+  int require_int(std::string_view key, std::int64_t max) const {
+    const auto v = bounded(key, max);
+    if (!v) throw ModelError(fmt::format("{}: missing metadata {}", f_.path(), full(key)));
+    return *v;
   }
   // f32 values come back as the shortest decimal that round-trips (1e-06f -> 1e-6): the
   // number the converter was given, so a GGUF and its config.json agree exactly.
@@ -215,19 +290,20 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   c.name = f.path();
   c.arch = arch;
   c.family = *family;
-  c.n_layers = r.require_int("block_count");
-  c.hidden = r.require_int("embedding_length");
-  c.n_heads = r.require_int("attention.head_count");
-  c.n_kv_heads = int(r.integer("attention.head_count_kv").value_or(c.n_heads));
-  c.head_dim = int(r.integer("attention.key_length").value_or(c.hidden / c.n_heads));
-  c.ffn = r.require_int("feed_forward_length");
-  c.max_positions = int(r.integer("context_length").value_or(2048));
+  c.n_layers = r.require_int("block_count", kMaxLayers);
+  c.hidden = r.require_int("embedding_length", kMaxDim);
+  c.n_heads = r.require_int("attention.head_count", kMaxHeads);
+  c.n_kv_heads = r.bounded("attention.head_count_kv", kMaxHeads).value_or(c.n_heads);
+  c.head_dim = r.bounded("attention.key_length", kMaxDim).value_or(c.hidden / c.n_heads);
+  c.ffn = r.require_int("feed_forward_length", kMaxDim);
+  c.max_positions = r.bounded("context_length", kMaxPositions).value_or(2048);
   c.norm_eps =
       r.real(c.family == Family::gpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")
           .value_or(c.family == Family::gpt2 ? 1e-5 : 1e-6);
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
-  if (const auto rot = r.integer("rope.dimension_count")) c.partial_rotary = double(*rot) / c.head_dim;
-  if (const auto v = r.integer("vocab_size")) c.vocab = int(*v);
+  if (const auto rot = r.bounded("rope.dimension_count", kMaxDim))
+    c.partial_rotary = double(*rot) / c.head_dim;
+  if (const auto v = r.bounded("vocab_size", kMaxVocab)) c.vocab = *v;
   if (const auto experts = r.integer("expert_count"); experts && *experts > 0)
     throw ModelError(fmt::format(
         "{}: {} = {}: mixture-of-experts MLPs are not supported (the reference implements dense MLPs)",
@@ -245,18 +321,19 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
                                    r.full("rope.scaling.factor")));
     c.rope_freq_factors.assign(std::size_t(c.rotary_dim() / 2), factor);
   }
-  if (c.family == Family::llama) c.sliding_window = int(r.integer("attention.sliding_window").value_or(0));
+  if (c.family == Family::llama)
+    c.sliding_window = r.bounded("attention.sliding_window", kMaxPositions, 0).value_or(0);
   if (c.family == Family::llama && opt.llama_qk == LlamaQkLayout::keep_gguf) {
     c.rope_mode = RopeMode::normal;
     c.qk_rows_permuted = true;
   }
   if (c.family == Family::qwen3next) {
-    c.conv_kernel = r.require_int("ssm.conv_kernel");
-    c.gdn_k_dim = r.require_int("ssm.state_size");
-    c.gdn_k_heads = r.require_int("ssm.group_count");
-    c.gdn_v_heads = r.require_int("ssm.time_step_rank");
-    c.gdn_v_dim = r.require_int("ssm.inner_size") / c.gdn_v_heads;
-    c.full_attention_interval = int(r.integer("full_attention_interval").value_or(4));
+    c.conv_kernel = r.require_int("ssm.conv_kernel", kMaxDim);
+    c.gdn_k_dim = r.require_int("ssm.state_size", kMaxDim);
+    c.gdn_k_heads = r.require_int("ssm.group_count", kMaxHeads);
+    c.gdn_v_heads = r.require_int("ssm.time_step_rank", kMaxHeads);
+    c.gdn_v_dim = r.require_int("ssm.inner_size", kMaxDim) / c.gdn_v_heads;
+    c.full_attention_interval = r.bounded("full_attention_interval", kMaxLayers, 0).value_or(4);
     // llama.cpp's converter stores 1 + w for these norms: apply them plainly.
     c.norm_plus_one = false;
     c.gdn_head_map = arch == "qwen35" ? GdnHeadMap::tiled : GdnHeadMap::grouped;
@@ -286,10 +363,15 @@ std::string canonical_name(const ModelConfig& c, const std::string& path, const 
   return name;
 }
 
-// blk.N.* with N >= layers are skipped.
+// blk.N.* with N >= layers are skipped (a name whose N is not a number is kept, and reported by
+// the completeness gate as unexpected rather than thrown on here).
 bool beyond(const std::string& name, int layers) {
   if (name.rfind("blk.", 0) != 0) return false;
-  return std::stoi(name.substr(4)) >= layers;
+  long long n = 0;
+  const char* first = name.data() + 4;
+  const auto [end, ec] = std::from_chars(first, name.data() + name.size(), n);
+  if (ec == std::errc::result_out_of_range) return true;
+  return ec == std::errc() && end != first && n >= layers;
 }
 
 }  // namespace
@@ -301,7 +383,14 @@ ModelConfig gguf_config(const std::string& path, int layers, const LoadOptions& 
   bool has_output = false;
   for (const auto& t : f.tensors()) {
     has_output |= t.name == "output.weight";
-    if (t.name == "token_embd.weight" && c.vocab == 0 && t.ne.size() == 2) c.vocab = int(t.ne[1]);
+    if (t.name == "token_embd.weight" && c.vocab == 0 && t.ne.size() == 2) {
+      if (t.ne[1] > kMaxVocab)
+        throw ModelError(
+            fmt::format("{}: tensor token_embd.weight: {} rows is more than the {} a vocabulary "
+                        "may hold",
+                        path, t.ne[1], kMaxVocab));
+      c.vocab = int(t.ne[1]);
+    }
   }
   c.tied_embeddings = !has_output;
   return c;
@@ -328,6 +417,10 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
   }
   auto& c = m.config;
   if (const Tensor* e = m.weights.find("token_embd.weight")) {
+    if (c.vocab == 0 && e->dim(0) > kMaxVocab)
+      throw ModelError(
+          fmt::format("{}: tensor token_embd.weight: {} rows is more than the {} a vocabulary may hold", path,
+                      e->dim(0), kMaxVocab));
     if (c.vocab == 0) c.vocab = int(e->dim(0));
   } else if (c.vocab == 0) {
     throw ModelError(fmt::format("{}: no {}.vocab_size and no token_embd.weight", path, c.arch));

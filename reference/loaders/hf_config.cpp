@@ -14,17 +14,26 @@ class Fields {
  public:
   Fields(const nlohmann::json& j, const std::string& file) : j_(j), file_(file) {}
   bool has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
-  int integer(const char* k) const {
+  // A positive integer up to `max` (family.h's bounds), checked before anything is sized by it.
+  int integer(const char* k, std::int64_t max) const {
     if (!has(k)) throw ModelError(fmt::format("{}: missing field {}", file_, k));
-    if (!j_[k].is_number_integer() || j_[k].get<std::int64_t>() <= 0)
-      throw ModelError(fmt::format("{}: field {} must be a positive integer", file_, k));
-    return j_[k].get<int>();
+    const auto& v = j_[k];
+    if (!v.is_number_integer() ||
+        (v.is_number_unsigned() ? v.get<std::uint64_t>() == 0 || v.get<std::uint64_t>() > std::uint64_t(max)
+                                : v.get<std::int64_t>() <= 0 || v.get<std::int64_t>() > max))
+      throw ModelError(
+          fmt::format("{}: field {} = {} must be an integer from 1 to {}", file_, k, v.dump(), max));
+    return int(v.get<std::int64_t>());
   }
-  int integer(const char* k, int fallback) const { return has(k) ? integer(k) : fallback; }
-  double real(const char* k, double fallback) const {
-    if (!has(k)) return fallback;
-    if (!j_[k].is_number()) throw ModelError(fmt::format("{}: field {} must be a number", file_, k));
-    return j_[k].get<double>();
+  int integer(const char* k, int fallback, std::int64_t max) const {
+    return has(k) ? integer(k, max) : fallback;
+  }
+  double real(const char* k, double fallback) const { return number(j_, k, k, fallback); }
+  // Field `k` of object `obj` (called `name` in messages) as a number; `fallback` when absent.
+  double number(const nlohmann::json& obj, const char* k, std::string_view name, double fallback) const {
+    if (!obj.is_object() || !obj.contains(k) || obj[k].is_null()) return fallback;
+    if (!obj[k].is_number()) throw ModelError(fmt::format("{}: field {} must be a number", file_, name));
+    return obj[k].get<double>();
   }
   bool boolean(const char* k, bool fallback) const {
     if (!has(k)) return fallback;
@@ -66,37 +75,43 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
   c.arch = type;
   c.family = *family;
   if (c.family == Family::gpt2) {
-    c.hidden = f.integer("n_embd");
-    c.n_layers = f.integer("n_layer");
-    c.n_heads = c.n_kv_heads = f.integer("n_head");
+    c.hidden = f.integer("n_embd", kMaxDim);
+    c.n_layers = f.integer("n_layer", kMaxLayers);
+    c.n_heads = c.n_kv_heads = f.integer("n_head", kMaxHeads);
     c.head_dim = c.hidden / c.n_heads;
-    c.ffn = f.integer("n_inner", 4 * c.hidden);
-    c.max_positions = f.integer("n_positions", 1024);
-    c.vocab = f.integer("vocab_size");
+    c.ffn = f.integer("n_inner", 4 * c.hidden, kMaxDim);
+    c.max_positions = f.integer("n_positions", 1024, kMaxPositions);
+    c.vocab = f.integer("vocab_size", kMaxVocab);
     c.norm_eps = f.real("layer_norm_epsilon", 1e-5);
     c.tied_embeddings = true;
     for (const char* k : {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"})
       if (f.boolean(k, false)) throw ModelError(fmt::format("{}: field {} = true is not supported", file, k));
   } else {
-    c.hidden = f.integer("hidden_size");
-    c.n_layers = f.integer("num_hidden_layers");
-    c.n_heads = f.integer("num_attention_heads");
-    c.n_kv_heads = f.integer("num_key_value_heads", c.n_heads);
-    c.head_dim = f.integer("head_dim", c.hidden / c.n_heads);
-    c.ffn = f.integer("intermediate_size");
-    c.vocab = f.integer("vocab_size");
-    c.max_positions = f.integer("max_position_embeddings", 2048);
+    c.hidden = f.integer("hidden_size", kMaxDim);
+    c.n_layers = f.integer("num_hidden_layers", kMaxLayers);
+    c.n_heads = f.integer("num_attention_heads", kMaxHeads);
+    c.n_kv_heads = f.integer("num_key_value_heads", c.n_heads, kMaxHeads);
+    c.head_dim = f.integer("head_dim", c.hidden / c.n_heads, kMaxDim);
+    c.ffn = f.integer("intermediate_size", kMaxDim);
+    c.vocab = f.integer("vocab_size", kMaxVocab);
+    c.max_positions = f.integer("max_position_embeddings", 2048, kMaxPositions);
     c.norm_eps = f.real("rms_norm_eps", 1e-6);
     c.tied_embeddings = f.boolean("tie_word_embeddings", false);
-    const nlohmann::json* rope = f.has("rope_parameters") ? &f.at("rope_parameters") : nullptr;
-    c.rope_theta = f.real(
-        "rope_theta", rope && rope->contains("rope_theta") ? (*rope)["rope_theta"].get<double>() : 10000.0);
-    c.partial_rotary = f.real("partial_rotary_factor", rope && rope->contains("partial_rotary_factor")
-                                                           ? (*rope)["partial_rotary_factor"].get<double>()
-                                                           : 1.0);
+    const nlohmann::json rope = f.has("rope_parameters") ? f.at("rope_parameters") : nlohmann::json::object();
+    c.rope_theta = f.real("rope_theta", f.number(rope, "rope_theta", "rope_parameters.rope_theta", 10000.0));
+    c.partial_rotary =
+        f.real("partial_rotary_factor",
+               f.number(rope, "partial_rotary_factor", "rope_parameters.partial_rotary_factor", 1.0));
     if (f.has("rope_scaling")) {
       const auto& s = f.at("rope_scaling");
-      const std::string kind = s.value("rope_type", s.value("type", std::string("default")));
+      if (!s.is_object()) throw ModelError(fmt::format("{}: field rope_scaling must be an object", file));
+      std::string kind = "default";
+      for (const char* k : {"type", "rope_type"})
+        if (s.contains(k) && !s[k].is_null()) {
+          if (!s[k].is_string())
+            throw ModelError(fmt::format("{}: field rope_scaling.{} must be a string", file, k));
+          kind = s[k].get<std::string>();
+        }
       // A scaling parameter, which must be a positive number.
       auto need = [&](const char* k) {
         if (!s.contains(k) || !s[k].is_number() || !(s[k].get<double>() > 0))
@@ -119,7 +134,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
       }
     }
     if (f.boolean("attention_bias", false) && c.family == Family::llama) c.qkv_bias = c.o_bias = true;
-    if (type == "mistral" && f.has("sliding_window")) c.sliding_window = f.integer("sliding_window");
+    if (type == "mistral" && f.has("sliding_window"))
+      c.sliding_window = f.integer("sliding_window", kMaxPositions);
     if (f.boolean("use_sliding_window", false))
       throw ModelError(
           fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
@@ -134,12 +150,12 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
                       "implements dense MLPs)",
                       file, key, f.at(key).dump()));
   if (c.family == Family::qwen3next) {
-    c.gdn_k_heads = f.integer("linear_num_key_heads");
-    c.gdn_v_heads = f.integer("linear_num_value_heads");
-    c.gdn_k_dim = f.integer("linear_key_head_dim");
-    c.gdn_v_dim = f.integer("linear_value_head_dim");
-    c.conv_kernel = f.integer("linear_conv_kernel_dim", 4);
-    c.full_attention_interval = f.integer("full_attention_interval", 4);
+    c.gdn_k_heads = f.integer("linear_num_key_heads", kMaxHeads);
+    c.gdn_v_heads = f.integer("linear_num_value_heads", kMaxHeads);
+    c.gdn_k_dim = f.integer("linear_key_head_dim", kMaxDim);
+    c.gdn_v_dim = f.integer("linear_value_head_dim", kMaxDim);
+    c.conv_kernel = f.integer("linear_conv_kernel_dim", 4, kMaxDim);
+    c.full_attention_interval = f.integer("full_attention_interval", 4, kMaxLayers);
     c.norm_plus_one = true;  // HF stores w and applies (1 + w)
     c.gdn_head_map = GdnHeadMap::grouped;
   }
@@ -149,7 +165,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     if (!types.is_array() || int(types.size()) != c.n_layers)
       throw ModelError(fmt::format("{}: field layer_types must list {} layers", file, c.n_layers));
     for (int l = 0; l < c.n_layers; ++l) {
-      const std::string t = types[std::size_t(l)].get<std::string>();
+      const auto& v = types[std::size_t(l)];
+      const std::string t = v.is_string() ? v.get<std::string>() : v.dump();
       if (t != "linear_attention" && t != "full_attention")
         throw ModelError(fmt::format("{}: field layer_types[{}] = {} is unknown", file, l, t));
       c.layer_kinds[std::size_t(l)] = t == "full_attention" ? BlockKind::gated_attn : BlockKind::gdn;

@@ -50,18 +50,43 @@ void read_safetensors(const std::string& path, const std::function<bool(const st
   } catch (const std::exception& e) {
     throw ModelError(fmt::format("{}: header is not JSON: {}", path, e.what()));
   }
+  if (!j.is_object()) throw ModelError(fmt::format("{}: header is not a JSON object", path));
   const std::uint64_t data_start = 8 + n, data_size = file_size - data_start;
   std::vector<Entry> entries;
   for (const auto& [name, v] : j.items()) {
     if (name == "__metadata__") continue;
     try {
-      Entry e{name, parse_st_dtype(path, name, v.at("dtype").get<std::string>()), v.at("shape").get<Shape>()};
-      const auto off = v.at("data_offsets").get<std::vector<std::uint64_t>>();
-      if (off.size() != 2)
-        throw ModelError(fmt::format("{}: tensor {}: data_offsets must have two entries", path, name));
-      e.begin = off[0];
-      e.end = off[1];
-      const std::uint64_t want_bytes = std::uint64_t(numel(e.shape)) * dtype_size(e.stored);
+      if (!v.is_object())
+        throw ModelError(fmt::format("{}: tensor {}: header entry is not an object", path, name));
+      const auto& dtype = v.at("dtype");
+      if (!dtype.is_string())
+        throw ModelError(fmt::format("{}: tensor {}: dtype must be a string", path, name));
+      Entry e{name, parse_st_dtype(path, name, dtype.get<std::string>()), {}};
+      // Every dimension and their product are checked before any size is computed from them: the
+      // bytes must fit the file, so the product is bounded by its size without overflow.
+      const auto& shape = v.at("shape");
+      if (!shape.is_array() || shape.size() > 8)
+        throw ModelError(
+            fmt::format("{}: tensor {}: shape must be a list of at most 8 dimensions", path, name));
+      std::uint64_t elements = 1;
+      for (const auto& d : shape) {
+        if (!d.is_number_unsigned() ||
+            (d.get<std::uint64_t>() && elements > data_size / d.get<std::uint64_t>()))
+          throw ModelError(
+              fmt::format("{}: tensor {}: shape {} has a dimension that is negative, not an integer, "
+                          "or too large for the {}-byte buffer",
+                          path, name, shape.dump(), data_size));
+        elements *= d.get<std::uint64_t>();
+        e.shape.push_back(std::int64_t(d.get<std::uint64_t>()));
+      }
+      const auto& offsets = v.at("data_offsets");
+      if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+          !offsets[1].is_number_unsigned())
+        throw ModelError(
+            fmt::format("{}: tensor {}: data_offsets must be two non-negative integers", path, name));
+      e.begin = offsets[0].get<std::uint64_t>();
+      e.end = offsets[1].get<std::uint64_t>();
+      const std::uint64_t want_bytes = elements * dtype_size(e.stored);  // elements <= data_size: no overflow
       if (e.end < e.begin || e.end - e.begin != want_bytes || e.end > data_size)
         throw ModelError(fmt::format(
             "{}: tensor {}: data_offsets [{}, {}) do not match shape {} of {} in a {}-byte buffer", path,

@@ -205,14 +205,14 @@ class Shards(TempDirCase):
         out_file = self.path("with_killed.h5")
         rc, out, err = run("merge", "-o", out_file, killed, os.path.join(self.dir, "case-1-of-4.h5"))
         self.assertEqual(rc, 0, out + err)
-        self.assertIn("UNFINISHED", out)
+        self.assertIn("INCOMPLETE", out)
         with h5py.File(out_file, "r") as f:
             rows = {int(r["seed"]): r for r in f["case_index"][:]}
             self.assertEqual(int(rows[42]["finished"]), 0)
             self.assertEqual(int(rows[42]["exit_code"]), -1)
         rc, out, err = run("report", out_file)
         self.assertEqual(rc, 1, out + err)
-        self.assertIn("UNFINISHED", out)
+        self.assertIn("INCOMPLETE", out)
         self.assertIn("did not finish", out)
 
     def test_a_run_killed_mid_write_is_merged_whole(self):

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include "child_candidate.h"
 #include "runner.h"
 #include "trace_reader.h"
 
@@ -53,6 +56,39 @@ INSTANTIATE_TEST_SUITE_P(Runner, CrashIsolation,
                          testing::Values(CrashCase{"selftest:segv-layer1", "signal 11"},
                                          CrashCase{"selftest:abort-layer1", "signal 6"},
                                          CrashCase{"selftest:hang-layer1", "hung"}));
+
+// A candidate whose load() never returns (a driver waiting forever): the child's load is
+// bounded by the same timeout as its steps.
+class HangingLoad final : public Candidate {
+ public:
+  std::string name() const override { return "hanging-load"; }
+  std::string description() const override { return "load() never returns"; }
+  DType storage_dtype() const override { return DType::f32; }
+  OpSet capabilities() const override { return {}; }
+  std::vector<KernelStep> plan(const ModelConfig&, BlockKind) const override { return {}; }
+  void load(const ModelConfig&, const WeightStore&) override {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  void run(const KernelStep&, const StepContext&, const TensorMap&, TensorMap&) override {}
+};
+
+TEST(CrashIsolation, HangingLoadIsACrashWithinTheTimeout) {
+  ChildCandidate child(std::make_unique<HangingLoad>(), 0.5);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    child.load(ModelConfig{}, WeightStore{});
+    FAIL() << "load() returned";
+  } catch (const CandidateCrash& e) {
+    EXPECT_EQ(e.step_name, "load");
+    EXPECT_NE(std::string(e.what()).find("hung"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(CrashIsolation, DefaultTimeoutIsFinite) {
+  const RunOptions o;
+  EXPECT_GT(o.timeout_s, 0);
+}
 
 }  // namespace
 }  // namespace ds

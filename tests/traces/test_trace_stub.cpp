@@ -125,6 +125,10 @@ TEST(StoppedTrace, DiffOfStopsRegressesOnlyWhenTheCurrentRunStopped) {
   EXPECT_FALSE(compare_stops(refused, refused)->regression);
   TraceCase unfinished;  // a killed run is not a stop: its flushed stages are diffed
   EXPECT_FALSE(compare_stops(unfinished, ran));
+  // A case that now starts but is killed is INCOMPLETE: never better than the stop before it.
+  const auto now_incomplete = compare_stops(refused, unfinished);
+  ASSERT_TRUE(now_incomplete);
+  EXPECT_TRUE(now_incomplete->regression);
 }
 
 }  // namespace
