@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cpu/cpu_candidate.h"
+#include "plugin/plugin_candidate.h"
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
 #include "gpu/gdn_candidate.h"
 #include "gpu/gpu_candidate.h"
@@ -99,13 +100,42 @@ std::vector<CandidateEntry> list_candidates() {
 }
 
 CandidatePtr make_candidate(std::string_view name) {
+  if (const auto plugin = parse_plugin_spec(name)) {
+    std::string which = plugin->name;
+    if (which.empty()) {
+      const PluginInfo info = PluginCandidate::probe(plugin->path);
+      if (info.names.size() != 1)
+        throw std::invalid_argument(
+            fmt::format("plugin {} registers {} candidates ({}): pick one with {}:NAME", plugin->path,
+                        info.names.size(), fmt::join(info.names, ", "), plugin->path));
+      which = info.names.front();
+    }
+    return std::make_unique<PluginCandidate>(plugin->path, which);
+  }
   std::vector<std::string> known;
   for (const auto& f : factories()) {
     if (f.name == name) return f.make();
     known.push_back(f.name);
   }
   throw std::invalid_argument(
-      fmt::format("unknown candidate '{}' (known: {})", name, fmt::join(known, ", ")));
+      fmt::format("unknown candidate '{}' (known: {}; or a plugin: PATH.so or PATH.so:NAME)", name,
+                  fmt::join(known, ", ")));
 }
+
+std::vector<std::string> expand_candidate_spec(std::string_view spec) {
+  const auto plugin = parse_plugin_spec(spec);
+  if (!plugin || !plugin->name.empty()) return {std::string(spec)};
+  std::vector<std::string> out;
+  for (const std::string& n : PluginCandidate::probe(plugin->path).names)
+    out.push_back(fmt::format("{}:{}", plugin->path, n));
+  return out;
+}
+
+std::optional<PluginInfo> plugin_origin(const Candidate& cand) {
+  if (const auto* p = dynamic_cast<const PluginCandidate*>(&cand)) return p->info();
+  return std::nullopt;
+}
+
+CandidatePtr make_fill_candidate(DType storage) { return cpu::CpuCandidate::fill(storage); }
 
 }  // namespace ds

@@ -5,7 +5,10 @@
 #include <string_view>
 #include <vector>
 
+#include <optional>
+
 #include "candidate.h"
+#include "plugin/plugin_library.h"
 
 namespace ds {
 
@@ -14,8 +17,19 @@ struct CandidateEntry {
   std::string description;
 };
 
+// The built-in candidates.
 std::vector<CandidateEntry> list_candidates();
-// Throws std::invalid_argument naming the known candidates when `name` is unknown.
+// A built-in name or a plugin spec ("[plugin:]PATH.so[:NAME]"). Throws std::invalid_argument
+// naming the known candidates when `name` is unknown, PluginError (an std::invalid_argument) for
+// a file that is not a usable plugin, CandidateCrash when the plugin crashes while opened.
 CandidatePtr make_candidate(std::string_view name);
+// The candidate specs `spec` stands for: a plugin file without :NAME, every candidate it
+// registers ("PATH.so:NAME" each); anything else, itself.
+std::vector<std::string> expand_candidate_spec(std::string_view spec);
+// The plugin file behind a candidate made by make_candidate (path, SHA-256, versions), or
+// nullopt for a built-in one.
+std::optional<PluginInfo> plugin_origin(const Candidate& cand);
+// `--fill reference`: the candidate that computes the stages a partial candidate leaves out.
+CandidatePtr make_fill_candidate(DType storage);
 
 }  // namespace ds

@@ -5,6 +5,9 @@
 // One block per (token, head). q is staged in shared memory; warps take keys round-robin
 // (lanes split head_dim) and write the scores to shared memory; the block reduces the max
 // and the sum; then each thread owns output dimensions and walks the keys in order.
+// q and the caches are read with row strides q_ld and kv_ld (elements), so GPT-2's MHA
+// reads q, k and v straight out of the fused c_attn rows [q | k | v] (stride 3 D) without a
+// split copy; the decoder passes the packed widths n_q * hd and n_kv * hd.
 #include "common.cuh"
 
 namespace DSK_NS {
@@ -13,7 +16,7 @@ constexpr int kAttnThreads = 128;
 
 __global__ void attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kc,
                                  const __half* __restrict__ vc, __half* __restrict__ out, int pos0, int n_q,
-                                 int n_kv, int hd, float scale, int bug) {
+                                 int n_kv, int hd, int q_ld, int kv_ld, float scale, int bug) {
   SIMT_DYNAMIC_SHARED(float, smem);
   float* qs = smem;           // [hd]
   float* scores = smem + hd;  // [p + 1]
@@ -24,9 +27,9 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
   // Planted (GH-280 family): h % n_kv interleaves the groups instead of h / group.
   const int kh = bug == dsk::kBugGqaModulo ? h % n_kv : h / (n_q / n_kv);
   const int last = pos0 + t;
-  const std::size_t kv_w = static_cast<std::size_t>(n_kv) * hd;
+  const std::size_t kv_w = static_cast<std::size_t>(kv_ld);
 
-  const __half* qh = q + (static_cast<std::size_t>(t) * n_q + h) * hd;
+  const __half* qh = q + static_cast<std::size_t>(t) * q_ld + static_cast<std::size_t>(h) * hd;
   for (int i = tid; i < hd; i += static_cast<int>(blockDim.x)) qs[i] = __half2float(qh[i]);
   __syncthreads();
 
@@ -61,12 +64,12 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
 }
 
 void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
-               int n_q, int n_kv, int head_dim, int bug) {
+               int n_q, int n_kv, int head_dim, int q_ld, int kv_ld, int bug) {
   const std::size_t smem = static_cast<std::size_t>(head_dim + P) * sizeof(float);
   simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr,
                static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
                static_cast<const __half*>(v_cache), static_cast<__half*>(out), pos0, n_q, n_kv, head_dim,
-               1.0f / sqrtf(static_cast<float>(head_dim)), bug);
+               q_ld, kv_ld, 1.0f / sqrtf(static_cast<float>(head_dim)), bug);
 }
 
 }  // namespace DSK_NS

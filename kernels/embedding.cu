@@ -1,34 +1,41 @@
-// Embedding lookup: out[t, :] = half(table[tokens[t], :]). One block per token, threads
-// striding over the row. Token ids are checked on the host before the launch.
+// Embedding lookup, with GPT-2's learned absolute positions folded in:
+//   out[t, :] = half(table[tokens[t], :] + pos[pos0 + t, :])     (pos may be null: no positions)
+// The sum is formed in f32 and rounded once, as wte[ids] + wpe[pos] would be before the first
+// LayerNorm. One block per token, threads striding over the row. Token ids and positions are
+// checked on the host before the launch.
 #include "common.cuh"
 
 namespace DSK_NS {
 
 template <class W>
 __global__ void embedding_kernel(const W* __restrict__ table, const std::int32_t* __restrict__ tokens,
-                                 __half* __restrict__ out, int D) {
+                                 const float* __restrict__ pos, int pos0, __half* __restrict__ out, int D,
+                                 int bug) {
   const int t = static_cast<int>(blockIdx.x);
   const W* row = table + static_cast<std::size_t>(tokens[t]) * D;
-  for (int c = static_cast<int>(threadIdx.x); c < D; c += static_cast<int>(blockDim.x))
-    out[static_cast<std::size_t>(t) * D + c] = __float2half_rn(to_f(row[c]));
+  // Planted: the position of a token taken as its index in this launch, as if every call
+  // were a whole prompt. Right for the prefill (pos0 = 0); every decode token reads wpe[0].
+  const int p = bug == dsk::kBugPosNoOffset ? t : pos0 + t;
+  const float* prow = pos != nullptr ? pos + static_cast<std::size_t>(p) * D : nullptr;
+  for (int c = static_cast<int>(threadIdx.x); c < D; c += static_cast<int>(blockDim.x)) {
+    const float v = to_f(row[c]) + (prow != nullptr ? prow[c] : 0.0f);
+    out[static_cast<std::size_t>(t) * D + c] = __float2half_rn(v);
+  }
 }
 
-void embedding(const void* table, dsk::WType wt, const std::int32_t* tokens, void* out, int T, int D) {
-  const dim3 grid(T), block(128);
-  auto* o = static_cast<__half*>(out);
+template <class W>
+static void launch_embedding(const void* table, const std::int32_t* tokens, const float* pos, int pos0,
+                             void* out, int T, int D, int bug) {
+  simt::launch(embedding_kernel<W>, dim3(T), dim3(128), 0, nullptr, static_cast<const W*>(table), tokens, pos,
+               pos0, static_cast<__half*>(out), D, bug);
+}
+
+void embedding(const void* table, dsk::WType wt, const std::int32_t* tokens, const float* pos, int pos0,
+               void* out, int T, int D, int bug) {
   switch (wt) {
-    case dsk::WType::f32:
-      simt::launch(embedding_kernel<float>, grid, block, 0, nullptr, static_cast<const float*>(table), tokens,
-                   o, D);
-      break;
-    case dsk::WType::f16:
-      simt::launch(embedding_kernel<__half>, grid, block, 0, nullptr, static_cast<const __half*>(table),
-                   tokens, o, D);
-      break;
-    case dsk::WType::bf16:
-      simt::launch(embedding_kernel<__nv_bfloat16>, grid, block, 0, nullptr,
-                   static_cast<const __nv_bfloat16*>(table), tokens, o, D);
-      break;
+    case dsk::WType::f32: launch_embedding<float>(table, tokens, pos, pos0, out, T, D, bug); break;
+    case dsk::WType::f16: launch_embedding<__half>(table, tokens, pos, pos0, out, T, D, bug); break;
+    case dsk::WType::bf16: launch_embedding<__nv_bfloat16>(table, tokens, pos, pos0, out, T, D, bug); break;
   }
 }
 

@@ -38,6 +38,10 @@ enum Bug : int {
   kBugConvTapsReversed,    // ssm_conv.cu: conv taps applied in reverse order
   kBugGdnStateTransposed,  // gdn.cu: the [dk, dv] prior state read as [dv, dk]
   kBugGdnHeadModulo,       // gdn.cu: value head h reads key head h % nk instead of h / (nv / nk)
+  kBugLayerNormNoMeanSub,  // layernorm.cu: variance taken as mean(x^2), without subtracting the mean
+  kBugLayerNormAsRms,      // layernorm.cu: the mean never subtracted (RMSNorm with LayerNorm's bias)
+  kBugPosNoOffset,         // embedding.cu: token t reads position t of the launch, not pos0 + t
+  kBugGeluSigmoid,         // gelu.cu: quick_gelu x * sigmoid(1.702 x) in place of the tanh form
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).
@@ -57,10 +61,15 @@ struct KernelTable {
   void (*device_copy)(void* dst, const void* src, std::size_t bytes);
   void (*synchronize)();
 
-  // out[t, :] = half(table[tokens[t], :]); table [vocab, D].
-  void (*embedding)(const void* table, WType wt, const std::int32_t* tokens, void* out, int T, int D);
+  // out[t, :] = half(table[tokens[t], :] + pos[pos0 + t, :]); table [vocab, D], pos f32
+  // [max_positions, D] (learned absolute positions) or null.
+  void (*embedding)(const void* table, WType wt, const std::int32_t* tokens, const float* pos, int pos0,
+                    void* out, int T, int D, int bug);
   // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w); one block per row.
   void (*rmsnorm)(const void* x, const float* w, void* y, int rows, int width, float eps);
+  // y[r, :] = half((x[r, :] - mean) * rsqrt(var + eps) * w + b), biased variance; one block per row.
+  void (*layernorm)(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps,
+                    int bug);
   // y[t, :] = half(W x[t, :] + bias), f32 accumulation, the bias added in f32 before the
   // cast. With `resid` set (chain-add), also resid[t, :] = half(resid + y) in place: the
   // residual stream update fused as the epilogue. x: [T, cols], W: [rows, cols], y: [T, rows].
@@ -79,15 +88,19 @@ struct KernelTable {
   // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
   void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0,
                float theta, bool neox, int bug);
-  // Causal GQA attention: q [T, n_q * hd] at positions pos0.., caches [P, n_kv * hd] with
-  // P = pos0 + T; one block per (token, head); out [T, n_q * hd].
+  // Causal GQA (or MHA: n_kv == n_q) attention: q [T, n_q * hd] at positions pos0.., caches
+  // [P, n_kv * hd] with P = pos0 + T; rows of q and of the caches q_ld and kv_ld elements
+  // apart (n_q * hd and n_kv * hd when packed; 3 D for views into GPT-2's [q | k | v] rows);
+  // one block per (token, head); out [T, n_q * hd].
   void (*attention)(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P,
-                    int pos0, int n_q, int n_kv, int head_dim, int bug);
+                    int pos0, int n_q, int n_kv, int head_dim, int q_ld, int kv_ld, int bug);
   // act[t, i] = half(silu(g) * u), g = gate[t * ld + i] (+ b_gate[i] when has_bias), likewise
   // u; ld is the row stride of gate / up (F, or 2F for a packed [gate | up] buffer). The
   // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
   void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias,
                  void* act, int T, int F, int ld, int bug);
+  // y[i] = half(gelu_tanh(x[i])) over n elements (GPT-2's gelu_new); in place allowed.
+  void (*gelu)(const void* x, void* y, int n, int bug);
 
   // ---- Gated DeltaNet (kernels/gdn.cu, kernels/ssm_conv.cu), f32; layouts in those files.
   // Plain GDN recurrence over T tokens of n_seqs sequences: prior states state_in

@@ -5,16 +5,18 @@
 
 namespace DSK_NS {
 
-void embedding(const void*, dsk::WType, const std::int32_t*, void*, int, int);
+void embedding(const void*, dsk::WType, const std::int32_t*, const float*, int, void*, int, int, int);
 void rmsnorm(const void*, const float*, void*, int, int, float);
+void layernorm(const void*, const float*, const float*, void*, int, int, float, int);
 void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
 void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
                const void*, void*, void*, void*, int, int, int, int, int);
 void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float,
              int);
 void rope(void*, void*, int, int, int, int, int, int, float, bool, int);
-void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int);
+void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
+void gelu(const void*, void*, int, int);
 void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*,
          int, int, int, int, int, int, int);
 void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int,
@@ -28,15 +30,7 @@ void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*,
 
 namespace {
 
-std::string device_error() {
-#if defined(SIMT_BACKEND_CUDA)
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device: cudaGetDeviceCount returned 0 devices";
-#endif
-  return {};
-}
+std::string device_error() { return simt::device_error(); }
 
 void* alloc(std::size_t bytes) { return simt::malloc(bytes == 0 ? 1 : bytes); }
 void release(void* p) { simt::free(p); }
@@ -59,28 +53,14 @@ const dsk::KernelTable& table() {
 #else
   static const char* const backend = "simt";
 #endif
-  static const dsk::KernelTable t = {backend,
-                                     device_error,
-                                     alloc,
-                                     release,
-                                     to_device,
-                                     to_host,
-                                     device_copy,
-                                     synchronize,
-                                     embedding,
-                                     rmsnorm,
-                                     gemv,
-                                     fused_qkv,
-                                     qk_norm,
-                                     rope,
-                                     attention,
-                                     swiglu,
-                                     gdn,
-                                     gdn_inplace,
-                                     gdn_inplace_ids,
-                                     ssm_conv,
-                                     ssm_conv_update,
-                                     ssm_conv_update_ids};
+  static const dsk::KernelTable t = {backend,     device_error,    alloc,
+                                     release,     to_device,       to_host,
+                                     device_copy, synchronize,     embedding,
+                                     rmsnorm,     layernorm,       gemv,
+                                     fused_qkv,   qk_norm,         rope,
+                                     attention,   swiglu,          gelu,
+                                     gdn,         gdn_inplace,     gdn_inplace_ids,
+                                     ssm_conv,    ssm_conv_update, ssm_conv_update_ids};
   return t;
 }
 

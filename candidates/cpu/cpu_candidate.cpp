@@ -25,7 +25,15 @@ CandidatePtr CpuCandidate::v1_ops() {
   return c;
 }
 
+CandidatePtr CpuCandidate::fill(DType storage) {
+  auto c = std::make_unique<CpuCandidate>();
+  c->fill_ = true;
+  c->storage_ = storage;
+  return c;
+}
+
 std::string CpuCandidate::name() const {
+  if (fill_) return fmt::format("reference-fill-{}", dtype_name(storage_));
   if (v1_) return "cpu-f16-v1";
   switch (bug_) {
     case PlantedBug::none: return "cpu-f16";
@@ -38,6 +46,9 @@ std::string CpuCandidate::name() const {
 }
 
 std::string CpuCandidate::description() const {
+  if (fill_)
+    return fmt::format("the reference fill: cpu-f16's f32 math with every stage output stored as {}",
+                       dtype_name(storage_));
   if (v1_)
     return "cpu-f16 limited to the GH-280 'kernel v1' op set (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
            "no bias";
@@ -58,15 +69,27 @@ std::string CpuCandidate::description() const {
 
 OpSet CpuCandidate::capabilities() const {
   if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
-  return {Op::RoPE,       Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,
-          Op::CausalMask, Op::SwiGLU,   Op::RMSNorm,     Op::BiasAdd, Op::QkNorm};
+  return {Op::RoPE,    Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,    Op::CausalMask, Op::SwiGLU,
+          Op::GeluMlp, Op::RMSNorm,  Op::LayerNorm,   Op::BiasAdd, Op::QkNorm, Op::AbsolutePos};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   switch (kind) {
     case BlockKind::embed: return {{"embed", {"tokens"}, {"embed"}}};
     case BlockKind::head:
-      return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+      return {{cfg.family == Family::gpt2 ? "ln_f" : "final_norm", {"x"}, {"final_norm"}},
+              {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::gpt2:
+      return {{"ln_1", {"x"}, {"ln_1"}},
+              {"c_attn", {"ln_1"}, {"qkv"}},
+              {"attention_qkv", {"qkv", "cache:qkv"}, {"attn"}},
+              {"o_proj", {"attn"}, {"attn_out"}},
+              {"residual_1", {"x", "attn_out"}, {"residual_1"}},
+              {"ln_2", {"residual_1"}, {"ln_2"}},
+              {"c_fc", {"ln_2"}, {"fc"}},
+              {"gelu", {"fc"}, {"gelu"}},
+              {"mlp_proj", {"gelu"}, {"proj"}},
+              {"residual_2", {"residual_1", "proj"}, {"residual_2"}}};
     case BlockKind::decoder: {
       std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
                                    {"qkv", {"attn_norm"}, {"q", "k", "v"}}};
@@ -131,7 +154,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   const int l = ctx.layer;
   const std::string& s = step.name;
   auto x = [&](std::string_view n) { return to_mat(in(inputs, n)); };
-  auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_f16(m); };
+  auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_tensor(m, storage_); };
   if (s == "embed") {
     const Tensor& tok = in(inputs, "tokens");
     const Mat& table = w(kModelLayer, "token_embd.weight");
@@ -142,7 +165,37 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
       std::copy_n(table.row(id), table.cols, e.row(t));
     }
+    // GPT-2's learned absolute positions: token t sits at position pos0 + t.
+    if (auto pos = w_.find("position_embd.weight"); pos != w_.end()) {
+      const Mat& p = pos->second;
+      if (ctx.pos0 + e.rows > p.rows)
+        throw std::out_of_range(
+            fmt::format("position {} beyond the {} learned positions", ctx.pos0 + e.rows - 1, p.rows));
+      for (std::int64_t t = 0; t < e.rows; ++t)
+        for (std::int64_t i = 0; i < e.cols; ++i) e.row(t)[i] += p.row(ctx.pos0 + t)[i];
+    }
     out("embed", e);
+  } else if (s == "ln_f" || s == "ln_1" || s == "ln_2") {
+    // GPT-2's LayerNorms: ln_f is output_norm, ln_1 attn_norm, ln_2 ffn_norm (GGUF names).
+    const int layer = s == "ln_f" ? kModelLayer : l;
+    const std::string_view role = s == "ln_f" ? "output_norm" : s == "ln_1" ? "attn_norm" : "ffn_norm";
+    out(step.outputs[0], layernorm(x(step.inputs[0]), w(layer, fmt::format("{}.weight", role)).v,
+                                   w(layer, fmt::format("{}.bias", role)).v, float(c.norm_eps)));
+  } else if (s == "c_attn" || s == "c_fc") {
+    const std::string_view role = s == "c_attn" ? "attn_qkv" : "ffn_up";
+    out(step.outputs[0], linear(x(step.inputs[0]), w(l, fmt::format("{}.weight", role)),
+                                w(l, fmt::format("{}.bias", role)).v));
+  } else if (s == "attention_qkv") {
+    // GPT-2: q, k and v are the column ranges [0, Q), [Q, Q + KV), [Q + KV, Q + 2 KV) of c_attn.
+    if (l == 1) crash_if_planted();
+    const Mat qkv = x("qkv"), cache = x("cache:qkv");
+    const std::int64_t Q = c.q_dim(), KV = c.kv_dim();
+    out("attn", attention(columns(qkv, 0, Q), columns(cache, Q, KV), columns(cache, Q + KV, KV), c.n_heads,
+                          c.n_kv_heads, c.head_dim, ctx.pos0));
+  } else if (s == "gelu") {
+    out("gelu", gelu_tanh(x("fc")));
+  } else if (s == "mlp_proj") {
+    out("proj", linear(x("gelu"), w(l, "ffn_down.weight"), w(l, "ffn_down.bias").v));
   } else if (s == "final_norm") {
     out("final_norm", rmsnorm(x("x"), w(kModelLayer, "output_norm.weight").v, float(c.norm_eps), c.hidden));
   } else if (s == "lm_head") {
@@ -180,7 +233,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "down") {
     out("down", linear(x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
   } else if (s == "residual_2") {
-    Mat r2 = add(x("residual_1"), x("down"));
+    Mat r2 = add(x(step.inputs[0]), x(step.inputs[1]));
     if (bug_ == PlantedBug::drift_from_layer3 && l >= 3)
       for (float& v : r2.v) v *= 1.01f;
     out("residual_2", r2);

@@ -28,10 +28,13 @@ class CpuCandidate final : public Candidate {
   // The op set of seeds/000's "GPU kernel v1" (no QK-norm, no bias): the kernel set that printed
   // garbage for Qwen3 and silently dropped Qwen2's bias. The gate must refuse both models.
   static CandidatePtr v1_ops();
+  // What `--fill reference` computes a partial candidate's other stages with: this math, every
+  // stage output stored in the partial candidate's storage dtype.
+  static CandidatePtr fill(DType storage);
 
   std::string name() const override;
   std::string description() const override;
-  DType storage_dtype() const override { return DType::f16; }
+  DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
@@ -45,6 +48,8 @@ class CpuCandidate final : public Candidate {
 
   PlantedBug bug_;
   bool v1_ = false;
+  bool fill_ = false;
+  DType storage_ = DType::f16;
   ModelConfig cfg_;
   std::map<std::string, Mat, std::less<>> w_;
 };

@@ -1,5 +1,6 @@
 #include "cpu_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -16,6 +17,22 @@ Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width) {
       const float inv = 1.0f / std::sqrt(ss / float(width) + eps);
       for (int i = 0; i < width; ++i) y.row(r)[g * width + i] = xr[i] * inv * w[std::size_t(i)];
     }
+  return y;
+}
+
+Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps) {
+  Mat y(x.rows, x.cols);
+  const float n = float(x.cols);
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    const float* xr = x.row(r);
+    float mean = 0, var = 0;
+    for (std::int64_t i = 0; i < x.cols; ++i) mean += xr[i];
+    mean /= n;
+    for (std::int64_t i = 0; i < x.cols; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    const float inv = 1.0f / std::sqrt(var / n + eps);
+    for (std::int64_t i = 0; i < x.cols; ++i)
+      y.row(r)[i] = (xr[i] - mean) * inv * w[std::size_t(i)] + b[std::size_t(i)];
+  }
   return y;
 }
 
@@ -91,6 +108,23 @@ Mat silu_mul(const Mat& gate, const Mat& up) {
     const float g = gate.v[i];
     y.v[i] = g / (1.0f + std::exp(-g)) * up.v[i];
   }
+  return y;
+}
+
+Mat gelu_tanh(const Mat& x) {
+  Mat y(x.rows, x.cols);
+  const float k = std::sqrt(2.0f / float(M_PI));
+  for (std::size_t i = 0; i < y.v.size(); ++i) {
+    const float v = x.v[i];
+    y.v[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+  return y;
+}
+
+Mat columns(const Mat& x, std::int64_t first, std::int64_t n) {
+  if (first < 0 || first + n > x.cols) throw std::invalid_argument("cpu columns: range outside the matrix");
+  Mat y(x.rows, n);
+  for (std::int64_t r = 0; r < x.rows; ++r) std::copy_n(x.row(r) + first, n, y.row(r));
   return y;
 }
 

@@ -22,11 +22,16 @@ struct Mat {
 };
 
 Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
+Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b,
+              float eps);                                             // biased variance
 Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
 Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode);
 Mat attention(const Mat& q, const Mat& k_cache, const Mat& v_cache, int n_heads, int n_kv_heads, int head_dim,
               int pos0);
 Mat silu_mul(const Mat& gate, const Mat& up);
+Mat gelu_tanh(const Mat& x);  // GPT-2's gelu_new
+// Columns [first, first + n) of every row (a view of GPT-2's fused [q | k | v] rows, copied).
+Mat columns(const Mat& x, std::int64_t first, std::int64_t n);
 Mat add(const Mat& a, const Mat& b);
 
 }  // namespace ds::cpu

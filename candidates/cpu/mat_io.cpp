@@ -12,8 +12,10 @@ Mat to_mat(const Tensor& t) {
   return m;
 }
 
-Tensor to_f16(const Mat& m) {
-  Tensor t(DType::f16, {m.rows, m.cols});
+Tensor to_f16(const Mat& m) { return to_tensor(m, DType::f16); }
+
+Tensor to_tensor(const Mat& m, DType storage) {
+  Tensor t(storage, {m.rows, m.cols});
   for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, double(m.v[std::size_t(i)]));
   return t;
 }

@@ -12,6 +12,7 @@ namespace ds::cpu {
 Mat to_mat(const Tensor& t);
 // Stage outputs are stored in f16 between launches.
 Tensor to_f16(const Mat& m);
+Tensor to_tensor(const Mat& m, DType storage);
 // The input `name` of a step; a missing one is a bug in the candidate's plan, named with `who`.
 const Tensor& input(const TensorMap& inputs, std::string_view name, std::string_view who);
 

@@ -11,6 +11,7 @@
 
 namespace ds::gpu {
 
+using cpu::columns;
 using cpu::input;
 using cpu::Mat;
 using cpu::to_f16;
@@ -26,13 +27,6 @@ Mat to_mat(std::vector<float> v, std::int64_t rows, std::int64_t cols) {
   return m;
 }
 const Tensor& in(const TensorMap& inputs, std::string_view name) { return input(inputs, name, "simt-gdn"); }
-// Columns [from, from + n) of every row.
-Mat columns(const Mat& x, std::int64_t from, std::int64_t n) {
-  Mat y(x.rows, n);
-  for (std::int64_t r = 0; r < x.rows; ++r)
-    for (std::int64_t i = 0; i < n; ++i) y.row(r)[i] = x.row(r)[from + i];
-  return y;
-}
 float sigmoidf(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float siluf(float x) { return x * sigmoidf(x); }
 float softplusf(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
@@ -119,6 +113,8 @@ std::vector<KernelStep> GdnCandidate::plan(const ModelConfig&, BlockKind kind) c
   p.insert(p.end(), mlp.begin(), mlp.end());
   return p;
 }
+
+std::string GdnCandidate::unavailable() const { return k_.device_error(); }
 
 void GdnCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);

@@ -45,6 +45,7 @@ class GdnCandidate final : public Candidate {
   std::string description() const override { return description_; }
   DType storage_dtype() const override { return DType::f16; }
   OpSet capabilities() const override;
+  std::string unavailable() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,

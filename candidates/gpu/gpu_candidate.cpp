@@ -65,16 +65,27 @@ void GpuCandidate::free_all() {
 }
 
 OpSet GpuCandidate::capabilities() const {
-  // Exactly what kernels/*.cu implement: no LayerNorm, GELU, learned positions, (1 + w) norms.
-  return {Op::RoPE,       Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,
-          Op::CausalMask, Op::SwiGLU,   Op::RMSNorm,     Op::BiasAdd, Op::QkNorm};
+  // Exactly what kernels/*.cu implement and plan() routes: no (1 + w) norms, gated attention
+  // or GDN layers (the simt-gdn candidates), no RoPE frequency scaling.
+  return {Op::RoPE,    Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,    Op::CausalMask, Op::SwiGLU,
+          Op::GeluMlp, Op::RMSNorm,  Op::LayerNorm,   Op::BiasAdd, Op::QkNorm, Op::AbsolutePos};
 }
 
 std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   switch (kind) {
     case BlockKind::embed: return {{"embedding", {"tokens"}, {"embed"}}};
     case BlockKind::head:
-      return {{"final_norm", {"x"}, {"final_norm"}}, {"lm_head", {"final_norm"}, {"logits"}}};
+      return {{cfg.family == Family::gpt2 ? "ln_f" : "final_norm", {"x"}, {"final_norm"}},
+              {"lm_head", {"final_norm"}, {"logits"}}};
+    case BlockKind::gpt2:
+      return {{"ln_1", {"x"}, {"ln_1"}},
+              {"c_attn", {"ln_1"}, {"qkv"}},
+              {"attention_qkv", {"qkv", "cache:qkv"}, {"attn"}},
+              {"o_proj_add", {"attn", "x"}, {"attn_out", "residual_1"}},
+              {"ln_2", {"residual_1"}, {"ln_2"}},
+              {"c_fc", {"ln_2"}, {"fc"}},
+              {"gelu", {"fc"}, {"gelu"}},
+              {"down_add", {"gelu", "residual_1"}, {"proj", "residual_2"}}};
     case BlockKind::decoder: {
       std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
                                    {"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
@@ -124,34 +135,61 @@ void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
   dev_[key] = {p, dsk::WType::f32};
 }
 
+std::string GpuCandidate::unavailable() const { return k_.device_error(); }
+
 void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
   free_all();
   cfg_ = cfg;
+  n_positions_ = 0;
   upload_matrix("token_embd.weight", {&weights.get("token_embd.weight")});
   if (const Tensor* out = weights.find("output.weight")) upload_matrix("output.weight", {out});
-  upload_vector("output_norm.weight", weights.get("output_norm.weight"));
-  for (int l = 0; l < cfg.n_layers; ++l) {
-    auto n = [&](std::string_view role) { return layer_weight(l, role); };
-    // Packed [q | k | v] and [gate | up]: one buffer each, as a fused checkpoint stores them.
-    upload_matrix(n("attn_qkv.packed"),
-                  {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
-                   &weights.layer(l, "attn_v.weight")});
-    upload_matrix(n("ffn_gate_up.packed"),
-                  {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
-    upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
-    upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
-    if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
-      const Tensor packed =
-          Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
-                              weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
-      upload_vector(n("ffn_gate_up.bias"), packed);
-    }
-    for (std::string_view v :
-         {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
-          "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
-      if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
+  // Learned positions go up as f32 whatever their stored dtype: the embedding kernel adds
+  // them in f32, and the table is small next to the token embedding.
+  if (const Tensor* pos = weights.find("position_embd.weight")) {
+    upload_vector("position_embd.weight", *pos);
+    n_positions_ = int(pos->dim(0));
   }
+  for (std::string_view v : {"output_norm.weight", "output_norm.bias"})
+    if (const Tensor* t = weights.find(v)) upload_vector(std::string(v), *t);
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (cfg.block_kind(l) == BlockKind::gpt2)
+      load_gpt2_layer(l, weights);
+    else
+      load_decoder_layer(l, weights);
+  }
+}
+
+void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  // Packed [q | k | v] and [gate | up]: one buffer each, as a fused checkpoint stores them.
+  upload_matrix(n("attn_qkv.packed"), {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
+                                       &weights.layer(l, "attn_v.weight")});
+  upload_matrix(n("ffn_gate_up.packed"),
+                {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
+  upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
+  upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
+  if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
+    const Tensor packed =
+        Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
+                            weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
+    upload_vector(n("ffn_gate_up.bias"), packed);
+  }
+  for (std::string_view v :
+       {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
+        "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
+    if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
+}
+
+void GpuCandidate::load_gpt2_layer(int l, const WeightStore& weights) {
+  // The store holds every projection [out, in]: the safetensors loader transposes GPT-2's
+  // Conv1D [in, out] weights, and llama.cpp's converter did the same before writing a GGUF.
+  // So c_attn is one [3 D, D] matrix whose rows are q, then k, then v.
+  for (std::string_view m : {"attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight"})
+    upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
+  for (std::string_view v : {"attn_norm.weight", "attn_norm.bias", "attn_qkv.bias", "attn_output.bias",
+                             "ffn_norm.weight", "ffn_norm.bias", "ffn_up.bias", "ffn_down.bias"})
+    upload_vector(layer_weight(l, v), weights.layer(l, v));
 }
 
 const void* GpuCandidate::mat(int layer, std::string_view role) const {
@@ -164,6 +202,11 @@ const void* GpuCandidate::mat(int layer, std::string_view role) const {
 const float* GpuCandidate::vec(int layer, std::string_view role) const {
   auto it = dev_.find(layer == kModelLayer ? std::string(role) : layer_weight(layer, role));
   return it == dev_.end() ? nullptr : static_cast<const float*>(it->second.p);
+}
+
+const float* GpuCandidate::need_vec(int layer, std::string_view role) const {
+  static_cast<void>(mat(layer, role));  // throws naming the weight when it is absent
+  return vec(layer, role);
 }
 
 void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -186,10 +229,22 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     for (std::int64_t t = 0; t < tok.numel(); ++t)
       if (tok.at(t) < 0 || tok.at(t) >= c.vocab)
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tok.at(t), c.vocab));
+    const float* pos = vec(kModelLayer, "position_embd.weight");
+    if (pos != nullptr && ctx.pos0 + T > n_positions_)
+      throw std::out_of_range(
+          fmt::format("position {} beyond the {} learned positions", ctx.pos0 + T - 1, n_positions_));
     DevBuf ids(k_, tok), out = buf(std::int64_t(T) * D);
     k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
-                 static_cast<const std::int32_t*>(ids.get()), out.get(), T, D);
+                 static_cast<const std::int32_t*>(ids.get()), pos, ctx.pos0, out.get(), T, D, bug_);
     outputs["embed"] = out.f16(T, D);
+  } else if (s == "ln_f" || s == "ln_1" || s == "ln_2") {
+    // GPT-2's LayerNorms: ln_f is output_norm, ln_1 attn_norm, ln_2 ffn_norm (GGUF names).
+    const int layer = s == "ln_f" ? kModelLayer : l;
+    const std::string_view role = s == "ln_f" ? "output_norm" : s == "ln_1" ? "attn_norm" : "ffn_norm";
+    DevBuf x = up(step.inputs[0]), y = buf(std::int64_t(T) * D);
+    k_.layernorm(x.get(), need_vec(layer, fmt::format("{}.weight", role)),
+                 need_vec(layer, fmt::format("{}.bias", role)), y.get(), T, D, eps, bug_);
+    outputs[step.outputs[0]] = y.f16(T, D);
   } else if (s == "final_norm" || s == "attn_norm" || s == "ffn_norm") {
     const std::string_view src = s == "ffn_norm" ? "residual_1" : "x";
     const float* w =
@@ -233,18 +288,43 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     if (P != ctx.pos0 + T)
       throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
     DevBuf q = up("q_rope"), kd = up("cache:k_rope"), vd = up("cache:v"), o = buf(std::int64_t(T) * Q);
-    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, bug_);
+    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV,
+                 bug_);
+    outputs["attn"] = o.f16(T, Q);
+  } else if (s == "attention_qkv") {
+    // GPT-2: q, k and v are column ranges of the c_attn rows [q | k | v], read in place.
+    const Tensor& cache = in(inputs, "cache:qkv");
+    const int P = int(cache.dim(0)), ld = Q + 2 * KV;
+    if (P != ctx.pos0 + T)
+      throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
+    DevBuf qkv = up("qkv"), cd = up("cache:qkv"), o = buf(std::int64_t(T) * Q);
+    const auto* kv = static_cast<const std::uint16_t*>(cd.get());  // f16 elements
+    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld, ld,
+                 bug_);
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "o_proj_add" || s == "down_add") {
+    // Projection + chain-add: inputs (activation, residual), outputs (projection, new residual).
     const bool o_proj = s == "o_proj_add";
     const std::string_view role = o_proj ? "attn_output" : "ffn_down";
     const int cols = o_proj ? Q : F;
-    DevBuf x = up(o_proj ? "attn" : "ffn_act"), resid = up(o_proj ? "x" : "residual_1"),
-           y = buf(std::int64_t(T) * D);
+    DevBuf x = up(step.inputs[0]), resid = up(step.inputs[1]), y = buf(std::int64_t(T) * D);
     k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
             vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols, bug_);
-    outputs[o_proj ? "attn_out" : "down"] = y.f16(T, D);
-    outputs[o_proj ? "residual_1" : "residual_2"] = resid.f16(T, D);
+    outputs[step.outputs[0]] = y.f16(T, D);
+    outputs[step.outputs[1]] = resid.f16(T, D);
+  } else if (s == "c_attn" || s == "c_fc") {
+    // GPT-2's fused c_attn [3 D, D] and c_fc [F, D], bias added in f32 before the cast.
+    const bool attn = s == "c_attn";
+    const std::string_view role = attn ? "attn_qkv" : "ffn_up";
+    const int rows = attn ? Q + 2 * KV : F;
+    DevBuf x = up(step.inputs[0]), y = buf(std::int64_t(T) * rows);
+    k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
+            need_vec(l, fmt::format("{}.bias", role)), y.get(), nullptr, T, rows, D, bug_);
+    outputs[step.outputs[0]] = y.f16(T, rows);
+  } else if (s == "gelu") {
+    DevBuf x = up("fc");
+    k_.gelu(x.get(), x.get(), T * F, bug_);
+    outputs["gelu"] = x.f16(T, F);
   } else if (s == "gate_up") {
     // One GEMV over the packed [gate | up] weight, bias added in f32 in its epilogue.
     DevBuf x = up("ffn_norm"), gu = buf(std::int64_t(T) * 2 * F);

@@ -14,6 +14,20 @@
 //                                                 ffn_norm -> gate, up
 //   swiglu          swiglu (no bias: the GEMV added it)   gate, up -> ffn_act
 //   down_add        gemv + chain-add epilogue     ffn_act, residual_1 -> down, residual_2
+//
+// Stage map (GPT-2 layer):
+//   ln_1            layernorm (bias)              x -> ln_1
+//   c_attn          gemv over [3 D, D] + bias     ln_1 -> qkv
+//   attention_qkv   attention (MHA), q / k / v read in place from [q | k | v] rows
+//                                                 qkv, cache:qkv -> attn
+//   o_proj_add      gemv + bias + chain-add       attn, x -> attn_out, residual_1
+//   ln_2            layernorm (bias)              residual_1 -> ln_2
+//   c_fc            gemv + bias                   ln_2 -> fc
+//   gelu            gelu (tanh form)              fc -> gelu
+//   down_add        gemv + bias + chain-add       gelu, residual_1 -> proj, residual_2
+//
+// Model level: embedding (+ learned positions pos0.. for GPT-2) tokens -> embed;
+// final_norm (rmsnorm) or ln_f (GPT-2 layernorm) x -> final_norm; lm_head gemv -> logits.
 #pragma once
 
 #include <map>
@@ -35,6 +49,7 @@ class GpuCandidate final : public Candidate {
   std::string description() const override { return description_; }
   DType storage_dtype() const override { return DType::f16; }
   OpSet capabilities() const override;
+  std::string unavailable() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   // Throws std::runtime_error("no CUDA device: ...") when the table cannot run kernels.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
@@ -47,7 +62,10 @@ class GpuCandidate final : public Candidate {
     dsk::WType wt = dsk::WType::f32;
   };
   const void* mat(int layer, std::string_view role) const;
-  const float* vec(int layer, std::string_view role) const;  // nullptr when absent
+  const float* vec(int layer, std::string_view role) const;       // nullptr when absent
+  const float* need_vec(int layer, std::string_view role) const;  // throws when absent
+  void load_decoder_layer(int l, const WeightStore& weights);
+  void load_gpt2_layer(int l, const WeightStore& weights);
   void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts);
   void upload_vector(const std::string& key, const Tensor& t);
   void free_all();
@@ -56,7 +74,7 @@ class GpuCandidate final : public Candidate {
   std::string name_, description_;
   int bug_;
   ModelConfig cfg_;
-  dsk::WType wt_ = dsk::WType::f32;
+  int n_positions_ = 0;  // rows of the learned position table; 0 without one
   std::map<std::string, DevTensor, std::less<>> dev_;
 };
 

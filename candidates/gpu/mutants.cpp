@@ -1,12 +1,13 @@
 #include "mutants.h"
 
 #include "kernels.h"
+#include "stage_catalog.h"
 
 namespace ds::gpu {
 
 // Each row: the bug, the model it shows on, and where the harness must first report it.
-// All are judged in isolated mode at model step 0 (the prefill). Why each stage is the
-// first one is in docs/mutants.md.
+// All are judged in isolated mode, at model step 0 (the prefill) unless the row says a later
+// step. Why each stage is the first one is in docs/mutants.md.
 std::span<const MutantInfo> mutants() {
   static const MutantInfo kMutants[] = {
       {"chain-add-idx", dsk::kBugChainAddIdx, "synthetic:qwen2-tiny", "residual_1", 0, "isolated", "default",
@@ -26,6 +27,18 @@ std::span<const MutantInfo> mutants() {
        "default", "RoPE uses theta 10000 instead of the config's rope_theta (seeds/000)"},
       {"gqa-modulo", dsk::kBugGqaModulo, "synthetic:llama-tiny", "attn", 0, "isolated", "default",
        "attention reads KV head h % n_kv instead of h / (n_heads / n_kv) (GH-280)"},
+      {"layernorm-no-mean-sub", dsk::kBugLayerNormNoMeanSub, "synthetic:gpt2-tiny", "ln_1", 0, "isolated",
+       "strict", "LayerNorm variance taken as mean(x^2), without subtracting the mean first: off by mean^2"},
+      {"layernorm-as-rmsnorm", dsk::kBugLayerNormAsRms, "synthetic:gpt2-tiny", "ln_1", 0, "isolated",
+       "default",
+       "LayerNorm never subtracts the mean: an RMSNorm with LayerNorm's bias (an RMSNorm kernel reused)"},
+      {"gelu-sigmoid", dsk::kBugGeluSigmoid, "synthetic:gpt2-tiny", "gelu", 0, "isolated", "default",
+       "gelu_new computed as quick_gelu, x * sigmoid(1.702 x), instead of the tanh form"},
+      {"pos-no-offset", dsk::kBugPosNoOffset, "synthetic:gpt2-tiny", "embed", kModelLayer, "isolated",
+       "default",
+       "learned position of token t read at t instead of pos0 + t: right for the prefill, wpe[0] for every "
+       "decode token",
+       1},
   };
   return kMutants;
 }

@@ -16,6 +16,7 @@ struct MutantInfo {
   std::string_view mode;         // "isolated"
   std::string_view policy;       // "default" or "strict" (see docs/mutants.md)
   std::string_view what;         // the bug in one line
+  int first_step = 0;            // model step of the first failure: 0 the prefill, 1.. decode
 };
 
 std::span<const MutantInfo> mutants();

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,15 +57,26 @@ class Candidate {
   // The dtype activations are stored in between steps; inputs are handed over in it.
   virtual DType storage_dtype() const = 0;
   virtual OpSet capabilities() const = 0;
+  // Empty when the candidate can run on this machine; otherwise why not ("no CUDA device: ...").
+  // The gate answers UNAVAILABLE with it before anything is loaded. Asked in a forked child, so
+  // it may initialise a device runtime without the harness ever holding a device context.
+  virtual std::string unavailable() const { return {}; }
   // The stage map of one block kind for this model.
   virtual std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const = 0;
   // Called once, after the gates pass: convert and "upload" the weights.
   virtual void load(const ModelConfig& cfg, const WeightStore& weights) = 0;
-  // Runs one step; must fill every name in step.outputs.
+  // Runs one step; must fill every name in step.outputs (a missing one stops the run as crashed).
   virtual void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                    TensorMap& outputs) = 0;
 };
 
 using CandidatePtr = std::unique_ptr<Candidate>;
+
+// The candidate died, hung or broke its contract while running `step_name`: the harness records
+// the stage as crashed and stops that run (exit 4), keeping everything judged before.
+struct CandidateCrash : std::runtime_error {
+  CandidateCrash(std::string step, std::string why) : std::runtime_error(why), step_name(std::move(step)) {}
+  std::string step_name;
+};
 
 }  // namespace ds

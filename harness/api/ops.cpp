@@ -43,6 +43,12 @@ OpSet::OpSet(std::initializer_list<Op> ops) {
   for (Op op : ops) add(op);
 }
 
+OpSet OpSet::intersect(const OpSet& other) const {
+  OpSet r;
+  r.bits_ = bits_ & other.bits_;
+  return r;
+}
+
 OpSet OpSet::minus(const OpSet& other) const {
   OpSet r;
   r.bits_ = bits_ & ~other.bits_;

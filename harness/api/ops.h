@@ -49,6 +49,11 @@ class OpSet {
   bool has(Op op) const { return bits_.test(unsigned(op)); }
   bool contains(const OpSet& other) const { return (other.bits_ & ~bits_).none(); }
   OpSet minus(const OpSet& other) const;
+  OpSet intersect(const OpSet& other) const;
+  OpSet& operator|=(const OpSet& other) {
+    bits_ |= other.bits_;
+    return *this;
+  }
   std::size_t size() const { return bits_.count(); }
   bool empty() const { return bits_.none(); }
   std::vector<Op> list() const;

@@ -5,11 +5,13 @@
 namespace ds {
 
 namespace {
-constexpr std::array<std::string_view, 7> kStatus = {"pass",    "fail",    "nan",    "shape-mismatch",
-                                                     "missing", "skipped", "crashed"};
+constexpr std::array<std::string_view, 8> kStatus = {"pass",    "fail",    "nan",     "shape-mismatch",
+                                                     "missing", "skipped", "crashed", "filled"};
 }
 
-std::string_view status_name(Status s) { return kStatus[std::size_t(s)]; }
+std::string_view status_name(Status s) {
+  return std::size_t(s) < kStatus.size() ? kStatus[std::size_t(s)] : "?";
+}
 
 std::optional<Status> parse_status(std::string_view s) {
   for (std::size_t i = 0; i < kStatus.size(); ++i)
@@ -25,11 +27,21 @@ std::optional<Mode> parse_mode(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_failure(Status s) { return s != Status::pass; }
+bool is_failure(Status s) { return s != Status::pass && s != Status::filled; }
 
 bool is_failure(const StageResult& r) {
   if (r.expected && (r.status == Status::missing || r.status == Status::skipped)) return false;
   return is_failure(r.status);
+}
+
+StageCounts count_stages(const std::vector<StageResult>& results) {
+  StageCounts n;
+  for (const auto& r : results) {
+    n.filled += r.status == Status::filled;
+    n.failed += is_failure(r);
+  }
+  n.judged = results.size() - n.filled;
+  return n;
 }
 
 }  // namespace ds

@@ -16,15 +16,17 @@
 
 namespace ds {
 
-enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed };
+// `filled`: the stage was computed by the reference fill for a partial candidate (`--fill
+// reference`), not by the candidate: never judged, never a failure and never counted as a pass.
+enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed, filled };
 enum class Mode : std::uint8_t { isolated, chained };
 
 std::string_view status_name(Status s);
 std::optional<Status> parse_status(std::string_view s);
 std::string_view mode_name(Mode m);
 std::optional<Mode> parse_mode(std::string_view s);
-// Whether a status alone makes the run fail: everything but pass. A missing or skipped stage
-// is a failure unless the policy expected it (see is_failure(const StageResult&)).
+// Whether a status alone makes the run fail: everything but pass and filled. A missing or
+// skipped stage is a failure unless the policy expected it (see is_failure(const StageResult&)).
 bool is_failure(Status s);
 
 inline constexpr int kUlpBuckets = 8;  // 0, 1, 2-3, 4-15, 16-255, 256-65535, >=65536, NaN/Inf
@@ -84,5 +86,11 @@ struct StageResult {
 
 // The run-level verdict of one stage: a failing status that the policy did not expect.
 bool is_failure(const StageResult& r);
+
+// How a run's stages add up: judged excludes stages the reference fill computed.
+struct StageCounts {
+  std::size_t judged = 0, failed = 0, filled = 0;
+};
+StageCounts count_stages(const std::vector<StageResult>& results);
 
 }  // namespace ds

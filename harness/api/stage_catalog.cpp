@@ -108,6 +108,36 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name) {
   return nullptr;
 }
 
+OpSet stage_ops(BlockKind kind, std::string_view s) {
+  const bool gpt2 = kind == BlockKind::gpt2;
+  OpSet ops;
+  if (s == "attn_norm" || s == "ffn_norm" || s == "final_norm" || s == "ln_1" || s == "ln_2")
+    ops = {Op::RMSNorm, Op::RMSNormPlusOne, Op::LayerNorm};
+  else if (s == "q_norm" || s == "k_norm")
+    ops = {Op::QkNorm, Op::RMSNorm, Op::RMSNormPlusOne};
+  else if (s == "q_rope" || s == "k_rope")
+    ops = {Op::RoPE, Op::RoPENeox, Op::RoPEPartial};
+  else if (s == "attn")
+    ops = {Op::GQA, Op::MHA, Op::CausalMask};
+  else if (s == "attn_gate" || s == "attn_gated")
+    ops = {Op::AttnOutputGate};
+  else if (s == "ffn_act")
+    ops = {Op::SwiGLU};
+  else if (s == "gelu")
+    ops = {Op::GeluMlp};
+  else if (s == "embed")
+    ops = {Op::AbsolutePos};
+  else if (s == "gdn_out" || s == "gdn_state")
+    ops = {Op::GatedDeltaNet, Op::GdnInplace, Op::GdnInplaceIds};
+  else if (s == "conv" || s == "conv_state")
+    ops = {Op::SsmConv, Op::SsmConvUpdate, Op::SsmConvUpdateIds};
+  // Projections: only the ones whose family carries a bias.
+  if (s == "q" || s == "k" || s == "v" ||
+      (gpt2 && (s == "qkv" || s == "attn_out" || s == "fc" || s == "proj")))
+    ops.add(Op::BiasAdd);
+  return ops;
+}
+
 std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer) {
   std::vector<std::string_view> out;
   if (layer == kModelLayer) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model_config.h"
+#include "ops.h"
 
 namespace ds {
 
@@ -21,6 +22,10 @@ std::span<const StageInfo> block_stages(BlockKind kind);
 // Layer -1 means the model-level stages (embed, final_norm, logits).
 std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer);
 const StageInfo* find_stage(BlockKind kind, std::string_view name);
+// The ops computing `stage` of a block of `kind` may exercise (a superset: intersect with the
+// model's required ops). The gate of a partial candidate asks only for the ops of the stages
+// the candidate computes itself.
+OpSet stage_ops(BlockKind kind, std::string_view stage);
 // Model-level stages live at this layer index in results and traces.
 inline constexpr int kModelLayer = -1;
 // The longest regex over stage names a policy rule or --capture-stages may give. std::regex

@@ -1,20 +1,53 @@
-// driftscope candidates: every registered candidate with its storage dtype and capabilities.
+// driftscope candidates [PATH.so ...]: the built-in candidates, or a plugin's, with their
+// storage dtype and capabilities (and, for a plugin, which build it is).
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "commands.h"
 #include "registry.h"
+#include "runner.h"
 
 namespace ds::cli {
 
+namespace {
+void print_candidate(const Candidate& c, const std::string& spec) {
+  fmt::print("{}\n  {}\n  storage: {}\n  capabilities: {}\n", spec, c.description(),
+             dtype_name(c.storage_dtype()), c.capabilities().str());
+}
+}  // namespace
+
 void add_candidates_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("candidates", "List the registered candidates and their capabilities");
-  cmd->callback([&exit_code] {
-    for (const auto& e : list_candidates()) {
-      const CandidatePtr c = make_candidate(e.name);
-      fmt::print("{}\n  {}\n  storage: {}\n  capabilities: {}\n", e.name, e.description,
-                 dtype_name(c->storage_dtype()), c->capabilities().str());
-    }
+  auto plugins = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand(
+      "candidates", "List the registered candidates and their capabilities, or those of plugin files");
+  cmd->add_option("plugins", *plugins, "Plugin files (PATH.so): list the candidates each registers instead");
+  cmd->callback([plugins, &exit_code] {
     exit_code = 0;
+    if (plugins->empty()) {
+      for (const auto& e : list_candidates()) print_candidate(*make_candidate(e.name), e.name);
+      return;
+    }
+    for (const std::string& path : *plugins) {
+      try {
+        if (!parse_plugin_spec(path))
+          throw std::invalid_argument(fmt::format("{}: not a plugin file name (PATH.so)", path));
+        const auto specs = expand_candidate_spec(path);
+        for (const std::string& spec : specs) {
+          const CandidatePtr c = make_candidate(spec);
+          print_candidate(*c, spec);
+          if (const auto o = plugin_origin(*c))
+            fmt::print("  plugin: {} version {}, built with SDK {}, sha256 {}\n", o->path,
+                       o->plugin_version.empty() ? "-" : o->plugin_version, o->sdk_version, o->sha256);
+        }
+      } catch (const CandidateCrash& e) {
+        fmt::print(stderr, "error: plugin {} crashed while being opened: {}\n", path, e.what());
+        exit_code = kExitCrashed;
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "error: {}\n", e.what());
+        exit_code = kExitUsage;
+      }
+    }
   });
 }
 

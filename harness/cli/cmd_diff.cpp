@@ -22,6 +22,18 @@ struct DiffArgs {
 // Prints the findings of one pair of traces; returns whether the current one regressed.
 bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
                 const trace::DiffOptions& opt) {
+  // Which plugin builds ran, when they differ: a regression is usually a rebuilt kernel.
+  auto build = [](const trace::TraceReader& t) -> std::string {
+    const auto c = t.run().find("candidate");
+    if (c == t.run().end() || !c->is_object() || !c->contains("plugin") || !(*c)["plugin"].is_object())
+      return {};
+    const auto& p = (*c)["plugin"];
+    return fmt::format("{} version {} sha256 {}", p.value("path", std::string("?")),
+                       p.value("version", std::string("?")), p.value("sha256", std::string("?")));
+  };
+  if (const std::string a = build(base), b = build(cur); a != b)
+    fmt::print("candidate build: baseline {}\n                 current  {}\n", a.empty() ? "built-in" : a,
+               b.empty() ? "built-in" : b);
   const trace::DiffReport d = trace::diff_traces(base, cur, opt);
   for (const auto& f : d.findings)
     fmt::print("{:<13} step {:>3} {:>6} {:<12} {:<8} {}\n", trace::finding_name(f.kind), f.key.step,

@@ -12,6 +12,7 @@
 #include "console.h"
 #include "matrix.h"
 #include "matrix_report.h"
+#include "registry.h"
 #include "report_options.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -26,6 +27,7 @@ struct RunArgs {
   std::vector<std::uint64_t> seeds{RunOptions{}.seed};
   std::string shard, trace_dir;
   std::string mode = "isolated";
+  std::string fill = "none";
   std::string capture = "all";
   std::string capture_layers;
   bool only_failures = false;
@@ -172,9 +174,17 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                   "config.json + *.safetensors. Repeat for a matrix of models")
       ->allow_extra_args(false)
       ->capture_default_str();
-  run->add_option("--candidate,-c", args->candidates,
-                  "Candidate to judge (see `driftscope candidates`). Repeat for a matrix of candidates")
+  run->add_option(
+         "--candidate,-c", args->candidates,
+         "Candidate to judge (see `driftscope candidates`), or a plugin: PATH.so (every candidate it "
+         "registers) or PATH.so:NAME. Repeat for a matrix of candidates")
       ->allow_extra_args(false)
+      ->capture_default_str();
+  run->add_option("--fill", args->fill,
+                  "reference: stages the candidate's plan does not produce are computed by the reference "
+                  "fill at the candidate's storage dtype and shown as `filled` (never judged); none: such a "
+                  "candidate is refused (exit 3)")
+      ->check(CLI::IsMember({"none", "reference"}))
       ->capture_default_str();
   run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")
       ->capture_default_str();
@@ -233,6 +243,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   add_report_options(run, args->report);
   run->callback([args, &exit_code] {
     auto& o = args->opt;
+    o.fill = args->fill == "reference";
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
                                    : std::vector<Mode>{*parse_mode(args->mode)};
     o.capture = args->capture == "all"       ? trace::Capture::all
@@ -253,6 +264,19 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
             fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
       }
       const Policy policy = load_policy(args->report);
+      // A plugin file without :NAME stands for every candidate it registers.
+      std::vector<std::string> specs;
+      for (const std::string& c : args->candidates) {
+        try {
+          for (std::string& e : expand_candidate_spec(c)) specs.push_back(std::move(e));
+        } catch (const std::invalid_argument& e) {
+          throw InputError(fmt::format("--candidate: {}", e.what()));
+        } catch (const CandidateCrash& e) {
+          throw InputError(
+              fmt::format("--candidate {}: the plugin crashed while being opened: {}", c, e.what()));
+        }
+      }
+      args->candidates = specs;
       if (args->models.size() * args->candidates.size() * args->seeds.size() > 1 || !args->shard.empty() ||
           !args->trace_dir.empty()) {
         exit_code = run_matrix(*args, policy);

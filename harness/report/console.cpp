@@ -33,15 +33,17 @@ std::string format_stage_line(const StageResult& r, bool color) {
   std::string status(status_name(r.status));
   for (char& ch : status) ch = char(std::toupper(static_cast<unsigned char>(ch)));
   status = fmt::format("{:<8}", status);
-  if (color) status = fmt::format("\x1b[{}m{}\x1b[0m", bad ? "31;1" : "32", status);
+  if (color)
+    status = fmt::format("\x1b[{}m{}\x1b[0m", bad ? "31;1" : r.status == Status::filled ? "2" : "32", status);
   const auto& m = r.m;
   std::string mismatch = "-";
   if (r.status == Status::fail || r.status == Status::nan) {
     mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
-  } else if (r.status == Status::missing || r.status == Status::shape_mismatch || r.status == Status::crashed)
+  } else if (r.status == Status::missing || r.status == Status::shape_mismatch ||
+             r.status == Status::crashed || r.status == Status::filled)
     mismatch = r.note;
-  const bool measured =
-      r.status != Status::missing && r.status != Status::shape_mismatch && r.status != Status::crashed;
+  const bool measured = r.status != Status::missing && r.status != Status::shape_mismatch &&
+                        r.status != Status::crashed && r.status != Status::filled;
   return fmt::format("{:>4} {:>5}  {:<12} {:<8} {} {:>10} {:>10} {:>8} {:>12}  {}", r.key.step,
                      layer_str(r.key.layer), r.key.stage, mode_name(r.mode), status,
                      measured ? num(m.max_abs) : "-", measured ? num(m.mean_abs) : "-",
@@ -63,9 +65,10 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
       fmt::print(out, "{:>14}cand[0..{}]: {}\n", "", r.head_cand.size(), values(r.head_cand));
     }
   }
-  std::size_t failed = 0;
-  for (const auto& r : report.results) failed += is_failure(r);
-  fmt::print(out, "\n{} stages judged, {} failed\n", report.results.size(), failed);
+  const StageCounts n = count_stages(report.results);
+  fmt::print(out, "\n{} stages judged, {} failed", n.judged, n.failed);
+  if (n.filled) fmt::print(out, "; {} filled by the reference (not judged)", n.filled);
+  fmt::print(out, "\n");
   if (const auto& f = report.first_failure) {
     fmt::print(out, "First failing stage: {} of {} at step {} ({} mode): {}", f->key.stage,
                f->key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f->key.layer),

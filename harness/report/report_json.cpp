@@ -86,7 +86,8 @@ nlohmann::json report_json(const RunReport& report) {
                       {"policy", report.policy},
                       {"verdict", report.verdict},
                       {"exit_code", report.exit_code},
-                      {"judged", report.results.size()},
+                      {"judged", count_stages(report.results).judged},
+                      {"filled", count_stages(report.results).filled},
                       {"failed", failed},
                       {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);

@@ -8,16 +8,16 @@
 namespace ds {
 
 std::string markdown_report(const RunReport& report) {
-  std::size_t failed = 0;
-  for (const auto& r : report.results) failed += is_failure(r);
+  const StageCounts n = count_stages(report.results);
   std::string out =
       fmt::format("# driftscope: {} vs {}\n\n**{}**\n\n", report.model, report.candidate, report.verdict);
-  out += fmt::format("Policy: `{}`. {} stages judged, {} failed.\n\n", report.policy, report.results.size(),
-                     failed);
+  out += fmt::format("Policy: `{}`. {} stages judged, {} failed", report.policy, n.judged, n.failed);
+  if (n.filled) out += fmt::format(", {} filled by the reference (not judged)", n.filled);
+  out += ".\n\n";
   if (report.incomplete)
     out += fmt::format("**INCOMPLETE**: {}; the table covers only what was flushed.\n\n",
                        report.incomplete->why);
-  if (failed == 0) return out;
+  if (n.failed == 0) return out;
   out += "| step | layer | stage | mode | status | max abs diff | cosine | floor max abs | note |\n";
   out += "|---:|---:|---|---|---|---:|---:|---:|---|\n";
   for (const auto& r : report.results) {

@@ -1,136 +1,27 @@
 #include "child_candidate.h"
 
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cstring>
+
+#include "wire.h"
 
 namespace ds {
 
-namespace {
-
-// Minimal framed protocol over pipes: everything is length-prefixed bytes.
-struct Pipe {
-  int fd;
-  bool write_all(const void* p, std::size_t n) {
-    const char* c = static_cast<const char*>(p);
-    while (n) {
-      const ssize_t w = ::write(fd, c, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      c += w;
-      n -= std::size_t(w);
-    }
-    return true;
-  }
-  // Reads n bytes; gives up when the deadline (steady clock, 0 = none) passes.
-  bool read_all(void* p, std::size_t n, std::chrono::steady_clock::time_point deadline, bool* timed_out) {
-    char* c = static_cast<char*>(p);
-    while (n) {
-      int wait_ms = -1;
-      if (deadline.time_since_epoch().count() != 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        if (left.count() <= 0) {
-          if (timed_out) *timed_out = true;
-          return false;
-        }
-        wait_ms = int(left.count());
-      }
-      pollfd pfd{fd, POLLIN, 0};
-      const int pr = ::poll(&pfd, 1, wait_ms);
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr == 0) {
-        if (timed_out) *timed_out = true;
-        return false;
-      }
-      const ssize_t r = ::read(fd, c, n);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      c += r;
-      n -= std::size_t(r);
-    }
-    return true;
-  }
-};
-
-void put_u64(std::string& buf, std::uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_str(std::string& buf, const std::string& s) {
-  put_u64(buf, s.size());
-  buf += s;
-}
-void put_tensor(std::string& buf, const Tensor& t) {
-  put_u64(buf, std::uint64_t(t.dtype()));
-  put_u64(buf, t.shape().size());
-  for (auto d : t.shape()) put_u64(buf, std::uint64_t(d));
-  put_u64(buf, t.nbytes());
-  buf.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
-}
-
-struct Reader {
-  const std::string& buf;
-  std::size_t at = 0;
-  std::uint64_t u64() {
-    std::uint64_t v;
-    if (at + sizeof v > buf.size()) throw std::runtime_error("truncated message from the candidate process");
-    std::memcpy(&v, buf.data() + at, sizeof v);
-    at += sizeof v;
-    return v;
-  }
-  std::string str() {
-    const auto n = u64();
-    if (at + n > buf.size()) throw std::runtime_error("truncated message from the candidate process");
-    std::string s = buf.substr(at, n);
-    at += n;
-    return s;
-  }
-  Tensor tensor() {
-    const auto dtype = DType(u64());
-    Shape shape(u64());
-    for (auto& d : shape) d = std::int64_t(u64());
-    const auto n = u64();
-    // An empty Tensor (a "prev:<stage>" input before the first step) has no shape and no
-    // bytes; Tensor(dtype, {}) would be a one-element scalar.
-    if (shape.empty() && n == 0) return Tensor{};
-    Tensor t(dtype, shape);
-    if (n != t.nbytes() || at + n > buf.size())
-      throw std::runtime_error("malformed tensor from the candidate process");
-    std::memcpy(t.raw(), buf.data() + at, n);
-    at += n;
-    return t;
-  }
-};
-
-bool send_msg(int fd, const std::string& msg) {
-  Pipe p{fd};
-  const std::uint64_t n = msg.size();
-  return p.write_all(&n, sizeof n) && p.write_all(msg.data(), msg.size());
-}
-
-bool recv_msg(int fd, std::string& msg, std::chrono::steady_clock::time_point deadline, bool* timed_out) {
-  Pipe p{fd};
-  std::uint64_t n = 0;
-  if (!p.read_all(&n, sizeof n, deadline, timed_out)) return false;
-  msg.resize(n);
-  return p.read_all(msg.data(), n, deadline, timed_out);
-}
-
-}  // namespace
+using wire::put_str;
+using wire::put_tensor;
+using wire::put_u64;
+using wire::Reader;
+using wire::recv_msg;
+using wire::send_msg;
 
 ChildCandidate::ChildCandidate(CandidatePtr inner, double timeout_s)
     : inner_(std::move(inner)), timeout_s_(timeout_s) {}
 
 ChildCandidate::~ChildCandidate() { stop_child(); }
-
-std::chrono::steady_clock::time_point ChildCandidate::deadline() const {
-  if (!(timeout_s_ > 0)) return {};
-  return std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(timeout_s_ * 1000));
-}
 
 void ChildCandidate::stop_child() {
   if (to_child_ >= 0) ::close(to_child_);
@@ -175,16 +66,17 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   ::signal(SIGPIPE, SIG_IGN);
   std::string reply;
   bool timed_out = false;
-  // A load that never answers (a driver waiting forever, a kernel spinning at start-up) is a hang
-  // like a step's: the same --timeout bounds it.
-  if (!recv_msg(from_child_, reply, deadline(), &timed_out)) {
+  // load() gets the step deadline too: a candidate that hangs while loading is a crash, not a
+  // harness that waits forever.
+  if (!recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out)) {
     if (timed_out) ::kill(child_, SIGKILL);
     int status = 0;
     ::waitpid(child_, &status, 0);
     child_ = -1;
     throw CandidateCrash(
         "load", timed_out ? fmt::format("hung: load() did not finish within --timeout {} s", timeout_s_)
-                : WIFSIGNALED(status) ? fmt::format("killed by signal {} while loading", WTERMSIG(status))
+                : WIFSIGNALED(status) ? fmt::format("killed by signal {} ({}) while loading",
+                                                    WTERMSIG(status), strsignal(WTERMSIG(status)))
                                       : std::string("exited while loading"));
   }
   if (reply.rfind("ex", 0) == 0) {
@@ -243,9 +135,10 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
     put_str(msg, name);
     put_tensor(msg, t);
   }
+  const auto deadline = wire::deadline_in(timeout_s_);
   bool timed_out = false;
   std::string reply;
-  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline(), &timed_out)) {
+  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline, &timed_out)) {
     std::string why;
     if (timed_out) {
       ::kill(child_, SIGKILL);

@@ -1,27 +1,20 @@
 // Crash isolation: the candidate runs in a child process forked after its weights are loaded.
 // Each step's inputs go down a pipe and its outputs come back; a segfault, abort or a hang past
-// the timeout in the child (in load() or a step) becomes a CandidateCrash naming the step, and the harness,
-// its trace and the reference are untouched.
+// the timeout in the child becomes a CandidateCrash naming the step, and the harness, its
+// trace and the reference are untouched.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <stdexcept>
 #include <string>
 
 #include "candidate.h"
 
 namespace ds {
 
-struct CandidateCrash : std::runtime_error {
-  CandidateCrash(std::string step, std::string why) : std::runtime_error(why), step_name(std::move(step)) {}
-  std::string step_name;
-};
-
 class ChildCandidate final : public Candidate {
  public:
-  // Takes ownership of `inner`; `timeout_s` bounds load() and every step (<= 0: waits forever).
+  // Takes ownership of `inner`; `timeout_s` <= 0 waits forever (for steps and for load()).
   ChildCandidate(CandidatePtr inner, double timeout_s);
   ~ChildCandidate() override;
 
@@ -29,6 +22,7 @@ class ChildCandidate final : public Candidate {
   std::string description() const override { return inner_->description(); }
   DType storage_dtype() const override { return inner_->storage_dtype(); }
   OpSet capabilities() const override { return inner_->capabilities(); }
+  std::string unavailable() const override { return inner_->unavailable(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
     return inner_->plan(cfg, kind);
   }
@@ -40,8 +34,6 @@ class ChildCandidate final : public Candidate {
  private:
   void serve();  // the child's loop
   void stop_child();
-  // When an answer from the child is due (timeout_s_ from now); the zero time point: never.
-  std::chrono::steady_clock::time_point deadline() const;
 
   CandidatePtr inner_;
   double timeout_s_;

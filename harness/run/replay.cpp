@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "fill_candidate.h"
 #include "registry.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -66,13 +67,22 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   const auto& run = t->run();
   const std::string spec = run.value("model_spec", run["model"].value("name", std::string()));
   Model model = load_model_spec(spec, run.value("seed", std::uint64_t(0)), run.value("layers", 0));
+  // A plugin's trace records its file ("spec"); the name alone would not find it again.
+  const nlohmann::json& stored = run["candidate"];
   const std::string cand_name =
-      req.candidate.empty() ? run["candidate"].value("name", std::string()) : req.candidate;
+      !req.candidate.empty() ? req.candidate : stored.value("spec", stored.value("name", std::string()));
   CandidatePtr cand;
   try {
     cand = make_candidate(cand_name);
+    // A partial candidate's run: its "fill:" steps replay through the same fill.
+    if (stored.value("fill", std::string("none")) == "reference") {
+      CandidatePtr fill = make_fill_candidate(cand->storage_dtype());
+      cand = std::make_unique<FilledCandidate>(std::move(cand), std::move(fill));
+    }
   } catch (const std::invalid_argument& e) {
     throw InputError(fmt::format("--candidate: {}", e.what()));
+  } catch (const CandidateCrash& e) {
+    throw InputError(fmt::format("--candidate {}: crashed while being opened: {}", cand_name, e.what()));
   }
   // In this process on purpose: replay is what a kernel author runs under gdb or ASan.
   cand->load(model.config, model.weights);

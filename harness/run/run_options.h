@@ -20,6 +20,9 @@ inline constexpr double kDefaultTimeoutS = 600;
 struct RunOptions {
   std::string model = "synthetic:qwen2-tiny";
   std::string candidate = "cpu-f16";
+  // `--fill reference`: stages the candidate's plan does not produce are computed by the
+  // reference fill and marked `filled`; without it such a candidate is refused (exit 3).
+  bool fill = false;
   std::vector<Mode> modes = {Mode::isolated};
   int prompt_tokens = 4;
   int decode_steps = 0;

@@ -17,6 +17,9 @@
 
 #include "bisect.h"
 #include "child_candidate.h"
+#include "fill_candidate.h"
+#include "gate.h"
+#include "plan_check.h"
 #include "logits.h"
 #include "metrics.h"
 #include "reference.h"
@@ -137,16 +140,23 @@ class Run {
     CandidatePtr cand;
     try {
       cand = make_candidate(opt_.candidate);
+      origin_ = plugin_origin(*cand);
+      candidate_ = candidate_json(*cand);
+      // Gates: from the model's header and the candidate's plans alone, before any weight is read.
+      event("gate");
+      gate(header, cand);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
-    }
-    candidate_ = candidate_json(*cand);
-    // Capability gate: from the model's header alone, before any weight is read or allocated.
-    event("gate");
-    if (auto refusal = capability_refusal(header, *cand)) {
-      const OpSet need = ref::required_ops(header), have = cand->capabilities();
-      stop_ops_ = {need.str(), have.str(), need.minus(have).str()};
-      throw GateRefusal(*refusal);
+    } catch (const CandidateCrash& crash) {
+      // A plugin that crashed or hung while being opened or asked for its plans: exit 4, and the
+      // trace says so.
+      if (!opt_.trace_path.empty()) open_trace(header);
+      crash_ = fmt::format("candidate crashed while being opened ({}): {}", crash.step_name, crash.what());
+      report_.model = header.name;
+      report_.policy = policy_.name();
+      report_.candidate = opt_.candidate;
+      finish();
+      return std::move(report_);
     }
     event("load_weights");
     Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
@@ -202,6 +212,21 @@ class Run {
   }
 
  private:
+  // The coverage gate, then the capability gate, of `cand` for `header`; with --fill, wraps
+  // `cand` into the candidate completed by the reference fill.
+  void gate(const ModelConfig& header, CandidatePtr& cand) {
+    const GateAnswer g = gate_candidate(header, *cand, opt_.fill);
+    if (g.unavailable) throw InputError(g.refusal);
+    if (!g.pass) {
+      stop_ops_ = {g.need.str(), g.have.str(), g.missing.str()};
+      throw GateRefusal(g.refusal);
+    }
+    if (!opt_.fill || g.coverage.complete()) return;
+    CandidatePtr fill = make_fill_candidate(cand->storage_dtype());
+    cand = std::make_unique<FilledCandidate>(std::move(cand), std::move(fill));
+    (void)plan_coverage(header, *cand);  // the merged plan must be sound too (throws PlanError)
+  }
+
   void run_steps(Candidate& cand_ref, const ModelConfig& cfg, ref::Reference& reference,
                  std::vector<Lane>& lanes, const std::vector<int>& tokens) {
     Candidate* cand = &cand_ref;
@@ -222,7 +247,9 @@ class Run {
         const TensorMap fs = lane.floor->embed(tok32, pos0);
         TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs,
                                    lane, &tok, ref_stages.at("embed"));
-        lane.x = outs.at("embed");
+        auto e = outs.find("embed");
+        if (e == outs.end()) throw CandidateCrash("embed", "the plan's embed block did not produce 'embed'");
+        lane.x = e->second;
         lane.floor_x = fs.at("embed");
       }
       Tensor ref_x = ref_stages.at("embed");
@@ -268,13 +295,14 @@ class Run {
                       const Tensor& ref_x) {
     const DType storage = cand.storage_dtype();
     TensorMap produced;
+    std::set<std::string, std::less<>> filled;  // stages a fill step computed
     StepContext ctx{&cfg, step, layer, pos0, T};
     const std::vector<KernelStep> plan = cand.plan(cfg, kind);
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     for (const KernelStep& ks : plan) {
       TensorMap& inputs = step_inputs.emplace_back();
       for (const std::string& name : ks.inputs)
-        inputs[name] = resolve(name, lane, layer, ref, produced, tokens, ref_x, storage);
+        inputs[name] = resolve(ks.name, name, lane, layer, ref, produced, tokens, ref_x, storage);
       TensorMap outs;
       try {
         event("candidate_step");
@@ -296,9 +324,19 @@ class Run {
       }
       for (const std::string& o : ks.outputs) {
         auto it = outs.find(o);
-        if (it == outs.end())
-          throw std::logic_error(
-              fmt::format("candidate {}: step {} did not produce '{}'", cand.name(), ks.name, o));
+        if (it == outs.end()) {
+          // A broken contract stops the run like a crash: the stage is recorded, nothing aborts.
+          StageResult r;
+          r.key = {step, layer, o};
+          r.mode = lane.mode;
+          r.status = Status::crashed;
+          r.cand_dtype = storage;
+          r.note = fmt::format("{}: declared '{}' as an output but did not produce it", ks.name, o);
+          if (auto rt = ref.find(o); rt != ref.end()) r.shape = rt->second.shape();
+          record(std::move(r), nullptr, nullptr);
+          throw CandidateCrash(ks.name, fmt::format("did not produce its declared output '{}'", o));
+        }
+        if (is_fill_step(ks)) filled.insert(o);
         record_history(lane, layer, o, it->second);
         produced[o] = std::move(it->second);
       }
@@ -315,6 +353,10 @@ class Run {
       if (r == ref.end()) continue;
       auto c = produced.find(stage);
       auto f = floor.find(stage);
+      if (filled.count(stage)) {
+        record_filled(step, layer, std::string(stage), lane.mode, storage, r->second, c->second);
+        continue;
+      }
       judge(step, layer, std::string(stage), lane.mode, storage, r->second,
             c == produced.end() ? nullptr : &c->second, f == floor.end() ? nullptr : &f->second);
     }
@@ -333,8 +375,9 @@ class Run {
     return produced;
   }
 
-  Tensor resolve(const std::string& name, Lane& lane, int layer, const TensorMap& ref,
-                 const TensorMap& produced, const Tensor* tokens, const Tensor& ref_x, DType storage) {
+  Tensor resolve(const std::string& step, const std::string& name, Lane& lane, int layer,
+                 const TensorMap& ref, const TensorMap& produced, const Tensor* tokens, const Tensor& ref_x,
+                 DType storage) {
     const bool isolated = lane.mode == Mode::isolated;
     if (name == "tokens") return *tokens;
     if (name == "x") return isolated ? ref_x.to(storage) : lane.x;
@@ -349,12 +392,12 @@ class Run {
     if (isolated) {
       auto it = ref.find(name);
       if (it == ref.end())
-        throw std::logic_error(fmt::format("isolated input '{}' has no reference stage", name));
+        throw CandidateCrash(step, fmt::format("reads '{}', which the reference has not", name));
       return it->second.to(storage);
     }
     auto it = produced.find(name);
     if (it == produced.end())
-      throw std::logic_error(fmt::format("chained input '{}' was not produced by an earlier step", name));
+      throw CandidateCrash(step, fmt::format("reads '{}' before any step of its plan produced it", name));
     return it->second;
   }
 
@@ -428,16 +471,38 @@ class Run {
     record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
   }
 
+  // A stage the reference fill computed: recorded so every report shows it, never judged.
+  void record_filled(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref,
+                     const Tensor& value) {
+    StageResult r;
+    r.key = {step, layer, std::move(stage)};
+    r.mode = mode;
+    r.status = Status::filled;
+    r.cand_dtype = storage;
+    r.shape = ref.shape();
+    r.note = fmt::format("computed by the reference fill ({}), not by the candidate", dtype_name(storage));
+    const Tensor v = value.numel() == ref.numel() ? value.reshaped(ref.shape()) : Tensor{};
+    record(std::move(r), &ref, v.empty() ? nullptr : &v);
+  }
+
   void record(StageResult r, const Tensor* ref, const Tensor* cand) {
     if (trace_) trace_->append(r, ref, cand);
     report_.results.push_back(std::move(r));
   }
 
-  static nlohmann::json candidate_json(const Candidate& cand) {
-    return {{"name", cand.name()},
-            {"description", cand.description()},
-            {"storage_dtype", dtype_name(cand.storage_dtype())},
-            {"capabilities", cand.capabilities().str()}};
+  nlohmann::json candidate_json(const Candidate& cand) const {
+    nlohmann::json j = {{"name", cand.name()},
+                        {"spec", opt_.candidate},
+                        {"description", cand.description()},
+                        {"storage_dtype", dtype_name(cand.storage_dtype())},
+                        {"capabilities", cand.capabilities().str()},
+                        {"fill", opt_.fill ? "reference" : "none"}};
+    if (origin_)
+      j["plugin"] = {{"path", origin_->path},
+                     {"sha256", origin_->sha256},
+                     {"version", origin_->plugin_version},
+                     {"sdk_version", origin_->sdk_version}};
+    return j;
   }
 
   nlohmann::json root_json() const {
@@ -568,6 +633,7 @@ class Run {
   nlohmann::json candidate_;             // once the candidate is made (null before)
   std::array<std::string, 3> stop_ops_;  // required, supported, missing: set by a refusal
   std::string crash_;
+  std::optional<PluginInfo> origin_;                           // the plugin file behind the candidate, if any
   std::set<std::string, std::less<>> cached_;                  // stages read as "cache:<stage>"
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   const Policy& policy_;
@@ -580,7 +646,12 @@ class Run {
 }  // namespace
 
 std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand) {
-  const OpSet need = ref::required_ops(cfg), have = cand.capabilities();
+  return capability_refusal(cfg, cand, ref::required_ops(cfg));
+}
+
+std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand,
+                                              const OpSet& need) {
+  const OpSet have = cand.capabilities();
   if (have.contains(need)) return std::nullopt;
   const OpSet missing = need.minus(have);
   return fmt::format(
@@ -655,7 +726,7 @@ void conclude(RunReport& report) {
     if (crashed) report.verdict += fmt::format(" (stage {})", where(*crashed));
     if (f && f->status != Status::crashed)
       report.verdict += fmt::format("; an earlier stage already failed: {}", where(*f));
-  } else if (report.results.empty()) {
+  } else if (count_stages(report.results).judged == 0) {
     report.exit_code = kExitFailure;
     report.verdict = "FAIL: no stage was judged (nothing was compared), so parity is not shown";
   } else if (f) {
@@ -663,8 +734,10 @@ void conclude(RunReport& report) {
     report.verdict = fmt::format("FAIL: first failing stage is {} ({}, {})", where(*f),
                                  status_name(f->status), mode_name(f->mode));
   } else {
+    const StageCounts n = count_stages(report.results);
     report.exit_code = kExitParity;
-    report.verdict = fmt::format("PASS: {} stages within policy", report.results.size());
+    report.verdict = fmt::format("PASS: {} stages within policy", n.judged);
+    if (n.filled) report.verdict += fmt::format(" ({} more filled by the reference, not judged)", n.filled);
   }
 }
 

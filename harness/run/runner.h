@@ -82,6 +82,9 @@ OpSet gdn_variant_ops(std::string_view spec);
 // The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
 // requires, nullopt when it may run.
 std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand);
+// The same for a given set of required ops (a partial candidate's: those of its own stages).
+std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand,
+                                              const OpSet& need);
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy);
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "gpu/mutants.h"
@@ -18,6 +19,10 @@
 #include "runner.h"
 
 namespace ds {
+namespace gpu {
+// Test lists show a mutant by its name, not by its bytes.
+void PrintTo(const MutantInfo& m, std::ostream* os) { *os << m.name; }
+}  // namespace gpu
 namespace {
 
 RunOptions options(std::string model, std::string candidate, std::uint64_t seed = 0) {
@@ -86,11 +91,10 @@ TEST(SimtParity, Qwen25HalfBRealShapesOneLayer) {
 TEST(SimtCandidate, DeclaresOnlyWhatItsKernelsImplement) {
   const CandidatePtr c = make_candidate("simt");
   const OpSet ops = c->capabilities();
-  for (Op op : {Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos, Op::RMSNormPlusOne, Op::AttnOutputGate,
-                Op::GatedDeltaNet})
+  for (Op op : {Op::RMSNormPlusOne, Op::AttnOutputGate, Op::GatedDeltaNet})
     EXPECT_FALSE(ops.has(op)) << op_name(op);
-  for (Op op :
-       {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA, Op::SwiGLU})
+  for (Op op : {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA,
+                Op::SwiGLU, Op::MHA, Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos})
     EXPECT_TRUE(ops.has(op)) << op_name(op);
 }
 
@@ -104,6 +108,21 @@ TEST(SimtCandidate, FusedStepsMapToCatalogStages) {
   EXPECT_EQ(outs["rope"], (std::vector<std::string>{"q_rope", "k_rope"}));
   EXPECT_EQ(outs["o_proj_add"], (std::vector<std::string>{"attn_out", "residual_1"}));
   EXPECT_EQ(outs["down_add"], (std::vector<std::string>{"down", "residual_2"}));
+}
+
+// GPT-2: c_attn produces the fused qkv stage, attention reads it (and its cache) in place, and
+// the two chain-add GEMVs produce the projection and the residual together.
+TEST(SimtCandidate, Gpt2StepsMapToCatalogStages) {
+  const CandidatePtr c = make_candidate("simt");
+  ModelConfig cfg = load_config_spec("synthetic:gpt2-tiny", 0);
+  std::map<std::string, KernelStep> steps;
+  for (const auto& s : c->plan(cfg, BlockKind::gpt2)) steps[s.name] = s;
+  EXPECT_EQ(steps["c_attn"].outputs, (std::vector<std::string>{"qkv"}));
+  EXPECT_EQ(steps["attention_qkv"].inputs, (std::vector<std::string>{"qkv", "cache:qkv"}));
+  EXPECT_EQ(steps["o_proj_add"].outputs, (std::vector<std::string>{"attn_out", "residual_1"}));
+  EXPECT_EQ(steps["down_add"].inputs, (std::vector<std::string>{"gelu", "residual_1"}));
+  EXPECT_EQ(steps["down_add"].outputs, (std::vector<std::string>{"proj", "residual_2"}));
+  EXPECT_EQ(c->plan(cfg, BlockKind::head).at(0).name, "ln_f");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -131,7 +150,7 @@ std::optional<std::pair<int, std::string>> first_bit_difference(const std::strin
     const TensorMap rs = reference.layer(l, x, 0);
     TensorMap out_good, out_bad;
     const StepContext ctx{&cfg, 0, l, 0, 4};
-    for (const KernelStep& step : good->plan(cfg, BlockKind::decoder)) {
+    for (const KernelStep& step : good->plan(cfg, cfg.block_kind(l))) {
       TensorMap in;
       for (const std::string& name : step.inputs) {
         const std::string stage =
@@ -157,14 +176,15 @@ class Mutant : public testing::TestWithParam<gpu::MutantInfo> {};
 // Every mutant fails, first at the stage and layer its table row documents.
 TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
-  const RunReport r =
-      run_parity(options(std::string(m.model), fmt::format("mutant:{}", m.name)), Policy::dtype_defaults());
+  RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
+  o.decode_steps = m.first_step;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
     ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;
     EXPECT_EQ(r.first_failure->key.stage, m.first_stage) << r.verdict;
     EXPECT_EQ(r.first_failure->key.layer, m.first_layer) << r.verdict;
-    EXPECT_EQ(r.first_failure->key.step, 0) << r.verdict;
+    EXPECT_EQ(r.first_failure->key.step, m.first_step) << r.verdict;
     EXPECT_EQ(mode_name(r.first_failure->mode), m.mode);
   } else {
     // Below the default policy's resolution: documented as strict-only.
@@ -179,6 +199,7 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
 // The strict rule has no false alarm: the simt kernels are deterministic.
 TEST(StrictRule, CorrectKernelsAreBitExactWithThemselves) {
   EXPECT_FALSE(first_bit_difference("synthetic:qwen2-tiny", "simt").has_value());
+  EXPECT_FALSE(first_bit_difference("synthetic:gpt2-tiny", "simt").has_value());
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, Mutant, testing::ValuesIn(gpu::mutants().begin(), gpu::mutants().end()),
@@ -219,9 +240,10 @@ TEST(CudaCandidate, CliExitsNonZeroNamingTheMissingDevice) {
 
 // On a machine with a GPU: the nvcc-built kernels pass like the simt ones (in-process:
 // a CUDA context does not survive the harness's fork).
-TEST(CudaCandidate, WithDevicePassesQwen2Tiny) {
+TEST(CudaCandidate, WithDevicePassesEveryTinyPresetItServes) {
   if (!have_cuda_device()) GTEST_SKIP() << "no CUDA device";
-  for (const char* model : {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny"}) {
+  for (const char* model :
+       {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny", "synthetic:gpt2-tiny"}) {
     RunOptions o = options(model, "cuda");
     o.decode_steps = 2;
     const RunReport r = run_parity(o, Policy::dtype_defaults());

@@ -5,126 +5,13 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <functional>
-#include <random>
 #include <vector>
 
-#include "dtype.h"
-#include "kernels.h"
-#include "simt/simt.h"
+#include "kernel_test_util.h"
 
 namespace {
 
-using dsk::WType;
-using Bits = std::vector<std::uint16_t>;
-const dsk::KernelTable& K() { return dsk_simt::table(); }
-
-// A device buffer of raw bytes.
-struct Buf {
-  void* p = nullptr;
-  std::size_t n = 0;
-  explicit Buf(std::size_t bytes) : p(K().alloc(bytes)), n(bytes) {}
-  template <class T>
-  explicit Buf(const std::vector<T>& v) : Buf(v.size() * sizeof(T)) {
-    K().to_device(p, v.data(), n);
-  }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { K().release(p); }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(p);
-  }
-  Bits bits() const {
-    Bits b(n / 2);
-    K().to_host(b.data(), p, n);
-    return b;
-  }
-};
-
-std::vector<double> normal(std::size_t n, double std, std::uint32_t seed, double mean = 0) {
-  std::mt19937 g(seed);
-  std::normal_distribution<double> d(mean, std);
-  std::vector<double> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-// Rounded to f16: the kernel's input and the reference's, identical.
-Bits to_f16(const std::vector<double>& v) {
-  Bits b(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) b[i] = ds::f64_to_f16(v[i]);
-  return b;
-}
-std::vector<double> f16_values(const Bits& b) {
-  std::vector<double> v(b.size());
-  for (std::size_t i = 0; i < b.size(); ++i) v[i] = ds::f16_to_f32(b[i]);
-  return v;
-}
-std::vector<float> to_f32(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
-// A weight matrix in `wt` (raw bytes) and the values the kernel sees.
-struct Weights {
-  std::vector<std::uint8_t> bytes;
-  std::vector<double> values;
-};
-Weights make_weights(WType wt, std::size_t n, std::uint32_t seed, std::size_t pad_front = 0) {
-  const auto v = normal(n, 0.05, seed);
-  Weights w;
-  const std::size_t es = wt == WType::f32 ? 4 : 2;
-  w.bytes.resize((n + pad_front) * es);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint8_t* dst = w.bytes.data() + (i + pad_front) * es;
-    if (wt == WType::f32) {
-      const float f = float(v[i]);
-      std::memcpy(dst, &f, 4);
-      w.values.push_back(f);
-    } else {
-      const std::uint16_t h = wt == WType::f16 ? ds::f64_to_f16(v[i]) : ds::f64_to_bf16(v[i]);
-      std::memcpy(dst, &h, 2);
-      w.values.push_back(wt == WType::f16 ? ds::f16_to_f32(h) : ds::bf16_to_f32(h));
-    }
-  }
-  return w;
-}
-
-// |got - ref| within one f16 ULP of ref (the output rounding plus f32 accumulation), plus
-// `abs_slack` for values near zero.
-void expect_close(const Bits& got, const std::vector<double>& ref, double abs_slack, const char* what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  int bad = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    const double g = ds::f16_to_f32(got[i]);
-    const double ulp = std::ldexp(1.0, std::max(std::ilogb(std::max(std::abs(ref[i]), 6.1e-5)), -14) - 10);
-    if (!(std::abs(g - ref[i]) <= ulp + abs_slack) && bad++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " got " << g << " expected " << ref[i];
-  }
-  EXPECT_EQ(bad, 0) << what;
-}
-
-// Runs `launch` under every SIMT thread order and 1 or 2 host threads; the bytes `read`
-// returns must be identical every time. Returns them.
-Bits same_under_every_order(const std::function<void()>& launch, const std::function<Bits()>& read) {
-  Bits first;
-  int run = 0;
-  for (simt::Order order : {simt::Order::forward, simt::Order::reverse, simt::Order::random}) {
-    for (unsigned threads : {1u, 2u}) {
-      simt::Config cfg;
-      cfg.order = order;
-      cfg.seed = 7 + run;
-      cfg.host_threads = threads;
-      simt::ScopedConfig scoped(cfg);
-      launch();
-      const Bits b = read();
-      if (run++ == 0)
-        first = b;
-      else
-        EXPECT_TRUE(b == first) << "output differs under order " << int(order) << ", " << threads
-                                << " host threads";
-    }
-  }
-  return first;
-}
+using namespace kt;
 
 // ---------------------------------------------------------------------------------------
 
@@ -402,7 +289,9 @@ TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
              vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
   Buf dq(qb), dk(kb), dv(vb), out(qb.size() * 2);
   const Bits got = same_under_every_order(
-      [&] { K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, dsk::kBugNone); },
+      [&] {
+        K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, nq * hd, nkv * hd, dsk::kBugNone);
+      },
       [&] { return out.bits(); });
   const auto q = f16_values(qb), k = f16_values(kb), v = f16_values(vb);
   std::vector<double> ref(q.size(), 0.0);
@@ -476,7 +365,8 @@ TEST(Embedding, CopiesRowsInEveryWeightTypeAndOrder) {
     const std::vector<std::int32_t> tok = {3, 0, 49, 3, 17};
     Buf dw(w.bytes), dt(tok), out(std::size_t(T) * D * 2);
     const Bits got = same_under_every_order(
-        [&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), out.p, T, D); }, [&] { return out.bits(); });
+        [&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), nullptr, 0, out.p, T, D, dsk::kBugNone); },
+        [&] { return out.bits(); });
     std::vector<double> ref;
     for (int t = 0; t < T; ++t)
       for (int c = 0; c < D; ++c) ref.push_back(w.values[std::size_t(tok[std::size_t(t)]) * D + c]);

@@ -86,6 +86,9 @@ TEST(ColourMap, CellColourFollowsTheVerdict) {
   EXPECT_EQ(cell_colour(0.8, Status::fail, false), error_colour(1.0));
   EXPECT_EQ(cell_colour(0.0, Status::nan, true), kNanColour);
   EXPECT_EQ(cell_colour(0.0, Status::skipped, false), kSkippedColour);
+  // A stage the reference fill computed is neither a pass nor a failure: its own colour.
+  EXPECT_EQ(cell_colour(0.0, Status::filled, false), kFilledColour);
+  EXPECT_NE(kFilledColour.packed(), cell_colour(0.0, Status::pass, false).packed());
 }
 
 TEST(ColourMap, PackedIsImGuiLayout) { EXPECT_EQ((Rgba{1, 2, 3, 4}.packed()), 0x04030201u); }

@@ -50,6 +50,7 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
   });
   swatch("no stage", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kEmptyColour)); });
   swatch("skipped", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kSkippedColour)); });
+  swatch("filled", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kFilledColour)); });
 }
 
 }  // namespace

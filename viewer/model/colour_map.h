@@ -30,9 +30,10 @@ Rgba error_colour(double ratio);
 Rgba change_colour(double ratio);
 Rgba lerp(Rgba a, Rgba b, double t);
 
-inline constexpr Rgba kNanColour{210, 40, 210, 255};    // magenta: NaN/Inf disagreement
-inline constexpr Rgba kFailBorder{255, 40, 40, 255};    // outline of failing cells
-inline constexpr Rgba kEmptyColour{38, 38, 44, 255};    // no row for this (layer, stage)
-inline constexpr Rgba kSkippedColour{70, 70, 78, 255};  // stage skipped by the run
+inline constexpr Rgba kNanColour{210, 40, 210, 255};      // magenta: NaN/Inf disagreement
+inline constexpr Rgba kFailBorder{255, 40, 40, 255};      // outline of failing cells
+inline constexpr Rgba kEmptyColour{38, 38, 44, 255};      // no row for this (layer, stage)
+inline constexpr Rgba kSkippedColour{70, 70, 78, 255};    // stage skipped by the run
+inline constexpr Rgba kFilledColour{112, 112, 150, 255};  // computed by the reference fill, not judged
 
 }  // namespace ds::view

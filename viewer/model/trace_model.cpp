@@ -64,6 +64,7 @@ double error_score(const Metrics& m) {
 Rgba cell_colour(double score, Status status, bool nan) {
   if (nan) return kNanColour;
   if (status == Status::skipped) return kSkippedColour;
+  if (status == Status::filled) return kFilledColour;
   if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch)
     return error_colour(std::pow(10.0, kFailDecades));
   if (is_failure(status)) return error_colour(std::max(score, 1.0));

@@ -48,6 +48,15 @@ inline void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind)
 }
 inline void synchronize() { check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
+// Empty when kernels can run here; otherwise why not.
+inline std::string device_error() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
+  if (n == 0) return "no CUDA device: cudaGetDeviceCount returned 0 devices";
+  return {};
+}
+
 // The GPU has no schedule knobs; keeping the calls lets tests compile on both sides.
 inline Config& config_storage() {
   static Config c;
@@ -62,6 +71,11 @@ inline Config config() { return config_storage(); }
 
 #define SIMT_BACKEND_CPU 1
 #include "simt/simt_cpu.h"
+
+namespace simt {
+// The CPU backend always runs.
+inline std::string device_error() { return {}; }
+}  // namespace simt
 
 #endif
 

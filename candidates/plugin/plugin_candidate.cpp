@@ -1,0 +1,183 @@
+#include "plugin_candidate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "stage_catalog.h"
+#include "wire.h"
+
+namespace ds {
+
+namespace {
+
+// Opening a plugin and asking for its plans takes milliseconds; a minute is a hang.
+constexpr double kProbeTimeoutS = 60;
+
+// Runs `fn` in a forked child against the opened library. A PluginError there comes back as
+// one here (bad file, exit 2); a crash, hang or other exception as CandidateCrash (exit 4).
+std::string probe_forked(const std::string& path, const std::string& what,
+                         const std::function<std::string(const PluginLibrary&)>& fn) {
+  const std::string reply = wire::run_forked(what, kProbeTimeoutS, [&]() -> std::string {
+    try {
+      const PluginLibrary lib(path);
+      return "O" + fn(lib);
+    } catch (const PluginError& e) {
+      return "E" + std::string(e.what());
+    }
+  });
+  if (reply.empty()) throw PluginError(fmt::format("plugin {}: the probe answered nothing", path));
+  if (reply[0] == 'E') throw PluginError(reply.substr(1));
+  return reply.substr(1);
+}
+
+void put_strings(std::string& buf, const std::vector<std::string>& v) {
+  wire::put_u64(buf, v.size());
+  for (const auto& s : v) wire::put_str(buf, s);
+}
+std::vector<std::string> read_strings(wire::Reader& r) {
+  const std::uint64_t n = r.u64();
+  if (n > r.buf.size()) throw std::runtime_error("malformed plugin probe answer");
+  std::vector<std::string> v;
+  for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.str());
+  return v;
+}
+
+// Every configuration field a plan may depend on, as one string.
+std::string config_key(const ModelConfig& c) {
+  std::string kinds;
+  for (BlockKind k : c.layer_kinds) kinds += block_kind_name(k), kinds += ',';
+  std::string factors;
+  for (double f : c.rope_freq_factors) factors += fmt::format("{},", f);
+  return fmt::format(
+      "{}|{}|{}|{} {} {} {} {} {} {} {} {} {} {} {} {} {} {}|{}{}{}{}{}{}{}{}|{} {} {} {} {} {} {}|{}|{}|{}",
+      c.name, c.arch, family_name(c.family), c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn,
+      c.vocab, c.max_positions, c.sliding_window, c.rope_theta, c.norm_eps, c.partial_rotary,
+      rope_mode_name(c.rope_mode), c.conv_kernel, c.full_attention_interval, c.qk_rows_permuted, c.qkv_bias,
+      c.o_bias, c.mlp_bias, c.qk_norm, c.tied_embeddings, c.norm_plus_one, c.attn_scale_divide, c.gdn_k_heads,
+      c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim, gdn_head_map_name(c.gdn_head_map), int(c.gdn_state_layout),
+      int(c.conv_state_len), c.gdn_fused.str(), kinds, factors);
+}
+
+std::vector<BlockKind> kinds_of(const ModelConfig& cfg) {
+  std::vector<BlockKind> kinds = {BlockKind::embed, BlockKind::head};
+  for (BlockKind k : cfg.layer_kinds)
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  return kinds;
+}
+
+}  // namespace
+
+PluginInfo PluginCandidate::probe(const std::string& path) {
+  const std::string reply = probe_forked(path, "open plugin", [](const PluginLibrary& lib) {
+    const PluginInfo i = lib.info();
+    std::string out;
+    for (const std::string& s : {i.path, i.sha256, i.plugin_version, i.sdk_version}) wire::put_str(out, s);
+    put_strings(out, i.names);
+    return out;
+  });
+  wire::Reader r{reply};
+  PluginInfo info;
+  info.path = r.str();
+  info.sha256 = r.str();
+  info.plugin_version = r.str();
+  info.sdk_version = r.str();
+  info.names = read_strings(r);
+  return info;
+}
+
+PluginCandidate::PluginCandidate(const std::string& path, const std::string& name)
+    : path_(path), name_(name) {
+  const std::string reply = probe_forked(path, "open plugin", [&](const PluginLibrary& lib) {
+    const PluginInfo i = lib.info();
+    const CandidatePtr c = lib.make(name);
+    std::string out;
+    for (const std::string& s : {i.path, i.sha256, i.plugin_version, i.sdk_version}) wire::put_str(out, s);
+    put_strings(out, i.names);
+    wire::put_str(out, c->description());
+    wire::put_u64(out, std::uint64_t(c->storage_dtype()));
+    std::vector<std::string> ops;
+    for (Op op : c->capabilities().list()) ops.emplace_back(op_name(op));
+    put_strings(out, ops);
+    wire::put_str(out, c->unavailable());
+    return out;
+  });
+  wire::Reader r{reply};
+  info_.path = r.str();
+  info_.sha256 = r.str();
+  info_.plugin_version = r.str();
+  info_.sdk_version = r.str();
+  info_.names = read_strings(r);
+  description_ = r.str();
+  const std::uint64_t dtype = r.u64();
+  if (dtype > std::uint64_t(DType::i32))
+    throw PluginError(
+        fmt::format("plugin {}: candidate '{}' declares an unknown storage dtype {}", path, name, dtype));
+  storage_ = DType(dtype);
+  for (const std::string& op : read_strings(r)) caps_.add(*parse_op(op));
+  unavailable_ = r.str();
+}
+
+PluginCandidate::~PluginCandidate() {
+  // The candidate's code lives in the library: destroy it before anything else goes.
+  real_.reset();
+}
+
+std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  if (real_) return real_->plan(cfg, kind);
+  const std::string key = config_key(cfg);
+  if (key != plans_key_ || !plans_.count(kind)) {
+    const std::vector<BlockKind> kinds = [&] {
+      auto k = kinds_of(cfg);
+      if (std::find(k.begin(), k.end(), kind) == k.end()) k.push_back(kind);
+      return k;
+    }();
+    const std::string reply = probe_forked(path_, "plan", [&](const PluginLibrary& lib) {
+      const CandidatePtr c = lib.make(name_);
+      std::string out;
+      wire::put_u64(out, kinds.size());
+      for (BlockKind k : kinds) {
+        const std::vector<KernelStep> steps = c->plan(cfg, k);
+        wire::put_u64(out, std::uint64_t(k));
+        wire::put_u64(out, steps.size());
+        for (const KernelStep& s : steps) {
+          wire::put_str(out, s.name);
+          put_strings(out, s.inputs);
+          put_strings(out, s.outputs);
+        }
+      }
+      return out;
+    });
+    wire::Reader r{reply};
+    std::map<BlockKind, std::vector<KernelStep>> plans;
+    for (std::uint64_t n = r.u64(); n--;) {
+      const auto k = BlockKind(r.u64());
+      auto& steps = plans[k];
+      for (std::uint64_t m = r.u64(); m--;) {
+        KernelStep s;
+        s.name = r.str();
+        s.inputs = read_strings(r);
+        s.outputs = read_strings(r);
+        steps.push_back(std::move(s));
+      }
+    }
+    plans_key_ = key;
+    plans_ = std::move(plans);
+  }
+  return plans_.at(kind);
+}
+
+void PluginCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
+  lib_ = std::make_unique<PluginLibrary>(path_);
+  real_ = lib_->make(name_);
+  real_->load(cfg, weights);
+}
+
+void PluginCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                          TensorMap& outputs) {
+  if (!real_) throw CandidateCrash(step.name, "the plugin candidate was never loaded");
+  real_->run(step, ctx, inputs, outputs);
+}
+
+}  // namespace ds

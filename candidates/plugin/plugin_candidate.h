@@ -1,0 +1,55 @@
+// A candidate from a plugin file, as the harness sees it.
+//
+// The harness process never runs plugin code: what the plugin registers, its metadata and its
+// plans come from short forked probes, and the library itself is opened by load(), which the
+// harness calls in the candidate's child process (crash isolation). With --no-isolate and in
+// `replay`, load() runs in this process, on purpose.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "plugin_library.h"
+
+namespace ds {
+
+class PluginCandidate final : public Candidate {
+ public:
+  // Probes the plugin: throws PluginError (not a usable plugin, no such candidate) or
+  // CandidateCrash (it crashed, threw or hung while being opened).
+  PluginCandidate(const std::string& path, const std::string& name);
+  ~PluginCandidate() override;
+
+  // What the file is and registers (a forked probe; throws as the constructor does).
+  static PluginInfo probe(const std::string& path);
+  const PluginInfo& info() const { return info_; }
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  DType storage_dtype() const override { return storage_; }
+  OpSet capabilities() const override { return caps_; }
+  std::string unavailable() const override { return unavailable_; }
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  void load(const ModelConfig& cfg, const WeightStore& weights) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+           TensorMap& outputs) override;
+
+ private:
+  std::string path_, name_;
+  PluginInfo info_;
+  std::string description_;
+  DType storage_ = DType::f32;
+  OpSet caps_;
+  std::string unavailable_;
+  // Plans probed for one configuration (every block kind it uses), keyed by that configuration.
+  mutable std::string plans_key_;
+  mutable std::map<BlockKind, std::vector<KernelStep>> plans_;
+  std::unique_ptr<PluginLibrary> lib_;
+  CandidatePtr real_;
+};
+
+}  // namespace ds

@@ -1,0 +1,180 @@
+#include "wire.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "candidate.h"
+
+namespace ds::wire {
+
+namespace {
+
+struct Pipe {
+  int fd;
+  bool write_all(const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n) {
+      const ssize_t w = ::write(fd, c, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      c += w;
+      n -= std::size_t(w);
+    }
+    return true;
+  }
+  bool read_all(void* p, std::size_t n, Deadline deadline, bool* timed_out) {
+    char* c = static_cast<char*>(p);
+    while (n) {
+      int wait_ms = -1;
+      if (deadline.time_since_epoch().count() != 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+          if (timed_out) *timed_out = true;
+          return false;
+        }
+        wait_ms = int(left.count());
+      }
+      pollfd pfd{fd, POLLIN, 0};
+      const int pr = ::poll(&pfd, 1, wait_ms);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr == 0) {
+        if (timed_out) *timed_out = true;
+        return false;
+      }
+      const ssize_t r = ::read(fd, c, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      c += r;
+      n -= std::size_t(r);
+    }
+    return true;
+  }
+};
+
+// A message longer than this is a corrupt length prefix, not a tensor.
+constexpr std::uint64_t kMaxMessage = std::uint64_t(1) << 40;
+
+}  // namespace
+
+Deadline deadline_in(double seconds) {
+  if (seconds <= 0) return {};
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(std::int64_t(seconds * 1000));
+}
+
+bool send_msg(int fd, const std::string& msg) {
+  Pipe p{fd};
+  const std::uint64_t n = msg.size();
+  return p.write_all(&n, sizeof n) && p.write_all(msg.data(), msg.size());
+}
+
+bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out) {
+  Pipe p{fd};
+  std::uint64_t n = 0;
+  if (!p.read_all(&n, sizeof n, deadline, timed_out) || n > kMaxMessage) return false;
+  msg.resize(n);
+  return p.read_all(msg.data(), n, deadline, timed_out);
+}
+
+void put_u64(std::string& buf, std::uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+void put_str(std::string& buf, const std::string& s) {
+  put_u64(buf, s.size());
+  buf += s;
+}
+
+void put_tensor(std::string& buf, const Tensor& t) {
+  put_u64(buf, std::uint64_t(t.dtype()));
+  put_u64(buf, t.shape().size());
+  for (auto d : t.shape()) put_u64(buf, std::uint64_t(d));
+  put_u64(buf, t.nbytes());
+  buf.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+}
+
+std::uint64_t Reader::u64() {
+  std::uint64_t v;
+  if (at + sizeof v > buf.size()) throw std::runtime_error("truncated message from the candidate process");
+  std::memcpy(&v, buf.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+
+std::string Reader::str() {
+  const auto n = u64();
+  if (n > buf.size() - at) throw std::runtime_error("truncated message from the candidate process");
+  std::string s = buf.substr(at, n);
+  at += n;
+  return s;
+}
+
+Tensor Reader::tensor() {
+  const auto dtype = u64();
+  const auto rank = u64();
+  if (dtype > std::uint64_t(DType::i32) || rank > 8)
+    throw std::runtime_error("malformed tensor from the candidate process");
+  Shape shape(rank);
+  std::uint64_t elems = 1;
+  for (auto& d : shape) {
+    d = std::int64_t(u64());
+    if (d < 0 || (d > 0 && elems > kMaxMessage / std::uint64_t(d)))
+      throw std::runtime_error("malformed tensor shape from the candidate process");
+    elems *= std::uint64_t(d);
+  }
+  const auto n = u64();
+  // An empty Tensor (a "prev:<stage>" input before the first step) has no shape and no bytes;
+  // Tensor(dtype, {}) would be a one-element scalar.
+  if (shape.empty() && n == 0) return Tensor{};
+  if (n > buf.size() - at || n != elems * dtype_size(DType(dtype)))
+    throw std::runtime_error("malformed tensor from the candidate process");
+  Tensor t(DType(dtype), shape);
+  std::memcpy(t.raw(), buf.data() + at, n);
+  at += n;
+  return t;
+}
+
+std::string run_forked(const std::string& step, double timeout_s, const std::function<std::string()>& fn) {
+  int up[2];
+  if (::pipe(up) != 0) throw std::runtime_error("cannot create a pipe for a child process");
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("cannot fork a child process");
+  if (pid == 0) {
+    ::close(up[0]);
+    std::string reply;
+    try {
+      reply = "ok" + fn();
+    } catch (const std::exception& e) {
+      reply = "ex" + std::string(e.what());
+    } catch (...) {
+      reply = "ex(an exception that is not a std::exception)";
+    }
+    send_msg(up[1], reply);
+    ::_exit(0);
+  }
+  ::close(up[1]);
+  std::string reply;
+  bool timed_out = false;
+  const bool got = recv_msg(up[0], reply, deadline_in(timeout_s), &timed_out);
+  ::close(up[0]);
+  if (!got) ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!got)
+    throw CandidateCrash(
+        step, timed_out ? fmt::format("hung: no answer within {} s", timeout_s)
+              : WIFSIGNALED(status)
+                  ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
+                  : fmt::format("exited with status {} without an answer", WEXITSTATUS(status)));
+  if (reply.rfind("ex", 0) == 0) throw CandidateCrash(step, fmt::format("threw: {}", reply.substr(2)));
+  return reply.substr(2);
+}
+
+}  // namespace ds::wire

@@ -1,0 +1,101 @@
+// driftscope new-candidate DIR --kernel K: a small project that builds as is against the
+// installed SDK: CMakeLists.txt, one kernel .cu, the candidate (its plan and run), a README.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "commands.h"
+#include "runner.h"
+#include "scaffold_files.h"
+#include "version.h"
+
+namespace ds::cli {
+
+namespace {
+
+std::string substitute(std::string_view text, const std::vector<std::pair<std::string, std::string>>& vars) {
+  std::string out(text);
+  for (const auto& [key, value] : vars)
+    for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + value.size()))
+      out.replace(at, key.size(), value);
+  return out;
+}
+
+std::string_view template_text(const std::string& name) {
+  for (const auto& f : scaffold_files())
+    if (f.name == name) return f.text;
+  throw std::logic_error(fmt::format("scaffold template {} is not compiled in", name));
+}
+
+// A CMake target and C identifier from the directory's name: "My-RMSNorm" -> "my_rmsnorm".
+std::string project_name(const std::filesystem::path& dir) {
+  std::string n;
+  for (char c : dir.filename().string())
+    n +=
+        std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(static_cast<unsigned char>(c))) : '_';
+  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) n = "candidate_" + n;
+  return n;
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw InputError(fmt::format("{}: cannot write the file", p.string()));
+}
+
+}  // namespace
+
+void add_new_candidate_command(CLI::App& app, int& exit_code) {
+  auto dir = std::make_shared<std::string>();
+  auto kernel = std::make_shared<std::string>("rmsnorm");
+  CLI::App* cmd = app.add_subcommand(
+      "new-candidate",
+      "Write a plugin candidate project around one kernel, ready to build against the installed SDK");
+  cmd->add_option("dir", *dir, "The project directory to create (must not exist, or be empty)")->required();
+  cmd->add_option("--kernel", *kernel,
+                  "rmsnorm (attn_norm, ffn_norm), gemv (down), rope (q_rope, k_rope) or swiglu (ffn_act)")
+      ->check(CLI::IsMember({"rmsnorm", "gemv", "rope", "swiglu"}))
+      ->capture_default_str();
+  cmd->callback([dir, kernel, &exit_code] {
+    namespace fs = std::filesystem;
+    try {
+      const fs::path root = fs::absolute(*dir);
+      std::error_code ec;
+      if (fs::exists(root, ec) && !(fs::is_directory(root, ec) && fs::is_empty(root, ec)))
+        throw InputError(fmt::format("{}: exists and is not an empty directory", root.string()));
+      fs::create_directories(root, ec);
+      if (ec)
+        throw InputError(fmt::format("{}: cannot create the directory: {}", root.string(), ec.message()));
+      const std::string name = project_name(root);
+      std::string candidate = name;
+      for (char& c : candidate)
+        if (c == '_') c = '-';
+      const std::vector<std::pair<std::string, std::string>> vars = {
+          {"@NAME@", name},
+          {"@CANDIDATE@", candidate},
+          {"@KERNEL@", *kernel},
+          {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
+      write_file(root / "CMakeLists.txt", substitute(template_text("CMakeLists.txt.in"), vars));
+      write_file(root / "README.md", substitute(template_text("README.md.in"), vars));
+      write_file(root / (*kernel + ".cu"), substitute(template_text(*kernel + ".cu"), vars));
+      write_file(root / "candidate.cpp", substitute(template_text(*kernel + ".cpp"), vars));
+      fmt::print("wrote {}: CMakeLists.txt, {}.cu, candidate.cpp, README.md\n\n", root.string(), *kernel);
+      fmt::print("  cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH=<driftscope's install prefix>\n",
+                 root.string());
+      fmt::print("  cmake --build {}/build\n", root.string());
+      fmt::print(
+          "  driftscope run --model synthetic:qwen2-tiny --candidate {}/build/lib{}.so --fill reference "
+          "--mode both\n",
+          root.string(), name);
+      exit_code = 0;
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      exit_code = kExitUsage;
+    }
+  });
+}
+
+}  // namespace ds::cli

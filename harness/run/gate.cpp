@@ -1,0 +1,65 @@
+#include "gate.h"
+
+#include <fmt/format.h>
+
+#include "contracts.h"
+#include "registry.h"
+#include "runner.h"
+#include "wire.h"
+
+namespace ds {
+
+GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fill) {
+  GateAnswer a;
+  // In a forked child: asking a CUDA runtime for its devices initialises the driver, and a
+  // process that did may not fork a child that uses CUDA.
+  if (const std::string why = wire::run_forked("availability", 60, [&] { return cand.unavailable(); });
+      !why.empty()) {
+    a.pass = false;
+    a.unavailable = true;
+    a.reason = why;
+    a.refusal = fmt::format("UNAVAILABLE: {} cannot run on this machine: {}. Nothing was computed.",
+                            cand.name(), why);
+    return a;
+  }
+  a.coverage = plan_coverage(cfg, cand);
+  const OpSet required = ref::required_ops(cfg);
+  a.have = cand.capabilities();
+  if (!fill && !a.coverage.complete()) {
+    a.pass = false;
+    a.need = required;
+    a.missing = required.minus(a.have);
+    a.refusal = coverage_refusal(cfg, cand, a.coverage);
+    a.reason = fmt::format("does not produce {} (add --fill reference)", a.coverage.describe_gaps());
+    return a;
+  }
+  // A partial candidate answers only for the ops of the stages it computes; the fill for the rest.
+  a.need = fill ? covered_ops(cfg, required, a.coverage) : required;
+  a.missing = a.need.minus(a.have);
+  if (auto refusal = capability_refusal(cfg, cand, a.need)) {
+    a.pass = false;
+    a.refusal = *refusal;
+    a.reason = fmt::format("missing ops {}", a.missing.str());
+    return a;
+  }
+  if (fill && !a.coverage.complete()) {
+    Coverage rest;
+    for (const auto& g : a.coverage.gaps)
+      for (const auto& s : g.stages) rest.produced.insert({g.kind, s});
+    const CandidatePtr filler = make_fill_candidate(cand.storage_dtype());
+    const OpSet fill_missing = covered_ops(cfg, required, rest).minus(filler->capabilities());
+    if (!fill_missing.empty()) {
+      a.pass = false;
+      a.reason = fmt::format("the reference fill lacks {} for the stages it would fill", fill_missing.str());
+      a.refusal = fmt::format(
+          "REFUSED: the reference fill cannot compute the stages {} leaves out for {}\n"
+          "  Not produced by the candidate: {}\n"
+          "  The fill lacks:                {}\n"
+          "  -> Produce those stages in the candidate's plan. Nothing was computed.",
+          cand.name(), cfg.name, a.coverage.describe_gaps(), fill_missing.str());
+    }
+  }
+  return a;
+}
+
+}  // namespace ds

@@ -1,0 +1,81 @@
+"""What a kernel author does, with no path into Driftscope's source or build tree: install the
+SDK into a fresh prefix, scaffold a candidate project, build it against that prefix only, run it
+inside real models, plant a bug, find it, fix it, replay the failing step."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD_DIR, FIXTURE, GENERATOR = sys.argv[1:4]
+
+
+def sh(*cmd, cwd=None, ok=(0,)):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    if p.returncode not in ok:
+        sys.exit(f"FAILED ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="ds-sdk-")
+    try:
+        prefix = os.path.join(work, "prefix")
+        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
+        ds = os.path.join(prefix, "bin", "driftscope")
+        model = os.path.join(work, os.path.basename(FIXTURE))
+        shutil.copy(FIXTURE, model)  # the user's model file, outside any Driftscope tree
+        have_nvcc = os.path.exists("/usr/local/cuda/bin/nvcc") or shutil.which("nvcc")
+        for kernel in ("rmsnorm", "gemv", "rope", "swiglu"):
+            proj = os.path.join(work, f"my-{kernel}")
+            sh(ds, "new-candidate", proj, "--kernel", kernel, cwd=work)
+            sh("cmake", "-S", proj, "-B", os.path.join(proj, "build"), "-G", GENERATOR,
+               f"-DCMAKE_PREFIX_PATH={prefix}", cwd=work)
+            sh("cmake", "--build", os.path.join(proj, "build"), cwd=work)
+            lib = os.path.join(proj, "build", f"libmy_{kernel}.so")
+            for m in ("synthetic:qwen2-tiny", model):
+                p = sh(ds, "run", "--model", m, "--candidate", lib, "--fill", "reference", "--mode", "both",
+                       "--decode-steps", "1", cwd=work)
+                print(f"{kernel} on {os.path.basename(m)}: {p.stdout.strip().splitlines()[-1]}")
+            if have_nvcc:
+                cuda = os.path.join(proj, "build", f"libmy_{kernel}_cuda.so")
+                if not os.path.exists(cuda):
+                    sys.exit(f"FAILED: nvcc is here but {cuda} was not built")
+                if os.path.exists("/dev/nvidia0"):
+                    p = sh(ds, "run", "--model", model, "--candidate", cuda, "--fill", "reference", "--mode", "both",
+                           cwd=work)
+                    print(f"{kernel} on a GPU: {p.stdout.strip().splitlines()[-1]}")
+                else:
+                    p = sh(ds, "gate", "--model", model, "--candidate", cuda, "--fill", "reference", cwd=work, ok=(3,))
+                    if "UNAVAILABLE" not in p.stdout or "no CUDA device" not in p.stdout:
+                        sys.exit(f"FAILED: the gate should call the CUDA build unavailable here:\n{p.stdout}")
+                    print(f"{kernel}: the CUDA flavour compiled; the gate says UNAVAILABLE here (no GPU), running it skipped")
+
+        # A planted bug: the RMSNorm mean taken over n - 1.
+        proj = os.path.join(work, "my-rmsnorm")
+        cu = os.path.join(proj, "rmsnorm.cu")
+        src = open(cu).read()
+        bad = src.replace("partial[0] / cols;", "partial[0] / (cols - 1);")
+        assert bad != src, "the scaffold's rmsnorm.cu changed: update the planted bug"
+        open(cu, "w").write(bad)
+        sh("cmake", "--build", os.path.join(proj, "build"))
+        lib = os.path.join(proj, "build", "libmy_rmsnorm.so")
+        trace = os.path.join(work, "bug.h5")
+        for m in ("synthetic:qwen2-tiny", model):
+            p = sh(ds, "run", "--model", m, "--candidate", lib, "--fill", "reference", "--mode", "both",
+                   "--trace", trace, cwd=work, ok=(1,))
+            if not re.search(r"First failing stage: attn_norm of layer 0 at step 0", p.stdout):
+                sys.exit(f"FAILED: the planted bug was not named at attn_norm of layer 0:\n{p.stdout}")
+        open(cu, "w").write(src)
+        sh("cmake", "--build", os.path.join(proj, "build"))
+        p = sh(ds, "replay", trace, "--step", "0", "--layer", "0", "--stage", "attn_norm", cwd=work)
+        if "replayed:" not in p.stdout or "PASS" not in p.stdout.split("replayed:")[1]:
+            sys.exit(f"FAILED: the fixed build does not pass the replay:\n{p.stdout}")
+        print("planted bug found at attn_norm of layer 0; the fixed build passes its replay")
+        print("scaffold ok")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+main()
