@@ -61,7 +61,8 @@ void check_row(const SummaryRow& r, std::size_t i, const std::string& path) {
                                   field, value));
   };
   if (r.mode > std::uint8_t(Mode::chained)) throw bad("mode", int(r.mode));
-  if (r.status > std::uint8_t(Status::crashed)) throw bad("status", int(r.status));
+  // Any status the vocabulary names (result.h grows new ones): an unnamed code is corrupt.
+  if (!parse_status(status_name(Status(r.status)))) throw bad("status", int(r.status));
   if (r.cand_dtype > std::uint8_t(DType::i32)) throw bad("cand_dtype", int(r.cand_dtype));
   if (r.rank < 0 || r.rank > kMaxRank) throw bad("rank", r.rank);
   if (checked_numel(r.shape, r.rank) < 0)
