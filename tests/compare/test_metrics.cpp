@@ -234,6 +234,10 @@ struct LaneBuild {
   const char* name;
   ScanPath path;
 };
+// Readable case names in ctest listings instead of the structs' raw bytes.
+void PrintTo(const LaneCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const LaneBuild& b, std::ostream* os) { *os << b.name; }
+
 const LaneBuild kLaneBuilds[] = {{"baseline", ScanPath::lanes_baseline},
                                  {"avx2", ScanPath::lanes_avx2},
                                  {"avx512", ScanPath::lanes_avx512}};

@@ -19,6 +19,8 @@ struct GateCase {
   const char* missing;  // nullptr: may run
 };
 
+void PrintTo(const GateCase& c, std::ostream* os) { *os << c.model << " on " << c.candidate; }
+
 class CapabilityGate : public testing::TestWithParam<GateCase> {};
 
 TEST_P(CapabilityGate, RefusesBeforeAnyWeightOrStage) {

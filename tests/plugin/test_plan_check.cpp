@@ -69,6 +69,8 @@ struct BadPlan {
   const char* says;
 };
 
+void PrintTo(const BadPlan& p, std::ostream* os) { *os << p.name; }
+
 class PlanErrors : public testing::TestWithParam<BadPlan> {};
 
 TEST_P(PlanErrors, AreRefusedNamingTheStepAndTheName) {
