@@ -38,6 +38,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   CLI::Option* case_opt = cmd->add_option(
       "--case", a->req.case_index,
       "Which case of a merged file (driftscope merge) to replay, from 0 (as driftscope-view --case)");
+  cmd->add_option("--model,-m", a->req.model,
+                  "Model to load (default: the trace's, by the path it was given or, from another directory, "
+                  "its absolute path)");
   cmd->add_option("--candidate,-c", a->req.candidate,
                   "Candidate to run (default: the one in the trace), e.g. a fixed build of your kernel");
   add_report_options(cmd, a->report);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 
 #include "fill_candidate.h"
@@ -65,7 +66,19 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
         fmt::format("{}: the reference tensor of {} was not stored (capture mode)", where, req.stage));
 
   const auto& run = t->run();
-  const std::string spec = run.value("model_spec", run["model"].value("name", std::string()));
+  // The spec as the run was given it, unless that was a relative path this directory does not
+  // see: then the absolute one the run recorded. --model overrides both.
+  std::string spec = req.model;
+  if (spec.empty()) {
+    spec = run.value("model_spec", std::string());
+    if (spec.empty() && run.contains("model") && run["model"].is_object())
+      spec = run["model"].value("name", std::string());
+    std::error_code ec;
+    const std::string abs = run.value("model_path", std::string());
+    if (spec.rfind("synthetic:", 0) != 0 && !std::filesystem::exists(spec, ec) && !abs.empty() &&
+        std::filesystem::exists(abs, ec))
+      spec = abs;
+  }
   Model model = load_model_spec(spec, run.value("seed", std::uint64_t(0)), run.value("layers", 0));
   // A plugin's trace records its file ("spec"); the name alone would not find it again.
   const nlohmann::json& stored = run["candidate"];

@@ -15,6 +15,7 @@ struct ReplayRequest {
   std::string stage;
   Mode mode = Mode::isolated;
   std::string candidate;  // empty: the trace's candidate
+  std::string model;      // empty: the trace's model (its spec, or its absolute path from elsewhere)
   int case_index = -1;    // which case of a merged file (list_cases order); -1: a single trace
 };
 

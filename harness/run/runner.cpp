@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 
 #include <map>
 #include <set>
@@ -543,6 +544,9 @@ class Run {
         {"policy", policy_.name()},         {"modes", modes},        {"seed", opt_.seed},
         {"model_spec", opt_.model},         {"layers", opt_.layers}, {"prompt_tokens", opt_.prompt_tokens},
         {"decode_steps", opt_.decode_steps}};
+    // A file or directory model also by its absolute path, so replay works from anywhere.
+    if (std::error_code ec; opt_.model.rfind("synthetic:", 0) != 0 && std::filesystem::exists(opt_.model, ec))
+      run["model_path"] = std::filesystem::absolute(opt_.model, ec).lexically_normal().string();
     if (cfg)
       run["model"] = {{"name", cfg->name},
                       {"family", family_name(cfg->family)},

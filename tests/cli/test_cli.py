@@ -121,6 +121,27 @@ class Cli(unittest.TestCase):
         rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--all")
         self.assertEqual(out.count(" PASS "), 33, out)  # embed, 2 x 15 layer stages, final_norm, logits
 
+    def test_replay_finds_a_relative_model_from_another_directory(self):
+        import shutil
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "models",
+                               "qwen3-tiny.gguf")
+        here, elsewhere = self.path("here"), self.path("elsewhere")
+        os.makedirs(here)
+        os.makedirs(elsewhere)
+        shutil.copy(fixture, os.path.join(here, "m.gguf"))
+        trace = self.path("rel.h5")
+        p = subprocess.run([DRIFTSCOPE, "run", "--model", "m.gguf", "--candidate", "mutant:skip-qk-norm",
+                            "--trace", trace], capture_output=True, text=True, timeout=240, cwd=here)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        p = subprocess.run([DRIFTSCOPE, "replay", trace, "--step", "0", "--layer", "0", "--stage", "q_norm"],
+                           capture_output=True, text=True, timeout=240, cwd=elsewhere)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("The replay reproduces the stored metrics.", p.stdout)
+        p = subprocess.run([DRIFTSCOPE, "replay", trace, "--step", "0", "--layer", "0", "--stage", "q_norm",
+                            "--model", "nowhere.gguf"], capture_output=True, text=True, timeout=240, cwd=elsewhere)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("nowhere.gguf", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
