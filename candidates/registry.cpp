@@ -100,18 +100,8 @@ std::vector<CandidateEntry> list_candidates() {
 }
 
 CandidatePtr make_candidate(std::string_view name) {
-  if (const auto plugin = parse_plugin_spec(name)) {
-    std::string which = plugin->name;
-    if (which.empty()) {
-      const PluginInfo info = PluginCandidate::probe(plugin->path);
-      if (info.names.size() != 1)
-        throw std::invalid_argument(
-            fmt::format("plugin {} registers {} candidates ({}): pick one with {}:NAME", plugin->path,
-                        info.names.size(), fmt::join(info.names, ", "), plugin->path));
-      which = info.names.front();
-    }
-    return std::make_unique<PluginCandidate>(plugin->path, which);
-  }
+  if (const auto plugin = parse_plugin_spec(name))
+    return std::make_unique<PluginCandidate>(plugin->path, plugin->name);
   std::vector<std::string> known;
   for (const auto& f : factories()) {
     if (f.name == name) return f.make();

@@ -1,6 +1,7 @@
 #include "plugin_candidate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -69,15 +70,14 @@ std::vector<BlockKind> kinds_of(const ModelConfig& cfg) {
 
 }  // namespace
 
-PluginInfo PluginCandidate::probe(const std::string& path) {
-  const std::string reply = probe_forked(path, "open plugin", [](const PluginLibrary& lib) {
-    const PluginInfo i = lib.info();
-    std::string out;
-    for (const std::string& s : {i.path, i.sha256, i.plugin_version, i.sdk_version}) wire::put_str(out, s);
-    put_strings(out, i.names);
-    return out;
-  });
-  wire::Reader r{reply};
+namespace {
+
+void put_info(std::string& out, const PluginInfo& i) {
+  for (const std::string& s : {i.path, i.sha256, i.plugin_version, i.sdk_version}) wire::put_str(out, s);
+  put_strings(out, i.names);
+}
+
+PluginInfo read_info(wire::Reader& r) {
   PluginInfo info;
   info.path = r.str();
   info.sha256 = r.str();
@@ -87,14 +87,35 @@ PluginInfo PluginCandidate::probe(const std::string& path) {
   return info;
 }
 
+}  // namespace
+
+PluginInfo PluginCandidate::probe(const std::string& path) {
+  const std::string reply = probe_forked(path, "open plugin", [](const PluginLibrary& lib) {
+    std::string out;
+    put_info(out, lib.info());
+    return out;
+  });
+  wire::Reader r{reply};
+  return read_info(r);
+}
+
 PluginCandidate::PluginCandidate(const std::string& path, const std::string& name)
     : path_(path), name_(name) {
+  // One probe: what the file is, which candidate (the only one when no name is given), and its
+  // metadata.
   const std::string reply = probe_forked(path, "open plugin", [&](const PluginLibrary& lib) {
     const PluginInfo i = lib.info();
-    const CandidatePtr c = lib.make(name);
+    std::string which = name;
+    if (which.empty()) {
+      if (i.names.size() != 1)
+        throw PluginError(fmt::format("plugin {} registers {} candidates ({}): pick one with {}:NAME", path,
+                                      i.names.size(), fmt::join(i.names, ", "), path));
+      which = i.names.front();
+    }
+    const CandidatePtr c = lib.make(which);
     std::string out;
-    for (const std::string& s : {i.path, i.sha256, i.plugin_version, i.sdk_version}) wire::put_str(out, s);
-    put_strings(out, i.names);
+    put_info(out, i);
+    wire::put_str(out, which);
     wire::put_str(out, c->description());
     wire::put_u64(out, std::uint64_t(c->storage_dtype()));
     std::vector<std::string> ops;
@@ -104,16 +125,13 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     return out;
   });
   wire::Reader r{reply};
-  info_.path = r.str();
-  info_.sha256 = r.str();
-  info_.plugin_version = r.str();
-  info_.sdk_version = r.str();
-  info_.names = read_strings(r);
+  info_ = read_info(r);
+  name_ = r.str();
   description_ = r.str();
   const std::uint64_t dtype = r.u64();
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(
-        fmt::format("plugin {}: candidate '{}' declares an unknown storage dtype {}", path, name, dtype));
+        fmt::format("plugin {}: candidate '{}' declares an unknown storage dtype {}", path, name_, dtype));
   storage_ = DType(dtype);
   for (const std::string& op : read_strings(r)) caps_.add(*parse_op(op));
   unavailable_ = r.str();

@@ -19,7 +19,7 @@ namespace ds {
 
 class PluginCandidate final : public Candidate {
  public:
-  // Probes the plugin: throws PluginError (not a usable plugin, no such candidate) or
+  // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such candidate) or
   // CandidateCrash (it crashed, threw or hung while being opened).
   PluginCandidate(const std::string& path, const std::string& name);
   ~PluginCandidate() override;

@@ -76,19 +76,16 @@ nlohmann::json stage_json(const StageResult& r) {
 
 nlohmann::json report_json(const RunReport& report) {
   nlohmann::json stages = nlohmann::json::array();
-  std::size_t failed = 0;
-  for (const auto& r : report.results) {
-    stages.push_back(stage_json(r));
-    failed += is_failure(r);
-  }
+  for (const auto& r : report.results) stages.push_back(stage_json(r));
+  const StageCounts counts = count_stages(report.results);
   nlohmann::json j = {{"model", report.model},
                       {"candidate", report.candidate},
                       {"policy", report.policy},
                       {"verdict", report.verdict},
                       {"exit_code", report.exit_code},
-                      {"judged", count_stages(report.results).judged},
-                      {"filled", count_stages(report.results).filled},
-                      {"failed", failed},
+                      {"judged", counts.judged},
+                      {"filled", counts.filled},
+                      {"failed", counts.failed},
                       {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.

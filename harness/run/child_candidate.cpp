@@ -23,10 +23,6 @@ ChildCandidate::ChildCandidate(CandidatePtr inner, double timeout_s)
 
 ChildCandidate::~ChildCandidate() { stop_child(); }
 
-std::chrono::steady_clock::time_point ChildCandidate::deadline() const {
-  return wire::deadline_in(timeout_s_);
-}
-
 void ChildCandidate::stop_child() {
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
@@ -72,7 +68,7 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   bool timed_out = false;
   // A load that never answers (a driver waiting forever, a kernel spinning at start-up) is a hang
   // like a step's: the same --timeout bounds it.
-  if (!recv_msg(from_child_, reply, deadline(), &timed_out)) {
+  if (!recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out)) {
     if (timed_out) ::kill(child_, SIGKILL);
     int status = 0;
     ::waitpid(child_, &status, 0);
@@ -141,7 +137,7 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
   }
   bool timed_out = false;
   std::string reply;
-  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, deadline(), &timed_out)) {
+  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out)) {
     std::string why;
     if (timed_out) {
       ::kill(child_, SIGKILL);

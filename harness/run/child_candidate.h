@@ -6,7 +6,6 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -36,8 +35,6 @@ class ChildCandidate final : public Candidate {
  private:
   void serve();  // the child's loop
   void stop_child();
-  // When an answer from the child is due (timeout_s_ from now); the zero time point: never.
-  std::chrono::steady_clock::time_point deadline() const;
 
   CandidatePtr inner_;
   double timeout_s_;

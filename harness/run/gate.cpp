@@ -44,7 +44,7 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
     return a;
   }
   // A partial candidate answers only for the ops of the stages it computes; the fill for the rest.
-  a.need = fill ? covered_ops(cfg, required, a.coverage) : required;
+  a.need = fill ? covered_ops(required, a.coverage) : required;
   a.missing = a.need.minus(a.have);
   if (auto refusal = capability_refusal(cfg, cand, a.need)) {
     a.pass = false;
@@ -57,7 +57,7 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
     for (const auto& g : a.coverage.gaps)
       for (const auto& s : g.stages) rest.produced.insert({g.kind, s});
     const CandidatePtr filler = make_fill_candidate(cand.storage_dtype());
-    const OpSet fill_missing = covered_ops(cfg, required, rest).minus(filler->capabilities());
+    const OpSet fill_missing = covered_ops(required, rest).minus(filler->capabilities());
     if (!fill_missing.empty()) {
       a.pass = false;
       a.reason = fmt::format("the reference fill lacks {} for the stages it would fill", fill_missing.str());

@@ -122,8 +122,7 @@ Coverage plan_coverage(const ModelConfig& cfg, const Candidate& cand) {
   return cov;
 }
 
-OpSet covered_ops(const ModelConfig& cfg, const OpSet& required, const Coverage& cov) {
-  (void)cfg;
+OpSet covered_ops(const OpSet& required, const Coverage& cov) {
   OpSet ops;
   for (const auto& [kind, stage] : cov.produced) ops |= stage_ops(kind, stage);
   return ops.intersect(required);

@@ -42,7 +42,7 @@ struct Coverage {
 Coverage plan_coverage(const ModelConfig& cfg, const Candidate& cand);
 
 // The ops of `required` that the stages in `cov.produced` exercise (stage_catalog.h).
-OpSet covered_ops(const ModelConfig& cfg, const OpSet& required, const Coverage& cov);
+OpSet covered_ops(const OpSet& required, const Coverage& cov);
 
 // The coverage gate's refusal text, naming the stages and block kinds no step produces.
 std::string coverage_refusal(const ModelConfig& cfg, const Candidate& cand, const Coverage& cov);
