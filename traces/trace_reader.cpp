@@ -205,6 +205,15 @@ std::vector<double> TraceReader::read_pool(const char* name, std::int64_t offset
   return out;
 }
 
+std::optional<std::vector<StepLaunch>> TraceReader::launches() const {
+  const ReadGuard guard(path_);
+  if (H5Lexists(root_, relative(kLaunches), H5P_DEFAULT) <= 0) return std::nullopt;
+  std::vector<StepLaunch> out;
+  for (const LaunchRow& r : read_rows<LaunchRow>(root_, kLaunches, launch_row_type(), path_, false))
+    out.push_back(from_launch_row(r));
+  return out;
+}
+
 std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode mode,
                                                        const std::string& stage) const {
   const ReadGuard guard(path_);

@@ -61,6 +61,9 @@ class TraceReader {
   // The inputs of the step that produced `stage` at (step, layer, mode); nullopt when the trace
   // did not capture them (only failing stages' steps are captured).
   std::optional<CapturedStep> captured_step(int step, int layer, Mode mode, const std::string& stage) const;
+  // The candidate's kernel launch records (/launches) in launch order; nullopt for a trace written
+  // before launch records existed. Read on each call.
+  std::optional<std::vector<StepLaunch>> launches() const;
   // How many tensor elements have been read so far (the viewer's lazy-loading check).
   std::int64_t elements_read() const { return elements_read_; }
 

@@ -106,6 +106,34 @@ hid_t input_row_type() {
   return t;
 }
 
+hid_t launch_row_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(LaunchRow));
+  const hid_t s32 = H5Tcopy(H5T_C_S1), s64 = H5Tcopy(H5T_C_S1), sk = H5Tcopy(H5T_C_S1),
+              s8 = H5Tcopy(H5T_C_S1);
+  H5Tset_size(s32, kStageChars);
+  H5Tset_size(s64, 2 * kStageChars);
+  H5Tset_size(sk, kKernelChars);
+  H5Tset_size(s8, 8);
+  const hsize_t three[1] = {3};
+  const hid_t dim3_t = H5Tarray_create2(H5T_NATIVE_UINT32, 1, three);
+#define DS_FIELD(name, type) H5Tinsert(t, #name, HOFFSET(LaunchRow, name), type)
+  DS_FIELD(step, H5T_NATIVE_INT32);
+  DS_FIELD(layer, H5T_NATIVE_INT32);
+  DS_FIELD(mode, H5T_NATIVE_UINT8);
+  DS_FIELD(emulated, H5T_NATIVE_UINT8);
+  DS_FIELD(kernel_step, s32);
+  DS_FIELD(stages, s64);
+  DS_FIELD(kernel, sk);
+  DS_FIELD(backend, s8);
+  DS_FIELD(grid, dim3_t);
+  DS_FIELD(block, dim3_t);
+  DS_FIELD(dyn_smem_bytes, H5T_NATIVE_UINT64);
+  DS_FIELD(duration_us, H5T_NATIVE_DOUBLE);
+#undef DS_FIELD
+  for (hid_t x : {s32, s64, sk, s8, dim3_t}) H5Tclose(x);
+  return t;
+}
+
 namespace {
 template <std::size_t N>
 void copy_str(char (&dst)[N], const std::string& s) {
@@ -117,6 +145,51 @@ std::string read_str(const char (&src)[N]) {
   return std::string(src, strnlen(src, N));
 }
 }  // namespace
+
+LaunchRow to_launch_row(const StepLaunch& l) {
+  LaunchRow row{};
+  row.step = l.step;
+  row.layer = l.layer;
+  row.mode = std::uint8_t(l.mode);
+  row.emulated = l.launch.emulated ? 1 : 0;
+  copy_str(row.kernel_step, l.kernel_step);
+  std::string stages;
+  for (const auto& s : l.stages) stages += (stages.empty() ? "" : ",") + s;
+  copy_str(row.stages, stages);
+  copy_str(row.kernel, l.launch.kernel);
+  copy_str(row.backend, l.launch.backend);
+  for (int i = 0; i < 3; ++i) {
+    row.grid[i] = l.launch.grid[std::size_t(i)];
+    row.block[i] = l.launch.block[std::size_t(i)];
+  }
+  row.dyn_smem_bytes = l.launch.dyn_smem_bytes;
+  row.duration_us = l.launch.duration_us;
+  return row;
+}
+
+StepLaunch from_launch_row(const LaunchRow& row) {
+  StepLaunch l;
+  l.step = row.step;
+  l.layer = row.layer;
+  l.mode = row.mode == std::uint8_t(Mode::chained) ? Mode::chained : Mode::isolated;
+  l.kernel_step = read_str(row.kernel_step);
+  const std::string stages = read_str(row.stages);
+  for (std::size_t at = 0; at < stages.size();) {
+    const std::size_t comma = std::min(stages.find(',', at), stages.size());
+    l.stages.push_back(stages.substr(at, comma - at));
+    at = comma + 1;
+  }
+  l.launch.kernel = read_str(row.kernel);
+  l.launch.backend = read_str(row.backend);
+  for (int i = 0; i < 3; ++i) {
+    l.launch.grid[std::size_t(i)] = row.grid[i];
+    l.launch.block[std::size_t(i)] = row.block[i];
+  }
+  l.launch.dyn_smem_bytes = row.dyn_smem_bytes;
+  l.launch.duration_us = row.duration_us;
+  l.launch.emulated = row.emulated != 0;
+  return l;
+}
 
 SummaryRow to_row(const StageResult& r) {
   SummaryRow row{};

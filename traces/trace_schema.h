@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "launch_log.h"
 #include "result.h"
 
 namespace ds::trace {
@@ -22,6 +23,8 @@ inline constexpr const char* kResult = "/result";  // JSON bytes, written when t
 // re-run one step alone.
 inline constexpr const char* kInputPool = "/inputs/data";
 inline constexpr const char* kInputIndex = "/inputs/index";
+// One LaunchRow per kernel launch of the candidate (launch records, docs/trace-format.md).
+inline constexpr const char* kLaunches = "/launches";
 // A merged file (`driftscope merge`): root attribute kMerged = 1, each input run's whole tree
 // under /cases/<k>, and /case_index with one CaseIndexRow per case.
 inline constexpr const char* kMerged = "merged";
@@ -39,6 +42,7 @@ inline constexpr std::int64_t kMaxTensorElements = std::int64_t(1) << 32;
 inline constexpr unsigned kSwmrReadAttempts = 16;
 inline constexpr int kStageChars = 32;
 inline constexpr int kNoteChars = 96;
+inline constexpr int kKernelChars = 128;
 
 enum class Capture { all, failing, stats };
 std::string_view capture_name(Capture c);
@@ -80,6 +84,22 @@ struct InputRow {
   std::int64_t offset;  // into /inputs/data
 };
 hid_t input_row_type();
+
+// One kernel launch (a row of /launches), filed under the candidate step that made it.
+struct LaunchRow {
+  std::int32_t step, layer;
+  std::uint8_t mode, emulated;
+  char kernel_step[kStageChars];  // the candidate's step name
+  char stages[2 * kStageChars];   // the catalog stages that step produces, comma separated
+  char kernel[kKernelChars];      // demangled, without parameters
+  char backend[8];                // "simt" or "cuda"
+  std::uint32_t grid[3], block[3];
+  std::uint64_t dyn_smem_bytes;
+  double duration_us;  // emulated: CPU wall time of the SIMT runtime; otherwise GPU time (CUPTI)
+};
+hid_t launch_row_type();
+LaunchRow to_launch_row(const StepLaunch& l);
+StepLaunch from_launch_row(const LaunchRow& row);
 
 // The compound type of SummaryRow (caller closes it).
 hid_t summary_type();

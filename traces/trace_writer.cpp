@@ -149,7 +149,9 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   input_type_ = input_row_type();
   inputs_ = make_pool(file_, kInputPool, H5T_NATIVE_DOUBLE, 16384, true);
   input_index_ = make_pool(file_, kInputIndex, input_type_, 64, false);
-  if (inputs_ < 0 || input_index_ < 0)
+  launch_type_ = launch_row_type();
+  launches_ = make_pool(file_, kLaunches, launch_type_, 256, false);
+  if (inputs_ < 0 || input_index_ < 0 || launches_ < 0)
     throw TraceError(fmt::format("{}: cannot create the input datasets", path));
   if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0)
     throw TraceError(fmt::format("{}: cannot create the trace datasets", path));
@@ -161,9 +163,10 @@ TraceWriter::~TraceWriter() {
     flush();
   } catch (...) {
   }
-  for (hid_t d : {summary_, ref_, cand_, tokens_, result_, inputs_, input_index_})
+  for (hid_t d : {summary_, ref_, cand_, tokens_, result_, inputs_, input_index_, launches_})
     if (d >= 0) H5Dclose(d);
   if (row_type_ >= 0) H5Tclose(row_type_);
+  if (launch_type_ >= 0) H5Tclose(launch_type_);
   if (input_type_ >= 0) H5Tclose(input_type_);
   if (file_ >= 0) H5Fclose(file_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -222,13 +225,20 @@ void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_
   }
 }
 
+void TraceWriter::append_launch(const StepLaunch& launch) {
+  pending_launches_.push_back(to_launch_row(launch));
+}
+
 void TraceWriter::flush() {
   if (file_ < 0) return;
   // The rows leave pending_ before the write: a failed write is not retried by the destructor's flush.
   std::vector<SummaryRow> rows = std::move(pending_);
   pending_.clear();
+  std::vector<LaunchRow> launches = std::move(pending_launches_);
+  pending_launches_.clear();
+  append_1d(launches_, launch_type_, launch_rows_, launches.data(), launches.size(), path_, kLaunches);
   append_1d(summary_, row_type_, rows_, rows.data(), rows.size(), path_, kSummary);
-  for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, summary_})
+  for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, launches_, summary_})
     check(H5Dflush(d), "flush a dataset", path_);
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
 }
@@ -239,12 +249,14 @@ void TraceWriter::finish(const nlohmann::json& result) {
   std::int64_t size = 0;
   append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size(), path_, kResult);
   check(H5Dflush(result_), "flush the result", path_);
-  for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_, &inputs_, &input_index_}) {
+  for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_, &inputs_, &input_index_, &launches_}) {
     H5Dclose(*d);
     *d = -1;
   }
   H5Tclose(row_type_);
   row_type_ = -1;
+  H5Tclose(launch_type_);
+  launch_type_ = -1;
   H5Tclose(input_type_);
   input_type_ = -1;
   const herr_t closed = H5Fclose(file_);

@@ -44,6 +44,8 @@ class TraceWriter {
   void append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens, const std::string& kernel_step,
                      const std::vector<std::string>& outputs,
                      const std::map<std::string, Tensor, std::less<>>& inputs);
+  // Buffers one kernel launch record (a /launches row), written with the next flush.
+  void append_launch(const StepLaunch& launch);
   // Writes the buffered rows and tensors and makes them durable.
   void flush();
   // Flushes, stores the run's result JSON and closes the file.
@@ -60,9 +62,11 @@ class TraceWriter {
   std::optional<std::regex> stage_filter_;  // compiled once: captures() runs for every row
   int lock_fd_ = -1;                        // holds the one-writer lock on path_ (see the constructor)
   hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1,
-        tokens_ = -1, result_ = -1, row_type_ = -1;
+        tokens_ = -1, result_ = -1, row_type_ = -1, launches_ = -1, launch_type_ = -1;
   std::int64_t inputs_size_ = 0, input_rows_ = 0, rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;
+  std::int64_t launch_rows_ = 0;
   std::vector<SummaryRow> pending_;
+  std::vector<LaunchRow> pending_launches_;
 };
 
 }  // namespace ds::trace

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "mat_io.h"
+#include "launch_sinks.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
@@ -118,6 +119,7 @@ std::string GdnCandidate::unavailable() const { return k_.device_error(); }
 
 void GdnCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
+  launch_sinks::start(k_.backend);
   if (cfg.gdn_head_map != GdnHeadMap::grouped)
     throw std::runtime_error(
         fmt::format("{}: kernels/gdn.cu implements the grouped GDN head map only", name_));

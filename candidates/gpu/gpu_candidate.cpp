@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "launch_sinks.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
@@ -139,6 +140,7 @@ std::string GpuCandidate::unavailable() const { return k_.device_error(); }
 
 void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
+  launch_sinks::start(k_.backend);
   free_all();
   cfg_ = cfg;
   n_positions_ = 0;

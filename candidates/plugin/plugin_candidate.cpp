@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "launch_sinks.h"
 #include "stage_catalog.h"
 #include "wire.h"
 
@@ -188,6 +189,7 @@ std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind 
 
 void PluginCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   lib_ = std::make_unique<PluginLibrary>(path_);
+  launch_sinks::install_in_library(lib_->handle());  // kernels built on the SIMT runtime report launches
   real_ = lib_->make(name_);
   real_->load(cfg, weights);
 }

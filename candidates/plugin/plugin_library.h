@@ -48,6 +48,8 @@ class PluginLibrary {
   PluginInfo info() const;
   // A new candidate named `name`; throws PluginError naming the ones the plugin has.
   CandidatePtr make(const std::string& name) const;
+  // The dlopen handle, for symbols the harness looks up beyond the entry point.
+  void* handle() const { return handle_; }
 
  private:
   std::string path_;

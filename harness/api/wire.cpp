@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -97,6 +98,34 @@ void put_tensor(std::string& buf, const Tensor& t) {
   for (auto d : t.shape()) put_u64(buf, std::uint64_t(d));
   put_u64(buf, t.nbytes());
   buf.append(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+}
+
+void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
+  put_u64(buf, launches.size());
+  for (const LaunchRecord& l : launches) {
+    put_str(buf, l.kernel);
+    put_str(buf, l.backend);
+    for (std::uint32_t v : l.grid) put_u64(buf, v);
+    for (std::uint32_t v : l.block) put_u64(buf, v);
+    put_u64(buf, l.dyn_smem_bytes);
+    put_u64(buf, std::bit_cast<std::uint64_t>(l.duration_us));
+    put_u64(buf, l.emulated ? 1 : 0);
+  }
+}
+
+std::vector<LaunchRecord> Reader::launches() {
+  std::vector<LaunchRecord> out;
+  for (auto n = u64(); n--;) {
+    LaunchRecord& l = out.emplace_back();
+    l.kernel = str();
+    l.backend = str();
+    for (std::uint32_t& v : l.grid) v = std::uint32_t(u64());
+    for (std::uint32_t& v : l.block) v = std::uint32_t(u64());
+    l.dyn_smem_bytes = u64();
+    l.duration_us = std::bit_cast<double>(u64());
+    l.emulated = u64() != 0;
+  }
+  return out;
 }
 
 std::uint64_t Reader::u64() {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "launch_log.h"
 #include "tensor.h"
 
 namespace ds::wire {
@@ -20,6 +21,7 @@ bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out);
 void put_u64(std::string& buf, std::uint64_t v);
 void put_str(std::string& buf, const std::string& s);
 void put_tensor(std::string& buf, const Tensor& t);
+void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches);
 
 // Reads what put_* wrote; throws std::runtime_error on a truncated or malformed message.
 struct Reader {
@@ -28,6 +30,7 @@ struct Reader {
   std::uint64_t u64();
   std::string str();
   Tensor tensor();
+  std::vector<LaunchRecord> launches();
 };
 
 // Runs `fn` in a forked child and returns what it returned. The child's death by a signal, an

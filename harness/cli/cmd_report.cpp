@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "console.h"
+#include "launch_profile.h"
 #include "matrix_report.h"
 #include "rejudge.h"
 #include "report_options.h"
@@ -19,6 +20,7 @@ namespace {
 struct ReportArgs {
   std::string trace;
   bool only_failures = false;
+  bool profile = false;
   ReportOptions report;
 };
 
@@ -28,6 +30,15 @@ void print_stopped(const trace::TraceCase& c) {
   fmt::print("{} (exit {}): the run stopped before any stage ran\n{}\n",
              c.status == trace::kStatusRefused ? "REFUSED" : "BAD-INPUT", c.exit_code,
              c.reason.empty() ? c.verdict : c.reason);
+}
+
+void print_trace_profile(const trace::TraceReader& trace) {
+  if (const auto launches = trace.launches())
+    print_launch_profile(stdout, *launches);
+  else
+    fmt::print(
+        "\nkernel launches: this trace has no /launches table (written by a driftscope "
+        "older than launch records)\n");
 }
 
 // A merged file: every case re-judged, then the matrix summary. A case whose run did not finish
@@ -55,6 +66,7 @@ int report_merged(const ReportArgs& args, const Policy& policy, const std::vecto
     fmt::print("driftscope report: {} ({} vs {}), policy {}, from {}\n", c.group, report.model,
                report.candidate, policy.name(), c.source.empty() ? "?" : c.source);
     print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
+    if (args.profile) print_trace_profile(trace);
     CaseOutcome out{spec, c.shard, report.exit_code};
     out.finished = !report.incomplete;
     out.trace = fmt::format("{}:{}", args.trace, c.group);
@@ -79,6 +91,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
                   "The HDF5 trace written by `driftscope run --trace` or `driftscope merge`")
       ->required();
   cmd->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  cmd->add_flag("--profile", args->profile,
+                "After the table, the kernel launches the trace recorded (/launches) per step and per layer");
   add_report_options(cmd, args->report);
   cmd->callback([args, &exit_code] {
     try {
@@ -101,6 +115,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
       fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
                  policy.name());
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
+      if (args->profile) print_trace_profile(trace);
       write_report_files(report, args->report.files);
       exit_code = report.exit_code;
     } catch (const trace::TraceError& e) {

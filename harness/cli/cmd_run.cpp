@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "console.h"
+#include "launch_profile.h"
 #include "matrix.h"
 #include "matrix_report.h"
 #include "registry.h"
@@ -32,6 +33,7 @@ struct RunArgs {
   std::string capture_layers;
   bool only_failures = false;
   bool all_rows = false;
+  bool profile = false;
   ReportOptions report;
 };
 
@@ -78,6 +80,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
              report.candidate, args.mode, o.prompt_tokens, o.decode_steps);
   print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
+  if (args.profile) print_launch_profile(stdout, report.launches);
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
   return report;
 }
@@ -228,6 +231,11 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--capture-layers", args->capture_layers,
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  run->add_flag(
+      "--profile", args->profile,
+      "After the table, the candidate's kernel launches per step and per layer, with their time "
+      "(CPU wall time on simt, marked emulated; GPU time from CUPTI on cuda). Every run records them "
+      "in the trace's /launches table");
   run->add_flag("--all", args->all_rows,
                 "Print every stage's row even when nothing failed (a passing run prints a summary)");
   run->add_option(

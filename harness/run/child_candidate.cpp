@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "launch_log.h"
 #include "wire.h"
 
 namespace ds {
@@ -105,6 +106,7 @@ void ChildCandidate::serve() {
         inputs[name] = r.tensor();
       }
       TensorMap outputs;
+      launch_log::take();  // only this step's launches go back with its outputs
       inner_->run(step, ctx, inputs, outputs);
       reply = "ok";
       put_u64(reply, outputs.size());
@@ -112,6 +114,7 @@ void ChildCandidate::serve() {
         put_str(reply, name);
         put_tensor(reply, t);
       }
+      wire::put_launches(reply, launch_log::take());
     } catch (const std::exception& e) {
       reply = "ex";
       put_str(reply, e.what());
@@ -160,6 +163,7 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
     std::string name = r.str();
     outputs[name] = r.tensor();
   }
+  for (LaunchRecord& l : r.launches()) launch_log::record(std::move(l));
 }
 
 }  // namespace ds

@@ -323,7 +323,9 @@ class Run {
       TensorMap outs;
       try {
         event("candidate_step");
+        launch_log::take();  // launches from outside this step (load, a fill step) belong to none
         cand.run(ks, ctx, inputs, outs);
+        file_launches(ks, ctx, lane.mode);
       } catch (const CandidateCrash& crash) {
         // The stage it was in is crashed; everything judged before stays in the report and trace.
         for (const std::string& o : ks.outputs) {
@@ -390,6 +392,15 @@ class Run {
                                   step_inputs[k]);
       }
     return produced;
+  }
+
+  // Files the launches the step just made under its stages (report and trace).
+  void file_launches(const KernelStep& ks, const StepContext& ctx, Mode mode) {
+    for (LaunchRecord& l : launch_log::take()) {
+      StepLaunch sl{ctx.step, ctx.layer, mode, ks.name, ks.outputs, std::move(l)};
+      if (trace_) trace_->append_launch(sl);
+      report_.launches.push_back(std::move(sl));
+    }
   }
 
   Tensor resolve(const std::string& step, const std::string& name, Lane& lane, int layer,

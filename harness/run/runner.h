@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "candidate.h"
+#include "launch_log.h"
 #include "model.h"
 #include "ops.h"
 #include "policy.h"
@@ -47,9 +48,10 @@ struct RunReport {
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
   std::vector<LaneLogits> logits;
-  std::string crash;               // why the candidate crashed, when it did
-  std::optional<int> drift_start;  // first layer whose chained output leaves the noise band for good
-  std::string drift;               // that, in one sentence (empty without a chained run)
+  std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
+  std::string crash;                 // why the candidate crashed, when it did
+  std::optional<int> drift_start;    // first layer whose chained output leaves the noise band for good
+  std::string drift;                 // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
   // Set when the trace re-judged here holds no stored result (its run was killed, hung, or took

@@ -36,8 +36,11 @@ def main():
             lib = os.path.join(proj, "build", f"libmy_{kernel}.so")
             for m in ("synthetic:qwen2-tiny", model):
                 p = sh(ds, "run", "--model", m, "--candidate", lib, "--fill", "reference", "--mode", "both",
-                       "--decode-steps", "1", cwd=work)
+                       "--decode-steps", "1", "--profile", cwd=work)
                 print(f"{kernel} on {os.path.basename(m)}: {p.stdout.strip().splitlines()[-1]}")
+                # The plugin's SIMT kernels report their launches with no code of the plugin's own.
+                if not re.search(rf"^\S+ -> \S+ +\d+ .* {kernel}_kernel$", p.stdout, re.M) or "emulated" not in p.stdout:
+                    sys.exit(f"FAILED: --profile shows no launch of {kernel}_kernel:\n{p.stdout}")
             if have_nvcc:
                 cuda = os.path.join(proj, "build", f"libmy_{kernel}_cuda.so")
                 if not os.path.exists(cuda):

@@ -171,6 +171,54 @@ TEST(Screenshot, ClickingACellOpensItInTheInspector) {
   EXPECT_EQ(run(exe + " --no-such-option 2>/dev/null"), 2);
 }
 
+// Launch records: clicking a stage of a simt run lists the kernel that produced it, and the
+// Launches tab draws a time bar per layer.
+TEST(Screenshot, ClickedStageShowsItsLaunchesAndLayerTimes) {
+  REQUIRE_XVFB();
+  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  fs::create_directories(dir);
+  const std::string trace = (dir / "simt_launches.h5").string();
+  fs::remove(trace);
+  ASSERT_EQ(
+      run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate simt --mode both " +
+          "--trace " + trace + " > /dev/null 2>&1"),
+      0);
+  std::string err;
+  const auto m = TraceModel::open(trace, err);
+  ASSERT_TRUE(m) << err;
+  const OverviewLayout o = layout_overview(*m, 1600, 1000);
+  struct LaunchClick {
+    Mode mode;
+    int layer;
+    const char* stage;
+    const char* kernel;
+  };
+  const LaunchClick cases[] = {
+      {Mode::isolated, 0, "attn_norm", "launches: dsk_simt::rmsnorm_kernel\n"},
+      {Mode::chained, 1, "k",
+       "launches: dsk_simt::fused_qkv_kernel<float>\n"},  // one launch makes q, k and v
+  };
+  for (const LaunchClick& c : cases) {
+    const Rect r = o.panel(c.mode)->cell_rect(m->stage_index(c.stage), m->layer_index(c.layer));
+    const std::string at =
+        std::to_string(int((r.x0 + r.x1) / 2)) + "," + std::to_string(int((r.y0 + r.y1) / 2));
+    const std::string out =
+        output_of(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --size 1600x1000 --click " + at +
+                  " --print-state --screenshot " + (dir / "launch_click.png").string());
+    EXPECT_NE(out.find(c.kernel), std::string::npos) << c.stage << ":\n" << out;
+  }
+  const std::string png = (dir / "launches_tab.png").string();
+  ASSERT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace +
+                " --view launches --size 1200x800 --screenshot " + png + " > /dev/null"),
+            0);
+  const Png img = load_png(png);
+  ASSERT_EQ(img.w, 1200);
+  int bar_pixels = 0;
+  for (int y = 0; y < img.h; ++y)
+    for (int x = 0; x < img.w; ++x) bar_pixels += img.at(float(x), float(y)) == Rgba{90, 150, 220, 255};
+  EXPECT_GT(bar_pixels, 1000) << "no per-layer time bars drawn";
+}
+
 TEST(Screenshot, BadFilesExit2WithAMessage) {
   REQUIRE_XVFB();
   const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";

@@ -111,6 +111,7 @@ void App::frame(float width, float height) {
     if (tab("Overview", Tab::overview, *this)) draw_overview(*this, width, height), ImGui::EndTabItem();
     if (tab("Drift", Tab::drift, *this)) draw_drift(*this, width, height), ImGui::EndTabItem();
     if (tab("Inspector", Tab::inspect, *this)) draw_inspector(*this, width, height), ImGui::EndTabItem();
+    if (tab("Launches", Tab::launches, *this)) draw_launches(*this, width, height), ImGui::EndTabItem();
     if (!compare_path.empty() && tab("Compare", Tab::compare, *this)) {
       if (compare)
         draw_compare(*this, width, height);

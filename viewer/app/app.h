@@ -28,6 +28,8 @@ struct App {
   DiffImage diff;
   std::int64_t zoom_r0 = 0, zoom_c0 = 0, zoom_nr = 0, zoom_nc = 0;
   bool diff_dirty = true;
+  // The kernels the inspector lists for its stage (what --print-state reports as "launches:").
+  std::vector<std::string> shown_launches;
 
   // `case_index` picks a case of a merged `trace`; the compare file shows the case with the same
   // (model, candidate, seed), or its only case.
@@ -41,6 +43,7 @@ void draw_overview(App& app, float width, float height);
 void draw_drift(App& app, float width, float height);
 void draw_inspector(App& app, float width, float height);
 void draw_compare(App& app, float width, float height);
+void draw_launches(App& app, float width, float height);
 // The run metadata lines shared by the overview and compare headers.
 void draw_run_info(const TraceModel& m, const char* label);
 

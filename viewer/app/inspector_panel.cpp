@@ -9,6 +9,7 @@
 
 #include "app.h"
 #include "draw_util.h"
+#include "launch_view.h"
 
 namespace ds::view {
 
@@ -74,6 +75,14 @@ void draw_inspector(App& app, float width, float height) {
       std::string(status_name(r.status)).c_str(), shape_str(r.shape).c_str(), r.m.max_abs,
       coordinate_str(r.m.max_abs_index, r.shape).c_str(), (long long)r.m.mismatches, (long long)r.m.numel,
       r.m.cosine, r.m.max_ulp);
+  // The kernels behind the stage: which launch produced it, with what grid and how long it took.
+  app.shown_launches.clear();
+  if (m.launches())
+    for (const StepLaunch& l : launches_behind(*m.launches(), t)) {
+      ImGui::TextColored({0.55f, 0.75f, 1, 1}, "launch %s: %s", l.kernel_step.c_str(),
+                         launch_line(l.launch).c_str());
+      app.shown_launches.push_back(l.launch.kernel);
+    }
   const std::int64_t focus = app.state.focus.value_or(in.focus);
   ImGui::Text("showing %s (%s)", coordinate_str(focus, in.shape).c_str(),
               app.state.focus ? "chosen" : (r.m.mismatches > 0 ? "first mismatch" : "largest difference"));

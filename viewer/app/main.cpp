@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <GLFW/glfw3.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   cli.add_option("trace", trace, "Trace file (HDF5) to open; the baseline with --compare")->required();
   cli.add_option("--compare", compare, "A second trace (current) to compare against the first (baseline)");
   cli.add_option("--screenshot", screenshot, "Render headless into this PNG and exit");
-  cli.add_option("--view", view, "overview | drift | compare | inspect:STEP:LAYER:STAGE:MODE");
+  cli.add_option("--view", view, "overview | drift | compare | launches | inspect:STEP:LAYER:STAGE:MODE");
   cli.add_option("--size", size, "Window size WxH")->capture_default_str();
   cli.add_option("--frames", frames, "Frames rendered before the screenshot")->capture_default_str();
   cli.add_option("--case", case_index, "Which case of a merged file (driftscope merge) to show, from 0")
@@ -145,7 +146,10 @@ int main(int argc, char** argv) {
       else
         fmt::print("screenshot: {} ({}x{})\n", screenshot, fw, fh);
       rc = e.empty() ? 0 : 1;
-      if (print_state) fmt::print("state: {}\n", ds::view::describe_state(app.state));
+      if (print_state) {
+        fmt::print("state: {}\n", ds::view::describe_state(app.state));
+        fmt::print("launches: {}\n", fmt::join(app.shown_launches, ", "));
+      }
       break;
     }
     glfwSwapBuffers(win);

@@ -100,6 +100,7 @@ std::unique_ptr<TraceModel> TraceModel::open(const std::string& path, std::strin
 
 void TraceModel::build() {
   info_ = read_info(*reader_);
+  launches_ = reader_->launches();
   const auto& rs = rows();
   for (const auto& row : rs) {
     const auto& k = row.result.key;

@@ -69,6 +69,8 @@ class TraceModel {
   const Grid* grid(int step, Mode mode) const;
   const Cell* cell(int step, Mode mode, int layer, const std::string& stage) const;
   const trace::TraceRow* row(int step, Mode mode, int layer, const std::string& stage) const;
+  // The candidate's kernel launches (/launches); nullopt for a trace older than launch records.
+  const std::optional<std::vector<StepLaunch>>& launches() const { return launches_; }
   // Extra numeric /summary fields (noise floors); empty when the trace has none.
   const std::map<std::string, std::vector<double>>& extras() const { return extras_; }
 
@@ -82,7 +84,8 @@ class TraceModel {
   std::vector<Mode> modes_;
   std::vector<std::string> stages_;
   std::vector<Grid> grids_;
-  std::map<std::tuple<int, int, int, int>, int> index_;  // (step, mode, layer, stage index) -> row
+  std::map<std::tuple<int, int, int, int>, int> index_;
+  std::optional<std::vector<StepLaunch>> launches_;  // (step, mode, layer, stage index) -> row
   std::map<std::string, std::vector<double>> extras_;
 };
 

@@ -32,9 +32,10 @@ std::optional<ViewSpec> parse_view(const std::string& text, std::string& error) 
   if (text == "overview") return ViewSpec{Tab::overview, {}};
   if (text == "drift") return ViewSpec{Tab::drift, {}};
   if (text == "compare") return ViewSpec{Tab::compare, {}};
+  if (text == "launches") return ViewSpec{Tab::launches, {}};
   const auto parts = split(text, ':');
   if (parts[0] != "inspect") {
-    error = "unknown view '" + text + "' (overview, drift, compare, inspect:STEP:LAYER:STAGE:MODE)";
+    error = "unknown view '" + text + "' (overview, drift, compare, launches, inspect:STEP:LAYER:STAGE:MODE)";
     return std::nullopt;
   }
   if (parts.size() != 5) {
@@ -75,7 +76,7 @@ std::optional<MouseAtFrame> scripted_mouse(const std::vector<Click>& clicks, int
 }
 
 std::string describe_state(const ViewState& state) {
-  static constexpr const char* kTabs[] = {"overview", "drift", "inspect", "compare"};
+  static constexpr const char* kTabs[] = {"overview", "drift", "inspect", "compare", "launches"};
   const std::string tab = kTabs[int(state.tab)];
   if (!state.selected) return fmt::format("tab={} selected=none", tab);
   const InspectTarget& t = *state.selected;

@@ -12,9 +12,9 @@
 
 namespace ds::view {
 
-enum class Tab { overview, drift, inspect, compare };
+enum class Tab { overview, drift, inspect, compare, launches };
 
-// --view overview|drift|compare|inspect:STEP:LAYER:STAGE:MODE ("model" or -1 for the model layer)
+// --view overview|drift|compare|launches|inspect:STEP:LAYER:STAGE:MODE ("model" or -1 for the model layer)
 struct ViewSpec {
   Tab tab = Tab::overview;
   std::optional<InspectTarget> target;

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "launch_sink.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -768,6 +771,8 @@ void launch_impl(const LaunchDesc& d) {
   }
   const Config cfg = config();
   std::lock_guard lock(g_launch_mutex);
+  const bool timed = launch_sink_installed();
+  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> abort{false};
@@ -800,6 +805,7 @@ void launch_impl(const LaunchDesc& d) {
   }
   if (exc) std::rethrow_exception(exc);
   if (err_block != ~std::uint64_t{0}) throw KernelError(err);
+  if (timed) report_launch(d, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.

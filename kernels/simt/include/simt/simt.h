@@ -12,6 +12,8 @@
 #include <cuda_runtime.h>
 
 #define SIMT_BACKEND_CUDA 1
+#define SIMT_BACKEND_NAMESPACE_BEGIN inline namespace cuda_backend {
+#define SIMT_BACKEND_NAMESPACE_END }
 
 // One shared symbol name for every kernel: per-kernel names with different
 // element types would clash in nvcc's single extern __shared__ array.
@@ -19,7 +21,11 @@
   extern __shared__ __align__(16) unsigned char simt_dynamic_smem_[]; \
   T* const name = reinterpret_cast<T*>(simt_dynamic_smem_)
 
+// Everything nvcc compiles here lives in an inline namespace: a binary that links both builds of a
+// kernel library (the simt and cuda candidates) must never have the linker merge the CPU runtime's
+// simt::malloc with this one, which an unoptimised build leaves as an out-of-line weak symbol.
 namespace simt {
+inline namespace cuda_backend {
 
 using stream_t = cudaStream_t;
 
@@ -65,11 +71,14 @@ inline Config& config_storage() {
 inline void set_config(const Config& c) { config_storage() = c; }
 inline Config config() { return config_storage(); }
 
+}  // namespace cuda_backend
 }  // namespace simt
 
 #else
 
 #define SIMT_BACKEND_CPU 1
+#define SIMT_BACKEND_NAMESPACE_BEGIN
+#define SIMT_BACKEND_NAMESPACE_END
 #include "simt/simt_cpu.h"
 
 namespace simt {
@@ -80,6 +89,7 @@ inline std::string device_error() { return {}; }
 #endif
 
 namespace simt {
+SIMT_BACKEND_NAMESPACE_BEGIN
 
 // Scoped override of the CPU schedule; restores the previous config on exit.
 class ScopedConfig {
@@ -139,4 +149,5 @@ class DeviceBuffer {
   T* p_ = nullptr;
 };
 
+SIMT_BACKEND_NAMESPACE_END
 }  // namespace simt

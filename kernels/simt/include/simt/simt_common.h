@@ -1,8 +1,12 @@
 // Types shared by both backends of the SIMT runtime (nvcc and the CPU fibers).
 #pragma once
 
+#include <cxxabi.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -29,4 +33,39 @@ struct Config {
 
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
 
+// The name a launch record shows for a kernel's (mangled) symbol: demangled, without its
+// parameter list, template arguments kept ("dsk_simt::gemv_kernel<__half>"). The CPU runtime and
+// the CUPTI recorder both name kernels through this, so simt and cuda records line up.
+inline std::string kernel_display_name(const char* symbol) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free);
+  std::string name = status == 0 && demangled ? demangled.get() : symbol;
+  // A template's demangled name starts with its return type, always void for a kernel.
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  // Internal linkage says nothing about which kernel ran; and its parentheses are not parameters.
+  for (std::size_t at; (at = name.find("(anonymous namespace)::")) != std::string::npos;) name.erase(at, 23);
+  int depth = 0;
+  for (std::size_t i = 1; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == '(' && depth == 0) return name.substr(0, i);
+  }
+  return name;
+}
+
 }  // namespace simt
+
+// A finished launch of the CPU runtime, as handed to an installed launch sink. Plain C: the harness
+// installs its sink into the runtime copy linked inside a plugin (found with dlsym), so nothing of
+// it may depend on how either side was compiled.
+extern "C" {
+struct simt_launch_info {
+  const char* kernel;  // demangled name without parameters; valid only during the call
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned long long dyn_smem_bytes;
+  double seconds;  // wall time of the emulated launch on the CPU (never GPU time)
+};
+typedef void (*simt_launch_sink)(const struct simt_launch_info* info, void* user);
+}

@@ -51,6 +51,11 @@ inline thread_local dim3 blockDim;
 inline thread_local dim3 gridDim;
 inline constexpr int warpSize = 32;
 
+// Every launch that completes is reported to `sink` (null: none, the default) from the launching
+// thread. Exported with C linkage under this fixed name so a host can reach the runtime inside a
+// dlopen'ed library; the launch records of docs/trace-format.md come from here.
+extern "C" void driftscope_simt_set_launch_sink(simt_launch_sink sink, void* user);
+
 namespace simt {
 
 using stream_t = struct CpuStream*;
@@ -73,6 +78,7 @@ struct Site {
 enum class Coll : std::uint8_t { syncwarp, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
 
 struct LaunchDesc {
+  void (*kernel)();  // for the launch record's name only; never called through this type
   dim3 grid;
   dim3 block;
   std::size_t dyn_smem_bytes;
@@ -135,7 +141,8 @@ template <class... KArgs, class... Args>
 void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes, stream_t /*stream*/,
             Args&&... args) {
   detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
-  detail::launch_impl({grid, block, dyn_smem_bytes, &detail::KernelPack<KArgs...>::invoke, &pack});
+  detail::launch_impl({reinterpret_cast<void (*)()>(kernel), grid, block, dyn_smem_bytes,
+                       &detail::KernelPack<KArgs...>::invoke, &pack});
 }
 
 }  // namespace simt

@@ -1,0 +1,36 @@
+#include "launch_log.h"
+
+#include <mutex>
+#include <utility>
+
+namespace ds::launch_log {
+namespace {
+
+std::mutex g_mutex;
+std::vector<LaunchRecord> g_records;
+std::vector<std::function<void()>> g_flushers;
+
+}  // namespace
+
+void record(LaunchRecord r) {
+  std::lock_guard lock(g_mutex);
+  g_records.push_back(std::move(r));
+}
+
+void add_flusher(std::function<void()> flush) {
+  std::lock_guard lock(g_mutex);
+  g_flushers.push_back(std::move(flush));
+}
+
+std::vector<LaunchRecord> take() {
+  std::vector<std::function<void()>> flushers;
+  {
+    std::lock_guard lock(g_mutex);
+    flushers = g_flushers;
+  }
+  for (const auto& f : flushers) f();  // outside the lock: a flusher calls record()
+  std::lock_guard lock(g_mutex);
+  return std::exchange(g_records, {});
+}
+
+}  // namespace ds::launch_log

@@ -1,0 +1,48 @@
+// Kernel launch records: what a candidate launched while it ran one step. Backends report into
+// this process-wide log (the SIMT runtime through its launch sink, CUPTI on a GPU); the runner
+// takes the records after each step and files them under that step's stages. In a candidate's
+// child process the records travel back to the harness with the step's outputs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "result.h"
+
+namespace ds {
+
+struct LaunchRecord {
+  std::string kernel;   // demangled, without parameters: "dsk_simt::rmsnorm_kernel"
+  std::string backend;  // "simt" or "cuda"
+  std::array<std::uint32_t, 3> grid{}, block{};
+  std::uint64_t dyn_smem_bytes = 0;
+  double duration_us = 0;
+  bool emulated = true;  // CPU wall time of the SIMT runtime, never GPU time
+};
+
+// A launch filed under the candidate step that made it: model step, layer, lane, the step's name
+// and the catalog stages it produces.
+struct StepLaunch {
+  int step = 0;
+  int layer = 0;
+  Mode mode = Mode::isolated;
+  std::string kernel_step;
+  std::vector<std::string> stages;
+  LaunchRecord launch;
+};
+
+namespace launch_log {
+
+// Thread-safe; records arrive in launch order per reporting thread.
+void record(LaunchRecord r);
+// A device backend whose records arrive late (CUPTI buffers) registers how to flush them; take()
+// calls every flusher first.
+void add_flusher(std::function<void()> flush);
+// Every record since the last take(), in arrival order.
+std::vector<LaunchRecord> take();
+
+}  // namespace launch_log
+}  // namespace ds
