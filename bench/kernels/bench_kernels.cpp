@@ -686,6 +686,8 @@ struct Case {
   std::function<Prepared(Arena&)> prepare;
 };
 
+// Every decoder kernel runs at each decoder shape, also those its family does not use
+// (layernorm, gelu, qk_norm): a kernel only sees widths and head counts.
 std::vector<Case> cases(bool smoke) {
   const Steps st = steps(smoke);
   std::vector<Case> out;
@@ -716,7 +718,7 @@ std::vector<Case> cases(bool smoke) {
       add(name("swiglu"), [m, T](Arena& a) { return swiglu(a, m, T); });
       add(name("gelu"), [m, T](Arena& a) { return gelu(a, m, T); });
       add(name("gemv.down_add"), [m, T](Arena& a) { return gemv(a, T, m.hidden, m.ffn, false, true); });
-      // The logits of one token: prefill computes them for the last token only.
+      // Decode only: sampling after a prefill needs the logits of its last token alone.
       if (!m.ffn_only && T == 1)
         add(name("gemv.lm_head"), [m](Arena& a) { return gemv(a, 1, m.vocab, m.hidden, false, false); });
     }
