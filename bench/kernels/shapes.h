@@ -1,0 +1,90 @@
+// The shapes bench/kernels runs at. Every decoder number comes from a preset of
+// reference/synthetic.cpp (the same configs `driftscope run synthetic:<preset>` uses), so a
+// preset edit moves the benchmark with it; only shapes the repo has no preset for are spelled
+// out here, with where they come from.
+//
+// The cuda backend runs the real shapes. The simt backend runs each real shape's tiny sibling
+// preset of the same family: every CUDA thread is a fiber there, so real shapes would take
+// minutes per case, and those cases exist to keep every launch path building, running and
+// matching a host computation (the ctest smoke), not to measure anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "synthetic.h"
+
+namespace dsb {
+
+// A dense decoder layer as the cuda candidate runs it (fused QKV, RoPE, GQA, SwiGLU).
+struct Decoder {
+  std::string name;
+  int hidden = 0, n_heads = 0, n_kv = 0, head_dim = 0, ffn = 0, vocab = 0, rotary_dim = 0;
+  float eps = 1e-6f, theta = 10000.0f;
+  bool neox = true, qkv_bias = false;
+  bool ffn_only = false;  // only the FFN half (norm, gate_up, swiglu, down) is meaningful
+};
+
+// A Gated DeltaNet layer: key / value heads and dims, and the causal conv over q|k|v.
+struct Gdn {
+  std::string name;
+  int nk = 0, nv = 0, dk = 0, dv = 0, conv_k = 4;
+  int conv_channels() const { return 2 * nk * dk + nv * dv; }
+};
+
+// Token counts: decode is one token at position decode_pos0 (so attention reads a cache of
+// decode_pos0 + 1 rows); prefill is a prompt of prefill_T tokens from position 0. The GDN
+// decode ops run n_seqs sequences at once, as a batched server would.
+struct Steps {
+  int prefill_T = 128;
+  int decode_pos0 = 1023;
+  int n_seqs = 4;
+};
+
+inline Decoder from_preset(const char* preset) {
+  const ds::ModelConfig c = ds::ref::synthetic_config(preset);
+  Decoder d;
+  d.name = preset;
+  d.hidden = c.hidden, d.n_heads = c.n_heads, d.n_kv = c.n_kv_heads, d.head_dim = c.head_dim;
+  d.ffn = c.ffn, d.vocab = c.vocab, d.rotary_dim = c.rotary_dim();
+  d.eps = static_cast<float>(c.norm_eps), d.theta = static_cast<float>(c.rope_theta);
+  d.neox = c.rope_mode == ds::RopeMode::neox, d.qkv_bias = c.qkv_bias;
+  return d;
+}
+
+inline Gdn gdn_from_preset(const char* preset) {
+  const ds::ModelConfig c = ds::ref::synthetic_config(preset);
+  return {preset, c.gdn_k_heads, c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim, c.conv_kernel};
+}
+
+// LLaMA-2-7B's FFN (hidden 4096, intermediate 11008): no preset holds a 7B model. Its smoke
+// sibling keeps the ratio at 1/32 of each width.
+inline Decoder ffn_7b(bool smoke) {
+  Decoder d;
+  d.name = smoke ? "7b-ffn-div32" : "7b-ffn";
+  d.hidden = smoke ? 128 : 4096;
+  d.ffn = smoke ? 344 : 11008;
+  d.eps = 1e-5f;
+  d.ffn_only = true;
+  return d;
+}
+
+// Qwen3-Next-80B-A3B's linear-attention layer (its published config.json: 16 key heads and 32
+// value heads of 128, conv kernel 4): the repo's only qwen3next preset is the tiny one, which
+// is the smoke shape.
+inline Gdn gdn_shape(bool smoke) {
+  if (smoke) return gdn_from_preset("qwen3next-tiny");
+  return {"qwen3-next-80b", 16, 32, 128, 128, 4};
+}
+
+inline std::vector<Decoder> decoder_shapes(bool smoke) {
+  if (smoke) return {from_preset("qwen2-tiny"), from_preset("llama-tiny"), ffn_7b(true)};
+  return {from_preset("qwen2.5-0.5b"), from_preset("llama3.2-1b"), ffn_7b(false)};
+}
+
+inline Steps steps(bool smoke) {
+  if (smoke) return {8, 31, 4};
+  return {};
+}
+
+}  // namespace dsb
