@@ -86,8 +86,10 @@ struct KernelTable {
                   int n_q, int n_kv, int head_dim, float eps, int bug);
   // Rotary embedding in place on q and k (one launch), tokens at positions pos0.. . The
   // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
+  // freq_factors: f32 [rotary_dim / 2] dividing each pair's frequency (Llama-3 / linear RoPE
+  // scaling), or null.
   void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0,
-               float theta, bool neox, int bug);
+               float theta, const float* freq_factors, bool neox, int bug);
   // Causal GQA (or MHA: n_kv == n_q) attention: q [T, n_q * hd] at positions pos0.., caches
   // [P, n_kv * hd] with P = pos0 + T; rows of q and of the caches q_ld and kv_ld elements
   // apart (n_q * hd and n_kv * hd when packed; 3 D for views into GPT-2's [q | k | v] rows);

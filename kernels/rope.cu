@@ -1,6 +1,8 @@
 // Rotary position embedding, in place on q and k in one launch.
 // For head h of token t at position p = pos0 + t and pair i < R/2 (R = rotary_dim):
-//   angle = p * theta^(-2i/R);  (a, b) = neox ? (i, i + R/2) : (2i, 2i + 1)
+//   angle = p * theta^(-2i/R) / f[i];  (a, b) = neox ? (i, i + R/2) : (2i, 2i + 1)
+// where f holds the per-pair frequency factors of RoPE scaling (Llama-3 "llama3": low frequencies
+// slowed by up to the scaling factor; "linear": every pair by the factor), 1 without scaling.
 //   x[a], x[b] = x[a] cos - x[b] sin, x[b] cos + x[a] sin
 // Dimensions R.. of each head are left as they are (partial rotary). One block per
 // (token, head); heads [0, n_q) are q, the rest k; one thread per pair.
@@ -9,7 +11,8 @@
 namespace DSK_NS {
 
 __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int n_q, int n_kv, int hd,
-                            int rot, int pos0, float theta, int neox, int bug) {
+                            int rot, int pos0, float theta, const float* __restrict__ freq_factors, int neox,
+                            int bug) {
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int i = static_cast<int>(threadIdx.x);
   const int half = rot / 2;
@@ -18,7 +21,8 @@ __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int 
                       : k + (static_cast<std::size_t>(t) * n_kv + (h - n_q)) * hd;
   // Planted (seeds/000): the library default base instead of the model's rope_theta.
   const float base = bug == dsk::kBugRopeThetaDefault ? 10000.0f : theta;
-  const float inv_freq = powf(base, -2.0f * static_cast<float>(i) / static_cast<float>(rot));
+  float inv_freq = powf(base, -2.0f * static_cast<float>(i) / static_cast<float>(rot));
+  if (freq_factors != nullptr) inv_freq /= freq_factors[i];
   float s, c;
   sincosf(static_cast<float>(pos0 + t) * inv_freq, &s, &c);
   const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
@@ -28,10 +32,10 @@ __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int 
 }
 
 void rope(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta,
-          bool neox, int bug) {
+          const float* freq_factors, bool neox, int bug) {
   const dim3 grid(T, n_q + n_kv), block(round_up32(rotary_dim / 2));
   simt::launch(rope_kernel, grid, block, 0, nullptr, static_cast<__half*>(q), static_cast<__half*>(k), n_q,
-               n_kv, head_dim, rotary_dim, pos0, theta, neox ? 1 : 0, bug);
+               n_kv, head_dim, rotary_dim, pos0, theta, freq_factors, neox ? 1 : 0, bug);
 }
 
 }  // namespace DSK_NS

@@ -13,7 +13,7 @@ void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, 
                const void*, void*, void*, void*, int, int, int, int, int);
 void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float,
              int);
-void rope(void*, void*, int, int, int, int, int, int, float, bool, int);
+void rope(void*, void*, int, int, int, int, int, int, float, const float*, bool, int);
 void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
 void gelu(const void*, void*, int, int);

@@ -104,6 +104,7 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
   c.has_qk_norm = cfg.qk_norm;
   c.norm_plus_one = cfg.norm_plus_one;
   c.partial_rope = cfg.rotary_dim() < cfg.head_dim;
+  c.rope_freq_factors = !cfg.rope_freq_factors.empty();
   for (BlockKind k : cfg.layer_kinds) {
     c.attn_output_gate |= k == BlockKind::gated_attn;
     c.gated_delta_net |= k == BlockKind::gdn;
@@ -117,6 +118,7 @@ OpSet required_ops(const ArchConstraints& c) {
   if (c.positional_encoding == "absolute") ops.add(Op::AbsolutePos);
   if (c.positional_encoding == "rope") ops.add(c.rope_type == "normal" ? Op::RoPE : Op::RoPENeox);
   if (c.partial_rope) ops.add(Op::RoPEPartial);
+  if (c.rope_freq_factors) ops.add(Op::RoPEFreqFactors);
   ops.add(c.norm_type == "layernorm" ? Op::LayerNorm : Op::RMSNorm);
   if (c.norm_plus_one) ops.add(Op::RMSNormPlusOne);
   ops.add(c.mlp_type == "gelu_mlp" ? Op::GeluMlp : Op::SwiGLU);

@@ -28,6 +28,7 @@ struct ArchConstraints {
   bool has_qk_norm = false;
   bool norm_plus_one = false;  // RMSNorm weights applied as (1 + w)
   bool partial_rope = false;
+  bool rope_freq_factors = false;  // RoPE scaling: per-pair frequency factors (not in a family's defaults)
   bool attn_output_gate = false;
   bool gated_delta_net = false;
   Layout layout = Layout::decoder;

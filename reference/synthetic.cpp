@@ -107,6 +107,16 @@ const Preset kPresets[] = {
        return c;
      }},
     {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
+    // Llama-3 RoPE scaling at tiny size. Its factors slow the low-frequency pairs, which only shows
+    // at long positions: a candidate that drops them passes short prompts and fails past ~2048.
+    {"llama3-tiny",
+     [] {
+       ModelConfig c = decoder(Family::llama, 2, 64, 4, 2, 16, 128, 256);
+       c.rope_theta = 500000.0;
+       c.max_positions = 8192;
+       c.rope_freq_factors = llama3_freq_factors(16, c.rope_theta, 32.0, 1.0, 4.0, 8192.0);
+       return c;
+     }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (seeds/004 #4 double bias).
     {"qwen2-bias-tiny",

@@ -354,7 +354,8 @@ Prepared rope(Arena& a, const Decoder& m, int T, int pos0) {
   Prepared p;
   p.bytes = 2.0 * T * (m.n_heads + m.n_kv) * rot * elem_size(Elem::f16);  // only the rotated dims
   p.launch = [&a, &q, &k, T, m, pos0] {
-    a.k.rope(q.dev, k.dev, T, m.n_heads, m.n_kv, m.head_dim, m.rotary_dim, pos0, m.theta, m.neox, g_bug);
+    a.k.rope(q.dev, k.dev, T, m.n_heads, m.n_kv, m.head_dim, m.rotary_dim, pos0, m.theta, nullptr, m.neox,
+             g_bug);
   };
   auto want = [hd, rot, pos0, m](const Buf& in, int heads) {
     return [&in, heads, hd, rot, pos0, m](std::size_t e) {

@@ -69,8 +69,9 @@ std::string CpuCandidate::description() const {
 
 OpSet CpuCandidate::capabilities() const {
   if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
-  return {Op::RoPE,    Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,    Op::CausalMask, Op::SwiGLU,
-          Op::GeluMlp, Op::RMSNorm,  Op::LayerNorm,   Op::BiasAdd, Op::QkNorm, Op::AbsolutePos};
+  return {Op::RoPE,      Op::RoPENeox,   Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA,
+          Op::MHA,       Op::CausalMask, Op::SwiGLU,      Op::GeluMlp,         Op::RMSNorm,
+          Op::LayerNorm, Op::BiasAdd,    Op::QkNorm,      Op::AbsolutePos};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
@@ -214,8 +215,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), w(l, fmt::format("attn_{}.weight", s)).v, float(c.norm_eps),
                    c.head_dim));
   } else if (s == "rope_q" || s == "rope_k") {
-    out(step.outputs[0],
-        rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
+    out(step.outputs[0], rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
+                              c.rope_mode, c.rope_freq_factors));
   } else if (s == "attention") {
     if (l == 1) crash_if_planted();
     out("attn", attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, c.head_dim,

@@ -50,7 +50,8 @@ Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
   return y;
 }
 
-Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode) {
+Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,
+         const std::vector<double>& freq_factors) {
   Mat y = x;
   const int half = rotary_dim / 2;
   const std::int64_t heads = x.cols / head_dim;
@@ -59,7 +60,8 @@ Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, Rope
       const float* xh = x.row(t) + h * head_dim;
       float* yh = y.row(t) + h * head_dim;
       for (int i = 0; i < half; ++i) {
-        const float inv_freq = std::pow(theta, -2.0f * float(i) / float(rotary_dim));
+        const float inv_freq = std::pow(theta, -2.0f * float(i) / float(rotary_dim)) /
+                               (freq_factors.empty() ? 1.0f : float(freq_factors[std::size_t(i)]));
         const float ang = float(pos0 + t) * inv_freq;
         const float c = std::cos(ang), s = std::sin(ang);
         const int a = mode == RopeMode::neox ? i : 2 * i;

@@ -25,7 +25,9 @@ Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
 Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b,
               float eps);                                             // biased variance
 Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
-Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode);
+// `freq_factors` (empty: none) divides pair i's frequency, as Llama-3 and linear RoPE scaling do.
+Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,
+         const std::vector<double>& freq_factors);
 Mat attention(const Mat& q, const Mat& k_cache, const Mat& v_cache, int n_heads, int n_kv_heads, int head_dim,
               int pos0);
 Mat silu_mul(const Mat& gate, const Mat& up);

@@ -73,9 +73,9 @@ GdnCandidate::GdnCandidate(const dsk::KernelTable& table, std::string name, std:
       bug_(bug) {}
 
 OpSet GdnCandidate::capabilities() const {
-  OpSet ops{Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::GQA,     Op::MHA,    Op::CausalMask,
-            Op::SwiGLU,        Op::RMSNorm,  Op::RMSNormPlusOne, Op::BiasAdd, Op::QkNorm, Op::AttnOutputGate,
-            Op::GatedDeltaNet, Op::SsmConv};
+  OpSet ops{Op::RoPE,    Op::RoPENeox,   Op::RoPEPartial,    Op::RoPEFreqFactors, Op::GQA,
+            Op::MHA,     Op::CausalMask, Op::SwiGLU,         Op::RMSNorm,         Op::RMSNormPlusOne,
+            Op::BiasAdd, Op::QkNorm,     Op::AttnOutputGate, Op::GatedDeltaNet,   Op::SsmConv};
   if (fused_ops_)
     for (Op op : {Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds}) ops.add(op);
   return ops;
@@ -357,8 +357,10 @@ void GdnCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     put("q_norm", cpu::rmsnorm(x("q"), norm_w(l, "attn_q_norm.weight"), eps, d));
     put("k_norm", cpu::rmsnorm(x("k"), norm_w(l, "attn_k_norm.weight"), eps, d));
   } else if (s == "rope") {
-    put("q_rope", cpu::rope(x("q_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
-    put("k_rope", cpu::rope(x("k_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode));
+    put("q_rope", cpu::rope(x("q_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode,
+                            c.rope_freq_factors));
+    put("k_rope", cpu::rope(x("k_norm"), d, c.rotary_dim(), ctx.pos0, float(c.rope_theta), c.rope_mode,
+                            c.rope_freq_factors));
   } else if (s == "attention") {
     put("attn",
         cpu::attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, d, ctx.pos0));

@@ -68,8 +68,9 @@ void GpuCandidate::free_all() {
 OpSet GpuCandidate::capabilities() const {
   // Exactly what kernels/*.cu implement and plan() routes: no (1 + w) norms, gated attention
   // or GDN layers (the simt-gdn candidates), no RoPE frequency scaling.
-  return {Op::RoPE,    Op::RoPENeox, Op::RoPEPartial, Op::GQA,     Op::MHA,    Op::CausalMask, Op::SwiGLU,
-          Op::GeluMlp, Op::RMSNorm,  Op::LayerNorm,   Op::BiasAdd, Op::QkNorm, Op::AbsolutePos};
+  return {Op::RoPE,      Op::RoPENeox,   Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA,
+          Op::MHA,       Op::CausalMask, Op::SwiGLU,      Op::GeluMlp,         Op::RMSNorm,
+          Op::LayerNorm, Op::BiasAdd,    Op::QkNorm,      Op::AbsolutePos};
 }
 
 std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
@@ -152,6 +153,10 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     upload_vector("position_embd.weight", *pos);
     n_positions_ = int(pos->dim(0));
   }
+  // RoPE scaling's per-pair frequency factors: a config value, not a weight (GGUF stores it as one).
+  if (!cfg.rope_freq_factors.empty())
+    upload_vector("rope_freqs", Tensor::from_f64({std::int64_t(cfg.rope_freq_factors.size())},
+                                                 cfg.rope_freq_factors, DType::f32));
   for (std::string_view v : {"output_norm.weight", "output_norm.bias"})
     if (const Tensor* t = weights.find(v)) upload_vector(std::string(v), *t);
   for (int l = 0; l < cfg.n_layers; ++l) {
@@ -281,7 +286,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "rope") {
     DevBuf q = up(step.inputs[0]), k = up(step.inputs[1]);
     k_.rope(q.get(), k.get(), T, c.n_heads, c.n_kv_heads, hd, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
-            c.rope_mode == RopeMode::neox, bug_);
+            vec(kModelLayer, "rope_freqs"), c.rope_mode == RopeMode::neox, bug_);
     outputs["q_rope"] = q.f16(T, Q);
     outputs["k_rope"] = k.f16(T, KV);
   } else if (s == "attention") {

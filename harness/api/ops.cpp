@@ -11,6 +11,7 @@ namespace {
 constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {"RoPE",
                                                                          "RoPENeox",
                                                                          "RoPEPartial",
+                                                                         "RoPEFreqFactors",
                                                                          "GQA",
                                                                          "MHA",
                                                                          "CausalMask",

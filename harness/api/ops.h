@@ -13,9 +13,10 @@
 namespace ds {
 
 enum class Op : unsigned {
-  RoPE,         // rotary embedding, normal (interleaved pairs)
-  RoPENeox,     // rotary embedding, neox (split halves)
-  RoPEPartial,  // rotary on a prefix of head_dim only
+  RoPE,             // rotary embedding, normal (interleaved pairs)
+  RoPENeox,         // rotary embedding, neox (split halves)
+  RoPEPartial,      // rotary on a prefix of head_dim only
+  RoPEFreqFactors,  // per-pair frequency factors (Llama-3 "llama3" and linear RoPE scaling)
   GQA,
   MHA,
   CausalMask,

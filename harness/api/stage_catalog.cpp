@@ -116,7 +116,7 @@ OpSet stage_ops(BlockKind kind, std::string_view s) {
   else if (s == "q_norm" || s == "k_norm")
     ops = {Op::QkNorm, Op::RMSNorm, Op::RMSNormPlusOne};
   else if (s == "q_rope" || s == "k_rope")
-    ops = {Op::RoPE, Op::RoPENeox, Op::RoPEPartial};
+    ops = {Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::RoPEFreqFactors};
   else if (s == "attn")
     ops = {Op::GQA, Op::MHA, Op::CausalMask};
   else if (s == "attn_gate" || s == "attn_gated")

@@ -301,8 +301,18 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
       r.real(c.family == Family::gpt2 ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon")
           .value_or(c.family == Family::gpt2 ? 1e-5 : 1e-6);
   c.rope_theta = r.real("rope.freq_base").value_or(10000.0);
-  if (const auto rot = r.bounded("rope.dimension_count", kMaxDim))
+  if (const auto rot = r.bounded("rope.dimension_count", kMaxDim)) {
     c.partial_rotary = double(*rot) / c.head_dim;
+    // llama.cpp rotates the first n_rot dims of its permuted Q/K rows in NORMAL order; un-permuted
+    // that is no prefix of the HF head, so neither of the reference's RoPE layouts is that rotation.
+    // Refused rather than read into a different model.
+    if (c.family == Family::llama && *rot < c.head_dim)
+      throw ModelError(
+          fmt::format("{}: {} = {} < head dim {}: partial rotary in a llama GGUF is not supported "
+                      "(llama.cpp rotates pairs of its permuted rows, which the reference does not "
+                      "model)",
+                      f.path(), r.full("rope.dimension_count"), *rot, c.head_dim));
+  }
   if (const auto v = r.bounded("vocab_size", kMaxVocab)) c.vocab = *v;
   if (const auto experts = r.integer("expert_count"); experts && *experts > 0)
     throw ModelError(fmt::format(

@@ -230,18 +230,29 @@ struct RopeCase {
   int T, n_q, n_kv, hd, rot, pos0;
   bool neox;
   double theta;
+  bool scaled = false;  // per-pair frequency factors (RoPE scaling), which matter at long positions
 };
+// Factors of the shape Llama-3 scaling gives: high frequencies kept, low ones slowed by up to 32.
+std::vector<float> rope_factors(int rot) {
+  std::vector<float> f(std::size_t(rot / 2));
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = float(std::pow(32.0, double(i) / double(f.size() - 1)));
+  return f;
+}
 class Rope : public testing::TestWithParam<RopeCase> {};
 TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
   const auto p = GetParam();
   const Bits qb = to_f16(normal(std::size_t(p.T) * p.n_q * p.hd, 1.0, 18)),
              kb = to_f16(normal(std::size_t(p.T) * p.n_kv * p.hd, 1.0, 19));
   Buf dq(qb.size() * 2), dk(kb.size() * 2);
+  const std::vector<float> factors = p.scaled ? rope_factors(p.rot) : std::vector<float>{};
+  Buf df(factors.size() * sizeof(float));
+  if (p.scaled) K().to_device(df.p, factors.data(), df.n);
   const Bits got = same_under_every_order(
       [&] {
         K().to_device(dq.p, qb.data(), dq.n);  // in place
         K().to_device(dk.p, kb.data(), dk.n);
-        K().rope(dq.p, dk.p, p.T, p.n_q, p.n_kv, p.hd, p.rot, p.pos0, float(p.theta), p.neox, dsk::kBugNone);
+        K().rope(dq.p, dk.p, p.T, p.n_q, p.n_kv, p.hd, p.rot, p.pos0, float(p.theta),
+                 p.scaled ? static_cast<const float*>(df.p) : nullptr, p.neox, dsk::kBugNone);
       },
       [&] {
         Bits a = dq.bits(), b = dk.bits();
@@ -256,7 +267,8 @@ TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
       for (int h = 0; h < heads; ++h) {
         const std::size_t base = (std::size_t(t) * heads + h) * p.hd;
         for (int i = 0; i < p.rot / 2; ++i) {
-          const double ang = (p.pos0 + t) * std::pow(p.theta, -2.0 * i / p.rot);
+          const double ang = (p.pos0 + t) * std::pow(p.theta, -2.0 * i / p.rot) /
+                             (p.scaled ? double(factors[std::size_t(i)]) : 1.0);
           const int a = p.neox ? i : 2 * i, b = p.neox ? i + p.rot / 2 : 2 * i + 1;
           y[base + a] = x[base + a] * std::cos(ang) - x[base + b] * std::sin(ang);
           y[base + b] = x[base + b] * std::cos(ang) + x[base + a] * std::sin(ang);
@@ -266,14 +278,20 @@ TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
   };
   rot(qb, p.n_q);
   rot(kb, p.n_kv);
-  expect_close(got, ref, 1e-5, "rope");
+  // The kernel's f32 angle p * inv_freq carries a relative error of a few f32 ulps: its absolute
+  // error grows with the position.
+  expect_close(got, ref, 1e-5 + 4e-7 * double(p.pos0 + p.T), "rope");
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, Rope,
                          testing::Values(RopeCase{4, 4, 2, 16, 16, 0, true, 1e6},
                                          RopeCase{1, 4, 2, 16, 16, 9, false, 5e5},
                                          RopeCase{3, 2, 1, 32, 16, 5, true, 1e4},  // partial rotary
                                          RopeCase{2, 3, 3, 40, 24, 30, false, 1e6},
-                                         RopeCase{1, 14, 2, 64, 64, 100, true, 1e6}));
+                                         RopeCase{1, 14, 2, 64, 64, 100, true, 1e6},
+                                         // Long positions with and without Llama-3-style scaling.
+                                         RopeCase{2, 4, 2, 64, 64, 3000, false, 5e5, true},
+                                         RopeCase{2, 4, 2, 16, 16, 4093, true, 5e5, true},
+                                         RopeCase{2, 4, 2, 16, 16, 4093, true, 5e5, false}));
 
 // ---------------------------------------------------------------------------------------
 
