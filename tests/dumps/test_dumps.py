@@ -1,0 +1,175 @@
+"""--candidate dump:DIR end to end: dumps written with numpy in llama.cpp's and HF transformers'
+naming and layout from the reference's own stages judge as parity, a planted error in layer 1's
+ffn_out is named, `export` round-trips bit-exactly, and bad dumps are exit 2 naming the file."""
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+import dumplib
+from dumplib import DECODE_STEPS, FIXTURES, LLAMA_GGUF, LLAMA_HF, PROMPT, run
+
+dumplib.DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+LLAMA_CPP_MAPPING = os.path.join(FIXTURES, "dumps", "llama.cpp.yaml")
+HF_MAPPING = os.path.join(FIXTURES, "dumps", "hf-transformers.yaml")
+
+
+class Fixture:
+    """The reference traces every test derives its dumps from, made once."""
+    tmp = None
+
+    @classmethod
+    def setup(cls):
+        if cls.tmp:
+            return
+        cls.tmp = tempfile.mkdtemp(prefix="ds-dumps-")
+        cls.gguf_trace = dumplib.reference_trace(LLAMA_GGUF, os.path.join(cls.tmp, "ref-gguf.h5"))
+        cls.hf_trace = dumplib.reference_trace(LLAMA_HF, os.path.join(cls.tmp, "ref-hf.h5"))
+        cls.gguf = dumplib.read_reference(cls.gguf_trace)
+        cls.hf = dumplib.read_reference(cls.hf_trace)
+
+
+def dump_run(model, directory, *extra):
+    trace = os.path.join(directory, "run.h5")
+    rc, out, err = run("run", "--model", model, "--candidate", f"dump:{directory}", "--decode-steps",
+                       str(DECODE_STEPS), "--trace", trace, *extra)
+    return rc, out, err, trace
+
+
+class DumpParity(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        Fixture.setup()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=Fixture.tmp)
+
+    def llama_cpp_dump(self, plant=None):
+        stages, model, tokens = Fixture.gguf
+        d = os.path.join(self.tmp, "llama.cpp")
+        dumplib.write_llama_cpp_dump(stages, model, d, PROMPT, plant)
+        shutil.copy(LLAMA_CPP_MAPPING, os.path.join(d, "mapping.yaml"))
+        return d
+
+    def hf_dump(self, plant=None):
+        stages, model, tokens = Fixture.hf
+        d = os.path.join(self.tmp, "hf")
+        dumplib.write_hf_dump(stages, model, d, PROMPT, plant)
+        shutil.copy(HF_MAPPING, os.path.join(d, "mapping.yaml"))
+        return d
+
+    def assert_passes_with_fills(self, rc, out, err, trace):
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("PASS", out)
+        rows = dumplib.summary_rows(trace)
+        judged = [r for r in rows if r[3] != 7]
+        self.assertTrue(judged)
+        self.assertTrue(all(r[3] == 0 for r in judged), [r for r in judged if r[3] != 0])
+        return rows
+
+    def test_llama_cpp_dump_of_the_reference_passes(self):
+        d = self.llama_cpp_dump()
+        rc, out, err, trace = dump_run(LLAMA_GGUF, d)
+        rows = self.assert_passes_with_fills(rc, out, err, trace)
+        stages = {r[2] for r in rows if r[3] == 0}
+        self.assertTrue({"q_rope", "k_rope", "v", "attn", "down", "residual_2", "logits"} <= stages, stages)
+        filled = {r[2] for r in rows if r[3] == 7}
+        self.assertEqual(filled, {"embed", "q", "k", "attn_out", "ffn_norm", "gate", "up", "ffn_act"})
+        self.assertEqual({r[0] for r in rows}, set(range(DECODE_STEPS + 1)))
+
+    def test_llama_cpp_dump_with_an_error_in_layer_1_ffn_out_fails_there(self):
+        d = self.llama_cpp_dump(plant=(0, "ffn_out-1"))
+        rc, out, err, trace = dump_run(LLAMA_GGUF, d)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("First failing stage: down of layer 1 at step 0", out)
+        failing = [r for r in dumplib.summary_rows(trace) if r[3] not in (0, 7)]
+        self.assertEqual([(r[0], r[1], r[2]) for r in failing], [(0, 1, "down")])
+
+    def test_llama_cpp_dump_unpermuted_without_the_mapping_step_fails_at_q_rope(self):
+        # The permutation is real: a mapping that forgets it names q_rope of layer 0.
+        d = self.llama_cpp_dump()
+        with open(os.path.join(d, "mapping.yaml")) as f:
+            text = f.read().replace(", unpermute: q", "").replace(", unpermute: k", "")
+        with open(os.path.join(d, "mapping.yaml"), "w") as f:
+            f.write(text)
+        rc, out, err, _ = dump_run(LLAMA_GGUF, d)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("First failing stage: q_rope of layer 0 at step 0", out)
+
+    def test_hf_dump_of_the_reference_passes(self):
+        d = self.hf_dump()
+        rc, out, err, trace = dump_run(LLAMA_HF, d)
+        rows = self.assert_passes_with_fills(rc, out, err, trace)
+        self.assertEqual({r[2] for r in rows if r[3] == 7}, {"q_rope", "k_rope"})
+
+    def test_hf_dump_with_an_error_in_layer_1_down_proj_fails_there(self):
+        d = self.hf_dump(plant=(0, "model.layers.1.mlp.down_proj"))
+        rc, out, err, _ = dump_run(LLAMA_HF, d)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("First failing stage: down of layer 1 at step 0", out)
+
+    def test_dump_tokens_win_over_tokens_flag(self):
+        d = self.llama_cpp_dump()
+        rc, out, err, trace = dump_run(LLAMA_GGUF, d, "--tokens", "3,4")
+        self.assertEqual(rc, 0, out + err)
+
+    def test_stages_the_mapping_neither_maps_nor_declares_absent_are_missing(self):
+        d = self.llama_cpp_dump()
+        with open(os.path.join(d, "mapping.yaml")) as f:
+            text = f.read().replace("absent: [embed, q, k, attn_out, ffn_norm, gate, up, ffn_act]",
+                                    "absent: [embed, q, k, attn_out, ffn_norm, gate, up]")
+        with open(os.path.join(d, "mapping.yaml"), "w") as f:
+            f.write(text)
+        rc, out, err, trace = dump_run(LLAMA_GGUF, d)
+        self.assertEqual(rc, 1, out + err)
+        missing = {(r[1], r[2]) for r in dumplib.summary_rows(trace) if r[3] == 4}
+        self.assertEqual(missing, {(0, "ffn_act"), (1, "ffn_act")})
+
+    def export_round_trip(self, fmt, model, trace, *extra):
+        out_dir = os.path.join(self.tmp, f"export-{fmt}")
+        rc, out, err = run("export", trace, "--format", fmt, "--out", out_dir, *extra)
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err, t = dump_run(model, out_dir)
+        self.assertEqual(rc, 0, out + err)
+        rows = dumplib.summary_rows(t)
+        self.assertTrue(rows)
+        self.assertTrue(all(r[3] == 0 and r[4] == 0 for r in rows), [r for r in rows if r[4] != 0 or r[3]])
+        return out_dir
+
+    def test_export_npy_round_trips_bit_exactly(self):
+        self.export_round_trip("npy", LLAMA_GGUF, Fixture.gguf_trace)
+
+    def test_export_safetensors_round_trips_bit_exactly(self):
+        d = self.export_round_trip("safetensors", LLAMA_HF, Fixture.hf_trace)
+        self.assertTrue(os.path.exists(os.path.join(d, "step0.safetensors")))
+
+    def test_export_f64_round_trips_bit_exactly(self):
+        self.export_round_trip("npy", LLAMA_GGUF, Fixture.gguf_trace, "--dtype", "f64")
+
+    def test_export_under_the_llama_cpp_mapping_writes_llama_cpp_layout(self):
+        out_dir = os.path.join(self.tmp, "export-llama")
+        rc, out, err = run("export", Fixture.gguf_trace, "--mapping", LLAMA_CPP_MAPPING, "--out", out_dir)
+        self.assertEqual(rc, 0, out + err)
+        mine = self.llama_cpp_dump()
+        for name in ("Qcur-1", "Kcur-0", "kqv_out-1", "l_out-0"):
+            a = np.load(os.path.join(out_dir, "step1", name + ".npy"))
+            b = np.load(os.path.join(mine, "step1", name + ".npy"))
+            self.assertTrue(np.array_equal(a.reshape(-1), b.reshape(-1)), name)
+        np.testing.assert_array_equal(np.load(os.path.join(out_dir, "tokens.npy")), PROMPT)
+        rc, out, err, _ = dump_run(LLAMA_GGUF, out_dir)
+        self.assertEqual(rc, 0, out + err)
+
+    def test_export_stages_filter_keeps_only_matching_stages(self):
+        out_dir = os.path.join(self.tmp, "export-some")
+        rc, out, err = run("export", Fixture.gguf_trace, "--format", "npy", "--stages", "residual_2|logits",
+                           "--out", out_dir)
+        self.assertEqual(rc, 0, out + err)
+        names = sorted(os.listdir(os.path.join(out_dir, "step0")))
+        self.assertEqual(names, ["layer0.residual_2.npy", "layer1.residual_2.npy", "logits.npy"])
+
+
+if __name__ == "__main__":
+    unittest.main()
