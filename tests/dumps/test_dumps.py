@@ -128,6 +128,60 @@ class DumpParity(unittest.TestCase):
         missing = {(r[1], r[2]) for r in dumplib.summary_rows(trace) if r[3] == 4}
         self.assertEqual(missing, {(0, "ffn_act"), (1, "ffn_act")})
 
+    def layout_dump(self):
+        """The HF dump, but q/k/v fused ([1, T, q | k | v]), attn_norm transposed ([W, T]) and
+        residual_2 holding every position so far: a mapping's split, transpose and rows."""
+        stages, model, _ = Fixture.hf
+        h, hd, nh, nkv = model["hidden"], model["head_dim"], model["n_heads"], model["n_kv_heads"]
+        d = self.hf_dump()
+        steps = sorted({k[0] for k in stages})
+        for s in steps:
+            t = {}
+            for layer in range(model["n_layers"]):
+                g = lambda stage: stages[(s, layer, stage)].reshape(stages[(s, layer, stage)].shape[0], -1)
+                t[f"qkv_{layer}"] = np.concatenate([g("q"), g("k"), g("v")], axis=1)[None].astype(np.float32)
+                t[f"attn_norm_T_{layer}"] = np.ascontiguousarray(g("attn_norm").T, dtype=np.float32)
+                so_far = [stages[(u, layer, "residual_2")].reshape(-1, h) for u in range(s + 1)]
+                np.save(os.path.join(d, f"res2-{s}-{layer}.npy"), np.concatenate(so_far).astype(np.float32))
+            dumplib.write_safetensors(os.path.join(d, f"fused{s}.safetensors"), t)
+        path = os.path.join(d, "mapping.yaml")
+        with open(path) as f:
+            lines = [l for l in f.read().splitlines()
+                     if not l.startswith(("  q:", "  k:", "  v:", "  attn_norm:", "  residual_2:"))]
+        lines.insert(lines.index("stages:") + 1, "\n".join([
+            '  q: {file: "fused{step}.safetensors", tensor: "qkv_{layer}", split: qkv}',
+            '  k: {file: "fused{step}.safetensors", tensor: "qkv_{layer}", split: qkv}',
+            '  v: {file: "fused{step}.safetensors", tensor: "qkv_{layer}", split: qkv}',
+            '  attn_norm: {file: "fused{step}.safetensors", tensor: "attn_norm_T_{layer}", transpose: [1, 0]}',
+            '  residual_2: {file: "res2-{step}-{layer}.npy", rows: positions}']))
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return d
+
+    def test_mapping_split_transpose_and_rows_positions_pass(self):
+        d = self.layout_dump()
+        rc, out, err, trace = dump_run(LLAMA_HF, d)
+        rows = self.assert_passes_with_fills(rc, out, err, trace)
+        judged = {(r[0], r[1], r[2]) for r in rows if r[3] == 0}
+        for stage in ("q", "k", "v", "attn_norm", "residual_2"):
+            self.assertIn((DECODE_STEPS, 1, stage), judged)
+
+    def test_export_under_a_split_transpose_rows_mapping_writes_that_layout(self):
+        d = self.layout_dump()
+        out_dir = os.path.join(self.tmp, "export-layout")
+        rc, out, err = run("export", Fixture.hf_trace, "--mapping", os.path.join(d, "mapping.yaml"),
+                           "--out", out_dir)
+        self.assertEqual(rc, 0, out + err)
+        mine = dumplib.read_safetensors(os.path.join(d, "fused2.safetensors"))
+        theirs = dumplib.read_safetensors(os.path.join(out_dir, "fused2.safetensors"))
+        for name in ("qkv_1", "attn_norm_T_0"):
+            self.assertTrue(np.array_equal(mine[name].reshape(-1), theirs[name].reshape(-1)), name)
+            self.assertEqual(mine[name].reshape(-1).shape, theirs[name].reshape(-1).shape)
+        np.testing.assert_array_equal(np.load(os.path.join(out_dir, "res2-2-1.npy")),
+                                      np.load(os.path.join(d, "res2-2-1.npy")))
+        rc, out, err, _ = dump_run(LLAMA_HF, out_dir)
+        self.assertEqual(rc, 0, out + err)
+
     def export_round_trip(self, fmt, model, trace, *extra):
         out_dir = os.path.join(self.tmp, f"export-{fmt}")
         rc, out, err = run("export", trace, "--format", fmt, "--out", out_dir, *extra)
