@@ -124,8 +124,15 @@ void DumpCandidate::run(const KernelStep& step, const StepContext& ctx, const Te
 }
 
 std::optional<std::vector<int>> DumpCandidate::tokens() const {
-  if (!mapping_.tokens) return std::nullopt;
-  const Source& src = *mapping_.tokens;
+  // Without a tokens entry, a tokens.npy beside the dump is the prompt (what most dumpers write).
+  Source src;
+  std::error_code ec;
+  if (mapping_.tokens)
+    src = *mapping_.tokens;
+  else if (std::filesystem::is_regular_file(std::filesystem::path(mapping_.dir) / "tokens.npy", ec))
+    src.file = "tokens.npy";
+  else
+    return std::nullopt;
   const std::string path = (std::filesystem::path(mapping_.dir) / src.file).string();
   const std::string what = src.tensor.empty() ? path : fmt::format("{}: tensor '{}'", path, src.tensor);
   const TensorFile& f = file(path);

@@ -116,6 +116,20 @@ class DumpParity(unittest.TestCase):
         rc, out, err, trace = dump_run(LLAMA_GGUF, d, "--tokens", "3,4")
         self.assertEqual(rc, 0, out + err)
 
+    def test_tokens_npy_beside_the_dump_is_the_prompt_without_a_tokens_entry(self):
+        d = self.llama_cpp_dump()
+        with open(os.path.join(d, "mapping.yaml")) as f:
+            text = f.read().replace("tokens: tokens.npy\n", "")
+        with open(os.path.join(d, "mapping.yaml"), "w") as f:
+            f.write(text)
+        rc, out, err, _ = dump_run(LLAMA_GGUF, d)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(f"{len(PROMPT)} prompt tokens", out)
+        os.remove(os.path.join(d, "tokens.npy"))  # then the seeded prompt has too few rows: exit 2
+        rc, out, err, _ = dump_run(LLAMA_GGUF, d)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("attn_norm-0.npy", err)
+
     def test_stages_the_mapping_neither_maps_nor_declares_absent_are_missing(self):
         d = self.llama_cpp_dump()
         with open(os.path.join(d, "mapping.yaml")) as f:
