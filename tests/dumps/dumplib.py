@@ -134,7 +134,7 @@ HF_MODULES = {  # catalog stage -> module name (@input: the module's input), as 
     "v": "self_attn.v_proj", "attn": "self_attn.o_proj@input", "attn_out": "self_attn.o_proj",
     "residual_1": "post_attention_layernorm@input", "ffn_norm": "post_attention_layernorm",
     "gate": "mlp.gate_proj", "up": "mlp.up_proj", "ffn_act": "mlp.down_proj@input",
-    "down": "mlp.down_proj",
+    "down": "mlp.down_proj", "q_norm": "self_attn.q_norm", "k_norm": "self_attn.k_norm",
 }
 
 

@@ -111,6 +111,23 @@ class DumpParity(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("First failing stage: down of layer 1 at step 0", out)
 
+    def test_hf_dump_of_qwen3_with_qk_norm_modules_passes(self):
+        model_dir = os.path.join(FIXTURES, "models", "qwen3-tiny")
+        stages, model, _ = dumplib.read_reference(
+            dumplib.reference_trace(model_dir, os.path.join(self.tmp, "ref-qwen3.h5")))
+        d = os.path.join(self.tmp, "qwen3")
+        dumplib.write_hf_dump(stages, model, d, PROMPT)
+        with open(HF_MAPPING) as f:
+            text = f.read().replace("absent: [q_rope, k_rope, q_norm, k_norm]", "absent: [q_rope, k_rope]")
+        text = text.replace("stages:\n", "stages:\n"
+                            '  q_norm: "step{step}.safetensors:model.layers.{layer}.self_attn.q_norm"\n'
+                            '  k_norm: "step{step}.safetensors:model.layers.{layer}.self_attn.k_norm"\n')
+        with open(os.path.join(d, "mapping.yaml"), "w") as f:
+            f.write(text)
+        rc, out, err, trace = dump_run(model_dir, d)
+        rows = self.assert_passes_with_fills(rc, out, err, trace)
+        self.assertIn((0, 1, "q_norm"), {(r[0], r[1], r[2]) for r in rows if r[3] == 0})
+
     def test_dump_tokens_win_over_tokens_flag(self):
         d = self.llama_cpp_dump()
         rc, out, err, trace = dump_run(LLAMA_GGUF, d, "--tokens", "3,4")
