@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "cpu/cpu_candidate.h"
+#include "dump/dump_candidate.h"
 #include "plugin/plugin_candidate.h"
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
 #include "gpu/gdn_candidate.h"
@@ -100,6 +101,7 @@ std::vector<CandidateEntry> list_candidates() {
 }
 
 CandidatePtr make_candidate(std::string_view name) {
+  if (const auto d = dump::parse_dump_spec(name)) return std::make_unique<dump::DumpCandidate>(*d);
   if (const auto plugin = parse_plugin_spec(name))
     return std::make_unique<PluginCandidate>(plugin->path, plugin->name);
   std::vector<std::string> known;
@@ -108,8 +110,9 @@ CandidatePtr make_candidate(std::string_view name) {
     known.push_back(f.name);
   }
   throw std::invalid_argument(
-      fmt::format("unknown candidate '{}' (known: {}; or a plugin: PATH.so or PATH.so:NAME)", name,
-                  fmt::join(known, ", ")));
+      fmt::format("unknown candidate '{}' (known: {}; or a plugin: PATH.so or PATH.so:NAME; or an engine's "
+                  "tensor dumps: dump:DIR)",
+                  name, fmt::join(known, ", ")));
 }
 
 std::vector<std::string> expand_candidate_spec(std::string_view spec) {

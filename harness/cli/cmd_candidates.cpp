@@ -26,6 +26,11 @@ void add_candidates_command(CLI::App& app, int& exit_code) {
     exit_code = 0;
     if (plugins->empty()) {
       for (const auto& e : list_candidates()) print_candidate(*make_candidate(e.name), e.name);
+      fmt::print(
+          "dump:DIR[:MAPPING.yaml]\n  the stage tensors another engine (llama.cpp, HF transformers, ...) "
+          "dumped "
+          "into DIR\n  (.npy, .npz, .safetensors), read through DIR/mapping.yaml; chained mode only "
+          "(docs/dumps.md)\n");
       return;
     }
     for (const std::string& path : *plugins) {

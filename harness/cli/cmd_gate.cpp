@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "dump_run.h"
 #include "contracts.h"
 #include "gate.h"
 #include "registry.h"
@@ -62,7 +63,8 @@ void add_gate_command(CLI::App& app, int& exit_code) {
       std::string verdict = "PASS", why = "-";
       try {
         const CandidatePtr c = make_candidate(name);
-        const GateAnswer a = gate_candidate(cfg, *c, *fill == "reference");
+        // A dump's unmapped stages are judged missing, not refused (as `run` does).
+        const GateAnswer a = gate_candidate(cfg, *c, *fill == "reference" || as_dump(*c));
         if (a.unavailable) {
           verdict = "UNAVAILABLE";
           why = a.reason;

@@ -13,6 +13,7 @@
 #include "launch_profile.h"
 #include "matrix.h"
 #include "matrix_report.h"
+#include "prompt.h"
 #include "registry.h"
 #include "report_options.h"
 #include "runner.h"
@@ -31,6 +32,7 @@ struct RunArgs {
   std::string fill = "none";
   std::string capture = "all";
   std::string capture_layers;
+  std::string tokens;
   bool only_failures = false;
   bool all_rows = false;
   bool profile = false;
@@ -77,8 +79,12 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
     };
   }
   const RunReport report = run_parity(o, policy);
+  // The prompt actually fed: a dump's own tokens may have set it.
+  const std::size_t prompt = report.tokens.size() > std::size_t(o.decode_steps)
+                                 ? report.tokens.size() - std::size_t(o.decode_steps)
+                                 : std::size_t(o.prompt_tokens);
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
-             report.candidate, args.mode, o.prompt_tokens, o.decode_steps);
+             report.candidate, args.mode, prompt, o.decode_steps);
   print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
   if (args.profile) print_launch_profile(stdout, report.launches);
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
@@ -181,7 +187,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option(
          "--candidate,-c", args->candidates,
          "Candidate to judge (see `driftscope candidates`), or a plugin: PATH.so (every candidate it "
-         "registers) or PATH.so:NAME. Repeat for a matrix of candidates")
+         "registers) or PATH.so:NAME, or dump:DIR[:MAPPING.yaml] (another engine's tensor dumps, "
+         "docs/dumps.md). Repeat for a matrix of candidates")
       ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option("--fill", args->fill,
@@ -192,6 +199,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       ->capture_default_str();
   run->add_option("--prompt-tokens", args->opt.prompt_tokens, "Tokens in the prefill step")
       ->capture_default_str();
+  run->add_option(
+      "--tokens", args->tokens,
+      "The prompt's token ids, 1,5,9 or @FILE (ids separated by commas or whitespace), instead of "
+      "--prompt-tokens seeded ones; an id outside the vocabulary is exit 2. A dump's own tokens win");
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
   run->add_option("--gdn-variant", args->opt.gdn_variant,
@@ -257,9 +268,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       "!--no-isolate", args->opt.isolate_process,
       "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");
   add_report_options(run, args->report);
-  run->callback([args, &exit_code] {
+  run->callback([args, run, &exit_code] {
     auto& o = args->opt;
     o.fill = args->fill == "reference";
+    o.modes_given = run->count("--mode") > 0;
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
                                    : std::vector<Mode>{*parse_mode(args->mode)};
     o.capture = args->capture == "all"       ? trace::Capture::all
@@ -279,6 +291,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         throw InputError(
             fmt::format("--capture-stages {}: not a valid regex: {}", o.capture_stages, e.what()));
       }
+      if (!args->tokens.empty()) {
+        o.tokens = parse_tokens_arg(args->tokens);
+        o.prompt_tokens = int(o.tokens.size());
+      }
       const Policy policy = load_policy(args->report);
       // A plugin file without :NAME stands for every candidate it registers.
       std::vector<std::string> specs;
@@ -293,6 +309,12 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         }
       }
       args->candidates = specs;
+      // A dump is judged chained unless --mode says otherwise (then the runner refuses it).
+      if (!o.modes_given && std::all_of(specs.begin(), specs.end(),
+                                        [](const std::string& c) { return c.rfind("dump:", 0) == 0; })) {
+        args->mode = "chained";
+        o.modes = {Mode::chained};
+      }
       if (args->models.size() * args->candidates.size() * args->seeds.size() > 1 || !args->shard.empty() ||
           !args->trace_dir.empty()) {
         exit_code = run_matrix(*args, policy);

@@ -24,7 +24,11 @@ struct RunOptions {
   // reference fill and marked `filled`; without it such a candidate is refused (exit 3).
   bool fill = false;
   std::vector<Mode> modes = {Mode::isolated};
+  bool modes_given = true;  // false: --mode was not given (a dump candidate then runs chained)
   int prompt_tokens = 4;
+  // `--tokens`: the prompt's token ids (prompt_tokens follows its length); empty: drawn from the
+  // seed. A dump candidate's own tokens win over it.
+  std::vector<int> tokens;
   int decode_steps = 0;
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.

@@ -18,10 +18,12 @@
 
 #include "bisect.h"
 #include "child_candidate.h"
+#include "dump_run.h"
 #include "fill_candidate.h"
 #include "gate.h"
 #include "plan_check.h"
 #include "logits.h"
+#include "prompt.h"
 #include "metrics.h"
 #include "reference.h"
 #include "registry.h"
@@ -144,9 +146,11 @@ class Run {
       cand = make_candidate(opt_.candidate);
       origin_ = plugin_origin(*cand);
       candidate_ = candidate_json(*cand);
+      settle_prompt(header, *cand);
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
+      if (const auto* d = as_dump(*cand)) d->preflight(header, step_sizes());
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
     } catch (const CandidateCrash& crash) {
@@ -167,7 +171,9 @@ class Run {
     report_.model = cfg.name;
     report_.policy = policy_.name();
     report_.candidate = cand->name();
-    if (opt_.isolate_process) cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
+    // A dump runs no code of its own: read in this process, a bad file is exit 2, not a crash.
+    if (opt_.isolate_process && !as_dump(*cand))
+      cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
     // Weight completeness (and shapes): refuse a model lacking a required role before any
     // matrix multiply, naming the tensor.
     std::unique_ptr<ref::Reference> oracle;
@@ -201,13 +207,17 @@ class Run {
       lanes.back().floor =
           std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
     }
-    std::vector<int> tokens = prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed);
+    std::vector<int> tokens =
+        prompt_.empty() ? prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed) : prompt_;
     report_.tokens = tokens;
     try {
       run_steps(*cand, cfg, reference, lanes, tokens);
     } catch (const CandidateCrash& crash) {
       flush();
       crash_ = fmt::format("candidate crashed in step '{}': {}", crash.step_name, crash.what());
+    } catch (const dump::DumpError& e) {
+      flush();
+      throw InputError(e.what());
     }
     finish();
     return std::move(report_);
@@ -229,14 +239,45 @@ class Run {
           opt_.prompt_tokens, opt_.decode_steps, positions, header.name, header.max_positions));
   }
 
+  // The prompt when it is given rather than seeded: a dump's own tokens win over --tokens. A dump
+  // also settles the modes (chained only).
+  void settle_prompt(const ModelConfig& header, const Candidate& cand) {
+    std::string source = "--tokens";
+    prompt_ = opt_.tokens;
+    if (const auto* d = as_dump(cand)) {
+      check_dump_modes(opt_.modes, opt_.modes_given, opt_.candidate);
+      if (auto t = d->tokens()) {
+        prompt_ = std::move(*t);
+        source = fmt::format("the tokens of {}", opt_.candidate);
+      }
+    }
+    if (prompt_.empty()) return;
+    check_token_ids(prompt_, header, source);
+    opt_.prompt_tokens = int(prompt_.size());
+    check_bounds(header);
+  }
+
+  // (first position, tokens) of every model step.
+  std::vector<std::pair<int, int>> step_sizes() const {
+    std::vector<std::pair<int, int>> s = {{0, opt_.prompt_tokens}};
+    for (int i = 1; i <= opt_.decode_steps; ++i) s.push_back({opt_.prompt_tokens + i - 1, 1});
+    return s;
+  }
+
   // The coverage gate, then the capability gate, of `cand` for `header`; with --fill, wraps
   // `cand` into the candidate completed by the reference fill.
   void gate(const ModelConfig& header, CandidatePtr& cand) {
-    const GateAnswer g = gate_candidate(header, *cand, opt_.fill);
+    // A dump's unmapped stages are not refused: they are judged `missing`.
+    const bool dump = as_dump(*cand) != nullptr;
+    const GateAnswer g = gate_candidate(header, *cand, opt_.fill || dump);
     if (g.unavailable) throw InputError(g.refusal);
     if (!g.pass) {
       stop_ops_ = {g.need.str(), g.have.str(), g.missing.str()};
       throw GateRefusal(g.refusal);
+    }
+    if (dump) {
+      cand = fill_declared_absent(std::move(cand), header, opt_.fill);
+      return;
     }
     if (!opt_.fill || g.coverage.complete()) return;
     CandidatePtr fill = make_fill_candidate(cand->storage_dtype());
@@ -265,6 +306,9 @@ class Run {
         TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs,
                                    lane, &tok, ref_stages.at("embed"));
         auto e = outs.find("embed");
+        // A dump without embed (judged missing) still has layers to judge: they read no input.
+        if (e == outs.end() && as_dump(*cand))
+          e = outs.emplace("embed", ref_stages.at("embed").to(cand->storage_dtype())).first;
         if (e == outs.end()) throw CandidateCrash("embed", "the plan's embed block did not produce 'embed'");
         lane.x = e->second;
         lane.floor_x = fs.at("embed");
@@ -674,6 +718,7 @@ class Run {
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;
   int layers_flushed_ = 0;
+  std::vector<int> prompt_;  // given (--tokens or the dump's); empty: drawn from the seed
   std::map<std::pair<int, std::string>, Tensor> ref_cache_, ref_prev_, ref_latest_;
 };
 

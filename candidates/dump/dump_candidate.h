@@ -1,0 +1,66 @@
+// `--candidate dump:DIR[:MAPPING]`: an engine judged from the stage tensors it dumped
+// (docs/dumps.md). Nothing is computed: each step of its plan reads one stage of one layer at
+// one model step from the dump, through the mapping (DIR/mapping.yaml unless named), and brings
+// it to the catalog's layout. Stages the mapping does not name are absent from the plan (the
+// runner records them `missing`); stages it declares `absent` are computed by the reference fill.
+// Only chained mode is meaningful: the engine fed itself.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "candidate.h"
+#include "dump_mapping.h"
+#include "tensor_files.h"
+
+namespace ds::dump {
+
+inline constexpr std::string_view kDumpPrefix = "dump:";
+// "dump:DIR" or "dump:DIR:MAPPING.yaml" as (DIR, mapping path); nullopt when not a dump spec.
+struct DumpSpec {
+  std::string dir, mapping;
+};
+std::optional<DumpSpec> parse_dump_spec(std::string_view spec);
+
+class DumpCandidate final : public Candidate {
+ public:
+  explicit DumpCandidate(const DumpSpec& spec);  // reads the mapping; throws DumpError
+
+  std::string name() const override { return name_; }
+  std::string description() const override;
+  DType storage_dtype() const override { return mapping_.storage; }
+  // Every op: the engine that wrote the dump computed them all; the harness asks none of it.
+  OpSet capabilities() const override;
+  std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  void load(const ModelConfig& cfg, const WeightStore& weights) override;
+  void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+           TensorMap& outputs) override;
+
+  const Mapping& mapping() const { return mapping_; }
+  // The prompt the dump carries (its tokens file), checked; nullopt when it carries none.
+  std::optional<std::vector<int>> tokens() const;
+  // Reads every header the run will need, before anything is computed: each (step, layer,
+  // stage) file and tensor exists and has rows of the right shape. `steps` holds (pos0, tokens)
+  // per model step. Throws DumpError naming the file and the tensor.
+  void preflight(const ModelConfig& cfg, const std::vector<std::pair<int, int>>& steps) const;
+
+ private:
+  const TensorFile& file(const std::string& path) const;
+  // Where `stage` of `layer` at `step` lives: (file path, tensor name, a phrase for messages).
+  struct Where {
+    std::string path, tensor, what;
+  };
+  Where where(const std::string& stage, int step, int layer) const;
+  Tensor fetch(const ModelConfig& cfg, const std::string& stage, int step, int layer, int pos0, int n_tokens,
+               bool header_only) const;
+
+  std::string name_;
+  Mapping mapping_;
+  mutable std::map<std::string, std::unique_ptr<TensorFile>> files_;
+};
+
+}  // namespace ds::dump

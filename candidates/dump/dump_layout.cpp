@@ -1,0 +1,174 @@
+#include "dump_layout.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+#include "tensor_files.h"
+
+namespace ds::dump {
+
+namespace {
+
+// Copies element `src_i` of `src` to element `dst_i` of `dst`: layout moves are bytewise, so a
+// value never passes through another dtype.
+inline void copy_elem(const Tensor& src, std::int64_t src_i, Tensor& dst, std::int64_t dst_i,
+                      std::size_t es) {
+  std::memcpy(dst.raw() + std::size_t(dst_i) * es, src.raw() + std::size_t(src_i) * es, es);
+}
+
+// llama.cpp's converter stores Q/K rows of each head as (2, d/2) swapped to (d/2, 2): GGUF
+// element h*d + 2i is HF element h*d + i, and h*d + 2i + 1 is HF h*d + i + d/2
+// (reference-math.md §2). `to_hf` undoes it; otherwise it is applied.
+Tensor permute_heads(const Tensor& rows, int heads, int head_dim, bool to_hf) {
+  const std::int64_t n = rows.dim(0), w = rows.dim(1), half = head_dim / 2;
+  const std::size_t es = dtype_size(rows.dtype());
+  Tensor out(rows.dtype(), rows.shape());
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t i = 0; i < half; ++i)
+        for (std::int64_t j = 0; j < 2; ++j) {
+          const std::int64_t gguf = r * w + h * head_dim + 2 * i + j,
+                             hf = r * w + h * head_dim + i + j * half;
+          if (to_hf)
+            copy_elem(rows, gguf, out, hf, es);
+          else
+            copy_elem(rows, hf, out, gguf, es);
+        }
+  return out;
+}
+
+int permute_heads_of(const ModelConfig& cfg, const Source& src) {
+  return src.unpermute == "q" ? cfg.n_heads : cfg.n_kv_heads;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view s) {
+  const std::int64_t hidden = cfg.hidden, q = cfg.q_dim(), kv = cfg.kv_dim(), ffn = cfg.ffn;
+  for (std::string_view h : {"embed", "final_norm", "attn_norm", "attn_out", "residual_1", "ffn_norm", "down",
+                             "residual_2", "ln_1", "ln_2", "proj", "out_proj"})
+    if (s == h) return hidden;
+  for (std::string_view h : {"q", "q_norm", "q_rope", "attn", "attn_gate", "attn_gated"})
+    if (s == h) return q;
+  for (std::string_view h : {"k", "v", "k_norm", "k_rope"})
+    if (s == h) return kv;
+  for (std::string_view h : {"gate", "up", "ffn_act", "fc", "gelu"})
+    if (s == h) return ffn;
+  if (s == "qkv") return q + 2 * kv;
+  if (s == "logits") return cfg.vocab;
+  return std::nullopt;
+}
+
+std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width) {
+  const std::int64_t q = cfg.q_dim(), kv = cfg.kv_dim();
+  if (stage[0] == 'q') {
+    *width = q;
+    return 0;
+  }
+  *width = kv;
+  return stage[0] == 'k' ? q : q + kv;
+}
+
+Tensor transpose(const Tensor& t, const std::vector<int>& axes) {
+  const Shape& s = t.shape();
+  Shape out_shape;
+  for (int a : axes) out_shape.push_back(s[std::size_t(a)]);
+  Tensor out(t.dtype(), out_shape);
+  const Shape in_strides = row_major_strides(s);
+  const std::size_t es = dtype_size(t.dtype());
+  const std::int64_t n = t.numel();
+  for (std::int64_t f = 0; f < n; ++f) {
+    const Shape c = unravel(f, out_shape);
+    std::int64_t src = 0;
+    for (std::size_t j = 0; j < axes.size(); ++j) src += c[j] * in_strides[std::size_t(axes[j])];
+    copy_elem(t, src, out, f, es);
+  }
+  return out;
+}
+
+RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                  int pos0, int n_tokens, const std::string& where) {
+  Shape shape = stored;
+  if (!src.transpose.empty()) {
+    if (src.transpose.size() != stored.size())
+      throw DumpError(fmt::format("{}: transpose [{}] does not fit its shape {}", where,
+                                  fmt::join(src.transpose, ", "), shape_str(stored)));
+    for (std::size_t j = 0; j < shape.size(); ++j) shape[j] = stored[std::size_t(src.transpose[j])];
+  }
+  RowPick p;
+  const auto w = stage_width(cfg, stage);
+  const std::int64_t n = numel(shape);
+  if (!w) {
+    // No fixed width: the tensor is this step's whole value, whatever its shape.
+    if (src.rows != Rows::all || !src.split.empty() || !src.unpermute.empty())
+      throw DumpError(
+          fmt::format("{}: stage {} has no per-token rows: use no split, unpermute or rows", where, stage));
+    return p;
+  }
+  p.width = p.row_width = *w;
+  if (!src.split.empty()) {
+    std::int64_t part_width = 0;
+    p.part = split_part_offset(cfg, stage, &part_width);
+    p.row_width = cfg.q_dim() + 2 * cfg.kv_dim();
+  }
+  if (p.row_width <= 0 || n % p.row_width != 0)
+    throw DumpError(fmt::format("{}: shape {} is not rows of {} elements ({} of {} has {} per token{})",
+                                where, shape_str(stored), p.row_width, stage, cfg.name, *w,
+                                src.split.empty() ? "" : ", fused [q|k|v]"));
+  p.rows = n / p.row_width;
+  const char* need = nullptr;
+  if (src.rows == Rows::all && p.rows != n_tokens)
+    need = "rows: all wants exactly this step's tokens";
+  else if (src.rows == Rows::positions && p.rows < pos0 + n_tokens)
+    need = "rows: positions wants every position up to this step's";
+  else if (src.rows == Rows::last && p.rows < n_tokens)
+    need = "rows: last wants at least this step's tokens";
+  if (need)
+    throw DumpError(fmt::format(
+        "{}: shape {} holds {} token row(s) of {} elements; this step has {} token(s) at "
+        "positions {}..{} ({})",
+        where, shape_str(stored), p.rows, p.row_width, n_tokens, pos0, pos0 + n_tokens - 1, need));
+  if (src.rows == Rows::positions) p.first = pos0;
+  if (src.rows == Rows::last) p.first = p.rows - n_tokens;
+  if (!src.unpermute.empty()) {
+    const int heads = permute_heads_of(cfg, src);
+    if (std::int64_t(heads) * cfg.head_dim != *w || cfg.head_dim % 2)
+      throw DumpError(fmt::format("{}: unpermute: {} needs {} heads of an even head_dim filling {} elements",
+                                  where, src.unpermute, heads, *w));
+  }
+  return p;
+}
+
+Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                  int pos0, int n_tokens, const std::string& where) {
+  const RowPick p = pick_rows(in.shape(), src, cfg, stage, pos0, n_tokens, where);
+  const Tensor t = src.transpose.empty() ? in : transpose(in, src.transpose);
+  if (p.width == 0) return t;
+  const Tensor flat = t.reshaped({p.rows, p.row_width});
+  Tensor out(t.dtype(), {n_tokens, p.width});
+  const std::size_t es = dtype_size(t.dtype());
+  for (std::int64_t r = 0; r < n_tokens; ++r)
+    std::memcpy(out.raw() + std::size_t(r * p.width) * es,
+                flat.raw() + std::size_t((p.first + r) * p.row_width + p.part) * es,
+                std::size_t(p.width) * es);
+  if (!src.unpermute.empty()) out = permute_heads(out, permute_heads_of(cfg, src), cfg.head_dim, true);
+  return out;
+}
+
+Tensor from_catalog(const Tensor& rows_in, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                    const std::string& where) {
+  const auto w = stage_width(cfg, stage);
+  if (!w) return rows_in;
+  Tensor t = rows_in.reshaped({rows_in.numel() / *w, *w});
+  if (!src.unpermute.empty()) t = permute_heads(t, permute_heads_of(cfg, src), cfg.head_dim, false);
+  if (!src.transpose.empty()) {
+    if (src.transpose != std::vector<int>{1, 0})
+      throw DumpError(fmt::format("{}: export can only undo transpose [1, 0]", where));
+    t = transpose(t, {1, 0});
+  }
+  return t;
+}
+
+}  // namespace ds::dump

@@ -1,0 +1,45 @@
+// Bringing a dumped tensor to the catalog's layout, and back (for `driftscope export`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dump_mapping.h"
+#include "model_config.h"
+#include "tensor.h"
+
+namespace ds::dump {
+
+// Elements per token of `stage` in this model; nullopt where the catalog has no fixed row width
+// (recurrent state stages).
+std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view stage);
+
+// Which rows of a stored tensor are this step's: `rows` rows of `row_width` elements, this
+// step's `width` elements start at column `part` of row `first`. width 0: no per-token rows.
+struct RowPick {
+  std::int64_t rows = 0, row_width = 0, width = 0, first = 0, part = 0;
+};
+// Checks `stored` (the shape in the file) against the stage; throws DumpError naming `where`.
+RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                  int pos0, int n_tokens, const std::string& where);
+
+// The dumped tensor `t` of `stage` at a step of `n_tokens` tokens starting at `pos0`, as
+// [n_tokens, width] rows in the catalog's layout, in the tensor's own dtype. `where` names the
+// file and tensor in a DumpError.
+Tensor to_catalog(const Tensor& t, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                  int pos0, int n_tokens, const std::string& where);
+
+// The inverse for one stage's rows [n_tokens, width]: the engine's head order and a 2-D
+// transpose. Splits and row ranges are the export's to assemble (they span several stages or
+// steps); a transpose of more than two axes cannot be inverted without the original shape.
+Tensor from_catalog(const Tensor& rows, const Source& src, const ModelConfig& cfg, std::string_view stage,
+                    const std::string& where);
+
+// The [q | k | v] widths of a fused QKV tensor and which part `stage` is (0, 1, 2).
+std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width);
+
+// An axis permutation of a row-major tensor (NumPy's transpose(axes)).
+Tensor transpose(const Tensor& t, const std::vector<int>& axes);
+
+}  // namespace ds::dump

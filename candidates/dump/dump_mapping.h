@@ -1,0 +1,49 @@
+// The mapping file of a dump (docs/dumps.md): which file and tensor of another engine's dump
+// holds which catalog stage at which model step and layer, and how to bring it to the catalog's
+// layout ([tokens, width] rows, HF head order).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dtype.h"
+
+namespace ds::dump {
+
+// Which rows of the dumped tensor belong to this model step.
+enum class Rows {
+  all,        // exactly this step's tokens (an engine dumping each forward pass)
+  positions,  // every position so far: rows [pos0, pos0 + tokens) (a cache, or a full recompute)
+  last,       // the last `tokens` rows
+};
+
+struct Source {
+  std::string file;            // pattern relative to the dump directory: {step}, {layer}
+  std::string tensor;          // pattern; "" for a .npy file (one tensor)
+  std::vector<int> transpose;  // axis order applied first (NumPy's transpose), empty: none
+  std::string split;           // "qkv": the tensor is [q | k | v] on its last axis; take this stage's part
+  std::string unpermute;       // "q" / "k": undo llama.cpp's Q/K row permutation (NORMAL RoPE)
+  Rows rows = Rows::all;
+};
+
+struct Mapping {
+  std::string path;  // the mapping file, for messages
+  std::string dir;   // the dump directory; file patterns are relative to it
+  DType storage = DType::f32;
+  std::optional<Source> tokens;          // the prompt the engine was fed
+  std::map<std::string, Source> stages;  // catalog stage -> where it is
+  std::set<std::string> absent;          // stages the engine does not dump: filled by the reference
+};
+
+// Parses and checks `mapping_path`; throws DumpError naming the file and the key.
+Mapping load_mapping(const std::string& mapping_path, const std::string& dir);
+// "{step}" and "{layer}" replaced.
+std::string expand(const std::string& pattern, int step, int layer);
+// Every stage name of every block kind and the model-level ones.
+const std::set<std::string>& catalog_stage_names();
+std::string rows_name(Rows r);
+
+}  // namespace ds::dump

@@ -1,0 +1,56 @@
+#include "prompt.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "runner.h"
+
+namespace ds {
+
+namespace {
+// A prompt past the longest context any supported model has is a wrong file, not a prompt.
+constexpr std::size_t kMaxTokens = 1 << 24;
+}  // namespace
+
+std::vector<int> parse_tokens_arg(const std::string& arg) {
+  std::string text = arg, source = "--tokens";
+  if (!arg.empty() && arg[0] == '@') {
+    source = fmt::format("--tokens {}", arg);
+    std::ifstream in(arg.substr(1));
+    if (!in) throw InputError(fmt::format("{}: cannot read the file", source));
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+  }
+  std::vector<int> ids;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = text.find_first_of(", \t\r\n", at);
+    const std::string item = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    if (item.empty()) continue;
+    int v = 0;
+    const auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || p != item.data() + item.size())
+      throw InputError(fmt::format("{}: '{}' (entry {}) is not a token id", source, item, ids.size()));
+    if (ids.size() == kMaxTokens)
+      throw InputError(fmt::format("{}: more than {} tokens", source, kMaxTokens));
+    ids.push_back(v);
+  }
+  if (ids.empty())
+    throw InputError(fmt::format("{}: no token ids (e.g. --tokens 1,5,9 or --tokens @FILE)", source));
+  return ids;
+}
+
+void check_token_ids(const std::vector<int>& ids, const ModelConfig& cfg, const std::string& source) {
+  if (ids.empty()) throw InputError(fmt::format("{}: an empty prompt", source));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= cfg.vocab)
+      throw InputError(fmt::format("{}: token id {} at position {} is outside {}'s vocabulary (0..{})",
+                                   source, ids[i], i, cfg.name, cfg.vocab - 1));
+}
+
+}  // namespace ds

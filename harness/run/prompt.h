@@ -1,0 +1,18 @@
+// The prompt both sides are fed when it is given, not drawn from the seed: `run --tokens`, or
+// the tokens a dump directory carries (which win: they are what the engine was fed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model_config.h"
+
+namespace ds {
+
+// "1,5,9" or "@FILE" (ids separated by commas or whitespace); throws InputError naming the
+// argument or the file and the bad entry.
+std::vector<int> parse_tokens_arg(const std::string& arg);
+// Every id in [0, vocab); throws InputError naming `source`, the position and the id.
+void check_token_ids(const std::vector<int>& ids, const ModelConfig& cfg, const std::string& source);
+
+}  // namespace ds
