@@ -2,6 +2,8 @@
 // storage dtype and capabilities (and, for a plugin, which build it is).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 
 #include "commands.h"
@@ -15,6 +17,35 @@ void print_candidate(const Candidate& c, const std::string& spec) {
   fmt::print("{}\n  {}\n  storage: {}\n  capabilities: {}\n", spec, c.description(),
              dtype_name(c.storage_dtype()), c.capabilities().str());
 }
+
+// The built-ins, grouped by what they are for: a mutant or a self-test is never what a user tests.
+void print_builtins() {
+  struct Group {
+    const char* prefix;  // empty: every name no other group takes
+    const char* title;
+  };
+  static constexpr Group kGroups[] = {
+      {"", "Backends (--candidate NAME)"},
+      {"mutant:", "Mutants: our kernels or cpu-f16 with a planted bug, each caught at its documented stage "
+                  "(docs/mutants.md)"},
+      {"selftest:", "Harness self-tests: candidates that crash or hang on purpose"},
+  };
+  const auto entries = list_candidates();
+  for (const Group& g : kGroups) {
+    fmt::print("== {}\n", g.title);
+    for (const auto& e : entries) {
+      const bool other_group = std::any_of(std::begin(kGroups), std::end(kGroups), [&](const Group& o) {
+        return *o.prefix != '\0' && e.name.rfind(o.prefix, 0) == 0;
+      });
+      const bool mine = *g.prefix == '\0' ? !other_group : e.name.rfind(g.prefix, 0) == 0;
+      if (mine) print_candidate(*make_candidate(e.name), e.name);
+    }
+    fmt::print("\n");
+  }
+  fmt::print(
+      "== Yours\nPATH.so[:NAME]\n  a plugin built against the SDK: every candidate it registers, or NAME "
+      "(docs/your-kernel.md; `driftscope candidates PATH.so` lists them)\n");
+}
 }  // namespace
 
 void add_candidates_command(CLI::App& app, int& exit_code) {
@@ -25,7 +56,7 @@ void add_candidates_command(CLI::App& app, int& exit_code) {
   cmd->callback([plugins, &exit_code] {
     exit_code = 0;
     if (plugins->empty()) {
-      for (const auto& e : list_candidates()) print_candidate(*make_candidate(e.name), e.name);
+      print_builtins();
       fmt::print(
           "dump:DIR[:MAPPING.yaml]\n  the stage tensors another engine (llama.cpp, HF transformers, ...) "
           "dumped "

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "build_info.h"
 #include "commands.h"
 #include "runner.h"
 #include "trace_merge.h"
@@ -31,8 +32,8 @@ void add_merge_command(CLI::App& app, const std::vector<std::string>& argv, int&
   cmd->callback([args, command_line, &exit_code] {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    const nlohmann::json root = {{"tool_version", DRIFTSCOPE_VERSION},
-                                 {"git_revision", DRIFTSCOPE_GIT_REVISION},
+    const nlohmann::json root = {{"tool_version", tool_version()},
+                                 {"git_revision", git_revision()},
                                  {"host", host},
                                  {"command_line", command_line}};
     try {

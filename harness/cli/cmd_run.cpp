@@ -1,5 +1,6 @@
 // driftscope run: one parity run of a candidate against the reference.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "matrix_report.h"
 #include "prompt.h"
 #include "registry.h"
+#include "synthetic.h"
 #include "report_options.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -180,8 +182,9 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   CLI::App* run = app.add_subcommand("run", "Run a candidate against the reference and compare every stage");
   // Repeatable: several values make a matrix of cases (model x candidate x seed).
   run->add_option("--model,-m", args->models,
-                  "Model: synthetic:<preset> (e.g. synthetic:qwen2-tiny), a .gguf file, or a directory with "
-                  "config.json + *.safetensors. Repeat for a matrix of models")
+                  fmt::format("Model: synthetic:<preset>, a .gguf file, or a directory with config.json + "
+                              "*.safetensors. Repeat for a matrix of models. Presets: {}",
+                              fmt::join(ref::synthetic_presets(), ", ")))
       ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option(

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "build_info.h"
 #include "commands.h"
 #include "runner.h"
 
@@ -14,7 +15,7 @@ int main(int argc, char** argv) {
       "Exit codes: 0 parity, 1 parity failure, 2 bad usage or input, 3 refused by a gate, 4 candidate "
       "crashed."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", DRIFTSCOPE_VERSION);
+  app.set_version_flag("--version", ds::tool_version());
   const std::vector<std::string> args(argv, argv + argc);
   int exit_code = ds::kExitParity;
   ds::cli::add_run_command(app, args, exit_code);

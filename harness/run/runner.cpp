@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "bisect.h"
+#include "build_info.h"
 #include "child_candidate.h"
 #include "dump_run.h"
 #include "fill_candidate.h"
@@ -583,8 +584,8 @@ class Run {
   nlohmann::json root_json() const {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
-    return {{"tool_version", DRIFTSCOPE_VERSION},
-            {"git_revision", DRIFTSCOPE_GIT_REVISION},
+    return {{"tool_version", tool_version()},
+            {"git_revision", git_revision()},
             {"host", host},
             {"device", "cpu"},
             {"command_line", opt_.command_line}};

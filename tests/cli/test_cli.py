@@ -98,6 +98,25 @@ class Cli(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertIn("cpu-f16", out)
         self.assertIn("QkNorm", out)
+        # Grouped: every name under its own heading, backends first.
+        groups = {}
+        heading = None
+        for line in out.splitlines():
+            if line.startswith("== "):
+                heading = line[3:].split(":")[0].split(" (")[0]
+            elif line and not line.startswith(" ") and heading:
+                groups.setdefault(heading, []).append(line)
+        self.assertIn("simt", groups["Backends"])
+        self.assertIn("cpu-f16", groups["Backends"])
+        self.assertTrue(groups["Mutants"] and all(n.startswith("mutant:") for n in groups["Mutants"]), groups)
+        self.assertTrue(groups["Harness self-tests"] and all(n.startswith("selftest:") for n in groups["Harness self-tests"]))
+        self.assertFalse([n for n in groups["Backends"] if ":" in n and not n.startswith("dump:")], groups["Backends"])
+
+    def test_run_help_lists_the_presets(self):
+        rc, out, _ = run("run", "--help")
+        self.assertEqual(rc, 0)
+        for preset in ("qwen2-tiny", "llama3-tiny", "gpt2-tiny", "qwen3next-tiny", "qwen2.5-0.5b"):
+            self.assertIn(preset, out)
 
     def test_out_of_bounds_requests_are_exit_2_naming_the_bound(self):
         cases = [
