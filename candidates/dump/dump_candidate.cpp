@@ -15,19 +15,6 @@ bool ends_with(std::string_view s, std::string_view tail) {
   return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
 }
 
-// The stages a block of `kind` has in this model (the catalog less what the model lacks).
-std::vector<std::string> stages_of(const ModelConfig& cfg, BlockKind kind) {
-  std::vector<std::string> out;
-  if (kind != BlockKind::embed && kind != BlockKind::head)
-    for (int l = 0; l < cfg.n_layers; ++l)
-      if (cfg.block_kind(l) == kind) {
-        for (std::string_view s : stages_for(cfg, l)) out.emplace_back(s);
-        return out;
-      }
-  for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
-  return out;
-}
-
 }  // namespace
 
 std::optional<DumpSpec> parse_dump_spec(std::string_view spec) {
@@ -65,7 +52,7 @@ OpSet DumpCandidate::capabilities() const {
 
 std::vector<KernelStep> DumpCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   std::vector<KernelStep> steps;
-  for (const std::string& s : stages_of(cfg, kind))
+  for (const std::string& s : expected_stages(cfg, kind))
     if (mapping_.stages.count(s)) steps.push_back({fmt::format("{}{}", kDumpPrefix, s), {}, {s}});
   return steps;
 }

@@ -154,4 +154,19 @@ std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer) {
   return out;
 }
 
+std::vector<std::string> expected_stages(const ModelConfig& cfg, BlockKind kind) {
+  std::vector<std::string> out;
+  if (kind == BlockKind::embed || kind == BlockKind::head) {
+    for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
+    return out;
+  }
+  for (int l = 0; l < cfg.n_layers; ++l)
+    if (cfg.block_kind(l) == kind) {
+      for (std::string_view s : stages_for(cfg, l)) out.emplace_back(s);
+      return out;
+    }
+  for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
+  return out;
+}
+
 }  // namespace ds

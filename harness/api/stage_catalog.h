@@ -21,6 +21,8 @@ std::span<const StageInfo> block_stages(BlockKind kind);
 // The stages a given layer of a given model actually has (e.g. no q_norm without QK-norm).
 // Layer -1 means the model-level stages (embed, final_norm, logits).
 std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer);
+// The stages a block of `kind` has in this model (the catalog, less what the model lacks).
+std::vector<std::string> expected_stages(const ModelConfig& cfg, BlockKind kind);
 const StageInfo* find_stage(BlockKind kind, std::string_view name);
 // The ops computing `stage` of a block of `kind` may exercise (a superset: intersect with the
 // model's required ops). The gate of a partial candidate asks only for the ops of the stages

@@ -74,21 +74,6 @@ std::vector<BlockKind> model_block_kinds(const ModelConfig& cfg) {
   return kinds;
 }
 
-std::vector<std::string> expected_stages(const ModelConfig& cfg, BlockKind kind) {
-  std::vector<std::string> out;
-  if (kind == BlockKind::embed || kind == BlockKind::head) {
-    for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
-    return out;
-  }
-  for (int l = 0; l < cfg.n_layers; ++l)
-    if (cfg.block_kind(l) == kind) {
-      for (std::string_view s : stages_for(cfg, l)) out.emplace_back(s);
-      return out;
-    }
-  for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
-  return out;
-}
-
 std::size_t Coverage::missing_count() const {
   std::size_t n = 0;
   for (const auto& g : gaps) n += g.stages.size();

@@ -23,8 +23,6 @@ struct PlanError : std::invalid_argument {
 
 // The block kinds a model runs, model-level ones included, in execution order.
 std::vector<BlockKind> model_block_kinds(const ModelConfig& cfg);
-// The stages a block of `kind` has in this model (the catalog, less what the model lacks).
-std::vector<std::string> expected_stages(const ModelConfig& cfg, BlockKind kind);
 
 struct Coverage {
   struct Gap {
