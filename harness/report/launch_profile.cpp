@@ -25,7 +25,7 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-std::string layer_label(int layer) { return layer == kModelLayer ? "model" : fmt::format("{}", layer); }
+std::string layer_label(int layer) { return layer == kModelLayer ? "model" : fmt::format("layer {}", layer); }
 
 }  // namespace
 
