@@ -193,8 +193,9 @@ TEST(Gguf, RefusedFilesAreUnmapped) {
     return std::count(std::istreambuf_iterator<char>(maps), std::istreambuf_iterator<char>(), '\n');
   };
   const auto before = mappings();
-  for (int i = 0; i < 50; ++i) EXPECT_THROW(GgufFile{path}, ModelError);
-  EXPECT_LT(mappings(), before + 10);
+  // Each refused file left one mapping; the allocator (ASan's above all) adds a few of its own.
+  for (int i = 0; i < 200; ++i) EXPECT_THROW(GgufFile{path}, ModelError);
+  EXPECT_LT(mappings(), before + 50);
   fs::remove_all(dir);
 }
 
