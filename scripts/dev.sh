@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two README commands:
 #   scripts/dev.sh demo   install what is missing, build, run the bundled fixture (trace + table)
-#   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest)
+#   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest), then the
+#                         sanitizer suite (ASan + UBSan build of the loaders, readers, parsers, SIMT)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,18 @@ build() {
   fi
 }
 
+# The loaders, compare engine, trace reader/writer, policy parser, SIMT runtime and the fuzz
+# targets' replays (seeds and regression inputs) again under ASan + UBSan (the asan preset, in
+# build-asan/, through ccache like the main build): only the test programs those tests need are
+# built, and ctest runs the tests labelled `sanitize` (tests/CMakeLists.txt), without the Python
+# tests of the trace folder (traces.*), which drive the whole CLI and are run by the main build.
+SANITIZE_TARGETS=(test_reference test_compare test_traces simt_tests fuzz_replay)
+sanitize() {
+  [ -f build-asan/build.ninja ] || cmake --preset asan >/dev/null
+  cmake --build build-asan -j "$(nproc)" --target "${SANITIZE_TARGETS[@]}"
+  ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L sanitize -E '^traces[.]'
+}
+
 case "${1:-}" in
   demo)
     install_missing
@@ -57,6 +70,7 @@ case "${1:-}" in
     install_missing
     build
     ctest --test-dir build --output-on-failure -j "$(nproc)"
+    sanitize
     ;;
   *)
     echo "usage: $0 demo|test" >&2

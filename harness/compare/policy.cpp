@@ -180,6 +180,17 @@ T scalar(const std::string& source, const YAML::Node& n, std::string_view field)
   }
 }
 
+// A mapping's key. YAML allows any node there (`? [a, b]`, `? {a: 1}`); a policy's
+// fields are names.
+std::string key_of(const std::string& source, const YAML::Node& k) {
+  if (!k.IsScalar())
+    throw PolicyError(fmt::format("{}: a field name must be a word, not {}", at(source, k),
+                                  k.IsMap()        ? "a mapping"
+                                  : k.IsSequence() ? "a list"
+                                                   : "empty"));
+  return k.Scalar();
+}
+
 void parse_layers(Rule& r, const std::string& source, const YAML::Node& n) {
   const std::string s = scalar<std::string>(source, n, "layers");
   const auto colon = s.find(':');
@@ -206,7 +217,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
   r.where = at(source, n);
   int kinds = 0;
   for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = key_of(source, kv.first);
     const YAML::Node& v = kv.second;
     if (key == "stage") {
       r.stage_src = scalar<std::string>(source, v, key);
@@ -285,7 +296,7 @@ Policy Policy::from_yaml(const std::string& text, const std::string& source) {
   Policy p;
   p.name_ = source;
   for (const auto& kv : doc) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = key_of(source, kv.first);
     if (key == "name")
       p.name_ = scalar<std::string>(source, kv.second, key);
     else if (key == "description")

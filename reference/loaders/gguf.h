@@ -48,6 +48,8 @@ class GgufFile {
   Tensor read(const GgufTensorInfo& t) const;
 
  private:
+  void parse();  // the header and tensor table of the mapped file
+
   std::string path_;
   const std::byte* base_ = nullptr;
   std::size_t size_ = 0;

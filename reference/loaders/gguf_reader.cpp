@@ -134,6 +134,17 @@ GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
   }
   ::close(fd);
   if (!base_) throw ModelError(fmt::format("{}: cannot map the file (size {})", path_, size_));
+  // A refused file is unmapped here: no destructor runs for a constructor that throws, and a
+  // process that tries many files (gate, a fuzzer) would run out of mappings.
+  try {
+    parse();
+  } catch (...) {
+    ::munmap(const_cast<std::byte*>(base_), size_);
+    throw;
+  }
+}
+
+void GgufFile::parse() {
   Cursor c(path_, base_, size_);
   if (size_ < 4 || std::memcmp(base_, "GGUF", 4) != 0)
     throw ModelError(fmt::format("{}: not a GGUF file (bad magic)", path_));

@@ -146,6 +146,17 @@ TEST(PolicyYaml, BadFilesNameLineAndField) {
   EXPECT_NE(error_of("rules: []\n").find("no rules"), std::string::npos);
 }
 
+// Found by fuzzing (tests/fuzz/regressions/policy/): YAML allows any node as a key, and a key
+// that was not a string escaped as a yaml-cpp exception and aborted the CLI.
+TEST(PolicyYaml, KeysThatAreNotWordsAreNamed) {
+  EXPECT_NE(error_of("? ?\n").find("p.yaml:1: a field name must be a word, not a mapping"),
+            std::string::npos);
+  EXPECT_NE(error_of("? [a, b]\n: 1\n").find("a field name must be a word, not a list"), std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - ? {a: 1}\n    : 1\n")
+                .find("p.yaml:2: a field name must be a word, not a mapping"),
+            std::string::npos);
+}
+
 TEST(PolicyDefaults, IsolatedUsesScaledDtypeTolerance) {
   const Policy p = Policy::dtype_defaults();
   StageResult r = measured("q", 0, Mode::isolated, 0);
