@@ -111,15 +111,11 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   // clean-up at exit then crashes closing it again: the writer closes what it opened itself.
   H5dont_atexit();
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  if (opt_.stage_filter.size() > kMaxStagePatternChars)
-    throw TraceError(fmt::format("stage filter of {} characters is longer than the {} allowed",
-                                 opt_.stage_filter.size(), kMaxStagePatternChars));
   if (!opt_.stage_filter.empty()) {
     try {
-      stage_filter_.emplace(opt_.stage_filter);
-    } catch (const std::regex_error& e) {
-      throw TraceError(
-          fmt::format("stage filter '{}' is not a valid regex: {}", opt_.stage_filter, e.what()));
+      stage_filter_.emplace(compile_stage_pattern(opt_.stage_filter));
+    } catch (const std::invalid_argument& e) {
+      throw TraceError(fmt::format("stage filter: {}", e.what()));
     }
   }
   lock_fd_ = lock_for_writing(path);

@@ -1,6 +1,9 @@
 #include "stage_catalog.h"
 
+#include <fmt/format.h>
+
 #include <array>
+#include <stdexcept>
 
 namespace ds {
 
@@ -167,6 +170,34 @@ std::vector<std::string> expected_stages(const ModelConfig& cfg, BlockKind kind)
     }
   for (const auto& s : block_stages(kind)) out.emplace_back(s.name);
   return out;
+}
+
+std::regex compile_stage_pattern(const std::string& pattern) {
+  if (pattern.size() > kMaxStagePatternChars)
+    throw std::invalid_argument(fmt::format("a regex of {} characters is longer than the {} allowed",
+                                            pattern.size(), kMaxStagePatternChars));
+  // Every run of digits inside braces is a repeat bound ({n}, {n,}, {n,m}); read it without overflow.
+  bool in_braces = false;
+  std::uint64_t n = 0;
+  for (char ch : pattern) {
+    if (ch == '{') in_braces = true, n = 0;
+    if (!in_braces) continue;
+    if (ch >= '0' && ch <= '9') {
+      n = n * 10 + std::uint64_t(ch - '0');
+      if (n > kMaxStagePatternRepeat)
+        throw std::invalid_argument(fmt::format("a repeat count in '{}' is larger than the {} allowed",
+                                                pattern, kMaxStagePatternRepeat));
+    } else if (ch == ',') {
+      n = 0;
+    } else if (ch != '{') {
+      in_braces = false;
+    }
+  }
+  try {
+    return std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument(fmt::format("not a valid regex: {}", e.what()));
+  }
 }
 
 }  // namespace ds

@@ -4,6 +4,8 @@
 
 #include <span>
 #include <string_view>
+#include <cstdint>
+#include <regex>
 #include <vector>
 
 #include "model_config.h"
@@ -34,5 +36,12 @@ inline constexpr int kModelLayer = -1;
 // compiles and matches by recursion, one level per term: a pattern of 100000 characters
 // overflows the stack. Stage names are short; a list of every catalog stage fits many times.
 inline constexpr std::size_t kMaxStagePatternChars = 1000;
+// Largest count a stage pattern's {n} / {n,m} may name: libstdc++ compiles a repeat by copying the
+// state machine n times and overflows its count in a long for absurd n.
+inline constexpr std::uint64_t kMaxStagePatternRepeat = 1000;
+// A stage regex (policy rules, --capture-stages, export --stages), bounded before libstdc++ sees it.
+// Throws std::invalid_argument saying what is wrong (too long, a repeat count too large, or not a
+// valid regex); callers add which option or file it came from.
+std::regex compile_stage_pattern(const std::string& pattern);
 
 }  // namespace ds

@@ -221,14 +221,10 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     const YAML::Node& v = kv.second;
     if (key == "stage") {
       r.stage_src = scalar<std::string>(source, v, key);
-      if (r.stage_src.size() > kMaxStagePatternChars)
-        bad(source, v, key,
-            fmt::format("regex of {} characters is longer than the {} allowed", r.stage_src.size(),
-                        kMaxStagePatternChars));
       try {
-        r.stage = std::regex(r.stage_src);
-      } catch (const std::regex_error& e) {
-        bad(source, v, key, fmt::format("bad regex '{}': {}", r.stage_src, e.what()));
+        r.stage = compile_stage_pattern(r.stage_src);
+      } catch (const std::invalid_argument& e) {
+        bad(source, v, key, fmt::format("bad regex: {}", e.what()));
       }
     } else if (key == "layers") {
       parse_layers(r, source, v);

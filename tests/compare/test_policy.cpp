@@ -131,6 +131,14 @@ TEST(PolicyYaml, BadFilesNameLineAndField) {
   EXPECT_NE(error_of("rules:\n  - stage: \"(\"\n    check: \"max_abs <= 1\"\n")
                 .find("p.yaml:2: field 'stage': bad regex"),
             std::string::npos);
+  // A repeat count libstdc++ would overflow (found by the policy fuzz target) is refused by name.
+  EXPECT_NE(error_of("rules:\n  - stage: \"a{6666666666666666666666}\"\n    check: \"max_abs <= 1\"\n")
+                .find("p.yaml:2: field 'stage': bad regex: a repeat count"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - stage: \"q{2,1001}\"\n    check: \"max_abs <= 1\"\n")
+                .find("larger than the 1000"),
+            std::string::npos);
+  EXPECT_EQ(error_of("rules:\n  - stage: \"q{2,1000}_x\"\n    check: \"max_abs <= 1\"\n"), "");
   EXPECT_NE(
       error_of("rules:\n  - layers: \"5:2\"\n    dtype_defaults: true\n").find("p.yaml:2: field 'layers'"),
       std::string::npos);
