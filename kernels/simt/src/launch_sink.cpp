@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -119,8 +120,14 @@ void report_launch(const LaunchDesc& d, double seconds) {
 }  // namespace simt::detail
 
 extern "C" void driftscope_simt_set_launch_sink(simt_launch_sink sink, void* user) {
-  // A sink may be swapped while no launch runs; the old one is kept alive (a few bytes per install)
-  // because a concurrent reader may still hold it.
-  const auto* s = sink == nullptr ? nullptr : new simt::detail::Sink{sink, user};
+  // A concurrent launch may still read the sink being replaced, so none is ever freed before exit:
+  // each install appends to a list with stable addresses (a few bytes per install).
+  static std::mutex m;
+  static std::deque<simt::detail::Sink> installed;
+  const simt::detail::Sink* s = nullptr;
+  if (sink != nullptr) {
+    std::lock_guard lock(m);
+    s = &installed.emplace_back(simt::detail::Sink{sink, user});
+  }
   simt::detail::g_sink.store(s, std::memory_order_release);
 }
