@@ -34,16 +34,6 @@ void to_launch_log(const simt_launch_info* info, void* /*user*/) {
 
 }  // namespace
 
-void install_local() {
-#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
-  static const bool installed = [] {
-    driftscope_simt_set_launch_sink(&to_launch_log, nullptr);
-    return true;
-  }();
-  (void)installed;
-#endif
-}
-
 bool install_in_library(void* dl_handle) {
   using Setter = void (*)(simt_launch_sink, void*);
   void* sym = ::dlsym(dl_handle, "driftscope_simt_set_launch_sink");
@@ -52,20 +42,20 @@ bool install_in_library(void* dl_handle) {
   return true;
 }
 
-std::string start_device_recording() {
-#if defined(DRIFTSCOPE_HAVE_CUPTI)
-  return gpu::cupti_recorder::start();
-#else
-  return "this driftscope was built without CUPTI";
-#endif
-}
-
 void start(std::string_view backend) {
   if (backend == "simt") {
-    install_local();
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+    static const bool installed = (driftscope_simt_set_launch_sink(&to_launch_log, nullptr), true);
+    (void)installed;
+#endif
     return;
   }
-  if (const std::string why = start_device_recording(); !why.empty())
+#if defined(DRIFTSCOPE_HAVE_CUPTI)
+  const std::string why = gpu::cupti_recorder::start();
+#else
+  const std::string why = "this driftscope was built without CUPTI";
+#endif
+  if (!why.empty())
     fmt::print(stderr, "driftscope: no launch records for the {} kernels: {}\n", backend, why);
 }
 

@@ -222,13 +222,7 @@ std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode
   std::optional<CapturedStep> out;
   for (const auto& r : rows) {
     if (r.step != step || r.layer != layer || r.mode != std::uint8_t(mode)) continue;
-    std::vector<std::string> outs;
-    const std::string joined(r.outputs, strnlen(r.outputs, sizeof r.outputs));
-    for (std::size_t a = 0; a <= joined.size();) {
-      const std::size_t b = std::min(joined.find(',', a), joined.size());
-      outs.push_back(joined.substr(a, b - a));
-      a = b + 1;
-    }
+    const std::vector<std::string> outs = split_stages({r.outputs, strnlen(r.outputs, sizeof r.outputs)});
     if (std::find(outs.begin(), outs.end(), stage) == outs.end()) continue;
     const std::string ks(r.kernel_step, strnlen(r.kernel_step, sizeof r.kernel_step));
     if (out && out->kernel_step != ks) continue;

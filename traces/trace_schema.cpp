@@ -146,6 +146,22 @@ std::string read_str(const char (&src)[N]) {
 }
 }  // namespace
 
+std::string join_stages(const std::vector<std::string>& stages) {
+  std::string out;
+  for (const auto& s : stages) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+std::vector<std::string> split_stages(std::string_view joined) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at < joined.size();) {
+    const std::size_t comma = std::min(joined.find(',', at), joined.size());
+    out.emplace_back(joined.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 LaunchRow to_launch_row(const StepLaunch& l) {
   LaunchRow row{};
   row.step = l.step;
@@ -153,9 +169,7 @@ LaunchRow to_launch_row(const StepLaunch& l) {
   row.mode = std::uint8_t(l.mode);
   row.emulated = l.launch.emulated ? 1 : 0;
   copy_str(row.kernel_step, l.kernel_step);
-  std::string stages;
-  for (const auto& s : l.stages) stages += (stages.empty() ? "" : ",") + s;
-  copy_str(row.stages, stages);
+  copy_str(row.stages, join_stages(l.stages));
   copy_str(row.kernel, l.launch.kernel);
   copy_str(row.backend, l.launch.backend);
   for (int i = 0; i < 3; ++i) {
@@ -173,12 +187,7 @@ StepLaunch from_launch_row(const LaunchRow& row) {
   l.layer = row.layer;
   l.mode = row.mode == std::uint8_t(Mode::chained) ? Mode::chained : Mode::isolated;
   l.kernel_step = read_str(row.kernel_step);
-  const std::string stages = read_str(row.stages);
-  for (std::size_t at = 0; at < stages.size();) {
-    const std::size_t comma = std::min(stages.find(',', at), stages.size());
-    l.stages.push_back(stages.substr(at, comma - at));
-    at = comma + 1;
-  }
+  l.stages = split_stages(read_str(row.stages));
   l.launch.kernel = read_str(row.kernel);
   l.launch.backend = read_str(row.backend);
   for (int i = 0; i < 3; ++i) {

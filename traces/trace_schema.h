@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "launch_log.h"
 #include "result.h"
@@ -98,6 +100,9 @@ struct LaunchRow {
   double duration_us;  // emulated: CPU wall time of the SIMT runtime; otherwise GPU time (CUPTI)
 };
 hid_t launch_row_type();
+// A step's stages as one string field ("q,k,v") of an InputRow or LaunchRow, and back.
+std::string join_stages(const std::vector<std::string>& stages);
+std::vector<std::string> split_stages(std::string_view joined);
 LaunchRow to_launch_row(const StepLaunch& l);
 StepLaunch from_launch_row(const LaunchRow& row);
 

@@ -200,8 +200,7 @@ void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* 
 void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens,
                                 const std::string& kernel_step, const std::vector<std::string>& outputs,
                                 const std::map<std::string, Tensor, std::less<>>& inputs) {
-  std::string outs;
-  for (const auto& o : outputs) outs += (outs.empty() ? "" : ",") + o;
+  const std::string outs = join_stages(outputs);
   for (const auto& [name, t] : inputs) {
     if (t.empty()) continue;  // e.g. prev: before the first step; replay hands it over empty
     InputRow row{};

@@ -176,21 +176,29 @@ std::regex compile_stage_pattern(const std::string& pattern) {
   if (pattern.size() > kMaxStagePatternChars)
     throw std::invalid_argument(fmt::format("a regex of {} characters is longer than the {} allowed",
                                             pattern.size(), kMaxStagePatternChars));
-  // Every run of digits inside braces is a repeat bound ({n}, {n,}, {n,m}); read it without overflow.
-  bool in_braces = false;
-  std::uint64_t n = 0;
-  for (char ch : pattern) {
-    if (ch == '{') in_braces = true, n = 0;
-    if (!in_braces) continue;
-    if (ch >= '0' && ch <= '9') {
-      n = n * 10 + std::uint64_t(ch - '0');
-      if (n > kMaxStagePatternRepeat)
-        throw std::invalid_argument(fmt::format("a repeat count in '{}' is larger than the {} allowed",
-                                                pattern, kMaxStagePatternRepeat));
-    } else if (ch == ',') {
-      n = 0;
-    } else if (ch != '{') {
-      in_braces = false;
+  // libstdc++ reads the numbers of {n}, {n,m} and a backreference \n into an int without an overflow
+  // check: bound every such number before it sees them.
+  const auto number_at = [&](std::size_t& i) {  // the digits from i on; i ends past them
+    std::uint64_t n = 0;
+    for (; i < pattern.size() && pattern[i] >= '0' && pattern[i] <= '9'; ++i)
+      if ((n = n * 10 + std::uint64_t(pattern[i] - '0')) > kMaxStagePatternNumber)
+        throw std::invalid_argument(
+            fmt::format("a repeat count or backreference in '{}' is larger than the {} allowed", pattern,
+                        kMaxStagePatternNumber));
+  };
+  for (std::size_t i = 0; i < pattern.size();) {
+    if (pattern[i] == '\\') {
+      ++i;
+      if (i < pattern.size() && pattern[i] >= '0' && pattern[i] <= '9')
+        number_at(i);
+      else
+        ++i;  // an escaped character, a backslash included
+    } else if (pattern[i] == '{') {
+      ++i;
+      number_at(i);
+      if (i < pattern.size() && pattern[i] == ',') number_at(++i);
+    } else {
+      ++i;
     }
   }
   try {

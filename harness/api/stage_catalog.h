@@ -36,9 +36,9 @@ inline constexpr int kModelLayer = -1;
 // compiles and matches by recursion, one level per term: a pattern of 100000 characters
 // overflows the stack. Stage names are short; a list of every catalog stage fits many times.
 inline constexpr std::size_t kMaxStagePatternChars = 1000;
-// Largest count a stage pattern's {n} / {n,m} may name: libstdc++ compiles a repeat by copying the
-// state machine n times and overflows its count in a long for absurd n.
-inline constexpr std::uint64_t kMaxStagePatternRepeat = 1000;
+// Largest number a stage pattern's {n} / {n,m} or backreference \n may hold: libstdc++ compiles a
+// repeat by copying the state machine n times, and reads these numbers with no overflow check.
+inline constexpr std::uint64_t kMaxStagePatternNumber = 1000;
 // A stage regex (policy rules, --capture-stages, export --stages), bounded before libstdc++ sees it.
 // Throws std::invalid_argument saying what is wrong (too long, a repeat count too large, or not a
 // valid regex); callers add which option or file it came from.

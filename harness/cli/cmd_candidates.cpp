@@ -2,8 +2,6 @@
 // storage dtype and capabilities (and, for a plugin, which build it is).
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <iterator>
 #include <memory>
 
 #include "commands.h"
@@ -20,26 +18,19 @@ void print_candidate(const Candidate& c, const std::string& spec) {
 
 // The built-ins, grouped by what they are for: a mutant or a self-test is never what a user tests.
 void print_builtins() {
-  struct Group {
-    const char* prefix;  // empty: every name no other group takes
-    const char* title;
-  };
-  static constexpr Group kGroups[] = {
-      {"", "Backends (--candidate NAME)"},
-      {"mutant:", "Mutants: our kernels or cpu-f16 with a planted bug, each caught at its documented stage "
-                  "(docs/mutants.md)"},
-      {"selftest:", "Harness self-tests: candidates that crash or hang on purpose"},
+  static constexpr const char* kTitles[] = {
+      "Backends (--candidate NAME)",
+      "Mutants: our kernels or cpu-f16 with a planted bug, each caught at its documented stage "
+      "(docs/mutants.md)",
+      "Harness self-tests: candidates that crash or hang on purpose"};
+  const auto group_of = [](const std::string& name) {
+    return name.rfind("mutant:", 0) == 0 ? 1 : name.rfind("selftest:", 0) == 0 ? 2 : 0;
   };
   const auto entries = list_candidates();
-  for (const Group& g : kGroups) {
-    fmt::print("== {}\n", g.title);
-    for (const auto& e : entries) {
-      const bool other_group = std::any_of(std::begin(kGroups), std::end(kGroups), [&](const Group& o) {
-        return *o.prefix != '\0' && e.name.rfind(o.prefix, 0) == 0;
-      });
-      const bool mine = *g.prefix == '\0' ? !other_group : e.name.rfind(g.prefix, 0) == 0;
-      if (mine) print_candidate(*make_candidate(e.name), e.name);
-    }
+  for (int g = 0; g < 3; ++g) {
+    fmt::print("== {}\n", kTitles[g]);
+    for (const auto& e : entries)
+      if (group_of(e.name) == g) print_candidate(*make_candidate(e.name), e.name);
     fmt::print("\n");
   }
   fmt::print(

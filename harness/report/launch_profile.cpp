@@ -1,6 +1,7 @@
 #include "launch_profile.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -18,12 +19,6 @@ struct Total {
   std::set<std::string> kernels;
   std::size_t first = 0;  // index of its first launch: rows keep the order the run met them
 };
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
-  return s;
-}
 
 std::string layer_label(int layer) { return layer == kModelLayer ? "model" : fmt::format("layer {}", layer); }
 
@@ -48,7 +43,7 @@ void print_launch_profile(std::FILE* out, const std::vector<StepLaunch>& launche
     emulated = emulated || l.launch.emulated;
     total_us += l.launch.duration_us;
     for (Total* t :
-         {&per_step[fmt::format("{} -> {}", l.kernel_step, joined(l.stages))], &per_layer[l.layer]}) {
+         {&per_step[fmt::format("{} -> {}", l.kernel_step, fmt::join(l.stages, ","))], &per_layer[l.layer]}) {
       if (t->launches == 0) t->first = i;
       ++t->launches;
       t->us += l.launch.duration_us;
@@ -56,8 +51,8 @@ void print_launch_profile(std::FILE* out, const std::vector<StepLaunch>& launche
     }
   }
   fmt::print(
-      out, "\nkernel launches: {} on {}, {:.3f} ms in all{}\n", launches.size(),
-      joined({backends.begin(), backends.end()}), total_us / 1e3,
+      out, "\nkernel launches: {} on {}, {:.3f} ms in all{}\n", launches.size(), fmt::join(backends, ", "),
+      total_us / 1e3,
       emulated ? " (emulated: CPU wall time of the SIMT runtime, not GPU time)" : " (GPU time from CUPTI)");
   std::vector<std::pair<std::string, Total>> rows(per_step.begin(), per_step.end());
   std::sort(rows.begin(), rows.end(),
@@ -69,7 +64,7 @@ void print_launch_profile(std::FILE* out, const std::vector<StepLaunch>& launche
   for (const auto& [name, t] : rows)
     fmt::print(out, "{:<{}}  {:>8}  {:>10.3f}  {:>9.1f}  {:>5.1f}%  {}\n", name, w, t.launches, t.us / 1e3,
                t.us / double(t.launches), total_us > 0 ? 100.0 * t.us / total_us : 0.0,
-               joined({t.kernels.begin(), t.kernels.end()}));
+               fmt::join(t.kernels, ", "));
   fmt::print(out, "per layer: ");
   std::string line;
   for (const auto& [layer, t] : per_layer)

@@ -53,6 +53,7 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     std::string status = "ok";
     try {
       inner_->load(cfg, weights);
+      launch_log::take();  // what load() launched belongs to no step; a reply carries its step's alone
     } catch (const std::exception& e) {
       status = "ex";
       put_str(status, e.what());
@@ -106,7 +107,6 @@ void ChildCandidate::serve() {
         inputs[name] = r.tensor();
       }
       TensorMap outputs;
-      launch_log::take();  // only this step's launches go back with its outputs
       inner_->run(step, ctx, inputs, outputs);
       reply = "ok";
       put_u64(reply, outputs.size());

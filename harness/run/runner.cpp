@@ -188,6 +188,7 @@ class Run {
     event("candidate_load");
     try {
       cand->load(cfg, model.weights);
+      launch_log::take();  // what load() launched (weight repacking, say) belongs to no step
     } catch (const CandidateCrash& crash) {
       crash_ = fmt::format("candidate crashed while loading: {}", crash.what());
       finish();
@@ -368,7 +369,6 @@ class Run {
       TensorMap outs;
       try {
         event("candidate_step");
-        launch_log::take();  // launches from outside this step (load, a fill step) belong to none
         cand.run(ks, ctx, inputs, outs);
         file_launches(ks, ctx, lane.mode);
       } catch (const CandidateCrash& crash) {

@@ -139,6 +139,11 @@ TEST(PolicyYaml, BadFilesNameLineAndField) {
                 .find("larger than the 1000"),
             std::string::npos);
   EXPECT_EQ(error_of("rules:\n  - stage: \"q{2,1000}_x\"\n    check: \"max_abs <= 1\"\n"), "");
+  EXPECT_NE(error_of("rules:\n  - stage: \"(q)\\\\5555555555555\"\n    check: \"max_abs <= 1\"\n")
+                .find("backreference"),
+            std::string::npos);
+  // An escaped backslash before digits is a literal, not a backreference.
+  EXPECT_EQ(error_of("rules:\n  - stage: \"q\\\\\\\\5555\"\n    check: \"max_abs <= 1\"\n"), "");
   EXPECT_NE(
       error_of("rules:\n  - layers: \"5:2\"\n    dtype_defaults: true\n").find("p.yaml:2: field 'layers'"),
       std::string::npos);

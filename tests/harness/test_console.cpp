@@ -19,17 +19,23 @@ std::string render(const RunReport& r, ConsoleOptions opt = {}) {
   return s;
 }
 
+// A failing stage of layer 0, step 0 with 3 elements out of tolerance, the first at `first`.
+StageResult failing(const char* stage, std::int64_t first, std::int64_t numel, double max_abs) {
+  StageResult r;
+  r.key = {0, 0, stage};
+  r.status = Status::fail;
+  r.m.first_mismatch = first;
+  r.m.mismatches = 3;
+  r.m.numel = numel;
+  r.m.max_abs = max_abs;
+  return r;
+}
+
 TEST(Console, FailureShowsFirstValuesOfBothSidesAndTheFirstFailingStage) {
   RunReport rep;
   StageResult ok;
   ok.key = {0, 0, "attn_norm"};
-  StageResult bad;
-  bad.key = {0, 0, "residual_1"};
-  bad.status = Status::fail;
-  bad.m.first_mismatch = 6;
-  bad.m.mismatches = 3;
-  bad.m.numel = 10;
-  bad.m.max_abs = 0.05;
+  StageResult bad = failing("residual_1", 6, 10, 0.05);
   bad.head_ref = {1, 2};
   bad.head_cand = {1, 3};
   rep.results = {ok, bad};
@@ -70,13 +76,7 @@ TEST(Console, APassingRunIsSummarisedNamingTheStageClosestToItsTolerance) {
 
 TEST(Console, AnElementwiseFailureSaysWhyAndShowsTheValuesAroundTheFirstMismatch) {
   RunReport rep;
-  StageResult bad;
-  bad.key = {0, 0, "attn_norm"};
-  bad.status = Status::fail;
-  bad.m.first_mismatch = 41;
-  bad.m.mismatches = 3;
-  bad.m.numel = 64;
-  bad.m.max_abs = 0.02;
+  StageResult bad = failing("attn_norm", 41, 64, 0.02);
   bad.m.max_abs_index = 41;
   bad.m.atol = 1e-5;
   bad.m.rtol = 1e-3;

@@ -56,7 +56,6 @@ TEST_P(LaunchRecords, OneRecordPerPlanStepNamingItsStages) {
   for (int step = 0; step <= o.decode_steps; ++step)
     for (Mode mode : o.modes)
       for (int layer = kModelLayer; layer < cfg.n_layers; ++layer) {
-        if (layer < 0 && layer != kModelLayer) continue;
         const std::vector<KernelStep> plan =
             layer == kModelLayer ? model_level : cand->plan(cfg, cfg.block_kind(layer));
         const auto& got = seen[{step, layer, int(mode)}];

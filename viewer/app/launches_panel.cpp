@@ -49,7 +49,7 @@ void draw_launches(App& app, float width, float height) {
       const float w = most > 0 ? float(t.us / most) * (x1 - x0) : 0;
       const std::string label = t.layer < 0 ? "model" : fmt::format("layer {}", t.layer);
       dl->AddText({10, y}, kDimText, label.c_str());
-      dl->AddRectFilled({x0, y + 2}, {x0 + std::max(w, 1.f), y + row_h - 3}, IM_COL32(90, 150, 220, 255));
+      dl->AddRectFilled({x0, y + 2}, {x0 + std::max(w, 1.f), y + row_h - 3}, kLaunchBarColour.packed());
       dl->AddText({x0 + w + 6, y}, kText,
                   fmt::format("{:.3f} ms, {} launches", t.us / 1e3, t.launches).c_str());
     }
