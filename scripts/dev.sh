@@ -40,10 +40,9 @@ build() {
 # build-asan/, through ccache like the main build): only the test programs those tests need are
 # built, and ctest runs the tests labelled `sanitize` (tests/CMakeLists.txt), without the Python
 # tests of the trace folder (traces.*), which drive the whole CLI and are run by the main build.
-SANITIZE_TARGETS=(test_reference test_compare test_traces simt_tests fuzz_replay)
 sanitize() {
   [ -f build-asan/build.ninja ] || cmake --preset asan >/dev/null
-  cmake --build build-asan -j "$(nproc)" --target "${SANITIZE_TARGETS[@]}"
+  cmake --build build-asan -j "$(nproc)" --target sanitize_tests
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L sanitize -E '^traces[.]'
 }
 

@@ -31,8 +31,9 @@ std::optional<nlohmann::json> read_json_dataset(hid_t loc, const char* name, con
 bool copy_attributes(hid_t src, hid_t dst);
 // HDF5 trusts some lengths it reads without a checksum (the global heap holding variable-length
 // strings), so a corrupt file can make the library itself read out of bounds or loop forever,
-// beyond any check a caller can make first. While a guard is alive, SIGSEGV and SIGBUS end the
-// process with exit 2 and a one-line error naming `path`, as every other corrupt trace does; a
+// beyond any check a caller can make first. While a guard is alive, SIGSEGV and SIGBUS inside the
+// HDF5 library end the process with exit 2 and a one-line error naming `path`, as every other
+// corrupt trace does (a fault in any other code crashes as it would without the guard); a
 // `metadata` guard also ends it (exit 2) when it lives longer than kMetadataReadSeconds, which no
 // metadata read of a sound file comes near (bulk tensor reads use a guard without the deadline).
 // Guards nest; the innermost path is named.

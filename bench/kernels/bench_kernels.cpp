@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "dtype.h"
+#include "tensor.h"
 #include "kernels.h"
 #include "shapes.h"
 #if defined(DS_BENCH_CUDA)
@@ -54,21 +55,20 @@ namespace {
 // and the checks must then fail: bench.kernels_catches_bug shows they do.
 int g_bug = dsk::kBugNone;
 
-enum class Elem { f32, f16, bf16, i32 };
-std::size_t elem_size(Elem e) { return e == Elem::f16 || e == Elem::bf16 ? 2 : 4; }
+using ds::DType;
 
 // Projection weights in bf16, as the HF checkpoints of these models store them.
-constexpr Elem kWeight = Elem::bf16;
+constexpr DType kWeight = DType::bf16;
 constexpr dsk::WType kWType = dsk::WType::bf16;
 
 // One device allocation and, in `host`, the values it was filled with as the kernel reads
 // them (already rounded to `elem`). Token ids and slot ids are small enough to be exact floats.
 struct Buf {
-  Elem elem;
+  DType elem;
   std::size_t n;
   void* dev;
   std::vector<float> host;
-  std::size_t bytes() const { return n * elem_size(elem); }
+  std::size_t bytes() const { return n * ds::dtype_size(elem); }
   template <class T>
   T* as() const {
     return static_cast<T*>(dev);
@@ -92,67 +92,35 @@ class Arena {
     return v;
   }
 
-  Buf& upload(Elem e, std::vector<float> v) {
-    std::vector<unsigned char> raw(v.size() * elem_size(e));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = encode(e, v[i], raw.data() + i * elem_size(e));
+  Buf& upload(DType e, std::vector<float> v) {
+    ds::Tensor stored(e, {std::int64_t(v.size())});
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      stored.set(std::int64_t(i), v[i]);
+      v[i] = static_cast<float>(stored.at(std::int64_t(i)));
+    }
     Buf& b = alloc(e, v.size());
-    k.to_device(b.dev, raw.data(), raw.size());
+    k.to_device(b.dev, stored.raw(), stored.nbytes());
     b.host = std::move(v);
     return b;
   }
 
   // An output: never filled (the simt runtime fills fresh memory with NaN, so an element the
   // kernel skips fails the check).
-  Buf& alloc(Elem e, std::size_t n) { return bufs_.emplace_back(Buf{e, n, k.alloc(n * elem_size(e)), {}}); }
+  Buf& alloc(DType e, std::size_t n) {
+    return bufs_.emplace_back(Buf{e, n, k.alloc(n * ds::dtype_size(e)), {}});
+  }
 
   std::vector<float> read(const Buf& b) const {
-    std::vector<unsigned char> raw(b.bytes());
-    k.to_host(raw.data(), b.dev, raw.size());
+    ds::Tensor got(b.elem, {std::int64_t(b.n)});
+    k.to_host(got.raw(), b.dev, got.nbytes());
     std::vector<float> v(b.n);
-    for (std::size_t i = 0; i < b.n; ++i) v[i] = decode(b.elem, raw.data() + i * elem_size(b.elem));
+    for (std::size_t i = 0; i < b.n; ++i) v[i] = static_cast<float>(got.at(std::int64_t(i)));
     return v;
   }
 
   const dsk::KernelTable& k;
 
  private:
-  // Stores `v` as `e` at `p`; returns the value stored.
-  static float encode(Elem e, float v, unsigned char* p) {
-    switch (e) {
-      case Elem::f16: {
-        const std::uint16_t h = ds::f32_to_f16(v);
-        std::memcpy(p, &h, 2);
-        return ds::f16_to_f32(h);
-      }
-      case Elem::bf16: {
-        const std::uint16_t h = ds::f32_to_bf16(v);
-        std::memcpy(p, &h, 2);
-        return ds::bf16_to_f32(h);
-      }
-      case Elem::i32: {
-        const auto i = static_cast<std::int32_t>(v);
-        std::memcpy(p, &i, 4);
-        return static_cast<float>(i);
-      }
-      case Elem::f32: break;
-    }
-    std::memcpy(p, &v, 4);
-    return v;
-  }
-  static float decode(Elem e, const unsigned char* p) {
-    std::uint16_t h = 0;
-    std::int32_t i = 0;
-    float f = 0;
-    switch (e) {
-      case Elem::f16: std::memcpy(&h, p, 2); return ds::f16_to_f32(h);
-      case Elem::bf16: std::memcpy(&h, p, 2); return ds::bf16_to_f32(h);
-      case Elem::i32: std::memcpy(&i, p, 4); return static_cast<float>(i);
-      case Elem::f32: break;
-    }
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-
   std::deque<Buf> bufs_;  // a deque: the launch and check closures hold references into it
   std::mt19937 rng_{20260519};
 };
@@ -180,7 +148,7 @@ std::string verify(const Arena& a, const Check& c) {
   const std::size_t n = got.size();
   constexpr std::size_t kSamples = 256;
   // f16 outputs carry one rounding (2^-11 relative) on top of f32 accumulation.
-  const double rel = c.out->elem == Elem::f32 ? 1e-4 : 4e-3;
+  const double rel = c.out->elem == DType::f32 ? 1e-4 : 4e-3;
   for (std::size_t s = 0; s < std::min(n, kSamples); ++s) {
     const std::size_t i = n <= kSamples ? s : s == 0 ? 0 : s == 1 ? n - 1 : s * 2654435761u % n;
     const double want = c.expect(i), tol = rel * (1 + std::abs(want));
@@ -206,10 +174,10 @@ Prepared embedding(Arena& a, const Decoder& m, int T) {
   std::vector<float> ids(T);
   for (int t = 0; t < T; ++t)
     ids[t] = static_cast<float>((t * 7919 + 13) % m.vocab);  // spread over the table
-  Buf& tokens = a.upload(Elem::i32, ids);
-  Buf& out = a.alloc(Elem::f16, std::size_t(T) * D);
+  Buf& tokens = a.upload(DType::i32, ids);
+  Buf& out = a.alloc(DType::f16, std::size_t(T) * D);
   Prepared p;
-  p.bytes = double(T) * D * elem_size(kWeight) + tokens.bytes() + out.bytes();
+  p.bytes = double(T) * D * ds::dtype_size(kWeight) + tokens.bytes() + out.bytes();
   p.launch = [&a, &table, &tokens, &out, T, D] {
     a.k.embedding(table.dev, kWType, tokens.as<std::int32_t>(), nullptr, 0, out.dev, T, D, g_bug);
   };
@@ -221,9 +189,9 @@ Prepared embedding(Arena& a, const Decoder& m, int T) {
 
 Prepared rmsnorm(Arena& a, const Decoder& m, int T) {
   const int H = m.hidden;
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * H, -1, 1));
-  Buf& w = a.upload(Elem::f32, a.uniform(H, 0.5f, 1.5f));
-  Buf& y = a.alloc(Elem::f16, x.n);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * H, -1, 1));
+  Buf& w = a.upload(DType::f32, a.uniform(H, 0.5f, 1.5f));
+  Buf& y = a.alloc(DType::f16, x.n);
   std::vector<double> inv(T);
   for (int t = 0; t < T; ++t) {
     const float* r = x.host.data() + std::size_t(t) * H;
@@ -239,10 +207,10 @@ Prepared rmsnorm(Arena& a, const Decoder& m, int T) {
 
 Prepared layernorm(Arena& a, const Decoder& m, int T) {
   const int H = m.hidden;
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * H, -1, 1.5f));  // a non-zero mean to subtract
-  Buf& w = a.upload(Elem::f32, a.uniform(H, 0.5f, 1.5f));
-  Buf& b = a.upload(Elem::f32, a.uniform(H, -0.1f, 0.1f));
-  Buf& y = a.alloc(Elem::f16, x.n);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * H, -1, 1.5f));  // a non-zero mean to subtract
+  Buf& w = a.upload(DType::f32, a.uniform(H, 0.5f, 1.5f));
+  Buf& b = a.upload(DType::f32, a.uniform(H, -0.1f, 0.1f));
+  Buf& y = a.alloc(DType::f16, x.n);
   std::vector<double> mean(T), inv(T);
   for (int t = 0; t < T; ++t) {
     const float* r = x.host.data() + std::size_t(t) * H;
@@ -268,10 +236,10 @@ Prepared layernorm(Arena& a, const Decoder& m, int T) {
 Prepared gemv(Arena& a, int T, int rows, int cols, bool bias, bool chain_add) {
   const float ws = std::sqrt(3.0f / static_cast<float>(cols));  // keeps y near unit scale
   Buf& W = a.upload(kWeight, a.uniform(std::size_t(rows) * cols, -ws, ws));
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * cols, -1, 1));
-  Buf* b = bias ? &a.upload(Elem::f32, a.uniform(rows, -0.1f, 0.1f)) : nullptr;
-  Buf* resid = chain_add ? &a.upload(Elem::f16, a.uniform(std::size_t(T) * rows, -1, 1)) : nullptr;
-  Buf& y = a.alloc(Elem::f16, std::size_t(T) * rows);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * cols, -1, 1));
+  Buf* b = bias ? &a.upload(DType::f32, a.uniform(rows, -0.1f, 0.1f)) : nullptr;
+  Buf* resid = chain_add ? &a.upload(DType::f16, a.uniform(std::size_t(T) * rows, -1, 1)) : nullptr;
+  Buf& y = a.alloc(DType::f16, std::size_t(T) * rows);
   Prepared p;
   p.bytes =
       double(W.bytes() + x.bytes() + y.bytes()) + (b ? b->bytes() : 0) + (resid ? 2 * resid->bytes() : 0);
@@ -295,16 +263,16 @@ Prepared fused_qkv(Arena& a, const Decoder& m, int T) {
   const int qr = m.n_heads * m.head_dim, kvr = m.n_kv * m.head_dim, rows = qr + 2 * kvr, cols = m.hidden;
   const float ws = std::sqrt(3.0f / static_cast<float>(cols));
   Buf& W = a.upload(kWeight, a.uniform(std::size_t(rows) * cols, -ws, ws));
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * cols, -1, 1));
-  Buf* b = m.qkv_bias ? &a.upload(Elem::f32, a.uniform(rows, -0.1f, 0.1f)) : nullptr;
-  Buf& q = a.alloc(Elem::f16, std::size_t(T) * qr);
-  Buf& k = a.alloc(Elem::f16, std::size_t(T) * kvr);
-  Buf& v = a.alloc(Elem::f16, std::size_t(T) * kvr);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * cols, -1, 1));
+  Buf* b = m.qkv_bias ? &a.upload(DType::f32, a.uniform(rows, -0.1f, 0.1f)) : nullptr;
+  Buf& q = a.alloc(DType::f16, std::size_t(T) * qr);
+  Buf& k = a.alloc(DType::f16, std::size_t(T) * kvr);
+  Buf& v = a.alloc(DType::f16, std::size_t(T) * kvr);
   Prepared p;
   p.bytes = double(W.bytes() + x.bytes() + q.bytes() + k.bytes() + v.bytes()) + (b ? b->bytes() : 0);
   p.launch = [&a, &W, &x, b, &q, &k, &v, T, qr, kvr, cols] {
     const auto* w = static_cast<const char*>(W.dev);
-    const std::size_t seg = elem_size(kWeight) * cols;
+    const std::size_t seg = ds::dtype_size(kWeight) * cols;
     const float* bq = b ? b->as<float>() : nullptr;
     a.k.fused_qkv(w, w + qr * seg, w + (qr + kvr) * seg, kWType, bq, bq ? bq + qr : nullptr,
                   bq ? bq + qr + kvr : nullptr, x.dev, q.dev, k.dev, v.dev, T, qr, kvr, cols, g_bug);
@@ -324,12 +292,12 @@ Prepared fused_qkv(Arena& a, const Decoder& m, int T) {
 
 Prepared qk_norm(Arena& a, const Decoder& m, int T) {
   const int hd = m.head_dim;
-  Buf& q = a.upload(Elem::f16, a.uniform(std::size_t(T) * m.n_heads * hd, -1, 1));
-  Buf& k = a.upload(Elem::f16, a.uniform(std::size_t(T) * m.n_kv * hd, -1, 1));
-  Buf& wq = a.upload(Elem::f32, a.uniform(hd, 0.5f, 1.5f));
-  Buf& wk = a.upload(Elem::f32, a.uniform(hd, 0.5f, 1.5f));
-  Buf& qn = a.alloc(Elem::f16, q.n);
-  Buf& kn = a.alloc(Elem::f16, k.n);
+  Buf& q = a.upload(DType::f16, a.uniform(std::size_t(T) * m.n_heads * hd, -1, 1));
+  Buf& k = a.upload(DType::f16, a.uniform(std::size_t(T) * m.n_kv * hd, -1, 1));
+  Buf& wq = a.upload(DType::f32, a.uniform(hd, 0.5f, 1.5f));
+  Buf& wk = a.upload(DType::f32, a.uniform(hd, 0.5f, 1.5f));
+  Buf& qn = a.alloc(DType::f16, q.n);
+  Buf& kn = a.alloc(DType::f16, k.n);
   Prepared p;
   p.bytes = double(2 * q.bytes() + 2 * k.bytes() + wq.bytes() + wk.bytes());
   p.launch = [&a, &q, &k, &wq, &wk, &qn, &kn, T, m] {
@@ -349,13 +317,14 @@ Prepared qk_norm(Arena& a, const Decoder& m, int T) {
 
 Prepared rope(Arena& a, const Decoder& m, int T, int pos0) {
   const int hd = m.head_dim, rot = m.rotary_dim;
-  Buf& q = a.upload(Elem::f16, a.uniform(std::size_t(T) * m.n_heads * hd, -1, 1));
-  Buf& k = a.upload(Elem::f16, a.uniform(std::size_t(T) * m.n_kv * hd, -1, 1));
+  Buf& q = a.upload(DType::f16, a.uniform(std::size_t(T) * m.n_heads * hd, -1, 1));
+  Buf& k = a.upload(DType::f16, a.uniform(std::size_t(T) * m.n_kv * hd, -1, 1));
+  Buf* factors = m.freq_factors.empty() ? nullptr : &a.upload(DType::f32, m.freq_factors);
   Prepared p;
-  p.bytes = 2.0 * T * (m.n_heads + m.n_kv) * rot * elem_size(Elem::f16);  // only the rotated dims
-  p.launch = [&a, &q, &k, T, m, pos0] {
-    a.k.rope(q.dev, k.dev, T, m.n_heads, m.n_kv, m.head_dim, m.rotary_dim, pos0, m.theta, nullptr, m.neox,
-             g_bug);
+  p.bytes = 2.0 * T * (m.n_heads + m.n_kv) * rot * ds::dtype_size(DType::f16);  // only the rotated dims
+  p.launch = [&a, &q, &k, factors, T, m, pos0] {
+    a.k.rope(q.dev, k.dev, T, m.n_heads, m.n_kv, m.head_dim, m.rotary_dim, pos0, m.theta,
+             factors ? factors->as<float>() : nullptr, m.neox, g_bug);
   };
   auto want = [hd, rot, pos0, m](const Buf& in, int heads) {
     return [&in, heads, hd, rot, pos0, m](std::size_t e) {
@@ -365,7 +334,8 @@ Prepared rope(Arena& a, const Decoder& m, int T, int pos0) {
       const int i = m.neox ? d % half : d / 2;
       const int lo = m.neox ? i : 2 * i, hi = m.neox ? i + half : 2 * i + 1;
       const double pos = pos0 + static_cast<double>(e / (std::size_t(heads) * hd));
-      const double angle = pos * std::pow(double(m.theta), -2.0 * i / rot);
+      const double factor = m.freq_factors.empty() ? 1.0 : double(m.freq_factors[std::size_t(i)]);
+      const double angle = pos * std::pow(double(m.theta), -2.0 * i / rot) / factor;
       const double xa = in.host[head + lo], xb = in.host[head + hi];
       return d == lo ? xa * std::cos(angle) - xb * std::sin(angle)
                      : xb * std::cos(angle) + xa * std::sin(angle);
@@ -379,10 +349,10 @@ Prepared rope(Arena& a, const Decoder& m, int T, int pos0) {
 // T query tokens at positions pos0.. over a cache of P = pos0 + T rows.
 Prepared attention(Arena& a, const Decoder& m, int T, int pos0) {
   const int hd = m.head_dim, P = pos0 + T, qw = m.n_heads * hd, kvw = m.n_kv * hd;
-  Buf& q = a.upload(Elem::f16, a.uniform(std::size_t(T) * qw, -1, 1));
-  Buf& kc = a.upload(Elem::f16, a.uniform(std::size_t(P) * kvw, -1, 1));
-  Buf& vc = a.upload(Elem::f16, a.uniform(std::size_t(P) * kvw, -1, 1));
-  Buf& out = a.alloc(Elem::f16, q.n);
+  Buf& q = a.upload(DType::f16, a.uniform(std::size_t(T) * qw, -1, 1));
+  Buf& kc = a.upload(DType::f16, a.uniform(std::size_t(P) * kvw, -1, 1));
+  Buf& vc = a.upload(DType::f16, a.uniform(std::size_t(P) * kvw, -1, 1));
+  Buf& out = a.alloc(DType::f16, q.n);
   Prepared p;
   p.bytes = double(q.bytes() + kc.bytes() + vc.bytes() + out.bytes());
   p.launch = [&a, &q, &kc, &vc, &out, T, P, pos0, m, qw, kvw] {
@@ -411,13 +381,13 @@ Prepared attention(Arena& a, const Decoder& m, int T, int pos0) {
 // gate and up read from one packed [T, 2F] gate_up output, as the candidate does.
 Prepared swiglu(Arena& a, const Decoder& m, int T) {
   const int F = m.ffn;
-  Buf& gu = a.upload(Elem::f16, a.uniform(std::size_t(T) * 2 * F, -3, 3));
-  Buf& act = a.alloc(Elem::f16, std::size_t(T) * F);
+  Buf& gu = a.upload(DType::f16, a.uniform(std::size_t(T) * 2 * F, -3, 3));
+  Buf& act = a.alloc(DType::f16, std::size_t(T) * F);
   Prepared p;
   p.bytes = double(gu.bytes() + act.bytes());
   p.launch = [&a, &gu, &act, T, F] {
     const auto* g = static_cast<const char*>(gu.dev);
-    a.k.swiglu(g, g + F * elem_size(Elem::f16), nullptr, nullptr, false, act.dev, T, F, 2 * F, g_bug);
+    a.k.swiglu(g, g + F * ds::dtype_size(DType::f16), nullptr, nullptr, false, act.dev, T, F, 2 * F, g_bug);
   };
   p.checks.push_back({"act", &act, [&gu, F](std::size_t i) {
                         const std::size_t row = i / F * 2 * F, c = i % F;
@@ -427,8 +397,8 @@ Prepared swiglu(Arena& a, const Decoder& m, int T) {
 }
 
 Prepared gelu(Arena& a, const Decoder& m, int T) {
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * m.ffn, -3, 3));
-  Buf& y = a.alloc(Elem::f16, x.n);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * m.ffn, -3, 3));
+  Buf& y = a.alloc(DType::f16, x.n);
   Prepared p;
   p.bytes = double(x.bytes() + y.bytes());
   p.launch = [&a, &x, &y] { a.k.gelu(x.dev, y.dev, static_cast<int>(x.n), g_bug); };
@@ -450,17 +420,17 @@ struct GdnIn {
   GdnIn(Arena& a, const Gdn& m, int n_seqs, int T_) : T(T_), nk(m.nk), nv(m.nv), dk(m.dk), dv(m.dv) {
     const std::size_t rows = std::size_t(n_seqs) * T;
     const float qs = 1 / std::sqrt(static_cast<float>(dk));
-    q = &a.upload(Elem::f32, a.uniform(rows * nk * dk, -qs, qs));
+    q = &a.upload(DType::f32, a.uniform(rows * nk * dk, -qs, qs));
     std::vector<float> kv = a.uniform(rows * nk * dk, -1, 1);
     for (std::size_t h = 0; h < rows * nk; ++h) {
       float* x = kv.data() + h * dk;
       const auto n = static_cast<float>(std::sqrt(dot(x, x, dk)));
       for (int i = 0; i < dk; ++i) x[i] /= n;
     }
-    k = &a.upload(Elem::f32, std::move(kv));
-    v = &a.upload(Elem::f32, a.uniform(rows * nv * dv, -1, 1));
-    g = &a.upload(Elem::f32, a.uniform(rows * nv, -1, 0));
-    beta = &a.upload(Elem::f32, a.uniform(rows * nv, 0, 1));
+    k = &a.upload(DType::f32, std::move(kv));
+    v = &a.upload(DType::f32, a.uniform(rows * nv * dv, -1, 1));
+    g = &a.upload(DType::f32, a.uniform(rows * nv, -1, 0));
+    beta = &a.upload(DType::f32, a.uniform(rows * nv, 0, 1));
   }
   double bytes() const { return double(q->bytes() + k->bytes() + v->bytes() + g->bytes() + beta->bytes()); }
   std::size_t slot() const { return std::size_t(nv) * dk * dv; }
@@ -510,11 +480,26 @@ std::vector<float> mixed_ids(int n_seqs) {
   return ids;
 }
 
+// The output check of a recurrence whose sequence `seq` started from state prior(seq).
+template <class Prior>
+Check gdn_out_check(const std::shared_ptr<GdnIn>& in, Prior prior, const Buf& out) {
+  return {"out", &out, [in, prior](std::size_t i) { return in->want_out(prior, i); }};
+}
+
+// The final states, one slot per sequence in order.
+template <class Prior>
+Check gdn_state_check(const char* what, const std::shared_ptr<GdnIn>& in, Prior prior, const Buf& state) {
+  return {what, &state, [in, prior](std::size_t e) {
+            const int seq = static_cast<int>(e / in->slot());
+            return in->want_state(prior(seq), seq, e % in->slot());
+          }};
+}
+
 Prepared gdn(Arena& a, const Gdn& m, int n_seqs, int T) {
   auto in = std::make_shared<GdnIn>(a, m, n_seqs, T);
-  Buf& s_in = a.upload(Elem::f32, a.uniform(n_seqs * in->slot(), -0.1f, 0.1f));
-  Buf& s_out = a.alloc(Elem::f32, s_in.n);
-  Buf& out = a.alloc(Elem::f32, std::size_t(n_seqs) * T * m.nv * m.dv);
+  Buf& s_in = a.upload(DType::f32, a.uniform(n_seqs * in->slot(), -0.1f, 0.1f));
+  Buf& s_out = a.alloc(DType::f32, s_in.n);
+  Buf& out = a.alloc(DType::f32, std::size_t(n_seqs) * T * m.nv * m.dv);
   Prepared p;
   p.bytes = in->bytes() + double(s_in.bytes() + s_out.bytes() + out.bytes());
   p.launch = [&a, in, &s_in, &s_out, &out, n_seqs] {
@@ -523,19 +508,16 @@ Prepared gdn(Arena& a, const Gdn& m, int n_seqs, int T) {
             in->nk, in->nv, in->dk, in->dv, g_bug);
   };
   auto prior = [in, &s_in](int seq) { return s_in.host.data() + seq * in->slot(); };
-  p.checks.push_back({"out", &out, [in, prior](std::size_t i) { return in->want_out(prior, i); }});
-  p.checks.push_back({"state_out", &s_out, [in, prior](std::size_t e) {
-                        const int seq = static_cast<int>(e / in->slot());
-                        return in->want_state(prior(seq), seq, e % in->slot());
-                      }});
+  p.checks.push_back(gdn_out_check(in, prior, out));
+  p.checks.push_back(gdn_state_check("state_out", in, prior, s_out));
   return p;
 }
 
 // Op A: one token, the state slots read and rewritten in place.
 Prepared gdn_inplace(Arena& a, const Gdn& m, int n_seqs) {
   auto in = std::make_shared<GdnIn>(a, m, n_seqs, 1);
-  Buf& state = a.upload(Elem::f32, a.uniform(n_seqs * in->slot(), -0.1f, 0.1f));
-  Buf& out = a.alloc(Elem::f32, std::size_t(n_seqs) * m.nv * m.dv);
+  Buf& state = a.upload(DType::f32, a.uniform(n_seqs * in->slot(), -0.1f, 0.1f));
+  Buf& out = a.alloc(DType::f32, std::size_t(n_seqs) * m.nv * m.dv);
   Prepared p;
   p.bytes = in->bytes() + double(2 * state.bytes() + out.bytes());
   p.launch = [&a, in, &state, &out, n_seqs] {
@@ -544,11 +526,8 @@ Prepared gdn_inplace(Arena& a, const Gdn& m, int n_seqs) {
                     in->dv, g_bug);
   };
   auto prior = [in, &state](int seq) { return state.host.data() + seq * in->slot(); };
-  p.checks.push_back({"out", &out, [in, prior](std::size_t i) { return in->want_out(prior, i); }});
-  p.checks.push_back({"state", &state, [in, prior](std::size_t e) {
-                        const int seq = static_cast<int>(e / in->slot());
-                        return in->want_state(prior(seq), seq, e % in->slot());
-                      }});
+  p.checks.push_back(gdn_out_check(in, prior, out));
+  p.checks.push_back(gdn_state_check("state", in, prior, state));
   return p;
 }
 
@@ -556,10 +535,10 @@ Prepared gdn_inplace(Arena& a, const Gdn& m, int n_seqs) {
 Prepared gdn_inplace_ids(Arena& a, const Gdn& m, int n_seqs) {
   auto in = std::make_shared<GdnIn>(a, m, n_seqs, 1);
   const std::size_t slot = in->slot();
-  Buf& cache = a.upload(Elem::f32, a.uniform(2 * n_seqs * slot, -0.1f, 0.1f));
-  Buf& ids = a.upload(Elem::i32, mixed_ids(n_seqs));
-  Buf& scratch = a.alloc(Elem::f32, n_seqs * slot);
-  Buf& out = a.alloc(Elem::f32, std::size_t(n_seqs) * m.nv * m.dv);
+  Buf& cache = a.upload(DType::f32, a.uniform(2 * n_seqs * slot, -0.1f, 0.1f));
+  Buf& ids = a.upload(DType::i32, mixed_ids(n_seqs));
+  Buf& scratch = a.alloc(DType::f32, n_seqs * slot);
+  Buf& out = a.alloc(DType::f32, std::size_t(n_seqs) * m.nv * m.dv);
   Prepared p;
   p.bytes =
       in->bytes() + double(ids.bytes() + cache.bytes() + out.bytes());  // n_seqs slots read, n_seqs written
@@ -571,7 +550,7 @@ Prepared gdn_inplace_ids(Arena& a, const Gdn& m, int n_seqs) {
   auto prior = [&cache, &ids, slot](int seq) {
     return cache.host.data() + std::size_t(ids.host[seq]) * slot;
   };
-  p.checks.push_back({"out", &out, [in, prior](std::size_t i) { return in->want_out(prior, i); }});
+  p.checks.push_back(gdn_out_check(in, prior, out));
   p.checks.push_back({"cache", &cache, [in, prior, &cache, slot, n_seqs](std::size_t e) {
                         const std::size_t s = e / slot;
                         if (s < std::size_t(n_seqs)) return double(cache.host[e]);  // source slots untouched
@@ -587,8 +566,8 @@ struct ConvIn {
   ConvIn(Arena& a, const Gdn& m, int n_seqs)
       : C(m.conv_channels()),
         K(m.conv_k),
-        w(&a.upload(Elem::f32, a.uniform(std::size_t(C) * K, -0.5f, 0.5f))),
-        x(&a.upload(Elem::f32, a.uniform(std::size_t(n_seqs) * C, -1, 1))) {}
+        w(&a.upload(DType::f32, a.uniform(std::size_t(C) * K, -0.5f, 0.5f))),
+        x(&a.upload(DType::f32, a.uniform(std::size_t(n_seqs) * C, -1, 1))) {}
   // SiLU(conv) of channel c over a window of K values, oldest first.
   double conv(const float* win, int c) const {
     double s = 0;
@@ -601,8 +580,8 @@ struct ConvIn {
 Prepared ssm_conv(Arena& a, const Gdn& m, int n_seqs, int T) {
   ConvIn in(a, m, n_seqs);
   const int C = in.C, K = in.K;
-  Buf& sx = a.upload(Elem::f32, a.uniform(std::size_t(n_seqs) * C * (K - 1 + T), -1, 1));
-  Buf& y = a.alloc(Elem::f32, std::size_t(n_seqs) * T * C);
+  Buf& sx = a.upload(DType::f32, a.uniform(std::size_t(n_seqs) * C * (K - 1 + T), -1, 1));
+  Buf& y = a.alloc(DType::f32, std::size_t(n_seqs) * T * C);
   Prepared p;
   p.bytes = double(sx.bytes() + in.w->bytes() + y.bytes());
   p.launch = [&a, &sx, w = in.w, &y, n_seqs, T, C, K] {
@@ -622,13 +601,30 @@ std::vector<float> window(const ConvIn& in, const float* taps, int seq, int c) {
   return w;
 }
 
+// y of a conv update whose (seq, channel) taps are taps(seq, c).
+template <class Taps>
+Check conv_y_check(const ConvIn& in, Taps taps, const Buf& y) {
+  return {"y", &y, [in, taps](std::size_t i) {
+            const int seq = static_cast<int>(i / in.C), c = static_cast<int>(i % in.C);
+            return in.conv(window(in, taps(seq, c), seq, c).data(), c);
+          }};
+}
+
+// Element e of the updated ring (every (seq, channel)'s K-1 taps in order): the window shifted by one.
+template <class Taps>
+double ring_after(const ConvIn& in, Taps taps, std::size_t e) {
+  const std::size_t tap = e / (in.K - 1);
+  const int seq = static_cast<int>(tap / in.C), c = static_cast<int>(tap % in.C);
+  return double(window(in, taps(seq, c), seq, c)[e % (in.K - 1) + 1]);
+}
+
 // Op C: taps from state_in, the shifted ring into a separate state_dst.
 Prepared ssm_conv_update(Arena& a, const Gdn& m, int n_seqs) {
   ConvIn in(a, m, n_seqs);
   const int C = in.C, K = in.K;
-  Buf& s_in = a.upload(Elem::f32, a.uniform(std::size_t(n_seqs) * C * (K - 1), -1, 1));
-  Buf& s_dst = a.alloc(Elem::f32, s_in.n);
-  Buf& y = a.alloc(Elem::f32, std::size_t(n_seqs) * C);
+  Buf& s_in = a.upload(DType::f32, a.uniform(std::size_t(n_seqs) * C * (K - 1), -1, 1));
+  Buf& s_dst = a.alloc(DType::f32, s_in.n);
+  Buf& y = a.alloc(DType::f32, std::size_t(n_seqs) * C);
   Prepared p;
   p.bytes = double(s_in.bytes() + in.w->bytes() + in.x->bytes() + s_dst.bytes() + y.bytes());
   p.launch = [&a, &s_in, in, &s_dst, &y, n_seqs, C, K] {
@@ -636,15 +632,8 @@ Prepared ssm_conv_update(Arena& a, const Gdn& m, int n_seqs) {
                         y.as<float>(), n_seqs, C, K, true, g_bug);
   };
   auto taps = [&s_in, C, K](std::size_t seq, int c) { return s_in.host.data() + (seq * C + c) * (K - 1); };
-  p.checks.push_back({"y", &y, [in, taps](std::size_t i) {
-                        const int seq = static_cast<int>(i / in.C), c = static_cast<int>(i % in.C);
-                        return in.conv(window(in, taps(seq, c), seq, c).data(), c);
-                      }});
-  p.checks.push_back({"state_dst", &s_dst, [in, taps](std::size_t e) {
-                        const std::size_t tap = e / (in.K - 1);
-                        const int seq = static_cast<int>(tap / in.C), c = static_cast<int>(tap % in.C);
-                        return double(window(in, taps(seq, c), seq, c)[e % (in.K - 1) + 1]);
-                      }});
+  p.checks.push_back(conv_y_check(in, taps, y));
+  p.checks.push_back({"state_dst", &s_dst, [in, taps](std::size_t e) { return ring_after(in, taps, e); }});
   return p;
 }
 
@@ -653,10 +642,10 @@ Prepared ssm_conv_update_ids(Arena& a, const Gdn& m, int n_seqs) {
   ConvIn in(a, m, n_seqs);
   const int C = in.C, K = in.K;
   const std::size_t slot = std::size_t(C) * (K - 1);
-  Buf& cache = a.upload(Elem::f32, a.uniform(2 * n_seqs * slot, -1, 1));
-  Buf& ids = a.upload(Elem::i32, mixed_ids(n_seqs));
-  Buf& scratch = a.alloc(Elem::f32, n_seqs * slot);
-  Buf& y = a.alloc(Elem::f32, std::size_t(n_seqs) * C);
+  Buf& cache = a.upload(DType::f32, a.uniform(2 * n_seqs * slot, -1, 1));
+  Buf& ids = a.upload(DType::i32, mixed_ids(n_seqs));
+  Buf& scratch = a.alloc(DType::f32, n_seqs * slot);
+  Buf& y = a.alloc(DType::f32, std::size_t(n_seqs) * C);
   Prepared p;
   p.bytes = double(cache.bytes() + ids.bytes() + in.w->bytes() + in.x->bytes() + y.bytes());
   p.launch = [&a, &cache, &ids, &scratch, in, &y, n_seqs, C, K] {
@@ -666,15 +655,10 @@ Prepared ssm_conv_update_ids(Arena& a, const Gdn& m, int n_seqs) {
   auto taps = [&cache, &ids, slot, K](int seq, int c) {
     return cache.host.data() + std::size_t(ids.host[seq]) * slot + std::size_t(c) * (K - 1);
   };
-  p.checks.push_back({"y", &y, [in, taps](std::size_t i) {
-                        const int seq = static_cast<int>(i / in.C), c = static_cast<int>(i % in.C);
-                        return in.conv(window(in, taps(seq, c), seq, c).data(), c);
-                      }});
+  p.checks.push_back(conv_y_check(in, taps, y));
   p.checks.push_back({"cache", &cache, [in, taps, &cache, slot, n_seqs](std::size_t e) {
                         if (e < n_seqs * slot) return double(cache.host[e]);  // source slots untouched
-                        const std::size_t tap = (e - n_seqs * slot) / (in.K - 1);
-                        const int seq = static_cast<int>(tap / in.C), c = static_cast<int>(tap % in.C);
-                        return double(window(in, taps(seq, c), seq, c)[e % (in.K - 1) + 1]);
+                        return ring_after(in, taps, e - n_seqs * slot);
                       }});
   return p;
 }

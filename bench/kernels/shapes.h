@@ -21,6 +21,7 @@ struct Decoder {
   std::string name;
   int hidden = 0, n_heads = 0, n_kv = 0, head_dim = 0, ffn = 0, vocab = 0, rotary_dim = 0;
   float eps = 1e-6f, theta = 10000.0f;
+  std::vector<float> freq_factors;  // RoPE scaling per rotary pair (Llama 3); empty: none
   bool neox = true, qkv_bias = false;
   bool ffn_only = false;  // only the FFN half (norm, gate_up, swiglu, down) is meaningful
 };
@@ -49,6 +50,7 @@ inline Decoder from_preset(const char* preset) {
   d.ffn = c.ffn, d.vocab = c.vocab, d.rotary_dim = c.rotary_dim();
   d.eps = static_cast<float>(c.norm_eps), d.theta = static_cast<float>(c.rope_theta);
   d.neox = c.rope_mode == ds::RopeMode::neox, d.qkv_bias = c.qkv_bias;
+  d.freq_factors.assign(c.rope_freq_factors.begin(), c.rope_freq_factors.end());
   return d;
 }
 
@@ -78,7 +80,8 @@ inline Gdn gdn_shape(bool smoke) {
 }
 
 inline std::vector<Decoder> decoder_shapes(bool smoke) {
-  if (smoke) return {from_preset("qwen2-tiny"), from_preset("llama-tiny"), ffn_7b(true)};
+  // llama3-tiny, not llama-tiny: llama3.2-1b's RoPE has Llama-3 frequency factors, and so does it.
+  if (smoke) return {from_preset("qwen2-tiny"), from_preset("llama3-tiny"), ffn_7b(true)};
   return {from_preset("qwen2.5-0.5b"), from_preset("llama3.2-1b"), ffn_7b(false)};
 }
 

@@ -80,26 +80,29 @@ DumpCandidate::Where DumpCandidate::where(const std::string& stage, int step, in
 Tensor DumpCandidate::fetch(const ModelConfig& cfg, const std::string& stage, int step, int layer, int pos0,
                             int n_tokens, bool header_only) const {
   const Where w = where(stage, step, layer);
-  const TensorFile* f = nullptr;
-  try {
-    f = &file(w.path);
-  } catch (const DumpError& e) {
-    throw DumpError(fmt::format("{} (wanted for stage {} of {})", e.what(), stage,
-                                layer == kModelLayer ? fmt::format("step {}", step)
-                                                     : fmt::format("layer {} at step {}", layer, step)));
-  }
-  if (!f->has(w.tensor)) {
-    const auto names = f->names();
+  // The file readers name the file and tensor; the run needs to say which stage wanted it.
+  auto wanted = [&](auto&& read) -> decltype(auto) {
+    try {
+      return read();
+    } catch (const DumpError& e) {
+      throw DumpError(fmt::format("{} (wanted for stage {} of {})", e.what(), stage,
+                                  layer == kModelLayer ? fmt::format("step {}", step)
+                                                       : fmt::format("layer {} at step {}", layer, step)));
+    }
+  };
+  const TensorFile& f = wanted([&]() -> const TensorFile& { return file(w.path); });
+  if (!f.has(w.tensor)) {
+    const auto names = f.names();
     throw DumpError(fmt::format("{}: no such tensor in the file (it holds {} tensor(s){}{})", w.what,
                                 names.size(), names.empty() ? "" : ", e.g. ",
                                 names.empty() ? "" : names.front()));
   }
   const Source& src = mapping_.stages.at(stage);
   if (header_only) {
-    (void)pick_rows(f->shape(w.tensor), src, cfg, stage, pos0, n_tokens, w.what);
+    (void)pick_rows(wanted([&] { return f.shape(w.tensor); }), src, cfg, stage, pos0, n_tokens, w.what);
     return {};
   }
-  Tensor t = f->read(w.tensor);
+  Tensor t = wanted([&] { return f.read(w.tensor); });
   if (!is_float(t.dtype())) throw DumpError(fmt::format("{}: holds integers, not activations", w.what));
   return to_catalog(t, src, cfg, stage, pos0, n_tokens, w.what).to(mapping_.storage);
 }
@@ -128,7 +131,7 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
   if (t.dtype() != DType::i32)
     throw DumpError(fmt::format("{}: token ids are integers, not {}", what, dtype_name(t.dtype())));
   // [T] or a batch of one [1, T].
-  if (t.numel() == 0 || t.numel() != t.shape().back())
+  if (t.shape().empty() || t.numel() == 0 || t.numel() != t.shape().back())
     throw DumpError(fmt::format("{}: shape {} is not one prompt of token ids ([T] or [1, T])", what,
                                 shape_str(t.shape())));
   return std::vector<int>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());

@@ -6,36 +6,23 @@
 #include <cstring>
 
 #include "tensor_files.h"
+#include "weights.h"
 
 namespace ds::dump {
 
 namespace {
 
-// Copies element `src_i` of `src` to element `dst_i` of `dst`: layout moves are bytewise, so a
-// value never passes through another dtype.
-inline void copy_elem(const Tensor& src, std::int64_t src_i, Tensor& dst, std::int64_t dst_i,
-                      std::size_t es) {
-  std::memcpy(dst.raw() + std::size_t(dst_i) * es, src.raw() + std::size_t(src_i) * es, es);
-}
-
-// llama.cpp's converter stores Q/K rows of each head as (2, d/2) swapped to (d/2, 2): GGUF
-// element h*d + 2i is HF element h*d + i, and h*d + 2i + 1 is HF h*d + i + d/2
-// (reference-math.md §2). `to_hf` undoes it; otherwise it is applied.
-Tensor permute_heads(const Tensor& rows, int heads, int head_dim, bool to_hf) {
-  const std::int64_t n = rows.dim(0), w = rows.dim(1), half = head_dim / 2;
+// Activations of Q/K in GGUF column order to HF order (`to_hf`) or back (gguf_qk_to_hf).
+Tensor permute_heads(const Tensor& rows, int head_dim, bool to_hf) {
+  const std::int64_t n = rows.dim(0), w = rows.dim(1);
   const std::size_t es = dtype_size(rows.dtype());
   Tensor out(rows.dtype(), rows.shape());
-  for (std::int64_t r = 0; r < n; ++r)
-    for (std::int64_t h = 0; h < heads; ++h)
-      for (std::int64_t i = 0; i < half; ++i)
-        for (std::int64_t j = 0; j < 2; ++j) {
-          const std::int64_t gguf = r * w + h * head_dim + 2 * i + j,
-                             hf = r * w + h * head_dim + i + j * half;
-          if (to_hf)
-            copy_elem(rows, gguf, out, hf, es);
-          else
-            copy_elem(rows, hf, out, gguf, es);
-        }
+  for (std::int64_t gguf = 0; gguf < w; ++gguf) {
+    const std::int64_t hf = gguf_qk_to_hf(gguf, head_dim);
+    const std::int64_t src = to_hf ? gguf : hf, dst = to_hf ? hf : gguf;
+    for (std::int64_t r = 0; r < n; ++r)
+      std::memcpy(out.raw() + std::size_t(r * w + dst) * es, rows.raw() + std::size_t(r * w + src) * es, es);
+  }
   return out;
 }
 
@@ -63,29 +50,18 @@ std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view
 
 std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width) {
   const std::int64_t q = cfg.q_dim(), kv = cfg.kv_dim();
-  if (stage[0] == 'q') {
-    *width = q;
-    return 0;
-  }
-  *width = kv;
-  return stage[0] == 'k' ? q : q + kv;
+  if (width) *width = stage[0] == 'q' ? q : kv;
+  return stage[0] == 'q' ? 0 : stage[0] == 'k' ? q : q + kv;
 }
 
 Tensor transpose(const Tensor& t, const std::vector<int>& axes) {
-  const Shape& s = t.shape();
-  Shape out_shape;
-  for (int a : axes) out_shape.push_back(s[std::size_t(a)]);
-  Tensor out(t.dtype(), out_shape);
-  const Shape in_strides = row_major_strides(s);
-  const std::size_t es = dtype_size(t.dtype());
-  const std::int64_t n = t.numel();
-  for (std::int64_t f = 0; f < n; ++f) {
-    const Shape c = unravel(f, out_shape);
-    std::int64_t src = 0;
-    for (std::size_t j = 0; j < axes.size(); ++j) src += c[j] * in_strides[std::size_t(axes[j])];
-    copy_elem(t, src, out, f, es);
+  const Shape in_strides = row_major_strides(t.shape());
+  Shape shape, strides;
+  for (int a : axes) {
+    shape.push_back(t.shape()[std::size_t(a)]);
+    strides.push_back(in_strides[std::size_t(a)]);
   }
-  return out;
+  return Tensor::from_view(TensorView(t.raw(), t.dtype(), shape, strides), t.dtype());
 }
 
 RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg, std::string_view stage,
@@ -109,8 +85,7 @@ RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg
   }
   p.width = p.row_width = *w;
   if (!src.split.empty()) {
-    std::int64_t part_width = 0;
-    p.part = split_part_offset(cfg, stage, &part_width);
+    p.part = split_part_offset(cfg, stage);
     p.row_width = cfg.q_dim() + 2 * cfg.kv_dim();
   }
   if (p.row_width <= 0 || n % p.row_width != 0)
@@ -153,7 +128,7 @@ Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, s
     std::memcpy(out.raw() + std::size_t(r * p.width) * es,
                 flat.raw() + std::size_t((p.first + r) * p.row_width + p.part) * es,
                 std::size_t(p.width) * es);
-  if (!src.unpermute.empty()) out = permute_heads(out, permute_heads_of(cfg, src), cfg.head_dim, true);
+  if (!src.unpermute.empty()) out = permute_heads(out, cfg.head_dim, true);
   return out;
 }
 
@@ -162,7 +137,7 @@ Tensor from_catalog(const Tensor& rows_in, const Source& src, const ModelConfig&
   const auto w = stage_width(cfg, stage);
   if (!w) return rows_in;
   Tensor t = rows_in.reshaped({rows_in.numel() / *w, *w});
-  if (!src.unpermute.empty()) t = permute_heads(t, permute_heads_of(cfg, src), cfg.head_dim, false);
+  if (!src.unpermute.empty()) t = permute_heads(t, cfg.head_dim, false);
   if (!src.transpose.empty()) {
     if (src.transpose != std::vector<int>{1, 0})
       throw DumpError(fmt::format("{}: export can only undo transpose [1, 0]", where));

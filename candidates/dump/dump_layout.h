@@ -36,8 +36,8 @@ Tensor to_catalog(const Tensor& t, const Source& src, const ModelConfig& cfg, st
 Tensor from_catalog(const Tensor& rows, const Source& src, const ModelConfig& cfg, std::string_view stage,
                     const std::string& where);
 
-// The [q | k | v] widths of a fused QKV tensor and which part `stage` is (0, 1, 2).
-std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width);
+// Where `stage` (q, k or v) starts in a fused [q | k | v] row; with `width`, also how wide it is.
+std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width = nullptr);
 
 // An axis permutation of a row-major tensor (NumPy's transpose(axes)).
 Tensor transpose(const Tensor& t, const std::vector<int>& axes);

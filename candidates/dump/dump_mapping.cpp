@@ -118,10 +118,6 @@ class Parser {
   std::string path_;
 };
 
-bool is_model_level(const std::string& stage) {
-  return stage == "embed" || stage == "final_norm" || stage == "logits";
-}
-
 }  // namespace
 
 const std::set<std::string>& catalog_stage_names() {
@@ -196,8 +192,8 @@ Mapping load_mapping(const std::string& mapping_path, const std::string& dir) {
         p.check_tensor_name(s, where);
         const bool layered =
             s.file.find("{layer}") != std::string::npos || s.tensor.find("{layer}") != std::string::npos;
-        if (is_model_level(stage) && layered) p.fail(where, "a model-level stage has no {layer}");
-        if (!is_model_level(stage) && !layered)
+        if (is_model_level_stage(stage) && layered) p.fail(where, "a model-level stage has no {layer}");
+        if (!is_model_level_stage(stage) && !layered)
           p.fail(where, "a layer stage needs {layer} in its file or tensor name");
         if (!s.split.empty() && stage[0] != 'q' && stage[0] != 'k' && stage != "v")
           p.fail(where, "split: qkv takes the part of q, k or v (and their norm/rope stages)");

@@ -13,7 +13,7 @@ namespace ds::dump {
 namespace {
 
 // Dumps are activations, not corpora: a header past this is garbage, not a tensor.
-constexpr std::size_t kMaxHeader = 1 << 20;
+constexpr std::size_t kMaxHeader = kNpyHeadBytes - 12;
 constexpr std::size_t kMaxRank = 8;
 
 struct Descr {
@@ -135,25 +135,14 @@ Descr parse_descr(const std::string& d, const std::string& where) {
       where, d));
 }
 
-// Column-major data (fortran_order) into row-major.
+// Column-major data (fortran_order) into row-major: the axes in reverse are a row-major layout.
 Tensor from_fortran(const Tensor& t) {
   const Shape& s = t.shape();
-  Shape rev(s.rbegin(), s.rend());
-  Tensor out(t.dtype(), s);
-  const std::size_t es = dtype_size(t.dtype());
-  const Shape rs = row_major_strides(s);
-  const std::int64_t n = t.numel();
-  for (std::int64_t f = 0; f < n; ++f) {
-    // Fortran flat index f: coordinates with the first axis fastest.
-    std::int64_t rest = f, dst = 0;
-    for (std::size_t a = 0; a < s.size(); ++a) {
-      const std::int64_t c = rest % s[a];
-      rest /= s[a];
-      dst += c * rs[a];
-    }
-    std::memcpy(out.raw() + std::size_t(dst) * es, t.raw() + std::size_t(f) * es, es);
-  }
-  return out;
+  const Shape reversed(s.rbegin(), s.rend());
+  const Shape reversed_strides = row_major_strides(reversed);
+  return Tensor::from_view(
+      TensorView(t.raw(), t.dtype(), s, Shape(reversed_strides.rbegin(), reversed_strides.rend())),
+      t.dtype());
 }
 
 }  // namespace
@@ -184,7 +173,7 @@ NpyHeader parse_npy_header(const std::vector<unsigned char>& b, const std::strin
 }
 
 Tensor parse_npy(const std::vector<unsigned char>& b, const std::string& where, bool header_only,
-                 Shape* shape_out) {
+                 Shape* shape_out, std::uint64_t image_bytes) {
   const NpyHeader h = parse_npy_header(b, where);
   const Descr d = parse_descr(h.descr, where);
   std::uint64_t n = 1;
@@ -193,9 +182,9 @@ Tensor parse_npy(const std::vector<unsigned char>& b, const std::string& where, 
       throw DumpError(fmt::format("{}: shape {} overflows", where, shape_str(h.shape)));
     n *= std::uint64_t(dim);
   }
-  const std::uint64_t need = n * d.size, have = b.size() - h.data_offset;
+  const std::uint64_t need = n * d.size, have = image_bytes - h.data_offset;
   if (shape_out) *shape_out = h.shape;
-  if (!header_only && need != have)
+  if (need != have)
     throw DumpError(fmt::format("{}: shape {} of {} needs {} data bytes; the file holds {}", where,
                                 shape_str(h.shape), h.descr, need, have));
   if (header_only) return {};
@@ -219,18 +208,19 @@ namespace {
 class NpyFile final : public TensorFile {
  public:
   explicit NpyFile(const std::string& path) : TensorFile(path) {
-    // The header is within the first 12 + kMaxHeader bytes; read only that to list it.
+    // The header is within the first kNpyHeadBytes; read only that to list it.
     const std::uint64_t size = file_size(path);
-    auto head = read_file_range(path, 0, std::min<std::uint64_t>(size, 12 + kMaxHeader));
+    auto head = read_file_range(path, 0, std::min(size, kNpyHeadBytes));
     Shape s;
-    (void)parse_npy(head, path, true, &s);
+    (void)parse_npy(head, path, true, &s, size);
     shape_ = s;
   }
   std::vector<std::string> names() const override { return {""}; }
   bool has(std::string_view name) const override { return name.empty(); }
   Shape shape(std::string_view) const override { return shape_; }
   Tensor read(std::string_view) const override {
-    return parse_npy(read_file_range(path_, 0, file_size(path_)), path_, false, nullptr);
+    const auto bytes = read_file_range(path_, 0, file_size(path_));
+    return parse_npy(bytes, path_, false, nullptr, bytes.size());
   }
 
  private:

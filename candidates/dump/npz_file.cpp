@@ -90,11 +90,13 @@ class NpzFile final : public TensorFile {
   bool has(std::string_view name) const override { return members_.count(std::string(name)) != 0; }
   Shape shape(std::string_view name) const override {
     Shape s;
-    (void)parse_npy(member_bytes(name, true), where(name), true, &s);
+    const auto head = member_bytes(name, true);
+    (void)parse_npy(head, where(name), true, &s, members_.find(name)->second.size);
     return s;
   }
   Tensor read(std::string_view name) const override {
-    return parse_npy(member_bytes(name, false), where(name), false, nullptr);
+    const auto bytes = member_bytes(name, false);
+    return parse_npy(bytes, where(name), false, nullptr, bytes.size());
   }
 
  private:
@@ -136,19 +138,25 @@ class NpzFile final : public TensorFile {
     const std::uint64_t start = m.local + 30 + le(&local[26], 2) + le(&local[28], 2);
     if (m.method == 0) {
       if (m.comp != m.size) bad(fmt::format("stored member '{}' has two sizes", name));
-      return read_file_range(path_, start, head ? std::min<std::uint64_t>(m.size, 12 + (1 << 20)) : m.size);
+      return read_file_range(path_, start, head ? std::min(m.size, kNpyHeadBytes) : m.size);
     }
     if (m.method != 8)
       throw DumpError(
           fmt::format("{}: member '{}' is compressed with zip method {}; only stored (np.savez) and deflated "
                       "(np.savez_compressed) members are read",
                       path_, name, m.method));
-    return inflate(read_file_range(path_, start, m.comp), m.size, name);
+    if (!head) return inflate(read_file_range(path_, start, m.comp), m.size, m.size, name);
+    // Deflate expands incompressible data by a few bytes per 16 KiB block, so twice the header
+    // size of compressed input always holds the header.
+    const std::uint64_t want = std::min(m.size, kNpyHeadBytes);
+    return inflate(read_file_range(path_, start, std::min(m.comp, 2 * want + 4096)), m.size, want, name);
   }
 
-  std::vector<unsigned char> inflate(std::vector<unsigned char> in, std::uint64_t size,
+  // The first `want` of the member's `size` inflated bytes (all of them when want == size, and
+  // then the stream must end exactly there).
+  std::vector<unsigned char> inflate(std::vector<unsigned char> in, std::uint64_t size, std::uint64_t want,
                                      std::string_view name) const {
-    std::vector<unsigned char> out(static_cast<std::size_t>(size));
+    std::vector<unsigned char> out(static_cast<std::size_t>(want));
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) bad("zlib could not start");
     std::uint64_t in_at = 0, out_at = 0;
@@ -159,16 +167,17 @@ class NpzFile final : public TensorFile {
       z.next_in = in.data() + in_at;
       z.avail_in = uInt(std::min(kChunk, in.size() - in_at));
       z.next_out = out.data() + out_at;
-      z.avail_out = uInt(std::min(kChunk, size - out_at));
+      z.avail_out = uInt(std::min(kChunk, want - out_at));
       const uInt in0 = z.avail_in, out0 = z.avail_out;
       rc = ::inflate(&z, Z_NO_FLUSH);
       in_at += in0 - z.avail_in;
       out_at += out0 - z.avail_out;
-      if (rc == Z_BUF_ERROR && (in_at == in.size() || out_at == size)) break;
+      if (out_at == want && want < size) break;
+      if (rc == Z_BUF_ERROR && (in_at == in.size() || out_at == want)) break;
       if (rc == Z_OK && in0 == z.avail_in && out0 == z.avail_out) break;
     }
     inflateEnd(&z);
-    if (rc != Z_STREAM_END || out_at != size)
+    if (want < size ? out_at != want : rc != Z_STREAM_END || out_at != size)
       bad(fmt::format("member '{}' does not inflate to its declared {} bytes", name, size));
     return out;
   }

@@ -4,6 +4,7 @@
 // outside the file.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -45,9 +46,12 @@ void write_npy(const std::string& path, const Tensor& t);
 // f64, f32, f16, bf16 and i32 tensors, in the given order.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
 
-// Internal to the readers, shared by .npy and .npz: a .npy image held in memory.
+// Internal to the readers, shared by .npy and .npz: a .npy image held in memory, `bytes` being
+// the whole image or (header_only) at least its first kNpyHeadBytes; `image_bytes` is the whole
+// image's size, checked against the header's shape and dtype in both cases.
+inline constexpr std::uint64_t kNpyHeadBytes = 12 + (std::uint64_t(1) << 20);
 Tensor parse_npy(const std::vector<unsigned char>& bytes, const std::string& where, bool header_only,
-                 Shape* shape_out);
+                 Shape* shape_out, std::uint64_t image_bytes);
 std::vector<unsigned char> read_file_range(const std::string& path, std::uint64_t offset, std::uint64_t n);
 std::uint64_t file_size(const std::string& path);
 

@@ -111,6 +111,10 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name) {
   return nullptr;
 }
 
+bool is_model_level_stage(std::string_view stage) {
+  return find_stage(BlockKind::embed, stage) || find_stage(BlockKind::head, stage);
+}
+
 OpSet stage_ops(BlockKind kind, std::string_view s) {
   const bool gpt2 = kind == BlockKind::gpt2;
   OpSet ops;

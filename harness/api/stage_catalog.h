@@ -32,6 +32,8 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name);
 OpSet stage_ops(BlockKind kind, std::string_view stage);
 // Model-level stages live at this layer index in results and traces.
 inline constexpr int kModelLayer = -1;
+// Whether `stage` is one of the model-level stages (the embed and head blocks' stages).
+bool is_model_level_stage(std::string_view stage);
 // The longest regex over stage names a policy rule or --capture-stages may give. std::regex
 // compiles and matches by recursion, one level per term: a pattern of 100000 characters
 // overflows the stack. Stage names are short; a list of every catalog stage fits many times.

@@ -131,6 +131,13 @@ Tensor Tensor::from_view(const TensorView& v, DType dtype) {
     std::memcpy(t.raw(), v.raw(), t.nbytes());
     return t;
   }
+  if (v.dtype() == dtype) {
+    // A layout move only: the bits travel as they are (NaN payloads included).
+    const std::size_t es = dtype_size(dtype);
+    for (std::int64_t i = 0, n = v.numel(); i < n; ++i)
+      std::memcpy(t.raw() + std::size_t(i) * es, v.raw() + std::size_t(v.offset_of(i)) * es, es);
+    return t;
+  }
   for (std::int64_t i = 0, n = v.numel(); i < n; ++i) t.set(i, v.at(i));
   return t;
 }

@@ -40,9 +40,10 @@ class TensorView {
   double at(std::int64_t flat) const;
   // Rows [begin, end) of the leading dimension.
   TensorView slice_rows(std::int64_t begin, std::int64_t end) const;
+  // Element offset (in elements, from raw()) of row-major flat index `flat` of the view.
+  std::int64_t offset_of(std::int64_t flat) const;
 
  private:
-  std::int64_t offset_of(std::int64_t flat) const;
   const std::byte* data_ = nullptr;
   DType dtype_ = DType::f32;
   Shape shape_, strides_;
@@ -52,6 +53,7 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(DType dtype, Shape shape);  // zero-filled
+  // A contiguous copy of `v`: bit for bit when the dtype is the same, else converted.
   static Tensor from_view(const TensorView& v, DType dtype);
   static Tensor from_f64(Shape shape, std::span<const double> values, DType dtype = DType::f64);
 

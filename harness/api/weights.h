@@ -2,6 +2,7 @@
 // Loaders (synthetic, GGUF, safetensors) translate their own names into these.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -12,6 +13,14 @@ namespace ds {
 
 // Canonical per-layer tensor name: layer_weight(3, "attn_q.weight") == "blk.3.attn_q.weight".
 std::string layer_weight(int layer, std::string_view role);
+
+// The LLaMA GGUF Q/K permutation (llama.cpp's converter, reference-math.md §2): within each head
+// of `head_dim`, GGUF index h*d + 2i is HF index h*d + i and h*d + 2i + 1 is HF h*d + i + d/2.
+// Weights are permuted along their rows, activations along their columns; both use this map.
+inline std::int64_t gguf_qk_to_hf(std::int64_t gguf, std::int64_t head_dim) {
+  const std::int64_t head = gguf / head_dim, r = gguf % head_dim;
+  return head * head_dim + r / 2 + (r % 2) * (head_dim / 2);
+}
 
 class WeightStore {
  public:

@@ -85,8 +85,12 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   const std::size_t prompt = report.tokens.size() > std::size_t(o.decode_steps)
                                  ? report.tokens.size() - std::size_t(o.decode_steps)
                                  : std::size_t(o.prompt_tokens);
+  // The runner settles the modes (a dump runs chained unless --mode says otherwise).
+  const std::string modes = report.modes.size() == 2   ? std::string("both")
+                            : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
+                                                       : args.mode;
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
-             report.candidate, args.mode, prompt, o.decode_steps);
+             report.candidate, modes, prompt, o.decode_steps);
   print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
   if (args.profile) print_launch_profile(stdout, report.launches);
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
@@ -307,12 +311,6 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         }
       }
       args->candidates = specs;
-      // A dump is judged chained unless --mode says otherwise (then the runner refuses it).
-      if (!o.modes_given && std::all_of(specs.begin(), specs.end(),
-                                        [](const std::string& c) { return c.rfind("dump:", 0) == 0; })) {
-        args->mode = "chained";
-        o.modes = {Mode::chained};
-      }
       if (args->models.size() * args->candidates.size() * args->seeds.size() > 1 || !args->shard.empty() ||
           !args->trace_dir.empty()) {
         exit_code = run_matrix(*args, policy);

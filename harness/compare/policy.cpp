@@ -29,6 +29,8 @@ DtypeDefault dtype_default(DType t) {
   return {1e-5, 1e-3};
 }
 
+constexpr const char* kInfDisagree = "+-Inf where the reference has none (or the other way round)";
+
 Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   Rule r;
   r.where = "built-in";
@@ -125,7 +127,10 @@ void Policy::judge(StageResult& r) const {
   }
   bool ok = m.inf_agree;
   switch (rule->kind) {
-    case Rule::Kind::dtype: ok = ok && m.mismatches == 0; break;
+    case Rule::Kind::dtype:
+      ok = ok && m.mismatches == 0;
+      if (!m.inf_agree) r.note = kInfDisagree;
+      break;
     case Rule::Kind::bit_exact:
       ok = ok && m.max_ulp == 0 && m.mismatches == 0;
       if (!ok) r.note = fmt::format("not bit-exact: max {} ULP ({})", m.max_ulp, rule->where);
@@ -138,10 +143,19 @@ void Policy::judge(StageResult& r) const {
       }
       const double rms_limit = rule->k * floor_of(r.floor_rms, r.cand_dtype, m.ref_rms);
       ok = ok && m.mismatches == 0 && m.rms <= rms_limit;
-      if (!ok)
-        r.note =
-            fmt::format("above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} vs floor {:.3g}",
-                        rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
+      // Say which limit tripped: a stage can fail on its rms with every element inside the band.
+      if (!m.inf_agree)
+        r.note = kInfDisagree;
+      else if (m.mismatches > 0)
+        r.note = fmt::format(
+            "{} element(s) above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} "
+            "vs floor {:.3g}",
+            m.mismatches, rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
+      else if (!ok)
+        r.note = fmt::format(
+            "rms {:.3g} above {:g} x the floor's rms {:.3g}, though every element is within "
+            "{:g} x the floor's max|d| {:.3g}",
+            m.rms, rule->k, r.floor_rms, rule->k, r.floor_max_abs);
       break;
     }
     case Rule::Kind::predicates:
@@ -255,6 +269,11 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
       ++kinds;
       r.kind = Rule::Kind::dtype;
       if (!scalar<bool>(source, v, key)) bad(source, v, key, "only `dtype_defaults: true` means something");
+    } else if (key == "floor_relief") {
+      // The built-in isolated rule's relief, written out: atol >= k x the stage's noise floor.
+      r.floor_relief = true;
+      r.k = scalar<double>(source, v, key);
+      if (!(r.k > 0)) bad(source, v, key, "the factor k must be positive");
     } else if (key == "expect") {
       ++kinds;
       r.kind = Rule::Kind::expect;
@@ -267,7 +286,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else {
       bad(source, kv.first, key,
           "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, "
-          "expect, why)");
+          "floor_relief, expect, why)");
     }
   }
   if (kinds != 1)
@@ -275,6 +294,9 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
         fmt::format("{}: a rule needs exactly one of check, noise_floor, bit_exact, dtype_defaults, "
                     "expect (found {})",
                     r.where, kinds));
+  if (r.floor_relief && r.kind != Rule::Kind::dtype)
+    throw PolicyError(
+        fmt::format("{}: floor_relief widens a dtype_defaults rule; this rule has none", r.where));
   return r;
 }
 

@@ -23,6 +23,24 @@ std::string json_name(const nlohmann::json& run, const char* what) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+// The logits summary the run stored (it does not depend on the policy); entries of the wrong
+// shape are left out rather than trusted.
+std::vector<LaneLogits> stored_logits(const std::optional<nlohmann::json>& result) {
+  std::vector<LaneLogits> out;
+  if (!result || !result->is_object() || !result->contains("logits") || !(*result)["logits"].is_object())
+    return out;
+  for (const auto& [name, v] : (*result)["logits"].items()) {
+    const auto mode = parse_mode(name);
+    if (!mode || !v.is_object() || !v.contains("max_kl") || !v["max_kl"].is_number() ||
+        !v.contains("min_top1_agreement") || !v["min_top1_agreement"].is_number() ||
+        !v.contains("first_token_divergence_step") || !v["first_token_divergence_step"].is_number_integer())
+      continue;
+    out.push_back({*mode, v["max_kl"].get<double>(), v["min_top1_agreement"].get<double>(),
+                   v["first_token_divergence_step"].get<int>()});
+  }
+  return out;
+}
+
 }  // namespace
 
 StageResult rejudge(const trace::TraceReader& trace, const trace::TraceRow& row, const Policy& policy) {
@@ -56,7 +74,9 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
   report.candidate = json_name(trace.run(), "candidate");
   report.policy = policy.name();
   for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
+  report.logits = stored_logits(trace.result());
   conclude(report);
+  locate_drift(report);
   if (auto why = trace.incomplete()) {
     RunReport::Incomplete inc{*why, report.results.size(), std::nullopt};
     if (!report.results.empty()) inc.last = report.results.back();

@@ -120,12 +120,26 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
                  f->m.first_ref, f->m.first_cand, num(f->m.max_abs));
     fmt::print(out, "\n");
   }
-  for (const auto& l : report.logits)
-    fmt::print(out, "Logits ({}): max KL {:.3e} nats, top-1 agreement {:.1f}%, greedy token {}\n",
-               mode_name(l.mode), l.max_kl, 100 * l.min_top1,
+  for (const auto& l : report.logits) {
+    // The logits stage's own verdict comes first: greedy agreement says nothing about whether the
+    // logits are within tolerance.
+    const StageResult* failing = nullptr;
+    bool judged = false;
+    for (const auto& r : report.results)
+      if (r.mode == l.mode && r.key.stage == "logits" && r.status != Status::filled) {
+        judged = true;
+        if (!failing && is_failure(r)) failing = &r;
+      }
+    const std::string verdict = failing  ? fmt::format("the logits stage FAILS at step {} ({})",
+                                                       failing->key.step, status_name(failing->status))
+                                : judged ? std::string("the logits stage passes")
+                                         : std::string("the logits stage was not judged");
+    fmt::print(out, "Logits ({}): {}; max KL {:.3e} nats, top-1 agreement {:.1f}%, greedy token {}\n",
+               mode_name(l.mode), verdict, l.max_kl, 100 * l.min_top1,
                l.first_token_divergence < 0
                    ? std::string("never diverges")
                    : fmt::format("first differs at step {}", l.first_token_divergence));
+  }
   if (!report.drift.empty()) fmt::print(out, "{}\n", report.drift);
   fmt::print(out, "{}\n", report.verdict);
 }

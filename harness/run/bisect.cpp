@@ -1,5 +1,7 @@
 #include "bisect.h"
 
+#include <cmath>
+
 #include <map>
 #include <tuple>
 
@@ -42,6 +44,35 @@ std::optional<int> drift_start_layer(const std::vector<double>& error, const std
     if (stays_out && (l + 1 == n || error[n - 1] >= error[l])) return int(l);
   }
   return std::nullopt;
+}
+
+std::optional<int> drift_trend_start(const std::vector<double>& error, const std::vector<double>& floor) {
+  const std::size_t n = std::min(error.size(), floor.size());
+  std::vector<double> ratio(n);
+  for (std::size_t l = 0; l < n; ++l) {
+    if (!(floor[l] > 0) || !(error[l] > 0) || !std::isfinite(error[l])) return std::nullopt;
+    ratio[l] = error[l] / floor[l];
+  }
+  // The rise begins at the first layer whose ratio no later layer falls below.
+  std::size_t start = n;
+  double suffix_min = INFINITY;
+  for (std::size_t l = n; l-- > 0;)
+    if (ratio[l] <= suffix_min) {
+      suffix_min = ratio[l];
+      start = l;
+    }
+  if (n - start < kTrendMinLayers) return std::nullopt;
+  if (ratio[n - 1] < kTrendMinEnd || ratio[n - 1] < kTrendMinGrowth * ratio[start]) return std::nullopt;
+  // Steady: log(ratio) against depth over the rise is close to a line.
+  const double m = double(n - start);
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+  for (std::size_t l = start; l < n; ++l) {
+    const double x = double(l), y = std::log(ratio[l]);
+    sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+  }
+  const double cov = sxy - sx * sy / m, vx = sxx - sx * sx / m, vy = syy - sy * sy / m;
+  if (!(vx > 0 && vy > 0) || cov / std::sqrt(vx * vy) < kTrendMinCorrelation) return std::nullopt;
+  return int(start);
 }
 
 }  // namespace ds

@@ -23,4 +23,16 @@ int mark_inherited(std::vector<StageResult>& results);
 std::optional<int> drift_start_layer(const std::vector<double>& error, const std::vector<double>& floor,
                                      double k);
 
+// Drift that stays inside the band but compounds (a small systematic bias fed forward layer by
+// layer): the ratio error / floor rises steadily with depth. From the first layer whose ratio no
+// later layer falls below, at least kTrendMinLayers layers whose log-ratio follows depth (Pearson
+// correlation >= kTrendMinCorrelation), ending at least kTrendMinEnd x the floor and at least
+// kTrendMinGrowth x the ratio where the rise began. Returns that first layer; nullopt otherwise.
+// A correct candidate's ratio wanders around 1 without a trend, and these bounds leave it alone.
+inline constexpr std::size_t kTrendMinLayers = 4;
+inline constexpr double kTrendMinCorrelation = 0.9;
+inline constexpr double kTrendMinEnd = 2;
+inline constexpr double kTrendMinGrowth = 2;
+std::optional<int> drift_trend_start(const std::vector<double>& error, const std::vector<double>& floor);
+
 }  // namespace ds

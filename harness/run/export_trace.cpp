@@ -24,8 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_model_level(const std::string& s) { return s == "embed" || s == "final_norm" || s == "logits"; }
-
 // What export needs of the model: the widths of its stages, from the trace's run JSON.
 ModelConfig config_of(const nlohmann::json& run, const std::string& trace) {
   if (!run.contains("model") || !run["model"].is_object())
@@ -51,7 +49,7 @@ ModelConfig config_of(const nlohmann::json& run, const std::string& trace) {
 // The catalog naming: one file per step (safetensors) or per stage (npy).
 dump::Source catalog_source(const std::string& stage, const std::string& format) {
   dump::Source s;
-  const bool model = is_model_level(stage);
+  const bool model = is_model_level_stage(stage);
   if (format == "npy") {
     s.file = model ? fmt::format("step{{step}}/{}.npy", stage)
                    : fmt::format("step{{step}}/layer{{layer}}.{}.npy", stage);

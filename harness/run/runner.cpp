@@ -212,6 +212,7 @@ class Run {
     std::vector<int> tokens =
         prompt_.empty() ? prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed) : prompt_;
     report_.tokens = tokens;
+    report_.modes = opt_.modes;
     try {
       run_steps(*cand, cfg, reference, lanes, tokens);
     } catch (const CandidateCrash& crash) {
@@ -772,9 +773,20 @@ void locate_drift(RunReport& report) {
   }
   const auto at = drift_start_layer(err, floor, kBand);
   if (!at) {
+    if (const auto rise = drift_trend_start(err, floor)) {
+      const std::size_t i = std::size_t(*rise);
+      report.drift_start = layers[i];
+      report.drift = fmt::format(
+          "Drift begins at layer {}: inside the {:g}x band but compounding, the chained error of the layer "
+          "output grows steadily against the {} noise floor, from {:.2g}x the floor to {:.2g}x by layer {} "
+          "(step {}).",
+          layers[i], kBand, dtype_name(dtype), err[i] / floor[i], err.back() / floor.back(), layers.back(),
+          last_step);
+      return;
+    }
     report.drift = fmt::format(
-        "No drift: the chained error of every layer output stays within {:g}x the {} noise floor "
-        "(step {}, layers {}..{}).",
+        "No drift: the chained error of every layer output stays within {:g}x the {} noise floor, with no "
+        "steady growth across layers (step {}, layers {}..{}).",
         kBand, dtype_name(dtype), last_step, layers.front(), layers.back());
     return;
   }

@@ -47,6 +47,7 @@ struct RunReport {
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
+  std::vector<Mode> modes;  // the lanes run (a dump settles its own: chained)
   std::vector<LaneLogits> logits;
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
   std::string crash;                 // why the candidate crashed, when it did

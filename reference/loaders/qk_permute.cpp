@@ -9,17 +9,14 @@ namespace {
 void permute_rows(WeightStore& w, std::string_view name, int heads, bool to_hf) {
   const Tensor* t = w.find(name);
   if (!t) return;
-  const std::int64_t rows = t->dim(0), d = rows / heads, half = d / 2;
+  const std::int64_t rows = t->dim(0), d = rows / heads;
   const std::size_t row_bytes = t->nbytes() / std::size_t(rows);
   Tensor out(t->dtype(), t->shape());
-  for (std::int64_t h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < half; ++i)
-      for (std::int64_t odd = 0; odd < 2; ++odd) {
-        const std::int64_t gguf = h * d + 2 * i + odd, hf = h * d + i + odd * half;
-        const std::int64_t src = to_hf ? gguf : hf, dst = to_hf ? hf : gguf;
-        std::memcpy(out.raw() + std::size_t(dst) * row_bytes, t->raw() + std::size_t(src) * row_bytes,
-                    row_bytes);
-      }
+  for (std::int64_t gguf = 0; gguf < rows; ++gguf) {
+    const std::int64_t hf = gguf_qk_to_hf(gguf, d);
+    const std::int64_t src = to_hf ? gguf : hf, dst = to_hf ? hf : gguf;
+    std::memcpy(out.raw() + std::size_t(dst) * row_bytes, t->raw() + std::size_t(src) * row_bytes, row_bytes);
+  }
   w.put(std::string(name), std::move(out));
 }
 }  // namespace

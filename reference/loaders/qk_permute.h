@@ -1,5 +1,4 @@
-// The LLaMA GGUF Q/K row permutation (llama.cpp convert `permute`, reference-math.md §2):
-// GGUF row h*d + 2i is HF row h*d + i, GGUF row h*d + 2i + 1 is HF row h*d + i + d/2.
+// The LLaMA GGUF Q/K row permutation of weights (gguf_qk_to_hf in weights.h).
 #pragma once
 
 #include <string_view>

@@ -60,6 +60,18 @@ class Cli(unittest.TestCase):
             self.assertEqual(result["first_failure"]["layer"], 0)
             self.assertGreaterEqual(result["first_failure"]["first_mismatch"], 0)
 
+    def test_report_prints_the_logits_and_drift_lines_run_printed(self):
+        trace = self.path("both.h5")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                           "--mode", "both", "--prompt-tokens", "4", "--trace", trace)
+        self.assertEqual(rc, 1, out + err)
+        wanted = [line for line in out.splitlines() if line.startswith(("Logits (", "Drift begins", "No drift"))]
+        self.assertEqual(len(wanted), 3, out)  # isolated and chained logits, and the drift sentence
+        rc, rejudged, err = run("report", trace)
+        self.assertEqual(rc, 1, rejudged + err)
+        for line in wanted:
+            self.assertIn(line, rejudged.splitlines())
+
     def test_bad_usage_and_input_exit_2(self):
         for args in (["run", "--model", "synthetic:nope"], ["run", "--candidate", "nope"],
                      ["run", "--mode", "sideways"], ["run", "--prompt-tokens", "0"], ["frobnicate"]):

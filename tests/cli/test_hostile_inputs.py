@@ -78,9 +78,9 @@ class Gguf:
         return self
 
 
-def gguf_edit(edit):
+def gguf_edit(edit, model="qwen2-tiny"):
     def make(tmp):
-        g = Gguf(open(os.path.join(MODELS, "qwen2-tiny.gguf"), "rb").read())
+        g = Gguf(open(os.path.join(MODELS, model + ".gguf"), "rb").read())
         edit(g)
         path = os.path.join(tmp, "edited.gguf")
         with open(path, "wb") as f:
@@ -105,7 +105,7 @@ def replace_kv_string(key, raw):
 
 EMBD = "token_embd.weight"
 GGUF_CASES = [
-    # (name, edit, text the message must contain)
+    # (name, edit, text the message must contain[, the fixture edited: qwen2-tiny unless named])
     ("tensor_count 2^50", lambda g: g.put(8, "<Q", 2**50), "tensor_count"),
     ("kv_count 2^50", lambda g: g.put(16, "<Q", 2**50), "kv_count"),
     ("dimension 2^40", lambda g: g.put(g.tensors[EMBD]["ne"][0], "<Q", 2**40), "ne[0..1] = 1099511627776, 256 hold more"),
@@ -126,6 +126,9 @@ GGUF_CASES = [
     ("embedding_length 0", set_kv_u32("qwen2.embedding_length", 0), "qwen2.embedding_length = 0"),
     ("head_count_kv 2^30", set_kv_u32("qwen2.attention.head_count_kv", 2**30), "qwen2.attention.head_count_kv"),
     ("architecture not UTF-8", replace_kv_string("general.architecture", b"qw\xff\xfe2"), "general.architecture"),
+    # llama.cpp rotates the first n_rot dims of its permuted rows, which no reference layout models.
+    ("llama partial rotary", set_kv_u32("llama.rope.dimension_count", 8),
+     "llama.rope.dimension_count = 8 < head dim", "llama-tiny"),
 ]
 
 
@@ -204,9 +207,9 @@ class HostileInputs(unittest.TestCase):
         return took
 
     def test_gguf_header_edits(self):
-        for name, edit, message in GGUF_CASES:
+        for name, edit, message, *model in GGUF_CASES:
             with self.subTest(name):
-                self.refused(gguf_edit(edit)(self.tmp.name), message)
+                self.refused(gguf_edit(edit, *model)(self.tmp.name), message)
 
     def test_safetensors_and_config_edits(self):
         for name, make, message in HF_CASES:

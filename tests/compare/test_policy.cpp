@@ -193,10 +193,15 @@ TEST(PolicyDefaults, ChainedUsesTheNoiseFloor) {
   EXPECT_DOUBLE_EQ(p.tolerance(r).atol, 8e-3);
   p.judge(r);
   EXPECT_EQ(r.status, Status::pass) << r.note;
-  r.m.rms = 5e-3;  // 10x the floor RMS
+  r.m.rms = 5e-3;  // 10x the floor RMS, every element inside the band: the note names the rms limit
   p.judge(r);
   EXPECT_EQ(r.status, Status::fail);
-  EXPECT_NE(r.note.find("noise floor"), std::string::npos);
+  EXPECT_NE(r.note.find("rms 0.005 above 8 x the floor's rms 0.0005, though every element is within"),
+            std::string::npos)
+      << r.note;
+  r.m.mismatches = 2;
+  p.judge(r);
+  EXPECT_NE(r.note.find("2 element(s) above 8 x noise floor"), std::string::npos) << r.note;
   StageResult no_floor = measured("attn_out", 0, Mode::chained, 0);
   p.judge(no_floor);
   EXPECT_EQ(no_floor.status, Status::fail);
@@ -228,6 +233,23 @@ TEST(PolicyJudge, NaNStatusAndUnmatchedInfinityFail) {
   inf.m.inf_agree = false;
   p.judge(inf);
   EXPECT_EQ(inf.status, Status::fail);
+  EXPECT_NE(inf.note.find("+-Inf"), std::string::npos) << inf.note;
+}
+
+// The built-in isolated rule widens atol to 8 x the stage's floor; the file says so with
+// floor_relief (cli.default_policy_file compares whole traces under both).
+TEST(PolicyYaml, FloorReliefWidensTheDtypeRule) {
+  StageResult r = measured("logits", -1, Mode::isolated, 0);
+  r.floor_max_abs = 0.5;
+  const Policy relieved = Policy::from_yaml("rules:\n  - dtype_defaults: true\n    floor_relief: 8\n");
+  EXPECT_DOUBLE_EQ(relieved.tolerance(r).atol, 4.0);
+  EXPECT_DOUBLE_EQ(relieved.tolerance(r).atol, Policy::dtype_defaults().tolerance(r).atol);
+  EXPECT_DOUBLE_EQ(Policy::from_yaml("rules:\n  - dtype_defaults: true\n").tolerance(r).atol, 1e-3);
+  EXPECT_NE(error_of("rules:\n  - noise_floor: 8\n    floor_relief: 8\n")
+                .find("floor_relief widens a dtype_defaults rule"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - dtype_defaults: true\n    floor_relief: -1\n").find("field 'floor_relief'"),
+            std::string::npos);
 }
 
 TEST(PolicyFiles, ShippedPoliciesParse) {

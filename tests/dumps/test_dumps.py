@@ -1,12 +1,14 @@
 """--candidate dump:DIR end to end: dumps written with numpy in llama.cpp's and HF transformers'
 naming and layout from the reference's own stages judge as parity, a planted error in layer 1's
 ffn_out is named, `export` round-trips bit-exactly, and bad dumps are exit 2 naming the file."""
+import json
 import os
 import shutil
 import sys
 import tempfile
 import unittest
 
+import h5py
 import numpy as np
 
 import dumplib
@@ -132,6 +134,9 @@ class DumpParity(unittest.TestCase):
         d = self.llama_cpp_dump()
         rc, out, err, trace = dump_run(LLAMA_GGUF, d, "--tokens", "3,4")
         self.assertEqual(rc, 0, out + err)
+        with h5py.File(trace, "r") as f:
+            fed = json.loads(f["result"][:].tobytes())["tokens"]
+        self.assertEqual(fed[:len(PROMPT)], list(PROMPT))  # the dump's prompt, not 3,4
 
     def test_tokens_npy_beside_the_dump_is_the_prompt_without_a_tokens_entry(self):
         d = self.llama_cpp_dump()

@@ -56,5 +56,37 @@ INSTANTIATE_TEST_SUITE_P(Bisect, DriftStart,
                              // The floor itself grows: relative to it nothing leaves.
                              DriftCase{{1, 2, 4, 8}, {1, 2, 4, 8}, std::nullopt}));
 
+struct TrendCase {
+  const char* name;
+  std::vector<double> ratio;  // error / floor per layer (the floor is 1)
+  std::optional<int> start;
+};
+void PrintTo(const TrendCase& c, std::ostream* os) { *os << c.name; }
+
+class DriftTrend : public testing::TestWithParam<TrendCase> {};
+
+TEST_P(DriftTrend, SteadyGrowthInsideTheBandIsDrift) {
+  const std::vector<double> floor(GetParam().ratio.size(), 1.0);
+  EXPECT_EQ(drift_trend_start(GetParam().ratio, floor), GetParam().start);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bisect, DriftTrend,
+    testing::Values(
+        // The compounding bias that once read "No drift": 1.6x at layer 0 to 4.8x at layer 11.
+        TrendCase{"compounding_from_layer0", {1.6, 1.7, 1.9, 2.0, 2.2, 2.4, 2.7, 3.0, 3.3, 3.7, 4.2, 4.8}, 0},
+        // Flat, then compounding from layer 4.
+        TrendCase{"compounding_from_layer4", {1.2, 0.9, 1.3, 1.1, 0.8, 1.3, 1.9, 2.6, 3.5, 4.6}, 4},
+        // A correct candidate: the ratio wanders around 1.
+        TrendCase{
+            "noise_around_one", {1.2, 0.8, 1.5, 1.1, 0.9, 1.3, 1.0, 1.4, 0.9, 1.2, 1.1, 1.3}, std::nullopt},
+        // Growing but ending below 2x the floor.
+        TrendCase{"growth_that_stays_under_2x", {0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.9}, std::nullopt},
+        // Above 2x but erratic, not steady.
+        TrendCase{"erratic_rise", {1.0, 3.0, 1.1, 2.9, 1.2, 1.0, 3.1, 2.2}, std::nullopt},
+        // Too few layers to speak of a trend.
+        TrendCase{"three_layers", {1.0, 2.0, 4.0}, std::nullopt}),
+    [](const testing::TestParamInfo<TrendCase>& i) { return std::string(i.param.name); });
+
 }  // namespace
 }  // namespace ds

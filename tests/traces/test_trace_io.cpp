@@ -1,5 +1,6 @@
 // The trace format: round trip of every row field, and clear errors (never a crash) for a
 // non-trace file, a newer schema and a truncated file.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "h5_util.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
 
@@ -148,6 +150,21 @@ TEST(TraceIo, TruncatedFilesGiveAnErrorNotACrash) {
     fs::remove(t);
   }
   fs::remove(p);
+}
+
+// The guard turns a fault inside the HDF5 library into "corrupt trace", exit 2 (traces.hostile
+// shows that on real corrupt heaps); a fault in any other code under a guard is a bug and must
+// still crash, or fuzzers and sanitizers would read it as a handled corrupt file.
+TEST(ReadGuard, AFaultOutsideHdf5StillCrashes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const ReadGuard guard("guarded.h5");
+        volatile std::uintptr_t address = 8;  // not a null constant: the compiler must emit the store
+        *reinterpret_cast<volatile int*>(address) = 1;
+      },
+      [](int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 2); },
+      testing::Not(testing::HasSubstr("corrupt trace")));
 }
 
 }  // namespace
