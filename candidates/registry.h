@@ -17,8 +17,15 @@ struct CandidateEntry {
   std::string description;
 };
 
+struct CandidateAlias {
+  std::string alias, target;
+};
+
 // The built-in candidates.
 std::vector<CandidateEntry> list_candidates();
+// Other names make_candidate accepts for a built-in one (simt-gdn = simt, cuda-gdn = cuda where
+// cuda is built): no candidate of their own, so listings and the gate show each once.
+std::vector<CandidateAlias> list_candidate_aliases();
 // A built-in name or a plugin spec ("[plugin:]PATH.so[:NAME]"). Throws std::invalid_argument
 // naming the known candidates when `name` is unknown, PluginError (an std::invalid_argument) for
 // a file that is not a usable plugin, CandidateCrash when the plugin crashes while opened.

@@ -65,8 +65,9 @@ struct KernelTable {
   // [max_positions, D] (learned absolute positions) or null.
   void (*embedding)(const void* table, WType wt, const std::int32_t* tokens, const float* pos, int pos0,
                     void* out, int T, int D, int bug);
-  // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w); one block per row.
-  void (*rmsnorm)(const void* x, const float* w, void* y, int rows, int width, float eps);
+  // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * (w_offset + w)); one block per row.
+  // w_offset 0, or 1 for Qwen3-Next's (1 + w) norms.
+  void (*rmsnorm)(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps);
   // y[r, :] = half((x[r, :] - mean) * rsqrt(var + eps) * w + b), biased variance; one block per row.
   void (*layernorm)(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps,
                     int bug);
@@ -81,9 +82,10 @@ struct KernelTable {
   void (*fused_qkv)(const void* Wq, const void* Wk, const void* Wv, WType wt, const float* bq,
                     const float* bk, const float* bv, const void* x, void* q, void* k, void* v, int T,
                     int q_rows, int kv_rows, int cols, int bug);
-  // Per-head RMSNorm of q [T, n_q * hd] and k [T, n_kv * hd] into qn / kn; one warp per head.
-  void (*qk_norm)(const void* q, const void* k, const float* wq, const float* wk, void* qn, void* kn, int T,
-                  int n_q, int n_kv, int head_dim, float eps, int bug);
+  // Per-head RMSNorm of q [T, n_q * hd] and k [T, n_kv * hd] into qn / kn, weights (w_offset + w);
+  // one warp per head.
+  void (*qk_norm)(const void* q, const void* k, const float* wq, const float* wk, float w_offset, void* qn,
+                  void* kn, int T, int n_q, int n_kv, int head_dim, float eps, int bug);
   // Rotary embedding in place on q and k (one launch), tokens at positions pos0.. . The
   // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
   // freq_factors: f32 [rotary_dim / 2] dividing each pair's frequency (Llama-3 / linear RoPE
@@ -103,8 +105,23 @@ struct KernelTable {
                  void* act, int T, int F, int ld, int bug);
   // y[i] = half(gelu_tanh(x[i])) over n elements (GPT-2's gelu_new); in place allowed.
   void (*gelu)(const void* x, void* y, int n, int bug);
+  // Qwen3-Next's attention output gate: y[i] = half(attn[i] * sigmoid(gate[i])) over n elements.
+  void (*attn_gate)(const void* attn, const void* gate, void* y, int n);
 
-  // ---- Gated DeltaNet (kernels/gdn.cu, kernels/ssm_conv.cu), f32; layouts in those files.
+  // ---- Gated DeltaNet layer, f16 activations like the kernels above.
+  // beta[t, h] = half(sigmoid(W_beta x)), g[t, h] = half(a_neg[h] * softplus(W_alpha x + dt_bias[h]));
+  // W_beta / W_alpha [nv, cols], x [T, cols], beta / g [T, nv].
+  void (*gdn_gates)(const void* W_beta, const void* W_alpha, WType wt, const float* a_neg,
+                    const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols);
+  // q / k [T, n_heads * hd] = the per-head L2-normalised column ranges [0, n_heads hd) and
+  // [n_heads hd, 2 n_heads hd) of x (row stride ld), q also scaled by q_scale.
+  void (*l2norm)(const void* x, int ld, void* q, void* k, int T, int n_heads, int head_dim, float q_scale);
+  // y[t, h, :] = half(w * RMSNorm(o[t, h, :]) * silu(z[t, h, :])), o / z / y [T, n_heads * hd], w f32 [hd].
+  void (*gated_rmsnorm)(const void* o, const void* z, const float* w, void* y, int T, int n_heads,
+                        int head_dim, float eps);
+
+  // ---- Gated DeltaNet recurrence and conv (kernels/gdn.cu, kernels/ssm_conv.cu), f32; layouts in
+  // those files.
   // Plain GDN recurrence over T tokens of n_seqs sequences: prior states state_in
   // [n_seqs, nv, dk, dv], final states into the separate state_out, outputs out [n_seqs, T, nv*dv].
   void (*gdn)(const float* q, const float* k, const float* v, const float* g, const float* beta,

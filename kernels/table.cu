@@ -6,17 +6,22 @@
 namespace DSK_NS {
 
 void embedding(const void*, dsk::WType, const std::int32_t*, const float*, int, void*, int, int, int);
-void rmsnorm(const void*, const float*, void*, int, int, float);
+void rmsnorm(const void*, const float*, float, void*, int, int, float);
 void layernorm(const void*, const float*, const float*, void*, int, int, float, int);
 void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
 void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
                const void*, void*, void*, void*, int, int, int, int, int);
-void qk_norm(const void*, const void*, const float*, const float*, void*, void*, int, int, int, int, float,
-             int);
+void qk_norm(const void*, const void*, const float*, const float*, float, void*, void*, int, int, int, int,
+             float, int);
 void rope(void*, void*, int, int, int, int, int, int, float, const float*, bool, int);
 void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
 void gelu(const void*, void*, int, int);
+void attn_gate(const void*, const void*, void*, int);
+void gdn_gates(const void*, const void*, dsk::WType, const float*, const float*, const void*, void*, void*,
+               int, int, int);
+void l2norm(const void*, int, void*, void*, int, int, int, float);
+void gated_rmsnorm(const void*, const void*, const float*, void*, int, int, int, float);
 void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*,
          int, int, int, int, int, int, int);
 void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int,
@@ -53,14 +58,34 @@ const dsk::KernelTable& table() {
 #else
   static const char* const backend = "simt";
 #endif
-  static const dsk::KernelTable t = {backend,     device_error,    alloc,
-                                     release,     to_device,       to_host,
-                                     device_copy, synchronize,     embedding,
-                                     rmsnorm,     layernorm,       gemv,
-                                     fused_qkv,   qk_norm,         rope,
-                                     attention,   swiglu,          gelu,
-                                     gdn,         gdn_inplace,     gdn_inplace_ids,
-                                     ssm_conv,    ssm_conv_update, ssm_conv_update_ids};
+  static const dsk::KernelTable t = {backend,
+                                     device_error,
+                                     alloc,
+                                     release,
+                                     to_device,
+                                     to_host,
+                                     device_copy,
+                                     synchronize,
+                                     embedding,
+                                     rmsnorm,
+                                     layernorm,
+                                     gemv,
+                                     fused_qkv,
+                                     qk_norm,
+                                     rope,
+                                     attention,
+                                     swiglu,
+                                     gelu,
+                                     attn_gate,
+                                     gdn_gates,
+                                     l2norm,
+                                     gated_rmsnorm,
+                                     gdn,
+                                     gdn_inplace,
+                                     gdn_inplace_ids,
+                                     ssm_conv,
+                                     ssm_conv_update,
+                                     ssm_conv_update_ids};
   return t;
 }
 

@@ -199,7 +199,9 @@ Prepared rmsnorm(Arena& a, const Decoder& m, int T) {
   }
   Prepared p;
   p.bytes = double(x.bytes() + w.bytes() + y.bytes());
-  p.launch = [&a, &x, &w, &y, T, H, eps = m.eps] { a.k.rmsnorm(x.dev, w.as<float>(), y.dev, T, H, eps); };
+  p.launch = [&a, &x, &w, &y, T, H, eps = m.eps] {
+    a.k.rmsnorm(x.dev, w.as<float>(), 0.0f, y.dev, T, H, eps);
+  };
   p.checks.push_back(
       {"y", &y, [&x, &w, inv, H](std::size_t i) { return x.host[i] * inv[i / H] * w.host[i % H]; }});
   return p;
@@ -301,7 +303,7 @@ Prepared qk_norm(Arena& a, const Decoder& m, int T) {
   Prepared p;
   p.bytes = double(2 * q.bytes() + 2 * k.bytes() + wq.bytes() + wk.bytes());
   p.launch = [&a, &q, &k, &wq, &wk, &qn, &kn, T, m] {
-    a.k.qk_norm(q.dev, k.dev, wq.as<float>(), wk.as<float>(), qn.dev, kn.dev, T, m.n_heads, m.n_kv,
+    a.k.qk_norm(q.dev, k.dev, wq.as<float>(), wk.as<float>(), 0.0f, qn.dev, kn.dev, T, m.n_heads, m.n_kv,
                 m.head_dim, m.eps, g_bug);
   };
   auto want = [hd, eps = m.eps](const Buf& in, const Buf& w) {
@@ -663,6 +665,94 @@ Prepared ssm_conv_update_ids(Arena& a, const Gdn& m, int n_seqs) {
   return p;
 }
 
+// ---- the rest of a Qwen3-Next layer on the GDN shape (and the attention gate on every decoder)
+
+Prepared attn_gate(Arena& a, const Decoder& m, int T) {
+  const std::size_t n = std::size_t(T) * m.n_heads * m.head_dim;
+  Buf& attn = a.upload(Elem::f16, a.uniform(n, -1, 1));
+  Buf& gate = a.upload(Elem::f16, a.uniform(n, -4, 4));
+  Buf& y = a.alloc(Elem::f16, n);
+  Prepared p;
+  p.bytes = double(attn.bytes() + gate.bytes() + y.bytes());
+  p.launch = [&a, &attn, &gate, &y, n] { a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n)); };
+  p.checks.push_back({"y", &y, [&attn, &gate](std::size_t i) {
+                        return attn.host[i] / (1 + std::exp(-double(gate.host[i])));
+                      }});
+  return p;
+}
+
+// beta and g of T tokens: two GEMV rows per value head with their sigmoid / softplus epilogues.
+Prepared gdn_gates(Arena& a, const Gdn& m, int T) {
+  const int D = m.hidden, nv = m.nv;
+  const float ws = std::sqrt(3.0f / static_cast<float>(D));
+  Buf& W = a.upload(kWeight, a.uniform(std::size_t(2) * nv * D, -ws, ws));  // [W_beta | W_alpha]
+  Buf& a_neg = a.upload(Elem::f32, a.uniform(nv, -2, -0.1f));
+  Buf& dt = a.upload(Elem::f32, a.uniform(nv, -1, 1));
+  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& beta = a.alloc(Elem::f16, std::size_t(T) * nv);
+  Buf& g = a.alloc(Elem::f16, std::size_t(T) * nv);
+  Prepared p;
+  p.bytes = double(W.bytes() + a_neg.bytes() + dt.bytes() + x.bytes() + beta.bytes() + g.bytes());
+  p.launch = [&a, &W, &a_neg, &dt, &x, &beta, &g, T, nv, D] {
+    const auto* w = static_cast<const char*>(W.dev);
+    a.k.gdn_gates(w, w + std::size_t(nv) * D * elem_size(kWeight), kWType, a_neg.as<float>(), dt.as<float>(),
+                  x.dev, beta.dev, g.dev, T, nv, D);
+  };
+  auto u = [&W, &x, nv, D](std::size_t i, int which) {  // pre-activation of output i
+    return dot(W.host.data() + (std::size_t(which) * nv + i % nv) * D, x.host.data() + i / nv * D, D);
+  };
+  p.checks.push_back({"beta", &beta, [u](std::size_t i) { return 1 / (1 + std::exp(-u(i, 0))); }});
+  p.checks.push_back({"g", &g, [u, &a_neg, &dt, nv](std::size_t i) {
+                        const double v = u(i, 1) + dt.host[i % nv];
+                        return a_neg.host[i % nv] * (v > 20 ? v : std::log1p(std::exp(v)));
+                      }});
+  return p;
+}
+
+// q and k L2-normalised per head, read out of conv rows [q | k | v].
+Prepared l2norm(Arena& a, const Gdn& m, int T) {
+  const int C = m.conv_channels(), kd = m.nk * m.dk, dk = m.dk;
+  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * C, -1, 1));
+  Buf& q = a.alloc(Elem::f16, std::size_t(T) * kd);
+  Buf& k = a.alloc(Elem::f16, std::size_t(T) * kd);
+  const float q_scale = 1 / std::sqrt(static_cast<float>(dk));
+  Prepared p;
+  p.bytes = double(std::size_t(T) * 2 * kd * 2 + q.bytes() + k.bytes());
+  p.launch = [&a, &x, &q, &k, T, C, m, q_scale] {
+    a.k.l2norm(x.dev, C, q.dev, k.dev, T, m.nk, m.dk, q_scale);
+  };
+  auto want = [&x, C, kd, dk](int first, double scale) {
+    return [&x, C, kd, dk, first, scale](std::size_t i) {
+      const std::size_t t = i / kd, h = i % kd / dk;
+      const float* head = x.host.data() + t * C + first + h * dk;
+      return head[i % dk] / std::sqrt(dot(head, head, dk) + 1e-6) * scale;
+    };
+  };
+  p.checks.push_back({"q", &q, want(0, q_scale)});
+  p.checks.push_back({"k", &k, want(kd, 1)});
+  return p;
+}
+
+Prepared gated_rmsnorm(Arena& a, const Gdn& m, int T) {
+  const int dv = m.dv;
+  const std::size_t n = std::size_t(T) * m.nv * dv;
+  Buf& o = a.upload(Elem::f16, a.uniform(n, -1, 1));
+  Buf& z = a.upload(Elem::f16, a.uniform(n, -3, 3));
+  Buf& w = a.upload(Elem::f32, a.uniform(dv, 0.5f, 1.5f));
+  Buf& y = a.alloc(Elem::f16, n);
+  Prepared p;
+  p.bytes = double(o.bytes() + z.bytes() + w.bytes() + y.bytes());
+  p.launch = [&a, &o, &z, &w, &y, T, m] {
+    a.k.gated_rmsnorm(o.dev, z.dev, w.as<float>(), y.dev, T, m.nv, m.dv, 1e-6f);
+  };
+  p.checks.push_back({"y", &y, [&o, &z, &w, dv](std::size_t i) {
+                        const float* head = o.host.data() + i / dv * dv;
+                        return w.host[i % dv] * o.host[i] / std::sqrt(dot(head, head, dv) / dv + 1e-6) *
+                               silu(z.host[i]);
+                      }});
+  return p;
+}
+
 // ----------------------------------------------------------------------------------------
 // Cases, timing, registration
 
@@ -702,6 +792,7 @@ std::vector<Case> cases(bool smoke) {
       add(name("gemv.gate_up"), [m, T](Arena& a) { return gemv(a, T, 2 * m.ffn, m.hidden, false, false); });
       add(name("swiglu"), [m, T](Arena& a) { return swiglu(a, m, T); });
       add(name("gelu"), [m, T](Arena& a) { return gelu(a, m, T); });
+      if (!m.ffn_only) add(name("attn_gate"), [m, T](Arena& a) { return attn_gate(a, m, T); });
       add(name("gemv.down_add"), [m, T](Arena& a) { return gemv(a, T, m.hidden, m.ffn, false, true); });
       // Decode only: sampling after a prefill needs the logits of its last token alone.
       if (!m.ffn_only && T == 1)
@@ -722,6 +813,13 @@ std::vector<Case> cases(bool smoke) {
       [g, n](Arena& a) { return ssm_conv_update(a, g, n); });
   add(fmt::format("{}/ssm_conv_update_ids/decode", g.name),
       [g, n](Arena& a) { return ssm_conv_update_ids(a, g, n); });
+  // The layer's other kernels, over n decode tokens (one per sequence) and a prefill.
+  for (const auto& [mode, rows] : {std::pair{std::string("decode"), n}, std::pair{pre, T}}) {
+    add(fmt::format("{}/gdn_gates/{}", g.name, mode), [g, rows](Arena& a) { return gdn_gates(a, g, rows); });
+    add(fmt::format("{}/l2norm/{}", g.name, mode), [g, rows](Arena& a) { return l2norm(a, g, rows); });
+    add(fmt::format("{}/gated_rmsnorm/{}", g.name, mode),
+        [g, rows](Arena& a) { return gated_rmsnorm(a, g, rows); });
+  }
   return out;
 }
 

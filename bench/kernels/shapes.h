@@ -30,6 +30,7 @@ struct Decoder {
 struct Gdn {
   std::string name;
   int nk = 0, nv = 0, dk = 0, dv = 0, conv_k = 4;
+  int hidden = 0;  // the layer's input width (its projections' columns)
   int conv_channels() const { return 2 * nk * dk + nv * dv; }
 };
 
@@ -56,7 +57,7 @@ inline Decoder from_preset(const char* preset) {
 
 inline Gdn gdn_from_preset(const char* preset) {
   const ds::ModelConfig c = ds::ref::synthetic_config(preset);
-  return {preset, c.gdn_k_heads, c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim, c.conv_kernel};
+  return {preset, c.gdn_k_heads, c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim, c.conv_kernel, c.hidden};
 }
 
 // LLaMA-2-7B's FFN (hidden 4096, intermediate 11008): no preset holds a 7B model. Its smoke
@@ -76,7 +77,7 @@ inline Decoder ffn_7b(bool smoke) {
 // is the smoke shape.
 inline Gdn gdn_shape(bool smoke) {
   if (smoke) return gdn_from_preset("qwen3next-tiny");
-  return {"qwen3-next-80b", 16, 32, 128, 128, 4};
+  return {"qwen3-next-80b", 16, 32, 128, 128, 4, 2048};
 }
 
 inline std::vector<Decoder> decoder_shapes(bool smoke) {

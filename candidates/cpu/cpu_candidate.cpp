@@ -54,7 +54,9 @@ std::string CpuCandidate::description() const {
            "no bias";
   switch (bug_) {
     case PlantedBug::none:
-      return "f32 math with every stage output stored as f16: a correct low-precision implementation";
+      return "f32 math with every stage output stored as f16: a correct low-precision implementation of "
+             "every "
+             "family (Qwen3-Next's GDN layers with the plain ops)";
     case PlantedBug::segv_at_layer1:
       return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
     case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
@@ -69,12 +71,22 @@ std::string CpuCandidate::description() const {
 
 OpSet CpuCandidate::capabilities() const {
   if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
-  return {Op::RoPE,      Op::RoPENeox,   Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA,
-          Op::MHA,       Op::CausalMask, Op::SwiGLU,      Op::GeluMlp,         Op::RMSNorm,
-          Op::LayerNorm, Op::BiasAdd,    Op::QkNorm,      Op::AbsolutePos};
+  // Every family the reference implements; the GDN ops only in their plain form (a decode step
+  // is the same recurrence and conv on one token: no fused decode ops A-D to declare).
+  return {Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::RoPEFreqFactors,
+          Op::GQA,           Op::MHA,      Op::CausalMask,     Op::SwiGLU,
+          Op::GeluMlp,       Op::RMSNorm,  Op::RMSNormPlusOne, Op::LayerNorm,
+          Op::BiasAdd,       Op::QkNorm,   Op::AbsolutePos,    Op::AttnOutputGate,
+          Op::GatedDeltaNet, Op::SsmConv};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  const std::vector<KernelStep> mlp = {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
+                                       {"gate_up", {"ffn_norm"}, {"gate", "up"}},
+                                       {"swiglu", {"gate", "up"}, {"ffn_act"}},
+                                       {"down", {"ffn_act"}, {"down"}},
+                                       {"residual_2", {"residual_1", "down"}, {"residual_2"}}};
+  std::vector<KernelStep> p;
   switch (kind) {
     case BlockKind::embed: return {{"embed", {"tokens"}, {"embed"}}};
     case BlockKind::head:
@@ -91,9 +103,23 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
               {"gelu", {"fc"}, {"gelu"}},
               {"mlp_proj", {"gelu"}, {"proj"}},
               {"residual_2", {"residual_1", "proj"}, {"residual_2"}}};
-    case BlockKind::decoder: {
-      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
-                                   {"qkv", {"attn_norm"}, {"q", "k", "v"}}};
+    case BlockKind::gdn:
+      p = {{"attn_norm", {"x"}, {"attn_norm"}},
+           {"gdn_in_proj", {"attn_norm"}, {"qkv_mixed", "z_gate", "beta", "g"}},
+           {"conv", {"qkv_mixed", "prev:conv_state"}, {"conv", "conv_state"}},
+           {"l2norm", {"conv"}, {"q_l2", "k_l2"}},
+           {"gdn", {"q_l2", "k_l2", "conv", "g", "beta", "prev:gdn_state"}, {"gdn_out", "gdn_state"}},
+           {"gated_norm", {"gdn_out", "z_gate"}, {"gated_norm"}},
+           {"out_proj", {"gated_norm"}, {"out_proj"}},
+           {"residual_1", {"x", "out_proj"}, {"residual_1"}}};
+      break;
+    case BlockKind::decoder:
+    case BlockKind::gated_attn: {
+      // Gated attention: q_proj also yields the gate, which scales the attention output.
+      const bool gated = kind == BlockKind::gated_attn;
+      p = {{"attn_norm", {"x"}, {"attn_norm"}},
+           gated ? KernelStep{"q_proj", {"attn_norm"}, {"q", "attn_gate", "k", "v"}}
+                 : KernelStep{"qkv", {"attn_norm"}, {"q", "k", "v"}}};
       std::string q = "q", k = "k";
       if (cfg.qk_norm) {
         p.push_back({"q_norm", {"q"}, {"q_norm"}});
@@ -104,17 +130,15 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
       p.push_back({"rope_q", {q}, {"q_rope"}});
       p.push_back({"rope_k", {k}, {"k_rope"}});
       p.push_back({"attention", {"q_rope", "cache:k_rope", "cache:v"}, {"attn"}});
-      p.push_back({"o_proj", {"attn"}, {"attn_out"}});
+      if (gated) p.push_back({"attn_gate_mul", {"attn", "attn_gate"}, {"attn_gated"}});
+      p.push_back({"o_proj", {gated ? "attn_gated" : "attn"}, {"attn_out"}});
       p.push_back({"residual_1", {"x", "attn_out"}, {"residual_1"}});
-      p.push_back({"ffn_norm", {"residual_1"}, {"ffn_norm"}});
-      p.push_back({"gate_up", {"ffn_norm"}, {"gate", "up"}});
-      p.push_back({"swiglu", {"gate", "up"}, {"ffn_act"}});
-      p.push_back({"down", {"ffn_act"}, {"down"}});
-      p.push_back({"residual_2", {"residual_1", "down"}, {"residual_2"}});
-      return p;
+      break;
     }
     default: return {};  // not supported: the capability gate refuses such models first
   }
+  p.insert(p.end(), mlp.begin(), mlp.end());
+  return p;
 }
 
 void CpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
@@ -128,6 +152,13 @@ const Mat& CpuCandidate::w(int layer, std::string_view role) const {
   auto it = w_.find(n);
   if (it == w_.end()) throw std::out_of_range(fmt::format("cpu candidate: weight '{}' not loaded", n));
   return it->second;
+}
+
+std::vector<float> CpuCandidate::norm_w(int layer, std::string_view role) const {
+  std::vector<float> v = w(layer, role).v;
+  if (cfg_.norm_plus_one)
+    for (float& e : v) e += 1.0f;  // Qwen3-Next's (1 + w), applied in f32 as HF does
+  return v;
 }
 
 std::span<const float> CpuCandidate::b(int layer, std::string_view role) const {
@@ -156,7 +187,9 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   const std::string& s = step.name;
   auto x = [&](std::string_view n) { return to_mat(in(inputs, n)); };
   auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_tensor(m, storage_); };
-  if (s == "embed") {
+  if (run_hybrid(step, ctx, inputs, outputs)) {
+    // a Qwen3-Next step (cpu_hybrid.cpp)
+  } else if (s == "embed") {
     const Tensor& tok = in(inputs, "tokens");
     const Mat& table = w(kModelLayer, "token_embd.weight");
     Mat e(tok.numel(), table.cols);
@@ -198,13 +231,14 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "mlp_proj") {
     out("proj", linear(x("gelu"), w(l, "ffn_down.weight"), w(l, "ffn_down.bias").v));
   } else if (s == "final_norm") {
-    out("final_norm", rmsnorm(x("x"), w(kModelLayer, "output_norm.weight").v, float(c.norm_eps), c.hidden));
+    out("final_norm",
+        rmsnorm(x("x"), norm_w(kModelLayer, "output_norm.weight"), float(c.norm_eps), c.hidden));
   } else if (s == "lm_head") {
     auto it = w_.find("output.weight");
     out("logits",
         linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
   } else if (s == "attn_norm" || s == "ffn_norm") {
-    out(s, rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), w(l, fmt::format("{}.weight", s)).v,
+    out(s, rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), norm_w(l, fmt::format("{}.weight", s)),
                    float(c.norm_eps), c.hidden));
   } else if (s == "qkv") {
     const Mat a = x("attn_norm");
@@ -212,8 +246,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out("k", linear(a, w(l, "attn_k.weight"), b(l, "attn_k.bias")));
     out("v", linear(a, w(l, "attn_v.weight"), b(l, "attn_v.bias")));
   } else if (s == "q_norm" || s == "k_norm") {
-    out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), w(l, fmt::format("attn_{}.weight", s)).v, float(c.norm_eps),
-                   c.head_dim));
+    out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), norm_w(l, fmt::format("attn_{}.weight", s)),
+                   float(c.norm_eps), c.head_dim));
   } else if (s == "rope_q" || s == "rope_k") {
     out(step.outputs[0], rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
                               c.rope_mode, c.rope_freq_factors));
@@ -222,9 +256,9 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out("attn", attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, c.head_dim,
                           ctx.pos0));
   } else if (s == "o_proj") {
-    out("attn_out", linear(x("attn"), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
+    out("attn_out", linear(x(step.inputs[0]), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
   } else if (s == "residual_1") {
-    out("residual_1", add(x("x"), x("attn_out")));
+    out("residual_1", add(x(step.inputs[0]), x(step.inputs[1])));
   } else if (s == "gate_up") {
     const Mat a = x("ffn_norm");
     out("gate", linear(a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));

@@ -1,5 +1,6 @@
-// cpu-f16 (and its mutants): the decoder math in f32 with every stage output stored as f16,
-// i.e. a correct low-precision implementation. The selftest variants crash on purpose (the
+// cpu-f16 (and its mutants): the math of every family the reference implements (decoders,
+// GPT-2, Qwen3-Next's gated attention and Gated DeltaNet layers) in f32 with every stage output
+// stored as f16, i.e. a correct low-precision implementation. The selftest variants crash on purpose (the
 // kernel mutants are the SIMT kernels in candidates/gpu).
 #pragma once
 
@@ -43,7 +44,11 @@ class CpuCandidate final : public Candidate {
 
  private:
   const Mat& w(int layer, std::string_view role) const;
-  std::span<const float> b(int layer, std::string_view role) const;  // empty when absent
+  std::span<const float> b(int layer, std::string_view role) const;   // empty when absent
+  std::vector<float> norm_w(int layer, std::string_view role) const;  // (1 + w) when norm_plus_one
+  // The Qwen3-Next steps (cpu_hybrid.cpp); false when `step` is not one of them.
+  bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                  TensorMap& outputs);
   void crash_if_planted() const;
 
   PlantedBug bug_;

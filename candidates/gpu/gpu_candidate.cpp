@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
+#include "dev_buf.h"
 #include "launch_sinks.h"
 #include "stage_catalog.h"
 
@@ -13,50 +13,19 @@ namespace ds::gpu {
 
 namespace {
 
-// A device allocation that lives for one step.
-class DevBuf {
- public:
-  DevBuf(const dsk::KernelTable& k, std::size_t bytes) : k_(&k), p_(k.alloc(bytes)), bytes_(bytes) {}
-  DevBuf(const dsk::KernelTable& k, const Tensor& t) : DevBuf(k, t.nbytes()) {
-    k.to_device(p_, t.raw(), t.nbytes());
-  }
-  DevBuf(DevBuf&& o) noexcept : k_(o.k_), p_(std::exchange(o.p_, nullptr)), bytes_(o.bytes_) {}
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  DevBuf& operator=(DevBuf&&) = delete;
-  ~DevBuf() {
-    if (p_ != nullptr) k_->release(p_);
-  }
-  void* get() const { return p_; }
-  float* f32() const { return static_cast<float*>(p_); }
-  // The buffer read back as an f16 [rows, cols] stage tensor.
-  Tensor f16(std::int64_t rows, std::int64_t cols) const {
-    Tensor t(DType::f16, {rows, cols});
-    k_->to_host(t.raw(), p_, t.nbytes());
-    return t;
-  }
-
- private:
-  const dsk::KernelTable* k_;
-  void* p_;
-  std::size_t bytes_;
-};
-
-const Tensor& in(const TensorMap& inputs, std::string_view name) {
-  auto it = inputs.find(name);
-  if (it == inputs.end()) throw std::logic_error(fmt::format("gpu candidate: input '{}' not provided", name));
-  if (it->second.dtype() != DType::f16 && it->second.dtype() != DType::i32)
-    throw std::logic_error(
-        fmt::format("gpu candidate: input '{}' is {}, expected f16", name, dtype_name(it->second.dtype())));
-  return it->second;
-}
+const Tensor& in(const TensorMap& inputs, std::string_view name) { return step_input(inputs, name); }
 
 std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
 
 }  // namespace
 
-GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug)
-    : k_(table), name_(std::move(name)), description_(std::move(description)), bug_(bug) {}
+GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug,
+                           bool fused_gdn_ops)
+    : k_(table),
+      name_(std::move(name)),
+      description_(std::move(description)),
+      bug_(bug),
+      fused_gdn_ops_(fused_gdn_ops) {}
 
 GpuCandidate::~GpuCandidate() { free_all(); }
 
@@ -66,14 +35,23 @@ void GpuCandidate::free_all() {
 }
 
 OpSet GpuCandidate::capabilities() const {
-  // Exactly what kernels/*.cu implement and plan() routes: no (1 + w) norms, gated attention
-  // or GDN layers (the simt-gdn candidates), no RoPE frequency scaling.
-  return {Op::RoPE,      Op::RoPENeox,   Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA,
-          Op::MHA,       Op::CausalMask, Op::SwiGLU,      Op::GeluMlp,         Op::RMSNorm,
-          Op::LayerNorm, Op::BiasAdd,    Op::QkNorm,      Op::AbsolutePos};
+  // Exactly what kernels/*.cu implement and plan() routes, for every family the reference has.
+  OpSet ops{Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::RoPEFreqFactors,
+            Op::GQA,           Op::MHA,      Op::CausalMask,     Op::SwiGLU,
+            Op::GeluMlp,       Op::RMSNorm,  Op::RMSNormPlusOne, Op::LayerNorm,
+            Op::BiasAdd,       Op::QkNorm,   Op::AbsolutePos,    Op::AttnOutputGate,
+            Op::GatedDeltaNet, Op::SsmConv};
+  if (fused_gdn_ops_)
+    for (Op op : {Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds}) ops.add(op);
+  return ops;
 }
 
 std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  const std::vector<KernelStep> mlp = {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
+                                       {"gate_up", {"ffn_norm"}, {"gate", "up"}},
+                                       {"swiglu", {"gate", "up"}, {"ffn_act"}},
+                                       {"down_add", {"ffn_act", "residual_1"}, {"down", "residual_2"}}};
+  std::vector<KernelStep> p;
   switch (kind) {
     case BlockKind::embed: return {{"embedding", {"tokens"}, {"embed"}}};
     case BlockKind::head:
@@ -88,24 +66,36 @@ std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
               {"c_fc", {"ln_2"}, {"fc"}},
               {"gelu", {"fc"}, {"gelu"}},
               {"down_add", {"gelu", "residual_1"}, {"proj", "residual_2"}}};
-    case BlockKind::decoder: {
-      std::vector<KernelStep> p = {{"attn_norm", {"x"}, {"attn_norm"}},
-                                   {"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
+    case BlockKind::decoder:
+    case BlockKind::gated_attn: {
+      // Gated attention: q_proj also yields the gate, which scales the attention output.
+      const bool gated = kind == BlockKind::gated_attn;
+      p = {{"attn_norm", {"x"}, {"attn_norm"}},
+           gated ? KernelStep{"q_proj", {"attn_norm"}, {"q", "attn_gate", "k", "v"}}
+                 : KernelStep{"fused_qkv", {"attn_norm"}, {"q", "k", "v"}}};
       if (cfg.qk_norm) p.push_back({"qk_norm", {"q", "k"}, {"q_norm", "k_norm"}});
       if (cfg.qk_norm)
         p.push_back({"rope", {"q_norm", "k_norm"}, {"q_rope", "k_rope"}});
       else
         p.push_back({"rope", {"q", "k"}, {"q_rope", "k_rope"}});
       p.push_back({"attention", {"q_rope", "cache:k_rope", "cache:v"}, {"attn"}});
-      p.push_back({"o_proj_add", {"attn", "x"}, {"attn_out", "residual_1"}});
-      p.push_back({"ffn_norm", {"residual_1"}, {"ffn_norm"}});
-      p.push_back({"gate_up", {"ffn_norm"}, {"gate", "up"}});
-      p.push_back({"swiglu", {"gate", "up"}, {"ffn_act"}});
-      p.push_back({"down_add", {"ffn_act", "residual_1"}, {"down", "residual_2"}});
-      return p;
+      if (gated) p.push_back({"attn_gate_mul", {"attn", "attn_gate"}, {"attn_gated"}});
+      p.push_back({"o_proj_add", {gated ? "attn_gated" : "attn", "x"}, {"attn_out", "residual_1"}});
+      break;
     }
+    case BlockKind::gdn:
+      p = {{"attn_norm", {"x"}, {"attn_norm"}},
+           {"gdn_in_proj", {"attn_norm"}, {"qkv_mixed", "z_gate", "beta", "g"}},
+           {"conv", {"qkv_mixed", "prev:conv_state"}, {"conv", "conv_state"}},
+           {"l2norm", {"conv"}, {"q_l2", "k_l2"}},
+           {"gdn", {"q_l2", "k_l2", "conv", "g", "beta", "prev:gdn_state"}, {"gdn_out", "gdn_state"}},
+           {"gated_norm", {"gdn_out", "z_gate"}, {"gated_norm"}},
+           {"out_proj_add", {"gated_norm", "x"}, {"out_proj", "residual_1"}}};
+      break;
     default: return {};  // refused by the capability gate first
   }
+  p.insert(p.end(), mlp.begin(), mlp.end());
+  return p;
 }
 
 void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts) {
@@ -160,21 +150,32 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   for (std::string_view v : {"output_norm.weight", "output_norm.bias"})
     if (const Tensor* t = weights.find(v)) upload_vector(std::string(v), *t);
   for (int l = 0; l < cfg.n_layers; ++l) {
-    if (cfg.block_kind(l) == BlockKind::gpt2)
-      load_gpt2_layer(l, weights);
-    else
-      load_decoder_layer(l, weights);
+    switch (cfg.block_kind(l)) {
+      case BlockKind::gpt2: load_gpt2_layer(l, weights); break;
+      case BlockKind::gdn: load_gdn_layer(l, weights); break;
+      default: load_decoder_layer(l, weights); break;  // decoder and gated_attn
+    }
   }
 }
 
 void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
-  // Packed [q | k | v] and [gate | up]: one buffer each, as a fused checkpoint stores them.
+  // Packed [q | k | v]: one buffer, as a fused checkpoint stores it. A gated-attention layer's
+  // q part is q_proj as stored, [q | gate] per head (2 H d rows).
   upload_matrix(n("attn_qkv.packed"), {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
                                        &weights.layer(l, "attn_v.weight")});
+  upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
+  for (std::string_view v : {"attn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
+                             "attn_k.bias", "attn_v.bias", "attn_output.bias"})
+    if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
+  load_mlp(l, weights);
+}
+
+void GpuCandidate::load_mlp(int l, const WeightStore& weights) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  // Packed [gate | up]: one GEMV for both.
   upload_matrix(n("ffn_gate_up.packed"),
                 {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
-  upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
   upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
   if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
     const Tensor packed =
@@ -182,9 +183,7 @@ void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
                             weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
     upload_vector(n("ffn_gate_up.bias"), packed);
   }
-  for (std::string_view v :
-       {"attn_norm.weight", "ffn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
-        "attn_k.bias", "attn_v.bias", "attn_output.bias", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
+  for (std::string_view v : {"ffn_norm.weight", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
     if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
 }
 
@@ -231,7 +230,9 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     return dev_.at(layer == kModelLayer ? std::string(role) : layer_weight(layer, role)).wt;
   };
 
-  if (s == "embedding") {
+  if (run_hybrid(step, ctx, inputs, outputs)) {
+    // a Qwen3-Next step (gpu_hybrid.cpp)
+  } else if (s == "embedding") {
     const Tensor& tok = in(inputs, "tokens");
     for (std::int64_t t = 0; t < tok.numel(); ++t)
       if (tok.at(t) < 0 || tok.at(t) >= c.vocab)
@@ -257,7 +258,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const float* w =
         s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
     DevBuf x = up(src), y = buf(std::int64_t(T) * D);
-    k_.rmsnorm(x.get(), w, y.get(), T, D, eps);
+    k_.rmsnorm(x.get(), w, norm_offset(), y.get(), T, D, eps);
     outputs[s] = y.f16(T, D);
   } else if (s == "lm_head") {
     const std::string_view role = dev_.count("output.weight") ? "output.weight" : "token_embd.weight";
@@ -279,8 +280,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     outputs["v"] = v.f16(T, KV);
   } else if (s == "qk_norm") {
     DevBuf q = up("q"), k = up("k"), qn = buf(std::int64_t(T) * Q), kn = buf(std::int64_t(T) * KV);
-    k_.qk_norm(q.get(), k.get(), vec(l, "attn_q_norm.weight"), vec(l, "attn_k_norm.weight"), qn.get(),
-               kn.get(), T, c.n_heads, c.n_kv_heads, hd, eps, bug_);
+    k_.qk_norm(q.get(), k.get(), need_vec(l, "attn_q_norm.weight"), need_vec(l, "attn_k_norm.weight"),
+               norm_offset(), qn.get(), kn.get(), T, c.n_heads, c.n_kv_heads, hd, eps, bug_);
     outputs["q_norm"] = qn.f16(T, Q);
     outputs["k_norm"] = kn.f16(T, KV);
   } else if (s == "rope") {
@@ -309,11 +310,12 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld, ld,
                  bug_);
     outputs["attn"] = o.f16(T, Q);
-  } else if (s == "o_proj_add" || s == "down_add") {
+  } else if (s == "o_proj_add" || s == "out_proj_add" || s == "down_add") {
     // Projection + chain-add: inputs (activation, residual), outputs (projection, new residual).
-    const bool o_proj = s == "o_proj_add";
-    const std::string_view role = o_proj ? "attn_output" : "ffn_down";
-    const int cols = o_proj ? Q : F;
+    const std::string_view role = s == "o_proj_add" ? "attn_output"
+                                  : s == "down_add" ? "ffn_down"
+                                                    : "ssm_out";
+    const int cols = s == "o_proj_add" ? Q : s == "down_add" ? F : c.gdn_value_dim();
     DevBuf x = up(step.inputs[0]), resid = up(step.inputs[1]), y = buf(std::int64_t(T) * D);
     k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
             vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols, bug_);
@@ -338,15 +340,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     k_.gemv(mat(l, "ffn_gate_up.packed"), wt_of(l, "ffn_gate_up.packed"), x.get(), vec(l, "ffn_gate_up.bias"),
             gu.get(), nullptr, T, 2 * F, D, bug_);
     const Tensor both = gu.f16(T, 2 * F);
-    Tensor gate(DType::f16, {T, F}), upt(DType::f16, {T, F});
-    for (int t = 0; t < T; ++t) {
-      std::memcpy(gate.raw() + std::size_t(t) * F * 2, both.raw() + std::size_t(t) * 2 * F * 2,
-                  std::size_t(F) * 2);
-      std::memcpy(upt.raw() + std::size_t(t) * F * 2, both.raw() + (std::size_t(t) * 2 * F + F) * 2,
-                  std::size_t(F) * 2);
-    }
-    outputs["gate"] = std::move(gate);
-    outputs["up"] = std::move(upt);
+    outputs["gate"] = f16_columns(both, 0, F);
+    outputs["up"] = f16_columns(both, F, F);
   } else if (s == "swiglu") {
     DevBuf g = up("gate"), u = up("up"), act = buf(std::int64_t(T) * F);
     k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F,

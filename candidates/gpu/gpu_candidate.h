@@ -26,8 +26,42 @@
 //   gelu            gelu (tanh form)              fc -> gelu
 //   down_add        gemv + bias + chain-add       gelu, residual_1 -> proj, residual_2
 //
+// Stage map (Qwen3-Next gated full-attention layer; gpu_hybrid.cpp):
+//   attn_norm       rmsnorm, (1 + w)              x -> attn_norm
+//   q_proj          fused_qkv over packed [q_proj (2 H d rows, [q | gate] per head) | k | v]
+//                                                 attn_norm -> q, attn_gate, k, v
+//   qk_norm         qk_norm, (1 + w)              q, k -> q_norm, k_norm
+//   rope            rope on the first rotary_dim of each head (partial, neox)
+//                                                 q_norm, k_norm -> q_rope, k_rope
+//   attention       attention                     q_rope, cache:k_rope, cache:v -> attn
+//   attn_gate_mul   attn_gate (sigmoid)           attn, attn_gate -> attn_gated
+//   o_proj_add      gemv + chain-add              attn_gated, x -> attn_out, residual_1
+//   (then the decoder's SwiGLU MLP steps, ffn_norm with (1 + w))
+//
+// Stage map (Gated DeltaNet layer; gpu_hybrid.cpp):
+//   attn_norm       rmsnorm, (1 + w)              x -> attn_norm
+//   gdn_in_proj     gemv over packed [in_proj_qkv | in_proj_z], and gdn_gates (the beta / alpha
+//                   GEMV rows with their sigmoid / softplus epilogues)
+//                                                 attn_norm -> qkv_mixed, z_gate, beta, g
+//   conv            ssm_conv, or op C / D on decode steps (--gdn-variant), f32
+//                                                 qkv_mixed, prev:conv_state -> conv, conv_state
+//   l2norm          l2norm (q also scaled by d_k^-0.5)    conv -> q_l2, k_l2
+//   gdn             gdn, or op A / B on decode steps, f32
+//                                                 q_l2, k_l2, conv (v), g, beta, prev:gdn_state
+//                                                 -> gdn_out, gdn_state
+//   gated_norm      gated_rmsnorm                 gdn_out, z_gate -> gated_norm
+//   out_proj_add    gemv + chain-add              gated_norm, x -> out_proj, residual_1
+//   (then the MLP steps)
+// The GDN kernels work in f32: their f16 stage inputs are widened exactly on the way in. A
+// decode step (T == 1, step > 0) runs op B if the run requests GdnInplaceIds, else op A for
+// GdnInplace, else the plain op; op D for SsmConvUpdateIds, else op C, else plain. The fused
+// ops work on a two-slot state cache: prev:<state> is placed into a slot first and the op
+// rewrites the cache in place; with ids, odd decode steps put the prior state in the OTHER
+// slot, so the gather path runs, not only the identity one.
+//
 // Model level: embedding (+ learned positions pos0.. for GPT-2) tokens -> embed;
-// final_norm (rmsnorm) or ln_f (GPT-2 layernorm) x -> final_norm; lm_head gemv -> logits.
+// final_norm (rmsnorm, (1 + w) for Qwen3-Next) or ln_f (GPT-2 layernorm) x -> final_norm;
+// lm_head gemv -> logits.
 #pragma once
 
 #include <map>
@@ -40,9 +74,10 @@ namespace ds::gpu {
 
 class GpuCandidate final : public Candidate {
  public:
-  // `name` is the registry name; `bug` a dsk::Bug (kBugNone for the real candidates).
+  // `name` is the registry name; `bug` a dsk::Bug (kBugNone for the real candidates);
+  // `fused_gdn_ops`: declare (and run) the fused GDN decode ops A-D, or only the plain ones.
   GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
-               int bug = dsk::kBugNone);
+               int bug = dsk::kBugNone, bool fused_gdn_ops = true);
   ~GpuCandidate() override;
 
   std::string name() const override { return name_; }
@@ -66,6 +101,14 @@ class GpuCandidate final : public Candidate {
   const float* need_vec(int layer, std::string_view role) const;  // throws when absent
   void load_decoder_layer(int l, const WeightStore& weights);
   void load_gpt2_layer(int l, const WeightStore& weights);
+  void load_mlp(int l, const WeightStore& weights);
+  void load_gdn_layer(int l, const WeightStore& weights);  // gpu_hybrid.cpp
+  // The Qwen3-Next steps (gpu_hybrid.cpp); false when `step` is not one of them.
+  bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                  TensorMap& outputs);
+  void conv_step(int layer, int step, const Tensor& x, const Tensor& prev, TensorMap& out) const;
+  void gdn_step(int step, const TensorMap& inputs, TensorMap& out) const;
+  float norm_offset() const { return cfg_.norm_plus_one ? 1.0f : 0.0f; }  // (1 + w) norms
   void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts);
   void upload_vector(const std::string& key, const Tensor& t);
   void free_all();
@@ -73,6 +116,7 @@ class GpuCandidate final : public Candidate {
   const dsk::KernelTable& k_;
   std::string name_, description_;
   int bug_;
+  bool fused_gdn_ops_;
   ModelConfig cfg_;
   int n_positions_ = 0;  // rows of the learned position table; 0 without one
   std::map<std::string, DevTensor, std::less<>> dev_;

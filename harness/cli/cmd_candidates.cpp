@@ -31,6 +31,10 @@ void print_builtins() {
     fmt::print("== {}\n", kTitles[g]);
     for (const auto& e : entries)
       if (group_of(e.name) == g) print_candidate(*make_candidate(e.name), e.name);
+    if (g == 0)
+      for (const auto& a : list_candidate_aliases())
+        fmt::print("{}\n  another name for {} (kept from when Qwen3-Next had candidates of its own)\n",
+                   a.alias, a.target);
     fmt::print("\n");
   }
   fmt::print(

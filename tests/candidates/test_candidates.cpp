@@ -88,14 +88,37 @@ TEST(SimtParity, Qwen25HalfBRealShapesOneLayer) {
 
 // ---------------------------------------------------------------------------------------
 
-TEST(SimtCandidate, DeclaresOnlyWhatItsKernelsImplement) {
+// simt serves every family, Qwen3-Next's fused GDN decode ops included; simt-gdn-plain is the
+// same kernels declaring only the plain GDN ops, so the gate refuses it a fused --gdn-variant.
+TEST(SimtCandidate, DeclaresEveryOpItsKernelsImplement) {
+  const OpSet all{Op::RMSNorm,       Op::RMSNormPlusOne, Op::QkNorm,      Op::BiasAdd,
+                  Op::RoPE,          Op::RoPENeox,       Op::RoPEPartial, Op::RoPEFreqFactors,
+                  Op::GQA,           Op::SwiGLU,         Op::MHA,         Op::LayerNorm,
+                  Op::GeluMlp,       Op::AbsolutePos,    Op::CausalMask,  Op::AttnOutputGate,
+                  Op::GatedDeltaNet, Op::SsmConv};
+  const OpSet fused{Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds};
+  const OpSet simt = make_candidate("simt")->capabilities(),
+              plain = make_candidate("simt-gdn-plain")->capabilities();
+  EXPECT_TRUE(simt.contains(all)) << all.minus(simt).str();
+  EXPECT_TRUE(simt.contains(fused)) << fused.minus(simt).str();
+  EXPECT_TRUE(plain.contains(all)) << all.minus(plain).str();
+  EXPECT_TRUE(plain.intersect(fused).empty()) << plain.intersect(fused).str();
+}
+
+// Qwen3-Next: q_proj yields the query and the gate halves, the gate multiplies the attention
+// output before o_proj; the GDN layer's projections, conv, recurrence and gated norm.
+TEST(SimtCandidate, Qwen3NextStepsMapToCatalogStages) {
   const CandidatePtr c = make_candidate("simt");
-  const OpSet ops = c->capabilities();
-  for (Op op : {Op::RMSNormPlusOne, Op::AttnOutputGate, Op::GatedDeltaNet})
-    EXPECT_FALSE(ops.has(op)) << op_name(op);
-  for (Op op : {Op::RMSNorm, Op::QkNorm, Op::BiasAdd, Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::GQA,
-                Op::SwiGLU, Op::MHA, Op::LayerNorm, Op::GeluMlp, Op::AbsolutePos})
-    EXPECT_TRUE(ops.has(op)) << op_name(op);
+  const ModelConfig cfg = load_config_spec("synthetic:qwen3next-tiny", 0);
+  std::map<std::string, KernelStep> steps;
+  for (const auto& s : c->plan(cfg, BlockKind::gated_attn)) steps[s.name] = s;
+  for (const auto& s : c->plan(cfg, BlockKind::gdn)) steps[s.name] = s;
+  EXPECT_EQ(steps["q_proj"].outputs, (std::vector<std::string>{"q", "attn_gate", "k", "v"}));
+  EXPECT_EQ(steps["attn_gate_mul"].outputs, (std::vector<std::string>{"attn_gated"}));
+  EXPECT_EQ(steps["o_proj_add"].inputs, (std::vector<std::string>{"attn_gated", "x"}));
+  EXPECT_EQ(steps["gdn_in_proj"].outputs, (std::vector<std::string>{"qkv_mixed", "z_gate", "beta", "g"}));
+  EXPECT_EQ(steps["gdn"].outputs, (std::vector<std::string>{"gdn_out", "gdn_state"}));
+  EXPECT_EQ(steps["out_proj_add"].outputs, (std::vector<std::string>{"out_proj", "residual_1"}));
 }
 
 TEST(SimtCandidate, FusedStepsMapToCatalogStages) {

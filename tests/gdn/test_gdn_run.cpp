@@ -1,6 +1,7 @@
-// simt-gdn end to end: synthetic:qwen3next-tiny against the reference over a multi-step
-// decode with every --gdn-variant; the capability gate refusing simt-gdn-plain when a fused
-// variant is requested (naming it); and the mutant:gdn-<name> table (gpu::gdn_mutants()).
+// Qwen3-Next on simt end to end: synthetic:qwen3next-tiny against the reference over a
+// multi-step decode with every --gdn-variant; the capability gate refusing simt-gdn-plain (simt
+// declaring only the plain GDN ops) when a fused variant is requested (naming it); and the
+// mutant:gdn-<name> table (gpu::gdn_mutants()).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -27,8 +28,8 @@ RunOptions options(std::string candidate, std::string variant, int decode_steps 
 
 class Variant : public testing::TestWithParam<const char*> {};
 
-TEST_P(Variant, SimtGdnPassesEveryStageAndTheState) {
-  const RunReport r = run_parity(options("simt-gdn", GetParam()), Policy::dtype_defaults());
+TEST_P(Variant, SimtPassesEveryStageAndTheState) {
+  const RunReport r = run_parity(options("simt", GetParam()), Policy::dtype_defaults());
   EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
   int gdn_state = 0, conv_state = 0;
   for (const auto& s : r.results) {
@@ -53,7 +54,7 @@ INSTANTIATE_TEST_SUITE_P(Gdn, Variant,
 // the prefill cross the process boundary as empty tensors, and the chained lane carries the
 // candidate's own conv / GDN states from step to step.
 TEST(Isolation, ChildProcessAndChainedModeRunTheFusedPath) {
-  RunOptions o = options("simt-gdn", "ids,conv-update-ids", 3);
+  RunOptions o = options("simt", "ids,conv-update-ids", 3);
   o.isolate_process = true;
   o.modes = {Mode::isolated, Mode::chained};
   const RunReport r = run_parity(o, Policy::dtype_defaults());

@@ -17,16 +17,18 @@ using namespace kt;
 
 struct NormShape {
   int rows, width;
+  float w_offset;  // 1: Qwen3-Next's (1 + w) form, its weight near 0
 };
 class RmsNorm : public testing::TestWithParam<NormShape> {};
 TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
-  const auto [rows, width] = GetParam();
+  const auto [rows, width, w_offset] = GetParam();
   const Bits xb = to_f16(normal(std::size_t(rows) * width, 1.0, 1));
   const auto x = f16_values(xb);
-  const auto w = normal(std::size_t(width), 0.05, 2, 1.0);
+  const auto w = normal(std::size_t(width), 0.05, 2, 1.0 - w_offset);
   Buf dx(xb), dw(to_f32(w)), dy(xb.size() * 2);
-  const Bits got = same_under_every_order(
-      [&] { K().rmsnorm(dx.p, dw.as<float>(), dy.p, rows, width, 1e-6f); }, [&] { return dy.bits(); });
+  const Bits got =
+      same_under_every_order([&] { K().rmsnorm(dx.p, dw.as<float>(), w_offset, dy.p, rows, width, 1e-6f); },
+                             [&] { return dy.bits(); });
   std::vector<double> ref(x.size());
   for (int r = 0; r < rows; ++r) {
     double ss = 0;
@@ -34,13 +36,14 @@ TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
     const double inv = 1.0 / std::sqrt(ss / width + 1e-6);
     for (int c = 0; c < width; ++c)
       ref[std::size_t(r * width + c)] =
-          x[std::size_t(r * width + c)] * inv * double(float(w[std::size_t(c)]));
+          x[std::size_t(r * width + c)] * inv * (w_offset + double(float(w[std::size_t(c)])));
   }
   expect_close(got, ref, 1e-6, "rmsnorm");
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, RmsNorm,
-                         testing::Values(NormShape{1, 64}, NormShape{3, 896}, NormShape{2, 100},
-                                         NormShape{5, 33}, NormShape{1, 1000}));
+                         testing::Values(NormShape{1, 64, 0}, NormShape{3, 896, 0}, NormShape{2, 100, 0},
+                                         NormShape{5, 33, 0}, NormShape{1, 1000, 0}, NormShape{3, 64, 1},
+                                         NormShape{2, 100, 1}));
 
 // ---------------------------------------------------------------------------------------
 
@@ -196,7 +199,7 @@ TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
   Buf dq(qb), dk(kb), dwq(to_f32(wq)), dwk(to_f32(wk)), qn(qb.size() * 2), kn(kb.size() * 2);
   const Bits got = same_under_every_order(
       [&] {
-        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), qn.p, kn.p, T, nq, nkv, hd, 1e-6f,
+        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), 0.0f, qn.p, kn.p, T, nq, nkv, hd, 1e-6f,
                     dsk::kBugNone);
       },
       [&] {

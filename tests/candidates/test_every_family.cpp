@@ -1,0 +1,110 @@
+// One simt candidate per backend, not per family: simt (the kernels of kernels/*.cu through
+// SIMT) serves every tiny synthetic preset and every model file under fixtures/models (GGUF and
+// safetensors, Qwen3-Next and GPT-2 included), and cpu-f16 serves the Qwen3-Next ones, in
+// isolated and chained mode over a prefill of 8 tokens and 2 decode steps: exit 0 and every
+// catalog stage of every (step, layer, mode) produced once, none `missing`. The real-shape
+// presets run the same way by hand (`--layers 2`), too slow for this table on two cores.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "registry.h"
+#include "runner.h"
+#include "stage_catalog.h"
+#include "synthetic.h"
+
+namespace ds {
+namespace {
+
+struct FamilyCase {
+  std::string name;  // test name: candidate_source_model
+  std::string model;
+  std::string candidate;
+};
+void PrintTo(const FamilyCase& c, std::ostream* os) { *os << c.name; }
+
+std::string identifier(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+// Every tiny synthetic preset (the real-shape ones are over 1024 wide) and every model file.
+std::vector<std::pair<std::string, std::string>> models() {  // (case stem, model spec)
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const std::string& p : ref::synthetic_presets())
+    if (ref::synthetic_config(p).hidden <= 1024 && ref::synthetic_config(p).vocab <= 1024)
+      out.push_back({"synthetic_" + p, "synthetic:" + p});
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(fmt::format("{}/models", DRIFTSCOPE_FIXTURES_DIR)))
+    if (e.path().extension() == ".gguf" || std::filesystem::exists(e.path() / "config.json"))
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files)
+    out.push_back({(f.extension() == ".gguf" ? "gguf_" : "safetensors_") + f.stem().string(), f.string()});
+  return out;
+}
+
+std::vector<FamilyCase> cases() {
+  std::vector<FamilyCase> out;
+  for (const auto& [stem, spec] : models()) {
+    out.push_back({identifier("simt_" + stem), spec, "simt"});
+    if (load_config_spec(spec, 0).family == Family::qwen3next)
+      out.push_back({identifier("cpu_f16_" + stem), spec, "cpu-f16"});
+  }
+  return out;
+}
+
+class EveryFamily : public testing::TestWithParam<FamilyCase> {};
+
+TEST_P(EveryFamily, EveryStagePresentAndWithinPolicyInBothModes) {
+  const auto& p = GetParam();
+  RunOptions o;
+  o.model = p.model;
+  o.candidate = p.candidate;
+  o.modes = {Mode::isolated, Mode::chained};
+  o.prompt_tokens = 8;
+  o.decode_steps = 2;
+  o.isolate_process = false;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+
+  const ModelConfig cfg = load_config_spec(p.model, 0);
+  std::set<std::tuple<int, int, std::string, Mode>> want, got;
+  for (int step = 0; step <= o.decode_steps; ++step)
+    for (Mode mode : o.modes)
+      for (int layer = kModelLayer; layer < cfg.n_layers; ++layer)
+        for (std::string_view stage : stages_for(cfg, layer))
+          want.insert({step, layer, std::string(stage), mode});
+  for (const StageResult& s : r.results) {
+    EXPECT_NE(s.status, Status::missing)
+        << s.key.stage << " of layer " << s.key.layer << " step " << s.key.step;
+    EXPECT_TRUE(got.insert({s.key.step, s.key.layer, s.key.stage, s.mode}).second) << s.key.stage;
+  }
+  EXPECT_EQ(got, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, EveryFamily, testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// The names the Qwen3-Next candidates had before simt served every family still resolve.
+TEST(EveryFamily, OldQwen3NextNamesAreAliasesOfTheOneCandidate) {
+  EXPECT_EQ(make_candidate("simt-gdn")->name(), "simt");
+  const auto aliases = list_candidate_aliases();
+  ASSERT_FALSE(aliases.empty());
+  for (const auto& a : aliases) {
+    EXPECT_EQ(make_candidate(a.alias)->name(), a.target) << a.alias;
+    for (const auto& e : list_candidates()) EXPECT_NE(e.name, a.alias) << "an alias is listed as a candidate";
+  }
+}
+
+}  // namespace
+}  // namespace ds
