@@ -216,9 +216,28 @@ void require_complete(const Model& model) {
   if (missing.empty()) return;
   std::vector<std::string> names;
   for (const auto& m : missing) names.push_back(fmt::format("{} (role {})", m.tensor, m.role));
-  throw ModelError(
-      fmt::format("{}: incomplete weights for architecture {}, {} required tensor(s) missing: {}",
-                  model.config.name, model.config.arch_name(), missing.size(), fmt::join(names, ", ")));
+  const std::string head =
+      fmt::format("{}: incomplete weights for architecture {}, {} required tensor(s) missing",
+                  model.config.name, model.config.arch_name(), missing.size());
+  if (missing.size() <= kMissingListed) throw ModelError(fmt::format("{}: {}", head, fmt::join(names, ", ")));
+  // A config.json of 100 layers without their tensors misses hundreds: count them per role and
+  // name the first few; the full list goes where a program reads it (the trace, --json).
+  std::vector<std::pair<std::string, int>> per_role;
+  for (const auto& m : missing) {
+    auto it =
+        std::find_if(per_role.begin(), per_role.end(), [&](const auto& p) { return p.first == m.role; });
+    if (it == per_role.end()) it = per_role.insert(per_role.end(), {m.role, 0});
+    ++it->second;
+  }
+  std::vector<std::string> roles;
+  for (const auto& [role, n] : per_role) roles.push_back(fmt::format("{} x{}", role, n));
+  const std::vector<std::string> first(names.begin(), names.begin() + kMissingListed);
+  const std::string by_role = fmt::format("\n  per role: {}", fmt::join(roles, ", "));
+  // The first line stays short either way: it is the verdict of the run's trace and reports.
+  throw ModelError(fmt::format("{}{}\n  first: {} (and {} more)\n  every name: `driftscope report TRACE` of "
+                               "the run's --trace, or stop_reason in its --json",
+                               head, by_role, fmt::join(first, ", "), missing.size() - kMissingListed),
+                   fmt::format("{}{}\n  missing: {}", head, by_role, fmt::join(names, ", ")));
 }
 
 }  // namespace ds::ref

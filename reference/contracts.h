@@ -73,7 +73,9 @@ struct MissingWeight {
 };
 // Every required tensor the model lacks (absent or empty), in layer order.
 std::vector<MissingWeight> check_completeness(const Model& model);
-// Throws ModelError naming every missing tensor.
+// Throws ModelError naming every missing tensor; past kMissingListed of them its message is a
+// summary (count per role, the first names) and ModelError::full() the whole list.
+inline constexpr std::size_t kMissingListed = 6;
 void require_complete(const Model& model);
 
 }  // namespace ds::ref

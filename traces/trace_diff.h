@@ -25,9 +25,22 @@ struct DiffFinding {
 };
 std::string_view finding_name(DiffFinding::Kind k);
 
+// A run key on which the two traces differ: they are runs of different things, so their stages
+// cannot be expected to agree (a different seed changes every bit).
+struct KeyChange {
+  std::string what;  // "seed", "model", "candidate", "prompt tokens", "decode steps"
+  std::string base, current;
+};
+// The keys of two runs that differ, in a fixed order; empty when they are runs of one case.
+std::vector<KeyChange> key_changes(const TraceReader& base, const TraceReader& current);
+
 struct DiffReport {
   std::size_t matched = 0, only_base = 0, only_current = 0;
   std::vector<DiffFinding> findings;
+  // Model steps only one trace ran (different --decode-steps): their stages are counted here,
+  // not listed one finding each. A step only the baseline ran disappeared (a regression).
+  std::vector<int> steps_only_base, steps_only_current;
+  std::size_t stages_of_steps_only_base = 0, stages_of_steps_only_current = 0;
   // TraceReader::incomplete() of each side. A current run that did not finish is INCOMPLETE and
   // regressed whatever its flushed stages say; an unfinished baseline is only noted.
   std::optional<std::string> base_incomplete, current_incomplete;

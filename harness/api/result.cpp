@@ -29,6 +29,12 @@ std::optional<Mode> parse_mode(std::string_view s) {
 
 bool is_failure(Status s) { return s != Status::pass && s != Status::filled; }
 
+bool is_inherited_failure(const StageResult& chained, const StageResult& isolated_twin) {
+  return chained.mode == Mode::chained && isolated_twin.mode == Mode::isolated && is_failure(chained) &&
+         chained.status != Status::crashed && isolated_twin.status == Status::pass &&
+         chained.key == isolated_twin.key;
+}
+
 bool is_failure(const StageResult& r) {
   if (r.expected && (r.status == Status::missing || r.status == Status::skipped)) return false;
   return is_failure(r.status);

@@ -89,6 +89,11 @@ struct StageResult {
 // The run-level verdict of one stage: a failing status that the policy did not expect.
 bool is_failure(const StageResult& r);
 
+// A chained failure whose isolated twin (same step, layer and stage) passes: the stage's own
+// error is within policy and it fails only on the drift it was fed. Reports note it, the viewer
+// draws it apart from local failures; this is the one rule both use. A crash is never inherited.
+bool is_inherited_failure(const StageResult& chained, const StageResult& isolated_twin);
+
 // How a run's stages add up: judged excludes stages the reference fill computed.
 struct StageCounts {
   std::size_t judged = 0, failed = 0, filled = 0;

@@ -1,6 +1,7 @@
 // driftscope diff: baseline trace vs current trace; exit 1 on any regression. Merged files (or a
 // merged file against a single trace) are matched case by case on (model, candidate, seed).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -14,14 +15,55 @@
 namespace ds::cli {
 
 namespace {
+
+// Below 1 an error that shrank would count as grown; past a million nothing ever would.
+constexpr double kMinFactor = 1, kMaxFactor = 1e6;
+
+CLI::Validator factor_bound() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double f = 0;
+        std::size_t used = 0;
+        try {
+          f = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(f >= kMinFactor && f <= kMaxFactor))
+          return fmt::format(
+              "{} is not a growth factor from {:g} to {:g} (2: an error that more than doubled "
+              "regressed)",
+              text, kMinFactor, kMaxFactor);
+        return {};
+      },
+      fmt::format("FACTOR in [{:g}, {:g}]", kMinFactor, kMaxFactor));
+}
+
 struct DiffArgs {
   std::string base, current;
   trace::DiffOptions opt;
 };
 
+// "3" or "2-5" for a run of steps, else the list.
+std::string steps_text(const std::vector<int>& steps) {
+  if (steps.size() > 1 && steps.back() - steps.front() == int(steps.size()) - 1)
+    return fmt::format("{}-{}", steps.front(), steps.back());
+  return fmt::format("{}", fmt::join(steps, ", "));
+}
+
+// Runs of different seeds, models, candidates, prompts or step counts are not expected to agree
+// bit for bit: say so before any finding, so "bits-changed" everywhere is not read as a change.
+void print_key_changes(const std::vector<trace::KeyChange>& changes) {
+  if (changes.empty()) return;
+  fmt::print("warning: the traces are runs of different keys; stages are matched anyway:\n");
+  for (const auto& k : changes) fmt::print("  {:<14} baseline {}   current {}\n", k.what, k.base, k.current);
+}
+
 // Prints the findings of one pair of traces; returns whether the current one regressed.
 bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
                 const trace::DiffOptions& opt) {
+  const std::vector<trace::KeyChange> changes = trace::key_changes(base, cur);
+  print_key_changes(changes);
   // Which plugin builds ran, when they differ: a regression is usually a rebuilt kernel.
   auto build = [](const trace::TraceReader& t) -> std::string {
     const auto c = t.run().find("candidate");
@@ -39,12 +81,27 @@ bool print_diff(const trace::TraceReader& base, const trace::TraceReader& cur,
     fmt::print("{:<13} step {:>3} {:>6} {:<12} {:<8} {}\n", trace::finding_name(f.kind), f.key.step,
                f.key.layer == kModelLayer ? std::string("model") : fmt::format("L{}", f.key.layer),
                f.key.stage, mode_name(f.mode), f.message);
-  std::size_t regressions = 0;
+  if (!d.steps_only_base.empty())
+    fmt::print(
+        "{:<13} the baseline ran model step(s) {} that the current trace did not: {} stage(s) "
+        "not judged now (regression)\n",
+        "steps-gone", steps_text(d.steps_only_base), d.stages_of_steps_only_base);
+  if (!d.steps_only_current.empty())
+    fmt::print(
+        "{:<13} the current trace ran model step(s) {} that the baseline did not: {} stage(s) "
+        "with nothing to compare against\n",
+        "steps-new", steps_text(d.steps_only_current), d.stages_of_steps_only_current);
+  std::size_t regressions = d.stages_of_steps_only_base > 0;
   for (const auto& f : d.findings) regressions += f.regression;
   fmt::print("{} stages matched, {} only in the baseline, {} only in the current trace; {} regression(s)\n",
              d.matched, d.only_base, d.only_current, regressions);
   if (d.base_incomplete) fmt::print("note: baseline INCOMPLETE: {}\n", *d.base_incomplete);
   if (d.current_incomplete) fmt::print("INCOMPLETE: current trace: {} (regression)\n", *d.current_incomplete);
+  if (!changes.empty()) {
+    std::vector<std::string> what;
+    for (const auto& k : changes) what.push_back(k.what);
+    fmt::print("warning: different {}: the traces are not two runs of one case\n", fmt::join(what, ", "));
+  }
   return d.regressed();
 }
 
@@ -108,8 +165,10 @@ void add_diff_command(CLI::App& app, int& exit_code) {
   cmd->add_option("base", args->base, "Baseline trace or merged file")->required();
   cmd->add_option("current", args->current, "Current trace or merged file")->required();
   cmd->add_option("--factor", args->opt.factor,
-                  "An error (max |diff| or RMS) that grew by more than this regressed")
-      ->check(CLI::PositiveNumber)
+                  fmt::format("An error (max |diff| or RMS) that grew by more than this many times regressed "
+                              "({:g} to {:g})",
+                              kMinFactor, kMaxFactor))
+      ->check(factor_bound())
       ->capture_default_str();
   cmd->callback([args, &exit_code] {
     try {

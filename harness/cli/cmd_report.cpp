@@ -106,8 +106,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
       if (const trace::TraceCase& c = trace.trace_case(); c.stopped_early()) {
         fmt::print("driftscope report: {} ({} vs {})\n", args->trace, c.model, c.candidate);
         print_stopped(c);
-        write_report_files(stopped_report(c.model, c.candidate, policy.name(), c.exit_code, c.verdict),
-                           args->report.files);
+        RunReport stopped = stopped_report(c.model, c.candidate, policy.name(), c.exit_code, c.verdict);
+        stopped.stop_reason = c.reason.empty() ? c.verdict : c.reason;
+        write_report_files(stopped, args->report.files);
         exit_code = c.exit_code;
         return;
       }

@@ -160,7 +160,7 @@ int run_matrix(const RunArgs& args, const Policy& policy) {
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());
       out.exit_code = kExitUsage;
-      out.error = e.what();
+      out.error = e.full();
     }
     // A case stopped before any stage still leaves its trace (the runner's stopped-run stub).
     if (std::error_code ec;
@@ -329,8 +329,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
             fmt::print("trace: {} (records why the run stopped)\n", o.trace_path);
           const bool refused = dynamic_cast<const GateRefusal*>(&e) != nullptr;
           if (refused || dynamic_cast<const InputError*>(&e)) {
-            const RunReport stopped = stopped_report(o.model, o.candidate, policy.name(),
-                                                     refused ? kExitRefused : kExitUsage, e.what());
+            const auto* input = dynamic_cast<const InputError*>(&e);
+            const RunReport stopped =
+                stopped_report(o.model, o.candidate, policy.name(), refused ? kExitRefused : kExitUsage,
+                               input ? input->full() : std::string(e.what()));
             try {
               write_report_files(stopped, args->report.files);
             } catch (const InputError& file_error) {

@@ -83,6 +83,8 @@ nlohmann::json report_json(const RunReport& report) {
                       {"policy", report.policy},
                       {"verdict", report.verdict},
                       {"exit_code", report.exit_code},
+                      {"stop_reason", report.stop_reason.empty() ? nlohmann::json(nullptr)
+                                                                 : nlohmann::json(report.stop_reason)},
                       {"judged", counts.judged},
                       {"filled", counts.filled},
                       {"failed", counts.failed},

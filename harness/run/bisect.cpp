@@ -23,10 +23,9 @@ int mark_inherited(std::vector<StageResult>& results) {
     if (r.mode == Mode::isolated) local[{r.key.step, r.key.layer, r.key.stage}] = &r;
   int marked = 0;
   for (auto& r : results) {
-    if (r.mode != Mode::chained || !is_failure(r) || r.status == Status::crashed) continue;
     if (r.note.find("inherited") != std::string::npos) continue;
     auto it = local.find({r.key.step, r.key.layer, r.key.stage});
-    if (it != local.end() && it->second->status == Status::pass) {
+    if (it != local.end() && is_inherited_failure(r, *it->second)) {
       if (!r.note.empty()) r.note += "; ";
       r.note += "inherited: local error within policy";
       ++marked;

@@ -63,6 +63,7 @@ RunReport stopped_report(std::string model, std::string candidate, std::string p
   r.policy = std::move(policy);
   r.exit_code = exit_code;
   r.verdict = std::string(reason.substr(0, reason.find('\n')));
+  r.stop_reason = std::string(reason);
   return r;
 }
 
@@ -181,7 +182,8 @@ class Run {
     try {
       oracle = std::make_unique<ref::Reference>(model);
     } catch (const ref::ModelError& e) {
-      throw InputError(fmt::format("weight-completeness gate: {}", e.what()));
+      throw InputError(fmt::format("weight-completeness gate: {}", e.what()),
+                       fmt::format("weight-completeness gate: {}", e.full()));
     }
     ref::Reference& reference = *oracle;
     if (!opt_.trace_path.empty()) open_trace(cfg);
@@ -844,7 +846,7 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy) {
     run.leave_stopped_trace(trace::kStatusRefused, kExitRefused, e.what());
     throw;
   } catch (const InputError& e) {
-    run.leave_stopped_trace(trace::kStatusBadInput, kExitUsage, e.what());
+    run.leave_stopped_trace(trace::kStatusBadInput, kExitUsage, e.full());
     throw;
   } catch (const trace::TraceError& e) {
     // The trace cannot be written (disk full, I/O error): exit 2 naming it; what was flushed

@@ -25,6 +25,13 @@ enum ExitCode : int { kExitParity = 0, kExitFailure = 1, kExitUsage = 2, kExitRe
 // Bad usage or input (unknown model, corrupt file...): exit 2.
 struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
+  // `message` for the terminal; `full`, when it summarises more, for the trace and --json.
+  InputError(const std::string& message, std::string full)
+      : std::runtime_error(message), full_(std::move(full)) {}
+  std::string full() const { return full_.empty() ? std::string(what()) : full_; }
+
+ private:
+  std::string full_;
 };
 
 // A gate refused the run before any compute: exit 3.
@@ -55,6 +62,9 @@ struct RunReport {
   std::string drift;                 // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
+  // Why a run stopped before any stage, in full (a gate's report, every missing tensor); empty
+  // when it ran.
+  std::string stop_reason;
   // Set when the trace re-judged here holds no stored result (its run was killed, hung, or took
   // the harness down): INCOMPLETE, never a pass. The sentence naming the last stage flushed, and
   // that stage.

@@ -41,6 +41,7 @@ struct ParityCase {
   std::string model;
   std::uint64_t seed;
 };
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.model << " seed " << c.seed; }
 class SimtParity : public testing::TestWithParam<ParityCase> {};
 
 // Prefill + 2 decode steps, default policy, isolated mode: no false alarm. Where the

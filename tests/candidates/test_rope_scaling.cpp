@@ -30,6 +30,7 @@ struct ScalingCase {
   const char* candidate;
   int pos0;
 };
+void PrintTo(const ScalingCase& c, std::ostream* os) { *os << c.candidate << " at " << c.pos0; }
 
 class RopeScaling : public testing::TestWithParam<ScalingCase> {};
 

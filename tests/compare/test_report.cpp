@@ -86,11 +86,13 @@ TEST_F(ReportTest, DiffFlagsAPlantedRegression) {
   EXPECT_NE(r.out.find("new-failure"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("residual_1"), std::string::npos);
   EXPECT_NE(r.out.find("error-grew"), std::string::npos);
-  // Stages that disappear: a run with fewer decode steps is missing step 1.
+  // A run with fewer decode steps is missing step 1: a regression, said in one line rather than
+  // one "disappeared" line per stage of the step.
   ASSERT_EQ(sh("run -m synthetic:qwen2-tiny -c cpu-f16 --mode both -o " + path("short.h5")).rc, 0);
   const Result d = sh("diff " + path("good.h5") + " " + path("short.h5"));
   EXPECT_EQ(d.rc, 1);
-  EXPECT_NE(d.out.find("disappeared"), std::string::npos);
+  EXPECT_NE(d.out.find("steps-gone"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("disappeared"), std::string::npos) << d.out;
 }
 
 TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {

@@ -183,6 +183,7 @@ enum class IdsMap { identity, permuted, fresh };
 const char* name(IdsMap m) {
   return m == IdsMap::identity ? "identity" : m == IdsMap::permuted ? "permuted" : "fresh";
 }
+void PrintTo(IdsMap m, std::ostream* os) { *os << name(m); }
 
 constexpr int kSeqs = 3, kSlots = 6, kHead = 1, kSteps = 6, kFresh = 5;  // destinations: slots 1..3
 

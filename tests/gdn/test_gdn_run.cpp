@@ -13,6 +13,10 @@
 #include "runner.h"
 
 namespace ds {
+namespace gpu {
+// Test lists show a mutant by its name, not by its bytes.
+static void PrintTo(const GdnMutantInfo& m, std::ostream* os) { *os << m.name; }
+}  // namespace gpu
 namespace {
 
 RunOptions options(std::string candidate, std::string variant, int decode_steps = 8) {

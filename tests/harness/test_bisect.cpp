@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "bisect.h"
 
 namespace ds {
@@ -34,10 +36,47 @@ TEST(Bisect, ChainedOnlyRunFallsBackToExecutionOrder) {
   EXPECT_FALSE(find_culprit(rs).has_value());
 }
 
+// The one rule the report notes and the viewer draws: a chained failure whose isolated twin
+// passes only carries an earlier stage's error.
+struct InheritCase {
+  const char* name;
+  StageResult chained, isolated;
+  bool inherited;
+};
+void PrintTo(const InheritCase& c, std::ostream* os) { *os << c.name; }
+class Inherited : public testing::TestWithParam<InheritCase> {};
+
+TEST_P(Inherited, OnlyAChainedFailureOverAPassingTwin) {
+  EXPECT_EQ(is_inherited_failure(GetParam().chained, GetParam().isolated), GetParam().inherited);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bisect, Inherited,
+    testing::Values(InheritCase{"fails_over_a_passing_twin", res(2, "q", Mode::chained, Status::fail),
+                                res(2, "q", Mode::isolated, Status::pass), true},
+                    InheritCase{"twin_fails_too", res(2, "q", Mode::chained, Status::fail),
+                                res(2, "q", Mode::isolated, Status::fail), false},
+                    InheritCase{"crash_is_its_own", res(2, "q", Mode::chained, Status::crashed),
+                                res(2, "q", Mode::isolated, Status::pass), false},
+                    InheritCase{"chained_passes", res(2, "q", Mode::chained, Status::pass),
+                                res(2, "q", Mode::isolated, Status::pass), false},
+                    InheritCase{"not_its_twin", res(2, "q", Mode::chained, Status::fail),
+                                res(1, "q", Mode::isolated, Status::pass), false},
+                    InheritCase{"modes_swapped", res(2, "q", Mode::isolated, Status::fail),
+                                res(2, "q", Mode::chained, Status::pass), false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 struct DriftCase {
   std::vector<double> error, floor;
   std::optional<int> start;
 };
+void PrintTo(const DriftCase& c, std::ostream* os) {
+  *os << "error";
+  for (double e : c.error) *os << " " << e;
+  *os << " floor";
+  for (double f : c.floor) *os << " " << f;
+  *os << (c.start ? " starts at " + std::to_string(*c.start) : " no drift");
+}
 
 class DriftStart : public testing::TestWithParam<DriftCase> {};
 

@@ -20,6 +20,7 @@ struct CrashCase {
   const char* candidate;
   const char* why;  // expected in the verdict
 };
+void PrintTo(const CrashCase& c, std::ostream* os) { *os << c.candidate; }
 
 class CrashIsolation : public testing::TestWithParam<CrashCase> {};
 

@@ -24,6 +24,7 @@ struct LaunchCase {
   bool isolate_process;
   int exit_code;  // a failing run records its launches as a passing one does
 };
+void PrintTo(const LaunchCase& c, std::ostream* os) { *os << c.name; }
 
 class LaunchRecords : public testing::TestWithParam<LaunchCase> {};
 

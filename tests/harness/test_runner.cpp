@@ -21,6 +21,10 @@ struct ModeCase {
   std::vector<Mode> modes;
   int decode_steps;
 };
+void PrintTo(const ModeCase& c, std::ostream* os) {
+  for (Mode m : c.modes) *os << mode_name(m) << " ";
+  *os << c.decode_steps << " decode steps";
+}
 
 class CorrectCandidate : public testing::TestWithParam<ModeCase> {};
 

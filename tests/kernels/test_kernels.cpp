@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -19,6 +21,7 @@ struct NormShape {
   int rows, width;
   float w_offset;  // 1: Qwen3-Next's (1 + w) form, its weight near 0
 };
+void PrintTo(const NormShape& c, std::ostream* os) { *os << c.rows << "x" << c.width; }
 class RmsNorm : public testing::TestWithParam<NormShape> {};
 TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto [rows, width, w_offset] = GetParam();
@@ -53,6 +56,11 @@ struct GemvCase {
   bool bias, chain_add;
   int pad;  // weight buffer starts `pad` elements after a 16-byte boundary (scalar head)
 };
+const char* wt_name(WType wt) { return wt == WType::f32 ? "f32" : wt == WType::f16 ? "f16" : "bf16"; }
+void PrintTo(const GemvCase& c, std::ostream* os) {
+  *os << wt_name(c.wt) << " T" << c.T << " " << c.rows << "x" << c.cols << (c.bias ? " bias" : "")
+      << (c.chain_add ? " chain-add" : "") << (c.pad ? " pad" + std::to_string(c.pad) : "");
+}
 class Gemv : public testing::TestWithParam<GemvCase> {};
 TEST_P(Gemv, MatchesDoubleAndIsOrderIndependent) {
   const auto p = GetParam();
@@ -104,6 +112,10 @@ struct QkvCase {
   int T, q_rows, kv_rows, cols;
   bool packed, bias;
 };
+void PrintTo(const QkvCase& c, std::ostream* os) {
+  *os << wt_name(c.wt) << " T" << c.T << " q" << c.q_rows << " kv" << c.kv_rows << " cols" << c.cols
+      << (c.packed ? " packed" : "") << (c.bias ? " bias" : "");
+}
 class FusedQkv : public testing::TestWithParam<QkvCase> {};
 TEST_P(FusedQkv, MatchesDoubleAndIsOrderIndependent) {
   const auto p = GetParam();
@@ -190,6 +202,9 @@ TEST(FusedQkv, HalfBeforeBiasMutantIsARoundingEffectButOftenOff) {
 struct HeadCase {
   int T, n_q, n_kv, hd;
 };
+void PrintTo(const HeadCase& c, std::ostream* os) {
+  *os << "T" << c.T << " heads " << c.n_q << "/" << c.n_kv << " hd" << c.hd;
+}
 class QkNorm : public testing::TestWithParam<HeadCase> {};
 TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, nq, nkv, hd] = GetParam();
@@ -235,6 +250,10 @@ struct RopeCase {
   double theta;
   bool scaled = false;  // per-pair frequency factors (RoPE scaling), which matter at long positions
 };
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << "T" << c.T << " heads " << c.n_q << "/" << c.n_kv << " hd" << c.hd << " rot" << c.rot << " pos"
+      << c.pos0 << (c.neox ? " neox" : " normal") << " theta " << c.theta << (c.scaled ? " scaled" : "");
+}
 // Factors of the shape Llama-3 scaling gives: high frequencies kept, low ones slowed by up to 32.
 std::vector<float> rope_factors(int rot) {
   std::vector<float> f(std::size_t(rot / 2));
@@ -301,6 +320,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Rope,
 struct AttnCase {
   int T, pos0, n_q, n_kv, hd;
 };
+void PrintTo(const AttnCase& c, std::ostream* os) {
+  *os << "T" << c.T << " pos" << c.pos0 << " heads " << c.n_q << "/" << c.n_kv << " hd" << c.hd;
+}
 class Attention : public testing::TestWithParam<AttnCase> {};
 TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, pos0, nq, nkv, hd] = GetParam();
@@ -349,6 +371,9 @@ struct SwigluCase {
   int T, F;
   bool has_bias, packed;
 };
+void PrintTo(const SwigluCase& c, std::ostream* os) {
+  *os << "T" << c.T << " F" << c.F << (c.has_bias ? " bias" : "") << (c.packed ? " packed" : "");
+}
 class Swiglu : public testing::TestWithParam<SwigluCase> {};
 TEST_P(Swiglu, MatchesDoubleAndIsOrderIndependent) {
   const auto [T, F, has_bias, packed] = GetParam();

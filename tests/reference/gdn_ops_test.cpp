@@ -7,6 +7,11 @@
 #include "ops.h"
 #include "test_util.h"
 
+namespace ds {
+// gtest finds a printer by ADL, so in the enum's namespace; static: this file's own.
+static void PrintTo(GdnHeadMap m, std::ostream* os) { *os << gdn_head_map_name(m); }
+}  // namespace ds
+
 namespace ds::ref {
 namespace {
 

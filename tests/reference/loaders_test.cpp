@@ -23,6 +23,11 @@
 #include "synthetic.h"
 #include "test_util.h"
 
+namespace ds {
+// gtest finds a printer by ADL, so in the enum's namespace; static: this file's own.
+static void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+}  // namespace ds
+
 namespace ds::ref {
 namespace {
 

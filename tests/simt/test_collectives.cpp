@@ -44,6 +44,10 @@ struct ShflParam {
   CollOp op;
   int width;
 };
+void PrintTo(const ShflParam& p, std::ostream* os) {
+  static const char* names[] = {"idx", "up", "down", "xor"};
+  *os << names[static_cast<int>(p.op)] << " width " << p.width;
+}
 
 class ShuffleTable : public ::testing::TestWithParam<ShflParam> {};
 

@@ -45,6 +45,7 @@ struct DiagCase {
   const char* marker;
   const char* phrase;
 };
+void PrintTo(const DiagCase& c, std::ostream* os) { *os << c.name; }
 
 class Diagnostics : public ::testing::TestWithParam<std::tuple<DiagCase, unsigned>> {};
 

@@ -16,6 +16,7 @@ struct Shape {
   int rows;
   int cols;
 };
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.rows << "x" << s.cols; }
 
 const Shape kShapes[] = {{896, 896}, {37, 100}, {4864, 896}};
 

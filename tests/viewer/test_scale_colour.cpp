@@ -80,10 +80,15 @@ TEST(ColourMap, PassIsCoolFailIsHotNanIsMagenta) {
   EXPECT_GE(error_colour(10).g, error_colour(1000).g);
 }
 
-TEST(ColourMap, CellColourFollowsTheVerdict) {
-  // A pass whose score slightly exceeds 1 (rms-based score) stays on the cool side, and back.
+TEST(ColourMap, FailingCellsKeepTheScale) {
+  // A pass whose score slightly exceeds 1 (rms-based score) stays on the cool side; a failure
+  // keeps its own colour whatever side it scores on (its outline says it failed), so failures of
+  // different sizes never look alike.
   EXPECT_EQ(cell_colour(1.2, Status::pass, false), error_colour(0.999));
-  EXPECT_EQ(cell_colour(0.8, Status::fail, false), error_colour(1.0));
+  EXPECT_EQ(cell_colour(0.8, Status::fail, false), error_colour(0.8));
+  EXPECT_EQ(cell_colour(40, Status::fail, false), error_colour(40));
+  EXPECT_NE(cell_colour(0.01, Status::fail, false), cell_colour(0.8, Status::fail, false));
+  EXPECT_NE(cell_colour(2, Status::fail, false), cell_colour(200, Status::fail, false));
   EXPECT_EQ(cell_colour(0.0, Status::nan, true), kNanColour);
   EXPECT_EQ(cell_colour(0.0, Status::skipped, false), kSkippedColour);
   // A stage the reference fill computed is neither a pass nor a failure: its own colour.

@@ -1,68 +1,21 @@
 // Renders real screenshots under xvfb-run and looks at their pixels: the failing cells of a
 // mutant run must look failing, and bad files must exit 2 without crashing.
 #include <gtest/gtest.h>
-#include <stb/stb_image.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "heatmap_layout.h"
+#include "screenshot_util.h"
 #include "trace_model.h"
 
 namespace ds::view {
 
-namespace {
-
-namespace fs = std::filesystem;
-
-int run(const std::string& cmd) {
-  const int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-std::string xvfb() { return std::string(DRIFTSCOPE_XVFB_RUN) + " -a -s \"-screen 0 1600x1000x24\" "; }
-
-struct Png {
-  int w = 0, h = 0;
-  std::vector<unsigned char> px;
-  Rgba at(float x, float y) const {
-    const std::size_t i = (std::size_t(y) * std::size_t(w) + std::size_t(x)) * 3;
-    return {px[i], px[i + 1], px[i + 2], 255};
-  }
-};
-
-Png load_png(const std::string& path) {
-  Png p;
-  int n = 0;
-  unsigned char* data = stbi_load(path.c_str(), &p.w, &p.h, &n, 3);
-  if (data) p.px.assign(data, data + std::size_t(p.w) * std::size_t(p.h) * 3);
-  stbi_image_free(data);
-  return p;
-}
-
-// A fresh trace of the mutant run (its own file per test: ctest runs tests in parallel).
-std::string mutant_trace(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  fs::create_directories(dir);
-  const std::string trace = (dir / name).string();
-  fs::remove(trace);
-  run(std::string(DRIFTSCOPE_EXE) + " run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx " +
-      "--mode both --trace " + trace + " > /dev/null 2>&1");
-  return trace;
-}
-
-#define REQUIRE_XVFB()                                                              \
-  if (std::string(DRIFTSCOPE_XVFB_RUN).empty() || !fs::exists(DRIFTSCOPE_XVFB_RUN)) \
-  GTEST_SKIP() << "xvfb-run not found: install xvfb to test the viewer's rendering"
-
-}  // namespace
+using namespace shot;
 
 TEST(Screenshot, MutantOverviewMarksFailingCells) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  fs::create_directories(dir);
+  const fs::path dir = shot::dir();
   const std::string trace = (dir / "mut.h5").string(), png = (dir / "overview.png").string();
   fs::remove(trace);
   ASSERT_EQ(run(std::string(DRIFTSCOPE_EXE) +
@@ -105,7 +58,7 @@ TEST(Screenshot, MutantOverviewMarksFailingCells) {
 
 TEST(Screenshot, OtherViewsRender) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  const fs::path dir = shot::dir();
   const std::string trace = mutant_trace("mut_views.h5");
   ASSERT_TRUE(fs::exists(trace));
   for (const std::string view : {"drift", "inspect:0:0:residual_1:isolated", "compare"}) {
@@ -119,22 +72,11 @@ TEST(Screenshot, OtherViewsRender) {
   }
 }
 
-// What a command prints on stdout.
-std::string output_of(const std::string& cmd) {
-  std::string out;
-  if (std::FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    ::pclose(p);
-  }
-  return out;
-}
-
 // Clicks driven as a user's would be (scripted mouse under Xvfb): a stage cell opens the
 // inspector on exactly that (step, layer, stage, mode); a cell with no stage selects nothing.
 TEST(Screenshot, ClickingACellOpensItInTheInspector) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  const fs::path dir = shot::dir();
   const std::string trace = mutant_trace("mut_clicks.h5");
   std::string err;
   const auto m = TraceModel::open(trace, err);
@@ -179,7 +121,7 @@ TEST(Screenshot, ClickingACellOpensItInTheInspector) {
 // The Launches tab draws a kernel-time bar per layer from the trace's launch records.
 TEST(Screenshot, LaunchesTabDrawsTimePerLayer) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
+  const fs::path dir = shot::dir();
   const std::string trace = mutant_trace("mut_launches.h5");
   const std::string png = (dir / "launches_tab.png").string();
   ASSERT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace +
@@ -195,8 +137,7 @@ TEST(Screenshot, LaunchesTabDrawsTimePerLayer) {
 
 TEST(Screenshot, BadFilesExit2WithAMessage) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  fs::create_directories(dir);
+  const fs::path dir = shot::dir();
   const std::string bad = (dir / "garbage.h5").string();
   std::ofstream(bad) << "not a trace at all";
   const std::string log = (dir / "bad.log").string();
@@ -213,8 +154,7 @@ TEST(Screenshot, BadFilesExit2WithAMessage) {
 
 TEST(Screenshot, MergedFileShowsTheChosenCase) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  fs::create_directories(dir);
+  const fs::path dir = shot::dir();
   const std::string traces = (dir / "matrix").string(), merged = (dir / "merged.h5").string();
   fs::remove_all(traces);
   ASSERT_EQ(
@@ -238,8 +178,7 @@ TEST(Screenshot, MergedFileShowsTheChosenCase) {
 
 TEST(Screenshot, RefusedRunShowsWhyInEveryView) {
   REQUIRE_XVFB();
-  const fs::path dir = fs::temp_directory_path() / "driftscope_viewer_shot";
-  fs::create_directories(dir);
+  const fs::path dir = shot::dir();
   const std::string refused = (dir / "refused.h5").string();
   fs::remove(refused);
   // cpu-f16-v1 lacks QK-norm: the gate refuses qwen3 before any stage; the trace says why.

@@ -51,6 +51,75 @@ TEST(TraceModel, BuildsGridsWithFailingAndNanCells) {
   }
 }
 
+// The fixture fails stage 3 of layer 2 in both modes (a local failure) and every later chained
+// stage, whose isolated twins pass: those only carry the error they were fed.
+TEST(TraceModel, ChainedFailuresWithAPassingIsolatedTwinAreInherited) {
+  std::string err;
+  const auto m = TraceModel::open(write_fixture("vm_inherit.h5", {}), err);
+  ASSERT_TRUE(m) << err;
+  const Cell* local_iso = m->cell(0, Mode::isolated, 2, stage_name(3));
+  const Cell* local_chain = m->cell(0, Mode::chained, 2, stage_name(3));
+  const Cell* inherited = m->cell(0, Mode::chained, 3, stage_name(0));
+  ASSERT_TRUE(local_iso && local_chain && inherited);
+  EXPECT_TRUE(local_chain->failing);
+  EXPECT_FALSE(local_chain->inherited);
+  EXPECT_FALSE(local_iso->inherited);
+  EXPECT_TRUE(inherited->failing);
+  EXPECT_TRUE(inherited->inherited);
+  // Layer 2 stage 4 and layer 3 stages 0-4 are inherited; the local one is not.
+  EXPECT_EQ(m->grid(0, Mode::chained)->n_inherited, 6);
+  EXPECT_EQ(m->grid(0, Mode::isolated)->n_inherited, 0);
+}
+
+struct DriftTextCase {
+  const char* name;
+  bool drift_start;
+  const char* expect;
+};
+void PrintTo(const DriftTextCase& c, std::ostream* os) { *os << c.name; }
+class DriftText : public ::testing::TestWithParam<DriftTextCase> {};
+
+TEST_P(DriftText, SaysWhatIsKnownAboutDrift) {
+  FixtureSpec spec;
+  spec.drift_start = GetParam().drift_start;
+  std::string err;
+  const auto m =
+      TraceModel::open(write_fixture(std::string("vm_drift_") + GetParam().name + ".h5", spec), err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_NE(m->info().drift_text.find(GetParam().expect), std::string::npos) << m->info().drift_text;
+  EXPECT_EQ(m->info().drift_text.find("not in result"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Result, DriftText,
+                         ::testing::Values(DriftTextCase{"located", true, "layer 2"},
+                                           DriftTextCase{"absent_from_result", false, "not located"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(DriftSeries, NoiseFloorsPerMetric) {
+  FixtureSpec spec;
+  spec.floors = true;
+  std::string err;
+  const auto with = TraceModel::open(write_fixture("vm_floors.h5", spec), err);
+  const auto without = TraceModel::open(write_fixture("vm_no_floors.h5", {}), err);
+  ASSERT_TRUE(with && without) << err;
+  EXPECT_TRUE(has_floor_metrics(*with));
+  EXPECT_FALSE(has_floor_metrics(*without));  // every floor NaN: none recorded
+  const std::vector<std::string> stages{stage_name(1)};
+  const std::vector<Mode> modes{Mode::chained};
+  // max |diff| / tolerance: the floor over the same tolerance (atol 1e-3 + rtol 1e-3 x rms 1).
+  auto s = drift_series(*with, 0, stages, Metric::tol_ratio, modes);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(s[0].has_floor);
+  EXPECT_NEAR(s[0].points[1].floor, 1e-5 / 2e-3, 1e-12);  // layer 1: floor_max_abs 1e-5
+  s = drift_series(*with, 0, stages, Metric::mean_abs, modes);
+  EXPECT_NEAR(s[0].points[1].floor, 1e-5 / 4, 1e-15);
+  s = drift_series(*with, 0, stages, Metric::max_ulp, modes);  // no ULP floor is recorded
+  EXPECT_FALSE(s[0].has_floor);
+  s = drift_series(*without, 0, stages, Metric::max_abs, modes);
+  EXPECT_FALSE(s[0].has_floor);
+  EXPECT_EQ(s[0].points[0].floor, -1);
+}
+
 TEST(HeatmapLayout, ClickMapsBackToTheCellDrawnThere) {
   const HeatmapLayout l = layout_heatmap({10, 100, 1210, 700}, 30, 81);
   EXPECT_GT(l.cell_w, 0);
@@ -67,15 +136,28 @@ TEST(HeatmapLayout, ClickMapsBackToTheCellDrawnThere) {
   EXPECT_LE(l.cells.y1 + kColLabelHeight, l.frame.y1 + 0.5f);
 }
 
-TEST(HeatmapLayout, SmallTracesGetCappedCellsAndOverviewStacksModes) {
+TEST(HeatmapLayout, SmallTracesFillTheWidthAndOverviewStacksModes) {
   std::string err;
   const auto m = TraceModel::open(write_fixture("vm_layout.h5", {}), err);
   ASSERT_TRUE(m) << err;
   const OverviewLayout o = layout_overview(*m, 1600, 1000);
   ASSERT_EQ(o.panels.size(), 2u);
-  EXPECT_LE(o.panels[0].map.cell_w, kMaxCellWidth);
+  // A few layers still span the panel (less than one cell of slack), not a third of it.
+  const HeatmapLayout& map = o.panels[0].map;
+  EXPECT_GT(map.cells.x1, map.frame.x1 - map.cell_w);
+  EXPECT_LE(map.cells.x1, map.frame.x1);
+  EXPECT_LE(map.cell_h, kMaxCellHeight);
   EXPECT_LE(o.panels[0].map.cells.y1, o.panels[1].map.frame.y0);
   EXPECT_TRUE(o.panel(Mode::chained));
+  // Side by side (the compare view): one column per mode, each the full height below the header.
+  const OverviewLayout cols = layout_overview(*m, 1600, 1000, kHeaderHeight, true);
+  ASSERT_EQ(cols.panels.size(), 2u);
+  EXPECT_FLOAT_EQ(cols.panels[0].map.frame.y0, cols.panels[1].map.frame.y0);
+  EXPECT_LE(cols.panels[0].map.frame.x1, cols.panels[1].map.frame.x0);
+  EXPECT_GT(cols.panels[0].map.cell_h, o.panels[0].map.cell_h - 1);
+  // A taller header (wrapped in a narrow window) moves the panels down with it.
+  const OverviewLayout low = layout_overview(*m, 1600, 1000, kHeaderHeight + 40);
+  EXPECT_FLOAT_EQ(low.panels[0].map.frame.y0, o.panels[0].map.frame.y0 + 40);
 }
 
 TEST(LazyLoading, OpeningALargeTraceReadsNoTensorData) {

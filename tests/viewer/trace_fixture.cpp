@@ -41,6 +41,7 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
           r.m.cosine = fails ? 0.99 : 1 - 1e-9;
           r.status = nan ? Status::nan : fails ? Status::fail : Status::pass;
           if (nan) r.m.nan_cand = 1;
+          if (spec.floors) r.floor_max_abs = 5e-6 * (layer + 1), r.floor_mean_abs = r.floor_max_abs / 4;
           r.m.mismatches = fails ? 3 : 0;
           r.m.first_mismatch = fails ? 9 : -1;
           std::vector<double> ref(32), cand(32);

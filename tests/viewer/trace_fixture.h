@@ -11,6 +11,7 @@ struct FixtureSpec {
   int fail_layer = 2, fail_stage = 3;      // this cell and the later chained ones fail
   int nan_layer = -2;                      // a layer whose chained stage 0 holds a NaN; -2: none
   bool drift_start = true;                 // store "drift_start_layer" in the result JSON
+  bool floors = false;                     // store noise floors (floor_max_abs, floor_mean_abs)
   std::string candidate = "fixture-cand";  // tells apart the cases of a merged file
 };
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+
 #include "draw_util.h"
 
 namespace ds::view {
@@ -43,24 +45,67 @@ void App::select(const InspectTarget& t) {
   pending_tab = Tab::inspect;
 }
 
-void draw_run_info(const TraceModel& m, const char* label) {
+namespace {
+
+// Short parts on one line while they fit the window, the next part on a new line when not.
+void flow(const std::vector<std::string>& parts) {
+  const float avail = ImGui::GetContentRegionAvail().x, gap = 24;
+  float used = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const float w = ImGui::CalcTextSize(parts[i].c_str()).x;
+    if (i > 0 && used + gap + w <= avail) {
+      ImGui::SameLine(0, gap);
+      used += gap;
+    } else {
+      used = 0;
+    }
+    ImGui::TextUnformatted(parts[i].c_str());
+    used += w;
+  }
+}
+
+void wrapped(const ImVec4& colour, const std::string& text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, colour);
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopStyleColor();
+}
+
+}  // namespace
+
+void draw_run_info(App& app, const TraceModel& m, const char* label) {
   const RunInfo& i = m.info();
+  const float x0 = ImGui::GetCursorScreenPos().x, y0 = ImGui::GetCursorScreenPos().y;
   ImGui::TextColored({0.6f, 0.6f, 0.65f, 1}, "%s", label);
   ImGui::SameLine();
-  ImGui::TextUnformatted(m.path().c_str());
-  ImGui::Text("model %s   candidate %s   modes %s   policy %s", i.model.c_str(), i.candidate.c_str(),
-              i.modes.c_str(), i.policy.c_str());
+  ImGui::TextWrapped("%s", m.path().c_str());
+  flow({"model " + i.model, "candidate " + i.candidate, "modes " + i.modes, "policy " + i.policy});
   if (!i.finished) {
-    ImGui::TextColored({1, 0.75f, 0.2f, 1},
-                       "run did not finish: no result stored (killed or crashed harness)");
+    wrapped({1, 0.75f, 0.2f, 1}, "run did not finish: no result stored (killed or crashed harness)");
   } else {
     const bool pass = i.verdict.rfind("PASS", 0) == 0;
-    ImGui::TextColored(pass ? ImVec4{0.4f, 0.9f, 0.4f, 1} : ImVec4{1, 0.35f, 0.3f, 1}, "%s",
-                       i.verdict.c_str());
+    wrapped(pass ? ImVec4{0.4f, 0.9f, 0.4f, 1} : ImVec4{1, 0.35f, 0.3f, 1}, i.verdict);
   }
-  const std::string drift = i.drift_start_layer ? fmt::format("{}", *i.drift_start_layer) : "not in result";
-  ImGui::Text("first failing stage: %s   drift starts at layer: %s",
-              i.first_failure.empty() ? "none" : i.first_failure.c_str(), drift.c_str());
+  flow({"first failing stage: " + (i.first_failure.empty() ? std::string("none") : i.first_failure),
+        "drift starts at: " + i.drift_text});
+  app.shown.push_back(fmt::format("{} header: {} drift starts at: {}", label,
+                                  rect_str({x0, y0, ImGui::GetContentRegionMax().x + ImGui::GetWindowPos().x,
+                                            ImGui::GetCursorScreenPos().y}),
+                                  i.drift_text));
+}
+
+void step_slider(App& app, const char* where, float width) {
+  const TraceModel& m = *app.model;
+  if (m.steps().size() < 2) return;
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("step");
+  const ImVec2 l0 = ImGui::GetItemRectMin(), l1 = ImGui::GetItemRectMax();
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(std::max(40.f, width - (l1.x - l0.x) - ImGui::GetStyle().ItemSpacing.x));
+  ImGui::SliderInt(fmt::format("##step_{}", where).c_str(), &app.state.step_index, 0,
+                   int(m.steps().size()) - 1, "model step index %d");
+  const ImVec2 s0 = ImGui::GetItemRectMin(), s1 = ImGui::GetItemRectMax();
+  app.shown.push_back(fmt::format("{} step slider: label {} slider {}", where,
+                                  rect_str({l0.x, l0.y, l1.x, l1.y}), rect_str({s0.x, s0.y, s1.x, s1.y})));
 }
 
 namespace {
@@ -75,8 +120,8 @@ void draw_error(const std::string& what, const std::string& message) {
 
 // A run refused by a gate or stopped by bad input judged no stage: there is no heatmap or curve
 // to draw, only why it stopped.
-void draw_stopped(const TraceModel& m) {
-  draw_run_info(m, "trace");
+void draw_stopped(App& app, const TraceModel& m) {
+  draw_run_info(app, m, "trace");
   const trace::TraceCase& c = m.trace_case();
   ImGui::Spacing();
   ImGui::TextColored({1, 0.75f, 0.2f, 1},
@@ -97,6 +142,7 @@ bool tab(const char* name, Tab t, App& app) {
 }  // namespace
 
 void App::frame(float width, float height) {
+  shown.clear();
   ImGui::SetNextWindowPos({0, 0});
   ImGui::SetNextWindowSize({width, height});
   ImGui::Begin("driftscope-view", nullptr,
@@ -106,7 +152,7 @@ void App::frame(float width, float height) {
   if (!model) {
     draw_error(path, error);
   } else if (model->trace_case().stopped_early()) {
-    draw_stopped(*model);
+    draw_stopped(*this, *model);
   } else if (ImGui::BeginTabBar("tabs")) {
     if (tab("Overview", Tab::overview, *this)) draw_overview(*this, width, height), ImGui::EndTabItem();
     if (tab("Drift", Tab::drift, *this)) draw_drift(*this, width, height), ImGui::EndTabItem();

@@ -30,6 +30,10 @@ struct App {
   bool diff_dirty = true;
   // The kernels the inspector lists for its stage (what --print-state reports as "launches:").
   std::vector<std::string> shown_launches;
+  // "what: detail" lines of the last frame, printed by --print-state after the launches: where the
+  // panels drew their labels, legends and controls, so a headless test can check a layout
+  // without reading text off pixels. Cleared at the start of every frame.
+  std::vector<std::string> shown;
 
   // `case_index` picks a case of a merged `trace`; the compare file shows the case with the same
   // (model, candidate, seed), or its only case.
@@ -44,15 +48,19 @@ void draw_drift(App& app, float width, float height);
 void draw_inspector(App& app, float width, float height);
 void draw_compare(App& app, float width, float height);
 void draw_launches(App& app, float width, float height);
-// The run metadata lines shared by the overview and compare headers.
-void draw_run_info(const TraceModel& m, const char* label);
+// The run metadata lines shared by the overview and compare headers, wrapped to the window.
+void draw_run_info(App& app, const TraceModel& m, const char* label);
+// "step" and a slider over the trace's model steps, side by side in `width` pixels; says where
+// both went (--print-state "step slider:").
+void step_slider(App& app, const char* where, float width);
 
 }  // namespace ds::view
 
 namespace ds::view {
 // Heatmap pieces shared by the overview and compare panels.
-void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
-                        std::optional<int> marker_layer);
+// Returns how many rows got a label (every one, at a font size that fits the row).
+int draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
+                       std::optional<int> marker_layer);
 void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill,
                 const Grid* flags, const std::optional<CellPos>& selected);
 std::optional<CellPos> heatmap_input(const HeatmapLayout& l, const char* id);

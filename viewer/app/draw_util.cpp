@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 namespace ds::view {
@@ -18,9 +19,11 @@ void dashed_vline(ImDrawList* dl, float x, float y0, float y1, ImU32 col, float 
   for (float y = y0; y < y1; y += 10) dl->AddLine({x, y}, {x, std::min(y + 6, y1)}, col, thickness);
 }
 
-void text_right(ImDrawList* dl, float x1, float y, ImU32 col, const std::string& s) {
-  const ImVec2 sz = ImGui::CalcTextSize(s.c_str());
-  dl->AddText({x1 - sz.x, y - sz.y / 2}, col, s.c_str());
+void text_right(ImDrawList* dl, float x1, float y, ImU32 col, const std::string& s, float size) {
+  ImFont* font = ImGui::GetFont();
+  if (size <= 0) size = ImGui::GetFontSize();
+  const ImVec2 sz = font->CalcTextSizeA(size, FLT_MAX, 0, s.c_str());
+  dl->AddText(font, size, {x1 - sz.x, y - sz.y / 2}, col, s.c_str());
 }
 
 void text_centred(ImDrawList* dl, float x, float y, ImU32 col, const std::string& s) {
@@ -44,8 +47,9 @@ ImVec2 LogPlot::at(double x, double v) const {
 double LogPlot::x_at(float px) const { return x0 + (px - inner.x0) / inner.w() * (x1 - x0); }
 
 LogPlot draw_log_plot(ImDrawList* dl, Rect frame, double x0, double x1, LogScale y, const std::string& title,
-                      const std::string& x_title, const std::function<std::string(double)>& x_label) {
-  LogPlot p{frame, {frame.x0 + 70, frame.y0 + 24, frame.x1 - 12, frame.y1 - 40}, x0, x1, y};
+                      const std::string& x_title, const std::function<std::string(double)>& x_label,
+                      float right) {
+  LogPlot p{frame, {frame.x0 + 70, frame.y0 + 24, frame.x1 - 12 - right, frame.y1 - 40}, x0, x1, y};
   dl->AddRectFilled(tl(frame), br(frame), IM_COL32(24, 24, 30, 255), 4);
   dl->AddText({frame.x0 + 8, frame.y0 + 4}, kText, title.c_str());
   for (const Tick& t : log_ticks(y)) {
@@ -68,18 +72,50 @@ LogPlot draw_log_plot(ImDrawList* dl, Rect frame, double x0, double x1, LogScale
   return p;
 }
 
-void draw_legend(ImDrawList* dl, const Rect& inner, const std::vector<LegendEntry>& entries) {
+namespace {
+constexpr float kLegendLine = 17, kLegendSwatch = 46;
+}  // namespace
+
+float legend_width(const std::vector<LegendEntry>& entries) {
   float w = 0;
   for (const auto& e : entries) w = std::max(w, ImGui::CalcTextSize(e.label.c_str()).x);
-  const float lh = 17, bw = w + 46, bh = lh * float(entries.size()) + 8;
-  const Rect box{inner.x1 - bw - 8, inner.y0 + 8, inner.x1 - 8, inner.y0 + 8 + bh};
-  dl->AddRectFilled(tl(box), br(box), IM_COL32(16, 16, 20, 225), 3);
+  return entries.empty() ? 0 : w + kLegendSwatch + 8;
+}
+
+Rect draw_legend(ImDrawList* dl, const LogPlot& plot, const std::vector<LegendEntry>& entries) {
+  const float bh = kLegendLine * float(entries.size()) + 8;
+  const Rect box{plot.inner.x1 + 8, plot.inner.y0, plot.inner.x1 + 8 + legend_width(entries) - 8,
+                 plot.inner.y0 + bh};
+  dl->AddRectFilled(tl(box), br(box), IM_COL32(16, 16, 20, 255), 3);
   dl->AddRect(tl(box), br(box), kGrid, 3);
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const float y = box.y0 + 4 + lh * (float(i) + 0.5f);
+    const float y = box.y0 + 4 + kLegendLine * (float(i) + 0.5f);
     dl->AddLine({box.x0 + 6, y}, {box.x0 + 34, y}, entries[i].colour, entries[i].thick ? 3.5f : 1.5f);
     dl->AddText({box.x0 + 40, y - 7}, kText, entries[i].label.c_str());
   }
+  return box;
+}
+
+void draw_error_scale(ImDrawList* dl, const Rect& bar) {
+  const LogScale s{std::pow(10.0, -kPassDecades), std::pow(10.0, kFailDecades)};
+  const int steps = 64;
+  for (int i = 0; i < steps; ++i) {
+    const double v0 = s.from_unit(double(i) / steps), v1 = s.from_unit(double(i + 1) / steps);
+    const float ya = bar.y1 - float(i + 1) / steps * bar.h(), yb = bar.y1 - float(i) / steps * bar.h();
+    dl->AddRectFilled({bar.x0, ya}, {bar.x1, yb}, im(error_colour(std::sqrt(v0 * v1))));
+  }
+  for (const Tick& t : log_ticks(s)) {
+    if (!t.major || t.label.empty()) continue;
+    const float y = bar.y1 - float(t.unit) * bar.h();
+    dl->AddLine({bar.x1, y}, {bar.x1 + 4, y}, kAxis);
+    dl->AddText({bar.x1 + 7, y - 7}, t.value == 1 ? kMarker : kText,
+                (t.value == 1 ? "1 (tol)" : t.label).c_str());
+  }
+}
+
+std::string rect_str(const Rect& r) {
+  return fmt::format("{},{},{},{}", std::lround(r.x0), std::lround(r.y0), std::lround(r.x1),
+                     std::lround(r.y1));
 }
 
 void draw_bars(ImDrawList* dl, Rect frame, const std::string& title, const std::vector<std::string>& labels,

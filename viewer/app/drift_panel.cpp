@@ -48,7 +48,7 @@ void draw_floor(ImDrawList* dl, const LogPlot& plot, const std::vector<DriftSeri
     // The band under the floor: differences there are within the reference's own noise.
     for (std::size_t i = 1; i < s.points.size(); ++i) {
       const auto &a = s.points[i - 1], &b = s.points[i];
-      if (a.floor <= 0 || b.floor <= 0) continue;
+      if (a.floor <= 0 || b.floor <= 0) continue;  // none recorded (or exact): nothing on a log axis
       const ImVec2 pa = plot.at(a.layer, a.floor), pb = plot.at(b.layer, b.floor);
       dl->AddQuadFilled(pa, pb, {pb.x, plot.inner.y1}, {pa.x, plot.inner.y1}, IM_COL32(150, 150, 170, 40));
       dl->AddLine(pa, pb, IM_COL32(170, 170, 190, 140), 1);
@@ -82,7 +82,7 @@ void draw_drift(App& app, float width, float height) {
   ImGui::Checkbox("isolated", &st.show_isolated);
   ImGui::SameLine();
   ImGui::Checkbox("chained", &st.show_chained);
-  if (m.steps().size() > 1) ImGui::SliderInt("step", &st.step_index, 0, int(m.steps().size()) - 1);
+  step_slider(app, "drift", ImGui::GetContentRegionAvail().x);
   ImGui::Separator();
   ImGui::TextUnformatted("Stages");
   int checked = 0;  // curves are coloured by their order among the chosen stages
@@ -109,13 +109,25 @@ void draw_drift(App& app, float width, float height) {
   const double x0 = m.layers().empty() ? 0 : m.layers().front() - 0.3,
                x1 = m.layers().empty() ? 1 : m.layers().back() + 0.3;
   const bool any_floor = std::any_of(series.begin(), series.end(), [](const auto& s) { return s.has_floor; });
+  const std::string floor_note =
+      any_floor ? "shaded: noise floor"
+      : has_floor_metrics(m)
+          ? "no noise floor for this metric: max |diff|, mean |diff| and the ratio have one"
+      : series.empty() ? "no curves"
+                       : "no noise-floor metrics in this trace";
+  app.shown.push_back(fmt::format("drift floor: {}", floor_note));
   const std::string title =
-      fmt::format("{} across layers, step {}{}", metric_name(st.metric), app.step(),
-                  any_floor ? "  (shaded: noise floor)" : "  (no noise-floor metrics in this trace)");
+      fmt::format("{} across layers, step {}  ({})", metric_name(st.metric), app.step(), floor_note);
   LogScale scale = drift_scale(series);
   if (st.metric == Metric::tol_ratio)
     scale = {std::min(scale.lo, 1e-3), std::max(scale.hi, 10.0)};  // show the tolerance
-  const LogPlot plot = draw_log_plot(dl, frame, x0, x1, scale, title, "layer", layer_tick);
+  std::vector<LegendEntry> legend;
+  for (const auto& s : series)
+    legend.push_back({fmt::format("{} ({})", s.stage, mode_name(s.mode)),
+                      series_colour(int(std::find(stages.begin(), stages.end(), s.stage) - stages.begin())),
+                      s.mode == Mode::chained});
+  const LogPlot plot =
+      draw_log_plot(dl, frame, x0, x1, scale, title, "layer", layer_tick, legend_width(legend));
   if (st.metric == Metric::tol_ratio) {
     const float y = plot.at(x0, 1).y;
     dl->AddLine({plot.inner.x0, y}, {plot.inner.x1, y}, IM_COL32(255, 90, 90, 160), 1.5f);
@@ -131,13 +143,9 @@ void draw_drift(App& app, float width, float height) {
   CurveHover hover;
   draw_curves(dl, plot, series, stages, false, &hover);
   dl->PopClipRect();
-  std::vector<LegendEntry> legend;
-  for (const auto& s : series)
-    legend.push_back({fmt::format("{} ({})", s.stage, mode_name(s.mode)),
-                      series_colour(int(std::find(stages.begin(), stages.end(), s.stage) - stages.begin())),
-                      s.mode == Mode::chained});
   if (!legend.empty())
-    draw_legend(dl, plot.inner, legend);
+    app.shown.push_back(fmt::format("drift plot: {} legend: {}", rect_str(plot.inner),
+                                    rect_str(draw_legend(dl, plot, legend))));
   else
     dl->AddText({plot.inner.x0 + 20, plot.inner.y0 + 20}, kDimText, "choose stages and modes on the left");
   if (hover.point) {

@@ -107,7 +107,12 @@ void draw_inspector(App& app, float width, float height) {
   // |diff| heatmap of the 2-D view, max-pooled into at most 128 x 128 bins; the wheel zooms.
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float x0 = 490, right = width - 10, mid = top + (height - top) * 0.55f;
-  const Rect map{x0 + 60, top + 22, right - 10, mid - 26};
+  // The colour scale sits right of the map (kScaleWidth: the bar and its decade labels).
+  constexpr float kScaleWidth = 70;
+  const Rect map{x0 + 60, top + 22, right - 10 - kScaleWidth, mid - 26};
+  const Rect scale{map.x1 + 10, map.y0, map.x1 + 26, map.y1};
+  draw_error_scale(dl, scale);
+  app.shown.push_back(fmt::format("inspector map: {} scale: {}", rect_str(map), rect_str(scale)));
   dl->AddText(
       {x0, top + 2}, kText,
       fmt::format("|diff| / tolerance, {} x {} view (wheel: zoom, right click: reset)", in.rows, in.cols)

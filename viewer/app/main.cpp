@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
                  "played in order")
       ->allow_extra_args(false);
   cli.add_flag("--print-state", print_state,
-               "Headless: print the open tab and the inspector's stage after the last frame");
+               "Headless: print the open tab, the inspector's stage and where the last frame drew its "
+               "labels, legends and controls");
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
       if (print_state) {
         fmt::print("state: {}\n", ds::view::describe_state(app.state));
         fmt::print("launches: {}\n", fmt::join(app.shown_launches, ", "));
+        for (const auto& line : app.shown) fmt::print("{}\n", line);
       }
       break;
     }

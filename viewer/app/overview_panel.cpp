@@ -1,5 +1,6 @@
-// Overview: run metadata and one layer x stage heatmap per mode, failing cells outlined in red
-// and NaN cells hatched. Colours come precomputed from the view-model; this only draws rects.
+// Overview: run metadata and one layer x stage heatmap per mode, failing cells outlined (red where
+// they fail on their own, blue where they inherit an earlier stage's error) and NaN cells hatched. Colours
+// come precomputed from the view-model; this only draws rects.
 #include <fmt/format.h>
 #include <imgui.h>
 
@@ -16,23 +17,10 @@ namespace {
 std::string layer_label(int layer) { return layer < 0 ? "M" : fmt::format("{}", layer); }
 
 void draw_colour_legend(ImDrawList* dl, const Rect& r) {
-  const float x0 = r.x0 + 6, x1 = x0 + 18, y0 = r.y0 + 46, y1 = std::min(r.y1 - 110, y0 + 330);
   dl->AddText({r.x0, r.y0 + 6}, kText, "max |diff| /");
   dl->AddText({r.x0, r.y0 + 22}, kText, "tolerance");
-  const LogScale s{std::pow(10.0, -kPassDecades), std::pow(10.0, kFailDecades)};
-  const int steps = 64;
-  for (int i = 0; i < steps; ++i) {
-    const double v0 = s.from_unit(double(i) / steps), v1 = s.from_unit(double(i + 1) / steps);
-    const float ya = y1 - float(i + 1) / steps * (y1 - y0), yb = y1 - float(i) / steps * (y1 - y0);
-    dl->AddRectFilled({x0, ya}, {x1, yb}, im(error_colour(std::sqrt(v0 * v1))));
-  }
-  for (const Tick& t : log_ticks(s)) {
-    if (!t.major || t.label.empty()) continue;
-    const float y = y1 - float(t.unit) * (y1 - y0);
-    dl->AddLine({x1, y}, {x1 + 4, y}, kAxis);
-    dl->AddText({x1 + 7, y - 7}, t.value == 1 ? kMarker : kText,
-                (t.value == 1 ? "1 (tol)" : t.label).c_str());
-  }
+  const float x0 = r.x0 + 6, y0 = r.y0 + 46, y1 = std::min(r.y1 - 150, y0 + 330);
+  draw_error_scale(dl, {x0, y0, x0 + 18, y1});
   float y = y1 + 16;
   auto swatch = [&](const char* label, auto&& paint) {
     const Rect sw{x0, y, x0 + 18, y + 14};
@@ -40,9 +28,13 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
     dl->AddText({sw.x1 + 7, y}, kText, label);
     y += 22;
   };
-  swatch("failing", [&](const Rect& sw) {
+  swatch("fails here", [&](const Rect& sw) {
     dl->AddRectFilled(tl(sw), br(sw), im(error_colour(10)));
     dl->AddRect(tl(sw), br(sw), im(kFailBorder), 0, 0, 2);
+  });
+  swatch("inherited", [&](const Rect& sw) {
+    dl->AddRectFilled(tl(sw), br(sw), im(error_colour(10)));
+    dl->AddRect(tl(sw), br(sw), im(kInheritedBorder), 0, 0, 2);
   });
   swatch("NaN / Inf", [&](const Rect& sw) {
     dl->AddRectFilled(tl(sw), br(sw), im(kNanColour));
@@ -53,16 +45,29 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
   swatch("filled", [&](const Rect& sw) { dl->AddRectFilled(tl(sw), br(sw), im(kFilledColour)); });
 }
 
+// Row labels shrink with the rows down to this size. Rows thinner than that get a label every
+// k-th row, each with a tick into its own row, so no label can be read as a neighbour's.
+constexpr float kMinLabelSize = 7;
+
 }  // namespace
 
-void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
-                        std::optional<int> marker_layer) {
+int draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel& m, const std::string& title,
+                       std::optional<int> marker_layer) {
+  // Clipped to its panel: side by side (compare), a long title would run into the next one.
+  dl->PushClipRect(tl(l.title), br(l.title), true);
   dl->AddText({l.title.x0, l.title.y0 + 3}, kText, title.c_str());
-  // Row labels: every stage when they fit, else every k-th.
-  const int every_row = std::max(1, int(std::ceil(13.f / std::max(1.f, l.cell_h))));
-  for (int r = 0; r < l.n_rows; r += every_row) {
+  dl->PopClipRect();
+  // Every row labelled, centred on its row, in a font no taller than the row: a label skipped
+  // for room would leave a red row reading as its neighbour's stage.
+  const float size = std::clamp(l.cell_h, kMinLabelSize, ImGui::GetFontSize());
+  const int every_row =
+      l.cell_h >= kMinLabelSize ? 1 : int(std::ceil(kMinLabelSize / std::max(1.f, l.cell_h)));
+  int labelled = 0;
+  for (int r = 0; r < l.n_rows; r += every_row, ++labelled) {
     const Rect c = l.cell_rect(r, 0);
-    text_right(dl, l.cells.x0 - 6, (c.y0 + c.y1) / 2, kText, m.stages()[std::size_t(r)]);
+    const float y = (c.y0 + c.y1) / 2;
+    text_right(dl, l.cells.x0 - 8, y, kText, m.stages()[std::size_t(r)], size);
+    if (every_row > 1) dl->AddLine({l.cells.x0 - 6, y}, {l.cells.x0, y}, kText);
   }
   const int every_col = std::max(1, int(std::ceil(24.f / std::max(1.f, l.cell_w))));
   for (int c = 0; c < l.n_cols; c += every_col) {
@@ -80,6 +85,7 @@ void draw_heatmap_frame(ImDrawList* dl, const HeatmapLayout& l, const TraceModel
       dl->AddText({std::max(cr.x0 + 2, title_end), l.title.y0 + 3}, kMarker, "drift starts");
     }
   }
+  return labelled;
 }
 
 void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::uint32_t>& fill,
@@ -96,8 +102,11 @@ void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::u
       const Cell& cell = flags->cells[i];
       if (cell.nan) hatch(dl, cr, IM_COL32(0, 0, 0, 255), std::max(3.f, l.cell_h / 3));
       if (cell.failing || cell.nan) {
+        // The fill keeps the error's colour; the outline says it failed, and whether here or
+        // only on what an earlier stage fed it (inherited).
         const float t = std::clamp(std::min(cr.w(), cr.h()) / 6, 1.f, 3.f);
-        dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2}, im(kFailBorder), 0, 0, t);
+        dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2},
+                    im(cell.inherited ? kInheritedBorder : kFailBorder), 0, 0, t);
         // A dark line inside the outline so it still reads on a red fill.
         if (cr.w() > 4 * t && cr.h() > 4 * t)
           dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f},
@@ -138,20 +147,20 @@ void cell_tooltip(const TraceModel& m, const trace::TraceRow& row, double score)
 
 void draw_overview(App& app, float width, float height) {
   const TraceModel& m = *app.model;
-  draw_run_info(m, "trace");
-  if (m.steps().size() > 1) {
-    ImGui::SetNextItemWidth(240);
-    ImGui::SliderInt("step", &app.state.step_index, 0, int(m.steps().size()) - 1, "step index %d");
-  }
-  const OverviewLayout o = layout_overview(m, width, height);
+  draw_run_info(app, m, "trace");
+  step_slider(app, "overview", 320);
+  const OverviewLayout o = layout_overview(m, width, height, ImGui::GetCursorScreenPos().y + 4);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   for (const auto& p : o.panels) {
     const Grid* g = m.grid(app.step(), p.mode);
     if (!g) continue;
-    const std::string title = fmt::format(
-        "{} mode  |  step {}  |  {} failing, {} NaN of {} stages", mode_name(p.mode), app.step(), g->n_fail,
-        g->n_nan, m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
-    draw_heatmap_frame(dl, p.map, m, title, m.info().drift_start_layer);
+    const std::string title =
+        fmt::format("{} mode  |  step {}  |  {} failing ({} inherited), {} NaN of {} stages",
+                    mode_name(p.mode), app.step(), g->n_fail, g->n_inherited, g->n_nan,
+                    m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
+    const int labelled = draw_heatmap_frame(dl, p.map, m, title, m.info().drift_start_layer);
+    app.shown.push_back(fmt::format("overview {} rows: {} of {} labelled, cells {}", mode_name(p.mode),
+                                    labelled, p.map.n_rows, rect_str(p.map.cells)));
     std::vector<std::uint32_t> fill(g->cells.size());
     for (std::size_t i = 0; i < fill.size(); ++i) fill[i] = g->cells[i].fill;
     std::optional<CellPos> sel;

@@ -30,11 +30,12 @@ Rgba error_colour(double ratio);
 Rgba change_colour(double ratio);
 Rgba lerp(Rgba a, Rgba b, double t);
 
-inline constexpr Rgba kNanColour{210, 40, 210, 255};        // magenta: NaN/Inf disagreement
-inline constexpr Rgba kFailBorder{255, 40, 40, 255};        // outline of failing cells
-inline constexpr Rgba kEmptyColour{38, 38, 44, 255};        // no row for this (layer, stage)
-inline constexpr Rgba kSkippedColour{70, 70, 78, 255};      // stage skipped by the run
-inline constexpr Rgba kFilledColour{112, 112, 150, 255};    // computed by the reference fill, not judged
-inline constexpr Rgba kLaunchBarColour{90, 150, 220, 255};  // kernel time of a layer (Launches tab)
+inline constexpr Rgba kNanColour{210, 40, 210, 255};         // magenta: NaN/Inf disagreement
+inline constexpr Rgba kFailBorder{255, 40, 40, 255};         // outline of cells failing on their own
+inline constexpr Rgba kInheritedBorder{150, 200, 255, 255};  // outline of failures fed in by an earlier stage
+inline constexpr Rgba kEmptyColour{38, 38, 44, 255};         // no row for this (layer, stage)
+inline constexpr Rgba kSkippedColour{70, 70, 78, 255};       // stage skipped by the run
+inline constexpr Rgba kFilledColour{112, 112, 150, 255};     // computed by the reference fill, not judged
+inline constexpr Rgba kLaunchBarColour{90, 150, 220, 255};   // kernel time of a layer (Launches tab)
 
 }  // namespace ds::view

@@ -40,20 +40,51 @@ double metric_value(const StageResult& r, Metric m) {
   return 0;
 }
 
+namespace {
+
+// The /summary field holding the noise floor of a metric; "" when the trace stores none for it
+// (ULP and cosine floors are not recorded). The tolerance ratio's floor is max |diff|'s over the
+// same tolerance, so the band sits where the curve would if the candidate were only as far off as
+// its own storage precision.
+std::string floor_field(Metric m) {
+  switch (m) {
+    case Metric::tol_ratio:
+    case Metric::max_abs: return "floor_max_abs";
+    case Metric::mean_abs: return "floor_mean_abs";
+    default: return {};
+  }
+}
+
+}  // namespace
+
+bool has_floor_metrics(const TraceModel& model) {
+  for (const auto& [name, values] : model.extras())
+    if (std::any_of(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v >= 0; }))
+      return true;
+  return false;
+}
+
 std::vector<DriftSeries> drift_series(const TraceModel& model, int step, std::span<const std::string> stages,
                                       Metric metric, std::span<const Mode> modes) {
   std::vector<DriftSeries> out;
-  const auto floor_it = model.extras().find("floor_" + std::string(metric_field(metric)));
+  const auto floor_it = model.extras().find(floor_field(metric));
   const std::vector<double>* floors = floor_it == model.extras().end() ? nullptr : &floor_it->second;
   for (const auto& stage : stages)
     for (Mode mode : modes) {
-      DriftSeries s{stage, mode, {}, floors != nullptr};
+      DriftSeries s{stage, mode, {}, false};
       for (int layer : model.layers()) {
         const trace::TraceRow* row = model.row(step, mode, layer, stage);
         if (!row) continue;
-        const int i = int(row - model.rows().data());
-        s.points.push_back(
-            {layer, metric_value(row->result, metric), floors ? (*floors)[std::size_t(i)] : -1, i});
+        const std::size_t i = std::size_t(row - model.rows().data());
+        double floor = floors ? (*floors)[i] : -1;
+        if (!std::isfinite(floor) || floor < 0) floor = -1;  // NaN: no floor for this row
+        if (floor >= 0 && metric == Metric::tol_ratio) {
+          const Metrics& m = row->result.m;
+          const double tol = m.atol + m.rtol * m.ref_rms;
+          floor = tol > 0 ? floor / tol : -1;
+        }
+        s.has_floor |= floor >= 0;
+        s.points.push_back({layer, metric_value(row->result, metric), floor, int(i)});
       }
       if (!s.points.empty()) out.push_back(std::move(s));
     }

@@ -32,9 +32,14 @@ struct DriftSeries {
   std::string stage;
   Mode mode = Mode::isolated;
   std::vector<DriftPoint> points;  // by layer
-  bool has_floor = false;
+  bool has_floor = false;          // some point has a floor
 };
 
+// Whether any row of the trace carries a noise floor (a run with a chained or storage-precision
+// reference records one per stage; NaN rows do not count).
+bool has_floor_metrics(const TraceModel& model);
+// Floors come with max |diff|, mean |diff| and the tolerance ratio (max |diff|'s floor over the
+// stage's tolerance); ULP and 1 - cosine have none.
 std::vector<DriftSeries> drift_series(const TraceModel& model, int step, std::span<const std::string> stages,
                                       Metric metric, std::span<const Mode> modes);
 // The block output plus the first failing stage: what "where does it go wrong" needs first.

@@ -28,7 +28,7 @@ HeatmapLayout layout_heatmap(Rect frame, int n_rows, int n_cols) {
   const float avail_w = std::max(0.0f, frame.w() - kRowLabelWidth);
   const float avail_h = std::max(0.0f, frame.h() - kTitleHeight - kColLabelHeight);
   // Whole pixels, so every cell is the same size on screen and the test can aim at one.
-  l.cell_w = n_cols > 0 ? std::floor(std::min(kMaxCellWidth, avail_w / float(n_cols))) : 0;
+  l.cell_w = n_cols > 0 ? std::floor(avail_w / float(n_cols)) : 0;
   l.cell_h = n_rows > 0 ? std::floor(std::min(kMaxCellHeight, avail_h / float(n_rows))) : 0;
   const float x0 = frame.x0 + kRowLabelWidth, y0 = l.title.y1;
   l.cells = {x0, y0, x0 + l.cell_w * float(n_cols), y0 + l.cell_h * float(n_rows)};
@@ -41,16 +41,20 @@ const HeatmapLayout* OverviewLayout::panel(Mode m) const {
   return nullptr;
 }
 
-OverviewLayout layout_overview(const TraceModel& model, float width, float height) {
+OverviewLayout layout_overview(const TraceModel& model, float width, float height, float header,
+                               bool side_by_side) {
   OverviewLayout o;
-  o.header = {0, 0, width, kHeaderHeight};
+  header = std::max(header, kHeaderHeight);
+  o.header = {0, 0, width, header};
   const float x0 = kMargin, x1 = width - kLegendWidth - kMargin;
-  o.legend = {x1 + kMargin, kHeaderHeight, width - kMargin, height - kMargin};
+  o.legend = {x1 + kMargin, header, width - kMargin, height - kMargin};
   const int n = std::max<int>(1, int(model.modes().size()));
-  const float panel_h = (height - kHeaderHeight - kMargin) / float(n);
+  const float panel_h = side_by_side ? height - header - kMargin : (height - header - kMargin) / float(n);
+  const float panel_w = side_by_side ? (x1 - x0 + kMargin) / float(n) : x1 - x0 + kMargin;
   for (int i = 0; i < int(model.modes().size()); ++i) {
-    const float y0 = kHeaderHeight + float(i) * panel_h;
-    const Rect frame{x0, y0, x1, y0 + panel_h - kMargin};
+    const float px = x0 + (side_by_side ? float(i) * panel_w : 0);
+    const float py = header + (side_by_side ? 0 : float(i) * panel_h);
+    const Rect frame{px, py, px + panel_w - kMargin, py + panel_h - kMargin};
     o.panels.push_back({model.modes()[std::size_t(i)],
                         layout_heatmap(frame, int(model.stages().size()), int(model.layers().size()))});
   }

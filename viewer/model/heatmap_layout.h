@@ -35,9 +35,10 @@ struct HeatmapLayout {
 inline constexpr float kRowLabelWidth = 96;  // fits "residual_2" and longer stage names
 inline constexpr float kTitleHeight = 22;
 inline constexpr float kColLabelHeight = 18;
-inline constexpr float kMaxCellWidth = 140, kMaxCellHeight = 28;
+inline constexpr float kMaxCellHeight = 28;
 
-// Cells fill the frame minus the labels, capped so a 2-layer trace does not get billboard cells.
+// Cells fill the frame minus the labels: a 2-layer trace gets wide cells rather than two thirds
+// of the window left empty. Rows stop at kMaxCellHeight (taller ones only spread the labels).
 HeatmapLayout layout_heatmap(Rect frame, int n_rows, int n_cols);
 
 struct OverviewLayout {
@@ -51,10 +52,15 @@ struct OverviewLayout {
   const HeatmapLayout* panel(Mode m) const;
 };
 
+// The header's least height; a narrow window wraps its lines and the app passes the height they
+// took (never less than this, so a wide window's layout is known without drawing it).
 inline constexpr float kHeaderHeight = 132;
 inline constexpr float kLegendWidth = 120;
 inline constexpr float kMargin = 10;
 
-OverviewLayout layout_overview(const TraceModel& model, float width, float height);
+// Panels stacked, one per mode; `side_by_side` puts them in columns instead (the compare view,
+// whose heatmaps share the window with its curves and would otherwise get rows too thin to label).
+OverviewLayout layout_overview(const TraceModel& model, float width, float height,
+                               float header = kHeaderHeight, bool side_by_side = false);
 
 }  // namespace ds::view

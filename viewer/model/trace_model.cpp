@@ -49,6 +49,21 @@ RunInfo read_info(const trace::TraceReader& r) {
     if (res->contains("drift_start_layer") && (*res)["drift_start_layer"].is_number_integer())
       info.drift_start_layer = (*res)["drift_start_layer"].get<int>();
   }
+  // The result stores drift_start_layer (null: no drift) only after a chained run.
+  const bool chained = info.modes.find("chained") != std::string::npos;
+  const bool located = r.result() && r.result()->is_object() && r.result()->contains("drift_start_layer");
+  if (info.drift_start_layer)
+    info.drift_text = fmt::format("layer {}", *info.drift_start_layer);
+  else if (!info.finished)
+    info.drift_text = "not known (the run did not finish)";
+  else if (located)
+    info.drift_text = "none (no drift: the chained error stays near the noise floor)";
+  else if (info.verdict.rfind("PASS", 0) == 0)
+    info.drift_text = "none (no drift: every stage passed)";
+  else if (!chained)
+    info.drift_text = "not located (needs a chained run: --mode chained or both)";
+  else
+    info.drift_text = "not located in this trace";
   return info;
 }
 
@@ -67,7 +82,7 @@ Rgba cell_colour(double score, Status status, bool nan) {
   if (status == Status::filled) return kFilledColour;
   if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch)
     return error_colour(std::pow(10.0, kFailDecades));
-  if (is_failure(status)) return error_colour(std::max(score, 1.0));
+  if (is_failure(status)) return error_colour(std::isnan(score) ? std::pow(10.0, kFailDecades) : score);
   return error_colour(std::isnan(score) ? 0.0 : std::min(score, 0.999));
 }
 
@@ -115,7 +130,7 @@ void TraceModel::build() {
   std::sort(modes_.begin(), modes_.end());
   const std::size_t n_cells = stages_.size() * layers_.size();
   for (int step : steps_)
-    for (Mode mode : modes_) grids_.push_back({step, mode, 0, 0, std::vector<Cell>(n_cells)});
+    for (Mode mode : modes_) grids_.push_back({step, mode, 0, 0, 0, std::vector<Cell>(n_cells)});
   for (std::size_t i = 0; i < rs.size(); ++i) {
     const auto& r = rs[i].result;
     const int si = stage_index(r.key.stage), li = layer_index(r.key.layer);
@@ -130,6 +145,19 @@ void TraceModel::build() {
     c.fill = cell_colour(c.score, r.status, c.nan).packed();
     g->n_fail += is_failure(r.status);
     g->n_nan += c.nan;
+  }
+  // Chained failures whose isolated twin passes only carry an earlier stage's error.
+  for (const auto& row : rs) {
+    const StageResult& r = row.result;
+    if (r.mode != Mode::chained || !is_failure(r.status)) continue;
+    const trace::TraceRow* twin = this->row(r.key.step, Mode::isolated, r.key.layer, r.key.stage);
+    if (!(twin && is_inherited_failure(r, twin->result)) && r.note.find("inherited") == std::string::npos)
+      continue;
+    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode));
+    Cell& c = g->cells[std::size_t(stage_index(r.key.stage)) * layers_.size() +
+                       std::size_t(layer_index(r.key.layer))];
+    c.inherited = true;
+    ++g->n_inherited;
   }
 }
 

@@ -21,6 +21,9 @@ struct RunInfo {
   std::string first_failure;  // "residual_1 @ layer 0, step 0 (isolated)" or ""
   std::optional<int> drift_start_layer;
   bool finished = false;
+  // What the header says about drift: "layer 3", "none: the chained error stays within the noise
+  // floor", or why it is not known.
+  std::string drift_text;
 };
 
 struct Cell {
@@ -28,6 +31,9 @@ struct Cell {
   double score = 0;  // error relative to the policy (see error_score)
   bool failing = false;
   bool nan = false;  // NaN or Inf disagreement between the two sides
+  // A chained failure whose isolated twin passes (is_inherited_failure): the error was fed in by
+  // an earlier stage. Drawn apart from a local failure, which is where a bug is.
+  bool inherited = false;
   Status status = Status::pass;
   std::uint32_t fill = kEmptyColour.packed();  // precomputed: drawing a cell is one rect
 };
@@ -36,15 +42,17 @@ struct Cell {
 struct Grid {
   int step = 0;
   Mode mode = Mode::isolated;
-  int n_fail = 0, n_nan = 0;
+  int n_fail = 0, n_nan = 0, n_inherited = 0;
   std::vector<Cell> cells;  // stage-major: cells[stage * n_layers + layer_index]
 };
 
 // max |diff| relative to the tolerance the stage was judged with: atol + rtol * ref_rms.
 // 1 is the edge of the tolerance; the heatmap is log-scaled over this.
 double error_score(const Metrics& m);
-// The colour of a cell: the score, pushed to the verdict's side of 1 so colour and status agree
-// (the per-element check uses |ref| where the score uses the rms, so they can differ slightly).
+// The colour of a cell. A failing cell keeps its score's colour on either side of 1 (the
+// per-element check uses |ref| where the score uses the rms, so many failures score below 1) and
+// is marked by its outline; a pass scoring over 1 stays on the cool side, so no unmarked cell
+// looks hot.
 Rgba cell_colour(double score, Status status, bool nan);
 
 class TraceModel {
