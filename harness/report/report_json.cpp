@@ -33,7 +33,8 @@ nlohmann::json stage_json(const StageResult& r) {
       {"cand_dtype", dtype_name(r.cand_dtype)},
       {"shape", r.shape},
       {"note", r.note}};
-  if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan) {
+  if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||
+      r.status == Status::race) {
     j["metrics"] = {{"numel", m.numel},
                     {"max_abs", num(m.max_abs)},
                     {"max_abs_index", m.max_abs_index},
@@ -78,15 +79,9 @@ nlohmann::json report_json(const RunReport& report) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& r : report.results) stages.push_back(stage_json(r));
   const StageCounts counts = count_stages(report.results);
-  nlohmann::json j = {{"model", report.model},
-                      {"candidate", report.candidate},
-                      {"policy", report.policy},
-                      {"verdict", report.verdict},
-                      {"exit_code", report.exit_code},
-                      {"judged", counts.judged},
-                      {"filled", counts.filled},
-                      {"failed", counts.failed},
-                      {"stages", stages}};
+  nlohmann::json j = {{"model", report.model},     {"candidate", report.candidate}, {"policy", report.policy},
+                      {"verdict", report.verdict}, {"exit_code", report.exit_code}, {"judged", counts.judged},
+                      {"filled", counts.filled},   {"failed", counts.failed},       {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.
   j["incomplete"] = nullptr;
