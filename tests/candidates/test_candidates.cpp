@@ -192,7 +192,9 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
     const std::string& note = r.first_failure->note;
     EXPECT_EQ(r.first_failure->status, Status::race) << note;
     EXPECT_NE(note.find(m.race_kernel), std::string::npos) << note;
-    if (m.race_by == "schedule") EXPECT_NE(note.find("element "), std::string::npos) << note;
+    if (m.race_by == "schedule") {
+      EXPECT_NE(note.find("element "), std::string::npos) << note;
+    }
     if (m.race_by == "hazard") {
       EXPECT_NE(note.find(fmt::format("{} hazard on dynamic shared memory", m.race_hazard)),
                 std::string::npos)
