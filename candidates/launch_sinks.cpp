@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "launch_log.h"
 #include "simt/simt_common.h"
@@ -18,8 +20,29 @@
 namespace ds::launch_sinks {
 namespace {
 
+std::mutex g_mutex;
+SimtOptions g_options;       // as configure() left them
+std::string g_pending_race;  // the finding of the launch whose record comes next
+
+simt_options to_c(const SimtOptions& o) {
+  return simt_options{
+      sizeof(simt_options), static_cast<unsigned>(o.order), o.seed, o.threads, o.strict ? 1 : 0, o.race_check,
+      o.racecheck ? 1 : 0};
+}
+
+// The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before
+// the record of the same launch, from the same thread.
+void to_pending_race(const simt_race_info* info, void* /*user*/) {
+  std::lock_guard lock(g_mutex);
+  g_pending_race += (g_pending_race.empty() ? "" : "; ") + std::string(info->message);
+}
+
 void to_launch_log(const simt_launch_info* info, void* /*user*/) {
   LaunchRecord r;
+  {
+    std::lock_guard lock(g_mutex);
+    r.race = std::exchange(g_pending_race, {});
+  }
   r.kernel = info->kernel;
   r.backend = "simt";
   for (int i = 0; i < 3; ++i) {
@@ -39,7 +62,46 @@ bool install_in_library(void* dl_handle) {
   void* sym = ::dlsym(dl_handle, "driftscope_simt_set_launch_sink");
   if (sym == nullptr) return false;
   reinterpret_cast<Setter>(sym)(&to_launch_log, nullptr);
+  using RaceSetter = void (*)(simt_race_sink, void*);
+  using OptionsSetter = void (*)(const simt_options*);
+  void* race = ::dlsym(dl_handle, "driftscope_simt_set_race_sink");
+  void* options = ::dlsym(dl_handle, "driftscope_simt_set_options");
+  SimtOptions o;
+  {
+    std::lock_guard lock(g_mutex);
+    o = g_options;
+  }
+  if (race == nullptr || options == nullptr) {
+    if (o != SimtOptions{})
+      fmt::print(stderr,
+                 "driftscope: the plugin's SIMT runtime predates --simt-order/--race-check; its kernels run "
+                 "with the runtime's defaults (rebuild the plugin against this driftscope)\n");
+    return true;
+  }
+  reinterpret_cast<RaceSetter>(race)(&to_pending_race, nullptr);
+  const simt_options c = to_c(o);
+  reinterpret_cast<OptionsSetter>(options)(&c);
   return true;
+}
+
+std::string racecheck_unsupported() {
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+  return simt::racecheck_unsupported();
+#else
+  return "this driftscope was built without the SIMT runtime";
+#endif
+}
+
+void configure(const SimtOptions& o) {
+  {
+    std::lock_guard lock(g_mutex);
+    g_options = o;
+  }
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+  driftscope_simt_set_race_sink(&to_pending_race, nullptr);
+  const simt_options c = to_c(o);
+  driftscope_simt_set_options(&c);
+#endif
 }
 
 void start(std::string_view backend) {

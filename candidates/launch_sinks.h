@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "simt_options.h"
+
 namespace ds::launch_sinks {
 
 // Records for the kernels of a dsk::KernelTable backend ("simt": the SIMT runtime linked into this
@@ -13,6 +15,23 @@ void start(std::string_view backend);
 // The SIMT runtime copy inside a dlopen'ed plugin, found by its exported C setter: plugins built
 // with driftscope_add_simt_kernel get records with no code of their own. False when the library
 // has no SIMT runtime (a plugin of plain C++ launches nothing).
+// Also applies the configure()d SIMT settings and race sink there; a plugin whose runtime predates
+// them gets a warning on stderr and runs with its own defaults.
 bool install_in_library(void* dl_handle);
+// The SIMT settings of this run: applied at once to driftscope's own runtime (a candidate's child
+// process inherits them through fork) and, by install_in_library, to every plugin's. With a race
+// check, the runtime's race findings go into the launch records (LaunchRecord::race).
+void configure(const SimtOptions& o);
+// configure(o) for as long as it lives, then the defaults again: a run's settings never leak into
+// later launches of the same process (tests run many runs in one).
+class ScopedOptions {
+ public:
+  explicit ScopedOptions(const SimtOptions& o) { configure(o); }
+  ~ScopedOptions() { configure(SimtOptions{}); }
+  ScopedOptions(const ScopedOptions&) = delete;
+  ScopedOptions& operator=(const ScopedOptions&) = delete;
+};
+// Empty when --simt-racecheck can run here (x86-64 Linux, a SIMT runtime built in); otherwise why not.
+std::string racecheck_unsupported();
 
 }  // namespace ds::launch_sinks

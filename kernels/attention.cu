@@ -4,7 +4,8 @@
 //   out[t, h] = sum_j softmax(s)_j v[j, kh]
 // One block per (token, head). q is staged in shared memory; warps take keys round-robin
 // (lanes split head_dim) and write the scores to shared memory; the block reduces the max
-// and the sum; then each thread owns output dimensions and walks the keys in order.
+// and the sum (its partials in dynamic shared memory too, where the SIMT hazard checker sees
+// them); then each thread owns output dimensions and walks the keys in order.
 // q and the caches are read with row strides q_ld and kv_ld (elements), so GPT-2's MHA
 // reads q, k and v straight out of the fused c_attn rows [q | k | v] (stride 3 D) without a
 // split copy; the decoder passes the packed widths n_q * hd and n_kv * hd.
@@ -18,9 +19,9 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
                                  const __half* __restrict__ vc, __half* __restrict__ out, int pos0, int n_q,
                                  int n_kv, int hd, int q_ld, int kv_ld, float scale, int bug) {
   SIMT_DYNAMIC_SHARED(float, smem);
-  float* qs = smem;           // [hd]
-  float* scores = smem + hd;  // [p + 1]
-  __shared__ float scratch[32];
+  float* scratch = smem;           // [32]: block_reduce's partials
+  float* qs = smem + 32;           // [hd]
+  float* scores = smem + 32 + hd;  // [p + 1]
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
@@ -44,14 +45,14 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
 
   float mx = -INFINITY;
   for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) mx = fmaxf(mx, scores[j]);
-  mx = block_reduce<true>(mx, scratch);
+  mx = block_reduce<true>(mx, scratch, bug);
   float sum = 0.0f;
   for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) {
     const float e = expf(scores[j] - mx);
     scores[j] = e;
     sum += e;
   }
-  sum = block_reduce<false>(sum, scratch);  // its barriers also publish the exp'd scores
+  sum = block_reduce<false>(sum, scratch, bug);  // its barriers also publish the exp'd scores
   const float inv = 1.0f / sum;
 
   __half* oh = out + (static_cast<std::size_t>(t) * n_q + h) * hd;
@@ -65,7 +66,7 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
 
 void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
                int n_q, int n_kv, int head_dim, int q_ld, int kv_ld, int bug) {
-  const std::size_t smem = static_cast<std::size_t>(head_dim + P) * sizeof(float);
+  const std::size_t smem = static_cast<std::size_t>(32 + head_dim + P) * sizeof(float);
   simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr,
                static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
                static_cast<const __half*>(v_cache), static_cast<__half*>(out), pos0, n_q, n_kv, head_dim,

@@ -35,14 +35,18 @@ __device__ inline float warp_max(float v) {
 // Sum (or max) over the whole block, the same value returned to every thread. `scratch`
 // holds 32 floats of shared memory; blockDim.x is a multiple of 32. The order of the
 // additions is fixed (lanes, then warps in order), so results do not depend on scheduling.
+// `bug` plants one of two races (uniform over the block, so skipping a barrier stays legal).
 template <bool Max>
-__device__ inline float block_reduce(float v, float* scratch) {
+__device__ inline float block_reduce(float v, float* scratch, int bug = dsk::kBugNone) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   v = Max ? warp_max(v) : warp_sum(v);
-  __syncthreads();  // scratch may still be read by a previous reduction
+  // scratch may still be read by a previous reduction. Planted (kBugReduceWar): without this
+  // barrier a fast warp overwrites a partial a slow warp has not read yet (write-after-read).
+  if (bug != dsk::kBugReduceWar) __syncthreads();
   if (lane == 0) scratch[warp] = v;
-  __syncthreads();
+  // Planted (kBugReduceNoBarrier): without it, warps read partials not yet written.
+  if (bug != dsk::kBugReduceNoBarrier) __syncthreads();
   float r = scratch[0];
   for (int w = 1; w < n_warps; ++w) r = Max ? fmaxf(r, scratch[w]) : r + scratch[w];
   return r;

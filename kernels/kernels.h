@@ -42,6 +42,8 @@ enum Bug : int {
   kBugLayerNormAsRms,      // layernorm.cu: the mean never subtracted (RMSNorm with LayerNorm's bias)
   kBugPosNoOffset,         // embedding.cu: token t reads position t of the launch, not pos0 + t
   kBugGeluSigmoid,         // gelu.cu: quick_gelu x * sigmoid(1.702 x) in place of the tanh form
+  kBugReduceNoBarrier,     // common.cuh block_reduce (attention.cu): partials read before they are written
+  kBugReduceWar,           // common.cuh block_reduce (attention.cu): partials overwritten before read
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).

@@ -34,7 +34,8 @@ using Key = std::tuple<int, int, std::string, int>;
 Key key_of(const StageResult& r) { return {r.key.step, r.key.layer, r.key.stage, int(r.mode)}; }
 
 bool measured(const StageResult& r) {
-  return r.status == Status::pass || r.status == Status::fail || r.status == Status::nan;
+  return r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||
+         r.status == Status::race;
 }
 
 // `cur` is worse than `base` by more than `factor` (a NaN or a growth from exact zero counts).

@@ -38,6 +38,14 @@ std::span<const MutantInfo> mutants() {
        "learned position of token t read at t instead of pos0 + t: right for the prefill, wpe[0] for every "
        "decode token",
        1},
+      {"reduce-no-barrier", dsk::kBugReduceNoBarrier, "synthetic:llama-tiny", "attn", 0, "isolated",
+       "default",
+       "attention's block reduction reads the warps' partials with no __syncthreads after they are written",
+       0, "schedule", "dsk_simt::attention_kernel", "RAW"},
+      {"reduce-war", dsk::kBugReduceWar, "synthetic:llama-tiny", "attn", 0, "isolated", "default",
+       "attention's block reduction writes its partials before every warp has read the previous "
+       "reduction's: shared memory reused too early (write-after-read)",
+       0, "hazard", "dsk_simt::attention_kernel", "WAR"},
   };
   return kMutants;
 }

@@ -17,6 +17,11 @@ struct MutantInfo {
   std::string_view policy;       // "default" or "strict" (see docs/mutants.md)
   std::string_view what;         // the bug in one line
   int first_step = 0;            // model step of the first failure: 0 the prefill, 1.. decode
+  // A race, reported as status `race` at first_stage naming race_kernel: "schedule" under
+  // `--race-check 2`, "hazard" under `--simt-racecheck` (which names race_hazard: RAW, WAR, WAW).
+  std::string_view race_by = {};
+  std::string_view race_kernel = {};
+  std::string_view race_hazard = {};
 };
 
 std::span<const MutantInfo> mutants();

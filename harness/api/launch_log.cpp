@@ -33,4 +33,8 @@ std::vector<LaunchRecord> take() {
   return std::exchange(g_records, {});
 }
 
+std::string race_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l) {
+  return "race in launch " + std::to_string(launch_index) + " of step " + kernel_step + ": " + l.race;
+}
+
 }  // namespace ds::launch_log

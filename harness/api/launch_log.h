@@ -21,6 +21,9 @@ struct LaunchRecord {
   std::uint64_t dyn_smem_bytes = 0;
   double duration_us = 0;
   bool emulated = true;  // CPU wall time of the SIMT runtime, never GPU time
+  // Non-empty: `--race-check` found this launch's output to depend on the schedule (the SIMT
+  // runtime's finding: the two schedules, the argument and its first differing element).
+  std::string race;
 };
 
 // A launch filed under the candidate step that made it: model step, layer, lane, the step's name
@@ -43,6 +46,8 @@ void record(LaunchRecord r);
 void add_flusher(std::function<void()> flush);
 // Every record since the last take(), in arrival order.
 std::vector<LaunchRecord> take();
+// What a stage of a racing launch's step says (its note): "race in launch I of step S: FINDING".
+std::string race_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l);
 
 }  // namespace launch_log
 }  // namespace ds

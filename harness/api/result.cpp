@@ -5,8 +5,8 @@
 namespace ds {
 
 namespace {
-constexpr std::array<std::string_view, 8> kStatus = {"pass",    "fail",    "nan",     "shape-mismatch",
-                                                     "missing", "skipped", "crashed", "filled"};
+constexpr std::array<std::string_view, 9> kStatus = {
+    "pass", "fail", "nan", "shape-mismatch", "missing", "skipped", "crashed", "filled", "race"};
 }
 
 std::string_view status_name(Status s) {

@@ -18,7 +18,9 @@ namespace ds {
 
 // `filled`: the stage was computed by the reference fill for a partial candidate (`--fill
 // reference`), not by the candidate: never judged, never a failure and never counted as a pass.
-enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed, filled };
+// `race`: a kernel launch of the step that produced the stage gave a different output under another
+// SIMT schedule (`run --race-check`); a failure whatever the values, which a re-judge keeps.
+enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed, filled, race };
 enum class Mode : std::uint8_t { isolated, chained };
 
 std::string_view status_name(Status s);

@@ -110,6 +110,7 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     put_u64(buf, l.dyn_smem_bytes);
     put_u64(buf, std::bit_cast<std::uint64_t>(l.duration_us));
     put_u64(buf, l.emulated ? 1 : 0);
+    put_str(buf, l.race);
   }
 }
 
@@ -124,6 +125,7 @@ std::vector<LaunchRecord> Reader::launches() {
     l.dyn_smem_bytes = u64();
     l.duration_us = std::bit_cast<double>(u64());
     l.emulated = u64() != 0;
+    l.race = str();
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include "console.h"
 #include "launch_profile.h"
 #include "matrix.h"
+#include "simt_flags.h"
 #include "matrix_report.h"
 #include "prompt.h"
 #include "registry.h"
@@ -91,6 +92,12 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
                                                        : args.mode;
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps\n", report.model,
              report.candidate, modes, prompt, o.decode_steps);
+  if (o.simt != SimtOptions{})  // what a race finding was found under
+    fmt::print(
+        "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), o.simt.threads,
+        o.simt.strict ? ", strict" : "",
+        o.simt.race_check ? fmt::format(", race check over {} more schedule(s)", o.simt.race_check) : "",
+        o.simt.racecheck ? ", shared-memory hazard checker" : "");
   print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
   if (args.profile) print_launch_profile(stdout, report.launches);
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);
@@ -271,6 +278,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
           },
           "SECONDS"))
       ->capture_default_str();
+  add_simt_flags(run, args->opt.simt);
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,
       "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");

@@ -112,7 +112,8 @@ void Policy::judge(StageResult& r) const {
       r.note = fmt::format("{} stage and no policy rule expects it", status_name(r.status));
     return;
   }
-  if (r.status == Status::shape_mismatch || r.status == Status::crashed) return;
+  // A race is a finding of the run itself, which no tolerance can judge away.
+  if (r.status == Status::shape_mismatch || r.status == Status::crashed || r.status == Status::race) return;
   const Metrics& m = r.m;
   r.note.clear();
   if (m.nan_cand > m.nan_ref || (m.nan_cand > 0 && m.mismatches > 0)) {

@@ -40,7 +40,7 @@ std::string format_stage_line(const StageResult& r, bool color) {
   if (r.status == Status::fail || r.status == Status::nan) {
     mismatch = fmt::format("{} ({} of {})", m.first_mismatch, m.mismatches, m.numel);
   } else if (r.status == Status::missing || r.status == Status::shape_mismatch ||
-             r.status == Status::crashed || r.status == Status::filled)
+             r.status == Status::crashed || r.status == Status::filled || r.status == Status::race)
     mismatch = r.note;
   const bool measured = r.status != Status::missing && r.status != Status::shape_mismatch &&
                         r.status != Status::crashed && r.status != Status::filled;

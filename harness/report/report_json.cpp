@@ -33,7 +33,8 @@ nlohmann::json stage_json(const StageResult& r) {
       {"cand_dtype", dtype_name(r.cand_dtype)},
       {"shape", r.shape},
       {"note", r.note}};
-  if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan) {
+  if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||
+      r.status == Status::race) {
     j["metrics"] = {{"numel", m.numel},
                     {"max_abs", num(m.max_abs)},
                     {"max_abs_index", m.max_abs_index},

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "fill_candidate.h"
+#include "launch_log.h"
+#include "launch_sinks.h"
 #include "registry.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -98,7 +100,9 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
     throw InputError(fmt::format("--candidate {}: crashed while being opened: {}", cand_name, e.what()));
   }
   // In this process on purpose: replay is what a kernel author runs under gdb or ASan.
+  const launch_sinks::ScopedOptions simt_options(req.simt);
   cand->load(model.config, model.weights);
+  launch_log::take();
 
   const ModelConfig& cfg = model.config;
   std::vector<BlockKind> kinds;
@@ -125,6 +129,10 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   TensorMap outputs;
   const StepContext ctx{&cfg, req.step, req.layer, captured->pos0, captured->n_tokens};
   cand->run(*ks, ctx, inputs, outputs);
+  std::string race;  // as the runner reports it (--race-check)
+  const std::vector<LaunchRecord> launches = launch_log::take();
+  for (std::size_t i = 0; i < launches.size() && race.empty(); ++i)
+    if (!launches[i].race.empty()) race = launch_log::race_note(i, ks->name, launches[i]);
   auto out = outputs.find(req.stage);
   if (out == outputs.end())
     throw InputError(fmt::format("step '{}' of {} did not produce {}", ks->name, cand_name, req.stage));
@@ -152,6 +160,10 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
     r.cand_hash = content_hash(c);
   }
   policy.judge(r);
+  if (!race.empty()) {
+    r.status = Status::race;
+    r.note = race;
+  }
   res.reproduces =
       r.status == res.stored.status && r.m.mismatches == res.stored.m.mismatches &&
       (r.m.max_abs == res.stored.m.max_abs || (std::isnan(r.m.max_abs) && std::isnan(res.stored.m.max_abs)));

@@ -6,6 +6,7 @@
 
 #include "policy.h"
 #include "result.h"
+#include "simt_options.h"
 
 namespace ds {
 
@@ -17,6 +18,7 @@ struct ReplayRequest {
   std::string candidate;  // empty: the trace's candidate
   std::string model;      // empty: the trace's model (its spec, or its absolute path from elsewhere)
   int case_index = -1;    // which case of a merged file (list_cases order); -1: a single trace
+  SimtOptions simt;       // the SIMT runtime settings of the replayed step (--simt-order etc.)
 };
 
 struct ReplayResult {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "result.h"
+#include "simt_options.h"
 #include "trace_schema.h"
 
 namespace ds {
@@ -44,6 +45,9 @@ struct RunOptions {
   // single-case command line); stored as the trace's run JSON "case". Null for a single run.
   nlohmann::json case_info;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
+  // The SIMT runtime's schedule, host threads, strict mode and race check for every launch of the
+  // candidate (--simt-order, --simt-threads, --simt-strict, --race-check).
+  SimtOptions simt;
   // A candidate step (or its load) taking longer is reported as crashed (hung); <= 0: no limit.
   // Finite by default so that a hanging candidate can never hang a nightly job.
   double timeout_s = kDefaultTimeoutS;

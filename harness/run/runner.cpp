@@ -22,6 +22,7 @@
 #include "dump_run.h"
 #include "fill_candidate.h"
 #include "gate.h"
+#include "launch_sinks.h"
 #include "plan_check.h"
 #include "logits.h"
 #include "prompt.h"
@@ -188,6 +189,9 @@ class Run {
     ref::Reference& reference = *oracle;
     if (!opt_.trace_path.empty()) open_trace(cfg);
     event("candidate_load");
+    if (const std::string why = launch_sinks::racecheck_unsupported(); opt_.simt.racecheck && !why.empty())
+      throw InputError(fmt::format("--simt-racecheck: {}", why));
+    simt_options_.emplace(opt_.simt);  // before load: a child process and a plugin take them from here
     try {
       cand->load(cfg, model.weights);
       launch_log::take();  // what load() launched (weight repacking, say) belongs to no step
@@ -365,6 +369,7 @@ class Run {
     StepContext ctx{&cfg, step, layer, pos0, T};
     const std::vector<KernelStep> plan = cand.plan(cfg, kind);
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
+    races_.clear();
     for (const KernelStep& ks : plan) {
       TensorMap& inputs = step_inputs.emplace_back();
       for (const std::string& name : ks.inputs)
@@ -443,8 +448,14 @@ class Run {
   }
 
   // Files the launches the step just made under its stages (report and trace).
+  // A launch found racing (--race-check) makes every stage of its step a `race`.
   void file_launches(const KernelStep& ks, const StepContext& ctx, Mode mode) {
+    std::size_t index = 0;
     for (LaunchRecord& l : launch_log::take()) {
+      if (!l.race.empty())
+        for (const std::string& o : ks.outputs)
+          races_.try_emplace(o, launch_log::race_note(index, ks.name, l));
+      ++index;
       StepLaunch sl{ctx.step, ctx.layer, mode, ks.name, ks.outputs, std::move(l)};
       if (trace_) trace_->append_launch(sl);
       report_.launches.push_back(std::move(sl));
@@ -539,6 +550,10 @@ class Run {
       if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), c.view());
     }
     policy_.judge(r);
+    if (auto race = races_.find(r.key.stage); race != races_.end()) {
+      r.status = Status::race;
+      r.note = race->second;
+    }
     if (is_failure(r) && cand && cand->numel() == ref.numel()) {
       // Around the first mismatch, where the reader looks, not at elements 0..4.
       r.head_from = std::max<std::int64_t>(0, std::min(r.m.first_mismatch, ref.numel() - 5) - 2);
@@ -623,6 +638,11 @@ class Run {
     // Without a registered candidate, at least the name that was asked for.
     run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
     if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
+    run["simt"] = {{"order", simt_order_text(opt_.simt)},
+                   {"threads", opt_.simt.threads},
+                   {"strict", opt_.simt.strict},
+                   {"race_check", opt_.simt.race_check},
+                   {"racecheck", opt_.simt.racecheck}};
     return run;
   }
 
@@ -718,6 +738,8 @@ class Run {
   std::optional<PluginInfo> origin_;                           // the plugin file behind the candidate, if any
   std::set<std::string, std::less<>> cached_;                  // stages read as "cache:<stage>"
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
+  std::map<std::string, std::string, std::less<>> races_;      // this block's racing stages: why
+  std::optional<launch_sinks::ScopedOptions> simt_options_;    // the run's SIMT settings, while it runs
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;

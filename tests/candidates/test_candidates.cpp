@@ -13,6 +13,7 @@
 
 #include "gpu/mutants.h"
 #include "kernels.h"
+#include "launch_sinks.h"
 #include "reference.h"
 #include "stage_catalog.h"
 #include "registry.h"
@@ -202,7 +203,30 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
   RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
   o.decode_steps = m.first_step;
+  if (m.race_by == "schedule") o.simt.race_check = 2;
+  if (m.race_by == "hazard") {
+    if (const std::string why = launch_sinks::racecheck_unsupported(); !why.empty()) GTEST_SKIP() << why;
+    o.simt.racecheck = true;
+    o.layers = m.first_layer + 1;  // two signals per shared-memory access: no layer more than needed
+  }
   const RunReport r = run_parity(o, Policy::dtype_defaults());
+  if (!m.race_by.empty()) {
+    // A race is reported as one, whatever its values under the first schedule.
+    ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;
+    const std::string& note = r.first_failure->note;
+    EXPECT_EQ(r.first_failure->status, Status::race) << note;
+    EXPECT_NE(note.find(m.race_kernel), std::string::npos) << note;
+    if (m.race_by == "schedule") {
+      EXPECT_NE(note.find("element "), std::string::npos) << note;
+    }
+    if (m.race_by == "hazard") {
+      EXPECT_NE(note.find(fmt::format("{} hazard on dynamic shared memory", m.race_hazard)),
+                std::string::npos)
+          << note;
+      EXPECT_NE(note.find("common.cuh:"), std::string::npos) << note;
+      EXPECT_NE(note.find("attention.cu:"), std::string::npos) << note;
+    }
+  }
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
     ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;
@@ -219,6 +243,60 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
     EXPECT_EQ(diff->second, m.first_stage);
   }
 }
+
+// The race mutants the schedule rerun catches, under the hazard checker too: a named hazard at the
+// kernel's file:line, at the same stage, layer and step.
+TEST(RaceMutants, HazardCheckerAlsoNamesTheScheduleRaces) {
+  if (const std::string why = launch_sinks::racecheck_unsupported(); !why.empty()) GTEST_SKIP() << why;
+  for (const auto& m : gpu::mutants()) {
+    if (m.race_by != "schedule") continue;
+    RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
+    o.simt.racecheck = true;
+    o.layers = 1;
+    const RunReport r = run_parity(o, Policy::dtype_defaults());
+    ASSERT_TRUE(r.first_failure.has_value()) << m.name << ": " << r.verdict;
+    const StageResult& f = *r.first_failure;
+    EXPECT_EQ(f.status, Status::race) << m.name << ": " << f.note;
+    EXPECT_EQ(f.key.stage, m.first_stage) << m.name;
+    EXPECT_EQ(f.key.layer, m.first_layer) << m.name;
+    EXPECT_EQ(f.key.step, m.first_step) << m.name;
+    EXPECT_NE(f.note.find(fmt::format("{} hazard", m.race_hazard)), std::string::npos)
+        << m.name << ": " << f.note;
+    EXPECT_NE(f.note.find("common.cuh:"), std::string::npos) << m.name << ": " << f.note;
+    EXPECT_NE(f.note.find("attention.cu:"), std::string::npos) << m.name << ": " << f.note;
+  }
+}
+
+// No false alarm: the correct kernels give no race finding on any tiny preset, under K schedules
+// and under the hazard checker.
+struct CleanCase {
+  const char* name;
+  const char* model;
+  const char* candidate;
+};
+void PrintTo(const CleanCase& c, std::ostream* os) { *os << c.name; }
+class RaceCheck : public testing::TestWithParam<CleanCase> {};
+
+TEST_P(RaceCheck, CorrectKernelsHaveNoRace) {
+  RunOptions o = options(GetParam().model, GetParam().candidate);
+  o.decode_steps = 1;
+  o.layers = 1;  // every kernel runs in one layer; the checker costs two signals per shared access
+  o.simt.race_check = 3;
+  o.simt.racecheck = launch_sinks::racecheck_unsupported().empty();
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+  for (const StageResult& s : r.results) EXPECT_NE(s.status, Status::race) << s.key.stage << ": " << s.note;
+}
+
+const CleanCase kCleanCases[] = {{"llama_tiny", "synthetic:llama-tiny", "simt"},
+                                 {"qwen2_tiny", "synthetic:qwen2-tiny", "simt"},
+                                 {"qwen3_tiny", "synthetic:qwen3-tiny", "simt"},
+                                 {"gpt2_tiny", "synthetic:gpt2-tiny", "simt"},
+                                 {"qwen3next_tiny", "synthetic:qwen3next-tiny", "simt-gdn"}};
+INSTANTIATE_TEST_SUITE_P(TinyPresets, RaceCheck, testing::ValuesIn(kCleanCases),
+                         [](const testing::TestParamInfo<CleanCase>& i) {
+                           return std::string(i.param.name);
+                         });
 
 // The strict rule has no false alarm: the simt kernels are deterministic.
 TEST(StrictRule, CorrectKernelsAreBitExactWithThemselves) {

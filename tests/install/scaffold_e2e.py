@@ -1,6 +1,7 @@
 """What a kernel author does, with no path into Driftscope's source or build tree: install the
 SDK into a fresh prefix, scaffold a candidate project, build it against that prefix only, run it
 inside real models, plant a bug, find it, fix it, replay the failing step."""
+import json
 import os
 import re
 import shutil
@@ -76,6 +77,21 @@ def main():
         if "replayed:" not in p.stdout or "PASS" not in p.stdout.split("replayed:")[1]:
             sys.exit(f"FAILED: the fixed build does not pass the replay:\n{p.stdout}")
         print("planted bug found at attn_norm of layer 0; the fixed build passes its replay")
+
+        # A planted race: the tree reduction's barrier left out. --race-check reaches the runtime copy
+        # inside the plugin (through dlsym), so the stage is a race, not a plain value failure.
+        racy = src.replace("    __syncthreads();\n  }\n  const float mean_sq", "  }\n  const float mean_sq")
+        assert racy != src, "the scaffold's rmsnorm.cu changed: update the planted race"
+        open(cu, "w").write(racy)
+        sh("cmake", "--build", os.path.join(proj, "build"))
+        p = sh(ds, "run", "--model", "synthetic:qwen2-tiny", "--candidate", lib, "--fill", "reference",
+               "--race-check", "2", "--json", os.path.join(work, "race.json"), cwd=work, ok=(1,))
+        with open(os.path.join(work, "race.json")) as f:
+            races = [s for s in json.load(f)["stages"] if s["status"] == "race"]
+        if not races or (races[0]["step"], races[0]["layer"], races[0]["stage"]) != (0, 0, "attn_norm") \
+                or "rmsnorm_kernel" not in races[0]["note"]:
+            sys.exit(f"FAILED: the planted race was not reported as a race at attn_norm of layer 0:\n{p.stdout}")
+        print("planted race in the plugin reported as race at attn_norm of layer 0")
         print("scaffold ok")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -94,6 +94,9 @@ TEST(ColourMap, FailingCellsKeepTheScale) {
   // A stage the reference fill computed is neither a pass nor a failure: its own colour.
   EXPECT_EQ(cell_colour(0.0, Status::filled, false), kFilledColour);
   EXPECT_NE(kFilledColour.packed(), cell_colour(0.0, Status::pass, false).packed());
+  // A race is as red as a crash whatever its values: its output depends on the schedule.
+  EXPECT_EQ(cell_colour(0.0, Status::race, false), cell_colour(0.0, Status::crashed, false));
+  EXPECT_NE(cell_colour(0.0, Status::race, false).packed(), cell_colour(0.0, Status::pass, false).packed());
 }
 
 TEST(ColourMap, PackedIsImGuiLayout) { EXPECT_EQ((Rgba{1, 2, 3, 4}.packed()), 0x04030201u); }

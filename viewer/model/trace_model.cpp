@@ -80,7 +80,9 @@ Rgba cell_colour(double score, Status status, bool nan) {
   if (nan) return kNanColour;
   if (status == Status::skipped) return kSkippedColour;
   if (status == Status::filled) return kFilledColour;
-  if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch)
+  // A race is as bad as it gets whatever its values: the output depends on the schedule.
+  if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch ||
+      status == Status::race)
     return error_colour(std::pow(10.0, kFailDecades));
   if (is_failure(status)) return error_colour(std::isnan(score) ? std::pow(10.0, kFailDecades) : score);
   return error_colour(std::isnan(score) ? 0.0 : std::min(score, 0.999));

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <string>
 
+#include "source_lines.h"
+
 namespace simt::detail {
 namespace {
 
@@ -78,20 +80,14 @@ std::string symbol_name(void (*kernel)()) {
   Dl_info info{};
   if (dladdr(addr, &info) == 0) return fmt::format("kernel@{}", addr);
   if (info.dli_sname != nullptr && info.dli_saddr == addr) return kernel_display_name(info.dli_sname);
-  const auto offset =
-      static_cast<std::uintptr_t>(static_cast<char*>(addr) - static_cast<char*>(info.dli_fbase));
-  // glibc names the main program by its argv[0], which may be relative to a directory we have left.
-  const bool main_program = info.dli_fname == nullptr || info.dli_fname[0] == '\0' ||
-                            std::strcmp(info.dli_fname, program_invocation_name) == 0;
-  const char* file = main_program ? "/proc/self/exe" : info.dli_fname;
-  // A position-independent module's symbol values are offsets from its load address; a fixed-address
-  // executable's are the addresses themselves.
-  const bool fixed = static_cast<const Elf64_Ehdr*>(info.dli_fbase)->e_type == ET_EXEC;
-  const std::string sym =
-      elf_static_symbol(file, fixed ? std::uint64_t(reinterpret_cast<std::uintptr_t>(addr)) : offset);
+  const auto m = module_address(addr);
+  if (!m) return fmt::format("kernel@{}", addr);
+  const std::string sym = elf_static_symbol(m->file.c_str(), m->value);
   if (!sym.empty()) return kernel_display_name(sym.c_str());
-  return fmt::format("{}+{:#x}", info.dli_fname ? info.dli_fname : "?", offset);
+  return fmt::format("{}+{:#x}", m->name, m->offset);
 }
+
+}  // namespace
 
 const std::string& kernel_name(void (*kernel)()) {
   static std::mutex m;
@@ -101,8 +97,6 @@ const std::string& kernel_name(void (*kernel)()) {
   if (it == names.end()) it = names.emplace(kernel, symbol_name(kernel)).first;
   return it->second;
 }
-
-}  // namespace
 
 bool launch_sink_installed() { return g_sink.load(std::memory_order_acquire) != nullptr; }
 

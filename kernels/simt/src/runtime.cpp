@@ -1,7 +1,7 @@
-// Fiber scheduler of the CPU backend. One fiber per CUDA thread; a fiber that
-// cannot continue (collective, barrier, exit) picks the next runnable thread of
-// its block itself and jumps straight to it, so there is no central scheduler
-// loop in the hot path.
+// Fiber scheduler of the CPU backend: runs one block. One fiber per CUDA thread; a fiber
+// that cannot continue (collective, barrier, exit) picks the next runnable thread of its
+// block itself and jumps straight to it, so there is no central scheduler loop in the hot
+// path. Grids, host threads and device memory are in launch.cpp.
 #include "simt/simt_cpu.h"
 
 #include <boost/context/detail/fcontext.hpp>
@@ -9,18 +9,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <functional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "launch_sink.h"
+#include "hazards.h"
+#include "sched.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -33,39 +29,6 @@
 namespace bctx = boost::context::detail;
 
 namespace simt {
-
-namespace {
-
-// ---------------------------------------------------------------- config ----
-std::mutex g_config_mutex;
-Config g_config;
-
-}  // namespace
-
-void set_config(const Config& c) {
-  std::lock_guard lock(g_config_mutex);
-  g_config = c;
-  if (g_config.host_threads == 0) g_config.host_threads = 1;
-}
-
-Config config() {
-  std::lock_guard lock(g_config_mutex);
-  return g_config;
-}
-
-// ---------------------------------------------------------- device memory ----
-// Exact-size heap blocks so ASan reports overruns; 0xFF makes reads of
-// never-written floats NaN, like the poison in dynamic shared memory.
-void* malloc(std::size_t bytes) {
-  void* p = std::malloc(bytes == 0 ? 1 : bytes);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0xFF, bytes);
-  return p;
-}
-void free(void* p) { std::free(p); }
-void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
-  if (bytes != 0) std::memcpy(dst, src, bytes);
-}
 
 namespace detail {
 namespace {
@@ -111,6 +74,7 @@ struct WarpRec {
   unsigned arrived = 0;     // lanes waiting at a warp collective
   unsigned runnable_r = 0;  // indexed by rank (execution order), not lane
   unsigned base = 0;        // linear id of lane 0
+  std::uint32_t syncs = 0;  // warp collectives completed (orders lanes for the hazard checker)
   std::uint8_t lane_of_rank[32];
   std::uint8_t rank_of_lane[32];
 };
@@ -161,7 +125,14 @@ class Sched {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
   }
-  void* dyn_smem() const { return dyn_; }
+  void* dyn_smem(std::size_t elem) {
+    if (cfg_.racecheck) hazards_.note_elem(elem);
+    return smem_;
+  }
+  AccessCtx access_ctx() const {
+    return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
+  }
+  std::vector<std::string> take_hazards() { return hazards_.take(); }
 
   [[noreturn]] void fiber_main(Fiber* self);
   void on_fiber_start(bctx::transfer_t t);
@@ -225,9 +196,13 @@ class Sched {
   unsigned char* dyn_ = nullptr;
   std::size_t dyn_size_ = 0;
   bool dyn_allocated_ = false;
+  unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
+  HazardChecker hazards_;
 };
 
 thread_local Sched* tl_sched = nullptr;
+
+AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
 Sched& sched() {
   if (tl_sched == nullptr) tl_sched = new Sched();  // lives as long as its OS thread; never freed on purpose
@@ -446,6 +421,13 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     dyn_allocated_ = true;
   }
   if (dyn_size_ != 0) std::memset(dyn_, 0xFF, dyn_size_);
+  smem_ = dyn_;
+  if (cfg.racecheck) {  // watched in a page-aligned arena of its own (hazards.h)
+    smem_ = hazards_.arena(d.dyn_smem_bytes);
+    std::memset(smem_, 0xFF, d.dyn_smem_bytes);
+    set_current_checker(&hazards_);
+    hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
+  }
 
   threads_.resize(nthreads_);
   warps_.resize(nwarps_);
@@ -457,6 +439,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     wr.arrived = 0;
     wr.runnable_r = 0;
     wr.base = w * 32;
+    wr.syncs = 0;
   }
   make_order(0);
   warp_runnable_r_ = 0;
@@ -476,6 +459,10 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
 
   transfer(&host_, pick_next());
   // Back on the host: the block finished or a diagnostic fired.
+  if (cfg.racecheck) {
+    hazards_.end_block(blockIdx);
+    set_current_checker(nullptr);
+  }
   if (!failed_) return true;
   if (failed_fiber_ != nullptr && failed_fiber_->thread == nullptr) {
     reset_fiber(failed_fiber_);
@@ -700,112 +687,19 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     }
   }
   w.arrived &= ~mask;
+  ++w.syncs;
   for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
 }
 
-// ----------------------------------------------------------- host threads ----
-// Persistent workers: per-OS-thread fiber pools survive between launches.
-class Workers {
- public:
-  void run(unsigned extra, const std::function<void()>& job) {
-    {
-      std::unique_lock lock(m_);
-      while (threads_.size() < extra) threads_.emplace_back([this, i = threads_.size()] { loop(i); });
-      job_ = &job;
-      active_ = extra;
-      pending_ = extra;
-      ++generation_;
-    }
-    cv_.notify_all();
-    job();
-    std::unique_lock lock(m_);
-    done_cv_.wait(lock, [&] { return pending_ == 0; });
-    job_ = nullptr;
-  }
-
- private:
-  void loop(std::size_t index) {
-    std::uint64_t seen = 0;
-    for (;;) {
-      const std::function<void()>* job = nullptr;
-      {
-        std::unique_lock lock(m_);
-        cv_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (index >= active_) continue;
-        job = job_;
-      }
-      (*job)();
-      std::lock_guard lock(m_);
-      if (--pending_ == 0) done_cv_.notify_all();
-    }
-  }
-
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  std::vector<std::thread> threads_;
-  const std::function<void()>* job_ = nullptr;
-  std::size_t active_ = 0;
-  std::size_t pending_ = 0;
-  std::uint64_t generation_ = 0;
-};
-
-Workers& workers() {
-  // Leaked on purpose: joining at exit would race with static destruction, and
-  // idle workers only wait on their condition variable.
-  static Workers* w = new Workers();
-  return *w;
-}
-
-std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
-
 }  // namespace
 
-void launch_impl(const LaunchDesc& d) {
-  const std::uint64_t nthreads = static_cast<std::uint64_t>(d.block.x) * d.block.y * d.block.z;
-  if (d.block.x == 0 || d.block.y == 0 || d.block.z == 0 || d.grid.x == 0 || d.grid.y == 0 || d.grid.z == 0 ||
-      nthreads > 1024 || d.block.z > 64 || d.grid.y > 65535 || d.grid.z > 65535) {
-    throw KernelError(fmt::format("simt::launch: invalid configuration grid ({},{},{}) block ({},{},{})",
-                                  d.grid.x, d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z));
-  }
-  const Config cfg = config();
-  std::lock_guard lock(g_launch_mutex);
-  const bool timed = launch_sink_installed();
-  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
-  std::atomic<std::uint64_t> next{0};
-  std::atomic<bool> abort{false};
-  std::mutex err_mutex;
-  std::uint64_t err_block = ~std::uint64_t{0};
-  std::string err;
-  std::exception_ptr exc;
-  const std::function<void()> job = [&] {
-    Sched& s = sched();
-    for (;;) {
-      if (abort.load(std::memory_order_relaxed)) return;
-      const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= nblocks) return;
-      if (!s.run_block(d, cfg, b)) {
-        std::lock_guard el(err_mutex);
-        if (b < err_block) {  // lowest failing block wins, for stable messages
-          err_block = b;
-          err = s.error_;
-          exc = s.exception_;
-        }
-        abort = true;
-      }
-    }
-  };
-  const auto host = static_cast<unsigned>(std::min<std::uint64_t>(std::max(cfg.host_threads, 1u), nblocks));
-  if (host <= 1) {
-    job();
-  } else {
-    workers().run(host - 1, job);
-  }
-  if (exc) std::rethrow_exception(exc);
-  if (err_block != ~std::uint64_t{0}) throw KernelError(err);
-  if (timed) report_launch(d, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
+               std::exception_ptr& exception) {
+  Sched& s = sched();
+  if (s.run_block(d, cfg, linear_block)) return true;
+  error = s.error_;
+  exception = s.exception_;
+  return false;
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
@@ -828,7 +722,9 @@ unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
 }
 
 unsigned activemask() { return tl_sched->active_mask(); }
-void* dynamic_shared() { return tl_sched->dyn_smem(); }
+void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
+
+std::vector<std::string> take_hazards() { return sched().take_hazards(); }
 
 }  // namespace detail
 }  // namespace simt

@@ -29,6 +29,13 @@ struct Config {
   std::uint64_t seed = 0;        // used by Order::random
   unsigned host_threads = 1;     // blocks run concurrently on this many OS threads
   bool strict_barriers = false;  // __syncthreads after some threads exited is an error
+  // > 0: every launch runs again under this many other schedules, from the same inputs; an output
+  // that differs is a race finding (reported to the race sink; the first schedule's output stays).
+  unsigned race_schedules = 0;
+  // The shared-memory hazard checker (docs/simt.md): every access to dynamic shared memory is
+  // recorded per barrier phase and RAW/WAR/WAW between unordered threads are race findings.
+  // x86-64 Linux only; grids then run on one host thread.
+  bool racecheck = false;
 };
 
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
@@ -68,4 +75,26 @@ struct simt_launch_info {
   double seconds;  // wall time of the emulated launch on the CPU (never GPU time)
 };
 typedef void (*simt_launch_sink)(const struct simt_launch_info* info, void* user);
+
+// A launch whose output depends on the schedule, as handed to an installed race sink (from the
+// launching thread, before that launch's simt_launch_info). `message` names the two schedules, the
+// kernel argument and its first differing element with both values; valid only during the call.
+struct simt_race_info {
+  const char* kernel;
+  const char* message;
+};
+typedef void (*simt_race_sink)(const struct simt_race_info* info, void* user);
+
+// The schedule settings of simt::Config in plain C, so a host can set them in the runtime copy
+// inside a dlopen'ed library (driftscope_simt_set_options). `size` is sizeof(struct simt_options)
+// as the caller knows it: fields past it keep their defaults.
+struct simt_options {
+  unsigned size;
+  unsigned order;  // 0 forward, 1 reverse, 2 random
+  unsigned long long seed;
+  unsigned host_threads;
+  int strict_barriers;
+  unsigned race_schedules;
+  int racecheck;
+};
 }

@@ -33,6 +33,7 @@
 #include <vector_functions.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -41,6 +42,7 @@
 #include <math.h>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "simt/simt_common.h"
 
@@ -55,6 +57,10 @@ inline constexpr int warpSize = 32;
 // thread. Exported with C linkage under this fixed name so a host can reach the runtime inside a
 // dlopen'ed library; the launch records of docs/trace-format.md come from here.
 extern "C" void driftscope_simt_set_launch_sink(simt_launch_sink sink, void* user);
+// Launches found to race under Config::race_schedules are reported to `sink` (null: none).
+extern "C" void driftscope_simt_set_race_sink(simt_race_sink sink, void* user);
+// simt::set_config through plain C, for a host reaching this runtime inside a dlopen'ed library.
+extern "C" void driftscope_simt_set_options(const struct simt_options* options);
 
 namespace simt {
 
@@ -62,6 +68,8 @@ using stream_t = struct CpuStream*;
 
 void set_config(const Config& c);
 Config config();
+// Empty when Config::racecheck (the shared-memory hazard checker) runs here; otherwise why not.
+std::string racecheck_unsupported();
 
 void* malloc(std::size_t bytes);
 void free(void* p);
@@ -77,6 +85,40 @@ struct Site {
 
 enum class Coll : std::uint8_t { syncwarp, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
 
+// How a race finding prints a kernel argument's elements. simt_fp16.h adds __half and bf16.
+enum class Elem : std::uint8_t { bytes, f32, f64, f16, bf16, i8, u8, i16, u16, i32, u32, i64, u64 };
+
+template <class T>
+struct elem_kind {
+  static constexpr Elem value = [] {
+    if constexpr (std::is_same_v<T, float>)
+      return Elem::f32;
+    else if constexpr (std::is_same_v<T, double>)
+      return Elem::f64;
+    else if constexpr (std::is_integral_v<T>) {
+      constexpr bool s = std::is_signed_v<T>;
+      switch (sizeof(T)) {
+        case 1: return s ? Elem::i8 : Elem::u8;
+        case 2: return s ? Elem::i16 : Elem::u16;
+        case 4: return s ? Elem::i32 : Elem::u32;
+        case 8: return s ? Elem::i64 : Elem::u64;
+      }
+      return Elem::bytes;
+    } else {
+      return Elem::bytes;
+    }
+  }();
+};
+
+// A pointer argument of a launch: where race checking looks for the kernel's outputs.
+struct PtrArg {
+  const void* ptr;
+  std::uint32_t elem_size;
+  Elem elem;
+  std::uint16_t index;  // position in the kernel's parameter list
+  bool writable;        // not a pointer to const: what the kernel may write
+};
+
 struct LaunchDesc {
   void (*kernel)();  // for the launch record's name only; never called through this type
   dim3 grid;
@@ -84,6 +126,8 @@ struct LaunchDesc {
   std::size_t dyn_smem_bytes;
   void (*invoke)(void* pack);
   void* pack;
+  const PtrArg* ptr_args = nullptr;
+  std::size_t n_ptr_args = 0;
 };
 
 void launch_impl(const LaunchDesc& d);
@@ -95,7 +139,8 @@ void syncwarp(Site s, unsigned mask = 0xffffffffu);
 void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width);
 unsigned vote(Site s, Coll kind, unsigned mask, int pred);
 unsigned activemask();
-void* dynamic_shared();
+// `elem_bytes`: the declared element size, how wide the hazard checker records an access.
+void* dynamic_shared(std::size_t elem_bytes);
 
 // Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
 template <Coll kind, class T>
@@ -131,6 +176,32 @@ struct KernelPack {
     auto* k = static_cast<KernelPack*>(p);
     std::apply(k->fn, k->args);
   }
+  static constexpr std::size_t n_ptrs = (std::size_t{0} + ... + std::is_pointer_v<std::decay_t<KArgs>>);
+  // The pointer arguments, in parameter order (void* ones as bytes).
+  std::array<PtrArg, n_ptrs> ptr_args() const {
+    std::array<PtrArg, n_ptrs> out{};
+    std::size_t n = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (add_ptr(out, n, static_cast<std::uint16_t>(I), std::get<I>(args)), ...);
+    }
+    (std::index_sequence_for<KArgs...>{});
+    return out;
+  }
+
+ private:
+  template <class A>
+  static void add_ptr([[maybe_unused]] std::array<PtrArg, n_ptrs>& out, [[maybe_unused]] std::size_t& n,
+                      [[maybe_unused]] std::uint16_t index, [[maybe_unused]] const A& a) {
+    if constexpr (std::is_pointer_v<A>) {
+      using T = std::remove_cv_t<std::remove_pointer_t<A>>;
+      constexpr bool writable = !std::is_const_v<std::remove_pointer_t<A>>;
+      if constexpr (std::is_void_v<T> || std::is_function_v<T>) {
+        out[n++] = PtrArg{reinterpret_cast<const void*>(a), 1, Elem::bytes, index, writable};
+      } else {
+        out[n++] = PtrArg{a, sizeof(T), elem_kind<T>::value, index, writable};
+      }
+    }
+  }
 };
 
 }  // namespace detail
@@ -141,8 +212,9 @@ template <class... KArgs, class... Args>
 void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_smem_bytes, stream_t /*stream*/,
             Args&&... args) {
   detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
+  const auto ptrs = pack.ptr_args();
   detail::launch_impl({reinterpret_cast<void (*)()>(kernel), grid, block, dyn_smem_bytes,
-                       &detail::KernelPack<KArgs...>::invoke, &pack});
+                       &detail::KernelPack<KArgs...>::invoke, &pack, ptrs.data(), ptrs.size()});
 }
 
 }  // namespace simt
@@ -165,7 +237,8 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
 #define __all_sync(mask, pred) \
   static_cast<int>(::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::all, (mask), (pred)))
 
-#define SIMT_DYNAMIC_SHARED(T, name) T* const name = static_cast<T*>(::simt::detail::dynamic_shared())
+#define SIMT_DYNAMIC_SHARED(T, name) \
+  T* const name = static_cast<T*>(::simt::detail::dynamic_shared(sizeof(T)))
 
 // Lanes run one at a time between collectives, so every lane that has not
 // exited counts as active.

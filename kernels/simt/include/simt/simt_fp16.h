@@ -12,6 +12,18 @@
 
 #include <cmath>
 
+// Race findings print these arguments' elements as numbers.
+namespace simt::detail {
+template <>
+struct elem_kind<__half> {
+  static constexpr Elem value = Elem::f16;
+};
+template <>
+struct elem_kind<__nv_bfloat16> {
+  static constexpr Elem value = Elem::bf16;
+};
+}  // namespace simt::detail
+
 // Rounded once to float and again to half/bf16: may differ from the GPU's
 // single rounding in the last bit (see docs/simt.md).
 inline __half __hfma(__half a, __half b, __half c) {

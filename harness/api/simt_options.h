@@ -1,0 +1,28 @@
+// The SIMT runtime settings a run asks for (`run --simt-order/--simt-threads/--simt-strict/
+// --race-check/--simt-racecheck`): applied to every SIMT launch of the candidate, in driftscope's own runtime
+// and in the runtime copy inside a plugin (candidates/launch_sinks.h), and recorded in the trace.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ds {
+
+struct SimtOptions {
+  enum class Order : std::uint8_t { forward, reverse, random };
+  Order order = Order::forward;
+  std::uint64_t seed = 0;   // of Order::random
+  unsigned threads = 1;     // host threads the blocks of a launch spread over
+  bool strict = false;      // __syncthreads after some threads of the block exited is an error
+  unsigned race_check = 0;  // > 0: every launch rerun under this many other schedules
+  bool racecheck = false;   // the shared-memory hazard checker on every launch
+  bool operator==(const SimtOptions&) const = default;
+};
+
+// "forward", "reverse", "random" (seed 0) or "random:SEED" into `o`; otherwise the reason.
+std::string parse_simt_order(std::string_view text, SimtOptions& o);
+// The order as parse_simt_order reads it back ("random:7").
+std::string simt_order_text(const SimtOptions& o);
+
+}  // namespace ds

@@ -1,0 +1,219 @@
+// The grid driver of the CPU backend: configuration, device memory, host threads, and
+// simt::launch itself (one block at a time per host thread through runtime.cpp's scheduler;
+// race checking through race_rerun.cpp).
+#include "simt/simt_cpu.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "allocations.h"
+#include "hazards.h"
+#include "launch_sink.h"
+#include "race_rerun.h"
+#include "sched.h"
+
+namespace simt {
+
+namespace {
+
+// ---------------------------------------------------------------- config ----
+std::mutex g_config_mutex;
+Config g_config;
+
+}  // namespace
+
+void set_config(const Config& c) {
+  std::lock_guard lock(g_config_mutex);
+  g_config = c;
+  if (g_config.host_threads == 0) g_config.host_threads = 1;
+}
+
+Config config() {
+  std::lock_guard lock(g_config_mutex);
+  return g_config;
+}
+
+// ---------------------------------------------------------- device memory ----
+// Exact-size heap blocks so ASan reports overruns; 0xFF makes reads of
+// never-written floats NaN, like the poison in dynamic shared memory.
+void* malloc(std::size_t bytes) {
+  void* p = std::malloc(bytes == 0 ? 1 : bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0xFF, bytes);
+  detail::note_allocation(p, bytes);
+  return p;
+}
+void free(void* p) {
+  if (p == nullptr) return;
+  detail::forget_allocation(p);
+  std::free(p);
+}
+void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
+  if (bytes != 0) std::memcpy(dst, src, bytes);
+}
+
+namespace detail {
+namespace {
+
+// ----------------------------------------------------------- host threads ----
+// Persistent workers: per-OS-thread fiber pools survive between launches.
+class Workers {
+ public:
+  void run(unsigned extra, const std::function<void()>& job) {
+    {
+      std::unique_lock lock(m_);
+      while (threads_.size() < extra) threads_.emplace_back([this, i = threads_.size()] { loop(i); });
+      job_ = &job;
+      active_ = extra;
+      pending_ = extra;
+      ++generation_;
+    }
+    cv_.notify_all();
+    job();
+    std::unique_lock lock(m_);
+    done_cv_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(std::size_t index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void()>* job = nullptr;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (index >= active_) continue;
+        job = job_;
+      }
+      (*job)();
+      std::lock_guard lock(m_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* job_ = nullptr;
+  std::size_t active_ = 0;
+  std::size_t pending_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+Workers& workers() {
+  // Leaked on purpose: joining at exit would race with static destruction, and
+  // idle workers only wait on their condition variable.
+  static Workers* w = new Workers();
+  return *w;
+}
+
+std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
+
+// Every block of the grid under `cfg`; throws what the lowest failing block reported.
+void run_grid(const LaunchDesc& d, const Config& cfg) {
+  const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> abort{false};
+  std::mutex err_mutex;
+  std::uint64_t err_block = ~std::uint64_t{0};
+  std::string err;
+  std::exception_ptr exc;
+  const std::function<void()> job = [&] {
+    for (;;) {
+      if (abort.load(std::memory_order_relaxed)) return;
+      const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= nblocks) return;
+      std::string block_err;
+      std::exception_ptr block_exc;
+      if (!run_block(d, cfg, b, block_err, block_exc)) {
+        std::lock_guard el(err_mutex);
+        if (b < err_block) {  // lowest failing block wins, for stable messages
+          err_block = b;
+          err = std::move(block_err);
+          exc = block_exc;
+        }
+        abort = true;
+      }
+    }
+  };
+  const auto host = static_cast<unsigned>(std::min<std::uint64_t>(std::max(cfg.host_threads, 1u), nblocks));
+  if (host <= 1) {
+    job();
+  } else {
+    workers().run(host - 1, job);
+  }
+  if (exc) std::rethrow_exception(exc);
+  if (err_block != ~std::uint64_t{0}) throw KernelError(err);
+}
+
+}  // namespace
+
+void launch_impl(const LaunchDesc& d) {
+  const std::uint64_t nthreads = static_cast<std::uint64_t>(d.block.x) * d.block.y * d.block.z;
+  if (d.block.x == 0 || d.block.y == 0 || d.block.z == 0 || d.grid.x == 0 || d.grid.y == 0 || d.grid.z == 0 ||
+      nthreads > 1024 || d.block.z > 64 || d.grid.y > 65535 || d.grid.z > 65535) {
+    throw KernelError(fmt::format("simt::launch: invalid configuration grid ({},{},{}) block ({},{},{})",
+                                  d.grid.x, d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z));
+  }
+  Config cfg = config();
+  std::optional<HazardSignals> signals;  // the checker's fault and trap handlers, for this launch only
+  if (cfg.racecheck) {
+    if (const std::string why = racecheck_unsupported(); !why.empty()) throw KernelError(why);
+    cfg.host_threads = 1;  // one scheduler, one watched arena
+  }
+  std::lock_guard lock(g_launch_mutex);
+  if (cfg.racecheck) signals.emplace();
+  const bool timed = launch_sink_installed();
+  const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  double seconds = 0;
+  try {
+    if (cfg.race_schedules == 0) {
+      run_grid(d, cfg);
+      if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      seconds = run_race_checked(d, cfg, &run_grid);
+    }
+  } catch (...) {
+    if (cfg.racecheck) (void)take_hazards();  // a failed launch's partial record must not leak into the next
+    throw;
+  }
+  if (cfg.racecheck) {
+    const std::vector<std::string> hazards = take_hazards();
+    if (!hazards.empty())
+      report_race(d, fmt::format("{}: {}", kernel_name(d.kernel), fmt::join(hazards, "; ")));
+  }
+  if (timed) report_launch(d, seconds);
+}
+
+}  // namespace detail
+}  // namespace simt
+
+extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
+  if (o == nullptr) return;
+  simt::Config c;
+  const simt_options defaults{sizeof(simt_options), 0, 0, 1, 0, 0, 0};
+  simt_options v = defaults;
+  std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
+  c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
+  c.seed = v.seed;
+  c.host_threads = v.host_threads;
+  c.strict_barriers = v.strict_barriers != 0;
+  c.race_schedules = v.race_schedules;
+  c.racecheck = v.racecheck != 0;
+  simt::set_config(c);
+}

@@ -1,0 +1,20 @@
+// What the grid driver (launch.cpp) needs from the fiber scheduler (runtime.cpp).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "simt/simt_cpu.h"
+
+namespace simt::detail {
+
+// Runs block `linear_block` of `d` on the calling OS thread's scheduler. False when it failed:
+// then `error` (a diagnostic) or `exception` (thrown by kernel code) says why.
+bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
+               std::exception_ptr& exception);
+// The shared-memory hazards the calling host thread's scheduler found since the last call.
+std::vector<std::string> take_hazards();
+
+}  // namespace simt::detail

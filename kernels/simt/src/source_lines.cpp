@@ -1,0 +1,84 @@
+#include "source_lines.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace simt::detail {
+
+std::optional<ModuleAddress> module_address(const void* addr) {
+  Dl_info info{};
+  if (dladdr(addr, &info) == 0 || info.dli_fbase == nullptr) return std::nullopt;
+  ModuleAddress m;
+  m.offset =
+      static_cast<std::uint64_t>(static_cast<const char*>(addr) - static_cast<const char*>(info.dli_fbase));
+  // glibc names the main program by its argv[0], which may be relative to a directory we have left.
+  const bool main_program = info.dli_fname == nullptr || info.dli_fname[0] == '\0' ||
+                            std::strcmp(info.dli_fname, program_invocation_name) == 0;
+  m.file = main_program ? "/proc/self/exe" : info.dli_fname;
+  m.name = info.dli_fname ? info.dli_fname : "?";
+  // A position-independent module's tables hold offsets from its load address; a fixed-address
+  // executable's hold the addresses themselves.
+  const bool fixed = static_cast<const Elf64_Ehdr*>(info.dli_fbase)->e_type == ET_EXEC;
+  m.value = fixed ? std::uint64_t(reinterpret_cast<std::uintptr_t>(addr)) : m.offset;
+  return m;
+}
+
+namespace {
+
+// The file:line lines a symbolizer prints, innermost first; llvm-symbolizer prints a function line
+// before each and a column after the line.
+std::string run_symbolizer(const std::string& cmd, bool llvm) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return {};
+  std::string out;
+  char buf[1024];
+  for (int n = 0; std::fgets(buf, sizeof buf, p) != nullptr; ++n) {
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line.empty()) {
+      n = -1;  // llvm-symbolizer ends each address with a blank line
+      continue;
+    }
+    if (llvm && n % 2 == 0) continue;  // the function name
+    if (const auto d = line.find(" (discriminator"); d != std::string::npos) line.erase(d);
+    if (llvm) {  // file:line:column
+      const auto last = line.rfind(':');
+      if (last != std::string::npos && line.find(':') != last) line.erase(last);
+    }
+    if (line.rfind("??", 0) == 0 || line.ends_with(":0")) continue;
+    out += (out.empty() ? "" : " inlined at ") + line;
+  }
+  ::pclose(p);
+  return out;
+}
+
+}  // namespace
+
+std::string source_line(const void* pc) {
+  const auto m = module_address(pc);
+  if (!m) return {};
+  std::string file = m->file;
+  if (file == "/proc/self/exe") {  // in the symbolizer's process that names the symbolizer
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return {};
+    file.assign(buf, static_cast<std::size_t>(n));
+  }
+  std::string quoted;  // single-quoted for the shell
+  for (char c : file) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  // llvm-symbolizer first: binutils 2.40's addr2line names the wrong file of GCC 12's DWARF 5 line
+  // table for code of an #included .cu (driftscope_add_simt_kernel builds exactly that).
+  std::string out = run_symbolizer(
+      fmt::format("llvm-symbolizer --obj='{}' --inlining {:#x} 2>/dev/null", quoted, m->value), true);
+  if (out.empty())
+    out = run_symbolizer(fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", quoted, m->value), false);
+  return out;
+}
+
+}  // namespace simt::detail

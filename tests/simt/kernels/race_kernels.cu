@@ -1,0 +1,96 @@
+// Race test kernels: each reads in[64] and writes out[64] with one block of 64 threads. The
+// `// @` markers name the lines the hazard checker's findings must point at.
+#include "simt/simt.h"
+#include "simt/simt_fp16.h"
+
+#include "race_kernels.h"
+
+namespace simt_test {
+namespace {
+
+constexpr int kThreads = 64;
+
+// out[t] = in[t] + sum of the two warps' partial sums of in.
+__global__ void reduce_kernel(const float* in, float* out, int skip_barrier) {
+  SIMT_DYNAMIC_SHARED(float, partial);
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  float v = in[t];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) partial[warp] = v;  // @reduce-write
+  if (!skip_barrier) __syncthreads();
+  out[t] = in[t] + partial[0] + partial[1];  // @reduce-read
+}
+
+// out[t] = in[(t + 1) % 64]: each thread reads its neighbour's slot, then reuses its own for
+// something else with no barrier, while the thread before it may not have read it yet.
+__global__ void rotate_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  slot[t] = in[t];
+  __syncthreads();
+  const float next = slot[(t + 1) % kThreads];  // @rotate-read
+  out[t] = next;
+  slot[t] = -1.0f;  // @rotate-write
+}
+
+// out[t] = in[t] * 2 through slot t % 32: each thread reads back its own write at once, so every
+// schedule of the runtime gives the same output; on a GPU thread t + 32 may overwrite it first.
+__global__ void aliased_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  slot[t % 32] = in[t];  // @aliased-write
+  out[t] = slot[t % 32] * 2.0f;
+}
+
+// out[t] = in[t ^ 1]: lanes swap through shared memory, ordered by __syncwarp.
+__global__ void warp_sync_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  slot[t] = in[t];
+  __syncwarp();
+  const float v = slot[t ^ 1];
+  __syncwarp();
+  slot[t] = v;
+  out[t] = slot[t];
+}
+
+// out[t] = in[t] rounded to half, staged as __half: threads 2k and 2k + 1 write the two halves of
+// one 4-byte word, which is no conflict.
+__global__ void half_slots_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(__half, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  slot[t] = __float2half_rn(in[t]);
+  out[t] = __half2float(slot[t]);
+}
+
+__global__ void add_one_kernel(float* x, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) x[i] += 1.0f;
+}
+
+}  // namespace
+
+void race_kernel(RaceKernel k, const float* in, float* out) {
+  const dim3 grid(1), block(kThreads);
+  const std::size_t smem = kThreads * sizeof(float);
+  switch (k) {
+    case RaceKernel::reduce_ok: simt::launch(reduce_kernel, grid, block, smem, nullptr, in, out, 0); break;
+    case RaceKernel::reduce_no_barrier:
+      simt::launch(reduce_kernel, grid, block, smem, nullptr, in, out, 1);
+      break;
+    case RaceKernel::rotate_war: simt::launch(rotate_kernel, grid, block, smem, nullptr, in, out); break;
+    case RaceKernel::aliased_slots: simt::launch(aliased_kernel, grid, block, smem, nullptr, in, out); break;
+    case RaceKernel::warp_synchronous_ok:
+      simt::launch(warp_sync_kernel, grid, block, smem, nullptr, in, out);
+      break;
+    case RaceKernel::half_slots_ok:
+      simt::launch(half_slots_kernel, grid, block, kThreads * sizeof(__half), nullptr, in, out);
+      break;
+  }
+}
+
+void add_one_in_place(float* x, int n) {
+  simt::launch(add_one_kernel, dim3((n + 63) / 64), dim3(64), 0, nullptr, x, n);
+}
+
+}  // namespace simt_test
