@@ -109,6 +109,7 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
     c.attn_output_gate |= k == BlockKind::gated_attn;
     c.gated_delta_net |= k == BlockKind::gdn;
   }
+  c.gdn_tiled_heads = c.gated_delta_net && cfg.gdn_head_map == GdnHeadMap::tiled;
   return c;
 }
 
@@ -128,6 +129,7 @@ OpSet required_ops(const ArchConstraints& c) {
   if (c.gated_delta_net) {
     ops.add(Op::GatedDeltaNet);
     ops.add(Op::SsmConv);
+    if (c.gdn_tiled_heads) ops.add(Op::GdnTiledHeads);
   }
   return ops;
 }

@@ -31,6 +31,7 @@ struct ArchConstraints {
   bool rope_freq_factors = false;  // RoPE scaling: per-pair frequency factors (not in a family's defaults)
   bool attn_output_gate = false;
   bool gated_delta_net = false;
+  bool gdn_tiled_heads = false;  // GDN value head h reads key head h mod n_k (not floor(h / rho))
   Layout layout = Layout::decoder;
   bool operator==(const ArchConstraints&) const = default;
 };

@@ -669,9 +669,9 @@ Prepared ssm_conv_update_ids(Arena& a, const Gdn& m, int n_seqs) {
 
 Prepared attn_gate(Arena& a, const Decoder& m, int T) {
   const std::size_t n = std::size_t(T) * m.n_heads * m.head_dim;
-  Buf& attn = a.upload(Elem::f16, a.uniform(n, -1, 1));
-  Buf& gate = a.upload(Elem::f16, a.uniform(n, -4, 4));
-  Buf& y = a.alloc(Elem::f16, n);
+  Buf& attn = a.upload(DType::f16, a.uniform(n, -1, 1));
+  Buf& gate = a.upload(DType::f16, a.uniform(n, -4, 4));
+  Buf& y = a.alloc(DType::f16, n);
   Prepared p;
   p.bytes = double(attn.bytes() + gate.bytes() + y.bytes());
   p.launch = [&a, &attn, &gate, &y, n] { a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n)); };
@@ -686,16 +686,16 @@ Prepared gdn_gates(Arena& a, const Gdn& m, int T) {
   const int D = m.hidden, nv = m.nv;
   const float ws = std::sqrt(3.0f / static_cast<float>(D));
   Buf& W = a.upload(kWeight, a.uniform(std::size_t(2) * nv * D, -ws, ws));  // [W_beta | W_alpha]
-  Buf& a_neg = a.upload(Elem::f32, a.uniform(nv, -2, -0.1f));
-  Buf& dt = a.upload(Elem::f32, a.uniform(nv, -1, 1));
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * D, -1, 1));
-  Buf& beta = a.alloc(Elem::f16, std::size_t(T) * nv);
-  Buf& g = a.alloc(Elem::f16, std::size_t(T) * nv);
+  Buf& a_neg = a.upload(DType::f32, a.uniform(nv, -2, -0.1f));
+  Buf& dt = a.upload(DType::f32, a.uniform(nv, -1, 1));
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& beta = a.alloc(DType::f16, std::size_t(T) * nv);
+  Buf& g = a.alloc(DType::f16, std::size_t(T) * nv);
   Prepared p;
   p.bytes = double(W.bytes() + a_neg.bytes() + dt.bytes() + x.bytes() + beta.bytes() + g.bytes());
   p.launch = [&a, &W, &a_neg, &dt, &x, &beta, &g, T, nv, D] {
     const auto* w = static_cast<const char*>(W.dev);
-    a.k.gdn_gates(w, w + std::size_t(nv) * D * elem_size(kWeight), kWType, a_neg.as<float>(), dt.as<float>(),
+    a.k.gdn_gates(w, w + std::size_t(nv) * D * ds::dtype_size(kWeight), kWType, a_neg.as<float>(), dt.as<float>(),
                   x.dev, beta.dev, g.dev, T, nv, D);
   };
   auto u = [&W, &x, nv, D](std::size_t i, int which) {  // pre-activation of output i
@@ -712,9 +712,9 @@ Prepared gdn_gates(Arena& a, const Gdn& m, int T) {
 // q and k L2-normalised per head, read out of conv rows [q | k | v].
 Prepared l2norm(Arena& a, const Gdn& m, int T) {
   const int C = m.conv_channels(), kd = m.nk * m.dk, dk = m.dk;
-  Buf& x = a.upload(Elem::f16, a.uniform(std::size_t(T) * C, -1, 1));
-  Buf& q = a.alloc(Elem::f16, std::size_t(T) * kd);
-  Buf& k = a.alloc(Elem::f16, std::size_t(T) * kd);
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * C, -1, 1));
+  Buf& q = a.alloc(DType::f16, std::size_t(T) * kd);
+  Buf& k = a.alloc(DType::f16, std::size_t(T) * kd);
   const float q_scale = 1 / std::sqrt(static_cast<float>(dk));
   Prepared p;
   p.bytes = double(std::size_t(T) * 2 * kd * 2 + q.bytes() + k.bytes());
@@ -736,10 +736,10 @@ Prepared l2norm(Arena& a, const Gdn& m, int T) {
 Prepared gated_rmsnorm(Arena& a, const Gdn& m, int T) {
   const int dv = m.dv;
   const std::size_t n = std::size_t(T) * m.nv * dv;
-  Buf& o = a.upload(Elem::f16, a.uniform(n, -1, 1));
-  Buf& z = a.upload(Elem::f16, a.uniform(n, -3, 3));
-  Buf& w = a.upload(Elem::f32, a.uniform(dv, 0.5f, 1.5f));
-  Buf& y = a.alloc(Elem::f16, n);
+  Buf& o = a.upload(DType::f16, a.uniform(n, -1, 1));
+  Buf& z = a.upload(DType::f16, a.uniform(n, -3, 3));
+  Buf& w = a.upload(DType::f32, a.uniform(dv, 0.5f, 1.5f));
+  Buf& y = a.alloc(DType::f16, n);
   Prepared p;
   p.bytes = double(o.bytes() + z.bytes() + w.bytes() + y.bytes());
   p.launch = [&a, &o, &z, &w, &y, T, m] {

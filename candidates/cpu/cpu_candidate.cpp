@@ -77,7 +77,7 @@ OpSet CpuCandidate::capabilities() const {
           Op::GQA,           Op::MHA,      Op::CausalMask,     Op::SwiGLU,
           Op::GeluMlp,       Op::RMSNorm,  Op::RMSNormPlusOne, Op::LayerNorm,
           Op::BiasAdd,       Op::QkNorm,   Op::AbsolutePos,    Op::AttnOutputGate,
-          Op::GatedDeltaNet, Op::SsmConv};
+          Op::GatedDeltaNet, Op::SsmConv,  Op::GdnTiledHeads};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {

@@ -29,7 +29,8 @@ constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {"RoPE",
                                                                          "GdnInplaceIds",
                                                                          "SsmConv",
                                                                          "SsmConvUpdate",
-                                                                         "SsmConvUpdateIds"};
+                                                                         "SsmConvUpdateIds",
+                                                                         "GdnTiledHeads"};
 }  // namespace
 
 std::string_view op_name(Op op) { return kOpNames[unsigned(op)]; }

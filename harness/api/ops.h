@@ -35,6 +35,7 @@ enum class Op : unsigned {
   SsmConv,           // plain SSM conv over a pre-concatenated window
   SsmConvUpdate,     // fused C: conv update with in-place ring state
   SsmConvUpdateIds,  // fused D: C reading its state through an ids map
+  GdnTiledHeads,     // GDN value head h reads key head h mod n_k (the ggml broadcast of Qwen3.5 GGUFs)
   kCount
 };
 

@@ -106,5 +106,18 @@ TEST(EveryFamily, OldQwen3NextNamesAreAliasesOfTheOneCandidate) {
   }
 }
 
+// A hybrid with the tiled GDN head map (Qwen3.5 GGUFs) needs GdnTiledHeads: kernels/gdn.cu has
+// the grouped map only, so the gate refuses simt by name (exit 3) instead of passing it and
+// stopping at load; cpu-f16 has both maps.
+TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
+  ModelConfig tiled = load_config_spec("synthetic:qwen3next-tiny", 0);
+  EXPECT_FALSE(capability_refusal(tiled, *make_candidate("simt")).has_value());
+  tiled.gdn_head_map = GdnHeadMap::tiled;
+  const auto refusal = capability_refusal(tiled, *make_candidate("simt"));
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_NE(refusal->find("GdnTiledHeads"), std::string::npos) << *refusal;
+  EXPECT_FALSE(capability_refusal(tiled, *make_candidate("cpu-f16")).has_value());
+}
+
 }  // namespace
 }  // namespace ds
