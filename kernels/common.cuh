@@ -67,6 +67,15 @@ __device__ inline float dot16(const W* w, const float* xs) {
 // One warp: dot(w[0:cols], xs[0:cols]), the result in every lane. Scalar head until w is
 // 16-byte aligned, 16-byte vector loads for the body, scalar tail: any cols and any row
 // alignment work, and aligned rows take only vector loads.
+// The GEMV kernels' first move: token t's row of x (cols f16 values) into shared memory as f32,
+// read once by every warp of the block. Ends with the barrier that publishes it.
+__device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs) {
+  const __half* xt = x + static_cast<std::size_t>(t) * cols;
+  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x))
+    xs[c] = __half2float(xt[c]);
+  __syncthreads();
+}
+
 template <class W>
 __device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane) {
   constexpr int V = 16 / static_cast<int>(sizeof(W));

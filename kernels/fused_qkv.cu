@@ -16,10 +16,7 @@ __global__ void fused_qkv_kernel(const W* __restrict__ Wq, const W* __restrict__
                                  int q_rows, int kv_rows, int cols, int bug) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
-  const __half* xt = x + static_cast<std::size_t>(t) * cols;
-  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x))
-    xs[c] = __half2float(xt[c]);
-  __syncthreads();
+  stage_row_f32(x, t, cols, xs);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   int row = static_cast<int>(blockIdx.x) * kGemvWarps + warp;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "gdn_steps.h"
 #include "mat_io.h"
 #include "stage_catalog.h"
 
@@ -104,14 +105,9 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
               {"mlp_proj", {"gelu"}, {"proj"}},
               {"residual_2", {"residual_1", "proj"}, {"residual_2"}}};
     case BlockKind::gdn:
-      p = {{"attn_norm", {"x"}, {"attn_norm"}},
-           {"gdn_in_proj", {"attn_norm"}, {"qkv_mixed", "z_gate", "beta", "g"}},
-           {"conv", {"qkv_mixed", "prev:conv_state"}, {"conv", "conv_state"}},
-           {"l2norm", {"conv"}, {"q_l2", "k_l2"}},
-           {"gdn", {"q_l2", "k_l2", "conv", "g", "beta", "prev:gdn_state"}, {"gdn_out", "gdn_state"}},
-           {"gated_norm", {"gdn_out", "z_gate"}, {"gated_norm"}},
-           {"out_proj", {"gated_norm"}, {"out_proj"}},
-           {"residual_1", {"x", "out_proj"}, {"residual_1"}}};
+      p = gdn_steps_to_gated_norm();
+      p.push_back({"out_proj", {"gated_norm"}, {"out_proj"}});
+      p.push_back({"residual_1", {"x", "out_proj"}, {"residual_1"}});
       break;
     case BlockKind::decoder:
     case BlockKind::gated_attn: {

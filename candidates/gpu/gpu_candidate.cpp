@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "dev_buf.h"
+#include "gdn_steps.h"
 #include "launch_sinks.h"
 #include "stage_catalog.h"
 
@@ -84,13 +85,8 @@ std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
       break;
     }
     case BlockKind::gdn:
-      p = {{"attn_norm", {"x"}, {"attn_norm"}},
-           {"gdn_in_proj", {"attn_norm"}, {"qkv_mixed", "z_gate", "beta", "g"}},
-           {"conv", {"qkv_mixed", "prev:conv_state"}, {"conv", "conv_state"}},
-           {"l2norm", {"conv"}, {"q_l2", "k_l2"}},
-           {"gdn", {"q_l2", "k_l2", "conv", "g", "beta", "prev:gdn_state"}, {"gdn_out", "gdn_state"}},
-           {"gated_norm", {"gdn_out", "z_gate"}, {"gated_norm"}},
-           {"out_proj_add", {"gated_norm", "x"}, {"out_proj", "residual_1"}}};
+      p = gdn_steps_to_gated_norm();
+      p.push_back({"out_proj_add", {"gated_norm", "x"}, {"out_proj", "residual_1"}});  // fused
       break;
     default: return {};  // refused by the capability gate first
   }

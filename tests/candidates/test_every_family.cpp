@@ -28,6 +28,7 @@ struct FamilyCase {
   std::string name;  // test name: candidate_source_model
   std::string model;
   std::string candidate;
+  std::uint64_t seed = 0;
 };
 void PrintTo(const FamilyCase& c, std::ostream* os) { *os << c.name; }
 
@@ -57,9 +58,16 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> out;
   for (const auto& [stem, spec] : models()) {
     out.push_back({identifier("simt_" + stem), spec, "simt"});
-    if (load_config_spec(spec, 0).family == Family::qwen3next)
+    const Family f = load_config_spec(spec, 0).family;
+    // cpu-f16 where its code is its own: Qwen3-Next's GDN layers and GPT-2's blocks.
+    if (f == Family::qwen3next || f == Family::gpt2)
       out.push_back({identifier("cpu_f16_" + stem), spec, "cpu-f16"});
   }
+  // GPT-2 (llm.c's model) over more seeds: its learned positions and biases vary with them.
+  for (std::uint64_t seed : {1, 2})
+    out.push_back(
+        {fmt::format("simt_synthetic_gpt2_tiny_seed{}", seed), "synthetic:gpt2-tiny", "simt", seed});
+  out.push_back({"cpu_f16_synthetic_gpt2_tiny_seed1", "synthetic:gpt2-tiny", "cpu-f16", 1});
   return out;
 }
 
@@ -70,6 +78,7 @@ TEST_P(EveryFamily, EveryStagePresentAndWithinPolicyInBothModes) {
   RunOptions o;
   o.model = p.model;
   o.candidate = p.candidate;
+  o.seed = p.seed;
   o.modes = {Mode::isolated, Mode::chained};
   o.prompt_tokens = 8;
   o.decode_steps = 2;

@@ -1,13 +1,8 @@
-// GPT-2 on the candidates: simt (the kernels of kernels/*.cu through SIMT) and cpu-f16 serve
-// the synthetic preset and both fixture files (GGUF, and safetensors with Conv1D [in, out]
-// weights) in isolated and chained mode, prefill and decode, with every catalog stage
-// produced and within the default policy.
+// GPT-2 beyond the every-family table (test_every_family.cpp, which runs simt and cpu-f16 on the
+// synthetic preset and both fixture files): real GPT-2 small shapes, and the learned-position
+// table's bound.
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
-#include <ostream>
-#include <set>
 #include <string>
 
 #include "registry.h"
@@ -16,62 +11,6 @@
 
 namespace ds {
 namespace {
-
-struct Gpt2Case {
-  std::string name;  // test name
-  std::string model;
-  std::string candidate;
-  std::uint64_t seed;
-};
-void PrintTo(const Gpt2Case& c, std::ostream* os) { *os << c.name; }
-
-std::string fixture(std::string_view file) {
-  return fmt::format("{}/models/{}", DRIFTSCOPE_FIXTURES_DIR, file);
-}
-
-class Gpt2Parity : public testing::TestWithParam<Gpt2Case> {};
-
-TEST_P(Gpt2Parity, EveryStagePresentAndWithinPolicyInBothModes) {
-  const auto& p = GetParam();
-  RunOptions o;
-  o.model = p.model;
-  o.candidate = p.candidate;
-  o.seed = p.seed;
-  o.modes = {Mode::isolated, Mode::chained};
-  o.prompt_tokens = 8;
-  o.decode_steps = 2;
-  o.isolate_process = false;
-  const RunReport r = run_parity(o, Policy::dtype_defaults());
-  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
-
-  // Every (step, layer, stage, mode) of the GPT-2 catalog, each exactly once, none missing.
-  const ModelConfig cfg = load_config_spec(p.model, 0);
-  std::set<std::tuple<int, int, std::string, Mode>> want, got;
-  for (int step = 0; step <= o.decode_steps; ++step)
-    for (Mode mode : o.modes)
-      for (int layer = kModelLayer; layer < cfg.n_layers; ++layer)
-        for (std::string_view stage : stages_for(cfg, layer))
-          want.insert({step, layer, std::string(stage), mode});
-  for (const StageResult& s : r.results) {
-    EXPECT_NE(s.status, Status::missing)
-        << s.key.stage << " of layer " << s.key.layer << " step " << s.key.step;
-    EXPECT_TRUE(got.insert({s.key.step, s.key.layer, s.key.stage, s.mode}).second) << s.key.stage;
-  }
-  EXPECT_EQ(got, want);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Models, Gpt2Parity,
-    testing::Values(Gpt2Case{"simt_synthetic_seed0", "synthetic:gpt2-tiny", "simt", 0},
-                    Gpt2Case{"simt_synthetic_seed1", "synthetic:gpt2-tiny", "simt", 1},
-                    Gpt2Case{"simt_synthetic_seed2", "synthetic:gpt2-tiny", "simt", 2},
-                    Gpt2Case{"simt_gguf", fixture("gpt2-tiny.gguf"), "simt", 0},
-                    Gpt2Case{"simt_safetensors", fixture("gpt2-tiny"), "simt", 0},
-                    Gpt2Case{"cpu_f16_synthetic_seed0", "synthetic:gpt2-tiny", "cpu-f16", 0},
-                    Gpt2Case{"cpu_f16_synthetic_seed1", "synthetic:gpt2-tiny", "cpu-f16", 1},
-                    Gpt2Case{"cpu_f16_gguf", fixture("gpt2-tiny.gguf"), "cpu-f16", 0},
-                    Gpt2Case{"cpu_f16_safetensors", fixture("gpt2-tiny"), "cpu-f16", 0}),
-    [](const auto& info) { return info.param.name; });
 
 // GPT-2 small's shapes (768 wide, 12 heads of 64, a 3072-wide MLP, 50257 tokens), one layer.
 TEST(Gpt2Parity, SmallRealShapesOneLayerOnSimt) {
