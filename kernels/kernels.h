@@ -47,6 +47,7 @@ enum Bug : int {
   kBugNormNoOffset,        // rmsnorm.cu: Qwen3-Next's (1 + w) applied as w (the stored weight starts at 0)
   kBugAttnGateRaw,         // attn_gate.cu: output gate multiplied in raw, without its sigmoid
   kBugGdnGatesNoDtBias,    // gdn_gates.cu: softplus(a) without dt_bias (a bias dropped, seeds/001)
+  kBugRopeNoScaling,       // rope.cu: declares RoPEFreqFactors, ignores the per-pair factors
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).

@@ -54,6 +54,20 @@ std::span<const MutantInfo> mutants() {
        "default", "Qwen3-Next's attention output gate multiplied in raw, without its sigmoid"},
       {"gdn-gates-no-dt-bias", dsk::kBugGdnGatesNoDtBias, "synthetic:qwen3next-tiny", "g", 0, "isolated",
        "default", "GDN decay gate computed as softplus(a) without dt_bias: a bias dropped, as seeds/001's"},
+      {"rope-no-scaling",
+       dsk::kBugRopeNoScaling,
+       "synthetic:llama3-tiny",
+       "q_rope",
+       0,
+       "isolated",
+       "default",
+       "RoPE declares the Llama-3 frequency factors and ignores them: right at short positions, off by "
+       "O(1) past the original context's high-frequency wavelength",
+       1,
+       {},
+       {},
+       {},
+       2050},
   };
   return kMutants;
 }
