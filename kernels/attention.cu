@@ -48,7 +48,8 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
   mx = block_reduce<true>(mx, scratch, bug);
   float sum = 0.0f;
   for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) {
-    const float e = expf(scores[j] - mx);
+    // Planted: the unstable softmax, equal to the stable one until a score passes 88.7.
+    const float e = expf(bug == dsk::kBugSoftmaxNoMax ? scores[j] : scores[j] - mx);
     scores[j] = e;
     sum += e;
   }

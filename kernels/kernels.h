@@ -48,6 +48,8 @@ enum Bug : int {
   kBugAttnGateRaw,         // attn_gate.cu: output gate multiplied in raw, without its sigmoid
   kBugGdnGatesNoDtBias,    // gdn_gates.cu: softplus(a) without dt_bias (a bias dropped, seeds/001)
   kBugRopeNoScaling,       // rope.cu: declares RoPEFreqFactors, ignores the per-pair factors
+  kBugSoftmaxNoMax,        // attention.cu: exp(s) without subtracting the row max (overflows past 88.7)
+  kBugNormEpsOutside,      // rmsnorm.cu: 1 / (sqrt(mean(x^2)) + eps) instead of rsqrt(mean(x^2) + eps)
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).

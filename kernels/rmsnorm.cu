@@ -18,7 +18,9 @@ __global__ void rmsnorm_kernel(const __half* __restrict__ x, const float* __rest
     ss += v * v;
   }
   ss = block_reduce<false>(ss, scratch);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(width) + eps);
+  // Planted: eps outside the root, the same as inside wherever mean(x^2) >> eps.
+  const float inv = bug == dsk::kBugNormEpsOutside ? 1.0f / (sqrtf(ss / static_cast<float>(width)) + eps)
+                                                   : 1.0f / sqrtf(ss / static_cast<float>(width) + eps);
   // The planted bug: a plain RMSNorm kernel reused for Qwen3-Next, whose stored weights start at 0.
   if (bug == dsk::kBugNormNoOffset) w_offset = 0.0f;
   for (int c = static_cast<int>(threadIdx.x); c < width; c += static_cast<int>(blockDim.x))

@@ -12,8 +12,9 @@
 
 namespace ds::trace {
 
-std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed) {
-  return fmt::format("{} x {} x seed {}", model, candidate, seed);
+std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed,
+                     const std::string& probe) {
+  return fmt::format("{} x {} x seed {}{}", model, candidate, seed, probe.empty() ? "" : " x probe " + probe);
 }
 
 TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result) {
@@ -27,6 +28,7 @@ TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann:
   if (c.model.empty() && run.contains("model")) c.model = str(run["model"], "name");
   if (run.contains("candidate")) c.candidate = str(run["candidate"], "name");
   if (run.contains("seed") && run["seed"].is_number_unsigned()) c.seed = run["seed"].get<std::uint64_t>();
+  c.probe = str(run, "probe");
   if (run.contains("case") && run["case"].is_object()) {
     const auto& k = run["case"];
     if (k.contains("index") && k["index"].is_number_integer()) c.index = k["index"].get<int>();

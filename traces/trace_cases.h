@@ -16,13 +16,16 @@
 
 namespace ds::trace {
 
-// "model x candidate x seed S": how cases are named in tables, JUnit suites and diffs.
-std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed);
+// "model x candidate x seed S" (and " x probe P" for a run --probe case): how cases are named in
+// tables, JUnit suites and diffs.
+std::string case_key(const std::string& model, const std::string& candidate, std::uint64_t seed,
+                     const std::string& probe = {});
 
 struct TraceCase {
   std::string group = "/";  // "/" for a single trace, "/cases/<k>" in a merged file
   std::string model, candidate;
   std::uint64_t seed = 0;
+  std::string probe;         // run --probe, or ""
   int index = -1, of = 0;    // case k of M in the matrix run that wrote it; -1: not a matrix run
   std::string shard;         // "i/N" that ran it; "" when unknown
   std::string command_line;  // the single-case command that reproduces it ("" for a single run)
@@ -34,7 +37,7 @@ struct TraceCase {
   // before any stage ran; "" when it did not finish. `reason` says why it stopped.
   std::string status, reason;
   bool stopped_early() const { return finished && !status.empty() && status != kStatusRan; }
-  std::string key() const { return case_key(model, candidate, seed); }
+  std::string key() const { return case_key(model, candidate, seed, probe); }
 };
 
 // What a case is, from the trace's run JSON and result JSON (nullopt: the run did not finish).

@@ -25,6 +25,8 @@ struct MutantInfo {
   // > 0: a bug only late positions show, run with this many prompt tokens, one layer and
   // `--from-step first_step` (the candidate skips the long prefill; isolated mode).
   int late_prompt = 0;
+  // A bug only an input pattern shows: run with `--probe probe` (probes.h).
+  std::string_view probe = {};
 };
 
 std::span<const MutantInfo> mutants();

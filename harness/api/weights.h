@@ -29,6 +29,8 @@ class WeightStore {
   // Throws std::out_of_range naming the tensor when absent.
   const Tensor& get(std::string_view name) const;
   const Tensor* find(std::string_view name) const;
+  // For the few who rewrite a loaded model before anything reads it (run --probe).
+  Tensor* find_mutable(std::string_view name) { return const_cast<Tensor*>(find(name)); }
   const Tensor& layer(int layer, std::string_view role) const { return get(layer_weight(layer, role)); }
   const Tensor* find_layer(int layer, std::string_view role) const { return find(layer_weight(layer, role)); }
   void erase(std::string_view name);

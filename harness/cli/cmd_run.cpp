@@ -16,6 +16,7 @@
 #include "simt_flags.h"
 #include "matrix_report.h"
 #include "prompt.h"
+#include "probes.h"
 #include "registry.h"
 #include "synthetic.h"
 #include "report_options.h"
@@ -30,6 +31,7 @@ struct RunArgs {
   std::vector<std::string> argv;
   std::vector<std::string> models{RunOptions{}.model}, candidates{RunOptions{}.candidate};
   std::vector<std::uint64_t> seeds{RunOptions{}.seed};
+  std::vector<std::string> probes{""};  // "" = no probe; --probe all: every probe, a case each
   std::string shard, trace_dir;
   std::string mode = "isolated";
   std::string fill = "none";
@@ -82,19 +84,20 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
     };
   }
   const RunReport report = run_parity(o, policy);
-  // The prompt actually fed: a dump's own tokens may have set it.
-  const std::size_t prompt = report.tokens.size() > std::size_t(o.decode_steps)
-                                 ? report.tokens.size() - std::size_t(o.decode_steps)
-                                 : std::size_t(o.prompt_tokens);
   // The runner settles the modes (a dump runs chained unless --mode says otherwise).
   const std::string modes = report.modes.size() == 2   ? std::string("both")
                             : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
                                                        : args.mode;
   fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}\n", report.model,
-             report.candidate, modes, prompt, o.decode_steps,
-             o.from_step > 0 ? fmt::format("; steps 0-{} on the reference only (--from-step {})",
-                                           o.from_step - 1, o.from_step)
-                             : std::string());
+             report.candidate, modes, report.prompt_tokens, report.decode_steps,
+             report.from_step > 0 ? fmt::format("; steps 0-{} on the reference only (--from-step {})",
+                                                report.from_step - 1, report.from_step)
+                                  : std::string());
+  if (!report.probe.empty()) {
+    const Probe& p = find_probe(report.probe);
+    fmt::print("probe {}: {}; aims at {}\n", p.name, p.what, p.targets);
+    if (!report.probe_note.empty()) fmt::print("{}\n", report.probe_note);
+  }
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(
         "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), o.simt.threads,
@@ -110,7 +113,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
 // Every case of this shard in turn; a case that fails in any way does not stop the others.
 int run_matrix(const RunArgs& args, const Policy& policy) {
   namespace fs = std::filesystem;
-  const std::vector<CaseSpec> all = enumerate_cases(args.models, args.candidates, args.seeds);
+  const std::vector<CaseSpec> all = enumerate_cases(args.models, args.candidates, args.seeds, args.probes);
   ShardSpec shard;
   if (!args.shard.empty()) {
     std::string err;
@@ -145,6 +148,7 @@ int run_matrix(const RunArgs& args, const Policy& policy) {
     o.model = c.model;
     o.candidate = c.candidate;
     o.seed = c.seed;
+    o.probe = c.probe;
     o.case_info = {{"index", c.index},
                    {"of", c.of},
                    {"shard", shard.str()},
@@ -222,6 +226,23 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       "--prompt-tokens seeded ones; an id outside the vocabulary is exit 2. A dump's own tokens win");
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
+  {
+    std::string names;
+    for (const Probe& p : probes()) names += fmt::format("\n  {}: {}", p.name, p.targets);
+    run->add_option("--probe", args->probes,
+                    fmt::format("An input pattern aimed at one class of kernel bug, or all (a case each; "
+                                "docs/cli.md). Repeat for several:{}",
+                                names))
+        ->check([](const std::string& v) {
+          if (v == "all") return std::string();
+          try {
+            (void)find_probe(v);
+            return std::string();
+          } catch (const InputError& e) {
+            return std::string(e.what());
+          }
+        });
+  }
   run->add_option("--from-step", args->opt.from_step,
                   "Run the candidate, and judge it, from this model step on (0 the prefill, 1.. decode); the "
                   "steps before run on the reference only. Isolated mode only: a decode step at a late "
@@ -327,14 +348,19 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         }
       }
       args->candidates = specs;
-      if (args->models.size() * args->candidates.size() * args->seeds.size() > 1 || !args->shard.empty() ||
-          !args->trace_dir.empty()) {
+      if (std::find(args->probes.begin(), args->probes.end(), "all") != args->probes.end()) {
+        args->probes.clear();
+        for (const Probe& p : probes()) args->probes.emplace_back(p.name);
+      }
+      if (args->models.size() * args->candidates.size() * args->seeds.size() * args->probes.size() > 1 ||
+          !args->shard.empty() || !args->trace_dir.empty()) {
         exit_code = run_matrix(*args, policy);
         return;
       }
       o.model = args->models.front();
       o.candidate = args->candidates.front();
       o.seed = args->seeds.front();
+      o.probe = args->probes.front();
       const RunReport report = [&] {
         try {
           return run_and_print(*args, o, policy);

@@ -41,18 +41,23 @@ std::string case_reason(const CaseOutcome& c) {
   return why.empty() ? "-" : why;
 }
 
+// The candidate column: the candidate, and the probe it ran under.
+static std::string candidate_cell(const CaseSpec& s) {
+  return s.probe.empty() ? s.candidate : fmt::format("{} --probe {}", s.candidate, s.probe);
+}
+
 void print_matrix_summary(std::FILE* out, const std::vector<CaseOutcome>& cases) {
   std::size_t wm = 5, wc = 9;
   for (const auto& c : cases) {
     wm = std::max(wm, c.spec.model.size());
-    wc = std::max(wc, c.spec.candidate.size());
+    wc = std::max(wc, candidate_cell(c.spec).size());
   }
   fmt::print(out, "\nMatrix summary: {} case(s)\n", cases.size());
   fmt::print(out, "{:<9} {:<{}} {:<{}} {:>6}  {:<10} {:>4}  {}\n", "case", "model", wm, "candidate", wc,
              "seed", "verdict", "exit", "first failing stage / reason");
   for (const auto& c : cases)
     fmt::print(out, "{:<9} {:<{}} {:<{}} {:>6}  {:<10} {:>4}  {}\n",
-               fmt::format("{}/{}", c.spec.index, c.spec.of), c.spec.model, wm, c.spec.candidate, wc,
+               fmt::format("{}/{}", c.spec.index, c.spec.of), c.spec.model, wm, candidate_cell(c.spec), wc,
                c.spec.seed, case_verdict(c), c.exit_code, case_reason(c));
   std::size_t bad = 0;
   for (const auto& c : cases) bad += c.exit_code != kExitParity || !c.finished;
@@ -70,6 +75,7 @@ nlohmann::json matrix_json(const std::vector<CaseOutcome>& cases) {
                           {"model", c.spec.model},
                           {"candidate", c.spec.candidate},
                           {"seed", c.spec.seed},
+                          {"probe", c.spec.probe},
                           {"command_line", c.command_line}}},
                         {"key", c.spec.key()},
                         {"verdict", std::string(case_verdict(c))},
@@ -114,8 +120,8 @@ std::string matrix_markdown(const std::vector<CaseOutcome>& cases) {
   };
   for (const auto& c : cases)
     out += fmt::format("| {}/{} | `{}` | `{}` | {} | {} | {} | {} |\n", c.spec.index, c.spec.of,
-                       cell(c.spec.model), cell(c.spec.candidate), c.spec.seed, case_verdict(c), c.exit_code,
-                       cell(case_reason(c)));
+                       cell(c.spec.model), cell(candidate_cell(c.spec)), c.spec.seed, case_verdict(c),
+                       c.exit_code, cell(case_reason(c)));
   for (const auto& c : cases) {
     out += fmt::format("\n## Case {}/{}: {}\n\n", c.spec.index, c.spec.of, cell(c.spec.key()));
     if (!c.command_line.empty()) out += fmt::format("Reproduce alone: `{}`\n\n", c.command_line);

@@ -47,16 +47,18 @@ std::optional<ShardSpec> parse_shard(const std::string& spec, std::string& error
   return s;
 }
 
-std::string CaseSpec::key() const { return trace::case_key(model, candidate, seed); }
+std::string CaseSpec::key() const { return trace::case_key(model, candidate, seed, probe); }
 
 std::vector<CaseSpec> enumerate_cases(const std::vector<std::string>& models,
                                       const std::vector<std::string>& candidates,
-                                      const std::vector<std::uint64_t>& seeds) {
+                                      const std::vector<std::uint64_t>& seeds,
+                                      const std::vector<std::string>& probes) {
   std::vector<CaseSpec> out;
-  const int total = int(models.size() * candidates.size() * seeds.size());
+  const int total = int(models.size() * candidates.size() * seeds.size() * probes.size());
   for (const auto& m : models)
     for (const auto& c : candidates)
-      for (std::uint64_t s : seeds) out.push_back({int(out.size()), total, m, c, s});
+      for (std::uint64_t s : seeds)
+        for (const auto& p : probes) out.push_back({int(out.size()), total, m, c, s, p});
   return out;
 }
 
@@ -71,9 +73,9 @@ std::string case_trace_name(const CaseSpec& c) { return fmt::format("case-{}-of-
 
 std::string single_case_command(const std::vector<std::string>& argv, const CaseSpec& c) {
   // Flags that describe the matrix or name its outputs; each takes one value.
-  static constexpr std::array<std::string_view, 11> kDropped = {
-      "--model",     "-m",      "--candidate", "-c",     "--seed", "--shard",
-      "--trace-dir", "--trace", "-o",          "--json", "--junit"};
+  static constexpr std::array<std::string_view, 12> kDropped = {
+      "--model", "-m",          "--candidate", "-c", "--seed", "--shard",
+      "--probe", "--trace-dir", "--trace",     "-o", "--json", "--junit"};
   auto dropped = [](std::string_view a) {
     if (a == "--markdown") return true;
     for (auto d : kDropped)
@@ -92,8 +94,9 @@ std::string single_case_command(const std::vector<std::string>& argv, const Case
     }
     out += " " + shell_quote(a);
   }
-  return out + fmt::format(" --model {} --candidate {} --seed {}", shell_quote(c.model),
-                           shell_quote(c.candidate), c.seed);
+  out += fmt::format(" --model {} --candidate {} --seed {}", shell_quote(c.model), shell_quote(c.candidate),
+                     c.seed);
+  return c.probe.empty() ? out : out + fmt::format(" --probe {}", shell_quote(c.probe));
 }
 
 }  // namespace ds

@@ -21,14 +21,16 @@ struct CaseSpec {
   int index = 0, of = 1;  // case k of M, model-major then candidate then seed
   std::string model, candidate;
   std::uint64_t seed = 0;
-  // "model x candidate x seed S": how a case is named in tables, JUnit suites and diffs.
+  std::string probe;  // run --probe, or ""
+  // "model x candidate x seed S [x probe P]": how a case is named in tables, JUnit suites and diffs.
   std::string key() const;
 };
 
-// Every case of the matrix, model-major, then candidate, then seed.
+// Every case of the matrix, model-major, then candidate, then seed, then probe.
 std::vector<CaseSpec> enumerate_cases(const std::vector<std::string>& models,
                                       const std::vector<std::string>& candidates,
-                                      const std::vector<std::uint64_t>& seeds);
+                                      const std::vector<std::uint64_t>& seeds,
+                                      const std::vector<std::string>& probes = {""});
 
 // The cases shard `s` runs: k % N == i. Round-robin rather than contiguous blocks, so that the
 // big models (listed together) spread over every shard.

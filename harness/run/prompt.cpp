@@ -53,4 +53,16 @@ void check_token_ids(const std::vector<int>& ids, const ModelConfig& cfg, const 
                                    source, ids[i], i, cfg.name, cfg.vocab - 1));
 }
 
+std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed) {
+  std::vector<int> t;
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+  for (int i = 0; i < n; ++i) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 29;
+    t.push_back(int(x % std::uint64_t(vocab)));
+  }
+  return t;
+}
+
 }  // namespace ds

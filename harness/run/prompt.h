@@ -2,6 +2,7 @@
 // the tokens a dump directory carries (which win: they are what the engine was fed).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,7 @@ namespace ds {
 std::vector<int> parse_tokens_arg(const std::string& arg);
 // Every id in [0, vocab); throws InputError naming `source`, the position and the id.
 void check_token_ids(const std::vector<int>& ids, const ModelConfig& cfg, const std::string& source);
+// `n` prompt tokens in [0, vocab) drawn from the run's seed, so every run is reproducible.
+std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed);
 
 }  // namespace ds

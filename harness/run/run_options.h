@@ -35,6 +35,8 @@ struct RunOptions {
   // judged from step N on. Isolated mode only, where every step's inputs (the KV cache included)
   // are the reference's: a decode step at a late position without the candidate's long prefill.
   int from_step = 0;
+  // `--probe NAME` (probes.h): an input pattern aimed at one class of kernel bug; empty: none.
+  std::string probe;
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;

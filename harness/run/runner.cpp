@@ -25,6 +25,7 @@
 #include "launch_sinks.h"
 #include "plan_check.h"
 #include "logits.h"
+#include "probes.h"
 #include "prompt.h"
 #include "metrics.h"
 #include "reference.h"
@@ -102,19 +103,6 @@ OpSet gdn_variant_ops(std::string_view spec) {
 
 namespace {
 
-// Deterministic prompt tokens from the run's seed, so every run is reproducible.
-std::vector<int> prompt_tokens(int n, int vocab, std::uint64_t seed) {
-  std::vector<int> t;
-  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
-  for (int i = 0; i < n; ++i) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 29;
-    t.push_back(int(x % std::uint64_t(vocab)));
-  }
-  return t;
-}
-
 // What one mode of the candidate has produced so far: this layer's stages, and every
 // layer's stage history across model steps (for cache: and prev: inputs).
 struct Lane {
@@ -141,6 +129,7 @@ class Run {
 
   RunReport go() {
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
+    if (!opt_.probe.empty()) apply_probe_options(find_probe(opt_.probe), header, opt_);
     check_bounds(header);
     header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
     header_ = header;
@@ -150,6 +139,10 @@ class Run {
       origin_ = plugin_origin(*cand);
       candidate_ = candidate_json(*cand);
       settle_prompt(header, *cand);
+      report_.prompt_tokens = opt_.prompt_tokens;
+      report_.decode_steps = opt_.decode_steps;
+      report_.from_step = opt_.from_step;
+      report_.probe = opt_.probe;
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
@@ -170,6 +163,11 @@ class Run {
     event("load_weights");
     Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
     model.config.gdn_fused = header.gdn_fused;
+    if (!opt_.probe.empty()) {
+      // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.
+      if (prompt_.empty()) prompt_ = seeded_prompt(opt_.prompt_tokens, model.config.vocab, opt_.seed);
+      report_.probe_note = apply_probe_weights(find_probe(opt_.probe), model.config, model.weights, prompt_);
+    }
     const ModelConfig& cfg = model.config;
     report_.model = cfg.name;
     report_.policy = policy_.name();
@@ -216,7 +214,7 @@ class Run {
           std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
     }
     std::vector<int> tokens =
-        prompt_.empty() ? prompt_tokens(opt_.prompt_tokens, cfg.vocab, opt_.seed) : prompt_;
+        prompt_.empty() ? seeded_prompt(opt_.prompt_tokens, cfg.vocab, opt_.seed) : prompt_;
     report_.tokens = tokens;
     report_.modes = opt_.modes;
     try {
@@ -267,6 +265,11 @@ class Run {
     std::string source = "--tokens";
     prompt_ = opt_.tokens;
     if (const auto* d = as_dump(cand)) {
+      if (!opt_.probe.empty())
+        throw InputError(
+            fmt::format("--probe {}: {} replays an engine's own prompt and weights; a probe needs a "
+                        "candidate that runs the probe's",
+                        opt_.probe, opt_.candidate));
       check_dump_modes(opt_.modes, opt_.modes_given, opt_.candidate);
       if (auto t = d->tokens()) {
         prompt_ = std::move(*t);
@@ -638,6 +641,7 @@ class Run {
         {"model_spec", opt_.model},         {"layers", opt_.layers}, {"prompt_tokens", opt_.prompt_tokens},
         {"decode_steps", opt_.decode_steps}};
     if (opt_.from_step > 0) run["from_step"] = opt_.from_step;
+    if (!opt_.probe.empty()) run["probe"] = opt_.probe;
     // A file or directory model also by its absolute path, so replay works from anywhere.
     if (std::error_code ec; opt_.model.rfind("synthetic:", 0) != 0 && std::filesystem::exists(opt_.model, ec))
       run["model_path"] = std::filesystem::absolute(opt_.model, ec).lexically_normal().string();

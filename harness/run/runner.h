@@ -55,6 +55,11 @@ struct RunReport {
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides
   std::vector<Mode> modes;  // the lanes run (a dump settles its own: chained)
+  // The steps actually run (a dump's tokens and a probe settle their own), and the first step the
+  // candidate ran and was judged at (--from-step).
+  int prompt_tokens = 0, decode_steps = 0, from_step = 0;
+  std::string probe;       // run --probe, or empty
+  std::string probe_note;  // what the probe rewrote in the weights, or empty
   std::vector<LaneLogits> logits;
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
   std::string crash;                 // why the candidate crashed, when it did

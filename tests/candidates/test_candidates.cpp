@@ -203,6 +203,7 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
   RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
   o.decode_steps = m.first_step;
+  o.probe = std::string(m.probe);
   if (m.late_prompt > 0) {
     o.prompt_tokens = m.late_prompt;
     o.from_step = m.first_step;
@@ -231,6 +232,12 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
       EXPECT_NE(note.find("common.cuh:"), std::string::npos) << note;
       EXPECT_NE(note.find("attention.cu:"), std::string::npos) << note;
     }
+  }
+  if (!m.probe.empty()) {  // the probe is what shows it: the seeded prompt passes
+    RunOptions plain = o;
+    plain.probe.clear();
+    EXPECT_EQ(run_parity(plain, Policy::dtype_defaults()).exit_code, kExitParity)
+        << m.name << " without the probe";
   }
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;

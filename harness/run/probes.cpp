@@ -1,0 +1,167 @@
+#include "probes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "prompt.h"
+#include "runner.h"
+
+namespace ds {
+
+namespace {
+
+// The standard deviation large-logits aims the attention scores at, over a prompt of at least
+// kLargeLogitsPrompt tokens (136 causal scores a head): 1.5 sigma passes 88.7, where expf
+// overflows, so a softmax that skips its max subtraction meets inf in some row.
+constexpr double kLargeScoreSigma = 60.0;
+constexpr int kLargeLogitsPrompt = 16;
+// tiny-rows: an RMS of 1e-3, so mean(x^2) = 1e-6 sits at the norm epsilons models ship (1e-6 to
+// 1e-5), where eps inside or outside the square root differ by 40% or more.
+constexpr double kTinyRowScale = 1e-3;
+// huge-rows: N(0, 1) rows times 256 reach ~1000 and their sum of squares ~4e6, past f16's 65504:
+// an accumulator held in half overflows while every stored value still fits.
+constexpr double kHugeRowScale = 256.0;
+constexpr int kLongPrompt = 2050;  // past 2048, where Llama-3's high-frequency wavelength ends
+constexpr int kOddPrompt = 37;     // no multiple of 2, 4, 8, 16 or 32
+
+const Probe kProbes[] = {
+    {"long-positions",
+     "RoPE scaling and position arithmetic past 2048 positions (frequency factors ignored, "
+     "an angle or offset computed in too few bits)",
+     "a prompt of 2050 tokens (the context minus 2 when shorter), then the decode steps judged alone "
+     "(isolated mode, --from-step 1): one decode step at least"},
+    {"large-logits", "softmax stability: exp taken without subtracting the row's max, scores held in f16",
+     "every attention layer's q (its QK-norm weight where the model has one) scaled so the scores' "
+     "standard deviation is near 60, over a prompt of 16 tokens at least: the largest pass 88.7, where expf "
+     "overflows"},
+    {"tiny-rows", "epsilon placement in a normalisation, underflow of small activations",
+     "the prompt tokens' embedding rows scaled by 1e-3: mean(x^2) near the norm epsilon"},
+    {"huge-rows", "overflow of f16 intermediates: a sum of squares or an accumulator held in half",
+     "the prompt tokens' embedding rows scaled by 256: values near 1000, sums of squares past 65504"},
+    {"repeated-tokens",
+     "ties and equal rows: a max reduction that mishandles ties, a cache keyed by token "
+     "id instead of position",
+     "one token id repeated over the prompt"},
+    {"boundary-ids",
+     "the ends of the embedding table and the vocabulary: off-by-one row reads at id 0 "
+     "and vocab - 1",
+     "the prompt 0, vocab-1, 1, vocab-2, 0, vocab-1, 1, vocab-2"},
+    {"odd-length", "tails in T: a prefill whose length is no multiple of a tile or a warp",
+     "a prompt of 37 tokens, then two decode steps"},
+};
+
+double rms(const Tensor& t, std::int64_t from, std::int64_t count, double offset) {
+  double ss = 0;
+  for (std::int64_t i = from; i < from + count; ++i) ss += (offset + t.at(i)) * (offset + t.at(i));
+  return count > 0 ? std::sqrt(ss / double(count)) : 0.0;
+}
+
+void scale(Tensor& t, std::int64_t from, std::int64_t count, double s, double offset = 0) {
+  for (std::int64_t i = from; i < from + count; ++i) t.set(i, s * (offset + t.at(i)) - offset);
+}
+
+Tensor& weight(WeightStore& w, const std::string& name) {
+  Tensor* t = w.find_mutable(name);
+  if (t == nullptr) throw InputError(fmt::format("--probe: the model has no weight '{}' to rewrite", name));
+  return *t;
+}
+
+// Scales one attention layer's q so that its scores' standard deviation is kLargeScoreSigma.
+// A score is q.k / sqrt(hd): with q and k elements of RMS a and b, its deviation is a * b.
+double scale_scores(const ModelConfig& cfg, WeightStore& w, int l) {
+  const double off = cfg.norm_plus_one ? 1.0 : 0.0;
+  if (cfg.qk_norm) {  // q and k leave their norms with the norm weights' RMS
+    Tensor& qn = weight(w, layer_weight(l, "attn_q_norm.weight"));
+    const Tensor& kn = weight(w, layer_weight(l, "attn_k_norm.weight"));
+    const double s = kLargeScoreSigma / (rms(qn, 0, qn.numel(), off) * rms(kn, 0, kn.numel(), off));
+    scale(qn, 0, qn.numel(), s, off);
+    return s;
+  }
+  // Without QK-norm: q = Wq x with x of the attention norm's RMS, so a = rms(Wq) sqrt(D) rms(x).
+  const Tensor& norm = weight(w, layer_weight(l, "attn_norm.weight"));
+  const double x = rms(norm, 0, norm.numel(), off) * std::sqrt(double(cfg.hidden));
+  const std::int64_t D = cfg.hidden, Q = std::int64_t(cfg.n_heads) * cfg.head_dim,
+                     KV = std::int64_t(cfg.n_kv_heads) * cfg.head_dim;
+  if (cfg.family == Family::gpt2) {  // the fused c_attn rows [q | k | v]
+    Tensor& qkv = weight(w, layer_weight(l, "attn_qkv.weight"));
+    const double s = kLargeScoreSigma / (rms(qkv, 0, Q * D, 0) * x * rms(qkv, Q * D, KV * D, 0) * x);
+    scale(qkv, 0, Q * D, s);
+    if (Tensor* b = w.find_mutable(layer_weight(l, "attn_qkv.bias"))) scale(*b, 0, Q, s);
+    return s;
+  }
+  Tensor& wq = weight(w, layer_weight(l, "attn_q.weight"));
+  const Tensor& wk = weight(w, layer_weight(l, "attn_k.weight"));
+  const double s = kLargeScoreSigma / (rms(wq, 0, wq.numel(), 0) * x * rms(wk, 0, wk.numel(), 0) * x);
+  scale(wq, 0, wq.numel(), s);
+  if (Tensor* b = w.find_mutable(layer_weight(l, "attn_q.bias"))) scale(*b, 0, b->numel(), s);
+  return s;
+}
+
+}  // namespace
+
+std::span<const Probe> probes() { return kProbes; }
+
+const Probe& find_probe(std::string_view name) {
+  std::string names;
+  for (const Probe& p : kProbes) {
+    if (p.name == name) return p;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+  }
+  throw InputError(fmt::format("--probe {}: no such probe; the probes are {} (or all)", name, names));
+}
+
+void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o) {
+  if (!o.tokens.empty())
+    throw InputError(fmt::format("--probe {} sets the prompt: leave out --tokens", probe.name));
+  const int V = cfg.vocab;
+  if (probe.name == "long-positions") {
+    o.prompt_tokens = cfg.max_positions > 0 ? std::min(kLongPrompt, cfg.max_positions - 2) : kLongPrompt;
+    o.decode_steps = std::max(o.decode_steps, 1);
+    o.from_step = 1;
+    o.modes = {Mode::isolated};
+  } else if (probe.name == "large-logits") {
+    o.prompt_tokens = std::max(o.prompt_tokens, kLargeLogitsPrompt);
+  } else if (probe.name == "repeated-tokens") {
+    o.tokens.assign(std::size_t(std::max(o.prompt_tokens, 8)), seeded_prompt(1, V, o.seed).front());
+  } else if (probe.name == "boundary-ids") {
+    for (int i = 0; i < 8; ++i) o.tokens.push_back(i % 2 == 0 ? (i / 2) % 2 : V - 1 - (i / 2) % 2);
+  } else if (probe.name == "odd-length") {
+    o.prompt_tokens = kOddPrompt;
+    o.decode_steps = std::max(o.decode_steps, 2);
+  }
+  if (!o.tokens.empty()) o.prompt_tokens = int(o.tokens.size());
+}
+
+std::string apply_probe_weights(const Probe& probe, const ModelConfig& cfg, WeightStore& w,
+                                const std::vector<int>& tokens) {
+  if (probe.name == "tiny-rows" || probe.name == "huge-rows") {
+    const double s = probe.name == "tiny-rows" ? kTinyRowScale : kHugeRowScale;
+    Tensor& embd = weight(w, "token_embd.weight");
+    std::vector<int> rows = tokens;
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    for (int r : rows) scale(embd, std::int64_t(r) * cfg.hidden, cfg.hidden, s);
+    return fmt::format("probe {}: embedding rows of the {} prompt token id(s) scaled by {:g}{}", probe.name,
+                       rows.size(), s, cfg.tied_embeddings ? " (the tied lm_head's rows too)" : "");
+  }
+  if (probe.name == "large-logits") {
+    double lo = 0, hi = 0;
+    int layers = 0;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      const BlockKind k = cfg.block_kind(l);
+      if (k != BlockKind::decoder && k != BlockKind::gpt2 && k != BlockKind::gated_attn) continue;
+      const double s = scale_scores(cfg, w, l);
+      lo = layers == 0 ? s : std::min(lo, s);
+      hi = layers == 0 ? s : std::max(hi, s);
+      ++layers;
+    }
+    if (layers == 0) return fmt::format("probe {}: the model has no attention layer to scale", probe.name);
+    return fmt::format("probe {}: q of {} attention layer(s) scaled by {:.3g} to {:.3g} (score sigma ~{:g})",
+                       probe.name, layers, lo, hi, kLargeScoreSigma);
+  }
+  return {};
+}
+
+}  // namespace ds

@@ -1,0 +1,36 @@
+// Probes (`run --probe NAME|all`): input patterns that expose one class of kernel bug each, which
+// the seeded prompt of a synthetic model never shows. A probe settles the prompt, the steps and the
+// modes before the gates, and may rewrite the loaded weights that both sides then run on; the
+// trace records it (run JSON "probe"). docs/cli.md lists them with their bug classes.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model_config.h"
+#include "run_options.h"
+#include "weights.h"
+
+namespace ds {
+
+struct Probe {
+  std::string_view name;
+  std::string_view targets;  // the bug class it exposes
+  std::string_view what;     // what it feeds
+};
+
+std::span<const Probe> probes();
+// The probe named `name`; throws InputError listing the probes otherwise.
+const Probe& find_probe(std::string_view name);
+
+// The prompt, steps and modes of `probe` for a model of `cfg`, into `o`; throws InputError when
+// the run cannot take the probe (a prompt given with --tokens).
+void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o);
+// Rewrites the weights of a loaded model for `probe` (most probes leave them); returns one line
+// saying what it changed, or "" when nothing.
+std::string apply_probe_weights(const Probe& probe, const ModelConfig& cfg, WeightStore& w,
+                                const std::vector<int>& tokens);
+
+}  // namespace ds
