@@ -25,9 +25,13 @@ SimtOptions g_options;       // as configure() left them
 std::string g_pending_race;  // the finding of the launch whose record comes next
 
 simt_options to_c(const SimtOptions& o) {
-  return simt_options{
-      sizeof(simt_options), static_cast<unsigned>(o.order), o.seed, o.threads, o.strict ? 1 : 0, o.race_check,
-      o.racecheck ? 1 : 0};
+  return simt_options{sizeof(simt_options),
+                      static_cast<unsigned>(o.order),
+                      o.seed,
+                      simt_threads(o),
+                      o.strict ? 1 : 0,
+                      o.race_check,
+                      o.racecheck ? 1 : 0};
 }
 
 // The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before

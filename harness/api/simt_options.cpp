@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <thread>
 
 namespace ds {
 
@@ -33,6 +35,10 @@ std::string simt_order_text(const SimtOptions& o) {
     case SimtOptions::Order::random: return fmt::format("random:{}", o.seed);
   }
   return "?";
+}
+
+unsigned simt_threads(const SimtOptions& o) {
+  return o.threads != 0 ? o.threads : std::max(std::thread::hardware_concurrency(), 1u);
 }
 
 }  // namespace ds

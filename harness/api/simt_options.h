@@ -13,7 +13,7 @@ struct SimtOptions {
   enum class Order : std::uint8_t { forward, reverse, random };
   Order order = Order::forward;
   std::uint64_t seed = 0;   // of Order::random
-  unsigned threads = 1;     // host threads the blocks of a launch spread over
+  unsigned threads = 0;     // host threads the blocks of a launch spread over; 0: every core
   bool strict = false;      // __syncthreads after some threads of the block exited is an error
   unsigned race_check = 0;  // > 0: every launch rerun under this many other schedules
   bool racecheck = false;   // the shared-memory hazard checker on every launch
@@ -24,5 +24,8 @@ struct SimtOptions {
 std::string parse_simt_order(std::string_view text, SimtOptions& o);
 // The order as parse_simt_order reads it back ("random:7").
 std::string simt_order_text(const SimtOptions& o);
+// The host threads `o` asks for, with 0 (every core) resolved to this machine's core count: what the
+// runtime gets (a plugin's older runtime read 0 as 1) and what the trace records.
+unsigned simt_threads(const SimtOptions& o);
 
 }  // namespace ds

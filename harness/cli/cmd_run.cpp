@@ -100,7 +100,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   }
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(
-        "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), o.simt.threads,
+        "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), simt_threads(o.simt),
         o.simt.strict ? ", strict" : "",
         o.simt.race_check ? fmt::format(", race check over {} more schedule(s)", o.simt.race_check) : "",
         o.simt.racecheck ? ", shared-memory hazard checker" : "");

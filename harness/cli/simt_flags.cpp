@@ -20,11 +20,13 @@ void add_simt_flags(CLI::App* cmd, SimtOptions& o) {
          "random or random:SEED (a new shuffle per barrier phase). A race-free kernel gives the same "
          "output under every order")
       ->default_str("forward");
-  cmd->add_option("--simt-threads", o.threads,
-                  "Host threads the blocks of a SIMT launch are spread over (1 to 256; a kernel with "
-                  "cross-block float atomics is order-dependent with more than 1)")
+  cmd->add_option(
+         "--simt-threads", o.threads,
+         "Host threads the blocks of a SIMT launch are spread over (1 to 256; default: every "
+         "core; a race-free kernel gives the same bits for any count, but one with cross-block float "
+         "atomics is order-dependent with more than 1)")
       ->check(CLI::Range(1u, kMaxSimtThreads))
-      ->capture_default_str();
+      ->default_str("every core");
   cmd->add_flag("--simt-strict", o.strict,
                 "SIMT strict mode: __syncthreads after some threads of the block exited is an error (a "
                 "hang on other vendors' GPUs) and the step is reported as crashed");

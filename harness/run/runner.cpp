@@ -663,7 +663,7 @@ class Run {
     run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
     if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
     run["simt"] = {{"order", simt_order_text(opt_.simt)},
-                   {"threads", opt_.simt.threads},
+                   {"threads", simt_threads(opt_.simt)},
                    {"strict", opt_.simt.strict},
                    {"race_check", opt_.simt.race_check},
                    {"racecheck", opt_.simt.racecheck}};

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "test_kernels.h"
 #include "test_support.h"
@@ -28,6 +30,11 @@ TEST(Runtime, ThreeDimensionalIndices) {
               for (unsigned tx = 0; tx < 4; ++tx, ++i)
                 ASSERT_EQ(out[i], tx | (ty << 4) | (tz << 8) | (bx << 12) | (by << 16) | (bz << 20)) << i;
   }
+}
+
+TEST(Runtime, DefaultHostThreadsIsEveryCore) {
+  EXPECT_EQ(simt::Config{}.host_threads, 0u);
+  EXPECT_EQ(simt::default_host_threads(), std::max(std::thread::hardware_concurrency(), 1u));
 }
 
 TEST(Runtime, AtomicsAcrossHostThreads) {

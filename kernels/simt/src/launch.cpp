@@ -37,7 +37,11 @@ Config g_config;
 void set_config(const Config& c) {
   std::lock_guard lock(g_config_mutex);
   g_config = c;
-  if (g_config.host_threads == 0) g_config.host_threads = 1;
+}
+
+unsigned default_host_threads() {
+  static const unsigned n = std::max(std::thread::hardware_concurrency(), 1u);  // 0: unknown
+  return n;
 }
 
 Config config() {
@@ -142,7 +146,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       std::exception_ptr block_exc;
       if (!run_block(d, cfg, b, block_err, block_exc)) {
         std::lock_guard el(err_mutex);
-        if (b < err_block) {  // lowest failing block wins, for stable messages
+        // Lowest failing block wins. Blocks are handed out in order, so every block below a failing
+        // one was already taken and runs to its end: the message is the same for any thread count.
+        if (b < err_block) {
           err_block = b;
           err = std::move(block_err);
           exc = block_exc;
@@ -151,7 +157,8 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       }
     }
   };
-  const auto host = static_cast<unsigned>(std::min<std::uint64_t>(std::max(cfg.host_threads, 1u), nblocks));
+  const unsigned wanted = cfg.host_threads == 0 ? default_host_threads() : cfg.host_threads;
+  const auto host = static_cast<unsigned>(std::min<std::uint64_t>(wanted, nblocks));
   if (host <= 1) {
     job();
   } else {
@@ -206,7 +213,7 @@ void launch_impl(const LaunchDesc& d) {
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 1, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;

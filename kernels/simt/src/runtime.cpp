@@ -4,7 +4,6 @@
 // path. Grids, host threads and device memory are in launch.cpp.
 #include "simt/simt_cpu.h"
 
-#include <boost/context/detail/fcontext.hpp>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber_switch.h"
 #include "hazards.h"
 #include "sched.h"
 
@@ -25,8 +25,6 @@
 #else
 #define SIMT_ASAN 0
 #endif
-
-namespace bctx = boost::context::detail;
 
 namespace simt {
 
@@ -39,7 +37,7 @@ constexpr unsigned kFullMask = 0xffffffffu;
 struct ThreadRec;
 
 struct Fiber {
-  bctx::fcontext_t ctx = nullptr;
+  void* ctx = nullptr;       // saved context while suspended (fiber_switch.h)
   void* stack_lo = nullptr;  // lowest usable address (ASan wants bottom + size)
   std::size_t stack_size = 0;
   void* stack_top = nullptr;
@@ -63,6 +61,8 @@ struct ThreadRec {
   int width = 32;
   unsigned size = 0;
   int pred = 0;
+  // kind, mask, width and size in one word: the lanes of one collective must agree on all four.
+  std::uint64_t signature = 0;
   Site site{nullptr, 0};
   alignas(16) unsigned char in[16];
   alignas(16) unsigned char out[16];
@@ -107,7 +107,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-void fiber_entry(bctx::transfer_t t);
+void fiber_entry(void* from);
 
 // Per-OS-thread scheduler: runs one block at a time on its own fiber pool.
 class Sched {
@@ -135,7 +135,7 @@ class Sched {
   std::vector<std::string> take_hazards() { return hazards_.take(); }
 
   [[noreturn]] void fiber_main(Fiber* self);
-  void on_fiber_start(bctx::transfer_t t);
+  void on_fiber_start(void* from);
 
   std::string error_;
   std::exception_ptr exception_;
@@ -161,11 +161,15 @@ class Sched {
     if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[t.warp];
     w.runnable_r |= 1u << w.rank_of_lane[t.lane];
   }
-  ThreadRec* pick_next() {
+  // The next thread to run (lowest rank of the lowest-ranked warp), taken off the runnable masks
+  // in the same pass: this runs at every switch, so no lookup is repeated.
+  ThreadRec* take_next() {
     if (warp_runnable_r_ == 0) return nullptr;
-    const unsigned w = warp_of_rank_[std::countr_zero(warp_runnable_r_)];
-    const WarpRec& wr = warps_[w];
-    return &threads_[wr.base + wr.lane_of_rank[std::countr_zero(wr.runnable_r)]];
+    WarpRec& wr = warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]];
+    const unsigned lane = wr.lane_of_rank[std::countr_zero(wr.runnable_r) & 31];  // never 0 here
+    wr.runnable_r &= wr.runnable_r - 1;
+    if (wr.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;
+    return &threads_[wr.base + lane];
   }
   [[gnu::noinline]] void release_barrier(Fiber* self);
   [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
@@ -176,6 +180,7 @@ class Sched {
 
   Fiber host_;
   std::vector<Fiber*> pool_;
+  unsigned fibers_made_ = 0;
   std::vector<ThreadRec> threads_;
   std::vector<WarpRec> warps_;
   std::uint8_t warp_of_rank_[32];
@@ -223,13 +228,17 @@ Fiber* Sched::new_fiber() {
   if (base == MAP_FAILED) throw std::bad_alloc();
   if (mprotect(base, guard, PROT_NONE) != 0) throw std::bad_alloc();  // overflow faults instead of corrupting
   auto* top = static_cast<unsigned char*>(base) + total;
-  auto* rec_addr = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(top) - sizeof(Fiber)) &
-                                                    ~std::uintptr_t{63});
+  // Stacks are whole pages apart, so without an offset the hot top frames of every fiber share the
+  // same few L1 sets, and the 32 lanes of a warp, resumed in turn, evict each other at every switch.
+  // Consecutive fibers start 9 cache lines apart, through all 64 offsets of a page.
+  const std::size_t colour = (fibers_made_++ * 9u % 64u) * 64u;
+  auto* rec_addr = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<std::uintptr_t>(top) - colour - sizeof(Fiber)) & ~std::uintptr_t{63});
   auto* f = new (rec_addr) Fiber();
   f->stack_lo = static_cast<unsigned char*>(base) + guard;
   f->stack_top = rec_addr;
   f->stack_size = static_cast<std::size_t>(rec_addr - static_cast<unsigned char*>(f->stack_lo));
-  f->ctx = bctx::make_fcontext(f->stack_top, f->stack_size, &fiber_entry);
+  f->ctx = fiber_stack_init(f->stack_top, f->stack_size, &fiber_entry);
   return f;
 }
 
@@ -248,7 +257,7 @@ void Sched::reset_fiber(Fiber* f) {
 #endif
   f->fake_stack = nullptr;
   f->thread = nullptr;
-  f->ctx = bctx::make_fcontext(f->stack_top, f->stack_size, &fiber_entry);
+  f->ctx = fiber_stack_init(f->stack_top, f->stack_size, &fiber_entry);
 }
 
 void Sched::switch_to(Fiber* from, Fiber* to) {
@@ -256,9 +265,7 @@ void Sched::switch_to(Fiber* from, Fiber* to) {
 #if SIMT_ASAN
   __sanitizer_start_switch_fiber(&from->fake_stack, to->stack_lo, to->stack_size);
 #endif
-  bctx::transfer_t t = bctx::jump_fcontext(to->ctx, from);
-  auto* src = static_cast<Fiber*>(t.data);
-  src->ctx = t.fctx;
+  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(&from->ctx, to->ctx, from));
 #if SIMT_ASAN
   const void* lo = nullptr;
   std::size_t sz = 0;
@@ -270,10 +277,9 @@ void Sched::switch_to(Fiber* from, Fiber* to) {
 #endif
 }
 
-void Sched::on_fiber_start(bctx::transfer_t t) {
-  auto* src = static_cast<Fiber*>(t.data);
-  src->ctx = t.fctx;
+void Sched::on_fiber_start([[maybe_unused]] void* from) {
 #if SIMT_ASAN
+  auto* src = static_cast<Fiber*>(from);
   const void* lo = nullptr;
   std::size_t sz = 0;
   __sanitizer_finish_switch_fiber(nullptr, &lo, &sz);
@@ -284,18 +290,15 @@ void Sched::on_fiber_start(bctx::transfer_t t) {
 #endif
 }
 
-void fiber_entry(bctx::transfer_t t) {
+void fiber_entry(void* from) {
   Sched& s = *tl_sched;
-  s.on_fiber_start(t);
+  s.on_fiber_start(from);
   s.fiber_main(s.switching_to_);
 }
 
 // Makes `next` the running thread. Returns when the calling fiber should run
 // its (possibly new) bound thread.
 inline void Sched::transfer(Fiber* self, ThreadRec* next) {
-  WarpRec& w = warps_[next->warp];
-  w.runnable_r &= ~(1u << w.rank_of_lane[next->lane]);
-  if (w.runnable_r == 0) warp_runnable_r_ &= ~(1u << rank_of_warp_[next->warp]);
   next->state = State::running;
   cur_ = next;
   threadIdx = next->idx;
@@ -341,7 +344,7 @@ inline void Sched::transfer(Fiber* self, ThreadRec* next) {
     ++exited_;
     if (failed_) abandon(self);
     if (at_barrier_ != 0 && at_barrier_ + exited_ == nthreads_) release_barrier(self);
-    ThreadRec* next = pick_next();
+    ThreadRec* next = take_next();
     if (next == nullptr) {
       if (exited_ != nthreads_) fail_stall(self);
       pool_.push_back(self);
@@ -457,7 +460,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     }
   }
 
-  transfer(&host_, pick_next());
+  transfer(&host_, take_next());
   // Back on the host: the block finished or a diagnostic fired.
   if (cfg.racecheck) {
     hazards_.end_block(blockIdx);
@@ -551,7 +554,7 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   t.kind = combine;
   ++at_barrier_;
   if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
-  ThreadRec* next = pick_next();
+  ThreadRec* next = take_next();
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
   transfer(self, next);
@@ -606,6 +609,8 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   t.b = b;
   t.width = width;
   t.size = size;
+  t.signature = mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 |
+                std::uint64_t{static_cast<unsigned>(width)} << 40 | std::uint64_t{size} << 48;
   t.site = s;
   if (kind >= Coll::ballot) {
     t.pred = *static_cast<const int*>(in);
@@ -614,22 +619,76 @@ void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, vo
   }
   w.arrived |= me;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
-  ThreadRec* next = pick_next();
+  ThreadRec* next = take_next();
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
   transfer(self, next);
   if (size != 0) copy_value(out, t.out, size);
 }
 
-// Completes a collective once every lane of `mask` has arrived; follows the
-// PTX shfl.sync pseudo-code (segment mask from width, clamp, own value when the
-// source is out of range).
+// Every lane's result of one shuffle, following the PTX shfl.sync pseudo-code (segment mask from
+// width, clamp, own value when the source is out of range). One instantiation per kind and common
+// size keeps both decisions out of the per-lane loop. Returns the first lane that reads a lane
+// outside `mask` (its source in `src`), or null.
+template <Coll kind, unsigned kSize>
+ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  const int segmask = (32 - width) & 31;
+  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    ThreadRec& me = lanes[lane];
+    const int bval = me.b & 31;
+    const int max_lane = (lane & segmask) | (cval & ~segmask);
+    int j = lane;
+    bool ok = false;
+    if constexpr (kind == Coll::shfl_up) {
+      j = lane - bval;
+      ok = j >= max_lane;
+    } else if constexpr (kind == Coll::shfl_down) {
+      j = lane + bval;
+      ok = j <= max_lane;
+    } else if constexpr (kind == Coll::shfl_xor) {
+      j = lane ^ bval;
+      ok = j <= max_lane;
+    } else {
+      j = (lane & segmask) | (bval & ~segmask);
+      ok = j <= max_lane;
+    }
+    if (!ok) j = lane;
+    if ((mask & (1u << j)) == 0) [[unlikely]] {
+      src = j;
+      return &me;
+    }
+    std::memcpy(me.out, lanes[j].in, kSize != 0 ? kSize : size);
+  }
+  return nullptr;
+}
+
+template <Coll kind>
+ThreadRec* shuffle_sized(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  switch (size) {
+    case 4: return shuffle<kind, 4>(lanes, mask, width, size, src);
+    case 8: return shuffle<kind, 8>(lanes, mask, width, size, src);
+    default: return shuffle<kind, 0>(lanes, mask, width, size, src);
+  }
+}
+
+ThreadRec* shuffle_any(Coll kind, ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  switch (kind) {
+    case Coll::shfl_up: return shuffle_sized<Coll::shfl_up>(lanes, mask, width, size, src);
+    case Coll::shfl_down: return shuffle_sized<Coll::shfl_down>(lanes, mask, width, size, src);
+    case Coll::shfl_xor: return shuffle_sized<Coll::shfl_xor>(lanes, mask, width, size, src);
+    default: return shuffle_sized<Coll::shfl_idx>(lanes, mask, width, size, src);
+  }
+}
+
+// Completes a collective once every lane of `mask` has arrived.
 void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   ThreadRec* lanes = &threads_[w.base];
   const ThreadRec& ref = *cur_;
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
-    if (o.kind != ref.kind || o.mask != ref.mask || o.width != ref.width || o.size != ref.size) {
+    if (o.signature != ref.signature) [[unlikely]] {
       error_ = fmt::format(
           "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
@@ -648,42 +707,12 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
   } else if (kind != Coll::syncwarp) {
-    const int segmask = (32 - ref.width) & 31;
-    const int cval = kind == Coll::shfl_up ? 0 : 31;
-    for (unsigned m = mask; m != 0; m &= m - 1) {
-      const int lane = std::countr_zero(m);
-      ThreadRec& me = lanes[lane];
-      const int bval = me.b & 31;
-      const int max_lane = (lane & segmask) | (cval & ~segmask);
-      const int min_lane = lane & segmask;
-      int j = lane;
-      bool ok = false;
-      switch (kind) {
-        case Coll::shfl_up:
-          j = lane - bval;
-          ok = j >= max_lane;
-          break;
-        case Coll::shfl_down:
-          j = lane + bval;
-          ok = j <= max_lane;
-          break;
-        case Coll::shfl_xor:
-          j = lane ^ bval;
-          ok = j <= max_lane;
-          break;
-        default:
-          j = min_lane | (bval & ~segmask);
-          ok = j <= max_lane;
-          break;
-      }
-      if (!ok) j = lane;
-      if ((mask & (1u << j)) == 0) {
-        error_ =
-            fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                        where(me.site), coll_name(kind), lane, j, mask, ctx_suffix(me));
-        abandon(self);
-      }
-      copy_value(me.out, lanes[j].in, me.size);
+    int src = 0;
+    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width, ref.size, src)) [[unlikely]] {
+      error_ =
+          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                      where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
+      abandon(self);
     }
   }
   w.arrived &= ~mask;

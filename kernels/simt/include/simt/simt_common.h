@@ -26,8 +26,11 @@ enum class Order : std::uint8_t { forward, reverse, random };
 
 struct Config {
   Order order = Order::forward;
-  std::uint64_t seed = 0;        // used by Order::random
-  unsigned host_threads = 1;     // blocks run concurrently on this many OS threads
+  std::uint64_t seed = 0;  // used by Order::random
+  // Blocks run concurrently on this many OS threads; 0 (the default): every core
+  // (std::thread::hardware_concurrency()). Blocks are independent, so a race-free kernel without
+  // cross-block float atomics gives the same bits for any count.
+  unsigned host_threads = 0;
   bool strict_barriers = false;  // __syncthreads after some threads exited is an error
   // > 0: every launch runs again under this many other schedules, from the same inputs; an output
   // that differs is a race finding (reported to the race sink; the first schedule's output stays).
@@ -92,7 +95,7 @@ struct simt_options {
   unsigned size;
   unsigned order;  // 0 forward, 1 reverse, 2 random
   unsigned long long seed;
-  unsigned host_threads;
+  unsigned host_threads;  // 0: every core
   int strict_barriers;
   unsigned race_schedules;
   int racecheck;

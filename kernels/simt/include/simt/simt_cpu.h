@@ -68,6 +68,8 @@ using stream_t = struct CpuStream*;
 
 void set_config(const Config& c);
 Config config();
+// What Config::host_threads = 0 means: every core (std::thread::hardware_concurrency(), at least 1).
+unsigned default_host_threads();
 // Empty when Config::racecheck (the shared-memory hazard checker) runs here; otherwise why not.
 std::string racecheck_unsupported();
 

@@ -1,0 +1,128 @@
+// Why not Boost.Context's jump_fcontext on x86-64: it resumes the other fiber with `jmp`, so the
+// `call` that entered it leaves one entry on the CPU's return-stack predictor that no `ret` ever
+// pops. Every fiber runs the same kernel code, so after a switch each `ret` up the resumed fiber's
+// frames was predicted from the wrong entry: a mispredicted return per frame per switch (in a
+// profile, the instruction after each `__shfl*_sync` call). The switch below resumes with `ret`,
+// which pops exactly the entry its own `call` pushed, and that address is the resumed fiber's return
+// address too (the same call site of runtime.cpp). It also skips saving MXCSR and the x87 control
+// word: kernels never change rounding modes, and the SysV ABI keeps them fixed across calls.
+// Other targets keep Boost.Context.
+#include "fiber_switch.h"
+
+#include <cstdint>
+
+#if defined(__x86_64__) && defined(__ELF__)
+
+extern "C" {
+void* simt_fiber_switch_x64(void** save, void* to, void* data);
+void simt_fiber_start_x64();
+}
+
+// The callee-saved registers go on the suspended fiber's own stack; its stack pointer is all the
+// context there is. A fresh stack holds a frame whose "return" lands in simt_fiber_start_x64, which
+// calls the entry (kept in the rbx slot) with the data (in rax) as its argument.
+asm(R"(
+  .text
+  .p2align 4
+  .globl simt_fiber_switch_x64
+  .hidden simt_fiber_switch_x64
+  .type simt_fiber_switch_x64, @function
+simt_fiber_switch_x64:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  movq %rdx, %rax
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size simt_fiber_switch_x64, .-simt_fiber_switch_x64
+
+  .p2align 4
+  .globl simt_fiber_start_x64
+  .hidden simt_fiber_start_x64
+  .type simt_fiber_start_x64, @function
+simt_fiber_start_x64:
+  .cfi_startproc
+  .cfi_undefined rip
+  movq %rax, %rdi
+  call *%rbx
+  ud2
+  .cfi_endproc
+  .size simt_fiber_start_x64, .-simt_fiber_start_x64
+)");
+
+namespace simt::detail {
+
+void* fiber_stack_init(void* top, std::size_t /*size*/, void (*entry)(void* data)) {
+  // After the six pops and the `ret`, rsp is 16-byte aligned, so the entry sees the ABI's rsp % 16 == 8.
+  auto* t = reinterpret_cast<std::uintptr_t*>(reinterpret_cast<std::uintptr_t>(top) & ~std::uintptr_t{15});
+  std::uintptr_t* sp = t - 9;
+  sp[0] = 0;                                                        // r15
+  sp[1] = 0;                                                        // r14
+  sp[2] = 0;                                                        // r13
+  sp[3] = 0;                                                        // r12
+  sp[4] = reinterpret_cast<std::uintptr_t>(entry);                  // rbx
+  sp[5] = 0;                                                        // rbp
+  sp[6] = reinterpret_cast<std::uintptr_t>(&simt_fiber_start_x64);  // return address
+  sp[7] = 0;                                                        // rsp after `ret`: t - 2
+  sp[8] = 0;
+  return sp;
+}
+
+void* fiber_switch(void** save, void* to, void* data) { return simt_fiber_switch_x64(save, to, data); }
+
+}  // namespace simt::detail
+
+#else
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <atomic>
+
+namespace bctx = boost::context::detail;
+
+namespace simt::detail {
+namespace {
+
+// What a switch hands over: fcontext gives the resumed side the switcher's context, to be stored
+// where the switcher asked.
+struct Hop {
+  void** save;
+  void* data;
+};
+
+std::atomic<void (*)(void*)> g_entry{nullptr};  // one entry for every fiber (runtime.cpp's)
+
+void trampoline(bctx::transfer_t t) {
+  auto* h = static_cast<Hop*>(t.data);
+  *h->save = t.fctx;
+  g_entry.load(std::memory_order_relaxed)(h->data);
+}
+
+}  // namespace
+
+void* fiber_stack_init(void* top, std::size_t size, void (*entry)(void* data)) {
+  g_entry.store(entry, std::memory_order_relaxed);
+  return bctx::make_fcontext(top, size, &trampoline);
+}
+
+void* fiber_switch(void** save, void* to, void* data) {
+  Hop h{save, data};
+  const bctx::transfer_t t = bctx::jump_fcontext(to, &h);
+  auto* back = static_cast<Hop*>(t.data);
+  *back->save = t.fctx;
+  return back->data;
+}
+
+}  // namespace simt::detail
+
+#endif
