@@ -16,6 +16,7 @@
 #include <memory>
 #include <utility>
 
+#include "baseline_run.h"
 #include "bisect.h"
 #include "build_info.h"
 #include "child_candidate.h"
@@ -140,6 +141,7 @@ class Run {
   Run(const RunOptions& opt, const Policy& policy) : opt_(opt), policy_(policy) {}
 
   RunReport go() {
+    check_baseline_usage(opt_);
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
     check_bounds(header);
     header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
@@ -153,6 +155,7 @@ class Run {
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
+      if (!opt_.baseline.empty()) baseline_.emplace(opt_, header);
       if (const auto* d = as_dump(*cand)) d->preflight(header, step_sizes());
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
@@ -160,10 +163,12 @@ class Run {
       // A plugin that crashed or hung while being opened or asked for its plans: exit 4, and the
       // trace says so.
       if (!opt_.trace_path.empty()) open_trace(header);
-      crash_ = fmt::format("candidate crashed while being opened ({}): {}", crash.step_name, crash.what());
+      crash_ = fmt::format("{} crashed while being opened ({}): {}", crasher(crash), crash.step_name,
+                           crash.what());
       report_.model = header.name;
       report_.policy = policy_.name();
       report_.candidate = opt_.candidate;
+      report_.baseline = opt_.baseline;
       finish();
       return std::move(report_);
     }
@@ -174,6 +179,7 @@ class Run {
     report_.model = cfg.name;
     report_.policy = policy_.name();
     report_.candidate = cand->name();
+    if (baseline_) report_.baseline = baseline_->name();
     // A dump runs no code of its own: read in this process, a bad file is exit 2, not a crash.
     if (opt_.isolate_process && !as_dump(*cand))
       cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
@@ -203,12 +209,25 @@ class Run {
       // E.g. the cuda candidate without a device: a clear error (exit 2), not a terminate.
       throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
     }
+    if (baseline_) try {
+        baseline_->load(cfg, model.weights, opt_.isolate_process, opt_.timeout_s);
+      } catch (const BaselineCrash& crash) {
+        crash_ = fmt::format("baseline {} crashed while loading: {}", baseline_->name(), crash.what());
+        finish();
+        return std::move(report_);
+      }
 
     // Only stages some step reads as "cache:<stage>" keep a growing history (the KV cache).
     for (BlockKind k : {BlockKind::embed, BlockKind::head})
       for (const KernelStep& ks : cand->plan(cfg, k)) note_cached(ks);
     for (int l = 0; l < cfg.n_layers; ++l)
       for (const KernelStep& ks : cand->plan(cfg, cfg.block_kind(l))) note_cached(ks);
+    if (baseline_) {
+      for (BlockKind k : {BlockKind::embed, BlockKind::head})
+        for (const KernelStep& ks : baseline_->plan(k)) note_cached(ks);
+      for (int l = 0; l < cfg.n_layers; ++l)
+        for (const KernelStep& ks : baseline_->plan(cfg.block_kind(l))) note_cached(ks);
+    }
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {
       lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
@@ -223,7 +242,7 @@ class Run {
       run_steps(*cand, cfg, reference, lanes, tokens);
     } catch (const CandidateCrash& crash) {
       flush();
-      crash_ = fmt::format("candidate crashed in step '{}': {}", crash.step_name, crash.what());
+      crash_ = fmt::format("{} crashed in step '{}': {}", crasher(crash), crash.step_name, crash.what());
     } catch (const dump::DumpError& e) {
       flush();
       throw InputError(e.what());
@@ -349,8 +368,10 @@ class Run {
             lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
         const TensorMap outs =
             run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, fs, lane, &tok, ref_x);
+        const auto base = baseline_logits_.find("logits");
+        if (baseline_ && base == baseline_logits_.end()) continue;  // nothing to hold the logits against
         if (auto it = outs.find("logits"); it != outs.end())
-          note_logits(lane.mode, step, hs.at("logits"), it->second);
+          note_logits(lane.mode, step, baseline_ ? base->second : hs.at("logits"), it->second);
       }
       flush();
       report_.tokens.push_back(ref::Reference::greedy_next(hs.at("logits")));
@@ -413,6 +434,9 @@ class Run {
         produced[o] = std::move(it->second);
       }
     }
+    // --baseline: its own run of this block on the same inputs is what the stages are judged against.
+    TensorMap base;
+    if (baseline_) base = run_baseline_block(kind, layer, step, pos0, T, ref, produced, lane, tokens, ref_x);
     // Judge in catalog order; a catalog stage the candidate never produced is missing.
     const std::size_t judged_from = report_.results.size();
     std::vector<std::string_view> expected;
@@ -429,8 +453,15 @@ class Run {
         record_filled(step, layer, std::string(stage), lane.mode, storage, r->second, c->second);
         continue;
       }
-      judge(step, layer, std::string(stage), lane.mode, storage, r->second,
-            c == produced.end() ? nullptr : &c->second, f == floor.end() ? nullptr : &f->second);
+      const Tensor* cand_t = c == produced.end() ? nullptr : &c->second;
+      if (baseline_) {
+        // Against the baseline there is no noise floor: two kernels on one input, not a rounding model.
+        if (const auto against = baseline_stage(step, layer, stage, lane.mode, storage, r->second, base))
+          judge(step, layer, std::string(stage), lane.mode, storage, *against, cand_t, nullptr);
+        continue;
+      }
+      judge(step, layer, std::string(stage), lane.mode, storage, r->second, cand_t,
+            f == floor.end() ? nullptr : &f->second);
     }
     // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone.
     if (trace_)
@@ -565,6 +596,65 @@ class Run {
     record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
   }
 
+  // Who crashed: the candidate, or the baseline it is judged against (never taken for the other).
+  std::string crasher(const CandidateCrash& crash) const {
+    if (!dynamic_cast<const BaselineCrash*>(&crash)) return "candidate";
+    return fmt::format("baseline {}", baseline_ ? baseline_->name() : opt_.baseline);
+  }
+
+  // The baseline's run of this block on the inputs the candidate got (isolated mode). A baseline
+  // crash marks the stages of its step crashed, under the baseline's name, and stops the run.
+  TensorMap run_baseline_block(BlockKind kind, int layer, int step, int pos0, int T, const TensorMap& ref,
+                               const TensorMap& produced, Lane& lane, const Tensor* tokens,
+                               const Tensor& ref_x) {
+    try {
+      TensorMap out = baseline_->run_block(
+          kind, step, layer, pos0, T, [&](const std::string& s, const std::string& in, DType storage) {
+            return resolve(s, in, lane, layer, ref, produced, tokens, ref_x, storage);
+          });
+      if (kind == BlockKind::head) baseline_logits_ = out;
+      return out;
+    } catch (const BaselineCrash& crash) {
+      for (const std::string& o : crash.outputs) {
+        StageResult r;
+        r.key = {step, layer, o};
+        r.mode = lane.mode;
+        r.status = Status::crashed;
+        r.cand_dtype = baseline_->storage_dtype();
+        r.note = fmt::format("baseline {}: {}: {}", baseline_->name(), crash.step_name, crash.what());
+        if (auto it = ref.find(o); it != ref.end()) r.shape = it->second.shape();
+        record(std::move(r), nullptr, nullptr);
+      }
+      throw;
+    }
+  }
+
+  // What `stage` is judged against under --baseline: the baseline's tensor, as f64 in the
+  // reference's shape. A stage the baseline has no such tensor for is recorded `missing` (or
+  // `shape-mismatch`) here, never judged a pass.
+  std::optional<Tensor> baseline_stage(int step, int layer, std::string_view stage, Mode mode, DType storage,
+                                       const Tensor& ref, const TensorMap& base) {
+    auto b = base.find(stage);
+    if (b != base.end() && b->second.numel() == ref.numel())
+      return b->second.to(DType::f64).reshaped(ref.shape());
+    StageResult r;
+    r.key = {step, layer, std::string(stage)};
+    r.mode = mode;
+    r.cand_dtype = storage;
+    r.shape = ref.shape();
+    if (b == base.end()) {
+      r.status = Status::missing;
+      r.note = fmt::format("the baseline {} produced no tensor for this stage (its plan lacks it)",
+                           baseline_->name());
+    } else {
+      r.status = Status::shape_mismatch;
+      r.note = fmt::format("baseline {} shape {} vs the reference's {}", baseline_->name(),
+                           shape_str(b->second.shape()), shape_str(ref.shape()));
+    }
+    record(std::move(r), nullptr, nullptr);
+    return std::nullopt;
+  }
+
   // A stage the reference fill computed: recorded so every report shows it, never judged.
   void record_filled(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref,
                      const Tensor& value) {
@@ -638,6 +728,8 @@ class Run {
     // Without a registered candidate, at least the name that was asked for.
     run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
     if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
+    if (!opt_.baseline.empty())
+      run["baseline"] = baseline_ ? baseline_->json() : nlohmann::json{{"name", opt_.baseline}};
     run["simt"] = {{"order", simt_order_text(opt_.simt)},
                    {"threads", opt_.simt.threads},
                    {"strict", opt_.simt.strict},
@@ -740,6 +832,8 @@ class Run {
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   std::map<std::string, std::string, std::less<>> races_;      // this block's racing stages: why
   std::optional<launch_sinks::ScopedOptions> simt_options_;    // the run's SIMT settings, while it runs
+  std::optional<Baseline> baseline_;                           // --baseline, once made and gated
+  TensorMap baseline_logits_;                                  // the baseline's head block, this step
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;
@@ -855,6 +949,9 @@ void conclude(RunReport& report) {
     report.verdict = fmt::format("PASS: {} stages within policy", n.judged);
     if (n.filled) report.verdict += fmt::format(" ({} more filled by the reference, not judged)", n.filled);
   }
+  // Every report format carries the verdict: a pass against a baseline is not one against the oracle.
+  if (!report.baseline.empty() && report.exit_code != kExitCrashed)
+    report.verdict += fmt::format(" (judged against baseline {}, not the oracle)", report.baseline);
 }
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {
