@@ -128,4 +128,40 @@ TensorMap Baseline::run_block(BlockKind kind, int step, int layer, int pos0, int
   return produced;
 }
 
+std::variant<Tensor, StageResult> Baseline::target(const TensorMap& base, StageKey key, Mode mode,
+                                                   DType storage, const Tensor& ref) const {
+  auto b = base.find(key.stage);
+  if (b != base.end() && b->second.numel() == ref.numel())
+    return b->second.to(DType::f64).reshaped(ref.shape());
+  StageResult r;
+  r.key = std::move(key);
+  r.mode = mode;
+  r.cand_dtype = storage;
+  r.shape = ref.shape();
+  if (b == base.end()) {
+    r.status = Status::missing;
+    r.note = fmt::format("the baseline {} produced no tensor for this stage (its plan lacks it)", name());
+  } else {
+    r.status = Status::shape_mismatch;
+    r.note = fmt::format("baseline {} shape {} vs the reference's {}", name(), shape_str(b->second.shape()),
+                         shape_str(ref.shape()));
+  }
+  return r;
+}
+
+std::vector<StageResult> Baseline::crashed_stages(const BaselineCrash& crash, int step, int layer, Mode mode,
+                                                  const TensorMap& ref) const {
+  std::vector<StageResult> out;
+  for (const std::string& o : crash.outputs) {
+    StageResult& r = out.emplace_back();
+    r.key = {step, layer, o};
+    r.mode = mode;
+    r.status = Status::crashed;
+    r.cand_dtype = storage_dtype();
+    r.note = fmt::format("baseline {}: {}: {}", name(), crash.step_name, crash.what());
+    if (auto it = ref.find(o); it != ref.end()) r.shape = it->second.shape();
+  }
+  return out;
+}
+
 }  // namespace ds

@@ -10,9 +10,11 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "candidate.h"
+#include "result.h"
 #include "run_options.h"
 
 namespace ds {
@@ -51,6 +53,15 @@ class Baseline {
   // Runs its plan for one block and returns every stage it produced. Its kernel launches are
   // dropped: the profile and the race findings are the candidate's.
   TensorMap run_block(BlockKind kind, int step, int layer, int pos0, int n_tokens, const Resolve& input);
+
+  // What the candidate's stage `key` is held to: the baseline's tensor of it in `base`, as f64 in
+  // the reference's shape; or, when the baseline has no tensor of that size for it, the stage's
+  // result, `missing` or `shape-mismatch` with a note naming the baseline: never a pass.
+  std::variant<Tensor, StageResult> target(const TensorMap& base, StageKey key, Mode mode, DType storage,
+                                           const Tensor& ref) const;
+  // The stages of the step that crashed, `crashed`, with a note naming the baseline.
+  std::vector<StageResult> crashed_stages(const BaselineCrash& crash, int step, int layer, Mode mode,
+                                          const TensorMap& ref) const;
 
  private:
   std::string spec_;

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <memory>
 #include <utility>
+#include <variant>
 
 #include "baseline_run.h"
 #include "bisect.h"
@@ -456,8 +457,12 @@ class Run {
       const Tensor* cand_t = c == produced.end() ? nullptr : &c->second;
       if (baseline_) {
         // Against the baseline there is no noise floor: two kernels on one input, not a rounding model.
-        if (const auto against = baseline_stage(step, layer, stage, lane.mode, storage, r->second, base))
-          judge(step, layer, std::string(stage), lane.mode, storage, *against, cand_t, nullptr);
+        std::variant<Tensor, StageResult> against =
+            baseline_->target(base, {step, layer, std::string(stage)}, lane.mode, storage, r->second);
+        if (auto* t = std::get_if<Tensor>(&against))
+          judge(step, layer, std::string(stage), lane.mode, storage, *t, cand_t, nullptr);
+        else
+          record(std::move(std::get<StageResult>(against)), nullptr, nullptr);
         continue;
       }
       judge(step, layer, std::string(stage), lane.mode, storage, r->second, cand_t,
@@ -603,7 +608,7 @@ class Run {
   }
 
   // The baseline's run of this block on the inputs the candidate got (isolated mode). A baseline
-  // crash marks the stages of its step crashed, under the baseline's name, and stops the run.
+  // crash records the stages of its step crashed, under the baseline's name, and stops the run.
   TensorMap run_baseline_block(BlockKind kind, int layer, int step, int pos0, int T, const TensorMap& ref,
                                const TensorMap& produced, Lane& lane, const Tensor* tokens,
                                const Tensor& ref_x) {
@@ -615,44 +620,10 @@ class Run {
       if (kind == BlockKind::head) baseline_logits_ = out;
       return out;
     } catch (const BaselineCrash& crash) {
-      for (const std::string& o : crash.outputs) {
-        StageResult r;
-        r.key = {step, layer, o};
-        r.mode = lane.mode;
-        r.status = Status::crashed;
-        r.cand_dtype = baseline_->storage_dtype();
-        r.note = fmt::format("baseline {}: {}: {}", baseline_->name(), crash.step_name, crash.what());
-        if (auto it = ref.find(o); it != ref.end()) r.shape = it->second.shape();
+      for (StageResult& r : baseline_->crashed_stages(crash, step, layer, lane.mode, ref))
         record(std::move(r), nullptr, nullptr);
-      }
       throw;
     }
-  }
-
-  // What `stage` is judged against under --baseline: the baseline's tensor, as f64 in the
-  // reference's shape. A stage the baseline has no such tensor for is recorded `missing` (or
-  // `shape-mismatch`) here, never judged a pass.
-  std::optional<Tensor> baseline_stage(int step, int layer, std::string_view stage, Mode mode, DType storage,
-                                       const Tensor& ref, const TensorMap& base) {
-    auto b = base.find(stage);
-    if (b != base.end() && b->second.numel() == ref.numel())
-      return b->second.to(DType::f64).reshaped(ref.shape());
-    StageResult r;
-    r.key = {step, layer, std::string(stage)};
-    r.mode = mode;
-    r.cand_dtype = storage;
-    r.shape = ref.shape();
-    if (b == base.end()) {
-      r.status = Status::missing;
-      r.note = fmt::format("the baseline {} produced no tensor for this stage (its plan lacks it)",
-                           baseline_->name());
-    } else {
-      r.status = Status::shape_mismatch;
-      r.note = fmt::format("baseline {} shape {} vs the reference's {}", baseline_->name(),
-                           shape_str(b->second.shape()), shape_str(ref.shape()));
-    }
-    record(std::move(r), nullptr, nullptr);
-    return std::nullopt;
   }
 
   // A stage the reference fill computed: recorded so every report shows it, never judged.

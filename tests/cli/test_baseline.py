@@ -89,6 +89,10 @@ class Judged(unittest.TestCase):
         rc, out, err = run("report", trace)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("judged against baseline simt", out)
+        # Its stored tensors are the baseline's: not golden data of the oracle.
+        rc, out, err = run("export", trace, "--format", "npy", "--out", os.path.join(self.tmp.name, "golden"))
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--baseline simt", err)
 
 
 class Refused(unittest.TestCase):
