@@ -89,6 +89,13 @@ class Judged(unittest.TestCase):
         rc, out, err = run("report", trace)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("judged against baseline simt", out)
+        # diff warns when one trace was held to a baseline and the other to the oracle.
+        oracle = os.path.join(self.tmp.name, "oracle.h5")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "mutant:half-before-bias",
+                           "--trace", oracle)
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = run("diff", oracle, trace)
+        self.assertIn("judged against baseline the oracle   current --baseline simt", out)
         # Its stored tensors are the baseline's: not golden data of the oracle.
         rc, out, err = run("export", trace, "--format", "npy", "--out", os.path.join(self.tmp.name, "golden"))
         self.assertEqual(rc, 2, out + err)
