@@ -44,6 +44,10 @@ enum Bug : int {
   kBugGeluSigmoid,         // gelu.cu: quick_gelu x * sigmoid(1.702 x) in place of the tanh form
   kBugReduceNoBarrier,     // common.cuh block_reduce (attention.cu): partials read before they are written
   kBugReduceWar,           // common.cuh block_reduce (attention.cu): partials overwritten before read
+  kBugNormNoOffset,        // rmsnorm.cu: Qwen3-Next's (1 + w) applied as w (the stored weight starts at 0)
+  kBugAttnGateRaw,         // attn_gate.cu: output gate multiplied in raw, without its sigmoid
+  kBugGdnGatesNoDtBias,    // gdn_gates.cu: softplus(a) without dt_bias (a bias dropped, seeds/001)
+  kBugRopeNoScaling,       // rope.cu: declares RoPEFreqFactors, ignores the per-pair factors
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).
@@ -69,7 +73,8 @@ struct KernelTable {
                     void* out, int T, int D, int bug);
   // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * (w_offset + w)); one block per row.
   // w_offset 0, or 1 for Qwen3-Next's (1 + w) norms.
-  void (*rmsnorm)(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps);
+  void (*rmsnorm)(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps,
+                  int bug);
   // y[r, :] = half((x[r, :] - mean) * rsqrt(var + eps) * w + b), biased variance; one block per row.
   void (*layernorm)(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps,
                     int bug);
@@ -108,13 +113,14 @@ struct KernelTable {
   // y[i] = half(gelu_tanh(x[i])) over n elements (GPT-2's gelu_new); in place allowed.
   void (*gelu)(const void* x, void* y, int n, int bug);
   // Qwen3-Next's attention output gate: y[i] = half(attn[i] * sigmoid(gate[i])) over n elements.
-  void (*attn_gate)(const void* attn, const void* gate, void* y, int n);
+  void (*attn_gate)(const void* attn, const void* gate, void* y, int n, int bug);
 
   // ---- Gated DeltaNet layer, f16 activations like the kernels above.
   // beta[t, h] = half(sigmoid(W_beta x)), g[t, h] = half(a_neg[h] * softplus(W_alpha x + dt_bias[h]));
   // W_beta / W_alpha [nv, cols], x [T, cols], beta / g [T, nv].
   void (*gdn_gates)(const void* W_beta, const void* W_alpha, WType wt, const float* a_neg,
-                    const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols);
+                    const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols,
+                    int bug);
   // q / k [T, n_heads * hd] = the per-head L2-normalised column ranges [0, n_heads hd) and
   // [n_heads hd, 2 n_heads hd) of x (row stride ld), q also scaled by q_scale.
   void (*l2norm)(const void* x, int ld, void* q, void* k, int T, int n_heads, int head_dim, float q_scale);

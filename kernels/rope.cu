@@ -22,7 +22,8 @@ __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int 
   // Planted (seeds/000): the library default base instead of the model's rope_theta.
   const float base = bug == dsk::kBugRopeThetaDefault ? 10000.0f : theta;
   float inv_freq = powf(base, -2.0f * static_cast<float>(i) / static_cast<float>(rot));
-  if (freq_factors != nullptr) inv_freq /= freq_factors[i];
+  // Planted: the scaling factors ignored, which only long positions show.
+  if (freq_factors != nullptr && bug != dsk::kBugRopeNoScaling) inv_freq /= freq_factors[i];
   float s, c;
   sincosf(static_cast<float>(pos0 + t) * inv_freq, &s, &c);
   const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;

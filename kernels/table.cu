@@ -6,7 +6,7 @@
 namespace DSK_NS {
 
 void embedding(const void*, dsk::WType, const std::int32_t*, const float*, int, void*, int, int, int);
-void rmsnorm(const void*, const float*, float, void*, int, int, float);
+void rmsnorm(const void*, const float*, float, void*, int, int, float, int);
 void layernorm(const void*, const float*, const float*, void*, int, int, float, int);
 void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
 void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
@@ -17,9 +17,9 @@ void rope(void*, void*, int, int, int, int, int, int, float, const float*, bool,
 void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int);
 void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
 void gelu(const void*, void*, int, int);
-void attn_gate(const void*, const void*, void*, int);
+void attn_gate(const void*, const void*, void*, int, int);
 void gdn_gates(const void*, const void*, dsk::WType, const float*, const float*, const void*, void*, void*,
-               int, int, int);
+               int, int, int, int);
 void l2norm(const void*, int, void*, void*, int, int, int, float);
 void gated_rmsnorm(const void*, const void*, const float*, void*, int, int, int, float);
 void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*,

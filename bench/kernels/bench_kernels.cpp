@@ -200,7 +200,7 @@ Prepared rmsnorm(Arena& a, const Decoder& m, int T) {
   Prepared p;
   p.bytes = double(x.bytes() + w.bytes() + y.bytes());
   p.launch = [&a, &x, &w, &y, T, H, eps = m.eps] {
-    a.k.rmsnorm(x.dev, w.as<float>(), 0.0f, y.dev, T, H, eps);
+    a.k.rmsnorm(x.dev, w.as<float>(), 0.0f, y.dev, T, H, eps, g_bug);
   };
   p.checks.push_back(
       {"y", &y, [&x, &w, inv, H](std::size_t i) { return x.host[i] * inv[i / H] * w.host[i % H]; }});
@@ -674,7 +674,9 @@ Prepared attn_gate(Arena& a, const Decoder& m, int T) {
   Buf& y = a.alloc(DType::f16, n);
   Prepared p;
   p.bytes = double(attn.bytes() + gate.bytes() + y.bytes());
-  p.launch = [&a, &attn, &gate, &y, n] { a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n)); };
+  p.launch = [&a, &attn, &gate, &y, n] {
+    a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n), g_bug);
+  };
   p.checks.push_back({"y", &y, [&attn, &gate](std::size_t i) {
                         return attn.host[i] / (1 + std::exp(-double(gate.host[i])));
                       }});
@@ -695,8 +697,8 @@ Prepared gdn_gates(Arena& a, const Gdn& m, int T) {
   p.bytes = double(W.bytes() + a_neg.bytes() + dt.bytes() + x.bytes() + beta.bytes() + g.bytes());
   p.launch = [&a, &W, &a_neg, &dt, &x, &beta, &g, T, nv, D] {
     const auto* w = static_cast<const char*>(W.dev);
-    a.k.gdn_gates(w, w + std::size_t(nv) * D * ds::dtype_size(kWeight), kWType, a_neg.as<float>(), dt.as<float>(),
-                  x.dev, beta.dev, g.dev, T, nv, D);
+    a.k.gdn_gates(w, w + std::size_t(nv) * D * ds::dtype_size(kWeight), kWType, a_neg.as<float>(),
+                  dt.as<float>(), x.dev, beta.dev, g.dev, T, nv, D, g_bug);
   };
   auto u = [&W, &x, nv, D](std::size_t i, int which) {  // pre-activation of output i
     return dot(W.host.data() + (std::size_t(which) * nv + i % nv) * D, x.host.data() + i / nv * D, D);

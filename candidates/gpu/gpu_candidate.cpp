@@ -254,7 +254,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const float* w =
         s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
     DevBuf x = up(src), y = buf(std::int64_t(T) * D);
-    k_.rmsnorm(x.get(), w, norm_offset(), y.get(), T, D, eps);
+    k_.rmsnorm(x.get(), w, norm_offset(), y.get(), T, D, eps, bug_);
     outputs[s] = y.f16(T, D);
   } else if (s == "lm_head") {
     const std::string_view role = dev_.count("output.weight") ? "output.weight" : "token_embd.weight";

@@ -89,7 +89,7 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
   } else if (s == "attn_gate_mul") {
     const int Q = c.q_dim();
     DevBuf a = up("attn"), g = up("attn_gate"), y = buf(std::int64_t(T) * Q);
-    k_.attn_gate(a.get(), g.get(), y.get(), T * Q);
+    k_.attn_gate(a.get(), g.get(), y.get(), T * Q, bug_);
     outputs["attn_gated"] = y.f16(T, Q);
   } else if (s == "gdn_in_proj") {
     const int C = c.gdn_conv_dim(), V = c.gdn_value_dim(), nv = c.gdn_v_heads;
@@ -100,7 +100,7 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     const dsk::WType wt = wt_of("gdn_ba.packed");
     const char* wb = static_cast<const char*>(mat(l, "gdn_ba.packed"));
     k_.gdn_gates(wb, wb + std::size_t(nv) * D * (wt == dsk::WType::f32 ? 4 : 2), wt, need_vec(l, "ssm_a"),
-                 need_vec(l, "ssm_dt.bias"), x.get(), beta.get(), g.get(), T, nv, D);
+                 need_vec(l, "ssm_dt.bias"), x.get(), beta.get(), g.get(), T, nv, D, bug_);
     const Tensor both = qz.f16(T, C + V);
     outputs["qkv_mixed"] = f16_columns(both, 0, C);
     outputs["z_gate"] = f16_columns(both, C, V);

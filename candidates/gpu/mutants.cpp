@@ -46,6 +46,28 @@ std::span<const MutantInfo> mutants() {
        "attention's block reduction writes its partials before every warp has read the previous "
        "reduction's: shared memory reused too early (write-after-read)",
        0, "hazard", "dsk_simt::attention_kernel", "WAR"},
+      {"norm-no-offset", dsk::kBugNormNoOffset, "synthetic:qwen3next-tiny", "attn_norm", 0, "isolated",
+       "default",
+       "RMSNorm scales by w where Qwen3-Next needs (1 + w): a plain norm kernel reused on weights stored "
+       "around 0"},
+      {"attn-gate-raw", dsk::kBugAttnGateRaw, "synthetic:qwen3next-tiny", "attn_gated", 1, "isolated",
+       "default", "Qwen3-Next's attention output gate multiplied in raw, without its sigmoid"},
+      {"gdn-gates-no-dt-bias", dsk::kBugGdnGatesNoDtBias, "synthetic:qwen3next-tiny", "g", 0, "isolated",
+       "default", "GDN decay gate computed as softplus(a) without dt_bias: a bias dropped, as seeds/001's"},
+      {"rope-no-scaling",
+       dsk::kBugRopeNoScaling,
+       "synthetic:llama3-tiny",
+       "q_rope",
+       0,
+       "isolated",
+       "default",
+       "RoPE declares the Llama-3 frequency factors and ignores them: right at short positions, off by "
+       "O(1) past the original context's high-frequency wavelength",
+       1,
+       {},
+       {},
+       {},
+       2050},
   };
   return kMutants;
 }

@@ -22,6 +22,9 @@ struct MutantInfo {
   std::string_view race_by = {};
   std::string_view race_kernel = {};
   std::string_view race_hazard = {};
+  // > 0: a bug only late positions show, run with this many prompt tokens, one layer and
+  // `--from-step first_step` (the candidate skips the long prefill; isolated mode).
+  int late_prompt = 0;
 };
 
 std::span<const MutantInfo> mutants();

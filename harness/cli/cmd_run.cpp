@@ -90,8 +90,11 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   const std::string modes = report.modes.size() == 2   ? std::string("both")
                             : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
                                                        : args.mode;
-  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}\n", report.model,
-             report.candidate, modes, prompt, o.decode_steps, against_baseline(report));
+  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}{}\n", report.model,
+             report.candidate, modes, prompt, o.decode_steps, against_baseline(report),
+             o.from_step > 0 ? fmt::format("; steps 0-{} on the reference only (--from-step {})",
+                                           o.from_step - 1, o.from_step)
+                             : std::string());
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(
         "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), o.simt.threads,
@@ -218,6 +221,11 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       "The prompt's token ids, 1,5,9 or @FILE (ids separated by commas or whitespace), instead of "
       "--prompt-tokens seeded ones; an id outside the vocabulary is exit 2. A dump's own tokens win");
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
+      ->capture_default_str();
+  run->add_option("--from-step", args->opt.from_step,
+                  "Run the candidate, and judge it, from this model step on (0 the prefill, 1.. decode); the "
+                  "steps before run on the reference only. Isolated mode only: a decode step at a late "
+                  "position without the candidate's long prefill")
       ->capture_default_str();
   run->add_option("--gdn-variant", args->opt.gdn_variant,
                   "Fused GDN decode ops the plan requests, comma-separated: plain, inplace, ids, "

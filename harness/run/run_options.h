@@ -31,6 +31,10 @@ struct RunOptions {
   // seed. A dump candidate's own tokens win over it.
   std::vector<int> tokens;
   int decode_steps = 0;
+  // `--from-step N`: model steps before N run on the reference only; the candidate runs and is
+  // judged from step N on. Isolated mode only, where every step's inputs (the KV cache included)
+  // are the reference's: a decode step at a late position without the candidate's long prefill.
+  int from_step = 0;
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;

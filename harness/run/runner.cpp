@@ -268,6 +268,19 @@ class Run {
           opt_.prompt_tokens, opt_.decode_steps, positions, header.name, header.max_positions));
   }
 
+  // The candidate's own chain cannot start at a later step: it would need its own earlier outputs.
+  void check_from_step() const {
+    if (opt_.from_step == 0) return;
+    if (opt_.from_step < 0 || opt_.from_step > opt_.decode_steps)
+      throw InputError(fmt::format("--from-step {}: must be between 0 and --decode-steps ({})",
+                                   opt_.from_step, opt_.decode_steps));
+    if (std::find(opt_.modes.begin(), opt_.modes.end(), Mode::chained) != opt_.modes.end())
+      throw InputError(fmt::format(
+          "--from-step {} needs --mode isolated: the chained lane feeds the candidate its own outputs of the "
+          "steps before, which it would not have run",
+          opt_.from_step));
+  }
+
   // The prompt when it is given rather than seeded: a dump's own tokens win over --tokens. A dump
   // also settles the modes (chained only).
   void settle_prompt(const ModelConfig& header, const Candidate& cand) {
@@ -280,6 +293,7 @@ class Run {
         source = fmt::format("the tokens of {}", opt_.candidate);
       }
     }
+    check_from_step();
     if (prompt_.empty()) return;
     check_token_ids(prompt_, header, source);
     opt_.prompt_tokens = int(prompt_.size());
@@ -321,6 +335,8 @@ class Run {
     for (int step = 0; step <= opt_.decode_steps; ++step) {
       const std::vector<int> step_tokens = step == 0 ? tokens : std::vector<int>{report_.tokens.back()};
       const int T = int(step_tokens.size());
+      // Before --from-step only the reference runs (the floor too: its KV cache must be whole).
+      const bool judged = step >= opt_.from_step;
       // What was this step's output becomes the previous step's for recurrent inputs.
       ref_prev_ = std::exchange(ref_latest_, {});
       for (auto& lane : lanes) lane.prev = std::exchange(lane.latest, {});
@@ -331,6 +347,7 @@ class Run {
       // Model-level: embed.
       TensorMap ref_stages = reference.embed(tok32, pos0);
       for (auto& lane : lanes) {
+        if (!judged) continue;
         const TensorMap fs = lane.floor->embed(tok32, pos0);
         TensorMap outs = run_block(*cand, cfg, BlockKind::embed, kModelLayer, step, pos0, T, ref_stages, fs,
                                    lane, &tok, ref_stages.at("embed"));
@@ -353,6 +370,7 @@ class Run {
               lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x;
           const TensorMap fs = lane.floor->layer(l, floor_in, pos0);
           lane.floor_x = fs.at("residual_2");
+          if (!judged) continue;
           TensorMap outs =
               run_block(*cand, cfg, cfg.block_kind(l), l, step, pos0, T, rs, fs, lane, &tok, ref_x);
           auto it = outs.find("residual_2");
@@ -365,6 +383,7 @@ class Run {
       }
       TensorMap hs = reference.head(ref_x);
       for (auto& lane : lanes) {
+        if (!judged) continue;
         const TensorMap fs = lane.floor->head(
             lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
         const TensorMap outs =
@@ -679,6 +698,7 @@ class Run {
         {"policy", policy_.name()},         {"modes", modes},        {"seed", opt_.seed},
         {"model_spec", opt_.model},         {"layers", opt_.layers}, {"prompt_tokens", opt_.prompt_tokens},
         {"decode_steps", opt_.decode_steps}};
+    if (opt_.from_step > 0) run["from_step"] = opt_.from_step;
     // A file or directory model also by its absolute path, so replay works from anywhere.
     if (std::error_code ec; opt_.model.rfind("synthetic:", 0) != 0 && std::filesystem::exists(opt_.model, ec))
       run["model_path"] = std::filesystem::absolute(opt_.model, ec).lexically_normal().string();

@@ -203,6 +203,11 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
   RunOptions o = options(std::string(m.model), fmt::format("mutant:{}", m.name));
   o.decode_steps = m.first_step;
+  if (m.late_prompt > 0) {
+    o.prompt_tokens = m.late_prompt;
+    o.from_step = m.first_step;
+    o.layers = 1;
+  }
   if (m.race_by == "schedule") o.simt.race_check = 2;
   if (m.race_by == "hazard") {
     if (const std::string why = launch_sinks::racecheck_unsupported(); !why.empty()) GTEST_SKIP() << why;

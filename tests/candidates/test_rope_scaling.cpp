@@ -1,9 +1,11 @@
 // RoPE scaling (Llama-3 frequency factors): the candidates apply the factors, which only show at
-// long positions, and the capability gate refuses a candidate that cannot.
+// long positions (their steps, and a whole run judged at position 2050), and the capability gate
+// refuses a candidate that cannot.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -101,6 +103,66 @@ TEST(RopeScalingGate, RefusedByNameWithoutTheOp) {
   EXPECT_NE(refusal->find("RoPEFreqFactors"), std::string::npos) << *refusal;
   EXPECT_FALSE(capability_refusal(load_config_spec("synthetic:llama-tiny", 0), NoScaling{}).has_value());
   EXPECT_FALSE(capability_refusal(scaled, *make_candidate("simt")).has_value());
+}
+
+// The run itself at a late position: a 2050-token prompt on one layer, the candidate judged on the
+// decode step at position 2050 only (--from-step 1), its prefill left to the reference.
+struct LateCase {
+  const char* candidate;
+  bool passes;
+};
+void PrintTo(const LateCase& c, std::ostream* os) { *os << c.candidate; }
+class LateDecode : public testing::TestWithParam<LateCase> {};
+
+TEST_P(LateDecode, JudgedPastTheOriginalContextsHighFrequencyWavelength) {
+  RunOptions o;
+  o.model = "synthetic:llama3-tiny";
+  o.candidate = GetParam().candidate;
+  o.layers = 1;
+  o.prompt_tokens = 2050;
+  o.decode_steps = 1;
+  o.from_step = 1;
+  o.isolate_process = false;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  ASSERT_FALSE(r.results.empty()) << r.verdict;
+  for (const StageResult& s : r.results)
+    EXPECT_EQ(s.key.step, 1) << s.key.stage << " was judged at the prefill";
+  const auto q_rope = std::find_if(r.results.begin(), r.results.end(),
+                                   [](const StageResult& s) { return s.key.stage == "q_rope"; });
+  ASSERT_NE(q_rope, r.results.end());
+  if (GetParam().passes) {
+    EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+    EXPECT_EQ(q_rope->status, Status::pass) << q_rope->note;
+  } else {
+    EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
+    ASSERT_TRUE(r.first_failure.has_value());
+    EXPECT_EQ(r.first_failure->key.stage, "q_rope") << r.verdict;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Candidates, LateDecode,
+                         testing::Values(LateCase{"simt", true}, LateCase{"cpu-f16", true},
+                                         LateCase{"mutant:rope-no-scaling", false}),
+                         [](const auto& info) {
+                           std::string n = info.param.candidate;
+                           for (char& c : n)
+                             if (c == '-' || c == ':') c = '_';
+                           return n;
+                         });
+
+// --from-step is refused where the candidate would need its own earlier outputs, or past the run.
+TEST(LateDecode, FromStepIsRefusedInChainedModeAndPastTheLastStep) {
+  RunOptions o;
+  o.model = "synthetic:llama3-tiny";
+  o.candidate = "simt";
+  o.decode_steps = 1;
+  o.from_step = 1;
+  o.isolate_process = false;
+  o.modes = {Mode::isolated, Mode::chained};
+  EXPECT_THROW(run_parity(o, Policy::dtype_defaults()), InputError);
+  o.modes = {Mode::isolated};
+  o.from_step = 2;
+  EXPECT_THROW(run_parity(o, Policy::dtype_defaults()), InputError);
 }
 
 }  // namespace
