@@ -36,6 +36,9 @@ JUDGED = [
     ("layernorm_no_mean_sub_vs_simt", "synthetic:gpt2-tiny", "mutant:layernorm-no-mean-sub", "simt", [], 1,
      (0, 0, "ln_1")),
     ("simt_vs_simt_in_process", "synthetic:qwen2-tiny", "simt", "simt", ["--no-isolate"], 0, None),
+    # Both start at --from-step on the oracle's cache: a decode step alone, against the baseline.
+    ("half_before_bias_from_step_2", "synthetic:qwen2-tiny", "mutant:half-before-bias", "simt",
+     ["--decode-steps", "2", "--from-step", "2"], 1, (2, 0, "q")),
     # seeds/002: the fused GDN decode ops against the plain ones (the baseline runs plain by default).
     ("gdn_inplace_vs_plain", "synthetic:qwen3next-tiny", "simt", "simt-gdn-plain",
      ["--gdn-variant", "inplace", "--decode-steps", "2"], 0, None),
