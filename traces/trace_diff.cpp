@@ -88,6 +88,12 @@ std::vector<KeyChange> key_changes(const TraceReader& base, const TraceReader& c
         text_at(current.run(), {"candidate", "name"}));
   check("prompt tokens", prompt_of(base), prompt_of(current));
   check("decode steps", text_at(base.run(), {"decode_steps"}), text_at(current.run(), {"decode_steps"}));
+  // A run of `run --baseline B` holds B's tensors where the oracle's go: its errors are another measure.
+  auto against = [](const TraceReader& t) {
+    const std::string b = text_at(t.run(), {"baseline", "name"});
+    return b == "?" ? std::string("the oracle") : fmt::format("--baseline {}", b);
+  };
+  check("judged against", against(base), against(current));
   return out;
 }
 

@@ -63,8 +63,8 @@ int report_merged(const ReportArgs& args, const Policy& policy, const std::vecto
       continue;
     }
     RunReport report = rejudge_trace(trace, policy);
-    fmt::print("driftscope report: {} ({} vs {}), policy {}, from {}\n", c.group, report.model,
-               report.candidate, policy.name(), c.source.empty() ? "?" : c.source);
+    fmt::print("driftscope report: {} ({} vs {}{}), policy {}, from {}\n", c.group, report.model,
+               report.candidate, against_baseline(report), policy.name(), c.source.empty() ? "?" : c.source);
     print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0});
     if (args.profile) print_trace_profile(trace);
     CaseOutcome out{spec, c.shard, report.exit_code};
@@ -113,8 +113,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
         return;
       }
       const RunReport report = rejudge_trace(trace, policy);
-      fmt::print("driftscope report: {} ({} vs {}), policy {}\n", args->trace, report.model, report.candidate,
-                 policy.name());
+      fmt::print("driftscope report: {} ({} vs {}{}), policy {}\n", args->trace, report.model,
+                 report.candidate, against_baseline(report), policy.name());
       print_report(stdout, report, {args->only_failures, isatty(STDOUT_FILENO) != 0});
       if (args->profile) print_trace_profile(trace);
       write_report_files(report, args->report.files);

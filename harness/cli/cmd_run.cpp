@@ -88,8 +88,8 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   const std::string modes = report.modes.size() == 2   ? std::string("both")
                             : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
                                                        : args.mode;
-  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}\n", report.model,
-             report.candidate, modes, report.prompt_tokens, report.decode_steps,
+  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}{}\n", report.model,
+             report.candidate, modes, report.prompt_tokens, report.decode_steps, against_baseline(report),
              report.from_step > 0 ? fmt::format("; steps 0-{} on the reference only (--from-step {})",
                                                 report.from_step - 1, report.from_step)
                                   : std::string());
@@ -251,6 +251,14 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--gdn-variant", args->opt.gdn_variant,
                   "Fused GDN decode ops the plan requests, comma-separated: plain, inplace, ids, "
                   "conv-update, conv-update-ids. The capability gate refuses a candidate lacking one");
+  run->add_option(
+      "--baseline", args->opt.baseline,
+      "Judge the candidate against this candidate instead of the oracle: both run every step on the same "
+      "isolated inputs (the oracle's stages), and each stage is compared with the baseline's. Isolated mode "
+      "only; meant for --policy fixtures/policies/strict.yaml (fused against unfused kernels)");
+  run->add_option(
+      "--baseline-gdn-variant", args->opt.baseline_gdn_variant,
+      "The --gdn-variant of the --baseline (default plain): judge fused GDN ops against the plain ones");
   run->add_option("--seed", args->seeds,
                   "Seed of the synthetic weights and the prompt tokens. Repeat for a matrix of seeds")
       ->check([](const std::string& v) {

@@ -73,6 +73,10 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
   report.model = json_name(trace.run(), "model");
   report.candidate = json_name(trace.run(), "candidate");
   report.policy = policy.name();
+  // A run judged against a baseline stored the baseline's tensors as what each stage is held to, so
+  // a re-judge is against that baseline too, and says so.
+  if (trace.run().is_object() && trace.run().contains("baseline"))
+    report.baseline = json_name(trace.run(), "baseline");
   for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
   report.logits = stored_logits(trace.result());
   conclude(report);

@@ -78,6 +78,11 @@ std::string tolerance_note(const StageResult& r) {
 
 }  // namespace
 
+std::string against_baseline(const RunReport& report) {
+  return report.baseline.empty() ? std::string()
+                                 : fmt::format(", against baseline {} (not the oracle)", report.baseline);
+}
+
 void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions& opt) {
   const StageCounts counts = count_stages(report.results);
   if (!opt.all_rows && counts.failed == 0 && counts.judged > 0) {
@@ -95,7 +100,10 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
         fmt::print(out, "{:>14}why: {}\n", "", r.note.empty() ? tolerance_note(r) : r.note);
       if (bad && !r.head_ref.empty()) {
         const std::int64_t to = r.head_from + std::int64_t(r.head_ref.size());
-        fmt::print(out, "{:>14}ref[{}..{}]:  {}\n", "", r.head_from, to, values(r.head_ref));
+        if (report.baseline.empty())
+          fmt::print(out, "{:>14}ref[{}..{}]:  {}\n", "", r.head_from, to, values(r.head_ref));
+        else
+          fmt::print(out, "{:>14}base[{}..{}]: {}\n", "", r.head_from, to, values(r.head_ref));
         fmt::print(out, "{:>14}cand[{}..{}]: {}\n", "", r.head_from, to, values(r.head_cand));
       }
     }
@@ -107,7 +115,9 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
           "from the isolated rows'.\n");
   }
   const StageCounts& n = counts;
-  fmt::print(out, "\n{} stages judged, {} failed", n.judged, n.failed);
+  fmt::print(out, "\n{} stages judged{}, {} failed", n.judged,
+             report.baseline.empty() ? std::string() : fmt::format(" against baseline {}", report.baseline),
+             n.failed);
   if (n.filled) fmt::print(out, "; {} filled by the reference (not judged)", n.filled);
   fmt::print(out, "\n");
   if (const auto& f = report.first_failure) {

@@ -17,6 +17,10 @@ struct ConsoleOptions {
 };
 
 std::string format_stage_line(const StageResult& r, bool color);
+// ", against baseline B (not the oracle)" for a run judged against --baseline, else empty: the
+// note run and report headers carry.
+std::string against_baseline(const RunReport& report);
+
 void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions& opt);
 
 }  // namespace ds

@@ -79,17 +79,20 @@ nlohmann::json report_json(const RunReport& report) {
   nlohmann::json stages = nlohmann::json::array();
   for (const auto& r : report.results) stages.push_back(stage_json(r));
   const StageCounts counts = count_stages(report.results);
-  nlohmann::json j = {{"model", report.model},
-                      {"candidate", report.candidate},
-                      {"policy", report.policy},
-                      {"verdict", report.verdict},
-                      {"exit_code", report.exit_code},
-                      {"stop_reason", report.stop_reason.empty() ? nlohmann::json(nullptr)
-                                                                 : nlohmann::json(report.stop_reason)},
-                      {"judged", counts.judged},
-                      {"filled", counts.filled},
-                      {"failed", counts.failed},
-                      {"stages", stages}};
+  nlohmann::json j = {
+      {"model", report.model},
+      {"candidate", report.candidate},
+      {"policy", report.policy},
+      // What the stages were judged against: null for the oracle, else --baseline's name.
+      {"baseline", report.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.baseline)},
+      {"verdict", report.verdict},
+      {"exit_code", report.exit_code},
+      {"stop_reason",
+       report.stop_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.stop_reason)},
+      {"judged", counts.judged},
+      {"filled", counts.filled},
+      {"failed", counts.failed},
+      {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.
   j["incomplete"] = nullptr;

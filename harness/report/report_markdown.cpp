@@ -9,8 +9,10 @@ namespace ds {
 
 std::string markdown_report(const RunReport& report) {
   const StageCounts n = count_stages(report.results);
-  std::string out =
-      fmt::format("# driftscope: {} vs {}\n\n**{}**\n\n", report.model, report.candidate, report.verdict);
+  std::string out = fmt::format(
+      "# driftscope: {} vs {}{}\n\n**{}**\n\n", report.model, report.candidate,
+      report.baseline.empty() ? std::string() : fmt::format(", against baseline {}", report.baseline),
+      report.verdict);
   out += fmt::format("Policy: `{}`. {} stages judged, {} failed", report.policy, n.judged, n.failed);
   if (n.filled) out += fmt::format(", {} filled by the reference (not judged)", n.filled);
   out += ".\n\n";

@@ -125,6 +125,15 @@ ExportSummary export_trace(const ExportOptions& opt) {
   } catch (const trace::TraceError& e) {
     throw InputError(e.what());
   }
+  // Such a run stored the baseline's tensors where the oracle's go: golden data it is not.
+  if (const auto& run = reader->run(); run.is_object() && run.contains("baseline")) {
+    const auto& b = run["baseline"];
+    const bool named = b.is_object() && b.contains("name") && b["name"].is_string();
+    throw InputError(fmt::format(
+        "{}: the run was judged against --baseline {}, so its stored stage tensors are that candidate's, not "
+        "the oracle's; export a run made without --baseline",
+        opt.trace, named ? b["name"].get<std::string>() : std::string("?")));
+  }
   const ModelConfig cfg = config_of(reader->run(), opt.trace);
   const int prompt_len = reader->run().value("prompt_tokens", 0);
   std::vector<int> prompt;

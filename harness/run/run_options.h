@@ -40,6 +40,11 @@ struct RunOptions {
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;
+  // `--baseline`: the candidate every stage is judged against instead of the oracle, run on the
+  // same isolated inputs (baseline_run.h); empty: the oracle. `--baseline-gdn-variant` is its own
+  // --gdn-variant (empty: plain), so fused GDN ops can be judged against the plain ones.
+  std::string baseline;
+  std::string baseline_gdn_variant;
   std::uint64_t seed = 0;
   int layers = 0;          // > 0: only the first `layers` layers of the model
   std::string trace_path;  // empty: no trace

@@ -15,7 +15,9 @@
 #include <tuple>
 #include <memory>
 #include <utility>
+#include <variant>
 
+#include "baseline_run.h"
 #include "bisect.h"
 #include "build_info.h"
 #include "child_candidate.h"
@@ -128,6 +130,7 @@ class Run {
   Run(const RunOptions& opt, const Policy& policy) : opt_(opt), policy_(policy) {}
 
   RunReport go() {
+    check_baseline_usage(opt_);
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
     if (!opt_.probe.empty()) apply_probe_options(find_probe(opt_.probe), header, opt_);
     check_bounds(header);
@@ -146,6 +149,7 @@ class Run {
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
+      if (!opt_.baseline.empty()) baseline_.emplace(opt_, header);
       if (const auto* d = as_dump(*cand)) d->preflight(header, step_sizes());
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
@@ -153,10 +157,12 @@ class Run {
       // A plugin that crashed or hung while being opened or asked for its plans: exit 4, and the
       // trace says so.
       if (!opt_.trace_path.empty()) open_trace(header);
-      crash_ = fmt::format("candidate crashed while being opened ({}): {}", crash.step_name, crash.what());
+      crash_ = fmt::format("{} crashed while being opened ({}): {}", crasher(crash), crash.step_name,
+                           crash.what());
       report_.model = header.name;
       report_.policy = policy_.name();
       report_.candidate = opt_.candidate;
+      report_.baseline = opt_.baseline;
       finish();
       return std::move(report_);
     }
@@ -172,6 +178,7 @@ class Run {
     report_.model = cfg.name;
     report_.policy = policy_.name();
     report_.candidate = cand->name();
+    if (baseline_) report_.baseline = baseline_->name();
     // A dump runs no code of its own: read in this process, a bad file is exit 2, not a crash.
     if (opt_.isolate_process && !as_dump(*cand))
       cand = std::make_unique<ChildCandidate>(std::move(cand), opt_.timeout_s);
@@ -201,12 +208,25 @@ class Run {
       // E.g. the cuda candidate without a device: a clear error (exit 2), not a terminate.
       throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
     }
+    if (baseline_) try {
+        baseline_->load(cfg, model.weights, opt_.isolate_process, opt_.timeout_s);
+      } catch (const BaselineCrash& crash) {
+        crash_ = fmt::format("baseline {} crashed while loading: {}", baseline_->name(), crash.what());
+        finish();
+        return std::move(report_);
+      }
 
     // Only stages some step reads as "cache:<stage>" keep a growing history (the KV cache).
     for (BlockKind k : {BlockKind::embed, BlockKind::head})
       for (const KernelStep& ks : cand->plan(cfg, k)) note_cached(ks);
     for (int l = 0; l < cfg.n_layers; ++l)
       for (const KernelStep& ks : cand->plan(cfg, cfg.block_kind(l))) note_cached(ks);
+    if (baseline_) {
+      for (BlockKind k : {BlockKind::embed, BlockKind::head})
+        for (const KernelStep& ks : baseline_->plan(k)) note_cached(ks);
+      for (int l = 0; l < cfg.n_layers; ++l)
+        for (const KernelStep& ks : baseline_->plan(cfg.block_kind(l))) note_cached(ks);
+    }
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {
       lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
@@ -221,7 +241,7 @@ class Run {
       run_steps(*cand, cfg, reference, lanes, tokens);
     } catch (const CandidateCrash& crash) {
       flush();
-      crash_ = fmt::format("candidate crashed in step '{}': {}", crash.step_name, crash.what());
+      crash_ = fmt::format("{} crashed in step '{}': {}", crasher(crash), crash.step_name, crash.what());
     } catch (const dump::DumpError& e) {
       flush();
       throw InputError(e.what());
@@ -371,8 +391,10 @@ class Run {
             lane.mode == Mode::isolated ? round_values(ref_x, cand->storage_dtype()) : lane.floor_x);
         const TensorMap outs =
             run_block(*cand, cfg, BlockKind::head, kModelLayer, step, pos0, T, hs, fs, lane, &tok, ref_x);
+        const auto base = baseline_logits_.find("logits");
+        if (baseline_ && base == baseline_logits_.end()) continue;  // nothing to hold the logits against
         if (auto it = outs.find("logits"); it != outs.end())
-          note_logits(lane.mode, step, hs.at("logits"), it->second);
+          note_logits(lane.mode, step, baseline_ ? base->second : hs.at("logits"), it->second);
       }
       flush();
       report_.tokens.push_back(ref::Reference::greedy_next(hs.at("logits")));
@@ -435,6 +457,9 @@ class Run {
         produced[o] = std::move(it->second);
       }
     }
+    // --baseline: its own run of this block on the same inputs is what the stages are judged against.
+    TensorMap base;
+    if (baseline_) base = run_baseline_block(kind, layer, step, pos0, T, ref, produced, lane, tokens, ref_x);
     // Judge in catalog order; a catalog stage the candidate never produced is missing.
     const std::size_t judged_from = report_.results.size();
     std::vector<std::string_view> expected;
@@ -451,8 +476,19 @@ class Run {
         record_filled(step, layer, std::string(stage), lane.mode, storage, r->second, c->second);
         continue;
       }
-      judge(step, layer, std::string(stage), lane.mode, storage, r->second,
-            c == produced.end() ? nullptr : &c->second, f == floor.end() ? nullptr : &f->second);
+      const Tensor* cand_t = c == produced.end() ? nullptr : &c->second;
+      if (baseline_) {
+        // Against the baseline there is no noise floor: two kernels on one input, not a rounding model.
+        std::variant<Tensor, StageResult> against =
+            baseline_->target(base, {step, layer, std::string(stage)}, lane.mode, storage, r->second);
+        if (auto* t = std::get_if<Tensor>(&against))
+          judge(step, layer, std::string(stage), lane.mode, storage, *t, cand_t, nullptr);
+        else
+          record(std::move(std::get<StageResult>(against)), nullptr, nullptr);
+        continue;
+      }
+      judge(step, layer, std::string(stage), lane.mode, storage, r->second, cand_t,
+            f == floor.end() ? nullptr : &f->second);
     }
     // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone.
     if (trace_)
@@ -587,6 +623,31 @@ class Run {
     record(std::move(r), &ref, cand_shaped.empty() ? nullptr : &cand_shaped);
   }
 
+  // Who crashed: the candidate, or the baseline it is judged against (never taken for the other).
+  std::string crasher(const CandidateCrash& crash) const {
+    if (!dynamic_cast<const BaselineCrash*>(&crash)) return "candidate";
+    return fmt::format("baseline {}", baseline_ ? baseline_->name() : opt_.baseline);
+  }
+
+  // The baseline's run of this block on the inputs the candidate got (isolated mode). A baseline
+  // crash records the stages of its step crashed, under the baseline's name, and stops the run.
+  TensorMap run_baseline_block(BlockKind kind, int layer, int step, int pos0, int T, const TensorMap& ref,
+                               const TensorMap& produced, Lane& lane, const Tensor* tokens,
+                               const Tensor& ref_x) {
+    try {
+      TensorMap out = baseline_->run_block(
+          kind, step, layer, pos0, T, [&](const std::string& s, const std::string& in, DType storage) {
+            return resolve(s, in, lane, layer, ref, produced, tokens, ref_x, storage);
+          });
+      if (kind == BlockKind::head) baseline_logits_ = out;
+      return out;
+    } catch (const BaselineCrash& crash) {
+      for (StageResult& r : baseline_->crashed_stages(crash, step, layer, lane.mode, ref))
+        record(std::move(r), nullptr, nullptr);
+      throw;
+    }
+  }
+
   // A stage the reference fill computed: recorded so every report shows it, never judged.
   void record_filled(int step, int layer, std::string stage, Mode mode, DType storage, const Tensor& ref,
                      const Tensor& value) {
@@ -662,6 +723,8 @@ class Run {
     // Without a registered candidate, at least the name that was asked for.
     run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
     if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
+    if (!opt_.baseline.empty())
+      run["baseline"] = baseline_ ? baseline_->json() : nlohmann::json{{"name", opt_.baseline}};
     run["simt"] = {{"order", simt_order_text(opt_.simt)},
                    {"threads", simt_threads(opt_.simt)},
                    {"strict", opt_.simt.strict},
@@ -764,6 +827,8 @@ class Run {
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   std::map<std::string, std::string, std::less<>> races_;      // this block's racing stages: why
   std::optional<launch_sinks::ScopedOptions> simt_options_;    // the run's SIMT settings, while it runs
+  std::optional<Baseline> baseline_;                           // --baseline, once made and gated
+  TensorMap baseline_logits_;                                  // the baseline's head block, this step
   const Policy& policy_;
   RunReport report_;
   std::unique_ptr<trace::TraceWriter> trace_;
@@ -879,6 +944,9 @@ void conclude(RunReport& report) {
     report.verdict = fmt::format("PASS: {} stages within policy", n.judged);
     if (n.filled) report.verdict += fmt::format(" ({} more filled by the reference, not judged)", n.filled);
   }
+  // Every report format carries the verdict: a pass against a baseline is not one against the oracle.
+  if (!report.baseline.empty() && report.exit_code != kExitCrashed)
+    report.verdict += fmt::format(" (judged against baseline {}, not the oracle)", report.baseline);
 }
 
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {

@@ -51,6 +51,7 @@ struct LaneLogits {
 struct RunReport {
   std::string model, candidate;
   std::string policy;                // the policy's name
+  std::string baseline;              // `--baseline`: what stages were judged against; empty: the oracle
   std::vector<StageResult> results;  // execution order
   std::optional<StageResult> first_failure;
   std::vector<int> tokens;  // prompt + decode tokens fed to both sides

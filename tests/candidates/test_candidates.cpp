@@ -253,6 +253,16 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
     ASSERT_TRUE(diff.has_value());
     EXPECT_EQ(diff->first, m.first_layer);
     EXPECT_EQ(diff->second, m.first_stage);
+    // The same check from the command line: --baseline simt under the strict policy.
+    RunOptions b = options(std::string(m.model), fmt::format("mutant:{}", m.name));
+    b.decode_steps = m.first_step;
+    b.baseline = "simt";
+    const RunReport s = run_parity(b, Policy::from_file(DRIFTSCOPE_FIXTURES_DIR "/policies/strict.yaml"));
+    EXPECT_EQ(s.exit_code, kExitFailure) << s.verdict;
+    ASSERT_TRUE(s.first_failure.has_value()) << s.verdict;
+    EXPECT_EQ(s.first_failure->key.stage, m.first_stage) << s.verdict;
+    EXPECT_EQ(s.first_failure->key.layer, m.first_layer) << s.verdict;
+    EXPECT_EQ(s.first_failure->key.step, m.first_step) << s.verdict;
   }
 }
 

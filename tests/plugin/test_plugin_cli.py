@@ -118,6 +118,24 @@ class Plugins(unittest.TestCase):
                 self.assertEqual(cand["fill"], "reference")
         self.assertEqual(sorted(names), ["test-rmsnorm", "test-rmsnorm-n1"])
 
+    def test_a_partial_baseline_leaves_its_missing_stages_missing_never_passed(self):
+        js = self.path("base.json")
+        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--baseline",
+                           f"{PLUGINS['good']}:test-rmsnorm", "--json", js)
+        self.assertEqual(rc, 1, out + err)
+        with open(js) as f:
+            stages = json.load(f)["stages"]
+        by_status = {}
+        for s in stages:
+            by_status.setdefault(s["status"], set()).add(s["stage"])
+        # The one stage it computes is judged; every other stage is missing, naming the baseline.
+        self.assertEqual(by_status.get("pass"), {"attn_norm"}, by_status)
+        self.assertIn("q", by_status["missing"])
+        self.assertEqual(set(by_status), {"pass", "missing"}, by_status)
+        for s in stages:
+            if s["status"] == "missing":
+                self.assertIn("the baseline test-rmsnorm produced no tensor", s["note"])
+
     def test_filled_stages_are_filled_everywhere(self):
         trace, junit, js = self.path("f.h5"), self.path("f.xml"), self.path("f.json")
         rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
