@@ -27,6 +27,12 @@ Reference::Reference(const Model& model, ReferenceOptions options)
   }
 }
 
+std::uint64_t Reference::own_bytes(std::string_view, const Shape& shape, DType stored) {
+  const std::int64_t n = ds::numel(shape);
+  const bool keep = stored == DType::f32 && n > kKeepF32Above;
+  return std::uint64_t(n) * (keep ? 4u : 8u);
+}
+
 const Tensor* Reference::w_opt(std::string_view name) const { return w64_.find(name); }
 const Tensor& Reference::w(std::string_view name) const { return w64_.get(name); }
 

@@ -48,6 +48,9 @@ class Reference {
   // Weight by canonical name: f64, except large f32 tables (embeddings) kept as f32.
   const Tensor& w(std::string_view name) const;
   const Tensor* w_opt(std::string_view name) const;
+  // Bytes a Reference holds of its own for a weight stored as `stored` (beyond the model's
+  // copy): what a run's memory estimate counts per reference.
+  static std::uint64_t own_bytes(std::string_view name, const Shape& shape, DType stored);
   const LayerState& state(int layer) const { return state_.at(std::size_t(layer)); }
 
  private:

@@ -175,6 +175,11 @@ ModelConfig synthetic_config(std::string_view preset) {
       fmt::format("unknown synthetic model '{}' (known: {})", preset, fmt::join(synthetic_presets(), ", ")));
 }
 
+DType synthetic_dtype(std::string_view preset) {
+  (void)synthetic_config(preset);  // the same error for an unknown preset
+  return DType::f32;
+}
+
 namespace {
 
 // Tables above this many elements are generated in independent chunks (each its own stream),

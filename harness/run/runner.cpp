@@ -31,7 +31,9 @@
 #include "registry.h"
 #include "stage_catalog.h"
 #include "contracts.h"
+#include "cpu/cpu_candidate.h"
 #include "load_model.h"
+#include "memory_estimate.h"
 #include "trace_stub.h"
 #include "trace_writer.h"
 
@@ -150,10 +152,13 @@ class Run {
       origin_ = plugin_origin(*cand);
       candidate_ = candidate_json(*cand);
       settle_prompt(header, *cand);
+      CandidateMemory memory = candidate_memory(*cand);
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
       if (const auto* d = as_dump(*cand)) d->preflight(header, step_sizes());
+      memory.fill = dynamic_cast<const FilledCandidate*>(cand.get()) != nullptr;
+      check_memory(header, memory);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
     } catch (const CandidateCrash& crash) {
@@ -246,6 +251,33 @@ class Run {
       throw InputError(fmt::format(
           "--prompt-tokens {} + --decode-steps {} = {} positions: past {}'s context of {} positions",
           opt_.prompt_tokens, opt_.decode_steps, positions, header.name, header.max_positions));
+  }
+
+  static CandidateMemory candidate_memory(const Candidate& cand) {
+    CandidateMemory m;
+    m.name = cand.name();
+    m.storage = cand.storage_dtype();
+    m.dump = as_dump(cand) != nullptr;
+    m.on_device = m.name.rfind("cuda", 0) == 0;
+    m.f32_copy = dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr;
+    return m;
+  }
+
+  // The memory budget, before any weight is read: a run the machine cannot hold is bad input
+  // (exit 2) now, not an OOM kill of the harness and its child half-way through loading.
+  void check_memory(const ModelConfig& header, const CandidateMemory& cand) {
+    const ModelConfig full = opt_.layers > 0 ? load_config_spec(opt_.model, 0) : header;
+    const MemoryEstimate e = estimate_memory(header, held_bytes_per_weight(opt_.model, full), opt_, cand);
+    report_.memory = e.str();
+    const std::optional<std::uint64_t> available = available_memory();
+    const std::optional<std::uint64_t> budget = opt_.max_memory ? opt_.max_memory : available;
+    if (!budget || e.total() <= *budget) return;
+    throw InputError(fmt::format(
+        "memory budget: this run needs an estimated {}, over the budget of {} ({}); refused before loading "
+        "any weight. Run fewer --layers, or raise --max-memory",
+        e.str(), format_bytes(*budget),
+        opt_.max_memory ? fmt::format("--max-memory {}", opt_.max_memory_text)
+                        : std::string("MemAvailable of /proc/meminfo")));
   }
 
   // The prompt when it is given rather than seeded: a dump's own tokens win over --tokens. A dump
