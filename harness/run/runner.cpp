@@ -173,9 +173,14 @@ class Run {
       return std::move(report_);
     }
     event("load_weights");
-    Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
-    model.config.gdn_fused = header.gdn_fused;
-    const ModelConfig& cfg = model.config;
+    // One copy of the weights, in their stored dtype, shared by the oracle, the noise floors and
+    // the candidate's load (a child process sees the same pages through fork).
+    const auto model = std::make_shared<const Model>([&] {
+      Model m = load_model_spec(opt_.model, opt_.seed, opt_.layers);
+      m.config.gdn_fused = header.gdn_fused;
+      return m;
+    }());
+    const ModelConfig& cfg = model->config;
     report_.model = cfg.name;
     report_.policy = policy_.name();
     report_.candidate = cand->name();
@@ -198,7 +203,7 @@ class Run {
       throw InputError(fmt::format("--simt-racecheck: {}", why));
     simt_options_.emplace(opt_.simt);  // before load: a child process and a plugin take them from here
     try {
-      cand->load(cfg, model.weights);
+      cand->load(cfg, model->weights);
       launch_log::take();  // what load() launched (weight repacking, say) belongs to no step
     } catch (const CandidateCrash& crash) {
       crash_ = fmt::format("candidate crashed while loading: {}", crash.what());
