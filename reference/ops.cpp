@@ -86,15 +86,29 @@ void linear_rows(const double* xs, const W* ws, const double* bias, double* ys, 
     for (std::int64_t r = 0; r < rows; ++r)
       ys[r * out + o] = dot(ws + o * in, xs + r * in, in) + (bias ? bias[o] : 0.0);
 }
+
+// A 16-bit weight row widened to double once per output row, then the double kernel: the
+// products, and so every sum, are those of a weight widened up front (widening is exact).
+void linear_rows_16(const double* xs, const std::uint16_t* ws, float (*widen)(std::uint16_t),
+                    const double* bias, double* ys, std::int64_t rows, std::int64_t in, std::int64_t out,
+                    std::int64_t o_begin, std::int64_t o_end) {
+  std::vector<double> row(std::size_t(in), 0.0);
+  for (std::int64_t o = o_begin; o < o_end; ++o) {
+    for (std::int64_t i = 0; i < in; ++i) row[std::size_t(i)] = double(widen(ws[o * in + i]));
+    for (std::int64_t r = 0; r < rows; ++r)
+      ys[r * out + o] = dot(row.data(), xs + r * in, in) + (bias ? bias[o] : 0.0);
+  }
+}
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   require(w.rank() == 2 && x.rank() == 2 && x.dim(1) == w.dim(1), "linear", x, w);
   const std::int64_t in = w.dim(1), out = w.dim(0);
   if (bias) require(bias->numel() == out && bias->dtype() == DType::f64, "linear bias", w, *bias);
-  if (w.dtype() != DType::f64 && w.dtype() != DType::f32)
+  if (w.dtype() != DType::f64 && w.dtype() != DType::f32 && w.dtype() != DType::f16 &&
+      w.dtype() != DType::bf16)
     throw std::invalid_argument(
-        fmt::format("linear: weight dtype {} (expected f64 or f32)", dtype_name(w.dtype())));
+        fmt::format("linear: weight dtype {} (expected f64, f32, f16 or bf16)", dtype_name(w.dtype())));
   const std::int64_t rows = x.dim(0);
   Tensor y(DType::f64, {rows, out});
   const double* xs = x.data<double>();
@@ -102,10 +116,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   double* ys = y.data<double>();
   // Threads own disjoint output columns: every element keeps the serial summation order.
   parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
-    if (w.dtype() == DType::f64)
-      linear_rows(xs, w.data<double>(), bs, ys, rows, in, out, b, e);
-    else
-      linear_rows(xs, w.data<float>(), bs, ys, rows, in, out, b, e);
+    switch (w.dtype()) {
+      case DType::f64: linear_rows(xs, w.data<double>(), bs, ys, rows, in, out, b, e); break;
+      case DType::f32: linear_rows(xs, w.data<float>(), bs, ys, rows, in, out, b, e); break;
+      case DType::f16:
+        linear_rows_16(xs, w.data<std::uint16_t>(), f16_to_f32, bs, ys, rows, in, out, b, e);
+        break;
+      default: linear_rows_16(xs, w.data<std::uint16_t>(), bf16_to_f32, bs, ys, rows, in, out, b, e); break;
+    }
   });
   return y;
 }

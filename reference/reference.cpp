@@ -11,24 +11,34 @@
 namespace ds::ref {
 
 namespace {
-// Widening a 150k x 1k embedding to f64 costs a gigabyte for no accuracy: f32 values are
-// exact in double and the products are formed in double anyway.
-constexpr std::int64_t kKeepF32Above = std::int64_t(1) << 22;
+// What stays in the model's stored dtype: the operands of `linear` and `embed`, which widen a
+// row at a time (exactly: every stored float is a double). Everything else (norm weights,
+// biases, the conv kernel) is read as f64 by its op and gets a copy; it is small.
+bool kept_stored(std::string_view name, const Shape& shape, DType dtype) {
+  const bool floating =
+      dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+  return floating && shape.size() == 2 && !name.ends_with("ssm_conv1d.weight");
+}
 }  // namespace
 
 Reference::Reference(const Model& model, ReferenceOptions options)
-    : cfg_(model.config), opt_(options), state_(std::size_t(model.config.n_layers)) {
+    : Reference(std::make_shared<const Model>(model), options) {}
+
+Reference::Reference(std::shared_ptr<const Model> model, ReferenceOptions options)
+    : cfg_(model->config), opt_(options), model_(std::move(model)), state_(std::size_t(cfg_.n_layers)) {
   cfg_.validate();
-  require_complete(model);
-  check_shapes(model);
-  for (const auto& [name, t] : model.weights.all()) {
-    const bool keep = t.dtype() == DType::f32 && t.numel() > kKeepF32Above;
-    w64_.put(name, keep ? t : t.to(DType::f64));
-  }
+  require_complete(*model_);
+  check_shapes(*model_);
+  for (const auto& [name, t] : model_->weights.all())
+    if (opt_.widen_all || !kept_stored(name, t.shape(), t.dtype())) wide_.put(name, t.to(DType::f64));
 }
 
-const Tensor* Reference::w_opt(std::string_view name) const { return w64_.find(name); }
-const Tensor& Reference::w(std::string_view name) const { return w64_.get(name); }
+std::uint64_t Reference::own_bytes(std::string_view name, const Shape& shape, DType stored) {
+  return kept_stored(name, shape, stored) ? 0 : std::uint64_t(ds::numel(shape)) * 8;
+}
+
+const Tensor* Reference::w_opt(std::string_view name) const { return weights().find(name); }
+const Tensor& Reference::w(std::string_view name) const { return weights().get(name); }
 
 Tensor Reference::stage(const Tensor& t) const { return round_stage(t, opt_.storage); }
 
@@ -65,7 +75,7 @@ TensorMap Reference::head(const Tensor& x) const {
 }
 
 TensorMap Reference::layer(int layer, const Tensor& x, int pos0) {
-  const BlockContext c{cfg_, w64_, layer, opt_.storage};
+  const BlockContext c{cfg_, weights(), layer, opt_.storage};
   LayerState& st = state_.at(std::size_t(layer));
   switch (cfg_.block_kind(layer)) {
     case BlockKind::decoder: return decoder_block(c, x, pos0, st);

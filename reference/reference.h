@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -16,13 +17,20 @@ namespace ds::ref {
 
 struct ReferenceOptions {
   DType storage = DType::f64;
+  // Widen every weight to f64 up front, as the reference once did: the baseline the
+  // stored-dtype path is proven bit-identical against (tests), at 2-4x the weights' memory.
+  bool widen_all = false;
 };
 
 class Reference {
  public:
   // Refuses (ModelError listing every missing tensor) a model that lacks a required weight,
-  // or has a weight of the wrong shape, before any compute.
+  // or has a weight of the wrong shape, before any compute. Keeps a copy of the model.
   explicit Reference(const Model& model, ReferenceOptions options = {});
+  // Shares `model`'s tensors (the oracle, the noise floors and the candidate's load read one
+  // copy of the weights): matrices and tables stay in their stored dtype and are widened a row
+  // at a time as they are used; only small tensors get f64 copies of their own.
+  explicit Reference(std::shared_ptr<const Model> model, ReferenceOptions options = {});
 
   const ModelConfig& config() const { return cfg_; }
   // Model-level stage "embed" for tokens at positions pos0...
@@ -45,17 +53,24 @@ class Reference {
   // Prefill `prompt`, then `steps` greedy decode steps; returns the generated ids.
   std::vector<std::int32_t> generate(std::span<const std::int32_t> prompt, int steps);
 
-  // Weight by canonical name: f64, except large f32 tables (embeddings) kept as f32.
+  // Weight by canonical name: f64 for vectors and what the f64-only ops read; matrices and
+  // tables (linear's weights, embeddings) in their stored dtype.
   const Tensor& w(std::string_view name) const;
   const Tensor* w_opt(std::string_view name) const;
+  // Bytes a Reference holds of its own for a weight stored as `stored` (beyond the model's
+  // copy): what a run's memory estimate counts per reference.
+  static std::uint64_t own_bytes(std::string_view name, const Shape& shape, DType stored);
   const LayerState& state(int layer) const { return state_.at(std::size_t(layer)); }
 
  private:
   Tensor stage(const Tensor& t) const;
 
+  WeightView weights() const { return {&wide_, &model_->weights}; }
+
   ModelConfig cfg_;
   ReferenceOptions opt_;
-  WeightStore w64_;
+  std::shared_ptr<const Model> model_;
+  WeightStore wide_;  // this reference's own f64 copies
   std::vector<LayerState> state_;
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -175,6 +176,15 @@ ModelConfig synthetic_config(std::string_view preset) {
       fmt::format("unknown synthetic model '{}' (known: {})", preset, fmt::join(synthetic_presets(), ", ")));
 }
 
+DType synthetic_dtype(std::string_view preset) {
+  const ModelConfig c = synthetic_config(preset);
+  // The real-shape presets of models whose checkpoints ship in bf16 (Qwen, Llama) are generated
+  // in bf16, as big as the real thing; GPT-2 ships f32, and the tiny presets stay f32, the
+  // weights every other test and golden trace was written against.
+  const bool real_shape = c.hidden >= 512;
+  return real_shape && c.family != Family::gpt2 ? DType::bf16 : DType::f32;
+}
+
 namespace {
 
 // Tables above this many elements are generated in independent chunks (each its own stream),
@@ -194,20 +204,45 @@ void fast_fill(float* out, std::int64_t n, std::uint64_t state, double mean, dou
   }
 }
 
-void fill(WeightStore& ws, std::uint64_t seed, const std::string& name, Shape shape, double mean,
-          double std) {
-  Tensor t(DType::f32, std::move(shape));
-  float* out = t.data<float>();
+// Stores f32 values `from` at `to` (elements from `at` on) in the table's dtype: f32 as is, bf16
+// rounded to nearest even, so a bf16 table never exists as f32 in full.
+void store(Tensor& to, std::int64_t at, const float* from, std::int64_t n) {
+  if (to.dtype() == DType::f32) {
+    std::copy(from, from + n, to.data<float>() + at);
+    return;
+  }
+  // Round to nearest even on the bits (what f32_to_bf16 does for finite values, which every
+  // generated value is), inline: the general conversion is ten times slower over 136M values.
+  std::uint16_t* out = to.data<std::uint16_t>() + at;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t b = std::bit_cast<std::uint32_t>(from[i]);
+    out[i] = std::uint16_t((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+  }
+}
+
+// What every weight of one model is generated from: the run's seed and the preset's dtype.
+struct Gen {
+  std::uint64_t seed;
+  DType dtype;
+};
+
+void fill(WeightStore& ws, const Gen& g, const std::string& name, Shape shape, double mean, double std) {
+  const std::uint64_t seed = g.seed;
+  Tensor t(g.dtype, std::move(shape));
   const std::int64_t n = t.numel();
   if (n <= kChunk) {
     NormalStream rng(seed, name);
-    for (std::int64_t i = 0; i < n; ++i) out[i] = float(mean + std * rng.next());
+    std::vector<float> v(std::size_t(n), 0.0f);
+    for (std::int64_t i = 0; i < n; ++i) v[std::size_t(i)] = float(mean + std * rng.next());
+    store(t, 0, v.data(), n);
   } else {
     parallel_for((n + kChunk - 1) / kChunk, n * 64, [&](std::int64_t b, std::int64_t e) {
+      std::vector<float> v(std::size_t(kChunk), 0.0f);
       for (std::int64_t ch = b; ch < e; ++ch) {
         const std::int64_t begin = ch * kChunk, end = std::min(n, begin + kChunk);
-        fast_fill(out + begin, end - begin, fnv1a(fmt::format("{}#{}", name, ch), seed * 0x9E37u + 7), mean,
+        fast_fill(v.data(), end - begin, fnv1a(fmt::format("{}#{}", name, ch), seed * 0x9E37u + 7), mean,
                   std);
+        store(t, begin, v.data(), end - begin);
       }
     });
   }
@@ -224,57 +259,56 @@ void fill_plus_one(WeightStore& ws, std::uint64_t seed, const std::string& name,
   ws.put(name, std::move(t));
 }
 
-void attention_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l,
-                       std::int64_t q_rows) {
+void attention_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l, std::int64_t q_rows) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, Q = c.q_dim(), KV = c.kv_dim();
-  fill(ws, seed, n("attn_q.weight"), {q_rows, D}, 0.0, 0.02);
-  fill(ws, seed, n("attn_k.weight"), {KV, D}, 0.0, 0.02);
-  fill(ws, seed, n("attn_v.weight"), {KV, D}, 0.0, 0.02);
+  fill(ws, g, n("attn_q.weight"), {q_rows, D}, 0.0, 0.02);
+  fill(ws, g, n("attn_k.weight"), {KV, D}, 0.0, 0.02);
+  fill(ws, g, n("attn_v.weight"), {KV, D}, 0.0, 0.02);
   if (c.qkv_bias) {
-    fill(ws, seed, n("attn_q.bias"), {q_rows}, 0.0, 0.02);
-    fill(ws, seed, n("attn_k.bias"), {KV}, 0.0, 0.02);
-    fill(ws, seed, n("attn_v.bias"), {KV}, 0.0, 0.02);
+    fill(ws, g, n("attn_q.bias"), {q_rows}, 0.0, 0.02);
+    fill(ws, g, n("attn_k.bias"), {KV}, 0.0, 0.02);
+    fill(ws, g, n("attn_v.bias"), {KV}, 0.0, 0.02);
   }
   if (c.qk_norm) {
     for (auto role : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
       if (c.norm_plus_one)
-        fill_plus_one(ws, seed, n(role), c.head_dim);
+        fill_plus_one(ws, g.seed, n(role), c.head_dim);
       else
-        fill(ws, seed, n(role), {c.head_dim}, 1.0, 0.05);
+        fill(ws, g, n(role), {c.head_dim}, 1.0, 0.05);
     }
   }
-  fill(ws, seed, n("attn_output.weight"), {D, Q}, 0.0, 0.02);
-  if (c.o_bias) fill(ws, seed, n("attn_output.bias"), {D}, 0.0, 0.02);
+  fill(ws, g, n("attn_output.weight"), {D, Q}, 0.0, 0.02);
+  if (c.o_bias) fill(ws, g, n("attn_output.bias"), {D}, 0.0, 0.02);
 }
 
-void norm_weight(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, const std::string& name) {
+void norm_weight(WeightStore& ws, const Gen& g, const ModelConfig& c, const std::string& name) {
   if (c.norm_plus_one)
-    fill_plus_one(ws, seed, name, c.hidden);
+    fill_plus_one(ws, g.seed, name, c.hidden);
   else
-    fill(ws, seed, name, {c.hidden}, 1.0, 0.05);
+    fill(ws, g, name, {c.hidden}, 1.0, 0.05);
 }
 
-void swiglu_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+void swiglu_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, F = c.ffn;
-  norm_weight(ws, seed, c, n("ffn_norm.weight"));
-  fill(ws, seed, n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
-  fill(ws, seed, n("ffn_up.weight"), {F, D}, 0.0, 0.02);
-  fill(ws, seed, n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+  norm_weight(ws, g, c, n("ffn_norm.weight"));
+  fill(ws, g, n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
+  fill(ws, g, n("ffn_up.weight"), {F, D}, 0.0, 0.02);
+  fill(ws, g, n("ffn_down.weight"), {D, F}, 0.0, 0.02);
   if (c.mlp_bias) {
-    fill(ws, seed, n("ffn_gate.bias"), {F}, 0.0, 0.02);
-    fill(ws, seed, n("ffn_up.bias"), {F}, 0.0, 0.02);
-    fill(ws, seed, n("ffn_down.bias"), {D}, 0.0, 0.02);
+    fill(ws, g, n("ffn_gate.bias"), {F}, 0.0, 0.02);
+    fill(ws, g, n("ffn_up.bias"), {F}, 0.0, 0.02);
+    fill(ws, g, n("ffn_down.bias"), {D}, 0.0, 0.02);
   }
 }
 
-void gpt2_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+void gpt2_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, F = c.ffn;
   auto affine = [&](std::string_view stem, Shape w_shape, std::int64_t out, double w_mean, double w_std) {
-    fill(ws, seed, n(fmt::format("{}.weight", stem)), std::move(w_shape), w_mean, w_std);
-    fill(ws, seed, n(fmt::format("{}.bias", stem)), {out}, 0.0, 0.02);
+    fill(ws, g, n(fmt::format("{}.weight", stem)), std::move(w_shape), w_mean, w_std);
+    fill(ws, g, n(fmt::format("{}.bias", stem)), {out}, 0.0, 0.02);
   };
   affine("attn_norm", {D}, D, 1.0, 0.05);
   affine("attn_qkv", {3 * D, D}, 3 * D, 0.0, 0.02);
@@ -284,22 +318,22 @@ void gpt2_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int
   affine("ffn_down", {D, F}, D, 0.0, 0.02);
 }
 
-void gdn_weights(WeightStore& ws, std::uint64_t seed, const ModelConfig& c, int l) {
+void gdn_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, nv = c.gdn_v_heads, C = c.gdn_conv_dim();
-  fill(ws, seed, n("attn_qkv.weight"), {C, D}, 0.0, 0.02);
-  fill(ws, seed, n("attn_gate.weight"), {c.gdn_value_dim(), D}, 0.0, 0.02);
-  fill(ws, seed, n("ssm_beta.weight"), {nv, D}, 0.0, 0.02);
-  fill(ws, seed, n("ssm_alpha.weight"), {nv, D}, 0.0, 0.02);
-  fill(ws, seed, n("ssm_conv1d.weight"), {C, c.conv_kernel}, 0.0, 0.3);
-  fill(ws, seed, n("ssm_dt.bias"), {nv}, 0.0, 0.5);
+  fill(ws, g, n("attn_qkv.weight"), {C, D}, 0.0, 0.02);
+  fill(ws, g, n("attn_gate.weight"), {c.gdn_value_dim(), D}, 0.0, 0.02);
+  fill(ws, g, n("ssm_beta.weight"), {nv, D}, 0.0, 0.02);
+  fill(ws, g, n("ssm_alpha.weight"), {nv, D}, 0.0, 0.02);
+  fill(ws, g, n("ssm_conv1d.weight"), {C, c.conv_kernel}, 0.0, 0.3);
+  fill(ws, g, n("ssm_dt.bias"), {nv}, 0.0, 0.5);
   // ssm_a = -exp(A_log) (the GGUF form), A_log ~ N(0, 0.5): decay rates around one.
   Tensor a(DType::f32, {nv});
-  NormalStream rng(seed, n("ssm_a"));
+  NormalStream rng(g.seed, n("ssm_a"));
   for (std::int64_t i = 0; i < nv; ++i) a.data<float>()[i] = -std::exp(float(0.5 * rng.next()));
   ws.put(n("ssm_a"), std::move(a));
-  fill(ws, seed, n("ssm_norm.weight"), {c.gdn_v_dim}, 1.0, 0.05);
-  fill(ws, seed, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0, 0.02);
+  fill(ws, g, n("ssm_norm.weight"), {c.gdn_v_dim}, 1.0, 0.05);
+  fill(ws, g, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0, 0.02);
 }
 
 }  // namespace
@@ -314,31 +348,31 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
   }
   c.validate();
   auto& ws = m.weights;
+  const Gen g{seed, synthetic_dtype(preset)};
   const std::int64_t D = c.hidden;
   // Embeddings of unit scale, so the residual stream starts at the magnitude real models have
   // after their first layers.
-  fill(ws, seed, "token_embd.weight", {c.vocab, D}, 0.0, 1.0);
-  if (!c.tied_embeddings) fill(ws, seed, "output.weight", {c.vocab, D}, 0.0, 0.02);
+  fill(ws, g, "token_embd.weight", {c.vocab, D}, 0.0, 1.0);
+  if (!c.tied_embeddings) fill(ws, g, "output.weight", {c.vocab, D}, 0.0, 0.02);
   if (c.family == Family::gpt2) {
-    fill(ws, seed, "position_embd.weight", {c.max_positions, D}, 0.0, 0.1);
-    fill(ws, seed, "output_norm.weight", {D}, 1.0, 0.05);
-    fill(ws, seed, "output_norm.bias", {D}, 0.0, 0.02);
+    fill(ws, g, "position_embd.weight", {c.max_positions, D}, 0.0, 0.1);
+    fill(ws, g, "output_norm.weight", {D}, 1.0, 0.05);
+    fill(ws, g, "output_norm.bias", {D}, 0.0, 0.02);
   } else {
-    norm_weight(ws, seed, c, "output_norm.weight");
+    norm_weight(ws, g, c, "output_norm.weight");
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const BlockKind kind = c.block_kind(l);
     if (kind == BlockKind::gpt2) {
-      gpt2_weights(ws, seed, c, l);
+      gpt2_weights(ws, g, c, l);
       continue;
     }
-    norm_weight(ws, seed, c, layer_weight(l, "attn_norm.weight"));
+    norm_weight(ws, g, c, layer_weight(l, "attn_norm.weight"));
     if (kind == BlockKind::gdn)
-      gdn_weights(ws, seed, c, l);
+      gdn_weights(ws, g, c, l);
     else
-      attention_weights(ws, seed, c, l,
-                        kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
-    swiglu_weights(ws, seed, c, l);
+      attention_weights(ws, g, c, l, kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
+    swiglu_weights(ws, g, c, l);
   }
   return m;
 }

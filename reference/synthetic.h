@@ -15,6 +15,8 @@ namespace ds::ref {
 std::vector<std::string> synthetic_presets();
 // The configuration of a preset (no weights). Throws std::invalid_argument for unknown names.
 ModelConfig synthetic_config(std::string_view preset);
+// The dtype a preset's weights are generated in (what the run's memory estimate counts).
+DType synthetic_dtype(std::string_view preset);
 // Config + weights. `layers` > 0 truncates the model to its first layers (real-shape presets
 // are large); the same seed gives the same weights for the layers kept.
 Model make_synthetic(std::string_view preset, std::uint64_t seed = 0, int layers = 0);

@@ -1,7 +1,8 @@
 // Decode-step projections (GEMV, one token) of the oracle on qwen2.5-0.5b shapes. A GEMV reads
 // every weight once, so it is memory bound: each case also times a plain sum over the same
 // bytes, split over the same threads, and reports achieved bytes/s as a fraction of that
-// baseline (counter `of_sum_bw`). Weights are f64 as the Reference holds them (Arg 1: f32).
+// baseline (counter `of_sum_bw`). Weights are f64 (Arg 1: f32, as the Reference holds an f32
+// checkpoint's matrices since issue 17; bf16 and f16 rows are widened to f64 first).
 #include <benchmark/benchmark.h>
 
 #include <chrono>

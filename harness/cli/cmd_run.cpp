@@ -13,6 +13,7 @@
 #include "console.h"
 #include "launch_profile.h"
 #include "matrix.h"
+#include "memory_estimate.h"
 #include "simt_flags.h"
 #include "matrix_report.h"
 #include "prompt.h"
@@ -98,6 +99,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
     fmt::print("probe {}: {}; aims at {}\n", p.name, p.what, p.targets);
     if (!report.probe_note.empty()) fmt::print("{}\n", report.probe_note);
   }
+  if (!report.memory.empty()) fmt::print("memory: estimated peak {}\n", report.memory);
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(
         "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), simt_threads(o.simt),
@@ -315,6 +317,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
           },
           "SECONDS"))
       ->capture_default_str();
+  run->add_option("--max-memory", args->opt.max_memory_text,
+                  "Refuse (exit 2), before loading any weight, a run whose estimated peak memory (harness "
+                  "and candidate process) exceeds SIZE: bytes, or K, M, G with powers of 1024 (e.g. 3G, "
+                  "512M). Default: the MemAvailable of /proc/meminfo");
   add_simt_flags(run, args->opt.simt);
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,
@@ -330,6 +336,12 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                 : args->capture == "failing" ? trace::Capture::failing
                                              : trace::Capture::stats;
     try {
+      if (!o.max_memory_text.empty()) {
+        o.max_memory = parse_memory_size(o.max_memory_text);
+        if (!o.max_memory)
+          throw InputError(fmt::format(
+              "--max-memory {}: expected a size such as 3G, 512M or a number of bytes", o.max_memory_text));
+      }
       if (!args->capture_layers.empty() &&
           !parse_layer_range(args->capture_layers, o.capture_layer_min, o.capture_layer_max))
         throw InputError(fmt::format("--capture-layers {}: expected A:B or N", args->capture_layers));

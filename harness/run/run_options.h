@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ struct RunOptions {
   // A candidate step (or its load) taking longer is reported as crashed (hung); <= 0: no limit.
   // Finite by default so that a hanging candidate can never hang a nightly job.
   double timeout_s = kDefaultTimeoutS;
+  // The most memory the run may need (its estimate, checked before any weight is read);
+  // nullopt: MemAvailable. `max_memory_text` is the flag's value as given, for the refusal.
+  std::optional<std::uint64_t> max_memory;
+  std::string max_memory_text;
   // Observes what the run does ("gate", "load_weights", "reference_layer", "candidate_step"...):
   // lets tests prove that a refused run computed nothing.
   std::function<void(std::string_view)> on_event;

@@ -34,7 +34,9 @@
 #include "registry.h"
 #include "stage_catalog.h"
 #include "contracts.h"
+#include "cpu/cpu_candidate.h"
 #include "load_model.h"
+#include "memory_estimate.h"
 #include "trace_stub.h"
 #include "trace_writer.h"
 
@@ -146,11 +148,14 @@ class Run {
       report_.decode_steps = opt_.decode_steps;
       report_.from_step = opt_.from_step;
       report_.probe = opt_.probe;
+      CandidateMemory memory = candidate_memory(*cand);
       // Gates: from the model's header and the candidate's plans alone, before any weight is read.
       event("gate");
       gate(header, cand);
       if (!opt_.baseline.empty()) baseline_.emplace(opt_, header);
       if (const auto* d = as_dump(*cand)) d->preflight(header, step_sizes());
+      memory.fill = dynamic_cast<const FilledCandidate*>(cand.get()) != nullptr;
+      check_memory(header, memory);
     } catch (const std::invalid_argument& e) {
       throw InputError(fmt::format("--candidate: {}", e.what()));
     } catch (const CandidateCrash& crash) {
@@ -167,14 +172,19 @@ class Run {
       return std::move(report_);
     }
     event("load_weights");
-    Model model = load_model_spec(opt_.model, opt_.seed, opt_.layers);
-    model.config.gdn_fused = header.gdn_fused;
-    if (!opt_.probe.empty()) {
-      // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.
-      if (prompt_.empty()) prompt_ = seeded_prompt(opt_.prompt_tokens, model.config.vocab, opt_.seed);
-      report_.probe_note = apply_probe_weights(find_probe(opt_.probe), model.config, model.weights, prompt_);
-    }
-    const ModelConfig& cfg = model.config;
+    // One copy of the weights, in their stored dtype, shared by the oracle, the noise floors and
+    // the candidate's load (a child process sees the same pages through fork).
+    const auto model = std::make_shared<const Model>([&] {
+      Model m = load_model_spec(opt_.model, opt_.seed, opt_.layers);
+      m.config.gdn_fused = header.gdn_fused;
+      if (!opt_.probe.empty()) {
+        // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.
+        if (prompt_.empty()) prompt_ = seeded_prompt(opt_.prompt_tokens, m.config.vocab, opt_.seed);
+        report_.probe_note = apply_probe_weights(find_probe(opt_.probe), m.config, m.weights, prompt_);
+      }
+      return m;
+    }());
+    const ModelConfig& cfg = model->config;
     report_.model = cfg.name;
     report_.policy = policy_.name();
     report_.candidate = cand->name();
@@ -198,7 +208,7 @@ class Run {
       throw InputError(fmt::format("--simt-racecheck: {}", why));
     simt_options_.emplace(opt_.simt);  // before load: a child process and a plugin take them from here
     try {
-      cand->load(cfg, model.weights);
+      cand->load(cfg, model->weights);
       launch_log::take();  // what load() launched (weight repacking, say) belongs to no step
     } catch (const CandidateCrash& crash) {
       crash_ = fmt::format("candidate crashed while loading: {}", crash.what());
@@ -277,6 +287,33 @@ class Run {
           "--from-step {} needs --mode isolated: the chained lane feeds the candidate its own outputs of the "
           "steps before, which it would not have run",
           opt_.from_step));
+  }
+
+  static CandidateMemory candidate_memory(const Candidate& cand) {
+    CandidateMemory m;
+    m.name = cand.name();
+    m.storage = cand.storage_dtype();
+    m.dump = as_dump(cand) != nullptr;
+    m.on_device = m.name.rfind("cuda", 0) == 0;
+    m.f32_copy = dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr;
+    return m;
+  }
+
+  // The memory budget, before any weight is read: a run the machine cannot hold is bad input
+  // (exit 2) now, not an OOM kill of the harness and its child half-way through loading.
+  void check_memory(const ModelConfig& header, const CandidateMemory& cand) {
+    const ModelConfig full = opt_.layers > 0 ? load_config_spec(opt_.model, 0) : header;
+    const MemoryEstimate e = estimate_memory(header, held_bytes_per_weight(opt_.model, full), opt_, cand);
+    report_.memory = e.str();
+    const std::optional<std::uint64_t> available = available_memory();
+    const std::optional<std::uint64_t> budget = opt_.max_memory ? opt_.max_memory : available;
+    if (!budget || e.total() <= *budget) return;
+    throw InputError(fmt::format(
+        "memory budget: this run needs an estimated {}, over the budget of {} ({}); refused before loading "
+        "any weight. Run fewer --layers, or raise --max-memory",
+        e.str(), format_bytes(*budget),
+        opt_.max_memory ? fmt::format("--max-memory {}", opt_.max_memory_text)
+                        : std::string("MemAvailable of /proc/meminfo")));
   }
 
   // The prompt when it is given rather than seeded: a dump's own tokens win over --tokens. A dump

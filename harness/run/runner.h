@@ -64,6 +64,7 @@ struct RunReport {
   std::vector<LaneLogits> logits;
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
   std::string crash;                 // why the candidate crashed, when it did
+  std::string memory;                // the run's memory estimate, in one line (memory_estimate.h)
   std::optional<int> drift_start;    // first layer whose chained output leaves the noise band for good
   std::string drift;                 // that, in one sentence (empty without a chained run)
   int exit_code = kExitParity;

@@ -20,14 +20,32 @@ struct LayerState {
   std::vector<double> ssm;  // GDN state: nv matrices S[d_k][d_v], key-major
 };
 
+// The weights a block reads: the reference's own f64 copies (norms, biases, what the f64-only
+// ops read) first, then the model's tensors in their stored dtype (matrices and tables, which
+// `linear` and `embed` widen a row at a time).
+struct WeightView {
+  const WeightStore* wide = nullptr;
+  const WeightStore* stored = nullptr;
+
+  const Tensor* find(std::string_view name) const {
+    if (const Tensor* t = wide->find(name)) return t;
+    return stored->find(name);
+  }
+  // Throws std::out_of_range naming the tensor when absent.
+  const Tensor& get(std::string_view name) const {
+    const Tensor* t = find(name);
+    return t ? *t : stored->get(name);
+  }
+};
+
 struct BlockContext {
   const ModelConfig& cfg;
-  const WeightStore& weights;  // f64 (large tables may be f32)
+  WeightView weights;
   int layer;
   DType storage;
 
-  const Tensor& lw(std::string_view role) const { return weights.layer(layer, role); }
-  const Tensor* lb(std::string_view role) const { return weights.find_layer(layer, role); }
+  const Tensor& lw(std::string_view role) const { return weights.get(layer_weight(layer, role)); }
+  const Tensor* lb(std::string_view role) const { return weights.find(layer_weight(layer, role)); }
   // Every stage output goes through here, so the precision mode covers all blocks.
   Tensor stage(const Tensor& t) const;
   // Throws unless this step starts where the layer's state ends.

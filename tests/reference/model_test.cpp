@@ -222,6 +222,19 @@ TEST(Presets, RealShapePresetRunsTruncated) {
   for (std::int64_t i = 0; i < logits.numel(); i += 997) ASSERT_TRUE(std::isfinite(logits.at(i)));
 }
 
+// Real-shape presets come in the dtype their checkpoints ship in (bf16 Qwen and Llama, f32 GPT-2);
+// the tiny ones stay f32, the weights the other tests and golden traces were written against.
+TEST(Presets, GeneratedInTheDtypeTheirCheckpointsShip) {
+  const std::pair<const char*, DType> table[] = {
+      {"qwen2.5-0.5b", DType::bf16}, {"qwen3-0.6b", DType::bf16}, {"llama3.2-1b", DType::bf16},
+      {"gpt2-small", DType::f32},    {"llama-tiny", DType::f32},  {"qwen3next-tiny", DType::f32},
+  };
+  for (const auto& [preset, dtype] : table) EXPECT_EQ(synthetic_dtype(preset), dtype) << preset;
+  const Model m = make_synthetic("qwen2.5-0.5b", 1, 1);
+  EXPECT_EQ(m.weights.get("token_embd.weight").dtype(), DType::bf16);
+  EXPECT_EQ(m.weights.get("blk.0.attn_q.bias").dtype(), DType::bf16);
+}
+
 TEST(Presets, RealShapesTruncateQuickly) {
   const Model m = make_synthetic("qwen2.5-0.5b", 1, 2);
   EXPECT_EQ(m.config.n_layers, 2);

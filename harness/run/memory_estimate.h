@@ -1,0 +1,61 @@
+// The memory a run will need at its peak, known from the model's header and the run's options
+// before any weight is read, so that a run the machine cannot hold is refused (exit 2) instead
+// of being killed by the OOM killer half-way through loading.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model_config.h"
+#include "run_options.h"
+
+namespace ds {
+
+// What the candidate does with the weights it is given, as far as memory goes.
+struct CandidateMemory {
+  std::string name;
+  DType storage = DType::f16;
+  bool dump = false;       // computes nothing, holds no weights, runs in the harness
+  bool on_device = false;  // keeps its weights in GPU memory, not in host memory
+  bool f32_copy = false;   // holds every weight as f32 whatever its stored dtype (cpu-f16)
+  bool fill = false;       // completed by the reference fill (cpu-f16 math), which loads too
+};
+
+struct MemoryPart {
+  std::string what;
+  std::uint64_t bytes = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<MemoryPart> parts;
+  std::uint64_t total() const;
+  // "1.95 GiB (weights 1.00 GiB, reference 0.12 GiB, ...)"
+  std::string str() const;
+};
+
+// Bytes per element the loader of `model_spec` will hold its weights in: the synthetic
+// presets' dtype, a GGUF file's dequantized f32, an HF directory's stored dtype (its
+// *.safetensors bytes over the full model's element count).
+double held_bytes_per_weight(const std::string& model_spec, const ModelConfig& full);
+
+// Elements of every weight the model `cfg` has (required roles, plus the untied output).
+std::uint64_t weight_elements(const ModelConfig& cfg);
+
+// The peak resident memory of a run of `cfg` (its layers as the run truncates them) under
+// `opt`: the harness's weights and the reference's and noise floors' own copies, the
+// candidate's copy in its child process (pages shared with the harness through fork are
+// counted once), KV caches, activations and the processes' fixed cost.
+MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, const RunOptions& opt,
+                               const CandidateMemory& cand);
+
+// "3G", "512M", "64K", "1.5GiB", "1000000" (bytes; suffixes are powers of 1024); nullopt when
+// malformed or zero.
+std::optional<std::uint64_t> parse_memory_size(std::string_view text);
+// MemAvailable of /proc/meminfo in bytes; nullopt where it cannot be read.
+std::optional<std::uint64_t> available_memory();
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace ds

@@ -1,0 +1,85 @@
+// The memory budget: sizes as --max-memory reads them, and a run over its budget refused before
+// any weight is read.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "memory_estimate.h"
+#include "load_model.h"
+#include "runner.h"
+#include "synthetic.h"
+
+namespace ds {
+namespace {
+
+struct SizeCase {
+  const char* name;
+  const char* text;
+  std::optional<std::uint64_t> bytes;
+};
+
+class MemorySize : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(MemorySize, ParsesAsTheFlagDocuments) {
+  EXPECT_EQ(parse_memory_size(GetParam().text), GetParam().bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, MemorySize,
+    ::testing::Values(SizeCase{"Bytes", "1000000", 1000000}, SizeCase{"BytesWithB", "4096B", 4096},
+                      SizeCase{"Kibibytes", "64K", 64 * 1024}, SizeCase{"Mebibytes", "512M", 512ull << 20},
+                      SizeCase{"Gibibytes", "3G", 3ull << 30}, SizeCase{"LowerCase", "3g", 3ull << 30},
+                      SizeCase{"GiBSuffix", "2GiB", 2ull << 30}, SizeCase{"GBSuffix", "2GB", 2ull << 30},
+                      SizeCase{"Fraction", "1.5G", 3ull << 29}, SizeCase{"Tebibytes", "1T", 1ull << 40},
+                      SizeCase{"Empty", "", std::nullopt}, SizeCase{"Zero", "0", std::nullopt},
+                      SizeCase{"Negative", "-1G", std::nullopt}, SizeCase{"UnknownUnit", "3Q", std::nullopt},
+                      SizeCase{"Word", "lots", std::nullopt}, SizeCase{"TrailingJunk", "3G!", std::nullopt},
+                      SizeCase{"Huge", "1e30", std::nullopt}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(MemoryEstimate, WeightsOfARealShapePresetAreItsParameterCountInItsDtype) {
+  // Qwen2.5-0.5B has 494,032,768 parameters (tied embeddings, biased q/k/v; the biases are
+  // optional roles the estimate leaves out: 0.1% of the model).
+  const ModelConfig cfg = ref::synthetic_config("qwen2.5-0.5b");
+  const std::uint64_t n = weight_elements(cfg);
+  EXPECT_GT(n, 493000000u);
+  EXPECT_LE(n, 494032768u);
+}
+
+TEST(MemoryEstimate, GrowsWithLayersAndWithASecondMode) {
+  RunOptions o;
+  const CandidateMemory simt{"simt", DType::f16};
+  const ModelConfig one = ref::load_config("synthetic:qwen2.5-0.5b", 1);
+  const ModelConfig two = ref::load_config("synthetic:qwen2.5-0.5b", 2);
+  const std::uint64_t a = estimate_memory(one, 4, o, simt).total(),
+                      b = estimate_memory(two, 4, o, simt).total();
+  EXPECT_LT(a, b);
+  o.modes = {Mode::isolated, Mode::chained};
+  EXPECT_LT(b, estimate_memory(two, 4, o, simt).total());
+}
+
+TEST(MemoryEstimate, RunOverItsBudgetIsRefusedBeforeAnyWeightIsRead) {
+  std::vector<std::string> events;
+  RunOptions o;
+  o.model = "synthetic:qwen2.5-0.5b";
+  o.layers = 2;
+  o.candidate = "cpu-f16";
+  o.max_memory = 1 << 20;
+  o.max_memory_text = "1M";
+  o.on_event = [&](std::string_view e) { events.emplace_back(e); };
+  try {
+    run_parity(o, Policy::dtype_defaults());
+    FAIL() << "expected the memory budget to refuse";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("estimated"), std::string::npos) << what;
+    EXPECT_NE(what.find("weights"), std::string::npos) << what;
+    EXPECT_NE(what.find("--max-memory 1M"), std::string::npos) << what;
+    EXPECT_NE(what.find("1 MiB"), std::string::npos) << what;
+  }
+  EXPECT_EQ(events, std::vector<std::string>{"gate"});  // no load_weights, no layer
+}
+
+}  // namespace
+}  // namespace ds
