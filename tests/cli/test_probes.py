@@ -1,0 +1,75 @@
+"""run --probe through the real CLI: `--probe all` as a matrix of one case per probe, each probe
+recorded in its trace and in the JSON report, a mutant only its probe shows, and bad probe usage."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import h5py
+
+DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+PROBES = ["long-positions", "large-logits", "tiny-rows", "huge-rows", "repeated-tokens", "boundary-ids",
+          "odd-length"]
+
+
+def run(*args):
+    p = subprocess.run([DRIFTSCOPE, "run", *args], capture_output=True, text=True, timeout=240)
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_attrs(trace):
+    with h5py.File(trace, "r") as f:
+        raw = f.attrs["run"]
+        return json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+
+
+class Probes(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_all_is_a_case_per_probe_recorded_in_trace_and_json(self):
+        traces = os.path.join(self.tmp.name, "traces")
+        report = os.path.join(self.tmp.name, "out.json")
+        rc, out, err = run("--model", "synthetic:qwen3-tiny", "--candidate", "simt", "--probe", "all",
+                           "--trace-dir", traces, "--json", report)
+        self.assertEqual(rc, 0, out + err)
+        with open(report) as f:
+            cases = json.load(f)["cases"]
+        self.assertEqual([c["case"]["probe"] for c in cases], PROBES)
+        for c in cases:
+            self.assertTrue(c["key"].endswith(f"x probe {c['case']['probe']}"), c["key"])
+            self.assertIn(f"--probe {c['case']['probe']}", c["case"]["command_line"])
+            self.assertEqual(run_attrs(c["trace"])["probe"], c["case"]["probe"])
+        long_run = run_attrs(cases[0]["trace"])
+        self.assertEqual(long_run["from_step"], 1)
+        self.assertEqual(long_run["prompt_tokens"], 2046)  # qwen3-tiny's context of 2048, minus 2
+
+    def test_a_mutant_only_its_probe_shows(self):
+        mutant = ["--model", "synthetic:llama-tiny", "--candidate", "mutant:norm-eps-outside", "--mode", "both"]
+        rc, out, err = run(*mutant)
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = run(*mutant, "--probe", "tiny-rows")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("probe tiny-rows:", out)
+        self.assertIn("first failing stage is attn_norm of layer 0 at step 0", out)
+
+    def test_bad_usage_is_exit_2_naming_it(self):
+        rc, out, err = run("--model", "synthetic:llama-tiny", "--probe", "no-such")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("large-logits", err)
+        rc, out, err = run("--model", "synthetic:llama-tiny", "--probe", "odd-length", "--tokens", "1,2,3")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--tokens", err)
+        rc, out, err = run("--model", "synthetic:llama-tiny", "--decode-steps", "1", "--from-step", "1",
+                           "--mode", "both")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--from-step 1 needs --mode isolated", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
