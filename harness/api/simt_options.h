@@ -12,8 +12,11 @@ namespace ds {
 struct SimtOptions {
   enum class Order : std::uint8_t { forward, reverse, random };
   Order order = Order::forward;
-  std::uint64_t seed = 0;   // of Order::random
-  unsigned threads = 0;     // host threads the blocks of a launch spread over; 0: every core
+  std::uint64_t seed = 0;  // of Order::random
+  // Host threads the blocks of a launch spread over; 0: every core. 1 by default in a run: a
+  // kernel whose blocks race with each other (mutant:chain-add-idx reads rows another block
+  // writes) then still gives the same bits on every run and every replay.
+  unsigned threads = 1;
   bool strict = false;      // __syncthreads after some threads of the block exited is an error
   unsigned race_check = 0;  // > 0: every launch rerun under this many other schedules
   bool racecheck = false;   // the shared-memory hazard checker on every launch

@@ -22,11 +22,11 @@ void add_simt_flags(CLI::App* cmd, SimtOptions& o) {
       ->default_str("forward");
   cmd->add_option(
          "--simt-threads", o.threads,
-         "Host threads the blocks of a SIMT launch are spread over (1 to 256; default: every "
-         "core; a race-free kernel gives the same bits for any count, but one with cross-block float "
-         "atomics is order-dependent with more than 1)")
+         "Host threads the blocks of a SIMT launch are spread over (1 to 256; default 1). A race-free "
+         "kernel gives the same bits for any count and runs faster on more; one whose blocks race "
+         "(a block reading what another writes, cross-block float atomics) is reproducible only on 1")
       ->check(CLI::Range(1u, kMaxSimtThreads))
-      ->default_str("every core");
+      ->default_str("1");
   cmd->add_flag("--simt-strict", o.strict,
                 "SIMT strict mode: __syncthreads after some threads of the block exited is an error (a "
                 "hang on other vendors' GPUs) and the step is reported as crashed");

@@ -219,7 +219,7 @@ class Run {
       throw InputError(fmt::format("candidate {} could not load: {}", cand->name(), e.what()));
     }
     if (baseline_) try {
-        baseline_->load(cfg, model.weights, opt_.isolate_process, opt_.timeout_s);
+        baseline_->load(cfg, model->weights, opt_.isolate_process, opt_.timeout_s);
       } catch (const BaselineCrash& crash) {
         crash_ = fmt::format("baseline {} crashed while loading: {}", baseline_->name(), crash.what());
         finish();
