@@ -107,17 +107,12 @@ TEST(RopeScalingGate, RefusedByNameWithoutTheOp) {
 
 // The run itself at a late position: a 2050-token prompt on one layer, the candidate judged on the
 // decode step at position 2050 only (--from-step 1), its prefill left to the reference.
-struct LateCase {
-  const char* candidate;
-  bool passes;
-};
-void PrintTo(const LateCase& c, std::ostream* os) { *os << c.candidate; }
-class LateDecode : public testing::TestWithParam<LateCase> {};
+class LateDecode : public testing::TestWithParam<const char*> {};
 
 TEST_P(LateDecode, JudgedPastTheOriginalContextsHighFrequencyWavelength) {
   RunOptions o;
   o.model = "synthetic:llama3-tiny";
-  o.candidate = GetParam().candidate;
+  o.candidate = GetParam();
   o.layers = 1;
   o.prompt_tokens = 2050;
   o.decode_steps = 1;
@@ -130,25 +125,16 @@ TEST_P(LateDecode, JudgedPastTheOriginalContextsHighFrequencyWavelength) {
   const auto q_rope = std::find_if(r.results.begin(), r.results.end(),
                                    [](const StageResult& s) { return s.key.stage == "q_rope"; });
   ASSERT_NE(q_rope, r.results.end());
-  if (GetParam().passes) {
-    EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
-    EXPECT_EQ(q_rope->status, Status::pass) << q_rope->note;
-  } else {
-    EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
-    ASSERT_TRUE(r.first_failure.has_value());
-    EXPECT_EQ(r.first_failure->key.stage, "q_rope") << r.verdict;
-  }
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+  EXPECT_EQ(q_rope->status, Status::pass) << q_rope->note;
 }
 
-INSTANTIATE_TEST_SUITE_P(Candidates, LateDecode,
-                         testing::Values(LateCase{"simt", true}, LateCase{"cpu-f16", true},
-                                         LateCase{"mutant:rope-no-scaling", false}),
-                         [](const auto& info) {
-                           std::string n = info.param.candidate;
-                           for (char& c : n)
-                             if (c == '-' || c == ':') c = '_';
-                           return n;
-                         });
+// mutant:rope-no-scaling fails this same run: its row in the mutant table.
+INSTANTIATE_TEST_SUITE_P(Candidates, LateDecode, testing::Values("simt", "cpu-f16"), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
 
 // --from-step is refused where the candidate would need its own earlier outputs, or past the run.
 TEST(LateDecode, FromStepIsRefusedInChainedModeAndPastTheLastStep) {
