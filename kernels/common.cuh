@@ -64,9 +64,6 @@ __device__ inline float dot16(const W* w, const float* xs) {
   return acc;
 }
 
-// One warp: dot(w[0:cols], xs[0:cols]), the result in every lane. Scalar head until w is
-// 16-byte aligned, 16-byte vector loads for the body, scalar tail: any cols and any row
-// alignment work, and aligned rows take only vector loads.
 // The GEMV kernels' first move: token t's row of x (cols f16 values) into shared memory as f32,
 // read once by every warp of the block. Ends with the barrier that publishes it.
 __device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs) {
@@ -76,8 +73,21 @@ __device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs
   __syncthreads();
 }
 
+// One warp: dot(w[0:cols], xs[0:cols]), the result in every lane. Scalar head until w is
+// 16-byte aligned, 16-byte vector loads for the body, scalar tail: any cols and any row
+// alignment work, and aligned rows take only vector loads.
+// `bug` plants one of two bugs of the GEMV kernel (gemv.cu).
 template <class W>
-__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane) {
+__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane, int bug = dsk::kBugNone) {
+  if (bug == dsk::kBugGemvHalfAccum) {
+    // Planted: the row summed by one lane into a half accumulator, rounded after every add, as a
+    // scalar fallback written in the storage dtype does. Each rounding is about as large as the
+    // output's own, so the error is a few times the f16 floor, not orders of magnitude.
+    float acc = 0.0f;
+    if (lane == 0)
+      for (int c = 0; c < cols; ++c) acc = __half2float(__float2half_rn(acc + to_f(w[c]) * xs[c]));
+    return __shfl_sync(0xffffffffu, acc, 0);
+  }
   constexpr int V = 16 / static_cast<int>(sizeof(W));
   const int mis = static_cast<int>((reinterpret_cast<std::uintptr_t>(w) % 16) / sizeof(W));
   int head = mis == 0 ? 0 : V - mis;
@@ -86,7 +96,10 @@ __device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane
   float acc = 0.0f;
   if (lane < head) acc += to_f(w[lane]) * xs[lane];
   for (int c = head + lane * V; c < body_end; c += 32 * V) acc += dot16(w + c, xs + c);
-  for (int c = body_end + lane; c < cols; c += 32) acc += to_f(w[c]) * xs[c];
+  // Planted (kBugGemvNoTail): the scalar tail forgotten. Whole 16-byte vectors only, so the last
+  // cols % V elements of a row count only where the row's alignment head happens to absorb them.
+  if (bug != dsk::kBugGemvNoTail)
+    for (int c = body_end + lane; c < cols; c += 32) acc += to_f(w[c]) * xs[c];
   return warp_sum(acc);
 }
 

@@ -30,7 +30,7 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
       for (int c = lane; c < cols; c += 32) acc += to_f(Wt[static_cast<std::size_t>(c) * rows + row]) * xs[c];
       acc = warp_sum(acc);
     } else {
-      acc = warp_dot(Wt + static_cast<std::size_t>(row) * cols, xs, cols, lane);
+      acc = warp_dot(Wt + static_cast<std::size_t>(row) * cols, xs, cols, lane, bug);
     }
     if (lane == 0) {
       const float v = acc + (bias != nullptr ? bias[row] : 0.0f);

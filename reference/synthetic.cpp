@@ -118,6 +118,11 @@ const Preset kPresets[] = {
        c.rope_freq_factors = llama3_freq_factors(16, c.rope_theta, 32.0, 1.0, 4.0, 8192.0);
        return c;
      }},
+    // Widths off every tile: hidden 90 and ffn 170 leave a tail after 16-byte vectors of f32 or f16
+    // (neither is a multiple of 4), 5 heads of 18 over one KV head, vocab 300 (GEMV rows not a
+    // multiple of a block's 8 rows). Real checkpoints are not tile multiples either (896 and 151936
+    // are not multiples of 256), so a kernel that only handles whole tiles fails here, at tiny size.
+    {"qwen2-tails-tiny", [] { return decoder(Family::qwen2, 2, 90, 5, 1, 18, 170, 300); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (seeds/004 #4 double bias).
     {"qwen2-bias-tiny",

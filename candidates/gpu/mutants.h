@@ -27,6 +27,8 @@ struct MutantInfo {
   int late_prompt = 0;
   // A bug only an input pattern shows: run with `--probe probe` (probes.h).
   std::string_view probe = {};
+  // A bug only some widths show: the same run on this model, whose widths hide it, passes.
+  std::string_view hidden_on = {};
 };
 
 std::span<const MutantInfo> mutants();

@@ -38,6 +38,7 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   r.mode = mode;
   r.k = kDefaultFloorFactor;
   r.floor_relief = kind == Rule::Kind::dtype;
+  if (kind == Rule::Kind::dtype) r.rms_k = kDefaultFloorRmsFactor;
   return r;
 }
 
@@ -57,6 +58,12 @@ double unit_roundoff(DType t) {
 
 double floor_of(double floor, DType t, double ref_rms) {
   return std::fmax(floor, unit_roundoff(t) * ref_rms);
+}
+
+std::optional<double> floor_rms_limit(const Rule& rule, const StageResult& r) {
+  if (!(rule.rms_k > 0) || std::isnan(r.floor_rms) || r.m.numel < kFloorRmsMinElements) return std::nullopt;
+  if (r.cand_dtype != DType::f16 && r.cand_dtype != DType::bf16) return std::nullopt;
+  return rule.rms_k * floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms);
 }
 
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
@@ -128,10 +135,22 @@ void Policy::judge(StageResult& r) const {
   }
   bool ok = m.inf_agree;
   switch (rule->kind) {
-    case Rule::Kind::dtype:
+    case Rule::Kind::dtype: {
       ok = ok && m.mismatches == 0;
-      if (!m.inf_agree) r.note = kInfDisagree;
+      const auto rms_limit = floor_rms_limit(*rule, r);
+      if (!m.inf_agree) {
+        r.note = kInfDisagree;
+      } else if (ok && rms_limit && m.rms > *rms_limit) {
+        ok = false;
+        r.note = fmt::format(
+            "rms {:.3g} is {:.2g}x the {} noise floor's rms {:.3g} (limit {:g}x), though every element is "
+            "within tolerance: a small error on every element (a reduced-precision accumulator, a slightly "
+            "wrong scale)",
+            m.rms, m.rms / floor_of(r.floor_rms, r.cand_dtype, m.ref_rms), dtype_name(r.cand_dtype),
+            r.floor_rms, rule->rms_k);
+      }
       break;
+    }
     case Rule::Kind::bit_exact:
       ok = ok && m.max_ulp == 0 && m.mismatches == 0;
       if (!ok) r.note = fmt::format("not bit-exact: max {} ULP ({})", m.max_ulp, rule->where);
@@ -275,6 +294,10 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
       r.floor_relief = true;
       r.k = scalar<double>(source, v, key);
       if (!(r.k > 0)) bad(source, v, key, "the factor k must be positive");
+    } else if (key == "floor_rms") {
+      // The built-in isolated rule's statistical limit, written out: rms <= k x the floor's rms.
+      r.rms_k = scalar<double>(source, v, key);
+      if (!(r.rms_k > 0)) bad(source, v, key, "the factor k must be positive");
     } else if (key == "expect") {
       ++kinds;
       r.kind = Rule::Kind::expect;
@@ -287,7 +310,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else {
       bad(source, kv.first, key,
           "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, "
-          "floor_relief, expect, why)");
+          "floor_relief, floor_rms, expect, why)");
     }
   }
   if (kinds != 1)
@@ -298,6 +321,8 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
   if (r.floor_relief && r.kind != Rule::Kind::dtype)
     throw PolicyError(
         fmt::format("{}: floor_relief widens a dtype_defaults rule; this rule has none", r.where));
+  if (r.rms_k > 0 && r.kind != Rule::Kind::dtype)
+    throw PolicyError(fmt::format("{}: floor_rms limits a dtype_defaults rule; this rule has none", r.where));
   return r;
 }
 

@@ -2,6 +2,7 @@
 // trace can be re-judged under another policy (docs/policies.md describes the YAML file).
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <regex>
@@ -53,6 +54,10 @@ struct Rule {
   // 150k vocabulary) is the tail of many rounding errors, which a per-element dtype tolerance
   // scaled to the stage's RMS does not cover; the floor run measures that tail.
   bool floor_relief = false;
+  // Kind::dtype, > 0: the stage's error RMS is at most rms_k x the floor's RMS (see
+  // floor_rms_limit). The built-in rule sets it: a reduced-precision accumulator puts every element
+  // inside the per-element band, but its error spreads over all of them, which the RMS sees.
+  double rms_k = 0;
   Status expect = Status::missing;  // Kind::expect: missing or skipped is legitimate
   bool matches(const StageKey& key, Mode m) const;
 };
@@ -92,6 +97,18 @@ Tolerance dtype_tolerance(DType cand_dtype, double ref_rms);
 // The k of the built-in noise-floor rules: a correct candidate that rounds like the reference
 // at its storage dtype stays within a few times the floor; a bug is orders of magnitude above.
 inline constexpr double kDefaultFloorFactor = 8;
+// The built-in statistical limit: a correct 16-bit candidate rounds each stored value once, as the
+// floor run does, so its error RMS sits near the floor's (at most 1.11x over the tiny presets, seeds
+// 0-9, every probe, simt and cpu-f16); one more rounding per element, at the output's own scale,
+// already makes it about 2x (docs/policies.md).
+inline constexpr double kDefaultFloorRmsFactor = 2;
+// Fewer elements than this make the RMS a sample too small to judge by.
+inline constexpr std::int64_t kFloorRmsMinElements = 32;
+// The RMS limit a rule with rms_k puts on a stage, or nullopt where it does not apply: no floor was
+// recorded, too few elements, or a storage dtype wider than 16 bits (an f32 stage's floor is one f32
+// rounding, below the accumulation error of any correct f32 kernel over a long reduction, while a
+// 16-bit rounding stays above f32 accumulation error up to reductions of 2^26 terms).
+std::optional<double> floor_rms_limit(const Rule& rule, const StageResult& r);
 // Half an ULP at 1.0 in `t`.
 double unit_roundoff(DType t);
 // A recorded floor, raised to half an ULP of the stage's scale so that a stage that happened to

@@ -239,6 +239,12 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
     EXPECT_EQ(run_parity(plain, Policy::dtype_defaults()).exit_code, kExitParity)
         << m.name << " without the probe";
   }
+  if (!m.hidden_on.empty()) {  // the widths are what shows it: tile-multiple widths pass
+    RunOptions plain = o;
+    plain.model = std::string(m.hidden_on);
+    EXPECT_EQ(run_parity(plain, Policy::dtype_defaults()).exit_code, kExitParity)
+        << m.name << " on " << m.hidden_on;
+  }
   if (m.policy == "default") {
     EXPECT_EQ(r.exit_code, kExitFailure) << r.verdict;
     ASSERT_TRUE(r.first_failure.has_value()) << r.verdict;

@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEFAULT_YAML = os.path.join(ROOT, "fixtures", "policies", "default.yaml")
 MODELS = ["synthetic:qwen2-tiny", "synthetic:llama-tiny", "synthetic:qwen3-tiny", "synthetic:gpt2-tiny",
           "synthetic:llama3-tiny"]
-CANDIDATES = ["cpu-f16", "simt", "mutant:chain-add-idx"]
+CANDIDATES = ["cpu-f16", "simt", "mutant:chain-add-idx", "mutant:gemv-half-accum"]
 
 
 def run(*args):
@@ -66,23 +66,25 @@ class DefaultPolicyFile(unittest.TestCase):
         self.assertGreater(passing, 0)
         self.assertGreater(failing, 0)
 
-    def test_the_floor_relief_line_is_what_makes_them_equal(self):
+    def test_each_floor_line_is_what_makes_them_equal(self):
         # Without `floor_relief: 8` the file is stricter than the built-in policy on some clean
-        # trace: the line is load-bearing, and the comparison above can tell the two apart.
+        # trace, and without `floor_rms: 2` it passes the reduced-precision accumulator the
+        # built-in policy fails: each line is load-bearing, and the comparison above can tell.
         with open(DEFAULT_YAML) as f:
             text = f.read()
-        self.assertIn("    floor_relief: 8\n", text)
-        stricter = os.path.join(self.tmp.name, "no-relief.yaml")
-        with open(stricter, "w") as f:
-            f.write(text.replace("    floor_relief: 8\n", ""))
-        differs = []
-        for trace in self.traces:
-            _, builtin = verdicts(trace, trace + ".builtin.json")
-            _, strict = verdicts(trace, trace + ".strict.json", "--policy", stricter)
-            if builtin != strict:
-                differs.append(os.path.basename(trace))
-        self.assertTrue(differs, "no trace tells the relief apart")
-
+        for line in ("    floor_relief: 8\n", "    floor_rms: 2\n"):
+            with self.subTest(line.strip()):
+                self.assertIn(line, text)
+                edited = os.path.join(self.tmp.name, "without-" + line.strip().split(":")[0] + ".yaml")
+                with open(edited, "w") as f:
+                    f.write(text.replace(line, ""))
+                differs = []
+                for trace in self.traces:
+                    _, builtin = verdicts(trace, trace + ".builtin.json")
+                    _, other = verdicts(trace, trace + ".edited.json", "--policy", edited)
+                    if builtin != other:
+                        differs.append(os.path.basename(trace))
+                self.assertTrue(differs, f"no trace tells {line.strip()} apart")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

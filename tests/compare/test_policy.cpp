@@ -1,5 +1,6 @@
 // Policy parsing (good and bad YAML naming line and field) and judging.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -250,6 +251,75 @@ TEST(PolicyYaml, FloorReliefWidensTheDtypeRule) {
             std::string::npos);
   EXPECT_NE(error_of("rules:\n  - dtype_defaults: true\n    floor_relief: -1\n").find("field 'floor_relief'"),
             std::string::npos);
+}
+
+// The built-in isolated rule's statistical limit: the error RMS at most 2 x the floor's, on 16-bit
+// stages large enough for an RMS to mean something. Each case: the stage, and the verdict.
+struct FloorRmsCase {
+  const char* name;
+  DType dtype;
+  std::int64_t numel;
+  double rms;  // the floor's rms is 1e-4 and every element is inside the band
+  bool floor_recorded;
+  Status expect;
+};
+
+class FloorRms : public testing::TestWithParam<FloorRmsCase> {};
+
+TEST_P(FloorRms, JudgesTheErrorSpreadOverEveryElement) {
+  const FloorRmsCase& c = GetParam();
+  StageResult r = measured("attn_out", 0, Mode::isolated, 5e-4);
+  r.cand_dtype = c.dtype;
+  r.m.numel = c.numel;
+  r.m.rms = c.rms;
+  r.m.ref_rms = 0.01;  // half a bf16 ULP of it (3.9e-5) is below the floor: the floor is not raised
+  if (c.floor_recorded) {
+    r.floor_rms = 1e-4;
+    r.floor_max_abs = 4e-4;
+  }
+  for (const Policy& p :
+       {Policy::dtype_defaults(), Policy::from_file(DRIFTSCOPE_FIXTURES "/policies/default.yaml")}) {
+    StageResult judged = r;
+    p.judge(judged);
+    EXPECT_EQ(judged.status, c.expect) << p.name() << ": " << judged.note;
+    if (c.expect == Status::fail) {
+      // A failure with no elementwise mismatch names the aggregate limit that tripped.
+      EXPECT_NE(judged.note.find(fmt::format("2.5x the {} noise floor's rms", dtype_name(c.dtype))),
+                std::string::npos)
+          << judged.note;
+      EXPECT_NE(judged.note.find("every element is within tolerance"), std::string::npos) << judged.note;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policy, FloorRms,
+    testing::Values(
+        FloorRmsCase{"f16_near_the_floor_passes", DType::f16, 256, 1.1e-4, true, Status::pass},
+        FloorRmsCase{"f16_at_2_5x_the_floor_fails", DType::f16, 256, 2.5e-4, true, Status::fail},
+        FloorRmsCase{"bf16_at_2_5x_the_floor_fails", DType::bf16, 256, 2.5e-4, true, Status::fail},
+        // 31 elements: too small a sample for an RMS; the elementwise band alone judges.
+        FloorRmsCase{"too_few_elements_are_not_judged_by_rms", DType::f16, 31, 2.5e-4, true, Status::pass},
+        // An f32 stage's floor is one f32 rounding, below any f32 accumulation error.
+        FloorRmsCase{"f32_stages_are_not_judged_by_rms", DType::f32, 256, 2.5e-4, true, Status::pass},
+        FloorRmsCase{"no_floor_no_rms_limit", DType::f16, 256, 2.5e-4, false, Status::pass}),
+    [](const testing::TestParamInfo<FloorRmsCase>& i) { return std::string(i.param.name); });
+
+TEST(PolicyYaml, FloorRmsGoesWithDtypeDefaultsOnly) {
+  EXPECT_EQ(error_of("rules:\n  - dtype_defaults: true\n    floor_rms: 2\n"), "");
+  EXPECT_NE(error_of("rules:\n  - noise_floor: 8\n    floor_rms: 2\n")
+                .find("floor_rms limits a dtype_defaults rule"),
+            std::string::npos);
+  EXPECT_NE(error_of("rules:\n  - dtype_defaults: true\n    floor_rms: 0\n").find("field 'floor_rms'"),
+            std::string::npos);
+  // Without the key a file rule has no RMS limit.
+  StageResult r = measured("q", 0, Mode::isolated, 5e-4);
+  r.m.numel = 256;
+  r.m.rms = 1e-2;
+  r.floor_rms = 1e-4;
+  r.floor_max_abs = 1e-3;
+  Policy::from_yaml("rules:\n  - dtype_defaults: true\n    floor_relief: 8\n").judge(r);
+  EXPECT_EQ(r.status, Status::pass) << r.note;
 }
 
 TEST(PolicyFiles, ShippedPoliciesParse) {

@@ -21,6 +21,22 @@ using testing::FixtureSpec;
 using testing::stage_name;
 using testing::write_fixture;
 
+// The header says what the stages were judged against, and which probe fed them.
+TEST(TraceModel, RunInfoNamesTheBaselineAndTheProbe) {
+  FixtureSpec spec;
+  std::string err;
+  const auto plain = TraceModel::open(write_fixture("vm_plain.h5", spec), err);
+  ASSERT_TRUE(plain) << err;
+  EXPECT_EQ(plain->info().baseline, "");
+  EXPECT_EQ(plain->info().probe, "");
+  spec.baseline = "simt";
+  spec.probe = "tiny-rows";
+  const auto against = TraceModel::open(write_fixture("vm_baseline.h5", spec), err);
+  ASSERT_TRUE(against) << err;
+  EXPECT_EQ(against->info().baseline, "simt");
+  EXPECT_EQ(against->info().probe, "tiny-rows");
+}
+
 TEST(TraceModel, BuildsGridsWithFailingAndNanCells) {
   FixtureSpec spec;
   spec.nan_layer = 3;

@@ -13,10 +13,12 @@ std::string stage_name(int s) { return fmt::format("stage_{:02d}", s); }
 
 std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  const nlohmann::json run = {{"model", {{"name", "fixture"}}},
-                              {"candidate", {{"name", spec.candidate}}},
-                              {"modes", {"isolated", "chained"}},
-                              {"policy", "dtype-defaults"}};
+  nlohmann::json run = {{"model", {{"name", "fixture"}}},
+                        {"candidate", {{"name", spec.candidate}}},
+                        {"modes", {"isolated", "chained"}},
+                        {"policy", "dtype-defaults"}};
+  if (!spec.baseline.empty()) run["baseline"] = {{"name", spec.baseline}};
+  if (!spec.probe.empty()) run["probe"] = spec.probe;
   trace::TraceWriter w(path, {{"schema_note", "viewer test"}}, run);
   const Shape shape{4, 8};
   for (int step = 0; step < spec.steps; ++step)

@@ -13,6 +13,8 @@ struct FixtureSpec {
   bool drift_start = true;                 // store "drift_start_layer" in the result JSON
   bool floors = false;                     // store noise floors (floor_max_abs, floor_mean_abs)
   std::string candidate = "fixture-cand";  // tells apart the cases of a merged file
+  std::string baseline;                    // non-empty: the run was judged against this candidate
+  std::string probe;                       // non-empty: the run's --probe
 };
 
 // Returns the path written (under the test's temporary directory).

@@ -78,7 +78,13 @@ void draw_run_info(App& app, const TraceModel& m, const char* label) {
   ImGui::TextColored({0.6f, 0.6f, 0.65f, 1}, "%s", label);
   ImGui::SameLine();
   ImGui::TextWrapped("%s", m.path().c_str());
-  flow({"model " + i.model, "candidate " + i.candidate, "modes " + i.modes, "policy " + i.policy});
+  std::vector<std::string> facts{"model " + i.model, "candidate " + i.candidate, "modes " + i.modes,
+                                 "policy " + i.policy};
+  if (!i.probe.empty()) facts.push_back("probe " + i.probe);
+  flow(facts);
+  // Every verdict below is relative to B: a reader who missed it would take a pass for oracle parity.
+  if (!i.baseline.empty())
+    wrapped({1, 0.75f, 0.2f, 1}, fmt::format("judged against baseline {}, not the oracle", i.baseline));
   if (!i.finished) {
     wrapped({1, 0.75f, 0.2f, 1}, "run did not finish: no result stored (killed or crashed harness)");
   } else {

@@ -36,6 +36,8 @@ RunInfo read_info(const trace::TraceReader& r) {
   info.candidate = str_at(run, {"candidate", "name"});
   info.modes = str_at(run, {"modes"});
   info.policy = str_at(run, {"policy"});
+  info.baseline = str_at(run, {"baseline", "name"});
+  info.probe = str_at(run, {"probe"});
   if (const auto& res = r.result(); res && res->is_object()) {
     info.finished = true;
     info.verdict = str_at(*res, {"verdict"});

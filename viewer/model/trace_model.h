@@ -17,6 +17,9 @@ namespace ds::view {
 
 struct RunInfo {
   std::string model, candidate, modes, policy;
+  // `run --baseline`: the stages were judged against this candidate, not the oracle ("" otherwise).
+  std::string baseline;
+  std::string probe;          // `run --probe`, or ""
   std::string verdict;        // "" when the run did not finish
   std::string first_failure;  // "residual_1 @ layer 0, step 0 (isolated)" or ""
   std::optional<int> drift_start_layer;
