@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "linear_kernel.h"
 #include "ops.h"
 #include "parallel.h"
 #include "synthetic.h"
@@ -51,13 +52,15 @@ Tensor random(Shape s, const std::string& name) {
 }
 
 // Every row count up to past two blocks of four, widths with and without a tail, every weight
-// dtype, with and without bias; the largest shape is enough work to split its columns over two
-// threads, which must not change a bit either.
+// dtype, with and without bias; 1031 x 131 is enough work to split its columns over two threads,
+// and rows of 16411 make the kernel take token rows in several cache blocks: neither may change a
+// bit.
 TEST(LinearOrder, EveryElementIsThePlainDotInItsFixedOrder) {
   struct Shape3 {
     std::int64_t in, out, max_rows;
   };
-  const Shape3 shapes[] = {{1, 37, 10}, {3, 37, 10}, {4, 37, 10}, {13, 37, 10}, {67, 37, 10}, {1031, 131, 9}};
+  const Shape3 shapes[] = {{1, 37, 10},  {3, 37, 10},    {4, 37, 10},  {13, 37, 10},
+                           {67, 37, 10}, {1031, 131, 9}, {16411, 5, 9}};
   for (int threads : {1, 2}) {
     set_worker_threads(threads);
     for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16})
@@ -74,6 +77,37 @@ TEST(LinearOrder, EveryElementIsThePlainDotInItsFixedOrder) {
         }
   }
   set_worker_threads(0);
+}
+
+// Each build of the kernel, called directly (the dispatcher runs only the widest one here).
+TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
+  using Kernel = void (*)(const detail::LinearArgs&, std::int64_t, std::int64_t);
+  std::vector<std::pair<const char*, Kernel>> builds = {{"baseline", detail::linear_cols_baseline}};
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) builds.emplace_back("avx2", detail::linear_cols_avx2);
+#endif
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16})
+    for (std::int64_t rows : {1, 3, 4, 7}) {
+      const std::int64_t in = 131, out = 9;
+      const Tensor w = random({out, in}, "kw").to(dt);
+      const Tensor x = random({rows, in}, fmt::format("kx{}", rows));
+      const Tensor b = random({out}, "kb");
+      const Tensor want = plain_linear(x, w, &b);
+      for (const auto& [name, kernel] : builds) {
+        Tensor got(DType::f64, {rows, out});
+        kernel({x.data<double>(), w.raw(), dt, b.data<double>(), got.data<double>(), rows, in, out}, 0, out);
+        EXPECT_TRUE(same_bits(got, want)) << name << " " << dtype_name(dt) << " rows " << rows;
+      }
+    }
+}
+
+// Every f16 bit pattern (normals, subnormals, zeros, infinities, NaNs) widens as Tensor::to does.
+TEST(LinearOrder, EveryF16WeightWidensExactly) {
+  Tensor w(DType::f16, {65536, 1});
+  for (std::int64_t i = 0; i < 65536; ++i) w.data<std::uint16_t>()[i] = std::uint16_t(i);
+  Tensor x(DType::f64, {1, 1});
+  x.data<double>()[0] = 1.0;
+  EXPECT_TRUE(same_bits(linear(x, w, nullptr), plain_linear(x, w, nullptr)));
 }
 
 }  // namespace
