@@ -1,5 +1,6 @@
 #include "ops.h"
 
+#include "linear_kernel.h"
 #include "parallel.h"
 
 #include <fmt/format.h>
@@ -60,47 +61,21 @@ Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) 
 }
 
 namespace {
-// The fixed summation order of every dot product in `linear`: four interleaved partial sums
-// (element i goes to lane i % 4), combined as (l0 + l1) + (l2 + l3), then the tail. One
-// dependency chain per lane lets the GEMV run at memory speed instead of add latency; the
-// order is the same for every thread count and every call.
-template <class W>
-double dot(const W* w, const double* x, std::int64_t n) {
-  double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
-  std::int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    l0 += double(w[i]) * x[i];
-    l1 += double(w[i + 1]) * x[i + 1];
-    l2 += double(w[i + 2]) * x[i + 2];
-    l3 += double(w[i + 3]) * x[i + 3];
-  }
-  double acc = (l0 + l1) + (l2 + l3);
-  for (; i < n; ++i) acc += double(w[i]) * x[i];
-  return acc;
-}
+using LinearKernel = void (*)(const detail::LinearArgs&, std::int64_t, std::int64_t);
 
-template <class W>
-void linear_rows(const double* xs, const W* ws, const double* bias, double* ys, std::int64_t rows,
-                 std::int64_t in, std::int64_t out, std::int64_t o_begin, std::int64_t o_end) {
-  for (std::int64_t o = o_begin; o < o_end; ++o)
-    for (std::int64_t r = 0; r < rows; ++r)
-      ys[r * out + o] = dot(ws + o * in, xs + r * in, in) + (bias ? bias[o] : 0.0);
-}
-
-// A 16-bit weight row widened to double once per output row, then the double kernel: the
-// products, and so every sum, are those of a weight widened up front (widening is exact).
-void linear_rows_16(const double* xs, const std::uint16_t* ws, float (*widen)(std::uint16_t),
-                    const double* bias, double* ys, std::int64_t rows, std::int64_t in, std::int64_t out,
-                    std::int64_t o_begin, std::int64_t o_end) {
-  std::vector<double> row(std::size_t(in), 0.0);
-  for (std::int64_t o = o_begin; o < o_end; ++o) {
-    for (std::int64_t i = 0; i < in; ++i) row[std::size_t(i)] = double(widen(ws[o * in + i]));
-    for (std::int64_t r = 0; r < rows; ++r)
-      ys[r * out + o] = dot(row.data(), xs + r * in, in) + (bias ? bias[o] : 0.0);
-  }
+// The widest build of the kernel this CPU runs; every build gives the same bits.
+LinearKernel pick_linear_kernel() {
+#if defined(DS_LINEAR_X86)
+  if (__builtin_cpu_supports("avx2")) return detail::linear_cols_avx2;
+#endif
+  return detail::linear_cols_baseline;
 }
 }  // namespace
 
+// Every output element is one dot product in a fixed order (linear_kernel.cpp): four
+// interleaved partial sums (element i goes to lane i % 4), combined as (l0 + l1) + (l2 + l3),
+// then the tail. One dependency chain per lane keeps the adds from waiting on each other, and
+// the order is the same for every thread count, every kernel build and every call.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   require(w.rank() == 2 && x.rank() == 2 && x.dim(1) == w.dim(1), "linear", x, w);
   const std::int64_t in = w.dim(1), out = w.dim(0);
@@ -111,20 +86,17 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
         fmt::format("linear: weight dtype {} (expected f64, f32, f16 or bf16)", dtype_name(w.dtype())));
   const std::int64_t rows = x.dim(0);
   Tensor y(DType::f64, {rows, out});
-  const double* xs = x.data<double>();
-  const double* bs = bias ? bias->data<double>() : nullptr;
-  double* ys = y.data<double>();
+  const detail::LinearArgs args{.x = x.data<double>(),
+                                .w = w.raw(),
+                                .wtype = w.dtype(),
+                                .bias = bias ? bias->data<double>() : nullptr,
+                                .y = y.data<double>(),
+                                .rows = rows,
+                                .in = in,
+                                .out = out};
+  static const LinearKernel kernel = pick_linear_kernel();
   // Threads own disjoint output columns: every element keeps the serial summation order.
-  parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
-    switch (w.dtype()) {
-      case DType::f64: linear_rows(xs, w.data<double>(), bs, ys, rows, in, out, b, e); break;
-      case DType::f32: linear_rows(xs, w.data<float>(), bs, ys, rows, in, out, b, e); break;
-      case DType::f16:
-        linear_rows_16(xs, w.data<std::uint16_t>(), f16_to_f32, bs, ys, rows, in, out, b, e);
-        break;
-      default: linear_rows_16(xs, w.data<std::uint16_t>(), bf16_to_f32, bs, ys, rows, in, out, b, e); break;
-    }
-  });
+  parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) { kernel(args, b, e); });
   return y;
 }
 

@@ -17,7 +17,7 @@ Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int 
 // y = (x - mean) / sqrt(var + eps) * w + b, population variance.
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 // y = x W^T (+ b). Output columns are split over threads; each element is one dot product in
-// a fixed order (four interleaved partial sums, see ops.cpp), whatever the thread count.
+// a fixed order (four interleaved partial sums, see linear_kernel.cpp), whatever the thread count.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
 // Rotary embedding of heads of size `head_dim` packed in each row, tokens at pos0, pos0+1, ...
 // Dims >= rotary_dim pass through (partial RoPE). `freq_factors` (empty or rotary_dim / 2

@@ -3,9 +3,18 @@
 // bytes, split over the same threads, and reports achieved bytes/s as a fraction of that
 // baseline (counter `of_sum_bw`). Weights are f64 (Arg 1: f32, as the Reference holds an f32
 // checkpoint's matrices since issue 17; bf16 and f16 rows are widened to f64 first).
+//
+// BM_LinearVsOld times `linear` on bf16 weights (the real-shape presets' dtype) against a copy of
+// the kernel it replaced (a weight row widened through a function pointer per element, then one
+// dot product per token row), in the same process on the same data, and reports the ratio as
+// `speedup_vs_old`; it also checks that both give the same bits.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "ops.h"
 #include "parallel.h"
@@ -90,6 +99,71 @@ void BM_DecodeStepAllProjections(benchmark::State& state) {
   report(state, double(bytes), seconds / double(state.iterations()), baseline);
 }
 
+// The kernel `linear` used before the tiled one (kept here as the baseline to beat).
+double old_dot(const double* w, const double* x, std::int64_t n) {
+  double l0 = 0, l1 = 0, l2 = 0, l3 = 0;
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    l0 += w[i] * x[i];
+    l1 += w[i + 1] * x[i + 1];
+    l2 += w[i + 2] * x[i + 2];
+    l3 += w[i + 3] * x[i + 3];
+  }
+  double acc = (l0 + l1) + (l2 + l3);
+  for (; i < n; ++i) acc += w[i] * x[i];
+  return acc;
+}
+
+ds::Tensor old_linear(const ds::Tensor& x, const ds::Tensor& w, float (*widen)(std::uint16_t)) {
+  const std::int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
+  ds::Tensor y(ds::DType::f64, {rows, out});
+  const double* xs = x.data<double>();
+  const std::uint16_t* ws = w.data<std::uint16_t>();
+  double* ys = y.data<double>();
+  ds::ref::parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
+    std::vector<double> row(std::size_t(in), 0.0);
+    for (std::int64_t o = b; o < e; ++o) {
+      for (std::int64_t i = 0; i < in; ++i) row[std::size_t(i)] = double(widen(ws[o * in + i]));
+      for (std::int64_t r = 0; r < rows; ++r) ys[r * out + o] = old_dot(row.data(), xs + r * in, in) + 0.0;
+    }
+  });
+  return y;
+}
+
+// Arg 0: a projection of kProj, or 7 for qwen3-0.6b's gate/up (3072 x 1024); Arg 1: token rows
+// (1 a decode step, 16 the e2e prefill, 1024 a long prompt).
+void BM_LinearVsOld(benchmark::State& state) {
+  const Proj p = state.range(0) < 7 ? kProj[state.range(0)] : Proj{"qwen3-0.6b gate", 3072, 1024};
+  const ds::Tensor w = random({p.out, p.in}, ds::DType::bf16);
+  const ds::Tensor x = random({state.range(1), p.in}, ds::DType::f64);
+  double old_s = 1e9;
+  ds::Tensor old_y;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    old_y = old_linear(x, w, ds::bf16_to_f32);
+    old_s = std::min(old_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  ds::Tensor y;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    y = ds::ref::linear(x, w, nullptr);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  if (std::memcmp(y.raw(), old_y.raw(), y.nbytes()) != 0) {
+    std::fprintf(stderr, "BM_LinearVsOld: linear and the old kernel differ (%s)\n", p.name);
+    std::exit(1);
+  }
+  state.SetLabel(p.name);
+  state.counters["old_ms"] = benchmark::Counter(old_s * 1e3);
+  state.counters["speedup_vs_old"] = benchmark::Counter(old_s / (seconds / double(state.iterations())));
+}
+
+BENCHMARK(BM_LinearVsOld)
+    ->ArgsProduct({{0, 4, 6}, {1, 16}})
+    ->Args({7, 1024})
+    ->ArgNames({"proj", "rows"})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeProjection)
     ->ArgsProduct({benchmark::CreateDenseRange(0, 6, 1), {0, 1}})
     ->ArgNames({"proj", "f32"})

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "matrix_report.h"
 #include "prompt.h"
 #include "probes.h"
+#include "progress.h"
 #include "registry.h"
 #include "synthetic.h"
 #include "report_options.h"
@@ -66,7 +68,7 @@ bool parse_layer_range(const std::string& s, int& min, int& max) {
 }
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
-  // A progress bar on a terminal: one tick per reference layer.
+  // A progress bar on a terminal: one tick per reference layer, and a clock once it is slow.
   std::optional<ModelConfig> cfg;
   if (isatty(STDERR_FILENO)) try {
       cfg = load_config_spec(o.model, o.layers);
@@ -76,12 +78,13 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   if (cfg) {
     const int total = cfg->n_layers * (o.decode_steps + 1);
     auto done = std::make_shared<int>(0);
-    o.on_event = [total, done](std::string_view e) {
+    const auto start = std::chrono::steady_clock::now();
+    o.on_event = [total, done, start](std::string_view e) {
       if (e != "reference_layer") return;
       ++*done;
-      const int width = 30, filled = width * *done / std::max(total, 1);
-      fmt::print(stderr, "\r[{}{}] {}/{} layers{}", std::string(std::size_t(filled), '#'),
-                 std::string(std::size_t(width - filled), ' '), *done, total, *done == total ? "\n" : "");
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // \x1b[K clears what a longer previous line left on the right.
+      fmt::print(stderr, "\r{}\x1b[K{}", progress_line(*done, total, elapsed), *done == total ? "\n" : "");
     };
   }
   const RunReport report = run_parity(o, policy);

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""ctest smoke of run_e2e.py --quick: every run exits 0, the table carries the ratios to the
+cpu-f16 baseline, and the JSON has a wall time and a non-zero peak tree RSS for every run."""
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main():
+    exe = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "e2e.json"
+        p = subprocess.run([sys.executable, str(HERE / "run_e2e.py"), exe, "--quick", "--json", str(out),
+                            "--logs", tmp], capture_output=True, text=True, timeout=120)
+        print(p.stdout)
+        print(p.stderr, file=sys.stderr)
+        assert p.returncode == 0, f"run_e2e.py exited {p.returncode}"
+        results = json.loads(out.read_text())["results"]
+    labels = [r["label"] for r in results]
+    assert labels == ["cpu-f16", "simt", "simt --simt-threads 2"], labels
+    for r in results:
+        assert r["exit_code"] == 0, r
+        assert r["wall_s"] > 0 and r["peak_tree_rss_bytes"] > 0, r
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| qwen2-tiny")]
+    assert len(rows) == 3, p.stdout
+    assert re.search(r"\| cpu-f16 +\| 0 +\|.*\| - +\| - +\|$", rows[0]), rows[0]
+    for row in rows[1:]:
+        assert re.search(r"\| \d+\.\d\dx +\| \d+\.\d\dx +\|$", row), row
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
