@@ -67,10 +67,12 @@ INSTANTIATE_TEST_SUITE_P(
     Models, SimtParity,
     testing::Values(ParityCase{"synthetic:llama-tiny", 0}, ParityCase{"synthetic:qwen2-tiny", 0},
                     ParityCase{"synthetic:qwen3-tiny", 0}, ParityCase{"synthetic:qwen2-bias-tiny", 0},
-                    ParityCase{"synthetic:llama-tiny", 1}, ParityCase{"synthetic:qwen2-tiny", 1},
-                    ParityCase{"synthetic:qwen3-tiny", 1}, ParityCase{"synthetic:qwen2-bias-tiny", 1},
+                    ParityCase{"synthetic:qwen2-tails-tiny", 0}, ParityCase{"synthetic:llama-tiny", 1},
+                    ParityCase{"synthetic:qwen2-tiny", 1}, ParityCase{"synthetic:qwen3-tiny", 1},
+                    ParityCase{"synthetic:qwen2-bias-tiny", 1}, ParityCase{"synthetic:qwen2-tails-tiny", 1},
                     ParityCase{"synthetic:llama-tiny", 2}, ParityCase{"synthetic:qwen2-tiny", 2},
-                    ParityCase{"synthetic:qwen3-tiny", 2}, ParityCase{"synthetic:qwen2-bias-tiny", 2}),
+                    ParityCase{"synthetic:qwen3-tiny", 2}, ParityCase{"synthetic:qwen2-bias-tiny", 2},
+                    ParityCase{"synthetic:qwen2-tails-tiny", 2}),
     [](const auto& info) {
       std::string n = fmt::format("{}_seed{}", info.param.model.substr(10), info.param.seed);
       for (char& c : n)

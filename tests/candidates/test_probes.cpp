@@ -42,8 +42,8 @@ TEST_P(Probes, CorrectKernelsPassInBothModes) {
 
 std::vector<ProbeCase> probe_cases() {
   std::vector<ProbeCase> out;
-  for (const char* preset :
-       {"llama-tiny", "llama3-tiny", "qwen2-bias-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"})
+  for (const char* preset : {"llama-tiny", "llama3-tiny", "qwen2-bias-tiny", "qwen3-tiny", "gpt2-tiny",
+                             "qwen3next-tiny", "qwen2-tails-tiny"})
     for (const Probe& p : probes()) out.push_back({preset, std::string(p.name)});
   return out;
 }
