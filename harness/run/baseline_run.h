@@ -39,6 +39,7 @@ class Baseline {
   Baseline(const RunOptions& opt, const ModelConfig& header);
 
   std::string name() const { return cand_->name(); }
+  const Candidate& candidate() const { return *cand_; }
   DType storage_dtype() const { return cand_->storage_dtype(); }
   nlohmann::json json() const;
   // Its plan for a block of the run's model, under the baseline's GDN variant.

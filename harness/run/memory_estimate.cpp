@@ -126,7 +126,7 @@ double held_bytes_per_weight(const std::string& model_spec, const ModelConfig& f
 }
 
 MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, const RunOptions& opt,
-                               const CandidateMemory& cand) {
+                               const CandidateMemory& cand, const CandidateMemory* baseline) {
   const DType held = held_dtype(bytes_per_weight);
   const std::uint64_t lanes = std::max<std::size_t>(opt.modes.size(), 1);
   const std::uint64_t references = 1 + lanes;  // the oracle and one noise floor per mode
@@ -137,12 +137,17 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
     weights += std::uint64_t(std::llround(double(n) * bytes_per_weight));
     reference_own += ref::Reference::own_bytes(w.name, w.shape, held);
   }
-  std::uint64_t candidate = 0;
-  if (!cand.dump && !cand.on_device) {
-    const double per = cand.f32_copy ? 4.0 : std::clamp(bytes_per_weight, 2.0, 4.0);
-    candidate = std::uint64_t(double(elements) * per);
-  }
-  if (cand.fill) candidate += elements * 4;
+  // A candidate's own copy of the weights in its child process.
+  auto copy_of = [&](const CandidateMemory& c) {
+    std::uint64_t bytes = 0;
+    if (!c.dump && !c.on_device) {
+      const double per = c.f32_copy ? 4.0 : std::clamp(bytes_per_weight, 2.0, 4.0);
+      bytes = std::uint64_t(double(elements) * per);
+    }
+    if (c.fill) bytes += elements * 4;
+    return bytes;
+  };
+  const std::uint64_t candidate = copy_of(cand);
 
   const std::uint64_t positions = std::uint64_t(opt.prompt_tokens) + std::uint64_t(opt.decode_steps);
   const std::uint64_t T = std::uint64_t(std::max(opt.prompt_tokens, 1));
@@ -163,6 +168,9 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
              {"kv cache", kv},
              {"activations", activations},
              {"processes", kProcessBytes + (opt.isolate_process && !cand.dump ? kChildBytes : 0)}};
+  if (baseline)
+    e.parts.push_back({fmt::format("baseline {}", baseline->name),
+                       copy_of(*baseline) + (opt.isolate_process ? kChildBytes : 0)});
   return e;
 }
 

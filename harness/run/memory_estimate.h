@@ -47,9 +47,10 @@ std::uint64_t weight_elements(const ModelConfig& cfg);
 // The peak resident memory of a run of `cfg` (its layers as the run truncates them) under
 // `opt`: the harness's weights and the reference's and noise floors' own copies, the
 // candidate's copy in its child process (pages shared with the harness through fork are
-// counted once), KV caches, activations and the processes' fixed cost.
+// counted once), KV caches, activations and the processes' fixed cost; with `baseline` (run
+// --baseline), that candidate's copy and child process too.
 MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, const RunOptions& opt,
-                               const CandidateMemory& cand);
+                               const CandidateMemory& cand, const CandidateMemory* baseline = nullptr);
 
 // "3G", "512M", "64K", "1.5GiB", "1000000" (bytes; suffixes are powers of 1024); nullopt when
 // malformed or zero.

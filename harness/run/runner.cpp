@@ -303,7 +303,10 @@ class Run {
   // (exit 2) now, not an OOM kill of the harness and its child half-way through loading.
   void check_memory(const ModelConfig& header, const CandidateMemory& cand) {
     const ModelConfig full = opt_.layers > 0 ? load_config_spec(opt_.model, 0) : header;
-    const MemoryEstimate e = estimate_memory(header, held_bytes_per_weight(opt_.model, full), opt_, cand);
+    const std::optional<CandidateMemory> base =
+        baseline_ ? std::optional(candidate_memory(baseline_->candidate())) : std::nullopt;
+    const MemoryEstimate e =
+        estimate_memory(header, held_bytes_per_weight(opt_.model, full), opt_, cand, base ? &*base : nullptr);
     report_.memory = e.str();
     const std::optional<std::uint64_t> available = available_memory();
     const std::optional<std::uint64_t> budget = opt_.max_memory ? opt_.max_memory : available;

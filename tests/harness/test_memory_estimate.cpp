@@ -59,6 +59,20 @@ TEST(MemoryEstimate, GrowsWithLayersAndWithASecondMode) {
   EXPECT_LT(b, estimate_memory(two, 4, o, simt).total());
 }
 
+// run --baseline loads a second candidate in a child of its own: its copy of the weights counts.
+TEST(MemoryEstimate, ABaselineAddsItsOwnCopyOfTheWeights) {
+  RunOptions o;
+  o.isolate_process = true;
+  const CandidateMemory simt{"simt", DType::f16}, cpu{"cpu-f16", DType::f16, false, false, true};
+  const ModelConfig cfg = ref::load_config("synthetic:qwen2.5-0.5b", 2);
+  const MemoryEstimate alone = estimate_memory(cfg, 2, o, simt);
+  const MemoryEstimate against = estimate_memory(cfg, 2, o, simt, &cpu);
+  // cpu-f16 holds every weight as f32: 4 bytes per element, plus its process.
+  EXPECT_GE(against.total() - alone.total(), weight_elements(cfg) * 4);
+  EXPECT_NE(against.str().find("baseline cpu-f16"), std::string::npos) << against.str();
+  EXPECT_EQ(alone.str().find("baseline"), std::string::npos) << alone.str();
+}
+
 TEST(MemoryEstimate, RunOverItsBudgetIsRefusedBeforeAnyWeightIsRead) {
   std::vector<std::string> events;
   RunOptions o;
