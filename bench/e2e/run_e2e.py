@@ -86,9 +86,21 @@ def rss_kib(pid):
     return 0  # exited, or a zombie (no VmRSS line)
 
 
+def pss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def measure(cmd, log_path, timeout_s):
-    """Runs cmd, sampling the summed VmRSS of its process tree; returns (rc, wall s, peak bytes)."""
-    peak = 0
+    """Runs cmd, sampling the summed VmRSS (and, less often, Pss) of its process tree; returns
+    (rc, wall s, peak RSS bytes, peak Pss bytes)."""
+    peak = peak_pss = 0
     with open(log_path, "wb") as log:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
@@ -100,6 +112,8 @@ def measure(cmd, log_path, timeout_s):
             now = time.monotonic()
             if now - scanned >= (SAMPLE_S if now - t0 < 2 else RESCAN_S):
                 pids, scanned = tree_pids(proc.pid), time.monotonic()
+                # Pss walks every mapping of the process (slow on gigabytes): only on a rescan.
+                peak_pss = max(peak_pss, sum(pss_kib(p) for p in pids))
             peak = max(peak, sum(rss_kib(p) for p in pids))
             if timeout_s and time.monotonic() - t0 > timeout_s:
                 proc.kill()
@@ -107,7 +121,7 @@ def measure(cmd, log_path, timeout_s):
                 break
             time.sleep(SAMPLE_S)
         wall = time.monotonic() - t0
-    return proc.returncode, wall, peak * 1024
+    return proc.returncode, wall, peak * 1024, peak_pss * 1024
 
 
 def fmt_wall(s):
@@ -119,13 +133,15 @@ def fmt_bytes(b):
 
 
 def table(results):
-    head = ["case", "candidate", "exit", "wall", "peak tree RSS", "wall / cpu-f16", "RSS / cpu-f16"]
+    head = ["case", "candidate", "exit", "wall", "peak tree RSS", "peak tree Pss", "wall / cpu-f16",
+            "RSS / cpu-f16"]
     rows = []
     for r in results:
         ratio_w = f"{r['wall_ratio']:.2f}x" if r.get("wall_ratio") is not None else "-"
         ratio_m = f"{r['rss_ratio']:.2f}x" if r.get("rss_ratio") is not None else "-"
         rows.append([r["case"], r["label"], str(r["exit_code"]), fmt_wall(r["wall_s"]),
-                     fmt_bytes(r["peak_tree_rss_bytes"]), ratio_w, ratio_m])
+                     fmt_bytes(r["peak_tree_rss_bytes"]), fmt_bytes(r["peak_tree_pss_bytes"]), ratio_w,
+                     ratio_m])
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
@@ -165,18 +181,18 @@ def main():
             cmd = [str(exe), "run", "--model", model, "--candidate", cand] + flags + extra
             log = logs / f"{name}.{label.replace(' ', '_').replace('-', '')}.log"
             print(f"running {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-            rc, wall, peak = measure(cmd, log, args.timeout)
+            rc, wall, peak, peak_pss = measure(cmd, log, args.timeout)
             r = {"case": name, "model": model, "candidate": cand, "label": label,
                  "command": cmd, "exit_code": rc, "wall_s": round(wall, 3),
-                 "peak_tree_rss_bytes": peak, "log": str(log)}
+                 "peak_tree_rss_bytes": peak, "peak_tree_pss_bytes": peak_pss, "log": str(log)}
             if (cand, extra) == BASELINE:
                 base = r
             elif base and base["wall_s"] > 0 and base["peak_tree_rss_bytes"] > 0:
                 r["wall_ratio"] = round(wall / base["wall_s"], 3)
                 r["rss_ratio"] = round(peak / base["peak_tree_rss_bytes"], 3)
             results.append(r)
-            print(f"  exit {rc}, {fmt_wall(wall)}, peak tree RSS {fmt_bytes(peak)}", file=sys.stderr,
-                  flush=True)
+            print(f"  exit {rc}, {fmt_wall(wall)}, peak tree RSS {fmt_bytes(peak)}, Pss {fmt_bytes(peak_pss)}",
+                  file=sys.stderr, flush=True)
 
     print(table(results))
     if args.json:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ctest smoke of run_e2e.py --quick: every run exits 0, the table carries the ratios to the
-cpu-f16 baseline, and the JSON has a wall time and a non-zero peak tree RSS for every run."""
+cpu-f16 baseline, and the JSON has a wall time, a non-zero peak tree RSS and a peak tree Pss for every run."""
 
 import json
 import re
@@ -26,7 +26,7 @@ def main():
     assert labels == ["cpu-f16", "simt", "simt --simt-threads 2"], labels
     for r in results:
         assert r["exit_code"] == 0, r
-        assert r["wall_s"] > 0 and r["peak_tree_rss_bytes"] > 0, r
+        assert r["wall_s"] > 0 and r["peak_tree_rss_bytes"] > 0 and "peak_tree_pss_bytes" in r, r
     rows = [line for line in p.stdout.splitlines() if line.startswith("| qwen2-tiny")]
     assert len(rows) == 3, p.stdout
     assert re.search(r"\| cpu-f16 +\| 0 +\|.*\| - +\| - +\|$", rows[0]), rows[0]
