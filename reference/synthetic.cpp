@@ -225,6 +225,21 @@ void store(Tensor& to, std::int64_t at, const float* from, std::int64_t n) {
   }
 }
 
+// The statistics of real checkpoints the weights are drawn to give; docs/synthetic-models.md
+// gives the source of each.
+constexpr double kEmbedStd = 0.02;        // real embeddings sit near 0.01-0.05
+constexpr double kFirstLayerRise = 16.0;  // the first layer's writes swamp the embedding
+constexpr double kLayerGrowth = 1.1;      // then the stream grows exponentially with depth
+constexpr double kQkGain = 1.5;           // attention logits of std ~2, reaching ~5-10
+constexpr double kMassiveOverMedian = 1000.0;
+constexpr double kMedianOverRms = 0.674;  // median |x| / RMS of a Gaussian
+// RMS of what the writing projections read, for inputs of RMS 1 (the reading projections are
+// scaled to give that): attention's weighted mean of v rows (measured, softmax of logits of std
+// ~2 over a few positions), silu(g)·u and gelu_new(g) for g, u ~ N(0, 1) (sqrt of E[.^2]).
+constexpr double kAttnOutRms = 0.7;
+constexpr double kSiluMulRms = 0.597;
+constexpr double kGeluRms = 0.653;
+
 // What every weight of one model is generated from: the run's seed and the preset's dtype.
 struct Gen {
   std::uint64_t seed;
@@ -255,52 +270,61 @@ void fill(WeightStore& ws, const Gen& g, const std::string& name, Shape shape, d
 }
 
 // (1 + w) norm weights chosen so that 1 + w is exact in f32: a GGUF file storing 1 + w (as
-// llama.cpp's converter does) then gives bit-identical reference outputs.
-void fill_plus_one(WeightStore& ws, std::uint64_t seed, const std::string& name, std::int64_t n) {
+// llama.cpp's converter does) then gives bit-identical reference outputs. `mean` is the mean of
+// w, the stored value (the applied weight is 1 + w).
+void fill_plus_one(WeightStore& ws, std::uint64_t seed, const std::string& name, std::int64_t n,
+                   double mean = 0.0) {
   Tensor t(DType::f32, {n});
   NormalStream rng(seed, name);
   for (std::int64_t i = 0; i < n; ++i)
-    t.data<float>()[i] = float(double(float(1.0 + 0.05 * rng.next())) - 1.0);
+    t.data<float>()[i] = float(double(float(1.0 + mean + 0.05 * rng.next())) - 1.0);
   ws.put(name, std::move(t));
 }
 
-void attention_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l, std::int64_t q_rows) {
+// A norm weight whose applied value is `applied` on average (5% spread), stored as the family
+// stores it: (1 + w) families keep w = applied - 1.
+void norm_weight(WeightStore& ws, const Gen& g, const ModelConfig& c, const std::string& name, std::int64_t n,
+                 double applied = 1.0) {
+  if (c.norm_plus_one)
+    fill_plus_one(ws, g.seed, name, n, applied - 1.0);
+  else
+    fill(ws, g, name, {n}, applied, 0.05 * applied);
+}
+
+// A projection reading a normalised input of `fan_in` elements (RMS about 1): std gain/sqrt(fan_in),
+// so its output has RMS `gain` at every width, tiny or real.
+double reading(double gain, std::int64_t fan_in) { return gain / std::sqrt(double(fan_in)); }
+
+void attention_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l,
+                       std::int64_t q_rows) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, Q = c.q_dim(), KV = c.kv_dim();
-  fill(ws, g, n("attn_q.weight"), {q_rows, D}, 0.0, 0.02);
-  fill(ws, g, n("attn_k.weight"), {KV, D}, 0.0, 0.02);
-  fill(ws, g, n("attn_v.weight"), {KV, D}, 0.0, 0.02);
+  // Without a q/k norm the projections set the attention-logit scale; with one, its weights do.
+  const double qk_gain = c.qk_norm ? 1.0 : s.qk_gain;
+  fill(ws, g, n("attn_q.weight"), {q_rows, D}, 0.0, reading(qk_gain, D));
+  fill(ws, g, n("attn_k.weight"), {KV, D}, 0.0, reading(qk_gain, D));
+  fill(ws, g, n("attn_v.weight"), {KV, D}, 0.0, reading(1.0, D));
   if (c.qkv_bias) {
     fill(ws, g, n("attn_q.bias"), {q_rows}, 0.0, 0.02);
     fill(ws, g, n("attn_k.bias"), {KV}, 0.0, 0.02);
     fill(ws, g, n("attn_v.bias"), {KV}, 0.0, 0.02);
   }
-  if (c.qk_norm) {
-    for (auto role : {"attn_q_norm.weight", "attn_k_norm.weight"}) {
-      if (c.norm_plus_one)
-        fill_plus_one(ws, g.seed, n(role), c.head_dim);
-      else
-        fill(ws, g, n(role), {c.head_dim}, 1.0, 0.05);
-    }
-  }
-  fill(ws, g, n("attn_output.weight"), {D, Q}, 0.0, 0.02);
+  if (c.qk_norm)
+    for (auto role : {"attn_q_norm.weight", "attn_k_norm.weight"})
+      norm_weight(ws, g, c, n(role), c.head_dim, s.qk_gain);
+  fill(ws, g, n("attn_output.weight"), {D, Q}, 0.0,
+       s.write[std::size_t(l)] / (kAttnOutRms * std::sqrt(double(Q))));
   if (c.o_bias) fill(ws, g, n("attn_output.bias"), {D}, 0.0, 0.02);
 }
 
-void norm_weight(WeightStore& ws, const Gen& g, const ModelConfig& c, const std::string& name) {
-  if (c.norm_plus_one)
-    fill_plus_one(ws, g.seed, name, c.hidden);
-  else
-    fill(ws, g, name, {c.hidden}, 1.0, 0.05);
-}
-
-void swiglu_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
+void swiglu_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, F = c.ffn;
-  norm_weight(ws, g, c, n("ffn_norm.weight"));
-  fill(ws, g, n("ffn_gate.weight"), {F, D}, 0.0, 0.02);
-  fill(ws, g, n("ffn_up.weight"), {F, D}, 0.0, 0.02);
-  fill(ws, g, n("ffn_down.weight"), {D, F}, 0.0, 0.02);
+  norm_weight(ws, g, c, n("ffn_norm.weight"), D);
+  fill(ws, g, n("ffn_gate.weight"), {F, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_up.weight"), {F, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_down.weight"), {D, F}, 0.0,
+       s.write[std::size_t(l)] / (kSiluMulRms * std::sqrt(double(F))));
   if (c.mlp_bias) {
     fill(ws, g, n("ffn_gate.bias"), {F}, 0.0, 0.02);
     fill(ws, g, n("ffn_up.bias"), {F}, 0.0, 0.02);
@@ -308,28 +332,30 @@ void swiglu_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) 
   }
 }
 
-void gpt2_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
+void gpt2_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, F = c.ffn;
+  const double write = s.write[std::size_t(l)];
   auto affine = [&](std::string_view stem, Shape w_shape, std::int64_t out, double w_mean, double w_std) {
     fill(ws, g, n(fmt::format("{}.weight", stem)), std::move(w_shape), w_mean, w_std);
     fill(ws, g, n(fmt::format("{}.bias", stem)), {out}, 0.0, 0.02);
   };
   affine("attn_norm", {D}, D, 1.0, 0.05);
-  affine("attn_qkv", {3 * D, D}, 3 * D, 0.0, 0.02);
-  affine("attn_output", {D, D}, D, 0.0, 0.02);
+  // One c_attn matrix for q, k and v: all three at the q/k gain.
+  affine("attn_qkv", {3 * D, D}, 3 * D, 0.0, reading(s.qk_gain, D));
+  affine("attn_output", {D, D}, D, 0.0, write / (kAttnOutRms * s.qk_gain * std::sqrt(double(D))));
   affine("ffn_norm", {D}, D, 1.0, 0.05);
-  affine("ffn_up", {F, D}, F, 0.0, 0.02);
-  affine("ffn_down", {D, F}, D, 0.0, 0.02);
+  affine("ffn_up", {F, D}, F, 0.0, reading(1.0, D));
+  affine("ffn_down", {D, F}, D, 0.0, write / (kGeluRms * std::sqrt(double(F))));
 }
 
-void gdn_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
+void gdn_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, nv = c.gdn_v_heads, C = c.gdn_conv_dim();
-  fill(ws, g, n("attn_qkv.weight"), {C, D}, 0.0, 0.02);
-  fill(ws, g, n("attn_gate.weight"), {c.gdn_value_dim(), D}, 0.0, 0.02);
-  fill(ws, g, n("ssm_beta.weight"), {nv, D}, 0.0, 0.02);
-  fill(ws, g, n("ssm_alpha.weight"), {nv, D}, 0.0, 0.02);
+  fill(ws, g, n("attn_qkv.weight"), {C, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("attn_gate.weight"), {c.gdn_value_dim(), D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ssm_beta.weight"), {nv, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ssm_alpha.weight"), {nv, D}, 0.0, reading(1.0, D));
   fill(ws, g, n("ssm_conv1d.weight"), {C, c.conv_kernel}, 0.0, 0.3);
   fill(ws, g, n("ssm_dt.bias"), {nv}, 0.0, 0.5);
   // ssm_a = -exp(A_log) (the GGUF form), A_log ~ N(0, 0.5): decay rates around one.
@@ -338,14 +364,57 @@ void gdn_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, int l) {
   for (std::int64_t i = 0; i < nv; ++i) a.data<float>()[i] = -std::exp(float(0.5 * rng.next()));
   ws.put(n("ssm_a"), std::move(a));
   fill(ws, g, n("ssm_norm.weight"), {c.gdn_v_dim}, 1.0, 0.05);
-  fill(ws, g, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0, 0.02);
+  // The gated norm's output is silu(z)-scaled, z of RMS 1: the same RMS as silu(gate) * up.
+  fill(ws, g, n("ssm_out.weight"), {D, c.gdn_value_dim()}, 0.0,
+       s.write[std::size_t(l)] / (kSiluMulRms * std::sqrt(double(c.gdn_value_dim()))));
+}
+
+// Massive activations (Sun et al. 2024): two fixed channels of the sink token's residual stream
+// hold +M and -M, a thousand times the median activation, and stay there through every layer.
+// Real checkpoints write them in an early layer's MLP; a random MLP cannot single out one token
+// cleanly (every row it reads shares the attention's average), so the sink's embedding row holds
+// them from the start. The final norm's weights on those channels are zero (trained models carry
+// small ones there), so a tied head does not read M back as the sink token's own logit.
+void plant_massive_activation(Model& m, const SyntheticScales& s) {
+  const std::int64_t D = m.config.hidden;
+  Tensor& embd = *m.weights.find_mutable("token_embd.weight");
+  Tensor& final_norm = *m.weights.find_mutable("output_norm.weight");
+  const double zero_weight = m.config.norm_plus_one ? -1.0 : 0.0;
+  for (std::size_t i = 0; i < s.massive_channels.size(); ++i) {
+    const std::int64_t ch = s.massive_channels[i];
+    embd.set(std::int64_t(kSinkToken) * D + ch, i % 2 == 0 ? s.massive : -s.massive);
+    final_norm.set(ch, zero_weight);
+  }
 }
 
 }  // namespace
 
+SyntheticScales synthetic_scales(const ModelConfig& c) {
+  SyntheticScales s;
+  s.embed_std = kEmbedStd;
+  s.qk_gain = kQkGain;
+  // GPT-2 adds a position embedding of the same scale to the token's.
+  double before = kEmbedStd * (c.family == Family::gpt2 ? std::sqrt(2.0) : 1.0);
+  double r = kFirstLayerRise * before;
+  for (int l = 0; l < c.n_layers; ++l, r *= kLayerGrowth) {
+    s.residual.push_back(r);
+    // Attention and the MLP each write half the variance the layer adds.
+    s.write.push_back(std::sqrt((r * r - before * before) / 2));
+    before = r;
+  }
+  // A thousand times the median at mid depth: more before it, less after, as the stream grows.
+  s.massive = kMassiveOverMedian * kMedianOverRms * s.residual[std::size_t(c.n_layers / 2)];
+  s.massive_channels = {c.hidden / 3, (2 * c.hidden) / 3 + 1};
+  s.logit_std = std::sqrt(2 * std::log(double(c.vocab)));
+  const double head_std = c.tied_embeddings ? kEmbedStd : 1.0 / std::sqrt(double(c.hidden));
+  s.final_norm = s.logit_std / (head_std * std::sqrt(double(c.hidden)));
+  return s;
+}
+
 Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
   Model m;
   m.config = synthetic_config(preset);
+  const SyntheticScales scales = synthetic_scales(m.config);
   auto& c = m.config;
   if (layers > 0 && layers < c.n_layers) {
     c.n_layers = layers;
@@ -355,30 +424,30 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
   auto& ws = m.weights;
   const Gen g{seed, synthetic_dtype(preset)};
   const std::int64_t D = c.hidden;
-  // Embeddings of unit scale, so the residual stream starts at the magnitude real models have
-  // after their first layers.
-  fill(ws, g, "token_embd.weight", {c.vocab, D}, 0.0, 1.0);
-  if (!c.tied_embeddings) fill(ws, g, "output.weight", {c.vocab, D}, 0.0, 0.02);
+  fill(ws, g, "token_embd.weight", {c.vocab, D}, 0.0, kEmbedStd);
+  if (!c.tied_embeddings) fill(ws, g, "output.weight", {c.vocab, D}, 0.0, reading(1.0, D));
   if (c.family == Family::gpt2) {
-    fill(ws, g, "position_embd.weight", {c.max_positions, D}, 0.0, 0.1);
-    fill(ws, g, "output_norm.weight", {D}, 1.0, 0.05);
+    fill(ws, g, "position_embd.weight", {c.max_positions, D}, 0.0, kEmbedStd);
+    fill(ws, g, "output_norm.weight", {D}, scales.final_norm, 0.05 * scales.final_norm);
     fill(ws, g, "output_norm.bias", {D}, 0.0, 0.02);
   } else {
-    norm_weight(ws, g, c, "output_norm.weight");
+    norm_weight(ws, g, c, "output_norm.weight", D, scales.final_norm);
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const BlockKind kind = c.block_kind(l);
     if (kind == BlockKind::gpt2) {
-      gpt2_weights(ws, g, c, l);
+      gpt2_weights(ws, g, c, scales, l);
       continue;
     }
-    norm_weight(ws, g, c, layer_weight(l, "attn_norm.weight"));
+    norm_weight(ws, g, c, layer_weight(l, "attn_norm.weight"), D);
     if (kind == BlockKind::gdn)
-      gdn_weights(ws, g, c, l);
+      gdn_weights(ws, g, c, scales, l);
     else
-      attention_weights(ws, g, c, l, kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
-    swiglu_weights(ws, g, c, l);
+      attention_weights(ws, g, c, scales, l,
+                        kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
+    swiglu_weights(ws, g, c, scales, l);
   }
+  plant_massive_activation(m, scales);
   return m;
 }
 

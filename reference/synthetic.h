@@ -1,5 +1,7 @@
-// Synthetic models: seeded, deterministic weights of realistic scale (projections N(0, 0.02),
-// norm weights near 1, biases N(0, 0.02)) for named presets, e.g. "synthetic:qwen2-tiny".
+// Synthetic models: seeded, deterministic weights for named presets, e.g. "synthetic:qwen2-tiny",
+// drawn so that the activations have the statistics published for real checkpoints of the
+// families (docs/synthetic-models.md): embedding scale, a residual stream that grows over depth,
+// massive activations on the sink token, attention-logit and next-token spreads.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,24 @@
 #include "model.h"
 
 namespace ds::ref {
+
+// The token a synthetic model treats as its start of sequence: its residual stream carries the
+// massive activations, and the prompts drawn for a synthetic model begin with it.
+constexpr int kSinkToken = 0;
+
+// The statistics a preset's weights are drawn to give (targets; tests measure the outcome).
+struct SyntheticScales {
+  double embed_std = 0;               // token embedding (and GPT-2's position embedding) std
+  double qk_gain = 0;                 // RMS of q and k: attention logits of std about qk_gain^2
+  std::vector<double> residual;       // per layer: RMS of the residual stream after the layer
+  std::vector<double> write;          // per layer: RMS each of attention and the MLP adds to it
+  std::vector<int> massive_channels;  // where the sink token carries its massive activations
+  double massive = 0;                 // their magnitude
+  double logit_std = 0;               // std of a row of logits
+  double final_norm = 0;              // mean applied weight of the final norm (sets logit_std)
+};
+// For a preset's full configuration (a model cut to its first layers keeps these).
+SyntheticScales synthetic_scales(const ModelConfig& c);
 
 // Preset names without the "synthetic:" prefix.
 std::vector<std::string> synthetic_presets();

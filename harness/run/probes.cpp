@@ -17,12 +17,13 @@ namespace {
 // overflows, so a softmax that skips its max subtraction meets inf in some row.
 constexpr double kLargeScoreSigma = 60.0;
 constexpr int kLargeLogitsPrompt = 16;
-// tiny-rows: an RMS of 1e-3, so mean(x^2) = 1e-6 sits at the norm epsilons models ship (1e-6 to
-// 1e-5), where eps inside or outside the square root differ by 40% or more.
-constexpr double kTinyRowScale = 1e-3;
-// huge-rows: N(0, 1) rows times 256 reach ~1000 and their sum of squares ~4e6, past f16's 65504:
-// an accumulator held in half overflows while every stored value still fits.
-constexpr double kHugeRowScale = 256.0;
+// The row probes scale each prompt row to an RMS, whatever the model's embedding scale (real ones
+// sit near 0.02). tiny-rows: an RMS of 1e-3, so mean(x^2) = 1e-6 sits at the norm epsilons models
+// ship (1e-6 to 1e-5), where eps inside or outside the square root differ by 40% or more.
+constexpr double kTinyRowRms = 1e-3;
+// huge-rows: an RMS of 256, values reaching ~1000 and sums of squares ~4e6 at 64 wide, past
+// f16's 65504: an accumulator held in half overflows while every stored value still fits.
+constexpr double kHugeRowRms = 256.0;
 constexpr int kLongPrompt = 2050;  // past 2048, where Llama-3's high-frequency wavelength ends
 constexpr int kOddPrompt = 37;     // no multiple of 2, 4, 8, 16 or 32
 
@@ -37,9 +38,10 @@ const Probe kProbes[] = {
      "standard deviation is near 60, over a prompt of 16 tokens at least: the largest pass 88.7, where expf "
      "overflows"},
     {"tiny-rows", "epsilon placement in a normalisation, underflow of small activations",
-     "the prompt tokens' embedding rows scaled by 1e-3: mean(x^2) near the norm epsilon"},
+     "the prompt tokens' embedding rows scaled to an RMS of 1e-3: mean(x^2) near the norm epsilon"},
     {"huge-rows", "overflow of f16 intermediates: a sum of squares or an accumulator held in half",
-     "the prompt tokens' embedding rows scaled by 256: values near 1000, sums of squares past 65504"},
+     "the prompt tokens' embedding rows scaled to an RMS of 256: values near 1000, sums of squares past "
+     "65504"},
     {"repeated-tokens",
      "ties and equal rows: a max reduction that mishandles ties, a cache keyed by token "
      "id instead of position",
@@ -134,17 +136,36 @@ void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions&
   if (!o.tokens.empty()) o.prompt_tokens = int(o.tokens.size());
 }
 
-std::string apply_probe_weights(const Probe& probe, const ModelConfig& cfg, WeightStore& w,
+std::string apply_probe_weights(const Probe& probe, ModelConfig& cfg, WeightStore& w,
                                 const std::vector<int>& tokens) {
   if (probe.name == "tiny-rows" || probe.name == "huge-rows") {
-    const double s = probe.name == "tiny-rows" ? kTinyRowScale : kHugeRowScale;
+    const double target = probe.name == "tiny-rows" ? kTinyRowRms : kHugeRowRms;
+    // A tied lm_head is untied first (its own copy of the table): read through scaled rows, a huge
+    // row's own logit would pass f16's range (the final norm's weights are large in real models),
+    // a tiny row's would vanish; neither is what the probe is after.
+    const bool untie = cfg.tied_embeddings;
+    if (untie) {
+      w.put("output.weight", weight(w, "token_embd.weight"));
+      cfg.tied_embeddings = false;
+    }
     Tensor& embd = weight(w, "token_embd.weight");
     std::vector<int> rows = tokens;
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    for (int r : rows) scale(embd, std::int64_t(r) * cfg.hidden, cfg.hidden, s);
-    return fmt::format("probe {}: embedding rows of the {} prompt token id(s) scaled by {:g}{}", probe.name,
-                       rows.size(), s, cfg.tied_embeddings ? " (the tied lm_head's rows too)" : "");
+    double lo = 0, hi = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::int64_t at = std::int64_t(rows[i]) * cfg.hidden;
+      const double row = rms(embd, at, cfg.hidden, 0);
+      const double s = row > 0 ? target / row : 1.0;
+      scale(embd, at, cfg.hidden, s);
+      lo = i == 0 ? s : std::min(lo, s);
+      hi = i == 0 ? s : std::max(hi, s);
+    }
+    return fmt::format(
+        "probe {}: embedding rows of the {} prompt token id(s) scaled to an RMS of {:g} (by {:.3g} to "
+        "{:.3g}){}",
+        probe.name, rows.size(), target, lo, hi,
+        untie ? "; the tied lm_head untied, its rows as they were" : "");
   }
   if (probe.name == "large-logits") {
     double lo = 0, hi = 0;

@@ -28,9 +28,9 @@ const Probe& find_probe(std::string_view name);
 // The prompt, steps and modes of `probe` for a model of `cfg`, into `o`; throws InputError when
 // the run cannot take the probe (a prompt given with --tokens).
 void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o);
-// Rewrites the weights of a loaded model for `probe` (most probes leave them); returns one line
-// saying what it changed, or "" when nothing.
-std::string apply_probe_weights(const Probe& probe, const ModelConfig& cfg, WeightStore& w,
+// Rewrites the weights of a loaded model for `probe` (most probes leave them; the row probes untie
+// a tied lm_head); returns one line saying what it changed, or "" when nothing.
+std::string apply_probe_weights(const Probe& probe, ModelConfig& cfg, WeightStore& w,
                                 const std::vector<int>& tokens);
 
 }  // namespace ds

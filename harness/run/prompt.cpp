@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runner.h"
+#include "synthetic.h"
 
 namespace ds {
 
@@ -53,8 +54,12 @@ void check_token_ids(const std::vector<int>& ids, const ModelConfig& cfg, const 
                                    source, ids[i], i, cfg.name, cfg.vocab - 1));
 }
 
-std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed) {
+std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed, int first) {
   std::vector<int> t;
+  if (first >= 0 && n > 0) {
+    t.push_back(first);
+    --n;
+  }
   std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
   for (int i = 0; i < n; ++i) {
     x ^= x >> 33;
@@ -63,6 +68,10 @@ std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed) {
     t.push_back(int(x % std::uint64_t(vocab)));
   }
   return t;
+}
+
+int seeded_prompt_start(const std::string& model_spec) {
+  return model_spec.rfind("synthetic:", 0) == 0 ? ref::kSinkToken : -1;
 }
 
 }  // namespace ds

@@ -179,7 +179,9 @@ class Run {
       m.config.gdn_fused = header.gdn_fused;
       if (!opt_.probe.empty()) {
         // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.
-        if (prompt_.empty()) prompt_ = seeded_prompt(opt_.prompt_tokens, m.config.vocab, opt_.seed);
+        if (prompt_.empty())
+          prompt_ =
+              seeded_prompt(opt_.prompt_tokens, m.config.vocab, opt_.seed, seeded_prompt_start(opt_.model));
         report_.probe_note = apply_probe_weights(find_probe(opt_.probe), m.config, m.weights, prompt_);
       }
       return m;
@@ -243,8 +245,9 @@ class Run {
       lanes.back().floor =
           std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
     }
-    std::vector<int> tokens =
-        prompt_.empty() ? seeded_prompt(opt_.prompt_tokens, cfg.vocab, opt_.seed) : prompt_;
+    std::vector<int> tokens = prompt_.empty() ? seeded_prompt(opt_.prompt_tokens, cfg.vocab, opt_.seed,
+                                                              seeded_prompt_start(opt_.model))
+                                              : prompt_;
     report_.tokens = tokens;
     report_.modes = opt_.modes;
     try {

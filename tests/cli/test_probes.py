@@ -50,13 +50,13 @@ class Probes(unittest.TestCase):
         self.assertEqual(long_run["prompt_tokens"], 2046)  # qwen3-tiny's context of 2048, minus 2
 
     def test_a_mutant_only_its_probe_shows(self):
-        mutant = ["--model", "synthetic:llama-tiny", "--candidate", "mutant:norm-eps-outside", "--mode", "both"]
+        mutant = ["--model", "synthetic:llama-tiny", "--candidate", "mutant:softmax-no-max", "--mode", "both"]
         rc, out, err = run(*mutant)
         self.assertEqual(rc, 0, out + err)
-        rc, out, err = run(*mutant, "--probe", "tiny-rows")
+        rc, out, err = run(*mutant, "--probe", "large-logits")
         self.assertEqual(rc, 1, out + err)
-        self.assertIn("probe tiny-rows:", out)
-        self.assertIn("first failing stage is attn_norm of layer 0 at step 0", out)
+        self.assertIn("probe large-logits:", out)
+        self.assertIn("first failing stage is attn of layer 0 at step 0", out)
 
     def test_bad_usage_is_exit_2_naming_it(self):
         rc, out, err = run("--model", "synthetic:llama-tiny", "--probe", "no-such")

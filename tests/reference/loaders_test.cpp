@@ -167,7 +167,12 @@ TEST(Gguf, Q8_0FileDequantisesExactlyAndStaysClose) {
   Tensor expect(DType::f32, w.shape());
   dequantize(GgmlType::Q8_0, bytes.data(), expect.data<float>(), w.numel());
   EXPECT_EQ(test::max_abs_diff(q.weights.get("blk.0.ffn_up.weight"), expect), 0.0);
-  EXPECT_LT(test::max_abs_diff(run(q), run(syn)), 0.05);
+  // Q8_0 keeps ~0.4% of a block's largest weight; through two layers and a final norm whose weights
+  // set logits of std ~3, the logits stay within a few percent of their largest magnitude.
+  const Tensor exact = run(syn);
+  double largest = 0;
+  for (std::int64_t i = 0; i < exact.numel(); ++i) largest = std::max(largest, std::abs(exact.at(i)));
+  EXPECT_LT(test::max_abs_diff(run(q), exact), 0.05 * largest);
   fs::remove_all(dir);
 }
 
