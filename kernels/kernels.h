@@ -52,6 +52,7 @@ enum Bug : int {
   kBugNormEpsOutside,      // rmsnorm.cu: 1 / (sqrt(mean(x^2)) + eps) instead of rsqrt(mean(x^2) + eps)
   kBugGemvNoTail,          // common.cuh warp_dot (gemv.cu): the scalar tail past the 16-byte vectors dropped
   kBugGemvHalfAccum,       // common.cuh warp_dot (gemv.cu): running sums rounded to half after every add
+  kBugChainAddRz,          // gemv.cu: chain-add epilogue stores the residual rounded toward zero
 };
 
 // Rows per block the GEMV kernels are written for (one warp per output row).

@@ -106,6 +106,23 @@ std::span<const MutantInfo> mutants() {
       {"gemv-half-accum", dsk::kBugGemvHalfAccum, "synthetic:qwen2-tiny", "attn_out", 0, "isolated",
        "default", "GEMV keeps its running sums in half: every add rounds, a few times the f16 noise floor",
        0},
+      {"chain-add-rz",
+       dsk::kBugChainAddRz,
+       "synthetic:llama-deep-tiny",
+       "residual_2",
+       0,
+       "chained",
+       "default",
+       "chain-add epilogue stores the residual rounded toward zero: half an ULP lost a store, always toward "
+       "zero, carried from layer to layer",
+       0,
+       {},
+       {},
+       {},
+       0,
+       {},
+       {},
+       true},
   };
   return kMutants;
 }

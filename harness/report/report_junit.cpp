@@ -69,6 +69,7 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
   };
   if (report.incomplete) run_failure("run-finished", "INCOMPLETE", report.verdict);
   if (report.results.empty()) run_failure("any-stage", "empty", "no stage was judged");
+  if (report.drift_failed) run_failure("no-drift", "drift", report.drift);
   std::string out =
       fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
                   xml_escape(name), tests, failures, skipped);

@@ -67,6 +67,7 @@ struct RunReport {
   std::string memory;                // the run's memory estimate, in one line (memory_estimate.h)
   std::optional<int> drift_start;    // first layer whose chained output leaves the noise band for good
   std::string drift;                 // that, in one sentence (empty without a chained run)
+  bool drift_failed = false;         // the drift alone failed the run: every stage passed
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
   // Why a run stopped before any stage, in full (a gate's report, every missing tensor); empty
@@ -112,7 +113,9 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy);
 // "0 of 0 passed" is not parity). Shared by `run` and `report`.
 void conclude(RunReport& report);
 // Where drift begins, from the chained layer outputs of the last model step (bisect.h's rule
-// with k = 8 x the noise floor); fills report.drift_start and report.drift.
+// with k = 8 x the noise floor, or its steady-growth trend); fills report.drift_start and
+// report.drift. A trend found in a run whose every stage passed turns it into a failure (exit 1,
+// report.drift_failed). Call after conclude().
 void locate_drift(RunReport& report);
 
 }  // namespace ds
