@@ -140,7 +140,7 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
   // A candidate's own copy of the weights in its child process.
   auto copy_of = [&](const CandidateMemory& c) {
     std::uint64_t bytes = 0;
-    if (!c.dump && !c.on_device) {
+    if (!c.dump && !c.on_device && !c.in_place) {
       const double per = c.f32_copy ? 4.0 : std::clamp(bytes_per_weight, 2.0, 4.0);
       bytes = std::uint64_t(double(elements) * per);
     }

@@ -299,6 +299,9 @@ class Run {
     m.dump = as_dump(cand) != nullptr;
     m.on_device = m.name.rfind("cuda", 0) == 0;
     m.f32_copy = dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr;
+    // The built-in SIMT candidates (simt, simt-gdn*, the kernel mutants) read the weights in place.
+    m.in_place =
+        !m.on_device && !m.f32_copy && (m.name.rfind("simt", 0) == 0 || m.name.rfind("mutant:", 0) == 0);
     return m;
   }
 

@@ -73,6 +73,18 @@ TEST(MemoryEstimate, ABaselineAddsItsOwnCopyOfTheWeights) {
   EXPECT_EQ(alone.str().find("baseline"), std::string::npos) << alone.str();
 }
 
+TEST(MemoryEstimate, ACandidateReadingInPlaceAddsNoCopy) {
+  RunOptions o;
+  CandidateMemory copying{"plugin", DType::f16}, in_place{"simt", DType::f16};
+  in_place.in_place = true;
+  const ModelConfig cfg = ref::load_config("synthetic:qwen2.5-0.5b", 2);
+  const MemoryEstimate a = estimate_memory(cfg, 2, o, copying), b = estimate_memory(cfg, 2, o, in_place);
+  // bf16 weights: the copying candidate holds 2 bytes an element more.
+  EXPECT_EQ(a.total() - b.total(), weight_elements(cfg) * 2);
+  EXPECT_EQ(b.str().find("candidate"), std::string::npos) << b.str();  // a zero part is left out
+  EXPECT_NE(a.str().find("candidate"), std::string::npos) << a.str();
+}
+
 TEST(MemoryEstimate, RunOverItsBudgetIsRefusedBeforeAnyWeightIsRead) {
   std::vector<std::string> events;
   RunOptions o;
