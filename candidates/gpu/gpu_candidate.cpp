@@ -31,7 +31,8 @@ GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std:
 GpuCandidate::~GpuCandidate() { free_all(); }
 
 void GpuCandidate::free_all() {
-  for (auto& [n, d] : dev_) k_.release(d.p);
+  for (auto& [n, d] : dev_)
+    if (!d.borrowed) k_.release(d.p);
   dev_.clear();
 }
 
@@ -103,6 +104,13 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
                         : dt == DType::f16  ? dsk::WType::f16
                         : dt == DType::bf16 ? dsk::WType::bf16
                                             : dsk::WType::f32;
+  // On SIMT "device" memory is host memory: a matrix the kernels can read as stored is read in
+  // place, so the candidate (and its child process, through fork) adds no copy of the weights.
+  // Kernels only read weights; the caller keeps them alive while the candidate is loaded.
+  if (same && parts.size() == 1 && std::string_view(k_.backend) == "simt") {
+    dev_[key] = {const_cast<std::byte*>(parts.front()->raw()), wt, true};
+    return;
+  }
   std::size_t n = 0;
   for (const Tensor* t : parts) n += std::size_t(t->numel());
   void* p = k_.alloc(n * wsize(wt));

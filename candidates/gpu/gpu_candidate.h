@@ -95,6 +95,7 @@ class GpuCandidate final : public Candidate {
   struct DevTensor {
     void* p = nullptr;
     dsk::WType wt = dsk::WType::f32;
+    bool borrowed = false;  // the model's own bytes (SIMT), not an allocation of ours
   };
   const void* mat(int layer, std::string_view role) const;
   const float* vec(int layer, std::string_view role) const;       // nullptr when absent

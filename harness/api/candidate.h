@@ -63,7 +63,9 @@ class Candidate {
   virtual std::string unavailable() const { return {}; }
   // The stage map of one block kind for this model.
   virtual std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const = 0;
-  // Called once, after the gates pass: convert and "upload" the weights.
+  // Called once, after the gates pass: convert and "upload" the weights. `weights` stays alive
+  // and unchanged until the candidate is destroyed or loaded again, so a candidate whose device
+  // memory is host memory (simt) may read them in place instead of copying.
   virtual void load(const ModelConfig& cfg, const WeightStore& weights) = 0;
   // Runs one step; must fill every name in step.outputs (a missing one stops the run as crashed).
   virtual void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
