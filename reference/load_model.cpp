@@ -25,11 +25,10 @@ bool has_gguf_magic(const fs::path& p) {
 }
 
 Model load(std::string_view spec, std::uint64_t seed, int layers, const LoadOptions& options) {
-  constexpr std::string_view kSynthetic = "synthetic:";
   const std::string s(spec);
-  if (spec.substr(0, kSynthetic.size()) == kSynthetic) {
+  if (const auto preset = synthetic_preset(spec)) {
     try {
-      return make_synthetic(spec.substr(kSynthetic.size()), seed, layers);
+      return make_synthetic(*preset, seed, layers);
     } catch (const std::invalid_argument& e) {
       throw ModelError(fmt::format("{}: {}", spec, e.what()));
     }
@@ -49,6 +48,12 @@ Model load(std::string_view spec, std::uint64_t seed, int layers, const LoadOpti
 }
 }  // namespace
 
+std::optional<std::string_view> synthetic_preset(std::string_view spec) {
+  constexpr std::string_view kSynthetic = "synthetic:";
+  if (!spec.starts_with(kSynthetic)) return std::nullopt;
+  return spec.substr(kSynthetic.size());
+}
+
 Model load_model(std::string_view spec, std::uint64_t seed, int layers, const LoadOptions& options) {
   if (layers < 0) throw ModelError(fmt::format("{}: layers = {} (must be >= 0)", spec, layers));
   Model m = load(spec, seed, layers, options);
@@ -62,15 +67,14 @@ Model load_model(std::string_view spec, std::uint64_t seed, int layers, const Lo
 }
 
 ModelConfig load_config(std::string_view spec, int layers, const LoadOptions& options) {
-  constexpr std::string_view kSynthetic = "synthetic:";
   const std::string s(spec);
   if (layers < 0) throw ModelError(fmt::format("{}: layers = {} (must be >= 0)", spec, layers));
   ModelConfig c;
   std::error_code ec;
   const fs::path p(s);
-  if (spec.substr(0, kSynthetic.size()) == kSynthetic) {
+  if (const auto preset = synthetic_preset(spec)) {
     try {
-      c = synthetic_config(spec.substr(kSynthetic.size()));
+      c = synthetic_config(*preset);
     } catch (const std::invalid_argument& e) {
       throw ModelError(fmt::format("{}: {}", spec, e.what()));
     }

@@ -25,6 +25,9 @@ struct LoadOptions {
   std::optional<GdnHeadMap> gdn_head_map;
 };
 
+// The preset of a "synthetic:<preset>" spec; nullopt for a file or directory.
+std::optional<std::string_view> synthetic_preset(std::string_view spec);
+
 // `spec`: "synthetic:<preset>", a path to a .gguf file, or a directory with config.json and
 // *.safetensors. `seed` only affects synthetic weights; `layers` > 0 keeps the first layers
 // (tensors of later layers are not even decoded).

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "contracts.h"
+#include "load_model.h"
 #include "reference.h"
 #include "shapes.h"
 #include "stage_catalog.h"
@@ -111,8 +112,8 @@ std::uint64_t weight_elements(const ModelConfig& cfg) {
 
 double held_bytes_per_weight(const std::string& model_spec, const ModelConfig& full) {
   namespace fs = std::filesystem;
-  if (model_spec.rfind("synthetic:", 0) == 0)
-    return double(dtype_size(ref::synthetic_dtype(model_spec.substr(std::string_view("synthetic:").size()))));
+  if (const auto preset = ref::synthetic_preset(model_spec))
+    return double(dtype_size(ref::synthetic_dtype(*preset)));
   std::error_code ec;
   if (fs::is_directory(model_spec, ec)) {
     // The loader keeps an HF checkpoint's stored dtype (transposes copy, but in that dtype).
@@ -156,8 +157,11 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
       (kv_bytes_per_position(cfg) * positions + recurrent_state_bytes(cfg)) * (references + lanes);
   // One layer's stage tensors of the prefill in every reference and lane (values, the wire's
   // copies), and the logits [T, vocab] likewise.
+  // Steps before --from-step compute the logits of their last row alone; the judged ones after
+  // it are single-token decode steps.
+  const std::uint64_t logit_rows = opt.from_step > 0 ? 1 : T;
   std::uint64_t activations =
-      (layer_stage_width(cfg) + 2 * std::uint64_t(cfg.vocab)) * T * 8 * (references + 2 * lanes);
+      (layer_stage_width(cfg) * T + 2 * std::uint64_t(cfg.vocab) * logit_rows) * 8 * (references + 2 * lanes);
   if (!opt.trace_path.empty() && opt.capture != trace::Capture::stats)
     activations += layer_stage_width(cfg) * T * 8 * 2;
 

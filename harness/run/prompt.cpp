@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "load_model.h"
 #include "runner.h"
 #include "synthetic.h"
 
@@ -71,7 +72,7 @@ std::vector<int> seeded_prompt(int n, int vocab, std::uint64_t seed, int first) 
 }
 
 int seeded_prompt_start(const std::string& model_spec) {
-  return model_spec.rfind("synthetic:", 0) == 0 ? ref::kSinkToken : -1;
+  return ref::synthetic_preset(model_spec) ? ref::kSinkToken : -1;
 }
 
 }  // namespace ds

@@ -8,6 +8,7 @@
 
 #include "fill_candidate.h"
 #include "launch_log.h"
+#include "load_model.h"
 #include "launch_sinks.h"
 #include "registry.h"
 #include "runner.h"
@@ -77,7 +78,7 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
       spec = run["model"].value("name", std::string());
     std::error_code ec;
     const std::string abs = run.value("model_path", std::string());
-    if (spec.rfind("synthetic:", 0) != 0 && !std::filesystem::exists(spec, ec) && !abs.empty() &&
+    if (!ref::synthetic_preset(spec) && !std::filesystem::exists(spec, ec) && !abs.empty() &&
         std::filesystem::exists(abs, ec))
       spec = abs;
   }

@@ -430,7 +430,9 @@ class Run {
         flush();
         maybe_test_kill();
       }
-      TensorMap hs = reference.head(ref_x);
+      // A step nobody judges needs only its last row's logits (the next token): a 2050-token
+      // prefill before --from-step would otherwise hold [2050, vocab] doubles for nothing.
+      TensorMap hs = reference.head(judged ? ref_x : ref_x.rows(T - 1, T));
       for (auto& lane : lanes) {
         if (!judged) continue;
         const TensorMap fs = lane.floor->head(
@@ -750,7 +752,7 @@ class Run {
     if (opt_.from_step > 0) run["from_step"] = opt_.from_step;
     if (!opt_.probe.empty()) run["probe"] = opt_.probe;
     // A file or directory model also by its absolute path, so replay works from anywhere.
-    if (std::error_code ec; opt_.model.rfind("synthetic:", 0) != 0 && std::filesystem::exists(opt_.model, ec))
+    if (std::error_code ec; !ref::synthetic_preset(opt_.model) && std::filesystem::exists(opt_.model, ec))
       run["model_path"] = std::filesystem::absolute(opt_.model, ec).lexically_normal().string();
     if (cfg)
       run["model"] = {{"name", cfg->name},

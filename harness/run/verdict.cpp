@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,15 @@
 #include "stage_catalog.h"
 
 namespace ds {
+
+namespace {
+// Every report format carries the verdict: a pass against a baseline is not one against the oracle.
+std::string baseline_note(const RunReport& report) {
+  return report.baseline.empty()
+             ? std::string()
+             : fmt::format(" (judged against baseline {}, not the oracle)", report.baseline);
+}
+}  // namespace
 
 void locate_drift(RunReport& report) {
   constexpr double kBand = kDefaultFloorFactor;  // the band the chained policy judges by
@@ -57,11 +67,9 @@ void locate_drift(RunReport& report) {
         report.drift_failed = true;
         report.verdict = fmt::format(
             "FAIL: drift begins at layer {} (every stage within policy, but the chained error compounds "
-            "across "
-            "layers, {:.2g}x to {:.2g}x the noise floor)",
+            "across layers, {:.2g}x to {:.2g}x the noise floor)",
             layers[i], err[i] / floor[i], err.back() / floor.back());
-        if (!report.baseline.empty())
-          report.verdict += fmt::format(" (judged against baseline {}, not the oracle)", report.baseline);
+        report.verdict += baseline_note(report);
       }
       return;
     }
@@ -74,8 +82,7 @@ void locate_drift(RunReport& report) {
   report.drift_start = layers[std::size_t(*at)];
   report.drift = fmt::format(
       "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} "
-      "noise "
-      "floor, growing from {:.2g}x the floor to {:.2g}x by layer {} (step {}).",
+      "noise floor, growing from {:.2g}x the floor to {:.2g}x by layer {} (step {}).",
       *report.drift_start, kBand, dtype_name(dtype), err[std::size_t(*at)] / floor[std::size_t(*at)],
       err.back() / floor.back(), layers.back(), last_step);
 }
@@ -112,9 +119,7 @@ void conclude(RunReport& report) {
     report.verdict = fmt::format("PASS: {} stages within policy", n.judged);
     if (n.filled) report.verdict += fmt::format(" ({} more filled by the reference, not judged)", n.filled);
   }
-  // Every report format carries the verdict: a pass against a baseline is not one against the oracle.
-  if (!report.baseline.empty() && report.exit_code != kExitCrashed)
-    report.verdict += fmt::format(" (judged against baseline {}, not the oracle)", report.baseline);
+  if (report.exit_code != kExitCrashed) report.verdict += baseline_note(report);
 }
 
 }  // namespace ds

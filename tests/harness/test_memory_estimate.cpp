@@ -85,6 +85,21 @@ TEST(MemoryEstimate, ACandidateReadingInPlaceAddsNoCopy) {
   EXPECT_NE(a.str().find("candidate"), std::string::npos) << a.str();
 }
 
+// Before --from-step only the last prompt row's logits are computed: a long prefill judged from
+// its decode step on (the long-positions probe) does not count [T, vocab] logits per reference.
+TEST(MemoryEstimate, UnjudgedPrefillCountsOneRowOfLogits) {
+  RunOptions o;
+  o.prompt_tokens = 2050;
+  o.decode_steps = 1;
+  const CandidateMemory simt{"simt", DType::f16};
+  const ModelConfig cfg = ref::load_config("synthetic:qwen2.5-0.5b", 2);
+  const std::uint64_t all_rows = estimate_memory(cfg, 2, o, simt).total();
+  o.from_step = 1;
+  const std::uint64_t last_row = estimate_memory(cfg, 2, o, simt).total();
+  // Oracle, floor and the lane's two copies: 4 x 2049 rows x 2 x vocab doubles fewer.
+  EXPECT_EQ(all_rows - last_row, 4ull * 2049 * 2 * std::uint64_t(cfg.vocab) * 8);
+}
+
 TEST(MemoryEstimate, RunOverItsBudgetIsRefusedBeforeAnyWeightIsRead) {
   std::vector<std::string> events;
   RunOptions o;

@@ -124,7 +124,7 @@ TEST_P(SyntheticStats, LookLikeARealCheckpoint) {
       "median top-1 {:.3f}",
       s.massive_over_median, s.massive_channels, s.logit_std, s.logit_max, s.top1_median);
   SCOPED_TRACE(profile);
-  std::printf("%s: %s\n", GetParam().c_str(), profile.c_str());
+  fmt::print("{}: {}\n", GetParam(), profile);
   // Real embeddings sit near 0.01-0.05.
   EXPECT_GE(s.embed_rms, 0.01);
   EXPECT_LE(s.embed_rms, 0.05);
