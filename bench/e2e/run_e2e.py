@@ -160,6 +160,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a tiny smoke case instead (seconds)")
     ap.add_argument("--json", metavar="OUT", help="write every run's figures to OUT")
     ap.add_argument("--logs", metavar="DIR", help="keep each run's output in DIR (default: a temp dir)")
+    ap.add_argument("--defaults-only", action="store_true",
+                    help="skip the `simt --simt-threads 2` run (plain simt already uses every core)")
     ap.add_argument("--timeout", type=float, default=0, help="kill a run after this many seconds")
     args = ap.parse_args()
 
@@ -181,6 +183,8 @@ def main():
     for name, (model, flags) in cases.items():
         base = None
         for cand, extra in CANDIDATES:
+            if args.defaults_only and extra:
+                continue
             label = " ".join([cand] + extra)
             cmd = [str(exe), "run", "--model", model, "--candidate", cand] + flags + extra
             log = logs / f"{name}.{label.replace(' ', '_').replace('-', '')}.log"
