@@ -32,6 +32,7 @@
 #include "metrics.h"
 #include "reference.h"
 #include "registry.h"
+#include "run_json.h"
 #include "stage_catalog.h"
 #include "contracts.h"
 #include "cpu/cpu_candidate.h"
@@ -142,7 +143,7 @@ class Run {
     try {
       cand = make_candidate(opt_.candidate);
       origin_ = plugin_origin(*cand);
-      candidate_ = candidate_json(*cand);
+      candidate_ = candidate_json(opt_, *cand, origin_);
       settle_prompt(header, *cand);
       report_.prompt_tokens = opt_.prompt_tokens;
       report_.decode_steps = opt_.decode_steps;
@@ -715,76 +716,14 @@ class Run {
     report_.results.push_back(std::move(r));
   }
 
-  nlohmann::json candidate_json(const Candidate& cand) const {
-    nlohmann::json j = {{"name", cand.name()},
-                        {"spec", opt_.candidate},
-                        {"description", cand.description()},
-                        {"storage_dtype", dtype_name(cand.storage_dtype())},
-                        {"capabilities", cand.capabilities().str()},
-                        {"fill", opt_.fill ? "reference" : "none"}};
-    if (origin_)
-      j["plugin"] = {{"path", origin_->path},
-                     {"sha256", origin_->sha256},
-                     {"version", origin_->plugin_version},
-                     {"sdk_version", origin_->sdk_version}};
-    return j;
-  }
-
-  nlohmann::json root_json() const {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    return {{"tool_version", tool_version()},
-            {"git_revision", git_revision()},
-            {"host", host},
-            {"device", "cpu"},
-            {"command_line", opt_.command_line}};
-  }
-
-  // The run JSON with what is known so far: a run stopped by bad input may know neither the
-  // model's configuration nor the candidate.
   nlohmann::json run_json(const ModelConfig* cfg) const {
-    std::vector<std::string> modes;
-    for (Mode m : opt_.modes) modes.emplace_back(mode_name(m));
-    nlohmann::json run = {
-        {"policy", policy_.name()},         {"modes", modes},        {"seed", opt_.seed},
-        {"model_spec", opt_.model},         {"layers", opt_.layers}, {"prompt_tokens", opt_.prompt_tokens},
-        {"decode_steps", opt_.decode_steps}};
-    if (opt_.from_step > 0) run["from_step"] = opt_.from_step;
-    if (!opt_.probe.empty()) run["probe"] = opt_.probe;
-    // A file or directory model also by its absolute path, so replay works from anywhere.
-    if (std::error_code ec; !ref::synthetic_preset(opt_.model) && std::filesystem::exists(opt_.model, ec))
-      run["model_path"] = std::filesystem::absolute(opt_.model, ec).lexically_normal().string();
-    if (cfg)
-      run["model"] = {{"name", cfg->name},
-                      {"family", family_name(cfg->family)},
-                      {"n_layers", cfg->n_layers},
-                      {"hidden", cfg->hidden},
-                      {"n_heads", cfg->n_heads},
-                      {"n_kv_heads", cfg->n_kv_heads},
-                      {"head_dim", cfg->head_dim},
-                      {"ffn", cfg->ffn},
-                      {"vocab", cfg->vocab},
-                      {"rope_theta", cfg->rope_theta},
-                      {"rope_mode", rope_mode_name(cfg->rope_mode)},
-                      {"norm_eps", cfg->norm_eps},
-                      {"required_ops", ref::required_ops(*cfg).str()}};
-    // Without a registered candidate, at least the name that was asked for.
-    run["candidate"] = candidate_.is_null() ? nlohmann::json{{"name", opt_.candidate}} : candidate_;
-    if (!opt_.case_info.is_null()) run["case"] = opt_.case_info;
-    if (!opt_.baseline.empty())
-      run["baseline"] = baseline_ ? baseline_->json() : nlohmann::json{{"name", opt_.baseline}};
-    run["simt"] = {{"order", simt_order_text(opt_.simt)},
-                   {"threads", simt_threads(opt_.simt)},
-                   {"strict", opt_.simt.strict},
-                   {"race_check", opt_.simt.race_check},
-                   {"racecheck", opt_.simt.racecheck}};
-    return run;
+    return ds::run_json(opt_, policy_, cfg, candidate_, baseline_ ? baseline_->json() : nlohmann::json());
   }
 
   void open_trace(const ModelConfig& cfg) {
     try {
       trace_ = std::make_unique<trace::TraceWriter>(
-          opt_.trace_path, root_json(), run_json(&cfg),
+          opt_.trace_path, trace_root_json(opt_), run_json(&cfg),
           trace::WriterOptions{opt_.capture, opt_.capture_stages, opt_.capture_layer_min,
                                opt_.capture_layer_max});
     } catch (const trace::TraceError& e) {
@@ -804,8 +743,8 @@ class Run {
         trace_->finish(trace::stopped_result(stop));
         trace_.reset();
       } else {
-        trace::write_stopped_trace(opt_.trace_path, root_json(), run_json(header_ ? &*header_ : nullptr),
-                                   stop);
+        trace::write_stopped_trace(opt_.trace_path, trace_root_json(opt_),
+                                   run_json(header_ ? &*header_ : nullptr), stop);
       }
     } catch (const trace::TraceError&) {
     }

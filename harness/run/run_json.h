@@ -1,0 +1,27 @@
+// What a trace's root and run attributes say about a run: the tool and host, the model, the
+// candidate (and the plugin file behind it), the baseline, the SIMT controls. `run` writes them
+// when the trace opens, and into the stub a run stopped early leaves.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+#include "candidate.h"
+#include "model.h"
+#include "plugin/plugin_library.h"
+#include "policy.h"
+#include "run_options.h"
+
+namespace ds {
+
+nlohmann::json trace_root_json(const RunOptions& opt);
+nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
+                              const std::optional<PluginInfo>& origin);
+// What is known so far: a run stopped by bad input may know neither the model's configuration
+// (`cfg` null) nor the candidate (`candidate` null: only the name asked for is written), and
+// `baseline` is null until the baseline is made.
+nlohmann::json run_json(const RunOptions& opt, const Policy& policy, const ModelConfig* cfg,
+                        const nlohmann::json& candidate, const nlohmann::json& baseline);
+
+}  // namespace ds
