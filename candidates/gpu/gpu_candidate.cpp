@@ -113,6 +113,7 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
   }
   std::size_t n = 0;
   for (const Tensor* t : parts) n += std::size_t(t->numel());
+  copied_matrix_elements_ += n;
   void* p = k_.alloc(n * wsize(wt));
   std::size_t at = 0;
   for (const Tensor* t : parts) {
@@ -139,6 +140,7 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   free_all();
   cfg_ = cfg;
   n_positions_ = 0;
+  copied_matrix_elements_ = 0;
   upload_matrix("token_embd.weight", {&weights.get("token_embd.weight")});
   if (const Tensor* out = weights.find("output.weight")) upload_matrix("output.weight", {out});
   // Learned positions go up as f32 whatever their stored dtype: the embedding kernel adds
@@ -159,6 +161,18 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
       case BlockKind::gdn: load_gdn_layer(l, weights); break;
       default: load_decoder_layer(l, weights); break;  // decoder and gated_attn
     }
+  }
+}
+
+std::vector<std::string_view> GpuCandidate::packed_roles(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::decoder:
+    case BlockKind::gated_attn:
+      return {"attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight", "ffn_up.weight"};
+    case BlockKind::gdn:
+      return {"attn_qkv.weight",  "attn_gate.weight", "ssm_beta.weight",
+              "ssm_alpha.weight", "ffn_gate.weight",  "ffn_up.weight"};
+    default: return {};  // GPT-2's c_attn is stored packed; its MLP has no gate
   }
 }
 

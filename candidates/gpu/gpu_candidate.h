@@ -64,8 +64,11 @@
 // lm_head gemv -> logits.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "candidate.h"
 #include "kernels.h"
@@ -90,6 +93,13 @@ class GpuCandidate final : public Candidate {
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
+
+  // The stored matrices of a layer that load() packs with others into one buffer ([q | k | v],
+  // [gate | up], GDN's [qkv | z] and [beta | alpha]), by block kind. On SIMT every other matrix
+  // is read in place and these are copied: the memory estimate counts them.
+  static std::vector<std::string_view> packed_roles(BlockKind kind);
+  // Elements of the matrices the last load() copied (the test holding packed_roles to it).
+  std::uint64_t copied_matrix_elements() const { return copied_matrix_elements_; }
 
  private:
   struct DevTensor {
@@ -121,6 +131,7 @@ class GpuCandidate final : public Candidate {
   ModelConfig cfg_;
   int n_positions_ = 0;  // rows of the learned position table; 0 without one
   std::map<std::string, DevTensor, std::less<>> dev_;
+  std::uint64_t copied_matrix_elements_ = 0;
 };
 
 }  // namespace ds::gpu

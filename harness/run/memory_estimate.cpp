@@ -15,6 +15,7 @@
 #include "shapes.h"
 #include "stage_catalog.h"
 #include "synthetic.h"
+#include "weights.h"
 
 namespace ds {
 
@@ -75,6 +76,16 @@ std::uint64_t recurrent_state_bytes(const ModelConfig& cfg) {
 std::uint64_t layer_stage_width(const ModelConfig& cfg) {
   return 10 * std::uint64_t(cfg.hidden) + 4 * std::uint64_t(cfg.q_dim()) + 4 * std::uint64_t(cfg.kv_dim()) +
          4 * std::uint64_t(cfg.ffn);
+}
+
+// The elements an in-place candidate still copies: the roles it packs, over every layer.
+std::uint64_t copied_elements(const ModelConfig& cfg, const CandidateMemory& c) {
+  std::uint64_t n = 0;
+  if (!c.copied_roles) return n;
+  for (int l = 0; l < cfg.n_layers; ++l)
+    for (std::string_view role : c.copied_roles(cfg.block_kind(l)))
+      if (auto s = ref::expected_shape(cfg, layer_weight(l, role))) n += std::uint64_t(numel(*s));
+  return n;
 }
 
 }  // namespace
@@ -141,9 +152,9 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
   // A candidate's own copy of the weights in its child process.
   auto copy_of = [&](const CandidateMemory& c) {
     std::uint64_t bytes = 0;
-    if (!c.dump && !c.on_device && !c.in_place) {
+    if (!c.dump && !c.on_device) {
       const double per = c.f32_copy ? 4.0 : std::clamp(bytes_per_weight, 2.0, 4.0);
-      bytes = std::uint64_t(double(elements) * per);
+      bytes = std::uint64_t(double(c.in_place ? copied_elements(cfg, c) : elements) * per);
     }
     if (c.fill) bytes += elements * 4;
     return bytes;

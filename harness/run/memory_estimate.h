@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,7 +24,10 @@ struct CandidateMemory {
   bool f32_copy = false;   // holds every weight as f32 whatever its stored dtype (cpu-f16)
   bool fill = false;       // completed by the reference fill (cpu-f16 math), which loads too
   bool in_place = false;   // reads the weights where the harness holds them (simt: host memory is
-                           // its device memory), so it adds no copy
+                           // its device memory), so it adds no copy of them...
+  // ...but for these roles of a layer of each block kind, which it copies (in_place only): the
+  // parts of a matrix it packs from several stored tensors. Empty: none.
+  std::function<std::vector<std::string_view>(BlockKind)> copied_roles;
 };
 
 struct MemoryPart {

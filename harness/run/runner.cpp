@@ -36,6 +36,9 @@
 #include "stage_catalog.h"
 #include "contracts.h"
 #include "cpu/cpu_candidate.h"
+#ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
+#include "gpu/gpu_candidate.h"
+#endif
 #include "load_model.h"
 #include "memory_estimate.h"
 #include "trace_stub.h"
@@ -303,6 +306,9 @@ class Run {
     // The built-in SIMT candidates (simt, simt-gdn*, the kernel mutants) read the weights in place.
     m.in_place =
         !m.on_device && !m.f32_copy && (m.name.rfind("simt", 0) == 0 || m.name.rfind("mutant:", 0) == 0);
+#ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
+    if (m.in_place) m.copied_roles = gpu::GpuCandidate::packed_roles;
+#endif
     return m;
   }
 

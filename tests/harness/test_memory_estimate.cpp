@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "memory_estimate.h"
+#ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
+#include "gpu/gpu_candidate.h"
+#endif
 #include "load_model.h"
 #include "runner.h"
 #include "synthetic.h"
@@ -84,6 +87,20 @@ TEST(MemoryEstimate, ACandidateReadingInPlaceAddsNoCopy) {
   EXPECT_EQ(b.str().find("candidate"), std::string::npos) << b.str();  // a zero part is left out
   EXPECT_NE(a.str().find("candidate"), std::string::npos) << a.str();
 }
+
+#ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
+// simt reads the weights in place but packs [q | k | v] and [gate | up] into buffers of its own.
+TEST(MemoryEstimate, SimtCountsTheMatricesItPacks) {
+  RunOptions o;
+  CandidateMemory bare{"simt", DType::f16}, simt{"simt", DType::f16};
+  bare.in_place = simt.in_place = true;
+  simt.copied_roles = gpu::GpuCandidate::packed_roles;
+  const ModelConfig cfg = ref::load_config("synthetic:llama3.2-1b");
+  // Llama 3.2 1B: 16 layers of q [2048, 2048], k and v [512, 2048], gate and up [8192, 2048], bf16.
+  const std::uint64_t packed = 16ull * (2048 * 2048 + 2 * 512 * 2048 + 2 * 8192 * 2048);
+  EXPECT_EQ(estimate_memory(cfg, 2, o, simt).total() - estimate_memory(cfg, 2, o, bare).total(), packed * 2);
+}
+#endif
 
 // Before --from-step only the last prompt row's logits are computed: a long prefill judged from
 // its decode step on (the long-positions probe) does not count [T, vocab] logits per reference.

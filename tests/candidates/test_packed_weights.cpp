@@ -1,0 +1,43 @@
+// The simt candidate reads every weight matrix in place except the ones it packs from several
+// stored tensors. GpuCandidate::packed_roles names those for the memory estimate; this table
+// holds it to what load() really copies, for each block kind (decoder, gated attention + GDN,
+// GPT-2), so the estimate cannot drift from the loader.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gpu/gpu_candidate.h"
+#include "load_model.h"
+#include "registry.h"
+
+namespace ds {
+namespace {
+
+class PackedWeights : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PackedWeights, LoadCopiesExactlyThePackedRoles) {
+  const Model m = ref::load_model(std::string("synthetic:") + GetParam(), 0);
+  CandidatePtr cand = make_candidate("simt");
+  auto* gpu = dynamic_cast<gpu::GpuCandidate*>(cand.get());
+  ASSERT_NE(gpu, nullptr);
+  cand->load(m.config, m.weights);
+  std::uint64_t packed = 0;
+  for (int l = 0; l < m.config.n_layers; ++l)
+    for (std::string_view role : gpu::GpuCandidate::packed_roles(m.config.block_kind(l)))
+      if (const Tensor* t = m.weights.find_layer(l, role)) packed += std::uint64_t(t->numel());
+  EXPECT_EQ(gpu->copied_matrix_elements(), packed);
+  // GPT-2 stores c_attn packed already: nothing to copy. Every other family copies something.
+  EXPECT_EQ(packed == 0, m.config.family == Family::gpt2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, PackedWeights, ::testing::Values("qwen2-tiny", "qwen3next-tiny", "gpt2-tiny"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ds
