@@ -161,7 +161,7 @@ def main():
     ap.add_argument("--json", metavar="OUT", help="write every run's figures to OUT")
     ap.add_argument("--logs", metavar="DIR", help="keep each run's output in DIR (default: a temp dir)")
     ap.add_argument("--defaults-only", action="store_true",
-                    help="skip the `simt --simt-threads 2` run (plain simt already uses every core)")
+                    help="skip the `simt --simt-threads 2` run: two runs of a case instead of three")
     ap.add_argument("--timeout", type=float, default=0, help="kill a run after this many seconds")
     args = ap.parse_args()
 

@@ -44,7 +44,7 @@ double sum_seconds(const ds::Tensor& w) {
   const auto* p = reinterpret_cast<const std::uint64_t*>(w.raw());
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
-    ds::ref::parallel_for(w.dim(0), w.numel(), [&](std::int64_t b, std::int64_t e) {
+    ds::parallel_for(w.dim(0), w.numel(), [&](std::int64_t b, std::int64_t e) {
       std::uint64_t s = 0;
       const std::int64_t per_row = n / w.dim(0);
       for (std::int64_t i = b * per_row; i < e * per_row; ++i) s += p[i];
@@ -120,7 +120,7 @@ ds::Tensor old_linear(const ds::Tensor& x, const ds::Tensor& w, float (*widen)(s
   const double* xs = x.data<double>();
   const std::uint16_t* ws = w.data<std::uint16_t>();
   double* ys = y.data<double>();
-  ds::ref::parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
+  ds::parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
     std::vector<double> row(std::size_t(in), 0.0);
     for (std::int64_t o = b; o < e; ++o) {
       for (std::int64_t i = 0; i < in; ++i) row[std::size_t(i)] = double(widen(ws[o * in + i]));

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
-#include <thread>
 #include <vector>
+
+#include "parallel.h"
 
 namespace ds::cpu {
 
@@ -93,23 +94,9 @@ Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
       for (std::int64_t k = 0; k < kTile; ++k)
         xt[std::size_t((t * n + i) * kTile + k)] = x.row(t * kTile + k)[i];
   // Outputs split over threads: each output is computed whole by one thread, so the bits do not
-  // depend on the thread count. Small products stay on this thread (a spawn costs more).
-  const double work = double(x.rows) * double(w.rows) * double(n);
-  const unsigned threads =
-      work < 4e6 ? 1u
-                 : std::max(1u, std::min(std::thread::hardware_concurrency(), unsigned(w.rows / 64 + 1)));
-  if (threads == 1) {
-    linear_outputs(x, xt, w, bias, y, 0, w.rows);
-    return y;
-  }
-  std::vector<std::thread> pool;
-  const std::int64_t per = (w.rows + threads - 1) / threads;
-  for (unsigned k = 1; k < threads; ++k) {
-    const std::int64_t b = std::int64_t(k) * per, e = std::min(w.rows, b + per);
-    if (b < e) pool.emplace_back([&, b, e] { linear_outputs(x, xt, w, bias, y, b, e); });
-  }
-  linear_outputs(x, xt, w, bias, y, 0, std::min(w.rows, per));
-  for (auto& t : pool) t.join();
+  // depend on the thread count.
+  parallel_for(w.rows, x.rows * w.rows * n,
+               [&](std::int64_t b, std::int64_t e) { linear_outputs(x, xt, w, bias, y, b, e); });
   return y;
 }
 

@@ -104,10 +104,7 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
                         : dt == DType::f16  ? dsk::WType::f16
                         : dt == DType::bf16 ? dsk::WType::bf16
                                             : dsk::WType::f32;
-  // On SIMT "device" memory is host memory: a matrix the kernels can read as stored is read in
-  // place, so the candidate (and its child process, through fork) adds no copy of the weights.
-  // Kernels only read weights; the caller keeps them alive while the candidate is loaded.
-  if (same && parts.size() == 1 && std::string_view(k_.backend) == "simt") {
+  if (same && parts.size() == 1 && reads_weights_in_place()) {
     dev_[key] = {const_cast<std::byte*>(parts.front()->raw()), wt, true};
     return;
   }

@@ -94,6 +94,10 @@ class GpuCandidate final : public Candidate {
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
 
+  // On SIMT "device" memory is host memory: a weight matrix the kernels can read as stored is
+  // read where the model holds it, so the candidate (and its child process, through fork) adds
+  // no copy of it. Kernels only read weights; Candidate::load's contract keeps them alive.
+  bool reads_weights_in_place() const { return std::string_view(k_.backend) == "simt"; }
   // The stored matrices of a layer that load() packs with others into one buffer ([q | k | v],
   // [gate | up], GDN's [qkv | z] and [beta | alpha]), by block kind. On SIMT every other matrix
   // is read in place and these are copied: the memory estimate counts them.

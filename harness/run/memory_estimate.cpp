@@ -167,9 +167,8 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
   const std::uint64_t kv =
       (kv_bytes_per_position(cfg) * positions + recurrent_state_bytes(cfg)) * (references + lanes);
   // One layer's stage tensors of the prefill in every reference and lane (values, the wire's
-  // copies), and the logits [T, vocab] likewise.
-  // Steps before --from-step compute the logits of their last row alone; the judged ones after
-  // it are single-token decode steps.
+  // copies), and the logits likewise: [T, vocab], or one row when the prefill comes before
+  // --from-step (its judged steps after it are single-token decode steps).
   const std::uint64_t logit_rows = opt.from_step > 0 ? 1 : T;
   std::uint64_t activations =
       (layer_stage_width(cfg) * T + 2 * std::uint64_t(cfg.vocab) * logit_rows) * 8 * (references + 2 * lanes);

@@ -303,11 +303,11 @@ class Run {
     m.dump = as_dump(cand) != nullptr;
     m.on_device = m.name.rfind("cuda", 0) == 0;
     m.f32_copy = dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr;
-    // The built-in SIMT candidates (simt, simt-gdn*, the kernel mutants) read the weights in place.
-    m.in_place =
-        !m.on_device && !m.f32_copy && (m.name.rfind("simt", 0) == 0 || m.name.rfind("mutant:", 0) == 0);
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
-    if (m.in_place) m.copied_roles = gpu::GpuCandidate::packed_roles;
+    if (const auto* g = dynamic_cast<const gpu::GpuCandidate*>(&cand); g && g->reads_weights_in_place()) {
+      m.in_place = true;
+      m.copied_roles = gpu::GpuCandidate::packed_roles;
+    }
 #endif
     return m;
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu_ops.h"
+#include "parallel.h"
 
 namespace ds::cpu {
 namespace {
@@ -33,19 +34,26 @@ TEST_P(CpuLinear, EqualsThePlainLoopBitForBit) {
   const LinearCase& c = GetParam();
   const Mat x = filled(c.tokens, c.in, 1), w = filled(c.out, c.in, 2), b = filled(1, c.out, 3);
   const std::span<const float> bias = c.bias ? std::span<const float>(b.v) : std::span<const float>();
-  const Mat y = linear(x, w, bias);
-  ASSERT_EQ(y.rows, c.tokens);
-  ASSERT_EQ(y.cols, c.out);
-  for (std::int64_t r = 0; r < c.tokens; ++r)
-    for (std::int64_t o = 0; o < c.out; ++o) {
-      float acc = 0;
-      for (std::int64_t i = 0; i < c.in; ++i) acc += w.row(o)[i] * x.row(r)[i];
-      const float want = acc + (c.bias ? b.v[std::size_t(o)] : 0.0f);
-      ASSERT_EQ(std::memcmp(&want, &y.row(r)[o], sizeof want), 0) << "row " << r << " output " << o;
-    }
+  // One thread, and three (more than this machine may have: the split, not the speed, is tested).
+  for (int threads : {1, 3}) {
+    set_worker_threads(threads);
+    const Mat y = linear(x, w, bias);
+    set_worker_threads(0);
+    ASSERT_EQ(y.rows, c.tokens);
+    ASSERT_EQ(y.cols, c.out);
+    for (std::int64_t r = 0; r < c.tokens; ++r)
+      for (std::int64_t o = 0; o < c.out; ++o) {
+        float acc = 0;
+        for (std::int64_t i = 0; i < c.in; ++i) acc += w.row(o)[i] * x.row(r)[i];
+        const float want = acc + (c.bias ? b.v[std::size_t(o)] : 0.0f);
+        ASSERT_EQ(std::memcmp(&want, &y.row(r)[o], sizeof want), 0)
+            << threads << " threads, row " << r << " output " << o;
+      }
+  }
 }
 
-// Below one tile of tokens, one tile, a tile and a remainder; on one thread and on several.
+// Below one tile of tokens, one tile, a tile and a remainder; products large enough to be split
+// over threads (parallel_for splits above 2^20 multiply-adds).
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuLinear,
                          testing::Values(LinearCase{"decode_token", 1, 300, 90, true},
                                          LinearCase{"below_a_tile", 31, 64, 64, false},

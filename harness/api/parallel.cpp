@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-namespace ds::ref {
+namespace ds {
 
 namespace {
 std::atomic<int> g_override{0};
@@ -48,4 +48,4 @@ void parallel_for(std::int64_t n, std::int64_t work,
   for (auto& th : pool) th.join();
 }
 
-}  // namespace ds::ref
+}  // namespace ds

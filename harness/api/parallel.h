@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace ds::ref {
+namespace ds {
 
 // Threads used for work worth more than `min_work` (multiply-adds); 1 below it. Override with
 // DRIFTSCOPE_THREADS (read once).
@@ -15,4 +15,4 @@ void set_worker_threads(int n);
 void parallel_for(std::int64_t n, std::int64_t work,
                   const std::function<void(std::int64_t, std::int64_t)>& body);
 
-}  // namespace ds::ref
+}  // namespace ds
