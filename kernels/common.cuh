@@ -52,18 +52,6 @@ __device__ inline float block_reduce(float v, float* scratch, int bug = dsk::kBu
   return r;
 }
 
-// 16 bytes of weights (4 f32 or 8 f16/bf16) dotted with the matching f32 values of x.
-template <class W>
-__device__ inline float dot16(const W* w, const float* xs) {
-  constexpr int n = 16 / static_cast<int>(sizeof(W));
-  const uint4 raw = *reinterpret_cast<const uint4*>(w);  // one vectorised load
-  W e[n];
-  memcpy(static_cast<void*>(e), &raw, sizeof raw);
-  float acc = 0.0f;
-  for (int i = 0; i < n; ++i) acc += to_f(e[i]) * xs[i];
-  return acc;
-}
-
 // The GEMV kernels' first move: token t's row of x (cols f16 values) into shared memory as f32,
 // read once by every warp of the block. Ends with the barrier that publishes it.
 __device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs) {
@@ -73,34 +61,97 @@ __device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs
   __syncthreads();
 }
 
-// One warp: dot(w[0:cols], xs[0:cols]), the result in every lane. Scalar head until w is
-// 16-byte aligned, 16-byte vector loads for the body, scalar tail: any cols and any row
-// alignment work, and aligned rows take only vector loads.
-// `bug` plants one of two bugs of the GEMV kernel (gemv.cu).
+// One lane's share of dot(w[0:cols], xs_p[0:cols]) for `nt` token rows of x at once (xs_p =
+// xs + p * cols), into acc[0:nt]: every weight is loaded and converted once for all the tokens.
+// Scalar head until w is 16-byte aligned, 16-byte vector loads for the body, scalar tail: any
+// cols and any row alignment work, and aligned rows take only vector loads. Each token's partial
+// is added up in the same order whatever nt is: a vector's products first, then into the lane's sum.
+// `bug` plants one of two bugs of the GEMV kernels (gemv.cu).
 template <class W>
-__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane, int bug = dsk::kBugNone) {
+__device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, int lane, float* acc,
+                                 int bug = dsk::kBugNone) {
+  for (int p = 0; p < nt; ++p) acc[p] = 0.0f;
   if (bug == dsk::kBugGemvHalfAccum) {
-    // Planted: the row summed by one lane into a half accumulator, rounded after every add, as a
+    // Planted: the row summed by lane 0 alone into a half accumulator, rounded after every add, as a
     // scalar fallback written in the storage dtype does. Each rounding is about as large as the
     // output's own, so the error is a few times the f16 floor, not orders of magnitude.
-    float acc = 0.0f;
     if (lane == 0)
-      for (int c = 0; c < cols; ++c) acc = __half2float(__float2half_rn(acc + to_f(w[c]) * xs[c]));
-    return __shfl_sync(0xffffffffu, acc, 0);
+      for (int c = 0; c < cols; ++c) {
+        const float wc = to_f(w[c]);
+        for (int p = 0; p < nt; ++p) acc[p] = __half2float(__float2half_rn(acc[p] + wc * xs[p * cols + c]));
+      }
+    return;
   }
   constexpr int V = 16 / static_cast<int>(sizeof(W));
   const int mis = static_cast<int>((reinterpret_cast<std::uintptr_t>(w) % 16) / sizeof(W));
   int head = mis == 0 ? 0 : V - mis;
   if (head > cols) head = cols;
   const int body_end = head + (cols - head) / V * V;
-  float acc = 0.0f;
-  if (lane < head) acc += to_f(w[lane]) * xs[lane];
-  for (int c = head + lane * V; c < body_end; c += 32 * V) acc += dot16(w + c, xs + c);
+  if (lane < head) {
+    const float wc = to_f(w[lane]);
+    for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + lane];
+  }
+  for (int c = head + lane * V; c < body_end; c += 32 * V) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(w + c);  // one vectorised load
+    W e[V];
+    memcpy(static_cast<void*>(e), &raw, sizeof raw);
+    float wf[V];
+    for (int i = 0; i < V; ++i) wf[i] = to_f(e[i]);
+    for (int p = 0; p < nt; ++p) {
+      const float* xp = xs + p * cols + c;
+      float s = 0.0f;
+      for (int i = 0; i < V; ++i) s += wf[i] * xp[i];
+      acc[p] += s;
+    }
+  }
   // Planted (kBugGemvNoTail): the scalar tail forgotten. Whole 16-byte vectors only, so the last
   // cols % V elements of a row count only where the row's alignment head happens to absorb them.
   if (bug != dsk::kBugGemvNoTail)
-    for (int c = body_end + lane; c < cols; c += 32) acc += to_f(w[c]) * xs[c];
-  return warp_sum(acc);
+    for (int c = body_end + lane; c < cols; c += 32) {
+      const float wc = to_f(w[c]);
+      for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + c];
+    }
+}
+
+// One warp: dot(w[0:cols], xs[0:cols]), the result in every lane.
+template <class W>
+__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane, int bug = dsk::kBugNone) {
+  float acc = 0.0f;
+  lane_dots(w, xs, 1, cols, lane, &acc, bug);
+  return bug == dsk::kBugGemvHalfAccum ? __shfl_sync(0xffffffffu, acc, 0) : warp_sum(acc);
+}
+
+// The value lane 0 ends with in warp_sum, from the 32 lanes' partials in shared memory: the same
+// pairs added in the same order, so the same bits. A block that reduces many rows or tokens then
+// needs one __syncwarp where warp_sum needs five shuffles per value.
+__device__ inline float butterfly_sum32(const float* v) {
+  float s[16];
+  for (int i = 0; i < 16; ++i) s[i] = v[i] + v[i + 16];
+  for (int o = 8; o > 0; o >>= 1)
+    for (int i = 0; i < o; ++i) s[i] += s[i + o];
+  return s[0];
+}
+
+// Tokens one projection block serves at once, so each weight row is read once for all of them:
+// as many as the 48 KiB of shared memory a block gets without opting in holds, at
+// gemv_smem_bytes each (the token's x row and its warps' partials), up to kGemvTokens.
+inline constexpr int kGemvTokens = 8;
+inline std::size_t gemv_smem_bytes(int tokens, int cols) {
+  return static_cast<std::size_t>(tokens) * static_cast<std::size_t>(cols + 32 * kGemvWarps) * sizeof(float);
+}
+inline int gemv_tokens(int T, int cols) {
+  int n = kGemvTokens < T ? kGemvTokens : T;
+  while (n > 1 && gemv_smem_bytes(n, cols) > 48 * 1024) --n;
+  return n < 1 ? 1 : n;
+}
+
+// Tokens [t0, t0 + nt) of x into shared memory as f32, row after row, published by a barrier.
+__device__ inline void stage_rows_f32(const __half* x, int t0, int nt, int cols, float* xs) {
+  const __half* xt = x + static_cast<std::size_t>(t0) * cols;
+  const int n = nt * cols;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x))
+    xs[i] = __half2float(xt[i]);
+  __syncthreads();
 }
 
 inline int round_up32(int n) { return (n + 31) / 32 * 32; }

@@ -1,11 +1,14 @@
-// GEMV with an optional bias and an optional chain-add epilogue, for decode-sized T:
+// GEMV with an optional bias and an optional chain-add epilogue, for decode- and prefill-sized T:
 //   y[t, r] = sum_c W[r, c] * x[t, c] (+ bias[r])            f32 accumulation
 //   resid[t, r] = half(resid[t, r] + y[t, r])                 (chain-add, in place)
-// One warp per output row, kGemvWarps rows per block, blockIdx.y = token. The block first
-// stages x[t, :] in shared memory as f32; each warp then streams its weight row with
-// 16-byte loads (warp_dot) and reduces with shuffles. Lane 0 adds the bias in f32 and writes
-// y as f16; with `resid` set, an epilogue adds y into the residual stream: o_proj produces
-// attn_out AND residual_1, down produces down AND residual_2 in a single launch.
+// One warp per output row, kGemvWarps rows per block; blockIdx.y picks a group of nt tokens
+// (gemv_tokens: up to kGemvTokens, as shared memory allows). The block stages those tokens' x
+// rows in shared memory as f32; each warp streams its weight row once with 16-byte loads,
+// every lane keeping one partial per token (lane_dots). The warp's partials meet in shared
+// memory, and lane p sums token p's 32 of them in warp_sum's order (butterfly_sum32), adds the
+// bias in f32 and writes y as f16. With `resid` set, an epilogue adds y into the residual
+// stream: o_proj produces attn_out AND residual_1, down produces down AND residual_2 in a
+// single launch.
 #include "common.cuh"
 
 namespace DSK_NS {
@@ -13,47 +16,59 @@ namespace DSK_NS {
 template <class W>
 __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x,
                             const float* __restrict__ bias, __half* __restrict__ y,
-                            __half* __restrict__ resid, int rows, int cols, int bug) {
-  SIMT_DYNAMIC_SHARED(float, xs);
-  const int t = static_cast<int>(blockIdx.y);
-  stage_row_f32(x, t, cols, xs);
+                            __half* __restrict__ resid, int T, int rows, int cols, int nt, int bug) {
+  SIMT_DYNAMIC_SHARED(float, smem);
+  const int t0 = static_cast<int>(blockIdx.y) * nt;
+  const int n = T - t0 < nt ? T - t0 : nt;  // tokens of this block
+  float* xs = smem;                         // [nt][cols]
+  stage_rows_f32(x, t0, n, cols, xs);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   // Written for kGemvWarps warps per block. kBugGemvWarps launches fewer, so the rows of
   // the missing warps are never computed (seeds/004 #2).
   const int row = static_cast<int>(blockIdx.x) * kGemvWarps + warp;
-  __shared__ float y_f32[kGemvWarps];  // the block's outputs before rounding, for the epilogue
+  float* part = smem + static_cast<std::size_t>(nt) * cols + warp * nt * 32;  // [nt][32] of this warp
+  __shared__ float y_f32[kGemvTokens][kGemvWarps];  // the block's outputs before rounding, for the epilogue
   if (row < rows) {
-    float acc = 0.0f;
+    float acc[kGemvTokens];
     if (bug == dsk::kBugDimFlip) {
       // Planted (seeds/004 #3): the [out, in] weight indexed as if it were [in, out].
-      for (int c = lane; c < cols; c += 32) acc += to_f(Wt[static_cast<std::size_t>(c) * rows + row]) * xs[c];
-      acc = warp_sum(acc);
+      for (int p = 0; p < n; ++p) acc[p] = 0.0f;
+      for (int c = lane; c < cols; c += 32) {
+        const float wc = to_f(Wt[static_cast<std::size_t>(c) * rows + row]);
+        for (int p = 0; p < n; ++p) acc[p] += wc * xs[p * cols + c];
+      }
     } else {
-      acc = warp_dot(Wt + static_cast<std::size_t>(row) * cols, xs, cols, lane, bug);
+      lane_dots(Wt + static_cast<std::size_t>(row) * cols, xs, n, cols, lane, acc, bug);
     }
-    if (lane == 0) {
-      const float v = acc + (bias != nullptr ? bias[row] : 0.0f);
-      y[static_cast<std::size_t>(t) * rows + row] = __float2half_rn(v);
-      y_f32[warp] = v;
+    for (int p = 0; p < n; ++p) part[p * 32 + lane] = acc[p];
+    __syncwarp();
+    if (lane < n) {
+      // kBugGemvHalfAccum's sum is lane 0's alone.
+      const float sum = bug == dsk::kBugGemvHalfAccum ? part[lane * 32] : butterfly_sum32(part + lane * 32);
+      const float v = sum + (bias != nullptr ? bias[row] : 0.0f);
+      y[static_cast<std::size_t>(t0 + lane) * rows + row] = __float2half_rn(v);
+      y_f32[lane][warp] = v;
     }
   }
   if (resid == nullptr) return;  // uniform over the block
 
-  // Chain-add epilogue: one thread per row of this block adds the projection output into the
-  // residual stream in place. Every thread reads before any writes, so the in-place add is
+  // Chain-add epilogue: one thread per (token, row) of this block adds the projection output into
+  // the residual stream in place. Every thread reads before any writes, so the in-place add is
   // race-free. Planted (seeds/004 #5): the element index is the block id instead of the global
-  // thread id, so one element per block is updated (correctly) and the rest keep the residual
-  // without the projection output.
+  // thread id, so one element per block and token is updated (correctly) and the rest keep the
+  // residual without the projection output.
   __syncthreads();
   const int tid = static_cast<int>(threadIdx.x);
+  const int p = tid / kGemvWarps, r = tid % kGemvWarps;
   const int idx = bug == dsk::kBugChainAddIdx ? static_cast<int>(blockIdx.x)
-                                              : static_cast<int>(blockIdx.x) * kGemvWarps + tid;
-  const bool adds = tid < kGemvWarps && idx < rows;
-  const std::size_t ro = static_cast<std::size_t>(t) * rows + static_cast<std::size_t>(adds ? idx : 0);
+                                              : static_cast<int>(blockIdx.x) * kGemvWarps + r;
+  const bool adds = p < n && idx < rows;
+  const std::size_t ro =
+      adds ? static_cast<std::size_t>(t0 + p) * rows + static_cast<std::size_t>(idx) : std::size_t{0};
   // The add uses the f32 projection output; the planted index points outside this block's
   // rows, where only the stored f16 output is available.
-  const float v = bug == dsk::kBugChainAddIdx ? __half2float(y[ro]) : (adds ? y_f32[tid] : 0.0f);
+  const float v = !adds ? 0.0f : bug == dsk::kBugChainAddIdx ? __half2float(y[ro]) : y_f32[p][r];
   const float sum = adds ? __half2float(resid[ro]) + v : 0.0f;
   __syncthreads();
   // Planted (kBugChainAddRz): the store truncates toward zero. Each store loses half an ULP on
@@ -65,10 +80,11 @@ template <class W>
 static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
                         int cols, int bug) {
   const int warps = bug == dsk::kBugGemvWarps ? kGemvWarps / 2 : kGemvWarps;
-  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, T), block(32 * warps);
-  simt::launch(gemv_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wt,
-               static_cast<const __half*>(x), bias, static_cast<__half*>(y), static_cast<__half*>(resid),
-               rows, cols, bug);
+  const int nt = gemv_tokens(T, cols);
+  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, (T + nt - 1) / nt), block(32 * warps);
+  simt::launch(gemv_kernel<W>, grid, block, gemv_smem_bytes(nt, cols), nullptr, Wt,
+               static_cast<const __half*>(x), bias, static_cast<__half*>(y), static_cast<__half*>(resid), T,
+               rows, cols, nt, bug);
 }
 
 void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T,

@@ -50,8 +50,8 @@ enum Bug : int {
   kBugRopeNoScaling,       // rope.cu: declares RoPEFreqFactors, ignores the per-pair factors
   kBugSoftmaxNoMax,        // attention.cu: exp(s) without subtracting the row max (overflows past 88.7)
   kBugNormEpsOutside,      // rmsnorm.cu: 1 / (sqrt(mean(x^2)) + eps) instead of rsqrt(mean(x^2) + eps)
-  kBugGemvNoTail,          // common.cuh warp_dot (gemv.cu): the scalar tail past the 16-byte vectors dropped
-  kBugGemvHalfAccum,       // common.cuh warp_dot (gemv.cu): running sums rounded to half after every add
+  kBugGemvNoTail,          // common.cuh lane_dots (gemv.cu): the scalar tail past the 16-byte vectors dropped
+  kBugGemvHalfAccum,       // common.cuh lane_dots (gemv.cu): running sums rounded to half after every add
   kBugChainAddRz,          // gemv.cu: chain-add epilogue stores the residual rounded toward zero
 };
 

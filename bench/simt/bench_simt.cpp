@@ -1,7 +1,13 @@
 // Cost of running a kernel through the SIMT CPU runtime, as a ratio to a plain
-// C++ loop computing the same result, both timed in the same process. The third argument is the
-// runtime's host threads: 1 compares one core with one core (the figure docs/simt.md tracks), 0 is
-// the runtime's default (every core) against the same one-core loop.
+// C++ loop computing the same result, both timed in the same process.
+//   GemvVsPlainLoop       a textbook warp-per-row GEMV (tests/simt/kernels/gemv.cu): five shuffles
+//                         per output row, so it measures the runtime's collective path. Its third
+//                         argument is the runtime's host threads: 1 compares one core with one core
+//                         (the figure docs/simt.md tracks), 0 is the runtime's default (every core)
+//                         against the same one-core loop.
+//   FusedGemvVsPlainLoop  the product's fused GEMV (kernels/gemv.cu, what the simt candidate runs
+//                         for every projection) on bf16 weights and T tokens, one host thread,
+//                         against the plain loop over the same bf16 weights.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -9,6 +15,10 @@
 #include <random>
 #include <vector>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels.h"
 #include "test_kernels.h"
 
 namespace {
@@ -72,6 +82,77 @@ void GemvVsPlainLoop(benchmark::State& state) {
   state.counters["ratio"] = best / plain;
   state.counters["ns_per_cuda_thread"] = best * 1e9 / (static_cast<double>(rows) * 32);
 }
+
+// y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
+// reference would write it.
+__attribute__((noinline)) void plain_gemv_bf16(const __nv_bfloat16* W, const float* x, float* y, int T,
+                                               int rows, int cols) {
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < rows; ++r) {
+      const __nv_bfloat16* w = W + static_cast<std::size_t>(r) * cols;
+      const float* xt = x + static_cast<std::size_t>(t) * cols;
+      float acc = 0.0f;
+      for (int c = 0; c < cols; ++c) acc += __bfloat162float(w[c]) * xt[c];
+      y[static_cast<std::size_t>(t) * rows + r] = acc;
+    }
+}
+
+void FusedGemvVsPlainLoop(benchmark::State& state) {
+  const int rows = static_cast<int>(state.range(0));
+  const int cols = static_cast<int>(state.range(1));
+  const int T = static_cast<int>(state.range(2));
+  const auto wf = random_floats(static_cast<std::size_t>(rows) * cols, 1);
+  const auto xf = random_floats(static_cast<std::size_t>(T) * cols, 2);
+  std::vector<__nv_bfloat16> W(wf.size());
+  for (std::size_t i = 0; i < wf.size(); ++i) W[i] = __float2bfloat16_rn(wf[i]);
+  std::vector<__half> xh(xf.size());
+  std::vector<float> x(xf.size());
+  for (std::size_t i = 0; i < xf.size(); ++i) {
+    xh[i] = __float2half_rn(xf[i]);
+    x[i] = __half2float(xh[i]);
+  }
+  simt::DeviceBuffer<__nv_bfloat16> dW(W);
+  simt::DeviceBuffer<__half> dx(xh), dy(static_cast<std::size_t>(T) * rows);
+  simt::Config cfg;
+  cfg.host_threads = 1;
+  simt::set_config(cfg);
+  const dsk::KernelTable& k = dsk_simt::table();
+  auto run = [&] {
+    k.gemv(dW.data(), dsk::WType::bf16, dx.data(), nullptr, dy.data(), nullptr, T, rows, cols, dsk::kBugNone);
+  };
+  run();  // warm the fiber pool
+  double best = 1e30;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    best = std::min(best, dt.count());
+  }
+  std::vector<float> y(static_cast<std::size_t>(T) * rows);
+  double plain = 1e30;
+  for (int rep = 0; rep < 15; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    plain_gemv_bf16(W.data(), x.data(), y.data(), T, rows, cols);
+    benchmark::ClobberMemory();
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    plain = std::min(plain, dt.count());
+  }
+  state.counters["plain_ms"] = plain * 1e3;
+  state.counters["simt_best_ms"] = best * 1e3;
+  state.counters["ratio"] = best / plain;
+  state.counters["ns_per_row_token"] = best * 1e9 / (static_cast<double>(rows) * T);
+}
+
+BENCHMARK(FusedGemvVsPlainLoop)
+    ->ArgNames({"rows", "cols", "T"})
+    ->Args({896, 896, 1})
+    ->Args({4864, 896, 1})
+    ->Args({896, 4864, 1})
+    ->Args({896, 896, 16})
+    ->Args({4864, 896, 16})
+    ->Args({896, 4864, 16})
+    ->Args({37, 100, 3})
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(GemvVsPlainLoop)
     ->ArgNames({"rows", "cols", "host_threads"})
