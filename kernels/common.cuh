@@ -17,7 +17,7 @@
 
 namespace DSK_NS {
 
-using dsk::kGemvWarps;
+using dsk::kGemvRows;
 
 __device__ inline float to_f(float v) { return v; }
 __device__ inline float to_f(__half v) { return __half2float(v); }
@@ -134,16 +134,20 @@ __device__ inline float butterfly_sum32(const float* v) {
 
 // Tokens one projection block serves at once, so each weight row is read once for all of them:
 // as many as the 48 KiB of shared memory a block gets without opting in holds, at
-// gemv_smem_bytes each (the token's x row and its warps' partials), up to kGemvTokens.
+// gemv_smem_bytes each (the token's x row and its rows' partials), up to kGemvTokens.
 inline constexpr int kGemvTokens = 8;
 inline std::size_t gemv_smem_bytes(int tokens, int cols) {
-  return static_cast<std::size_t>(tokens) * static_cast<std::size_t>(cols + 32 * kGemvWarps) * sizeof(float);
+  return static_cast<std::size_t>(tokens) * static_cast<std::size_t>(cols + 32 * kGemvRows) * sizeof(float);
 }
 inline int gemv_tokens(int T, int cols) {
   int n = kGemvTokens < T ? kGemvTokens : T;
   while (n > 1 && gemv_smem_bytes(n, cols) > 48 * 1024) --n;
   return n < 1 ? 1 : n;
 }
+// Output rows one warp computes for a group of `tokens`: a warp keeps rows x tokens partials, at
+// most kGemvTokens, so a decode-sized launch gives each warp several rows and its collectives
+// serve them all. A block stays kGemvRows rows (kGemvRows / rows-per-warp warps).
+inline int gemv_rows_per_warp(int tokens) { return tokens <= 2 ? 4 : tokens <= 4 ? 2 : 1; }
 
 // Tokens [t0, t0 + nt) of x into shared memory as f32, row after row, published by a barrier.
 __device__ inline void stage_rows_f32(const __half* x, int t0, int nt, int cols, float* xs) {

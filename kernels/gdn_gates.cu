@@ -5,7 +5,8 @@
 // a_neg = -exp(A_log), as GGUF stores it (ssm_a); dt_bias is ssm_dt.bias; g <= 0 is the
 // recurrence's log-decay. softplus(u) = log1p(exp(u)), and u itself above 20, as torch.
 // Work split as gemv.cu: x[t, :] staged in shared memory as f32, one warp per output, the
-// 2 * nv outputs of a token (beta heads, then g heads) over kGemvWarps warps per block,
+// 2 * nv outputs of a token (beta heads, then g heads) over kGemvRows warps (one per output)
+// per block,
 // blockIdx.y = token.
 #include "common.cuh"
 
@@ -21,7 +22,7 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
   stage_row_f32(x, t, cols, xs);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int out = static_cast<int>(blockIdx.x) * kGemvWarps + warp;
+  const int out = static_cast<int>(blockIdx.x) * kGemvRows + warp;
   if (out >= 2 * nv) return;
   const bool is_beta = out < nv;
   const int h = is_beta ? out : out - nv;
@@ -40,7 +41,7 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
 template <class W>
 static void launch_gdn_gates(const W* Wb, const W* Wa, const float* a_neg, const float* dt_bias,
                              const void* x, void* beta, void* g, int T, int nv, int cols, int bug) {
-  const dim3 grid((2 * nv + kGemvWarps - 1) / kGemvWarps, T), block(32 * kGemvWarps);
+  const dim3 grid((2 * nv + kGemvRows - 1) / kGemvRows, T), block(32 * kGemvRows);
   simt::launch(gdn_gates_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wb,
                Wa, a_neg, dt_bias, static_cast<const __half*>(x), static_cast<__half*>(beta),
                static_cast<__half*>(g), nv, cols, bug);

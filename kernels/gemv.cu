@@ -1,14 +1,14 @@
 // GEMV with an optional bias and an optional chain-add epilogue, for decode- and prefill-sized T:
 //   y[t, r] = sum_c W[r, c] * x[t, c] (+ bias[r])            f32 accumulation
 //   resid[t, r] = half(resid[t, r] + y[t, r])                 (chain-add, in place)
-// One warp per output row, kGemvWarps rows per block; blockIdx.y picks a group of nt tokens
-// (gemv_tokens: up to kGemvTokens, as shared memory allows). The block stages those tokens' x
-// rows in shared memory as f32; each warp streams its weight row once with 16-byte loads,
-// every lane keeping one partial per token (lane_dots). The warp's partials meet in shared
-// memory, and lane p sums token p's 32 of them in warp_sum's order (butterfly_sum32), adds the
-// bias in f32 and writes y as f16. With `resid` set, an epilogue adds y into the residual
-// stream: o_proj produces attn_out AND residual_1, down produces down AND residual_2 in a
-// single launch.
+// kGemvRows output rows per block; blockIdx.y picks a group of nt tokens (gemv_tokens: up to
+// kGemvTokens, as shared memory allows), and each warp computes rpw rows (gemv_rows_per_warp: 4
+// at decode, 1 for 5 or more tokens). The block stages its tokens' x rows in shared memory as
+// f32; each warp streams its weight rows with 16-byte loads, every lane keeping one partial per
+// (row, token) (lane_dots). The partials meet in shared memory, and lane i sums the 32 of pair i
+// in warp_sum's order (butterfly_sum32), adds the bias in f32 and writes y as f16. With `resid`
+// set, an epilogue adds y into the residual stream: o_proj produces attn_out AND residual_1,
+// down produces down AND residual_2 in a single launch.
 #include "common.cuh"
 
 namespace DSK_NS {
@@ -16,7 +16,7 @@ namespace DSK_NS {
 template <class W>
 __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x,
                             const float* __restrict__ bias, __half* __restrict__ y,
-                            __half* __restrict__ resid, int T, int rows, int cols, int nt, int bug) {
+                            __half* __restrict__ resid, int T, int rows, int cols, int nt, int rpw, int bug) {
   SIMT_DYNAMIC_SHARED(float, smem);
   const int t0 = static_cast<int>(blockIdx.y) * nt;
   const int n = T - t0 < nt ? T - t0 : nt;  // tokens of this block
@@ -24,32 +24,38 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
   stage_rows_f32(x, t0, n, cols, xs);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  // Written for kGemvWarps warps per block. kBugGemvWarps launches fewer, so the rows of
-  // the missing warps are never computed (seeds/004 #2).
-  const int row = static_cast<int>(blockIdx.x) * kGemvWarps + warp;
-  float* part = smem + static_cast<std::size_t>(nt) * cols + warp * nt * 32;  // [nt][32] of this warp
-  __shared__ float y_f32[kGemvTokens][kGemvWarps];  // the block's outputs before rounding, for the epilogue
-  if (row < rows) {
-    float acc[kGemvTokens];
-    if (bug == dsk::kBugDimFlip) {
+  // Written for kGemvRows / rpw warps per block. kBugGemvWarps launches half as many, so the
+  // rows of the missing warps are never computed (seeds/004 #2).
+  const int row0 = static_cast<int>(blockIdx.x) * kGemvRows + warp * rpw;  // this warp's first row
+  float acc[kGemvTokens];                                                  // [rpw][n]
+  for (int q = 0; q < rpw; ++q) {
+    const int row = row0 + q;
+    float* a = acc + q * n;
+    if (row >= rows) {
+      for (int p = 0; p < n; ++p) a[p] = 0.0f;
+    } else if (bug == dsk::kBugDimFlip) {
       // Planted (seeds/004 #3): the [out, in] weight indexed as if it were [in, out].
-      for (int p = 0; p < n; ++p) acc[p] = 0.0f;
+      for (int p = 0; p < n; ++p) a[p] = 0.0f;
       for (int c = lane; c < cols; c += 32) {
         const float wc = to_f(Wt[static_cast<std::size_t>(c) * rows + row]);
-        for (int p = 0; p < n; ++p) acc[p] += wc * xs[p * cols + c];
+        for (int p = 0; p < n; ++p) a[p] += wc * xs[p * cols + c];
       }
     } else {
-      lane_dots(Wt + static_cast<std::size_t>(row) * cols, xs, n, cols, lane, acc, bug);
+      lane_dots(Wt + static_cast<std::size_t>(row) * cols, xs, n, cols, lane, a, bug);
     }
-    for (int p = 0; p < n; ++p) part[p * 32 + lane] = acc[p];
-    __syncwarp();
-    if (lane < n) {
-      // kBugGemvHalfAccum's sum is lane 0's alone.
-      const float sum = bug == dsk::kBugGemvHalfAccum ? part[lane * 32] : butterfly_sum32(part + lane * 32);
-      const float v = sum + (bias != nullptr ? bias[row] : 0.0f);
-      y[static_cast<std::size_t>(t0 + lane) * rows + row] = __float2half_rn(v);
-      y_f32[lane][warp] = v;
-    }
+  }
+  float* part =
+      smem + static_cast<std::size_t>(nt) * cols + warp * rpw * nt * 32;  // this warp's [rpw * n][32]
+  for (int i = 0; i < rpw * n; ++i) part[i * 32 + lane] = acc[i];
+  __syncwarp();
+  __shared__ float y_f32[kGemvTokens][kGemvRows];  // the block's outputs before rounding, for the epilogue
+  if (lane < rpw * n && row0 + lane / n < rows) {
+    const int q = lane / n, p = lane % n, row = row0 + q;
+    // kBugGemvHalfAccum's sum is lane 0's alone.
+    const float sum = bug == dsk::kBugGemvHalfAccum ? part[lane * 32] : butterfly_sum32(part + lane * 32);
+    const float v = sum + (bias != nullptr ? bias[row] : 0.0f);
+    y[static_cast<std::size_t>(t0 + p) * rows + row] = __float2half_rn(v);
+    y_f32[p][warp * rpw + q] = v;
   }
   if (resid == nullptr) return;  // uniform over the block
 
@@ -60,9 +66,9 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
   // residual without the projection output.
   __syncthreads();
   const int tid = static_cast<int>(threadIdx.x);
-  const int p = tid / kGemvWarps, r = tid % kGemvWarps;
+  const int p = tid / kGemvRows, r = tid % kGemvRows;
   const int idx = bug == dsk::kBugChainAddIdx ? static_cast<int>(blockIdx.x)
-                                              : static_cast<int>(blockIdx.x) * kGemvWarps + r;
+                                              : static_cast<int>(blockIdx.x) * kGemvRows + r;
   const bool adds = p < n && idx < rows;
   const std::size_t ro =
       adds ? static_cast<std::size_t>(t0 + p) * rows + static_cast<std::size_t>(idx) : std::size_t{0};
@@ -79,12 +85,12 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
 template <class W>
 static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
                         int cols, int bug) {
-  const int warps = bug == dsk::kBugGemvWarps ? kGemvWarps / 2 : kGemvWarps;
-  const int nt = gemv_tokens(T, cols);
-  const dim3 grid((rows + kGemvWarps - 1) / kGemvWarps, (T + nt - 1) / nt), block(32 * warps);
+  const int nt = gemv_tokens(T, cols), rpw = gemv_rows_per_warp(nt);
+  const int warps = kGemvRows / rpw / (bug == dsk::kBugGemvWarps ? 2 : 1);
+  const dim3 grid((rows + kGemvRows - 1) / kGemvRows, (T + nt - 1) / nt), block(32 * warps);
   simt::launch(gemv_kernel<W>, grid, block, gemv_smem_bytes(nt, cols), nullptr, Wt,
                static_cast<const __half*>(x), bias, static_cast<__half*>(y), static_cast<__half*>(resid), T,
-               rows, cols, nt, bug);
+               rows, cols, nt, rpw, bug);
 }
 
 void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T,

@@ -55,8 +55,9 @@ enum Bug : int {
   kBugChainAddRz,          // gemv.cu: chain-add epilogue stores the residual rounded toward zero
 };
 
-// Rows per block the GEMV kernels are written for (one warp per output row).
-inline constexpr int kGemvWarps = 8;
+// Output rows per block of the GEMV kernels (gemv.cu, fused_qkv.cu: up to 4 per warp; gdn_gates.cu:
+// one warp each). mutant:chain-add-idx and mutant:gemv-warps are defined in these units.
+inline constexpr int kGemvRows = 8;
 // Largest GDN key head dim (one state column lives in registers) and SSM conv width.
 inline constexpr int kGdnMaxDk = 256;
 inline constexpr int kConvMaxK = 8;
