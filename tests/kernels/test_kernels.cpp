@@ -103,7 +103,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Gemv,
                                          GemvCase{WType::f16, 1, 9, 7, false, true, 0},
                                          GemvCase{WType::f16, 2, 17, 45, true, false, 3},
                                          GemvCase{WType::f32, 2, 24, 131, false, true, 1},
-                                         GemvCase{WType::bf16, 1, 8, 300, false, false, 5}));
+                                         GemvCase{WType::bf16, 1, 8, 300, false, false, 5},
+                                         // Token groups (gemv_tokens): 8 + 3 tokens; at width 4864
+                                         // two per block, the last alone; 5 tokens, one group.
+                                         GemvCase{WType::bf16, 11, 37, 896, true, true, 0},
+                                         GemvCase{WType::f16, 9, 20, 4864, false, true, 0},
+                                         GemvCase{WType::f32, 5, 13, 300, true, false, 0}));
 
 // ---------------------------------------------------------------------------------------
 
@@ -170,7 +175,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FusedQkv,
                          testing::Values(QkvCase{WType::f32, 3, 64, 32, 64, true, true},
                                          QkvCase{WType::f16, 2, 56, 8, 100, false, true},
                                          QkvCase{WType::bf16, 1, 40, 24, 37, true, false},
-                                         QkvCase{WType::f16, 2, 64, 16, 896, true, true}));
+                                         QkvCase{WType::f16, 2, 64, 16, 896, true, true},
+                                         // 8 + 2 tokens; 4 tokens, two rows per warp.
+                                         QkvCase{WType::bf16, 10, 40, 8, 896, true, true},
+                                         QkvCase{WType::f16, 4, 24, 8, 200, false, false}));
 
 // The planted half-before-bias bug is a rounding effect: bit-identical to the correct kernel
 // on most elements, off by at most half an ULP of the accumulator plus one of the result.

@@ -1,10 +1,8 @@
 // Fiber scheduler of the CPU backend: runs one block. One fiber per CUDA thread; a fiber
 // that cannot continue (collective, barrier, exit) picks the next runnable thread of its
 // block itself and jumps straight to it, so there is no central scheduler loop in the hot
-// path. Grids, host threads and device memory are in launch.cpp.
-#include "simt/simt_cpu.h"
-
-#include <fmt/format.h>
+// path. This file: fibers, blocks and barriers; warp collectives are in warp_collectives.cpp,
+// the state both share in fiber_sched.h. Grids, host threads and device memory are in launch.cpp.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,70 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "fiber_switch.h"
-#include "hazards.h"
+#include "fiber_sched.h"
 #include "sched.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#define SIMT_ASAN 1
-#else
-#define SIMT_ASAN 0
-#endif
-
-namespace simt {
-
-namespace detail {
-namespace {
-
-constexpr std::size_t kStackBytes = 64 * 1024;
-constexpr unsigned kFullMask = 0xffffffffu;
-
-struct ThreadRec;
-
-struct Fiber {
-  void* ctx = nullptr;       // saved context while suspended (fiber_switch.h)
-  void* stack_lo = nullptr;  // lowest usable address (ASan wants bottom + size)
-  std::size_t stack_size = 0;
-  void* stack_top = nullptr;
-  void* fake_stack = nullptr;   // ASan fake-stack handle saved across a switch
-  ThreadRec* thread = nullptr;  // CUDA thread currently bound to this fiber
-  bool is_host = false;
-};
-
-enum class State : std::uint8_t { runnable, running, at_warp, at_barrier, exited };
-
-struct ThreadRec {
-  Fiber* fiber = nullptr;  // null until started and after exit
-  uint3 idx{};
-  std::uint16_t warp = 0;
-  std::uint8_t lane = 0;
-  State state = State::runnable;
-  // Pending collective or barrier.
-  Coll kind = Coll::syncwarp;
-  unsigned mask = 0;
-  int b = 0;
-  int width = 32;
-  unsigned size = 0;
-  int pred = 0;
-  // kind, mask, width and size in one word: the lanes of one collective must agree on all four.
-  std::uint64_t signature = 0;
-  Site site{nullptr, 0};
-  alignas(16) unsigned char in[16];
-  alignas(16) unsigned char out[16];
-};
-
-struct WarpRec {
-  unsigned exists = 0;  // lanes present in the block (last warp may be partial)
-  unsigned exited = 0;
-  unsigned arrived = 0;     // lanes waiting at a warp collective
-  unsigned runnable_r = 0;  // indexed by rank (execution order), not lane
-  unsigned base = 0;        // linear id of lane 0
-  std::uint32_t syncs = 0;  // warp collectives completed (orders lanes for the hazard checker)
-  std::uint8_t lane_of_rank[32];
-  std::uint8_t rank_of_lane[32];
-};
+namespace simt::detail {
 
 const char* coll_name(Coll k) {
   switch (k) {
@@ -100,6 +38,8 @@ bool same_site(Site a, Site b) {
   return a.line == b.line && (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
 }
 
+namespace {
+
 std::uint64_t splitmix(std::uint64_t& s) {
   std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -107,103 +47,9 @@ std::uint64_t splitmix(std::uint64_t& s) {
   return z ^ (z >> 31);
 }
 
+}  // namespace
+
 void fiber_entry(void* from);
-
-// Per-OS-thread scheduler: runs one block at a time on its own fiber pool.
-class Sched {
- public:
-  Sched() { host_.is_host = true; }
-
-  // Returns false (with error_/exception_ filled) if the block failed.
-  bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block);
-
-  // Fiber-side entry points (called from kernel code on the current fiber).
-  int barrier(Site s, int pred, Coll combine);
-  void warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                       int width);
-  unsigned active_mask() const {
-    const WarpRec& w = warps_[cur_->warp];
-    return w.exists & ~w.exited;
-  }
-  void* dyn_smem(std::size_t elem) {
-    if (cfg_.racecheck) hazards_.note_elem(elem);
-    return smem_;
-  }
-  AccessCtx access_ctx() const {
-    return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
-  }
-  std::vector<std::string> take_hazards() { return hazards_.take(); }
-
-  [[noreturn]] void fiber_main(Fiber* self);
-  void on_fiber_start(void* from);
-
-  std::string error_;
-  std::exception_ptr exception_;
-  Fiber* switching_to_ = nullptr;
-
- private:
-  Fiber* new_fiber();
-  Fiber* pool_get();
-  void reset_fiber(Fiber* f);
-  void switch_to(Fiber* from, Fiber* to);
-  [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
-  void after_block_for_fiber(Fiber* self);
-  // Leaves the block for good. Callers assign error_ in a separate statement
-  // first: temporaries still alive on an abandoned fiber would leak.
-  [[noreturn]] void abandon(Fiber* self);
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask,
-                                                        int width);
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
-  void make_order(std::uint64_t phase);
-  void set_runnable(ThreadRec& t) {
-    WarpRec& w = warps_[t.warp];
-    t.state = State::runnable;
-    if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[t.warp];
-    w.runnable_r |= 1u << w.rank_of_lane[t.lane];
-  }
-  // The next thread to run (lowest rank of the lowest-ranked warp), taken off the runnable masks
-  // in the same pass: this runs at every switch, so no lookup is repeated.
-  ThreadRec* take_next() {
-    if (warp_runnable_r_ == 0) return nullptr;
-    WarpRec& wr = warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]];
-    const unsigned lane = wr.lane_of_rank[std::countr_zero(wr.runnable_r) & 31];  // never 0 here
-    wr.runnable_r &= wr.runnable_r - 1;
-    if (wr.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;
-    return &threads_[wr.base + lane];
-  }
-  [[gnu::noinline]] void release_barrier(Fiber* self);
-  [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
-  std::string stall_message();
-  std::string ctx_suffix(const ThreadRec& t) const {
-    return fmt::format(" [block {}, thread {}]", tid(blockIdx), tid(t.idx));
-  }
-
-  Fiber host_;
-  std::vector<Fiber*> pool_;
-  unsigned fibers_made_ = 0;
-  std::vector<ThreadRec> threads_;
-  std::vector<WarpRec> warps_;
-  std::uint8_t warp_of_rank_[32];
-  std::uint8_t rank_of_warp_[32];
-  unsigned warp_runnable_r_ = 0;
-  unsigned nthreads_ = 0;
-  unsigned nwarps_ = 0;
-  unsigned at_barrier_ = 0;
-  unsigned exited_ = 0;
-  std::uint64_t phase_ = 0;
-  std::uint64_t block_seed_ = 0;
-  int barrier_result_ = 0;
-  ThreadRec* cur_ = nullptr;
-  const LaunchDesc* desc_ = nullptr;
-  Config cfg_;
-  bool failed_ = false;
-  Fiber* failed_fiber_ = nullptr;
-  unsigned char* dyn_ = nullptr;
-  std::size_t dyn_size_ = 0;
-  bool dyn_allocated_ = false;
-  unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
-  HazardChecker hazards_;
-};
 
 thread_local Sched* tl_sched = nullptr;
 
@@ -260,23 +106,6 @@ void Sched::reset_fiber(Fiber* f) {
   f->ctx = fiber_stack_init(f->stack_top, f->stack_size, &fiber_entry);
 }
 
-void Sched::switch_to(Fiber* from, Fiber* to) {
-  switching_to_ = to;
-#if SIMT_ASAN
-  __sanitizer_start_switch_fiber(&from->fake_stack, to->stack_lo, to->stack_size);
-#endif
-  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(&from->ctx, to->ctx, from));
-#if SIMT_ASAN
-  const void* lo = nullptr;
-  std::size_t sz = 0;
-  __sanitizer_finish_switch_fiber(from->fake_stack, &lo, &sz);
-  if (src->is_host) {
-    src->stack_lo = const_cast<void*>(lo);
-    src->stack_size = sz;
-  }
-#endif
-}
-
 void Sched::on_fiber_start([[maybe_unused]] void* from) {
 #if SIMT_ASAN
   auto* src = static_cast<Fiber*>(from);
@@ -294,29 +123,6 @@ void fiber_entry(void* from) {
   Sched& s = *tl_sched;
   s.on_fiber_start(from);
   s.fiber_main(s.switching_to_);
-}
-
-// Makes `next` the running thread. Returns when the calling fiber should run
-// its (possibly new) bound thread.
-inline void Sched::transfer(Fiber* self, ThreadRec* next) {
-  next->state = State::running;
-  cur_ = next;
-  threadIdx = next->idx;
-  if (next->fiber == self) return;
-  if (next->fiber == nullptr) {
-    if (!self->is_host && self->thread == nullptr) {
-      // No-barrier fast path: a fiber whose thread just exited runs the next
-      // unstarted thread as a plain call, no switch. Decided per thread, so a
-      // later thread that does meet a collective simply suspends this fiber.
-      self->thread = next;
-      next->fiber = self;
-      return;
-    }
-    Fiber* f = pool_get();
-    f->thread = next;
-    next->fiber = f;
-  }
-  switch_to(self, next->fiber);
 }
 
 [[noreturn]] void Sched::abandon(Fiber* self) {
@@ -561,167 +367,6 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   return barrier_result_;
 }
 
-void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
-  const ThreadRec& t = *cur_;
-  const WarpRec& w = warps_[t.warp];
-  if ((mask & (1u << t.lane)) == 0) {
-    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
-                         coll_name(kind), t.lane, mask, ctx_suffix(t));
-  } else if (unsigned gone = mask & ~w.exists) {
-    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}",
-                         where(s), coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
-  } else if (unsigned bad = mask & w.exited) {
-    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
-                         std::countr_zero(bad), ctx_suffix(t));
-  } else {
-    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind),
-                         width, ctx_suffix(t));
-  }
-  abandon(self);
-}
-
-namespace {
-// Fixed-size copies for the common sizes keep memcpy calls out of the hot path.
-inline void copy_value(void* dst, const void* src, unsigned size) {
-  switch (size) {
-    case 4: std::memcpy(dst, src, 4); break;
-    case 8: std::memcpy(dst, src, 8); break;
-    case 16: std::memcpy(dst, src, 16); break;
-    default: std::memcpy(dst, src, size); break;
-  }
-}
-}  // namespace
-
-void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                            int width) {
-  ThreadRec& t = *cur_;
-  Fiber* self = t.fiber;
-  WarpRec& w = warps_[t.warp];
-  const unsigned me = 1u << t.lane;
-  const unsigned live = w.exists & ~w.exited;
-  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u ||
-      (width & (width - 1)) != 0) [[unlikely]] {
-    fail_args(self, s, kind, mask, width);
-  }
-  t.state = State::at_warp;
-  t.kind = kind;
-  t.mask = mask;
-  t.b = b;
-  t.width = width;
-  t.size = size;
-  t.signature = mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 |
-                std::uint64_t{static_cast<unsigned>(width)} << 40 | std::uint64_t{size} << 48;
-  t.site = s;
-  if (kind >= Coll::ballot) {
-    t.pred = *static_cast<const int*>(in);
-  } else if (size != 0) {
-    copy_value(t.in, in, size);
-  }
-  w.arrived |= me;
-  if ((w.arrived & mask) == mask) resolve(self, w, mask);
-  ThreadRec* next = take_next();
-  if (next == nullptr) [[unlikely]]
-    fail_stall(self);
-  transfer(self, next);
-  if (size != 0) copy_value(out, t.out, size);
-}
-
-// Every lane's result of one shuffle, following the PTX shfl.sync pseudo-code (segment mask from
-// width, clamp, own value when the source is out of range). One instantiation per kind and common
-// size keeps both decisions out of the per-lane loop. Returns the first lane that reads a lane
-// outside `mask` (its source in `src`), or null.
-template <Coll kind, unsigned kSize>
-ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
-  const int segmask = (32 - width) & 31;
-  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
-  for (unsigned m = mask; m != 0; m &= m - 1) {
-    const int lane = std::countr_zero(m);
-    ThreadRec& me = lanes[lane];
-    const int bval = me.b & 31;
-    const int max_lane = (lane & segmask) | (cval & ~segmask);
-    int j = lane;
-    bool ok = false;
-    if constexpr (kind == Coll::shfl_up) {
-      j = lane - bval;
-      ok = j >= max_lane;
-    } else if constexpr (kind == Coll::shfl_down) {
-      j = lane + bval;
-      ok = j <= max_lane;
-    } else if constexpr (kind == Coll::shfl_xor) {
-      j = lane ^ bval;
-      ok = j <= max_lane;
-    } else {
-      j = (lane & segmask) | (bval & ~segmask);
-      ok = j <= max_lane;
-    }
-    if (!ok) j = lane;
-    if ((mask & (1u << j)) == 0) [[unlikely]] {
-      src = j;
-      return &me;
-    }
-    std::memcpy(me.out, lanes[j].in, kSize != 0 ? kSize : size);
-  }
-  return nullptr;
-}
-
-template <Coll kind>
-ThreadRec* shuffle_sized(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
-  switch (size) {
-    case 4: return shuffle<kind, 4>(lanes, mask, width, size, src);
-    case 8: return shuffle<kind, 8>(lanes, mask, width, size, src);
-    default: return shuffle<kind, 0>(lanes, mask, width, size, src);
-  }
-}
-
-ThreadRec* shuffle_any(Coll kind, ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
-  switch (kind) {
-    case Coll::shfl_up: return shuffle_sized<Coll::shfl_up>(lanes, mask, width, size, src);
-    case Coll::shfl_down: return shuffle_sized<Coll::shfl_down>(lanes, mask, width, size, src);
-    case Coll::shfl_xor: return shuffle_sized<Coll::shfl_xor>(lanes, mask, width, size, src);
-    default: return shuffle_sized<Coll::shfl_idx>(lanes, mask, width, size, src);
-  }
-}
-
-// Completes a collective once every lane of `mask` has arrived.
-void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
-  ThreadRec* lanes = &threads_[w.base];
-  const ThreadRec& ref = *cur_;
-  for (unsigned m = mask; m != 0; m &= m - 1) {
-    const ThreadRec& o = lanes[std::countr_zero(m)];
-    if (o.signature != ref.signature) [[unlikely]] {
-      error_ = fmt::format(
-          "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
-          "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
-          where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
-          coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
-      abandon(self);
-    }
-  }
-  const Coll kind = ref.kind;
-  if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) {
-    unsigned ballot = 0;
-    for (unsigned m = mask; m != 0; m &= m - 1) {
-      const int l = std::countr_zero(m);
-      if (lanes[l].pred != 0) ballot |= 1u << l;
-    }
-    const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
-    for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
-  } else if (kind != Coll::syncwarp) {
-    int src = 0;
-    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width, ref.size, src)) [[unlikely]] {
-      error_ =
-          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                      where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
-      abandon(self);
-    }
-  }
-  w.arrived &= ~mask;
-  ++w.syncs;
-  for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
-}
-
-}  // namespace
-
 bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
                std::exception_ptr& exception) {
   Sched& s = sched();
@@ -736,24 +381,9 @@ int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp
 int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
 int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
 
-void syncwarp(Site s, unsigned mask) {
-  tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32);
-}
-
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
-  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
-}
-
-unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
-  unsigned r = 0;
-  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
-  return r;
-}
-
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }
 
-}  // namespace detail
-}  // namespace simt
+}  // namespace simt::detail

@@ -1,0 +1,189 @@
+// Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives,
+// suspends, and the last lane of the mask resolves every lane's result at once (resolve); the
+// checks of a collective's arguments and of lanes that disagree live here too.
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "fiber_sched.h"
+
+namespace simt::detail {
+
+void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
+  const ThreadRec& t = *cur_;
+  const WarpRec& w = warps_[t.warp];
+  if ((mask & (1u << t.lane)) == 0) {
+    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
+                         coll_name(kind), t.lane, mask, ctx_suffix(t));
+  } else if (unsigned gone = mask & ~w.exists) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}",
+                         where(s), coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
+  } else if (unsigned bad = mask & w.exited) {
+    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
+                         std::countr_zero(bad), ctx_suffix(t));
+  } else {
+    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind),
+                         width, ctx_suffix(t));
+  }
+  abandon(self);
+}
+
+namespace {
+// Fixed-size copies for the common sizes keep memcpy calls out of the hot path.
+inline void copy_value(void* dst, const void* src, unsigned size) {
+  switch (size) {
+    case 4: std::memcpy(dst, src, 4); break;
+    case 8: std::memcpy(dst, src, 8); break;
+    case 16: std::memcpy(dst, src, 16); break;
+    default: std::memcpy(dst, src, size); break;
+  }
+}
+}  // namespace
+
+void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
+                            int width) {
+  ThreadRec& t = *cur_;
+  Fiber* self = t.fiber;
+  WarpRec& w = warps_[t.warp];
+  const unsigned me = 1u << t.lane;
+  const unsigned live = w.exists & ~w.exited;
+  if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u ||
+      (width & (width - 1)) != 0) [[unlikely]] {
+    fail_args(self, s, kind, mask, width);
+  }
+  t.state = State::at_warp;
+  t.kind = kind;
+  t.mask = mask;
+  t.b = b;
+  t.width = width;
+  t.size = size;
+  t.signature = mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 |
+                std::uint64_t{static_cast<unsigned>(width)} << 40 | std::uint64_t{size} << 48;
+  t.site = s;
+  if (kind >= Coll::ballot) {
+    t.pred = *static_cast<const int*>(in);
+  } else if (size != 0) {
+    copy_value(t.in, in, size);
+  }
+  w.arrived |= me;
+  if ((w.arrived & mask) == mask) resolve(self, w, mask);
+  ThreadRec* next = take_next();
+  if (next == nullptr) [[unlikely]]
+    fail_stall(self);
+  transfer(self, next);
+  if (size != 0) copy_value(out, t.out, size);
+}
+
+namespace {
+
+// Every lane's result of one shuffle, following the PTX shfl.sync pseudo-code (segment mask from
+// width, clamp, own value when the source is out of range). One instantiation per kind and common
+// size keeps both decisions out of the per-lane loop. Returns the first lane that reads a lane
+// outside `mask` (its source in `src`), or null.
+template <Coll kind, unsigned kSize>
+ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  const int segmask = (32 - width) & 31;
+  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int lane = std::countr_zero(m);
+    ThreadRec& me = lanes[lane];
+    const int bval = me.b & 31;
+    const int max_lane = (lane & segmask) | (cval & ~segmask);
+    int j = lane;
+    bool ok = false;
+    if constexpr (kind == Coll::shfl_up) {
+      j = lane - bval;
+      ok = j >= max_lane;
+    } else if constexpr (kind == Coll::shfl_down) {
+      j = lane + bval;
+      ok = j <= max_lane;
+    } else if constexpr (kind == Coll::shfl_xor) {
+      j = lane ^ bval;
+      ok = j <= max_lane;
+    } else {
+      j = (lane & segmask) | (bval & ~segmask);
+      ok = j <= max_lane;
+    }
+    if (!ok) j = lane;
+    if ((mask & (1u << j)) == 0) [[unlikely]] {
+      src = j;
+      return &me;
+    }
+    std::memcpy(me.out, lanes[j].in, kSize != 0 ? kSize : size);
+  }
+  return nullptr;
+}
+
+template <Coll kind>
+ThreadRec* shuffle_sized(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  switch (size) {
+    case 4: return shuffle<kind, 4>(lanes, mask, width, size, src);
+    case 8: return shuffle<kind, 8>(lanes, mask, width, size, src);
+    default: return shuffle<kind, 0>(lanes, mask, width, size, src);
+  }
+}
+
+ThreadRec* shuffle_any(Coll kind, ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
+  switch (kind) {
+    case Coll::shfl_up: return shuffle_sized<Coll::shfl_up>(lanes, mask, width, size, src);
+    case Coll::shfl_down: return shuffle_sized<Coll::shfl_down>(lanes, mask, width, size, src);
+    case Coll::shfl_xor: return shuffle_sized<Coll::shfl_xor>(lanes, mask, width, size, src);
+    default: return shuffle_sized<Coll::shfl_idx>(lanes, mask, width, size, src);
+  }
+}
+
+}  // namespace
+
+// Completes a collective once every lane of `mask` has arrived.
+void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
+  ThreadRec* lanes = &threads_[w.base];
+  const ThreadRec& ref = *cur_;
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const ThreadRec& o = lanes[std::countr_zero(m)];
+    if (o.signature != ref.signature) [[unlikely]] {
+      error_ = fmt::format(
+          "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
+          "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
+          where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
+          coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+      abandon(self);
+    }
+  }
+  const Coll kind = ref.kind;
+  if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) {
+    unsigned ballot = 0;
+    for (unsigned m = mask; m != 0; m &= m - 1) {
+      const int l = std::countr_zero(m);
+      if (lanes[l].pred != 0) ballot |= 1u << l;
+    }
+    const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
+    for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
+  } else if (kind != Coll::syncwarp) {
+    int src = 0;
+    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width, ref.size, src)) [[unlikely]] {
+      error_ =
+          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                      where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
+      abandon(self);
+    }
+  }
+  w.arrived &= ~mask;
+  ++w.syncs;
+  for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+}
+
+void syncwarp(Site s, unsigned mask) {
+  tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32);
+}
+
+void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
+  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
+}
+
+unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
+  unsigned r = 0;
+  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
+  return r;
+}
+
+}  // namespace simt::detail
