@@ -42,6 +42,9 @@ std::vector<GoldenCase> cases() {
   for (const char* m :
        {"chain-add-idx", "chain-add-rz", "dim-flip", "gemv-no-tail", "gemv-half-accum", "half-before-bias"})
     out.push_back({fmt::format("mutant_{}", m), "synthetic:qwen2-tiny", fmt::format("mutant:{}", m)});
+  // A 150-token prefill: attention's later queries score their keys in several passes of 32 per
+  // warp, and the GEMVs serve 18 full token groups and a partial one.
+  out.push_back({"simt_qwen2-tiny_long", "synthetic:qwen2-tiny", "simt", 0, 150, 1});
   // A prefill of 5: not a whole number of any token group a GEMV might serve at once.
   out.push_back({"simt_qwen2.5-0.5b_l1", "synthetic:qwen2.5-0.5b", "simt", 1, 5, 1});
   return out;
