@@ -4,8 +4,9 @@
 // frames was predicted from the wrong entry: a mispredicted return per frame per switch (in a
 // profile, the instruction after each `__shfl*_sync` call). The switch below resumes with `ret`,
 // which pops exactly the entry its own `call` pushed, and that address is the resumed fiber's return
-// address too (the same call site of runtime.cpp). It also skips saving MXCSR and the x87 control
-// word: kernels never change rounding modes, and the SysV ABI keeps them fixed across calls.
+// address too when both fibers suspended at the same call of Sched::switch_to (fiber_sched.h), as
+// the lanes of one collective do. It also skips saving MXCSR and the x87 control word: kernels
+// never change rounding modes, and the SysV ABI keeps them fixed across calls.
 // Other targets keep Boost.Context.
 #include "fiber_switch.h"
 

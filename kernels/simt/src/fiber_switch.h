@@ -1,4 +1,4 @@
-// Stack switching for the fibers of runtime.cpp.
+// Stack switching for the fibers of the scheduler (runtime.cpp, fiber_sched.h).
 #pragma once
 
 #include <cstddef>
