@@ -52,15 +52,6 @@ __device__ inline float block_reduce(float v, float* scratch, int bug = dsk::kBu
   return r;
 }
 
-// The GEMV kernels' first move: token t's row of x (cols f16 values) into shared memory as f32,
-// read once by every warp of the block. Ends with the barrier that publishes it.
-__device__ inline void stage_row_f32(const __half* x, int t, int cols, float* xs) {
-  const __half* xt = x + static_cast<std::size_t>(t) * cols;
-  for (int c = static_cast<int>(threadIdx.x); c < cols; c += static_cast<int>(blockDim.x))
-    xs[c] = __half2float(xt[c]);
-  __syncthreads();
-}
-
 // One lane's share of dot(w[0:cols], xs_p[0:cols]) for `nt` token rows of x at once (xs_p =
 // xs + p * cols), into acc[0:nt]: every weight is loaded and converted once for all the tokens.
 // Scalar head until w is 16-byte aligned, 16-byte vector loads for the body, scalar tail: any
@@ -149,7 +140,8 @@ inline int gemv_tokens(int T, int cols) {
 // serve them all. A block stays kGemvRows rows (kGemvRows / rows-per-warp warps).
 inline int gemv_rows_per_warp(int tokens) { return tokens <= 2 ? 4 : tokens <= 4 ? 2 : 1; }
 
-// Tokens [t0, t0 + nt) of x into shared memory as f32, row after row, published by a barrier.
+// The projection kernels' first move: tokens [t0, t0 + nt) of x (cols f16 values each) into shared
+// memory as f32, row after row, read by every warp of the block; published by a barrier.
 __device__ inline void stage_rows_f32(const __half* x, int t0, int nt, int cols, float* xs) {
   const __half* xt = x + static_cast<std::size_t>(t0) * cols;
   const int n = nt * cols;

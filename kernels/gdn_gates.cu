@@ -19,7 +19,7 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
                                  __half* __restrict__ g, int nv, int cols, int bug) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
-  stage_row_f32(x, t, cols, xs);
+  stage_rows_f32(x, t, 1, cols, xs);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int out = static_cast<int>(blockIdx.x) * kGemvRows + warp;

@@ -42,13 +42,27 @@ __attribute__((noinline)) void plain_gemv(const float* W, const float* x, float*
   }
 }
 
-double best_plain_seconds(const std::vector<float>& W, const std::vector<float>& x, std::vector<float>& y,
-                          int rows, int cols) {
+// Best of 15 timed calls of `fn`: the baseline side of every case.
+template <class Fn>
+double best_of_15(Fn fn) {
   double best = 1e30;
   for (int rep = 0; rep < 15; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
-    plain_gemv(W.data(), x.data(), y.data(), rows, cols);
+    fn();
     benchmark::ClobberMemory();
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    best = std::min(best, dt.count());
+  }
+  return best;
+}
+
+// Best of the benchmark's own iterations of `fn`: the SIMT side.
+template <class Fn>
+double best_of_state(benchmark::State& state, Fn fn) {
+  double best = 1e30;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
     best = std::min(best, dt.count());
   }
@@ -67,16 +81,11 @@ void GemvVsPlainLoop(benchmark::State& state) {
   simt::set_config(cfg);
   simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols);  // warm the fiber pool
 
-  double best = 1e30;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols);
-    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-    best = std::min(best, dt.count());
-  }
+  const double best =
+      best_of_state(state, [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); });
   // Best-of on both sides: the machine is shared, and the minimum is the
   // least noisy estimate of each.
-  const double plain = best_plain_seconds(W, x, y, rows, cols);
+  const double plain = best_of_15([&] { plain_gemv(W.data(), x.data(), y.data(), rows, cols); });
   state.counters["plain_ms"] = plain * 1e3;
   state.counters["simt_best_ms"] = best * 1e3;
   state.counters["ratio"] = best / plain;
@@ -121,22 +130,9 @@ void FusedGemvVsPlainLoop(benchmark::State& state) {
     k.gemv(dW.data(), dsk::WType::bf16, dx.data(), nullptr, dy.data(), nullptr, T, rows, cols, dsk::kBugNone);
   };
   run();  // warm the fiber pool
-  double best = 1e30;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-    best = std::min(best, dt.count());
-  }
+  const double best = best_of_state(state, run);
   std::vector<float> y(static_cast<std::size_t>(T) * rows);
-  double plain = 1e30;
-  for (int rep = 0; rep < 15; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    plain_gemv_bf16(W.data(), x.data(), y.data(), T, rows, cols);
-    benchmark::ClobberMemory();
-    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-    plain = std::min(plain, dt.count());
-  }
+  const double plain = best_of_15([&] { plain_gemv_bf16(W.data(), x.data(), y.data(), T, rows, cols); });
   state.counters["plain_ms"] = plain * 1e3;
   state.counters["simt_best_ms"] = best * 1e3;
   state.counters["ratio"] = best / plain;
