@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_FLAG...]
 #   Builds the libFuzzer targets (clang, ASan + UBSan: the `fuzz` preset, in build-fuzz/) and fuzzes
-#   TARGET (gguf | hf | trace | policy) for SECONDS, starting from its seed corpus (fixtures/, see
+#   TARGET (gguf | hf | trace | policy | reply) for SECONDS, starting from its seed corpus (fixtures/, see
 #   tests/fuzz/make_seeds.sh) and the corpus earlier runs grew (build-fuzz/corpus/TARGET). A crash,
 #   hang or sanitizer report is saved under build-fuzz/artifacts/TARGET/ and ends the run with a
 #   non-zero exit; copy it to tests/fuzz/regressions/TARGET/ once fixed (docs/fuzzing.md).
@@ -10,14 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-  echo "usage: $0 gguf|hf|trace|policy SECONDS [LIBFUZZER_FLAG...]" >&2
+  echo "usage: $0 gguf|hf|trace|policy|reply SECONDS [LIBFUZZER_FLAG...]" >&2
   exit 2
 }
 [ $# -ge 2 ] || usage
 target="$1"
 seconds="$2"
 shift 2
-case "$target" in gguf | hf | trace | policy) ;; *) usage ;; esac
+case "$target" in gguf | hf | trace | policy | reply) ;; *) usage ;; esac
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 
 [ -f build-fuzz/build.ninja ] || cmake --preset fuzz >/dev/null

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -31,6 +32,7 @@ struct Pipe {
     }
     return true;
   }
+  const std::function<bool()>* alive = nullptr;
   bool read_all(void* p, std::size_t n, Deadline deadline, bool* timed_out) {
     char* c = static_cast<char*>(p);
     while (n) {
@@ -44,10 +46,16 @@ struct Pipe {
         }
         wait_ms = int(left.count());
       }
+      const bool watching = alive && *alive;
+      if (watching && (wait_ms < 0 || wait_ms > 100)) wait_ms = 100;
       pollfd pfd{fd, POLLIN, 0};
       const int pr = ::poll(&pfd, 1, wait_ms);
       if (pr < 0 && errno == EINTR) continue;
       if (pr == 0) {
+        if (watching) {
+          if (!(*alive)()) return false;
+          continue;  // the deadline, if any, is checked at the top
+        }
         if (timed_out) *timed_out = true;
         return false;
       }
@@ -61,8 +69,8 @@ struct Pipe {
   }
 };
 
-// A message longer than this is a corrupt length prefix, not a tensor.
-constexpr std::uint64_t kMaxMessage = std::uint64_t(1) << 40;
+// How much of a message is read (and allocated) at a time.
+constexpr std::uint64_t kChunk = std::uint64_t(1) << 24;
 
 }  // namespace
 
@@ -77,12 +85,40 @@ bool send_msg(int fd, const std::string& msg) {
   return p.write_all(&n, sizeof n) && p.write_all(msg.data(), msg.size());
 }
 
-bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out) {
+bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out, std::uint64_t max_bytes,
+              std::uint64_t* too_long, const std::function<bool()>& alive) {
   Pipe p{fd};
+  p.alive = &alive;
   std::uint64_t n = 0;
-  if (!p.read_all(&n, sizeof n, deadline, timed_out) || n > kMaxMessage) return false;
-  msg.resize(n);
-  return p.read_all(msg.data(), n, deadline, timed_out);
+  msg.clear();
+  if (!p.read_all(&n, sizeof n, deadline, timed_out)) return false;
+  if (n > std::min(max_bytes, kMaxMessage)) {
+    if (too_long) *too_long = n;
+    return false;
+  }
+  while (msg.size() < n) {
+    const std::size_t have = msg.size(), more = std::size_t(std::min(n - have, kChunk));
+    msg.resize(have + more);
+    if (!p.read_all(msg.data() + have, more, deadline, timed_out)) return false;
+  }
+  return true;
+}
+
+pid_t fork_in_own_group() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::setpgid(0, 0);
+  // Both sides set it, so the group exists before either goes on (the parent may kill it at once).
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid;
+}
+
+int end_child(pid_t pid) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
 }
 
 void put_u64(std::string& buf, std::uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); }
@@ -132,7 +168,7 @@ std::vector<LaunchRecord> Reader::launches() {
 
 std::uint64_t Reader::u64() {
   std::uint64_t v;
-  if (at + sizeof v > buf.size()) throw std::runtime_error("truncated message from the candidate process");
+  if (at + sizeof v > buf.size()) throw Malformed("a truncated message");
   std::memcpy(&v, buf.data() + at, sizeof v);
   at += sizeof v;
   return v;
@@ -140,42 +176,75 @@ std::uint64_t Reader::u64() {
 
 std::string Reader::str() {
   const auto n = u64();
-  if (n > buf.size() - at) throw std::runtime_error("truncated message from the candidate process");
+  if (n > buf.size() - at)
+    throw Malformed(fmt::format("a string of {} bytes where {} are left", n, buf.size() - at));
   std::string s = buf.substr(at, n);
   at += n;
   return s;
 }
 
-Tensor Reader::tensor() {
+Tensor Reader::tensor(std::uint64_t max_elems) {
   const auto dtype = u64();
   const auto rank = u64();
-  if (dtype > std::uint64_t(DType::i32) || rank > 8)
-    throw std::runtime_error("malformed tensor from the candidate process");
+  if (dtype > std::uint64_t(DType::i32)) throw Malformed(fmt::format("a tensor of unknown dtype {}", dtype));
+  if (rank > 8) throw Malformed(fmt::format("a tensor of rank {}", rank));
   Shape shape(rank);
   std::uint64_t elems = 1;
   for (auto& d : shape) {
-    d = std::int64_t(u64());
-    if (d < 0 || (d > 0 && elems > kMaxMessage / std::uint64_t(d)))
-      throw std::runtime_error("malformed tensor shape from the candidate process");
+    const std::uint64_t raw = u64();
+    d = std::int64_t(raw);
+    if (d < 0) throw Malformed(fmt::format("a tensor with a negative dimension {}", d));
+    if (d > 0 && elems > max_elems / std::uint64_t(d))
+      throw Malformed(
+          fmt::format("a tensor of more than {} elements (the most this step can produce)", max_elems));
     elems *= std::uint64_t(d);
   }
   const auto n = u64();
   // An empty Tensor (a "prev:<stage>" input before the first step) has no shape and no bytes;
   // Tensor(dtype, {}) would be a one-element scalar.
   if (shape.empty() && n == 0) return Tensor{};
-  if (n > buf.size() - at || n != elems * dtype_size(DType(dtype)))
-    throw std::runtime_error("malformed tensor from the candidate process");
+  if (n != elems * dtype_size(DType(dtype)))
+    throw Malformed(fmt::format("a tensor of shape {} and dtype {} carrying {} bytes", shape_str(shape),
+                                dtype_name(DType(dtype)), n));
+  if (n > buf.size() - at)
+    throw Malformed(fmt::format("a tensor of {} bytes where {} are left", n, buf.size() - at));
   Tensor t(DType(dtype), shape);
   std::memcpy(t.raw(), buf.data() + at, n);
   at += n;
   return t;
 }
 
+StepReply read_step_reply(const std::string& reply, const std::vector<std::string>& declared,
+                          std::uint64_t max_elems) {
+  StepReply out;
+  Reader r{reply};
+  const std::string tag = reply.substr(0, 2);
+  r.at = 2;
+  if (tag == "ex") {
+    out.threw = true;
+    out.error = r.str();
+    return out;
+  }
+  if (tag != "ok") throw Malformed("a reply that is neither a result nor an error");
+  const std::uint64_t n = r.u64();
+  if (n > declared.size())
+    throw Malformed(fmt::format("{} outputs where the step declares {}", n, declared.size()));
+  for (std::uint64_t i = 0; i < n; ++i) {
+    std::string name = r.str();
+    if (std::find(declared.begin(), declared.end(), name) == declared.end())
+      throw Malformed(fmt::format("an output '{}' the step does not declare", name));
+    out.outputs[name] = r.tensor(max_elems);
+  }
+  out.launches = r.launches();
+  if (r.at != reply.size()) throw Malformed(fmt::format("{} bytes after the reply", reply.size() - r.at));
+  return out;
+}
+
 std::string run_forked(const std::string& step, double timeout_s, const std::function<std::string()>& fn) {
   int up[2];
   if (::pipe(up) != 0) throw std::runtime_error("cannot create a pipe for a child process");
   std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  const pid_t pid = fork_in_own_group();
   if (pid < 0) throw std::runtime_error("cannot fork a child process");
   if (pid == 0) {
     ::close(up[0]);
@@ -195,9 +264,8 @@ std::string run_forked(const std::string& step, double timeout_s, const std::fun
   bool timed_out = false;
   const bool got = recv_msg(up[0], reply, deadline_in(timeout_s), &timed_out);
   ::close(up[0]);
-  if (!got) ::kill(pid, SIGKILL);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  // Whatever it forked goes with it: nothing it started may outlive the answer.
+  const int status = end_child(pid);
   if (!got)
     throw CandidateCrash(
         step, timed_out ? fmt::format("hung: no answer within {} s", timeout_s)

@@ -1,12 +1,18 @@
 // Length-prefixed messages between the harness and a forked child (the candidate's process,
-// a plugin probe): the child may crash, hang or lie, so every read is bounded and checked.
+// a plugin probe): the child may crash, hang or lie, so every read is bounded and checked, and a
+// child runs in a process group of its own that ends with it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <sys/types.h>
+
+#include "candidate.h"
 #include "launch_log.h"
 #include "tensor.h"
 
@@ -15,23 +21,58 @@ namespace ds::wire {
 using Deadline = std::chrono::steady_clock::time_point;  // a zero time_point: no deadline
 Deadline deadline_in(double seconds);                    // <= 0: none
 
+// A message longer than this is a corrupt length prefix, whatever the model.
+inline constexpr std::uint64_t kMaxMessage = std::uint64_t(1) << 40;
+
+// What a child sent that the harness cannot take: the child's failure, never the harness's.
+struct Malformed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 bool send_msg(int fd, const std::string& msg);
-bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out);
+// Reads one message. Its length may claim up to `max_bytes`; a longer claim returns false with
+// `*too_long` set to it. The buffer grows only as bytes arrive, so a lying length costs nothing.
+// `alive`, if given, is asked every 100 ms of waiting: false ends the wait (the sender died, though
+// something it forked may still hold the pipe open).
+bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out,
+              std::uint64_t max_bytes = kMaxMessage, std::uint64_t* too_long = nullptr,
+              const std::function<bool()>& alive = {});
 
 void put_u64(std::string& buf, std::uint64_t v);
 void put_str(std::string& buf, const std::string& s);
 void put_tensor(std::string& buf, const Tensor& t);
 void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches);
 
-// Reads what put_* wrote; throws std::runtime_error on a truncated or malformed message.
+// Reads what put_* wrote; throws Malformed on a truncated or malformed message.
 struct Reader {
   const std::string& buf;
   std::size_t at = 0;
   std::uint64_t u64();
   std::string str();
-  Tensor tensor();
+  // A tensor of at most `max_elems` elements (its shape is checked before anything is allocated).
+  Tensor tensor(std::uint64_t max_elems = kMaxMessage);
   std::vector<LaunchRecord> launches();
 };
+
+// A candidate process's answer to one step: its outputs and launch records, or the message of
+// what it threw. read_step_reply() takes nothing it cannot check: a tag other than "ok"/"ex", more
+// outputs than `declared`, a name not declared, a tensor over `max_elems` elements or trailing
+// bytes are Malformed.
+struct StepReply {
+  bool threw = false;
+  std::string error;  // what it threw
+  TensorMap outputs;
+  std::vector<LaunchRecord> launches;
+};
+StepReply read_step_reply(const std::string& reply, const std::vector<std::string>& declared,
+                          std::uint64_t max_elems);
+
+// Forks a child in a process group of its own (whatever it forks in turn stays in that group).
+// Returns fork()'s value.
+pid_t fork_in_own_group();
+// Kills the group a child of fork_in_own_group() leads, and the child, and reaps the child.
+// Returns its wait status.
+int end_child(pid_t pid);
 
 // Runs `fn` in a forked child and returns what it returned. The child's death by a signal, an
 // exit without an answer, or no answer before `timeout_s` (> 0) throws CandidateCrash(step,

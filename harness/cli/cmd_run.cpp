@@ -363,11 +363,12 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       for (const std::string& c : args->candidates) {
         try {
           for (std::string& e : expand_candidate_spec(c)) specs.push_back(std::move(e));
-        } catch (const std::invalid_argument& e) {
-          throw InputError(fmt::format("--candidate: {}", e.what()));
-        } catch (const CandidateCrash& e) {
-          throw InputError(
-              fmt::format("--candidate {}: the plugin crashed while being opened: {}", c, e.what()));
+        } catch (const std::invalid_argument&) {
+          // A plugin that cannot be opened, or whose opening crashes: the run of it says so, with
+          // the stub trace and report files of any refusal (exit 2) or crash (exit 4).
+          specs.push_back(c);
+        } catch (const CandidateCrash&) {
+          specs.push_back(c);
         }
       }
       args->candidates = specs;

@@ -79,6 +79,9 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
     report.baseline = json_name(trace.run(), "baseline");
   for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
   report.logits = stored_logits(trace.result());
+  if (const auto& res = trace.result();
+      res && res->is_object() && res->contains("crash") && (*res)["crash"].is_string())
+    report.crash = (*res)["crash"].get<std::string>();
   conclude(report);
   locate_drift(report);
   if (auto why = trace.incomplete()) {

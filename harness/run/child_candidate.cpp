@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "launch_log.h"
@@ -28,11 +29,23 @@ void ChildCandidate::stop_child() {
   if (to_child_ >= 0) ::close(to_child_);
   if (from_child_ >= 0) ::close(from_child_);
   to_child_ = from_child_ = -1;
-  if (child_ > 0) {
-    ::kill(child_, SIGKILL);
-    ::waitpid(child_, nullptr, 0);
-    child_ = -1;
-  }
+  if (child_ > 0) end_child_now();
+}
+
+int ChildCandidate::end_child_now() {
+  int status = reaped_status_;
+  if (reaped_)
+    ::kill(-child_, SIGKILL);  // the child is gone; what it forked is not
+  else
+    status = wire::end_child(child_);
+  child_ = -1;
+  reaped_ = false;
+  return status;
+}
+
+bool ChildCandidate::child_alive() {
+  if (!reaped_ && ::waitpid(child_, &reaped_status_, WNOHANG) == child_) reaped_ = true;
+  return !reaped_;
 }
 
 void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
@@ -41,7 +54,9 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (::pipe(down) != 0 || ::pipe(up) != 0)
     throw std::runtime_error("cannot create pipes for the candidate process");
   std::fflush(nullptr);
-  child_ = ::fork();
+  // Its own process group: a helper process the candidate forks ends with it, and never holds the
+  // harness's stdout open past the run.
+  child_ = wire::fork_in_own_group();
   if (child_ < 0) throw std::runtime_error("cannot fork the candidate process");
   if (child_ == 0) {
     ::close(down[1]);
@@ -70,13 +85,13 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   bool timed_out = false;
   // A load that never answers (a driver waiting forever, a kernel spinning at start-up) is a hang
   // like a step's: the same --timeout bounds it.
-  if (!recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out)) {
-    if (timed_out) ::kill(child_, SIGKILL);
-    int status = 0;
-    ::waitpid(child_, &status, 0);
-    child_ = -1;
+  std::uint64_t too_long = 0;
+  if (!recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out, kMaxLoadReply, &too_long,
+                [this] { return child_alive(); })) {
+    const int status = end_child_now();
     throw CandidateCrash(
-        "load", timed_out ? fmt::format("hung: load() did not finish within --timeout {} s", timeout_s_)
+        "load", timed_out  ? fmt::format("hung: load() did not finish within --timeout {} s", timeout_s_)
+                : too_long ? fmt::format("answered its load with a message of {} bytes", too_long)
                 : WIFSIGNALED(status) ? fmt::format("killed by signal {} ({}) while loading",
                                                     WTERMSIG(status), strsignal(WTERMSIG(status)))
                                       : std::string("exited while loading"));
@@ -84,9 +99,19 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (reply.rfind("ex", 0) == 0) {
     Reader r{reply};
     r.at = 2;
-    const std::string why = r.str();
+    std::string why;
+    try {
+      why = r.str();
+    } catch (const wire::Malformed& e) {
+      why = fmt::format("(an unreadable message: {})", e.what());
+    }
     stop_child();
-    throw std::runtime_error(why);
+    // The candidate's own code failed: exit 4 like any crash of it, not a bad input.
+    throw CandidateCrash("load", fmt::format("threw: {}", why));
+  }
+  if (reply != "ok") {
+    stop_child();
+    throw CandidateCrash("load", "answered its load with a malformed message");
   }
 }
 
@@ -140,30 +165,48 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
   }
   bool timed_out = false;
   std::string reply;
-  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out)) {
-    std::string why;
-    if (timed_out) {
-      ::kill(child_, SIGKILL);
-      why = fmt::format("hung: no answer within --timeout {} s", timeout_s_);
-    }
-    int status = 0;
-    ::waitpid(child_, &status, 0);
-    child_ = -1;
-    if (why.empty())
-      why = WIFSIGNALED(status)
-                ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
-                : fmt::format("exited with status {}", WEXITSTATUS(status));
-    throw CandidateCrash(step.name, why);
+  const std::uint64_t max_elems = max_output_elems(cfg_, ctx);
+  // Every declared output at its largest, in the widest dtype, plus names and launch records.
+  const std::uint64_t max_reply = step.outputs.size() * (max_elems * 8 + 4096) + (std::uint64_t(1) << 24);
+  std::uint64_t too_long = 0;
+  if (!send_msg(to_child_, msg) || !recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out,
+                                             max_reply, &too_long, [this] { return child_alive(); })) {
+    const bool dead = !timed_out && !too_long;
+    const int status = end_child_now();
+    throw CandidateCrash(
+        step.name,
+        timed_out ? fmt::format("hung: no answer within --timeout {} s", timeout_s_)
+        : too_long
+            ? fmt::format("sent a reply of {} bytes, more than the {} its {} declared outputs can fill",
+                          too_long, max_reply, step.outputs.size())
+        : dead && WIFSIGNALED(status)
+            ? fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
+            : fmt::format("exited with status {}", WEXITSTATUS(status)));
   }
-  Reader r{reply};
-  const std::string tag = reply.substr(0, 2);
-  r.at = 2;
-  if (tag == "ex") throw CandidateCrash(step.name, fmt::format("threw: {}", r.str()));
-  for (auto n = r.u64(); n--;) {
-    std::string name = r.str();
-    outputs[name] = r.tensor();
+  wire::StepReply got;
+  try {
+    got = wire::read_step_reply(reply, step.outputs, max_elems);
+  } catch (const wire::Malformed& e) {
+    // The harness took nothing of it; the process that sent it is not trusted with another step.
+    end_child_now();
+    throw CandidateCrash(step.name, fmt::format("sent a malformed reply: {}", e.what()));
   }
-  for (LaunchRecord& l : r.launches()) launch_log::record(std::move(l));
+  if (got.threw) throw CandidateCrash(step.name, fmt::format("threw: {}", got.error));
+  for (auto& [name, t] : got.outputs) outputs[name] = std::move(t);
+  for (LaunchRecord& l : got.launches) launch_log::record(std::move(l));
+}
+
+std::uint64_t ChildCandidate::max_output_elems(const ModelConfig& c, const StepContext& ctx) {
+  // No stage is wider per token than the widest of these (fused rows included), and no
+  // per-sequence value (a recurrent or conv state) larger than the GDN state plus the conv state.
+  const std::int64_t widths[] = {c.vocab, c.hidden, std::int64_t(c.q_dim()) * 2 + 2 * c.kv_dim(),
+                                 2 * std::int64_t(c.ffn),
+                                 std::int64_t(c.gdn_conv_dim()) + 2 * c.gdn_value_dim() + 2 * c.gdn_v_heads};
+  const std::int64_t row = *std::max_element(std::begin(widths), std::end(widths));
+  const std::int64_t state = std::int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
+                             std::int64_t(c.conv_kernel) * c.gdn_conv_dim();
+  const std::int64_t positions = std::max(1, ctx.pos0 + ctx.n_tokens);
+  return std::uint64_t(positions * row + state);
 }
 
 }  // namespace ds

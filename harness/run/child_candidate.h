@@ -35,11 +35,20 @@ class ChildCandidate final : public Candidate {
  private:
   void serve();  // the child's loop
   void stop_child();
+  int end_child_now();  // ends the child's process group, reaps it; its wait status
+  bool child_alive();   // reaps a child that died (its helpers may still hold the reply pipe)
+  // The most elements one output of a step at `ctx` may have in this model: a reply claiming more
+  // is refused before anything is allocated for it.
+  static std::uint64_t max_output_elems(const ModelConfig& cfg, const StepContext& ctx);
+  // A load's answer is "ok" or an error message.
+  static constexpr std::uint64_t kMaxLoadReply = std::uint64_t(1) << 20;
 
   CandidatePtr inner_;
   double timeout_s_;
   ModelConfig cfg_;
   pid_t child_ = -1;
+  bool reaped_ = false;  // child_ has died and been reaped, with this status
+  int reaped_status_ = 0;
   int to_child_ = -1, from_child_ = -1;
 };
 

@@ -790,6 +790,8 @@ class Run {
                             {"verdict", report_.verdict},
                             {"exit_code", report_.exit_code},
                             {"tokens", report_.tokens}};
+      // A crash in load() or a plan leaves no crashed row: `report` reads the exit 4 from here.
+      if (!crash_.empty()) res["crash"] = crash_;
       if (!report_.drift.empty()) {
         res["drift"] = report_.drift;
         res["drift_start_layer"] =
