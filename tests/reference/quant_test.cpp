@@ -77,7 +77,7 @@ TEST(Quant, TypeTable) {
   EXPECT_EQ(ggml_type_info(12)->block_bytes, 144);
   EXPECT_EQ(ggml_type_info(14)->block_bytes, 210);
   EXPECT_EQ(ggml_type_info(8)->block_bytes, 34);
-  EXPECT_FALSE(ggml_type_info(2).has_value());  // Q4_0 is not supported
+  EXPECT_FALSE(ggml_type_info(16).has_value());  // IQ2_XXS (a lookup grid) is not supported
 }
 
 TEST(Quant, Q8_0RoundTripIsCloseAndExactOnTheGrid) {
