@@ -79,7 +79,7 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n) {
   }
   const Entry* e = find_entry(std::uint32_t(t));
   if (!e || !e->decode)
-    throw std::invalid_argument(fmt::format("dequantize: ggml type {}", std::uint32_t(t)));
+    throw std::invalid_argument(fmt::format("dequantize: ggml type {} has no decoder", std::uint32_t(t)));
   const std::int64_t blocks = n / e->info.block_elems;
   for (std::int64_t i = 0; i < blocks; ++i)
     e->decode(src + i * e->info.block_bytes, dst + i * e->info.block_elems);
