@@ -233,9 +233,8 @@ const GgufValue* GgufFile::find(std::string_view key) const {
 Tensor GgufFile::read(const GgufTensorInfo& t) const {
   const auto info = ggml_type_info(t.type);
   if (!info)
-    throw ModelError(
-        fmt::format("{}: tensor {}: ggml type {} is not supported (F32, F16, BF16, Q8_0, Q4_K, Q6_K)", path_,
-                    t.name, t.type));
+    throw ModelError(fmt::format("{}: tensor {}: ggml type {} is not supported ({})", path_, t.name, t.type,
+                                 ggml_supported_types()));
   // The constructor checked the block size and that the bytes lie inside the file.
   Shape shape(t.ne.rbegin(), t.ne.rend());
   Tensor out(DType::f32, shape);

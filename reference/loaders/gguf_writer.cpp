@@ -178,7 +178,7 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
   for (const auto& [name, t] : w.all()) {
     GgmlType type = t.rank() == 2 ? options.matrix_type : GgmlType::F32;
     if (type == GgmlType::Q8_0 && t.dim(1) % 32) type = GgmlType::F32;
-    if (type == GgmlType::Q4_K || type == GgmlType::Q6_K)
+    if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16 && type != GgmlType::Q8_0)
       throw ModelError(fmt::format("{}: writing {} tensors is not supported", path,
                                    ggml_type_info(std::uint32_t(type))->name));
     data.pad(kAlign);

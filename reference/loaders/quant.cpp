@@ -1,84 +1,65 @@
 #include "quant.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "dtype.h"
+#include "quant_blocks.h"
 
 namespace ds::ref {
 
 namespace {
 
-constexpr GgmlTypeInfo kTypes[] = {
-    {GgmlType::F32, "F32", 1, 4},     {GgmlType::F16, "F16", 1, 2},       {GgmlType::BF16, "BF16", 1, 2},
-    {GgmlType::Q8_0, "Q8_0", 32, 34}, {GgmlType::Q4_K, "Q4_K", 256, 144}, {GgmlType::Q6_K, "Q6_K", 256, 210},
+namespace qb = quant_blocks;
+
+struct Entry {
+  GgmlTypeInfo info;
+  void (*decode)(const std::byte* block, float* y);  // null for the plain float types
 };
 
-std::uint8_t u8(const std::byte* p) { return std::uint8_t(*p); }
-float half(const std::byte* p) {
-  std::uint16_t b;
-  std::memcpy(&b, p, 2);
-  return f16_to_f32(b);
-}
+constexpr Entry kTypes[] = {
+    {{GgmlType::F32, "F32", 1, 4}, nullptr},
+    {{GgmlType::F16, "F16", 1, 2}, nullptr},
+    {{GgmlType::BF16, "BF16", 1, 2}, nullptr},
+    {{GgmlType::Q8_0, "Q8_0", 32, 34}, qb::q8_0},
+    {{GgmlType::Q4_0, "Q4_0", 32, 18}, qb::q4_0},
+    {{GgmlType::Q4_1, "Q4_1", 32, 20}, qb::q4_1},
+    {{GgmlType::Q5_0, "Q5_0", 32, 22}, qb::q5_0},
+    {{GgmlType::Q5_1, "Q5_1", 32, 24}, qb::q5_1},
+    {{GgmlType::IQ4_NL, "IQ4_NL", 32, 18}, qb::iq4_nl},
+    {{GgmlType::Q2_K, "Q2_K", 256, 84}, qb::q2_k},
+    {{GgmlType::Q3_K, "Q3_K", 256, 110}, qb::q3_k},
+    {{GgmlType::Q4_K, "Q4_K", 256, 144}, qb::q4_k},
+    {{GgmlType::Q5_K, "Q5_K", 256, 176}, qb::q5_k},
+    {{GgmlType::Q6_K, "Q6_K", 256, 210}, qb::q6_k},
+    {{GgmlType::IQ4_XS, "IQ4_XS", 256, 136}, qb::iq4_xs},
+};
 
-void q8_0(const std::byte* b, float* y) {
-  const float d = half(b);
-  for (int j = 0; j < 32; ++j) y[j] = float(std::int8_t(u8(b + 2 + j))) * d;
-}
-
-// get_scale_min_k4: 6-bit scale and min of sub-block j from the 12 packed bytes.
-void scale_min_k4(int j, const std::byte* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = u8(s + j) & 63;
-    m = u8(s + j + 4) & 63;
-  } else {
-    sc = (u8(s + j + 4) & 0xF) | ((u8(s + j - 4) >> 6) << 4);
-    m = (u8(s + j + 4) >> 4) | ((u8(s + j) >> 6) << 4);
-  }
-}
-
-void q4_k(const std::byte* b, float* y) {
-  const float d = half(b), dmin = half(b + 2);
-  const std::byte* scales = b + 4;
-  const std::byte* q = b + 16;
-  for (int c = 0; c < 4; ++c, q += 32) {
-    int sc, m;
-    scale_min_k4(2 * c, scales, sc, m);
-    const float d1 = d * float(sc), m1 = dmin * float(m);
-    scale_min_k4(2 * c + 1, scales, sc, m);
-    const float d2 = d * float(sc), m2 = dmin * float(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * float(u8(q + l) & 0xF) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * float(u8(q + l) >> 4) - m2;
-  }
-}
-
-void q6_k(const std::byte* b, float* y) {
-  const std::byte* ql = b;
-  const std::byte* qh = b + 128;
-  const std::byte* sc = b + 192;
-  const float d = half(b + 208);
-  for (int n = 0; n < 2; ++n, y += 128, ql += 64, qh += 32, sc += 8)
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = int((u8(ql + l) & 0xF) | (((u8(qh + l) >> 0) & 3) << 4)) - 32;
-      const int q2 = int((u8(ql + l + 32) & 0xF) | (((u8(qh + l) >> 2) & 3) << 4)) - 32;
-      const int q3 = int((u8(ql + l) >> 4) | (((u8(qh + l) >> 4) & 3) << 4)) - 32;
-      const int q4 = int((u8(ql + l + 32) >> 4) | (((u8(qh + l) >> 6) & 3) << 4)) - 32;
-      auto s = [&](int k) { return float(std::int8_t(u8(sc + is + k))); };
-      y[l + 0] = d * s(0) * float(q1);
-      y[l + 32] = d * s(2) * float(q2);
-      y[l + 64] = d * s(4) * float(q3);
-      y[l + 96] = d * s(6) * float(q4);
-    }
+const Entry* find_entry(std::uint32_t code) {
+  for (const auto& e : kTypes)
+    if (std::uint32_t(e.info.type) == code) return &e;
+  return nullptr;
 }
 
 }  // namespace
 
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t code) {
-  for (const auto& t : kTypes)
-    if (std::uint32_t(t.type) == code) return t;
+  if (const Entry* e = find_entry(code)) return e->info;
   return std::nullopt;
+}
+
+std::string_view ggml_supported_types() {
+  static const std::string names = [] {
+    std::string s;
+    for (const auto& e : kTypes) s += (s.empty() ? "" : ", ") + std::string(e.info.name);
+    return s;
+  }();
+  return names;
 }
 
 std::int64_t ggml_nbytes(const GgmlTypeInfo& t, std::int64_t n) { return n / t.block_elems * t.block_bytes; }
@@ -94,16 +75,14 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n) {
         dst[i] = t == GgmlType::F16 ? f16_to_f32(b) : bf16_to_f32(b);
       }
       return;
-    case GgmlType::Q8_0:
-      for (std::int64_t i = 0; i < n / 32; ++i) q8_0(src + 34 * i, dst + 32 * i);
-      return;
-    case GgmlType::Q4_K:
-      for (std::int64_t i = 0; i < n / 256; ++i) q4_k(src + 144 * i, dst + 256 * i);
-      return;
-    case GgmlType::Q6_K:
-      for (std::int64_t i = 0; i < n / 256; ++i) q6_k(src + 210 * i, dst + 256 * i);
-      return;
+    default: break;
   }
+  const Entry* e = find_entry(std::uint32_t(t));
+  if (!e || !e->decode)
+    throw std::invalid_argument(fmt::format("dequantize: ggml type {} has no decoder", std::uint32_t(t)));
+  const std::int64_t blocks = n / e->info.block_elems;
+  for (std::int64_t i = 0; i < blocks; ++i)
+    e->decode(src + i * e->info.block_bytes, dst + i * e->info.block_elems);
 }
 
 std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n) {

@@ -11,7 +11,25 @@
 
 namespace ds::ref {
 
-enum class GgmlType : std::uint32_t { F32 = 0, F16 = 1, Q8_0 = 8, Q4_K = 12, Q6_K = 14, BF16 = 30 };
+// The codes are ggml's (ggml.h); every type the quantizers of real downloaded small-model GGUFs
+// write. IQ2/IQ3/IQ1 (lookup grids) and the ternary types are refused by code.
+enum class GgmlType : std::uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
+  BF16 = 30,
+};
 
 struct GgmlTypeInfo {
   GgmlType type;
@@ -22,6 +40,8 @@ struct GgmlTypeInfo {
 
 // Info of a supported type code; nullopt for any other code.
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t code);
+// The supported type names, comma separated, for refusals.
+std::string_view ggml_supported_types();
 // Bytes of `n` elements (n a multiple of the block size).
 std::int64_t ggml_nbytes(const GgmlTypeInfo& t, std::int64_t n);
 // Decodes `n` elements (a multiple of the block size) of type `t` from `src` into `dst`.
