@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "h5_util.h"
+#include "json_text.h"
+#include "trace_commit.h"
 #include "trace_schema.h"
 #include "trace_stub.h"
 #include "trace_writer.h"
@@ -17,7 +19,30 @@ std::string case_key(const std::string& model, const std::string& candidate, std
   return fmt::format("{} x {} x seed {}{}", model, candidate, seed, probe.empty() ? "" : " x probe " + probe);
 }
 
-TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result) {
+namespace {
+
+// The fields of a stored result that reports act on, by type: the exit code becomes `report`'s own,
+// so a value no run writes (a string, 300) is a corrupt trace, not an exit status of 255.
+void check_result_json(const nlohmann::json& result, const std::string& path) {
+  const char* name =
+      result.value("status", nlohmann::json()) == kStatusWriteFailed ? "/write_error" : "/result";
+  if (!result.contains("exit_code"))
+    throw TraceError(fmt::format("{}: {} has no exit_code: corrupt trace", path, name));
+  const nlohmann::json& code = result["exit_code"];
+  if (!code.is_number_integer() || code.get<std::int64_t>() < 0 || code.get<std::int64_t>() > 255)
+    throw TraceError(
+        fmt::format("{}: {}: exit_code must be an integer from 0 to 255 (it is {} {}): corrupt trace", path,
+                    name, code.type_name(), json_text(code)));
+  for (const char* field : {"status", "verdict", "reason"})
+    if (result.contains(field) && !result[field].is_string())
+      throw TraceError(fmt::format("{}: {}: {} must be a string (it is {}): corrupt trace", path, name, field,
+                                   result[field].type_name()));
+}
+
+}  // namespace
+
+TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result,
+                        const std::string& path) {
   TraceCase c;
   auto str = [](const nlohmann::json& j, const char* k) {
     return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
@@ -37,7 +62,10 @@ TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann:
     c.command_line = str(k, "command_line");
   }
   if (result && result->is_object()) {
-    c.finished = true;
+    check_result_json(*result, path);
+    // A failed trace write is recorded like a stopped run, but its run did not finish: its written
+    // rows are judged, INCOMPLETE.
+    c.finished = str(*result, "status") != kStatusWriteFailed;
     if (result->contains("exit_code") && (*result)["exit_code"].is_number_integer())
       c.exit_code = (*result)["exit_code"].get<int>();
     c.verdict = str(*result, "verdict");
@@ -94,9 +122,11 @@ TraceCase read_case(hid_t file, const std::string& group, const std::string& pat
     run = nlohmann::json::parse(read_string_attr(g, "run"));
   } catch (const std::exception& e) {
     H5Gclose(g);
-    throw TraceError(fmt::format("{}: attribute 'run' of {} is not valid JSON: {}", path, group, e.what()));
+    // nlohmann quotes the bytes it stopped at, which need not be UTF-8.
+    throw TraceError(
+        fmt::format("{}: attribute 'run' of {} is not valid JSON: {}", path, group, utf8_escaped(e.what())));
   }
-  TraceCase c = describe_case(run, read_json_dataset(g, relative(kResult), path));
+  TraceCase c = describe_case(run, read_stored_result(g, path), path);
   c.group = group;
   c.source = read_string_attr(g, kMergedFrom);
   H5Gclose(g);

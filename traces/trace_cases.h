@@ -30,8 +30,8 @@ struct TraceCase {
   std::string shard;         // "i/N" that ran it; "" when unknown
   std::string command_line;  // the single-case command that reproduces it ("" for a single run)
   std::string source;        // the file the case was merged from ("" in a single trace)
-  bool finished = false;     // the run stored its result (false: it was killed mid-run)
-  int exit_code = -1;        // the run's own exit code; -1 when it did not finish
+  bool finished = false;     // the run stored its result (false: it was killed mid-run, or its write failed)
+  int exit_code = -1;        // the run's own exit code; -1 when it did not finish (2 when its write failed)
   std::string verdict;
   // How the run ended (trace_stub.h): "ran", or "refused" / "bad-input" for a run that stopped
   // before any stage ran; "" when it did not finish. `reason` says why it stopped.
@@ -41,7 +41,10 @@ struct TraceCase {
 };
 
 // What a case is, from the trace's run JSON and result JSON (nullopt: the run did not finish).
-TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result);
+// Throws TraceError naming `path` and the field when the result's exit_code is not an integer
+// from 0 to 255, or its status, verdict or reason not a string.
+TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result,
+                        const std::string& path);
 
 // Opens a trace file read-only (SWMR read, so files whose writer was killed open too) and checks
 // it is a Driftscope trace of a version this build reads. Throws TraceError naming the file.

@@ -2,6 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +49,9 @@ hid_t case_index_type() {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Room for a copied case's metadata (object headers, chunk indexes) beyond its datasets' bytes.
+constexpr std::uint64_t kCaseSlackBytes = 64 << 10;
 
 struct Input {
   std::string file;  // the file given to merge
@@ -100,7 +110,70 @@ void copy_case(const Input& in, hid_t dst, const std::string& dst_name) {
     throw TraceError(fmt::format("{}: HDF5 failed to copy {} into the merged file", in.file, in.c.group));
 }
 
-void write_index(hid_t file, const std::vector<CaseIndexRow>& rows) {
+// The bytes the datasets under `group` store (groups walked by name: no versioned visit API).
+std::uint64_t storage_under(hid_t group) {
+  std::uint64_t bytes = 0;
+  for (const auto& name : child_names(group)) {
+    if (const hid_t d = H5Dopen2(group, name.c_str(), H5P_DEFAULT); d >= 0) {
+      bytes += H5Dget_storage_size(d);
+      H5Dclose(d);
+    } else if (const hid_t g = H5Gopen2(group, name.c_str(), H5P_DEFAULT); g >= 0) {
+      bytes += storage_under(g);
+      H5Gclose(g);
+    }
+  }
+  return bytes;
+}
+
+// What copying case `c` of `file` adds to the merged file, metadata aside.
+std::uint64_t case_storage(const Input& in) {
+  const ReadGuard guard(in.file);
+  const hid_t src = open_trace_file(in.file);
+  const hid_t g = H5Gopen2(src, in.c.group.c_str(), H5P_DEFAULT);
+  const std::uint64_t bytes = g < 0 ? 0 : storage_under(g);
+  if (g >= 0) H5Gclose(g);
+  H5Fclose(src);
+  return bytes;
+}
+
+// HDF5 1.10 crashes in H5Ocopy's clean-up when a write to the destination fails, so a full disk
+// must show before the copy: the merged file is grown with real zero bytes to hold what the next
+// case adds (HDF5 then writes inside bytes the file already has) and cut back to HDF5's end of
+// allocation when it is closed. Throws TraceError naming `out` when the disk cannot hold it.
+void reserve(hid_t file, const std::string& tmp, const std::string& out, std::uint64_t bytes) {
+  haddr_t eoa = 0;
+  if (H5Fget_eoa(file, &eoa) < 0)
+    throw TraceError(fmt::format("{}: HDF5 cannot say how large the merged file is", out));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw TraceError(fmt::format("{}: cannot write the merged file: {}", out, std::strerror(errno)));
+  struct stat st {};
+  const off_t target = off_t(eoa + bytes);
+  int error = ::fstat(fd, &st) == 0 ? 0 : errno;
+  static const std::vector<char> zeros(1 << 20, '\0');
+  for (off_t at = st.st_size; error == 0 && at < target;) {
+    const ssize_t n =
+        ::pwrite(fd, zeros.data(), std::size_t(std::min<off_t>(target - at, off_t(zeros.size()))), at);
+    if (n <= 0) error = n < 0 ? errno : ENOSPC;
+    at += n > 0 ? n : 0;
+  }
+  ::close(fd);
+  if (error)
+    throw TraceError(fmt::format("{}: cannot write the merged file ({} more bytes): {}", out, bytes,
+                                 std::strerror(error)));
+}
+
+// Cuts the closed merged file back to its end of allocation (reserve() may have left zeros past it).
+void trim(const std::string& tmp, const std::string& out) {
+  const hid_t f = H5Fopen(tmp.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  haddr_t eoa = 0;
+  const bool known = f >= 0 && H5Fget_eoa(f, &eoa) >= 0;
+  if (f >= 0) H5Fclose(f);
+  if (!known || ::truncate(tmp.c_str(), off_t(eoa)) != 0)
+    throw TraceError(fmt::format("{}: cannot finish the merged file (HDF5 cannot reopen it)", out));
+}
+
+void write_index(hid_t file, const std::vector<CaseIndexRow>& rows, const std::string& out) {
   const hsize_t dims[1] = {rows.size()};
   const hid_t space = H5Screate_simple(1, dims, nullptr);
   const hid_t t = case_index_type();
@@ -111,13 +184,17 @@ void write_index(hid_t file, const std::vector<CaseIndexRow>& rows) {
   if (d >= 0) H5Dclose(d);
   H5Tclose(t);
   H5Sclose(space);
-  if (rc < 0) throw TraceError(fmt::format("HDF5 failed to write {}", kCaseIndex));
+  if (rc < 0)
+    throw TraceError(fmt::format("{}: HDF5 failed to write {} into the merged file", out, kCaseIndex));
 }
 
 }  // namespace
 
 std::vector<TraceCase> merge_traces(const std::vector<std::string>& inputs, const std::string& out,
                                     const nlohmann::json& root_attrs) {
+  // As in the trace writer: a file whose close failed (disk full) stays in HDF5's tables, and the
+  // library's clean-up at exit would crash closing it again. Only heeded before HDF5's first call.
+  H5dont_atexit();
   if (inputs.empty()) throw TraceError("merge: no input traces");
   for (const auto& f : inputs)
     if (same_file(f, out)) throw TraceError(fmt::format("{}: the output file is also an input", out));
@@ -156,22 +233,35 @@ std::vector<TraceCase> merge_traces(const std::vector<std::string>& inputs, cons
     std::vector<CaseIndexRow> rows;
     for (std::size_t k = 0; k < cases.size(); ++k) {
       const std::string name = fmt::format("cases/{}", k);
+      const std::uint64_t bytes = case_storage(cases[k]);
+      reserve(file, tmp, out, bytes + bytes / 8 + kCaseSlackBytes);
       copy_case(cases[k], file, name);
       rows.push_back(index_row(name, cases[k].c));
       merged.push_back(cases[k].c);
       merged.back().group = "/" + name;
     }
-    write_index(file, rows);
+    reserve(file, tmp, out, rows.size() * sizeof(CaseIndexRow) + kCaseSlackBytes);
+    write_index(file, rows, out);
   } catch (...) {
     H5Fclose(file);
     std::error_code ec;
     fs::remove(tmp, ec);
     throw;
   }
-  if (H5Fclose(file) < 0) throw TraceError(fmt::format("{}: HDF5 failed to close the merged file", out));
+  try {
+    if (H5Fclose(file) < 0) throw TraceError(fmt::format("{}: HDF5 failed to close the merged file", out));
+    trim(tmp, out);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
   std::error_code ec;
   fs::rename(tmp, out, ec);
-  if (ec) throw TraceError(fmt::format("{}: cannot write the merged file: {}", out, ec.message()));
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw TraceError(fmt::format("{}: cannot write the merged file: {}", out, ec.message()));
+  }
   return merged;
 }
 

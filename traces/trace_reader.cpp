@@ -9,16 +9,20 @@
 #include <limits>
 
 #include "h5_util.h"
+#include "json_text.h"
+#include "trace_commit.h"
 #include "stage_catalog.h"
 
 namespace ds::trace {
 
 namespace {
 
-// Every row of a compound dataset, its rank and length checked first (dataset_length). Absent:
-// an error when `required`, else no rows.
+// The rows of a compound dataset, its rank and length checked first (dataset_length), at most
+// `written` of them (trace_commit.h: rows past it were never really written). Absent: an error
+// when `required`, else no rows.
 template <class Row>
-std::vector<Row> read_rows(hid_t root, const char* name, hid_t type, const std::string& path, bool required) {
+std::vector<Row> read_rows(hid_t root, const char* name, hid_t type, const std::string& path, bool required,
+                           std::optional<std::int64_t> written) {
   const hid_t d = H5Dopen2(root, relative(name), H5P_DEFAULT);
   if (d < 0) {
     H5Tclose(type);
@@ -28,8 +32,17 @@ std::vector<Row> read_rows(hid_t root, const char* name, hid_t type, const std::
   std::vector<Row> rows;
   herr_t rc = 0;
   try {
-    rows.resize(std::size_t(dataset_length(d, path, name, kMaxRows)));
-    if (!rows.empty()) rc = H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
+    const std::int64_t extent = dataset_length(d, path, name, kMaxRows);
+    rows.resize(std::size_t(written ? std::min(extent, *written) : extent));
+    if (!rows.empty()) {
+      // Only the written rows are read: the index of chunks past them may be what a failed write left.
+      const hsize_t start[1] = {0}, count[1] = {rows.size()};
+      const hid_t fspace = H5Dget_space(d), mspace = H5Screate_simple(1, count, nullptr);
+      rc = H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr);
+      if (rc >= 0) rc = H5Dread(d, type, mspace, fspace, H5P_DEFAULT, rows.data());
+      H5Sclose(mspace);
+      H5Sclose(fspace);
+    }
   } catch (...) {
     H5Tclose(type);
     H5Dclose(d);
@@ -127,18 +140,21 @@ TraceReader::TraceReader(const std::string& path, const std::string& group) : pa
     try {
       run_ = nlohmann::json::parse(read_string_attr(root_, "run"));
     } catch (const std::exception& e) {
-      throw TraceError(fmt::format("{}: attribute 'run' is not valid JSON: {}", path, e.what()));
+      throw TraceError(
+          fmt::format("{}: attribute 'run' is not valid JSON: {}", path, utf8_escaped(e.what())));
     }
     check_run_json(run_, path);
-    const std::vector<SummaryRow> raw = read_rows<SummaryRow>(root_, kSummary, summary_type(), path, true);
+    written_ = read_written(root_, path);
+    const std::vector<SummaryRow> raw =
+        read_rows<SummaryRow>(root_, kSummary, summary_type(), path, true, written(0));
     rows_.reserve(raw.size());
     for (std::size_t i = 0; i < raw.size(); ++i) {
       check_row(raw[i], i, path);
       const SummaryRow& r = raw[i];
       rows_.push_back({from_row(r), r.ref_offset, r.cand_offset, r.tokens_offset, r.n_tokens});
     }
-    result_ = read_json_dataset(root_, relative(kResult), path);
-    case_ = describe_case(run_, result_);
+    result_ = read_stored_result(root_, path);
+    case_ = describe_case(run_, result_, path);
     case_.group = group;
     case_.source = read_string_attr(root_, kMergedFrom);
   } catch (...) {
@@ -155,8 +171,26 @@ void TraceReader::close() {
 
 TraceReader::~TraceReader() { close(); }
 
+std::optional<std::int64_t> TraceReader::written(std::size_t k) const {
+  if (!written_) return std::nullopt;
+  return (*written_)[k];
+}
+
 std::optional<std::string> TraceReader::incomplete() const {
   if (case_.finished) return std::nullopt;
+  if (case_.status == kStatusWriteFailed) {
+    const std::string why =
+        case_.reason.empty() ? case_.verdict : case_.reason.substr(0, case_.reason.find('\n'));
+    if (rows_.empty())
+      return fmt::format("the trace write failed ({}) before any stage row was written", why);
+    const StageResult& last = rows_.back().result;
+    return fmt::format(
+        "the trace write failed ({}); {} stage row(s) were written before it, the last {} of {} at step {} "
+        "({})",
+        why, rows_.size(), last.key.stage,
+        last.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", last.key.layer),
+        last.key.step, mode_name(last.mode));
+  }
   if (rows_.empty()) return std::string("the run did not finish (no result stored) and flushed no stage row");
   const StageResult& last = rows_.back().result;
   return fmt::format(
@@ -209,7 +243,8 @@ std::optional<std::vector<StepLaunch>> TraceReader::launches() const {
   const ReadGuard guard(path_);
   if (H5Lexists(root_, relative(kLaunches), H5P_DEFAULT) <= 0) return std::nullopt;
   std::vector<StepLaunch> out;
-  for (const LaunchRow& r : read_rows<LaunchRow>(root_, kLaunches, launch_row_type(), path_, false))
+  for (const LaunchRow& r :
+       read_rows<LaunchRow>(root_, kLaunches, launch_row_type(), path_, false, written(2)))
     out.push_back(from_launch_row(r));
   return out;
 }
@@ -218,7 +253,8 @@ std::optional<CapturedStep> TraceReader::captured_step(int step, int layer, Mode
                                                        const std::string& stage) const {
   const ReadGuard guard(path_);
   if (H5Lexists(root_, "inputs", H5P_DEFAULT) <= 0) return std::nullopt;
-  const std::vector<InputRow> rows = read_rows<InputRow>(root_, kInputIndex, input_row_type(), path_, false);
+  const std::vector<InputRow> rows =
+      read_rows<InputRow>(root_, kInputIndex, input_row_type(), path_, false, written(1));
   std::optional<CapturedStep> out;
   for (const auto& r : rows) {
     if (r.step != step || r.layer != layer || r.mode != std::uint8_t(mode)) continue;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,9 +50,10 @@ class TraceReader {
   const std::vector<TraceRow>& rows() const { return rows_; }
   // The run's result JSON; nullopt when the run did not finish (killed or crashed harness).
   const std::optional<nlohmann::json>& result() const { return result_; }
-  // A case whose run stored no result (killed, hung, or the harness itself crashed) is INCOMPLETE,
-  // whatever its flushed stages say (docs/trace-format.md#incomplete-runs): one sentence naming how
-  // many stage rows were flushed and the last of them. nullopt for a run that finished.
+  // A case whose run stored no result (killed, hung, or the harness itself crashed) or whose trace
+  // write failed is INCOMPLETE, whatever its flushed stages say (docs/trace-format.md#incomplete-runs):
+  // one sentence naming how many stage rows were flushed and the last of them (and the failed
+  // write). nullopt for a run that finished.
   std::optional<std::string> incomplete() const;
 
   bool has_tensors(const TraceRow& row) const { return row.ref_offset >= 0 && row.cand_offset >= 0; }
@@ -69,6 +71,9 @@ class TraceReader {
 
  private:
   std::vector<double> read_pool(const char* name, std::int64_t offset, std::int64_t n) const;
+  // How many rows of /summary (0), /inputs/index (1), /launches (2) were really written; nullopt
+  // for a trace older than that count (trace_commit.h).
+  std::optional<std::int64_t> written(std::size_t k) const;
 
   void close();
 
@@ -78,6 +83,7 @@ class TraceReader {
   int version_ = 0;
   nlohmann::json run_;
   std::vector<TraceRow> rows_;
+  std::optional<std::array<std::int64_t, 3>> written_;
   std::optional<nlohmann::json> result_;
   mutable std::int64_t elements_read_ = 0;
 };

@@ -8,7 +8,9 @@ namespace ds::trace {
 
 nlohmann::json stopped_result(const StoppedRun& stop) {
   const std::string first_line = stop.reason.substr(0, stop.reason.find('\n'));
-  const char* label = stop.status == kStatusRefused ? "REFUSED" : "BAD-INPUT";
+  const char* label = stop.status == kStatusRefused       ? "REFUSED"
+                      : stop.status == kStatusWriteFailed ? "INCOMPLETE: the trace write failed"
+                                                          : "BAD-INPUT";
   nlohmann::json res = {
       {"status", stop.status},
       {"exit_code", stop.exit_code},

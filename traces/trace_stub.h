@@ -14,17 +14,20 @@ namespace ds::trace {
 inline constexpr const char* kStatusRan = "ran";
 inline constexpr const char* kStatusRefused = "refused";
 inline constexpr const char* kStatusBadInput = "bad-input";
+// The trace could not be written (disk full): stored in /write_error (trace_commit.h), not /result,
+// and read as a run that did not finish, whose written rows are still shown.
+inline constexpr const char* kStatusWriteFailed = "write-failed";
 
 struct StoppedRun {
-  std::string status;  // kStatusRefused or kStatusBadInput
-  int exit_code = 0;   // 3 for a refusal, 2 for bad input
+  std::string status;  // kStatusRefused, kStatusBadInput or kStatusWriteFailed
+  int exit_code = 0;   // 3 for a refusal, 2 for bad input or a failed write
   std::string reason;  // the gate's refusal report, or the input error naming the file/field
   // Known when the gate ran: the ops the model requires, the candidate supports and lacks.
   std::string required_ops, supported_ops, missing_ops;
 };
 
 // The /result JSON of a stopped run: status, exit_code, reason, verdict (first line of the
-// reason, starting REFUSED / BAD-INPUT), tokens (empty) and the ops when known.
+// reason, starting REFUSED / BAD-INPUT / INCOMPLETE), tokens (empty) and the ops when known.
 nlohmann::json stopped_result(const StoppedRun& stop);
 
 // Writes a complete trace holding no stage, only `run` metadata and the stopped result. Throws

@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "h5_util.h"
+#include "trace_commit.h"
 #include "json_text.h"
 #include "stage_catalog.h"
 
@@ -119,15 +120,27 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
     }
   }
   lock_fd_ = lock_for_writing(path);
+  try {
+    create_file(root_attrs, run);
+  } catch (const TraceError&) {
+    // The file was truncated and holds nothing a reader could open: gone rather than left half-made
+    // (the handles HDF5 could not close stay open, as after any failed write).
+    ::unlink(path_.c_str());
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    file_ = -1;
+    throw;
+  }
+}
+
+void TraceWriter::create_file(const nlohmann::json& root_attrs, const nlohmann::json& run) {
+  const std::string& path = path_;
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   // SWMR needs the latest format; it is what keeps the file consistent at every instant.
   H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
   file_ = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
   H5Pclose(fapl);
-  if (file_ < 0) {
-    ::close(lock_fd_);
-    throw TraceError(fmt::format("{}: cannot create the trace file", path));
-  }
+  if (file_ < 0) throw TraceError(fmt::format("{}: cannot create the trace file", path));
   write_string_attr(file_, "schema", kSchema);
   write_int_attr(file_, "version", kVersion);
   for (const auto& [k, v] : root_attrs.items())
@@ -149,12 +162,16 @@ TraceWriter::TraceWriter(const std::string& path, const nlohmann::json& root_att
   launches_ = make_pool(file_, kLaunches, launch_type_, 256, false);
   if (inputs_ < 0 || input_index_ < 0 || launches_ < 0)
     throw TraceError(fmt::format("{}: cannot create the input datasets", path));
-  if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0)
+  if (summary_ < 0 || ref_ < 0 || cand_ < 0 || tokens_ < 0 || result_ < 0 || !create_commit_datasets(file_))
     throw TraceError(fmt::format("{}: cannot create the trace datasets", path));
   check(H5Fstart_swmr_write(file_), "start SWMR writing", path_);
 }
 
 TraceWriter::~TraceWriter() {
+  if (failed_) {
+    abandon();
+    return;
+  }
   try {
     flush();
   } catch (...) {
@@ -185,6 +202,7 @@ std::int64_t TraceWriter::append_pool(hid_t dset, std::int64_t& size, const std:
 }
 
 void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* cand) {
+  const FailureMark mark(*this);
   SummaryRow row = to_row(r);
   if (captures(r)) {
     if (ref) row.ref_offset = append_pool(ref_, ref_size_, ref->to_f64(), kRefPool);
@@ -200,6 +218,7 @@ void TraceWriter::append(const StageResult& r, const Tensor* ref, const Tensor* 
 void TraceWriter::append_inputs(int step, int layer, Mode mode, int pos0, int n_tokens,
                                 const std::string& kernel_step, const std::vector<std::string>& outputs,
                                 const std::map<std::string, Tensor, std::less<>>& inputs) {
+  const FailureMark mark(*this);
   const std::string outs = join_stages(outputs);
   for (const auto& [name, t] : inputs) {
     if (t.empty()) continue;  // e.g. prev: before the first step; replay hands it over empty
@@ -225,7 +244,8 @@ void TraceWriter::append_launch(const StepLaunch& launch) {
 }
 
 void TraceWriter::flush() {
-  if (file_ < 0) return;
+  if (file_ < 0 || failed_) return;
+  const FailureMark mark(*this);
   // The rows leave pending_ before the write: a failed write is not retried by the destructor's flush.
   std::vector<SummaryRow> rows = std::move(pending_);
   pending_.clear();
@@ -236,14 +256,22 @@ void TraceWriter::flush() {
   for (hid_t d : {ref_, cand_, tokens_, inputs_, input_index_, launches_, summary_})
     check(H5Dflush(d), "flush a dataset", path_);
   check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
+  // Only now are these rows and everything they point at on disk: a reader reads no row past it.
+  if (!commit_rows(file_, {rows_, input_rows_, launch_rows_}))
+    throw TraceError(fmt::format("{}: HDF5 failed to write {} (disk full or I/O error?)", path_, kWritten));
 }
 
 void TraceWriter::finish(const nlohmann::json& result) {
   flush();
+  if (failed_ || file_ < 0) throw TraceError(fmt::format("{}: an earlier write to the trace failed", path_));
+  const FailureMark mark(*this);
   const std::string s = json_text(result);
   std::int64_t size = 0;
   append_1d(result_, H5T_NATIVE_UINT8, size, s.data(), s.size(), path_, kResult);
   check(H5Dflush(result_), "flush the result", path_);
+  // Everything on disk before the close, which would otherwise be where a full disk shows, and
+  // a failed close leaves a file HDF5 no longer opens (see abandon()).
+  check(H5Fflush(file_, H5F_SCOPE_GLOBAL), "flush the file", path_);
   for (hid_t* d : {&summary_, &ref_, &cand_, &tokens_, &result_, &inputs_, &input_index_, &launches_}) {
     H5Dclose(*d);
     *d = -1;
@@ -259,6 +287,22 @@ void TraceWriter::finish(const nlohmann::json& result) {
   ::close(lock_fd_);
   lock_fd_ = -1;
   check(closed, "close the file", path_);
+}
+
+bool TraceWriter::record_failure(const nlohmann::json& result) {
+  if (file_ < 0) return false;
+  const bool stored = store_write_error(file_, result);
+  abandon();
+  return stored;
+}
+
+void TraceWriter::abandon() {
+  // The HDF5 handles stay open on purpose: closing the file would retry every write that failed and
+  // then mark it closed with an end of allocation past its real end, which HDF5 refuses to open
+  // ("truncated file"). Left marked as being written, it opens as a killed run's trace does.
+  file_ = -1;
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+  lock_fd_ = -1;
 }
 
 }  // namespace ds::trace

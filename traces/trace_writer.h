@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <exception>
 #include <map>
 #include <optional>
 #include <regex>
@@ -50,17 +51,37 @@ class TraceWriter {
   void flush();
   // Flushes, stores the run's result JSON and closes the file.
   void finish(const nlohmann::json& result);
+  // After a write failed (any of the calls above threw TraceError): stores `result` (a stopped run
+  // of status kStatusWriteFailed) in the space reserved for it and lets go of the file without
+  // writing anything else. False when even that could not be stored. The rows a reader sees are
+  // those whose flush succeeded (trace_commit.h).
+  bool record_failure(const nlohmann::json& result);
+  bool failed() const { return failed_; }
   const std::string& path() const { return path_; }
 
  private:
   std::int64_t append_pool(hid_t dset, std::int64_t& size, const std::vector<double>& values,
                            std::string_view name);
   bool captures(const StageResult& r) const;
+  void create_file(const nlohmann::json& root_attrs, const nlohmann::json& run);
+  void abandon();
+  // Marks the writer failed when the scope it guards is left by an exception.
+  struct FailureMark {
+    explicit FailureMark(TraceWriter& w) : w_(w), pending_(std::uncaught_exceptions()) {}
+    ~FailureMark() {
+      if (std::uncaught_exceptions() > pending_) w_.failed_ = true;
+    }
+    FailureMark(const FailureMark&) = delete;
+    FailureMark& operator=(const FailureMark&) = delete;
+    TraceWriter& w_;
+    int pending_;
+  };
 
   std::string path_;
   WriterOptions opt_;
   std::optional<std::regex> stage_filter_;  // compiled once: captures() runs for every row
   int lock_fd_ = -1;                        // holds the one-writer lock on path_ (see the constructor)
+  bool failed_ = false;                     // a write failed: nothing more is written
   hid_t file_ = -1, inputs_ = -1, input_index_ = -1, input_type_ = -1, summary_ = -1, ref_ = -1, cand_ = -1,
         tokens_ = -1, result_ = -1, row_type_ = -1, launches_ = -1, launch_type_ = -1;
   std::int64_t inputs_size_ = 0, input_rows_ = 0, rows_ = 0, ref_size_ = 0, cand_size_ = 0, tokens_size_ = 0;

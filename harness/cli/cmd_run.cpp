@@ -391,8 +391,15 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         } catch (const std::runtime_error& e) {
           // Refused or bad input: the runner left a trace that records why (trace_stub.h), and a
           // CI job asking for --junit/--json/--markdown gets them saying so, not no file at all.
-          if (std::error_code ec; !o.trace_path.empty() && std::filesystem::is_regular_file(o.trace_path, ec))
-            fmt::print("trace: {} (records why the run stopped)\n", o.trace_path);
+          if (std::error_code ec;
+              !o.trace_path.empty() && std::filesystem::is_regular_file(o.trace_path, ec)) {
+            const auto* write = dynamic_cast<const TraceWriteError*>(&e);
+            fmt::print("trace: {} ({})\n", o.trace_path,
+                       !write ? "records why the run stopped"
+                       : write->recorded
+                           ? "keeps the stages written before the write failed, and says it failed"
+                           : "keeps the stages written before the write failed; reads as INCOMPLETE");
+          }
           const bool refused = dynamic_cast<const GateRefusal*>(&e) != nullptr;
           if (refused || dynamic_cast<const InputError*>(&e)) {
             const auto* input = dynamic_cast<const InputError*>(&e);

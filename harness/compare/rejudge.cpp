@@ -89,7 +89,8 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
     if (!report.results.empty()) inc.last = report.results.back();
     // What the flushed stages say is kept after the sentence: a failure among them is still news.
     report.verdict = fmt::format("INCOMPLETE: {}. Of the flushed stages: {}", inc.why, report.verdict);
-    report.exit_code = std::max(report.exit_code, int(kExitFailure));
+    // A failed trace write stored its exit code (2), which the report keeps; a killed run stored none.
+    report.exit_code = std::max({report.exit_code, int(kExitFailure), trace.trace_case().exit_code});
     report.incomplete = std::move(inc);
   }
   return report;

@@ -752,8 +752,19 @@ class Run {
         trace::write_stopped_trace(opt_.trace_path, trace_root_json(opt_),
                                    run_json(header_ ? &*header_ : nullptr), stop);
       }
-    } catch (const trace::TraceError&) {
+    } catch (const trace::TraceError& e) {
+      leave_write_failure(e.what());
     }
+  }
+
+  // A trace write failed (disk full): the trace keeps the rows whose flush succeeded and records
+  // the failure (trace_commit.h). False when even that record could not be stored.
+  bool leave_write_failure(const std::string& reason) {
+    if (!trace_) return false;
+    const trace::StoppedRun stop{trace::kStatusWriteFailed, kExitUsage, reason, {}, {}, {}};
+    const bool stored = trace_->record_failure(trace::stopped_result(stop));
+    trace_.reset();
+    return stored;
   }
 
  private:
@@ -868,9 +879,10 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy) {
     run.leave_stopped_trace(trace::kStatusBadInput, kExitUsage, e.full());
     throw;
   } catch (const trace::TraceError& e) {
-    // The trace cannot be written (disk full, I/O error): exit 2 naming it; what was flushed
-    // before stays readable, INCOMPLETE.
-    throw InputError(e.what());
+    // The trace cannot be written (disk full, I/O error): exit 2 naming it; the stages written
+    // before stay readable, INCOMPLETE, and the trace says the write failed.
+    const bool recorded = run.leave_write_failure(e.what());
+    throw TraceWriteError(e.what(), recorded);
   }
 }
 

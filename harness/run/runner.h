@@ -34,6 +34,13 @@ struct InputError : std::runtime_error {
   std::string full_;
 };
 
+// The trace could not be written (disk full): exit 2, as bad input. `recorded`: the trace says so
+// (trace_commit.h); false when even that could not be stored (it then reads as a killed run).
+struct TraceWriteError : InputError {
+  TraceWriteError(const std::string& message, bool recorded) : InputError(message), recorded(recorded) {}
+  bool recorded;
+};
+
 // A gate refused the run before any compute: exit 3.
 struct GateRefusal : std::runtime_error {
   GateRefusal(std::string report) : std::runtime_error(report) {}
