@@ -28,7 +28,9 @@ std::optional<DumpSpec> parse_dump_spec(std::string_view spec) {
     d.mapping = rest.substr(colon + 1);
   } else {
     d.dir = rest;
-    d.mapping = (std::filesystem::path(rest) / "mapping.yaml").string();
+    std::error_code ec;
+    const auto own = std::filesystem::path(rest) / "mapping.yaml";
+    if (std::filesystem::exists(own, ec)) d.mapping = own.string();
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(d.dir, ec))
@@ -37,11 +39,56 @@ std::optional<DumpSpec> parse_dump_spec(std::string_view spec) {
 }
 
 DumpCandidate::DumpCandidate(const DumpSpec& spec)
-    : name_(fmt::format("{}{}", kDumpPrefix, spec.dir)), mapping_(load_mapping(spec.mapping, spec.dir)) {}
+    : name_(fmt::format("{}{}", kDumpPrefix, spec.dir)), dir_(spec.dir) {
+  if (!spec.mapping.empty()) mapping_ = load_mapping(spec.mapping, spec.dir);
+}
 
 std::string DumpCandidate::description() const {
+  if (!mapping_)
+    return fmt::format(
+        "tensors another engine dumped into {}, read through the shipped mapping of its engine "
+        "and the model's family",
+        dir_);
   return fmt::format("tensors another engine dumped into {}, read through {} ({} stage(s) mapped, {} absent)",
-                     mapping_.dir, mapping_.path, mapping_.stages.size(), mapping_.absent.size());
+                     mapping_->dir, mapping_->path, mapping_->stages.size(), mapping_->absent.size());
+}
+
+const Mapping& DumpCandidate::mapping() const {
+  if (!mapping_) throw std::logic_error("dump candidate used before settle() chose its mapping");
+  return *mapping_;
+}
+
+std::string DumpCandidate::settle(const ModelConfig& cfg) const {
+  if (mapping_) return "";
+  // The layouts the shipped dumpers write: llama.cpp one directory per decode call of .npy files,
+  // HF transformers one safetensors file per forward call.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string engine;
+  if (fs::is_directory(fs::path(dir_) / "step0", ec))
+    engine = "llama.cpp";
+  else if (fs::is_regular_file(fs::path(dir_) / "step0.safetensors", ec))
+    engine = "hf";
+  else
+    throw DumpError(
+        fmt::format("dump:{}: no mapping.yaml, and neither step0/ (llama.cpp's dumper) nor "
+                    "step0.safetensors (tools/dump_hf.py) to choose a shipped mapping by: name one, "
+                    "dump:{}:MAPPING.yaml (docs/dumps.md)",
+                    dir_, dir_));
+  const std::string file = fmt::format("{}-{}.yaml", engine, family_name(cfg.family));
+  for (const ShippedMapping& m : shipped_mappings())
+    if (m.file == file) {
+      mapping_ =
+          load_mapping_text(std::string(m.text), fmt::format("fixtures/dumps/{} (shipped)", file), dir_);
+      return fmt::format(
+          "dump:{}: no mapping.yaml there; chose the shipped fixtures/dumps/{} ({} dump of a {} "
+          "model)",
+          dir_, file, engine, family_name(cfg.family));
+    }
+  throw DumpError(
+      fmt::format("dump:{}: no mapping.yaml, and no shipped mapping for a {} dump of a {} model "
+                  "(fixtures/dumps/ has none named {}): write one (docs/dumps.md)",
+                  dir_, engine, family_name(cfg.family), file));
 }
 
 OpSet DumpCandidate::capabilities() const {
@@ -51,9 +98,10 @@ OpSet DumpCandidate::capabilities() const {
 }
 
 std::vector<KernelStep> DumpCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
+  (void)settle(cfg);
   std::vector<KernelStep> steps;
   for (const std::string& s : expected_stages(cfg, kind))
-    if (mapping_.stages.count(s)) steps.push_back({fmt::format("{}{}", kDumpPrefix, s), {}, {s}});
+    if (mapping().stages.count(s)) steps.push_back({fmt::format("{}{}", kDumpPrefix, s), {}, {s}});
   return steps;
 }
 
@@ -66,9 +114,9 @@ const TensorFile& DumpCandidate::file(const std::string& path) const {
 }
 
 DumpCandidate::Where DumpCandidate::where(const std::string& stage, int step, int layer) const {
-  const Source& src = mapping_.stages.at(stage);
+  const Source& src = mapping().stages.at(stage);
   Where w;
-  w.path = (std::filesystem::path(mapping_.dir) / expand(src.file, step, layer)).string();
+  w.path = (std::filesystem::path(mapping().dir) / expand(src.file, step, layer)).string();
   w.tensor = expand(src.tensor, step, layer);
   const std::string at =
       layer == kModelLayer ? fmt::format("step {}", step) : fmt::format("layer {}, step {}", layer, step);
@@ -97,14 +145,14 @@ Tensor DumpCandidate::fetch(const ModelConfig& cfg, const std::string& stage, in
                                 names.size(), names.empty() ? "" : ", e.g. ",
                                 names.empty() ? "" : names.front()));
   }
-  const Source& src = mapping_.stages.at(stage);
+  const Source& src = mapping().stages.at(stage);
   if (header_only) {
     (void)pick_rows(wanted([&] { return f.shape(w.tensor); }), src, cfg, stage, pos0, n_tokens, w.what);
     return {};
   }
   Tensor t = wanted([&] { return f.read(w.tensor); });
   if (!is_float(t.dtype())) throw DumpError(fmt::format("{}: holds integers, not activations", w.what));
-  return to_catalog(t, src, cfg, stage, pos0, n_tokens, w.what).to(mapping_.storage);
+  return to_catalog(t, src, cfg, stage, pos0, n_tokens, w.what).to(mapping().storage);
 }
 
 void DumpCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap&,
@@ -117,13 +165,13 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
   // Without a tokens entry, a tokens.npy beside the dump is the prompt (what most dumpers write).
   Source src;
   std::error_code ec;
-  if (mapping_.tokens)
-    src = *mapping_.tokens;
-  else if (std::filesystem::is_regular_file(std::filesystem::path(mapping_.dir) / "tokens.npy", ec))
+  if (mapping().tokens)
+    src = *mapping().tokens;
+  else if (std::filesystem::is_regular_file(std::filesystem::path(dir_) / "tokens.npy", ec))
     src.file = "tokens.npy";
   else
     return std::nullopt;
-  const std::string path = (std::filesystem::path(mapping_.dir) / src.file).string();
+  const std::string path = (std::filesystem::path(dir_) / src.file).string();
   const std::string what = src.tensor.empty() ? path : fmt::format("{}: tensor '{}'", path, src.tensor);
   const TensorFile& f = file(path);
   if (!f.has(src.tensor)) throw DumpError(fmt::format("{}: no such tensor in the file", what));

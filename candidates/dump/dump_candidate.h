@@ -21,6 +21,8 @@ namespace ds::dump {
 
 inline constexpr std::string_view kDumpPrefix = "dump:";
 // "dump:DIR" or "dump:DIR:MAPPING.yaml" as (DIR, mapping path); nullopt when not a dump spec.
+// `mapping` is empty when none is named and DIR has no mapping.yaml: the candidate then chooses
+// a shipped one by the engine that wrote DIR and the model's family (settle()).
 struct DumpSpec {
   std::string dir, mapping;
 };
@@ -32,7 +34,7 @@ class DumpCandidate final : public Candidate {
 
   std::string name() const override { return name_; }
   std::string description() const override;
-  DType storage_dtype() const override { return mapping_.storage; }
+  DType storage_dtype() const override { return mapping_ ? mapping_->storage : DType::f32; }
   // Every op: the engine that wrote the dump computed them all; the harness asks none of it.
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
@@ -40,7 +42,10 @@ class DumpCandidate final : public Candidate {
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
 
-  const Mapping& mapping() const { return mapping_; }
+  // Chooses the shipped mapping for this model when the spec named none (idempotent); returns a
+  // sentence saying which, or "" when the mapping was the user's. Throws DumpError when none fits.
+  std::string settle(const ModelConfig& cfg) const;
+  const Mapping& mapping() const;
   // The prompt the dump carries (its tokens file), checked; nullopt when it carries none.
   std::optional<std::vector<int>> tokens() const;
   // Reads every header the run will need, before anything is computed: each (step, layer,
@@ -58,8 +63,8 @@ class DumpCandidate final : public Candidate {
   Tensor fetch(const ModelConfig& cfg, const std::string& stage, int step, int layer, int pos0, int n_tokens,
                bool header_only) const;
 
-  std::string name_;
-  Mapping mapping_;
+  std::string name_, dir_;
+  mutable std::optional<Mapping> mapping_;  // unset until settle() when the spec named none
   mutable std::map<std::string, std::unique_ptr<TensorFile>> files_;
 };
 

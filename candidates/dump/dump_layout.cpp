@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "tensor_files.h"
@@ -108,6 +109,18 @@ RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg
   if (src.rows == Rows::positions) p.first = pos0;
   if (src.rows == Rows::last) p.first = p.rows - n_tokens;
   if (!src.unpermute.empty()) {
+    // Only llama.cpp's converter for LLaMA-family models permutes Q/K rows (for NORMAL RoPE);
+    // unpermuting anything else scrambles it into what looks like an engine bug at q_rope.
+    if (cfg.family != Family::llama)
+      throw DumpError(
+          fmt::format("{}: unpermute: {} is a {} model, whose GGUF Q/K rows are not permuted "
+                      "(only llama-family GGUFs are): remove unpermute from the mapping",
+                      where, cfg.name, family_name(cfg.family)));
+    if (cfg.qk_rows_permuted)
+      throw DumpError(
+          fmt::format("{}: unpermute: the model is loaded with its GGUF's permuted Q/K rows, so the "
+                      "reference is in the engine's order already: remove unpermute from the mapping",
+                      where));
     const int heads = permute_heads_of(cfg, src);
     if (std::int64_t(heads) * cfg.head_dim != *w || cfg.head_dim % 2)
       throw DumpError(fmt::format("{}: unpermute: {} needs {} heads of an even head_dim filling {} elements",
@@ -116,11 +129,34 @@ RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg
   return p;
 }
 
+double scale_factor(const Source& src, const ModelConfig& cfg, const std::string& where) {
+  if (src.scale.empty()) return 1.0;
+  if (src.scale == "1/sqrt(d_k)" || src.scale == "1/sqrt(head_dim)") {
+    const int d = src.scale == "1/sqrt(d_k)" ? cfg.gdn_k_dim : cfg.head_dim;
+    if (d <= 0)
+      throw DumpError(fmt::format("{}: scale {}: the model {} has no {}", where, src.scale, cfg.name,
+                                  src.scale == "1/sqrt(d_k)" ? "GDN key head dim" : "head dim"));
+    return 1.0 / std::sqrt(double(d));
+  }
+  return std::stod(src.scale);  // checked when the mapping was read
+}
+
+namespace {
+
+Tensor scaled(Tensor t, double s) {
+  if (s == 1.0) return t;
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.set(i, t.at(i) * s);
+  return t;
+}
+
+}  // namespace
+
 Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, std::string_view stage,
                   int pos0, int n_tokens, const std::string& where) {
   const RowPick p = pick_rows(in.shape(), src, cfg, stage, pos0, n_tokens, where);
+  const double s = scale_factor(src, cfg, where);
   const Tensor t = src.transpose.empty() ? in : transpose(in, src.transpose);
-  if (p.width == 0) return t;
+  if (p.width == 0) return scaled(t, s);
   const Tensor flat = t.reshaped({p.rows, p.row_width});
   Tensor out(t.dtype(), {n_tokens, p.width});
   const std::size_t es = dtype_size(t.dtype());
@@ -129,14 +165,15 @@ Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, s
                 flat.raw() + std::size_t((p.first + r) * p.row_width + p.part) * es,
                 std::size_t(p.width) * es);
   if (!src.unpermute.empty()) out = permute_heads(out, cfg.head_dim, true);
-  return out;
+  return scaled(std::move(out), s);
 }
 
 Tensor from_catalog(const Tensor& rows_in, const Source& src, const ModelConfig& cfg, std::string_view stage,
                     const std::string& where) {
   const auto w = stage_width(cfg, stage);
-  if (!w) return rows_in;
-  Tensor t = rows_in.reshaped({rows_in.numel() / *w, *w});
+  const double s = scale_factor(src, cfg, where);
+  if (!w) return scaled(rows_in, 1.0 / s);
+  Tensor t = scaled(rows_in.reshaped({rows_in.numel() / *w, *w}), 1.0 / s);
   if (!src.unpermute.empty()) t = permute_heads(t, cfg.head_dim, false);
   if (!src.transpose.empty()) {
     if (src.transpose != std::vector<int>{1, 0})

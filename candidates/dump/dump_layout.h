@@ -36,6 +36,10 @@ Tensor to_catalog(const Tensor& t, const Source& src, const ModelConfig& cfg, st
 Tensor from_catalog(const Tensor& rows, const Source& src, const ModelConfig& cfg, std::string_view stage,
                     const std::string& where);
 
+// What the mapping's `scale` of `src` stands for in this model (1 without one); throws DumpError
+// naming `where` when the model lacks the dimension it names.
+double scale_factor(const Source& src, const ModelConfig& cfg, const std::string& where);
+
 // Where `stage` (q, k or v) starts in a fused [q | k | v] row; with `width`, also how wide it is.
 std::int64_t split_part_offset(const ModelConfig& cfg, std::string_view stage, std::int64_t* width = nullptr);
 

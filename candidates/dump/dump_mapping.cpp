@@ -4,7 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "model_config.h"
 #include "stage_catalog.h"
@@ -86,6 +89,20 @@ class Parser {
         s.unpermute = scalar(kv.second, at);
         if (s.unpermute != "q" && s.unpermute != "k")
           fail(at, fmt::format("'{}': expected q (n_heads) or k (n_kv_heads)", s.unpermute));
+      } else if (key == "scale" && allow_layout) {
+        s.scale = scalar(kv.second, at);
+        if (s.scale != "1/sqrt(d_k)" && s.scale != "1/sqrt(head_dim)") {
+          double v = 0;
+          try {
+            std::size_t used = 0;
+            v = std::stod(s.scale, &used);
+            if (used != s.scale.size()) v = 0;
+          } catch (const std::exception&) {
+          }
+          if (!(v > 0) || !std::isfinite(v))
+            fail(at,
+                 fmt::format("'{}': expected a positive number, 1/sqrt(d_k) or 1/sqrt(head_dim)", s.scale));
+        }
       } else if (key == "rows" && allow_layout) {
         const std::string r = scalar(kv.second, at);
         if (r == "all")
@@ -97,7 +114,7 @@ class Parser {
         else
           fail(at, fmt::format("'{}': expected all, positions or last", r));
       } else {
-        fail(at, allow_layout ? "unknown key (file, tensor, transpose, split, unpermute, rows)"
+        fail(at, allow_layout ? "unknown key (file, tensor, transpose, split, unpermute, rows, scale)"
                               : "unknown key (file, tensor)");
       }
     }
@@ -150,14 +167,21 @@ std::string expand(const std::string& pattern, int step, int layer) {
 }
 
 Mapping load_mapping(const std::string& mapping_path, const std::string& dir) {
-  Parser p(mapping_path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(mapping_path, ec))
     throw DumpError(
         fmt::format("{}: no mapping file (docs/dumps.md; fixtures/dumps/ has examples)", mapping_path));
+  std::ifstream in(mapping_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return load_mapping_text(text.str(), mapping_path, dir);
+}
+
+Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_path, const std::string& dir) {
+  Parser p(mapping_path);
   YAML::Node root;
   try {
-    root = YAML::LoadFile(mapping_path);
+    root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
     throw DumpError(fmt::format("{}: not valid YAML: {}", mapping_path, e.what()));
   }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dtype.h"
@@ -27,6 +28,9 @@ struct Source {
   std::string split;           // "qkv": the tensor is [q | k | v] on its last axis; take this stage's part
   std::string unpermute;       // "q" / "k": undo llama.cpp's Q/K row permutation (NORMAL RoPE)
   Rows rows = Rows::all;
+  // A known factor between the engine's tensor and the catalog stage (catalog = dumped * scale):
+  // a number, or "1/sqrt(d_k)" / "1/sqrt(head_dim)" of the model. "" for none.
+  std::string scale;
 };
 
 struct Mapping {
@@ -40,6 +44,14 @@ struct Mapping {
 
 // Parses and checks `mapping_path`; throws DumpError naming the file and the key.
 Mapping load_mapping(const std::string& mapping_path, const std::string& dir);
+// The same from YAML text; `name` stands for the file in messages.
+Mapping load_mapping_text(const std::string& yaml, const std::string& name, const std::string& dir);
+
+// The mappings shipped in fixtures/dumps/, compiled in: file name and text.
+struct ShippedMapping {
+  std::string_view file, text;
+};
+const std::vector<ShippedMapping>& shipped_mappings();
 // "{step}" and "{layer}" replaced.
 std::string expand(const std::string& pattern, int step, int layer);
 // Every stage name of every block kind and the model-level ones.

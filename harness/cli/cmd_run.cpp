@@ -102,6 +102,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
     fmt::print("probe {}: {}; aims at {}\n", p.name, p.what, p.targets);
     if (!report.probe_note.empty()) fmt::print("{}\n", report.probe_note);
   }
+  for (const std::string& note : report.notes) fmt::print("{}\n", note);
   if (!report.memory.empty()) fmt::print("memory: estimated peak {}\n", report.memory);
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(

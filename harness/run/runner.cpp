@@ -338,6 +338,11 @@ class Run {
     std::string source = "--tokens";
     prompt_ = opt_.tokens;
     if (const auto* d = as_dump(cand)) {
+      try {
+        if (std::string chose = d->settle(header); !chose.empty()) report_.notes.push_back(std::move(chose));
+      } catch (const dump::DumpError& e) {
+        throw InputError(e.what());
+      }
       if (!opt_.probe.empty())
         throw InputError(
             fmt::format("--probe {}: {} replays an engine's own prompt and weights; a probe needs a "

@@ -72,6 +72,7 @@ struct RunReport {
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
   std::string crash;                 // why the candidate crashed, when it did
   std::string memory;                // the run's memory estimate, in one line (memory_estimate.h)
+  std::vector<std::string> notes;    // what the run settled for the user (e.g. the dump mapping it chose)
   std::optional<int> drift_start;    // first layer whose chained output leaves the noise band for good
   std::string drift;                 // that, in one sentence (empty without a chained run)
   bool drift_failed = false;         // the drift alone failed the run: every stage passed

@@ -61,6 +61,21 @@ def plugin_processes():
     return pids
 
 
+def describe(pids):
+    """Each pid with its state, parent and command line, for the failure message."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().split(")")[-1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            out.append(f"{pid} state {fields[0]} parent {fields[1]}: {cmd}")
+        except OSError:
+            out.append(f"{pid} (gone)")
+    return out
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -113,7 +128,7 @@ class PluginFaults(unittest.TestCase):
                 deadline = time.monotonic() + 5
                 while plugin_processes() and time.monotonic() < deadline:
                     time.sleep(0.1)
-                self.assertEqual(plugin_processes(), [], fault)
+                self.assertEqual(describe(plugin_processes()), [], fault)
                 if os.path.exists(pid_file):
                     with open(pid_file) as f:
                         helper = int(f.read())
