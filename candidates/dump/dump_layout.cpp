@@ -180,7 +180,9 @@ Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, s
 Tensor from_catalog(const Tensor& rows_in, const Source& src, const ModelConfig& cfg, std::string_view stage,
                     const std::string& where) {
   const auto w = stage_width(cfg, stage);
-  if (!w) return rows_in;
+  // A width `cfg` does not know (export's config from a trace carries no GDN sizes): the trace's
+  // rows are the catalog's already.
+  if (!w || *w <= 0) return rows_in;
   Tensor t = rows_in.reshaped({rows_in.numel() / *w, *w});
   if (!src.unpermute.empty()) t = permute_heads(t, cfg.head_dim, false);
   if (!src.transpose.empty()) {
