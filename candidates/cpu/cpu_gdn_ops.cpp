@@ -1,5 +1,7 @@
 #include "cpu_gdn_ops.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -36,6 +38,9 @@ Mat gdn_decay(const Mat& a, std::span<const float> a_neg, std::span<const float>
 Mat conv_silu(const Mat& x, const Mat& w, const Mat& prev, int state_rows, Mat& next) {
   const std::int64_t T = x.rows, C = x.cols, K = w.cols, S = state_rows;
   if (w.rows != C || S < K - 1) throw std::invalid_argument("cpu conv: weight or state shape");
+  if (!prev.v.empty() && (prev.rows != S || prev.cols != C))
+    throw std::invalid_argument(fmt::format("cpu conv: the previous conv state is [{}, {}], not [{}, {}]",
+                                            prev.rows, prev.cols, S, C));
   // The window [prev | x] of S + T rows, zeros where there is no prior state.
   Mat win(S + T, C);
   if (!prev.v.empty()) std::copy(prev.v.begin(), prev.v.end(), win.v.begin());

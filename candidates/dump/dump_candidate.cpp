@@ -40,7 +40,36 @@ std::optional<DumpSpec> parse_dump_spec(std::string_view spec) {
 
 DumpCandidate::DumpCandidate(const DumpSpec& spec)
     : name_(fmt::format("{}{}", kDumpPrefix, spec.dir)), dir_(spec.dir) {
-  if (!spec.mapping.empty()) mapping_ = load_mapping(spec.mapping, spec.dir);
+  if (!spec.mapping.empty()) {
+    mapping_ = load_mapping(spec.mapping, spec.dir);
+    settle_storage();
+  }
+}
+
+void DumpCandidate::settle_storage() const {
+  if (mapping_->storage_auto) mapping_->storage = stored_dtype();
+}
+
+DType DumpCandidate::stored_dtype() const {
+  // The embedding where it is mapped (every engine writes it in its activation dtype), else the
+  // first mapped stage found at step 0, layer 0.
+  const Mapping& map = mapping();
+  std::vector<std::string> order{"embed"};
+  for (const auto& [stage, src] : map.stages) order.push_back(stage);
+  for (const std::string& stage : order) {
+    if (!map.stages.count(stage)) continue;
+    const Where w = where(stage, 0, 0);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(w.path, ec)) continue;
+    const TensorFile& f = file(w.path);
+    if (!f.has(w.tensor)) continue;
+    const DType t = f.read(w.tensor).dtype();
+    if (!is_float(t))
+      throw DumpError(fmt::format("{}: storage: auto: holds integers, not activations", w.what));
+    return t;
+  }
+  throw DumpError(fmt::format(
+      "{}: storage: auto: no mapped stage has a tensor at step 0 to take the dtype from", map.path));
 }
 
 std::string DumpCandidate::description() const {
@@ -49,8 +78,10 @@ std::string DumpCandidate::description() const {
         "tensors another engine dumped into {}, read through the shipped mapping of its engine "
         "and the model's family",
         dir_);
-  return fmt::format("tensors another engine dumped into {}, read through {} ({} stage(s) mapped, {} absent)",
-                     mapping_->dir, mapping_->path, mapping_->stages.size(), mapping_->absent.size());
+  return fmt::format(
+      "tensors another engine dumped into {}, read through {} ({} stage(s) mapped, {} absent, storage {}{})",
+      mapping_->dir, mapping_->path, mapping_->stages.size(), mapping_->absent.size(),
+      dtype_name(mapping_->storage), mapping_->storage_auto ? " as dumped" : "");
 }
 
 const Mapping& DumpCandidate::mapping() const {
@@ -80,6 +111,7 @@ std::string DumpCandidate::settle(const ModelConfig& cfg) const {
     if (m.file == file) {
       mapping_ =
           load_mapping_text(std::string(m.text), fmt::format("fixtures/dumps/{} (shipped)", file), dir_);
+      settle_storage();
       return fmt::format(
           "dump:{}: no mapping.yaml there; chose the shipped fixtures/dumps/{} ({} dump of a {} "
           "model)",
@@ -123,6 +155,10 @@ DumpCandidate::Where DumpCandidate::where(const std::string& stage, int step, in
   w.what = w.tensor.empty() ? fmt::format("{} (stage {}, {})", w.path, stage, at)
                             : fmt::format("{}: tensor '{}' (stage {}, {})", w.path, w.tensor, stage, at);
   return w;
+}
+
+std::string DumpCandidate::source_of(const std::string& stage, int step, int layer) const {
+  return mapping_ && mapping_->stages.count(stage) ? where(stage, step, layer).what : std::string();
 }
 
 Tensor DumpCandidate::fetch(const ModelConfig& cfg, const std::string& stage, int step, int layer, int pos0,

@@ -52,6 +52,8 @@ class DumpCandidate final : public Candidate {
   // stage) file and tensor exists and has rows of the right shape. `steps` holds (pos0, tokens)
   // per model step. Throws DumpError naming the file and the tensor.
   void preflight(const ModelConfig& cfg, const std::vector<std::pair<int, int>>& steps) const;
+  // The file and tensor `stage` of `layer` at `step` is read from, for messages; "" when unmapped.
+  std::string source_of(const std::string& stage, int step, int layer) const;
 
  private:
   const TensorFile& file(const std::string& path) const;
@@ -60,6 +62,9 @@ class DumpCandidate final : public Candidate {
     std::string path, tensor, what;
   };
   Where where(const std::string& stage, int step, int layer) const;
+  // `storage: auto`: the float dtype the dump stores its activations in.
+  DType stored_dtype() const;
+  void settle_storage() const;  // resolves `storage: auto` once the mapping is known
   Tensor fetch(const ModelConfig& cfg, const std::string& stage, int step, int layer, int pos0, int n_tokens,
                bool header_only) const;
 

@@ -46,6 +46,19 @@ std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view
     if (s == h) return ffn;
   if (s == "qkv") return q + 2 * kv;
   if (s == "logits") return cfg.vocab;
+  if (s == "qkv_mixed" || s == "conv") return cfg.gdn_conv_dim();
+  if (s == "z_gate" || s == "gdn_out" || s == "gated_norm") return cfg.gdn_value_dim();
+  if (s == "q_l2" || s == "k_l2") return cfg.gdn_key_dim();
+  if (s == "beta" || s == "g") return cfg.gdn_v_heads;
+  return std::nullopt;
+}
+
+std::optional<Shape> state_shape(const ModelConfig& cfg, std::string_view s) {
+  if (s == "conv_state") return Shape{cfg.conv_state_rows(), cfg.gdn_conv_dim()};
+  if (s == "gdn_state") {
+    const std::int64_t nv = cfg.gdn_v_heads, dk = cfg.gdn_k_dim, dv = cfg.gdn_v_dim;
+    return cfg.gdn_state_layout == GdnStateLayout::key_major ? Shape{nv * dk, dv} : Shape{nv * dv, dk};
+  }
   return std::nullopt;
 }
 
@@ -65,6 +78,44 @@ Tensor transpose(const Tensor& t, const std::vector<int>& axes) {
   return Tensor::from_view(TensorView(t.raw(), t.dtype(), shape, strides), t.dtype());
 }
 
+namespace {
+
+// A state stage is one value per step, not token rows: its elements must be the catalog's, in
+// its order. `rows: last` keeps its last rows (an engine keeping more conv rows than the catalog:
+// HF's K where ggml and the catalog keep K-1).
+RowPick pick_state_rows(const Shape& shape, const Shape& stored, const Source& src, const ModelConfig& cfg,
+                        std::string_view stage, const std::string& where) {
+  const auto st = state_shape(cfg, stage);
+  if (!st || !src.split.empty() || !src.unpermute.empty() || src.rows == Rows::positions)
+    throw DumpError(fmt::format(
+        "{}: stage {} has no per-token rows: use no split, unpermute or rows: positions", where, stage));
+  RowPick p;
+  p.out = (*st)[0];
+  p.width = p.row_width = (*st)[1];
+  const std::int64_t n = numel(shape), want = numel(*st);
+  if (src.rows == Rows::last) {
+    if (p.row_width <= 0 || n % p.row_width != 0 || n / p.row_width < p.out)
+      throw DumpError(
+          fmt::format("{}: shape {} is not at least {} rows of {} elements (rows: last keeps the last "
+                      "{} of {} of {})",
+                      where, shape_str(stored), p.out, p.row_width, p.out, stage, cfg.name));
+    p.rows = n / p.row_width;
+    p.first = p.rows - p.out;
+    return p;
+  }
+  if (n != want) {
+    const bool more_rows = p.row_width > 0 && n % p.row_width == 0 && n / p.row_width > p.out;
+    throw DumpError(
+        fmt::format("{}: shape {} does not hold {} of {}: {} elements as {}{}", where, shape_str(stored),
+                    stage, cfg.name, want, shape_str(*st),
+                    more_rows ? " (more rows than the catalog keeps: rows: last takes its last ones)" : ""));
+  }
+  p.rows = p.out;
+  return p;
+}
+
+}  // namespace
+
 RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg, std::string_view stage,
                   int pos0, int n_tokens, const std::string& where) {
   Shape shape = stored;
@@ -77,14 +128,9 @@ RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg
   RowPick p;
   const auto w = stage_width(cfg, stage);
   const std::int64_t n = numel(shape);
-  if (!w) {
-    // No fixed width: the tensor is this step's whole value, whatever its shape.
-    if (src.rows != Rows::all || !src.split.empty() || !src.unpermute.empty())
-      throw DumpError(
-          fmt::format("{}: stage {} has no per-token rows: use no split, unpermute or rows", where, stage));
-    return p;
-  }
+  if (!w) return pick_state_rows(shape, stored, src, cfg, stage, where);
   p.width = p.row_width = *w;
+  p.out = n_tokens;
   if (!src.split.empty()) {
     p.part = split_part_offset(cfg, stage);
     p.row_width = cfg.q_dim() + 2 * cfg.kv_dim();
@@ -156,11 +202,10 @@ Tensor to_catalog(const Tensor& in, const Source& src, const ModelConfig& cfg, s
   const RowPick p = pick_rows(in.shape(), src, cfg, stage, pos0, n_tokens, where);
   const double s = scale_factor(src, cfg, where);
   const Tensor t = src.transpose.empty() ? in : transpose(in, src.transpose);
-  if (p.width == 0) return scaled(t, s);
   const Tensor flat = t.reshaped({p.rows, p.row_width});
-  Tensor out(t.dtype(), {n_tokens, p.width});
+  Tensor out(t.dtype(), {p.out, p.width});
   const std::size_t es = dtype_size(t.dtype());
-  for (std::int64_t r = 0; r < n_tokens; ++r)
+  for (std::int64_t r = 0; r < p.out; ++r)
     std::memcpy(out.raw() + std::size_t(r * p.width) * es,
                 flat.raw() + std::size_t((p.first + r) * p.row_width + p.part) * es,
                 std::size_t(p.width) * es);
@@ -172,7 +217,9 @@ Tensor from_catalog(const Tensor& rows_in, const Source& src, const ModelConfig&
                     const std::string& where) {
   const auto w = stage_width(cfg, stage);
   const double s = scale_factor(src, cfg, where);
-  if (!w) return scaled(rows_in, 1.0 / s);
+  // A width `cfg` does not know (export's config from a trace carries no GDN sizes): the trace's
+  // rows are the catalog's already.
+  if (!w || *w <= 0) return scaled(rows_in, 1.0 / s);
   Tensor t = scaled(rows_in.reshaped({rows_in.numel() / *w, *w}), 1.0 / s);
   if (!src.unpermute.empty()) t = permute_heads(t, cfg.head_dim, false);
   if (!src.transpose.empty()) {

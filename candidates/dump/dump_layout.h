@@ -14,11 +14,14 @@ namespace ds::dump {
 // Elements per token of `stage` in this model; nullopt where the catalog has no fixed row width
 // (recurrent state stages).
 std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view stage);
+// The catalog's 2-D shape of a state stage (conv_state, gdn_state); nullopt for the others.
+std::optional<Shape> state_shape(const ModelConfig& cfg, std::string_view stage);
 
 // Which rows of a stored tensor are this step's: `rows` rows of `row_width` elements, this
-// step's `width` elements start at column `part` of row `first`. width 0: no per-token rows.
+// step's `width` elements start at column `part` of row `first`, `out` rows of them (the step's
+// tokens, or a state stage's rows).
 struct RowPick {
-  std::int64_t rows = 0, row_width = 0, width = 0, first = 0, part = 0;
+  std::int64_t rows = 0, row_width = 0, width = 0, first = 0, part = 0, out = 0;
 };
 // Checks `stored` (the shape in the file) against the stage; throws DumpError naming `where`.
 RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg, std::string_view stage,

@@ -196,9 +196,10 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
     if (key == "engine" || key == "description") {
       continue;  // for people
     } else if (key == "storage") {
-      const auto t = parse_dtype(p.scalar(v, key));
+      m.storage_auto = p.scalar(v, key) == "auto";
+      const auto t = m.storage_auto ? std::optional<DType>(DType::f32) : parse_dtype(v.Scalar());
       if (!t || *t == DType::i32)
-        p.fail(key, fmt::format("'{}' is not a float dtype (f64, f32, f16, bf16)", v.Scalar()));
+        p.fail(key, fmt::format("'{}' is not a float dtype (f64, f32, f16, bf16) or auto", v.Scalar()));
       m.storage = *t;
     } else if (key == "tokens") {
       m.tokens = p.source(v, key, false);

@@ -37,6 +37,7 @@ struct Mapping {
   std::string path;  // the mapping file, for messages
   std::string dir;   // the dump directory; file patterns are relative to it
   DType storage = DType::f32;
+  bool storage_auto = false;             // `storage: auto`: the dtype the dump's tensors are stored in
   std::optional<Source> tokens;          // the prompt the engine was fed
   std::map<std::string, Source> stages;  // catalog stage -> where it is
   std::set<std::string> absent;          // stages the engine does not dump: filled by the reference

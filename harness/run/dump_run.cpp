@@ -1,6 +1,7 @@
 #include "dump_run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -18,8 +19,8 @@ namespace {
 // merged with the dump's own plan (plan_check.h), those and no others become `filled`.
 class DeclaredFill final : public Candidate {
  public:
-  DeclaredFill(CandidatePtr fill, std::set<std::string> stages)
-      : fill_(std::move(fill)), stages_(std::move(stages)) {}
+  DeclaredFill(CandidatePtr fill, std::set<std::string> stages, const dump::DumpCandidate* dump)
+      : fill_(std::move(fill)), stages_(std::move(stages)), dump_(dump) {}
   std::string name() const override { return fill_->name(); }
   std::string description() const override { return fill_->description(); }
   DType storage_dtype() const override { return fill_->storage_dtype(); }
@@ -42,15 +43,40 @@ class DeclaredFill final : public Candidate {
     for (BlockKind k : kinds)
       for (const KernelStep& f : fill_->plan(*ctx.config, k))
         if (f.name == step.name) {
-          fill_->run(f, ctx, inputs, outputs);
+          try {
+            fill_->run(f, ctx, inputs, outputs);
+          } catch (const CandidateCrash&) {
+            throw;
+          } catch (const std::exception& e) {
+            // The fill is our own code on the dump's tensors: what it cannot use is bad dump input.
+            throw dump::DumpError(unusable_inputs(step, ctx, inputs, e.what()));
+          }
           return;
         }
     throw CandidateCrash(step.name, fmt::format("the fill has no step '{}'", step.name));
   }
 
  private:
+  std::string unusable_inputs(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                              std::string_view why) const {
+    std::string from;
+    for (const auto& [name, t] : inputs) {
+      constexpr std::string_view kPrev = "prev:";  // the stage at the previous step (candidate.h)
+      const bool prev = name.starts_with(kPrev);
+      const std::string stage = prev ? name.substr(kPrev.size()) : name;
+      const std::string src = dump_->source_of(stage, ctx.step - (prev ? 1 : 0), ctx.layer);
+      if (!src.empty()) from += fmt::format("; {} {}", src, shape_str(t.shape()));
+    }
+    return fmt::format("the reference fill cannot compute {} of {} from the dump's tensors ({}){}",
+                       fmt::join(step.outputs, ", "),
+                       ctx.layer == kModelLayer ? fmt::format("step {}", ctx.step)
+                                                : fmt::format("layer {} at step {}", ctx.layer, ctx.step),
+                       why, from);
+  }
+
   CandidatePtr fill_;
   std::set<std::string> stages_;
+  const dump::DumpCandidate* dump_;  // owned beside this fill by the FilledCandidate
 };
 
 }  // namespace
@@ -80,7 +106,7 @@ CandidatePtr fill_declared_absent(CandidatePtr dump, const ModelConfig& cfg, boo
     for (const std::string& s : dump::catalog_stage_names()) stages.insert(s);
   if (stages.empty()) return dump;
   CandidatePtr fill =
-      std::make_unique<DeclaredFill>(make_fill_candidate(dump->storage_dtype()), std::move(stages));
+      std::make_unique<DeclaredFill>(make_fill_candidate(dump->storage_dtype()), std::move(stages), d);
   auto merged = std::make_unique<FilledCandidate>(std::move(dump), std::move(fill));
   (void)plan_coverage(cfg, *merged);  // the merged plan must be sound (throws PlanError)
   return merged;

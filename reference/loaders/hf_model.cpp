@@ -132,6 +132,13 @@ Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
         });
   }
   if (family == Family::qwen3next) split_fused(m, dir);
+  // HF would initialise a random head here (and only warn): a run against it judges nothing real.
+  if (!m.config.tied_embeddings && !m.weights.has("output.weight"))
+    throw ModelError(
+        fmt::format("{}: tie_word_embeddings is false but no *.safetensors file in {} holds "
+                    "lm_head.weight (transformers would initialise a random head); add the "
+                    "tensor, or set tie_word_embeddings to true if the head is the embedding",
+                    config_path, dir));
   m.config.tied_embeddings = !m.weights.has("output.weight");
   return m;
 }

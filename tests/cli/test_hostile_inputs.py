@@ -185,6 +185,23 @@ HF_CASES = [
 ]
 
 
+def drop_head(h):
+    del h["lm_head.weight"]
+
+
+# A directory without lm_head.weight: tied only where config.json says so (HF would give an untied
+# model a random head). (case, model directory, expected exit, strings stderr must name)
+HEAD_CASES = [
+    ("untied, no lm_head.weight", hf_edit(header=drop_head), 2,
+     ["config.json: tie_word_embeddings is false", "lm_head.weight"]),
+    ("tie_word_embeddings left out (false), no lm_head.weight",
+     hf_edit(config=lambda j: j.pop("tie_word_embeddings"), header=drop_head), 2, ["lm_head.weight"]),
+    ("tied, no lm_head.weight", hf_edit(config=lambda j: j.update(tie_word_embeddings=True), header=drop_head), 0,
+     []),
+    ("untied with lm_head.weight", hf_edit(), 0, []),
+]
+
+
 class HostileInputs(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="ds_hostile_in_")
@@ -217,6 +234,16 @@ class HostileInputs(unittest.TestCase):
                 took = self.refused(make(self.tmp.name), message)
                 if "layers" in name:
                     self.assertLess(took, 1.0)
+                shutil.rmtree(os.path.join(self.tmp.name, "hf"))
+
+    def test_an_untied_head_must_be_in_the_files(self):
+        for name, make, want, needles in HEAD_CASES:
+            with self.subTest(name):
+                model = make(self.tmp.name)
+                rc, out, err = ds("run", "--model", model, "--candidate", "cpu-f16", "--prompt-tokens", "2")
+                self.assertEqual(rc, want, out + err)
+                for n in needles:
+                    self.assertIn(n, err)
                 shutil.rmtree(os.path.join(self.tmp.name, "hf"))
 
     def test_config_json_not_utf8_leaves_a_readable_trace(self):
