@@ -1,0 +1,122 @@
+"""Real llama.cpp dumps (the llama.cpp peer folder: a real llama.cpp's graph tensors, KV cache f32
+and flash attention off, on the models beside them) judged as docs/dumps.md tells a user, with no
+mapping of one's own: `dump:DIR` chooses the shipped fixtures/dumps/llama.cpp-<family>.yaml.
+
+Every f32 dump passes (exit 0), no stage is `missing`, every stage the mapping names is judged;
+a bug planted into a copy of a dump (one layer's MLP output scaled) fails at that stage and
+layer; `unpermute` on a model whose Q/K rows are not permuted is refused naming it; and the
+qwen35 GGUF llama.cpp reads is read by us too.
+
+Usage: test_llamacpp_peers.py DRIFTSCOPE PEERS_DIR (the llama.cpp peer folder; absent: skip, 77)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+PEERS = sys.argv.pop(1) if len(sys.argv) > 1 else "../shared/peers/llama.cpp"
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# (dump, model file under models/, family of its shipped mapping, stages llama.cpp does not name)
+F32_DUMPS = [
+    ("llama-all", "llama-tiny.tok.gguf", "llama", {"q", "k"}),
+    ("qwen2-all", "qwen2-tiny.tok.gguf", "qwen2", {"q", "k", "attn_out"}),
+    ("qwen3-all", "qwen3-tiny.tok.gguf", "qwen3", {"q", "k", "attn_out"}),
+    ("qwen35-all", "qwen35-tiny.gguf", "qwen3next", {"k"}),
+    ("llama256", "llama256.gguf", "llama", {"q", "k"}),
+]
+
+
+def run(*args):
+    p = subprocess.run([DRIFTSCOPE, *args], capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout + p.stderr
+
+
+def judge(dump_dir, model, tmp, *extra):
+    out = os.path.join(tmp, "r.json")
+    rc, text = run("run", "--model", os.path.join(PEERS, "models", model), "--candidate", f"dump:{dump_dir}",
+                   "--decode-steps", "3", "--json", out, *extra)
+    with open(out) as f:
+        return rc, text, json.load(f)
+
+
+class F32Dumps(unittest.TestCase):
+    def test_every_f32_dump_passes_with_the_shipped_mapping_of_its_family(self):
+        for dump, model, family, unnamed in F32_DUMPS:
+            with self.subTest(dump=dump), tempfile.TemporaryDirectory() as tmp:
+                rc, text, report = judge(os.path.join(PEERS, "dumps", dump), model, tmp)
+                self.assertEqual(rc, 0, text[-3000:])
+                self.assertIn(f"chose the shipped fixtures/dumps/llama.cpp-{family}.yaml", text)
+                statuses = {}
+                for s in report["stages"]:
+                    statuses.setdefault(s["stage"], set()).add(s["status"])
+                self.assertNotIn("missing", {st for v in statuses.values() for st in v})
+                # What llama.cpp does not name is filled by the reference; everything else is judged.
+                for stage, seen in statuses.items():
+                    if stage in unnamed:
+                        self.assertEqual(seen, {"filled"}, stage)
+                    else:
+                        self.assertEqual(seen, {"pass"}, stage)
+                # Decode steps were judged too, with the greedy tokens llama.cpp chose.
+                self.assertEqual({s["step"] for s in report["stages"]}, {0, 1, 2, 3})
+
+
+class PlantedBug(unittest.TestCase):
+    def test_a_0_1_percent_scale_on_one_layers_mlp_output_fails_there(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dump = os.path.join(tmp, "qwen3-bug")
+            shutil.copytree(os.path.join(PEERS, "dumps", "qwen3-all"), dump)
+            for step in range(4):
+                path = os.path.join(dump, f"step{step}", "ffn_out-1.npy")
+                np.save(path, (np.load(path) * np.float32(1.001)).astype(np.float32))
+            rc, text, report = judge(dump, "qwen3-tiny.tok.gguf", tmp)
+            self.assertEqual(rc, 1, text[-3000:])
+            first = report["first_failure"]
+            self.assertEqual((first["stage"], first["layer"], first["step"]), ("down", 1, 0), first)
+
+
+class Refusals(unittest.TestCase):
+    def test_unpermute_on_a_model_whose_rows_are_not_permuted_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            mapping = os.path.join(tmp, "m.yaml")
+            with open(os.path.join(ROOT, "fixtures", "dumps", "llama.cpp-llama.yaml")) as f:
+                text = f.read()
+            with open(mapping, "w") as f:
+                f.write(text)
+            rc, out = run("run", "--model", os.path.join(PEERS, "models", "qwen2-tiny.tok.gguf"), "--candidate",
+                          f"dump:{os.path.join(PEERS, 'dumps', 'qwen2-all')}:{mapping}", "--decode-steps", "3")
+            self.assertEqual(rc, 2, out[-2000:])
+            self.assertIn("unpermute", out)
+            self.assertIn("not permuted", out)
+
+    def test_a_directory_without_mapping_or_known_layout_names_what_to_do(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out = run("run", "--model", os.path.join(PEERS, "models", "llama-tiny.tok.gguf"), "--candidate",
+                          f"dump:{tmp}")
+            self.assertEqual(rc, 2, out)
+            self.assertIn("no mapping.yaml", out)
+
+
+class Qwen35File(unittest.TestCase):
+    def test_the_qwen35_gguf_llama_cpp_reads_is_ours_too(self):
+        # llama.cpp's dense Qwen3.5 hybrid: read as a qwen3next-family model with the tiled V-head map.
+        # The fused kernels implement only the grouped map: the gate says so rather than run them.
+        rc, out = run("gate", "--model", os.path.join(PEERS, "models", "qwen35-tiny.gguf"))
+        self.assertEqual(rc, 0, out[-2000:])
+        self.assertRegex(out, r"simt +REFUSED +missing ops \[GdnTiledHeads\]")
+        rc, out = run("run", "--model", os.path.join(PEERS, "models", "qwen35-tiny.gguf"), "--candidate", "cpu-f16",
+                      "--mode", "both", "--decode-steps", "2")
+        self.assertEqual(rc, 0, out[-2000:])
+
+
+if __name__ == "__main__":
+    if not os.path.isdir(os.path.join(PEERS, "dumps")):
+        print(f"SKIP: no llama.cpp peer folder at {PEERS}")
+        sys.exit(77)
+    unittest.main()
