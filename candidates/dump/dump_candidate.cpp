@@ -119,7 +119,7 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
   std::error_code ec;
   if (mapping_.tokens)
     src = *mapping_.tokens;
-  else if (std::filesystem::is_regular_file(std::filesystem::path(mapping_.dir) / "tokens.npy", ec))
+  else if (std::filesystem::exists(std::filesystem::path(mapping_.dir) / "tokens.npy", ec))
     src.file = "tokens.npy";
   else
     return std::nullopt;

@@ -9,6 +9,7 @@
 #include "model_config.h"
 #include "stage_catalog.h"
 #include "tensor_files.h"
+#include "user_file.h"
 
 namespace ds::dump {
 
@@ -152,12 +153,13 @@ std::string expand(const std::string& pattern, int step, int layer) {
 Mapping load_mapping(const std::string& mapping_path, const std::string& dir) {
   Parser p(mapping_path);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(mapping_path, ec))
+  if (!std::filesystem::exists(mapping_path, ec))
     throw DumpError(
         fmt::format("{}: no mapping file (docs/dumps.md; fixtures/dumps/ has examples)", mapping_path));
+  const std::string text = read_user_text<DumpError>(mapping_path, kMaxConfigFileBytes, "mapping file");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(mapping_path);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw DumpError(fmt::format("{}: not valid YAML: {}", mapping_path, e.what()));
   }
