@@ -120,6 +120,8 @@ ARGUMENTS = {
     "dump .npy member": (member_of(lambda fx: fx.npy_dump, "step0/layer0.q.npy"), run_copied_dump),
     "dump .safetensors member": (member_of(lambda fx: fx.st_dump, "step0.safetensors"), run_copied_dump),
     "dump .npz member": (npz_member, run_copied_dump),
+    "run --candidate PLUGIN.so": (named("plugin.so"),
+                                  lambda path, d, fx: ["run", "--model", PRESET, "--candidate", path]),
     "report TRACE": (named("trace.h5"), lambda path, d, fx: ["report", path]),
     "report --policy": (named("policy.yaml"), lambda path, d, fx: ["report", fx.trace, "--policy", path]),
     "diff BASE CURRENT": (named("trace.h5"), lambda path, d, fx: ["diff", fx.trace, path]),
