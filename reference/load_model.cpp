@@ -12,6 +12,7 @@
 #include "loaders/hf.h"
 #include "shapes.h"
 #include "synthetic.h"
+#include "user_file.h"
 
 namespace ds::ref {
 
@@ -19,6 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 bool has_gguf_magic(const fs::path& p) {
+  if (special_file_problem(p.string())) return false;  // the loader names it; opening a FIFO would block
   std::ifstream in(p, std::ios::binary);
   char magic[4] = {};
   return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
@@ -42,6 +44,7 @@ Model load(std::string_view spec, std::uint64_t seed, int layers, const LoadOpti
   if (!fs::exists(p, ec))
     throw ModelError(fmt::format(
         "{}: no such file or directory (expected a .gguf file, an HF directory or synthetic:<preset>)", s));
+  refuse_special_file<ModelError>(s);
   if (p.extension() == ".gguf" || has_gguf_magic(p)) return load_gguf(s, layers, options);
   throw ModelError(
       fmt::format("{}: not a .gguf file, a directory with config.json, or synthetic:<preset>", s));
@@ -81,11 +84,11 @@ ModelConfig load_config(std::string_view spec, int layers, const LoadOptions& op
     truncate_layers(c, layers);
   } else if (fs::is_directory(p, ec)) {
     const fs::path cfg = p / "config.json";
-    std::ifstream in(cfg);
-    if (!in) throw ModelError(fmt::format("{}: directory without config.json", s));
+    if (!fs::exists(cfg, ec)) throw ModelError(fmt::format("{}: directory without config.json", s));
+    const std::string text = read_user_text<ModelError>(cfg.string(), kMaxConfigFileBytes, "config.json");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(in);
+      j = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
       throw ModelError(fmt::format("{}: not valid JSON: {}", cfg.string(), e.what()));
     }

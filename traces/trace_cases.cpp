@@ -11,6 +11,7 @@
 #include "trace_schema.h"
 #include "trace_stub.h"
 #include "trace_writer.h"
+#include "user_file.h"
 
 namespace ds::trace {
 
@@ -79,8 +80,8 @@ TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann:
 hid_t open_trace_file(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw TraceError(fmt::format("{}: no such trace file", path));
+  if (!std::filesystem::exists(path, ec)) throw TraceError(fmt::format("{}: no such trace file", path));
+  refuse_special_file<TraceError>(path);
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw TraceError(fmt::format("{}: not an HDF5 file (truncated, or not a Driftscope trace)", path));
   // A plain read-only open first: it reads each piece of metadata once, so a corrupt checksum is

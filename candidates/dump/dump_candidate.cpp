@@ -203,7 +203,7 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
   std::error_code ec;
   if (mapping().tokens)
     src = *mapping().tokens;
-  else if (std::filesystem::is_regular_file(std::filesystem::path(dir_) / "tokens.npy", ec))
+  else if (std::filesystem::exists(std::filesystem::path(dir_) / "tokens.npy", ec))
     src.file = "tokens.npy";
   else
     return std::nullopt;

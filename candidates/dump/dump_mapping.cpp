@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "model_config.h"
 #include "stage_catalog.h"
 #include "tensor_files.h"
+#include "user_file.h"
 
 namespace ds::dump {
 
@@ -168,13 +167,11 @@ std::string expand(const std::string& pattern, int step, int layer) {
 
 Mapping load_mapping(const std::string& mapping_path, const std::string& dir) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(mapping_path, ec))
+  if (!std::filesystem::exists(mapping_path, ec))
     throw DumpError(
         fmt::format("{}: no mapping file (docs/dumps.md; fixtures/dumps/ has examples)", mapping_path));
-  std::ifstream in(mapping_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_mapping_text(text.str(), mapping_path, dir);
+  return load_mapping_text(read_user_text<DumpError>(mapping_path, kMaxConfigFileBytes, "mapping file"),
+                           mapping_path, dir);
 }
 
 Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_path, const std::string& dir) {

@@ -6,12 +6,14 @@
 #include <fstream>
 
 #include "npy_parse.h"
+#include "user_file.h"
 
 namespace ds::dump {
 
 std::uint64_t file_size(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw DumpError(fmt::format("{}: no such file", path));
+  if (!std::filesystem::exists(path, ec)) throw DumpError(fmt::format("{}: no such file", path));
+  refuse_special_file<DumpError>(path);
   const auto n = std::filesystem::file_size(path, ec);
   if (ec) throw DumpError(fmt::format("{}: cannot read: {}", path, ec.message()));
   return n;

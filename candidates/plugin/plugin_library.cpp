@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sha256.h"
+#include "user_file.h"
 
 namespace ds {
 
@@ -48,8 +49,8 @@ std::optional<PluginSpec> parse_plugin_spec(std::string_view spec) {
 
 PluginLibrary::PluginLibrary(const std::string& path) : path_(path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw PluginError(fmt::format("plugin {}: no such file", path));
+  if (!std::filesystem::exists(path, ec)) throw PluginError(fmt::format("plugin {}: no such file", path));
+  if (auto why = special_file_problem(path)) throw PluginError(fmt::format("plugin {}", *why));
   if (const std::string why = not_a_library_reason(path); !why.empty())
     throw PluginError(fmt::format("plugin {}: {}", path, why));
   // A path without a slash would make dlopen search the library path instead of this file.

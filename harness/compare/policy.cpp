@@ -5,10 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "stage_catalog.h"
+#include "user_file.h"
 
 namespace ds {
 
@@ -356,11 +355,7 @@ Policy Policy::from_yaml(const std::string& text, const std::string& source) {
 }
 
 Policy Policy::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw PolicyError(fmt::format("{}: cannot read the policy file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_yaml(ss.str(), path);
+  return from_yaml(read_user_text<PolicyError>(path, kMaxConfigFileBytes, "policy file"), path);
 }
 
 }  // namespace ds

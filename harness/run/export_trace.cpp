@@ -17,6 +17,7 @@
 #include "stage_catalog.h"
 #include "trace_cases.h"
 #include "trace_reader.h"
+#include "user_file.h"
 
 namespace ds {
 
@@ -231,7 +232,7 @@ ExportSummary export_trace(const ExportOptions& opt) {
   YAML::Node m;
   if (mapping) {
     try {
-      m = YAML::LoadFile(opt.mapping);
+      m = YAML::Load(read_user_text<InputError>(opt.mapping, kMaxConfigFileBytes, "mapping file"));
     } catch (const YAML::Exception& e) {
       throw InputError(fmt::format("{}: {}", opt.mapping, e.what()));
     }

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
 #include "load_model.h"
 #include "runner.h"
 #include "synthetic.h"
+#include "user_file.h"
 
 namespace ds {
 
@@ -21,11 +20,8 @@ std::vector<int> parse_tokens_arg(const std::string& arg) {
   std::string text = arg, source = "--tokens";
   if (!arg.empty() && arg[0] == '@') {
     source = fmt::format("--tokens {}", arg);
-    std::ifstream in(arg.substr(1));
-    if (!in) throw InputError(fmt::format("{}: cannot read the file", source));
-    std::ostringstream all;
-    all << in.rdbuf();
-    text = all.str();
+    if (auto why = read_user_text(arg.substr(1), kMaxTokensFileBytes, "tokens file", text))
+      throw InputError(fmt::format("--tokens: {}", *why));
   }
   std::vector<int> ids;
   std::size_t at = 0;

@@ -12,6 +12,7 @@
 #include "family.h"
 #include "gguf.h"
 #include "qk_permute.h"
+#include "user_file.h"
 
 namespace ds::ref {
 
@@ -123,7 +124,8 @@ GgufValue read_value(Cursor& c, std::uint32_t type, const std::string& key, cons
 }  // namespace
 
 GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
-  const int fd = ::open(path_.c_str(), O_RDONLY);
+  refuse_special_file<ModelError>(path_);
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw ModelError(fmt::format("{}: cannot open: {}", path_, std::strerror(errno)));
   struct stat st {};
   ::fstat(fd, &st);

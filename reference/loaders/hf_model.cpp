@@ -9,6 +9,7 @@
 #include "family.h"
 #include "hf.h"
 #include "safetensors.h"
+#include "user_file.h"
 
 namespace ds::ref {
 
@@ -97,11 +98,10 @@ void split_fused(Model& m, const std::string& dir) {
 
 Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  std::ifstream in(config_path);
-  if (!in) throw ModelError(fmt::format("{}: cannot open", config_path));
+  const std::string text = read_user_text<ModelError>(config_path, kMaxConfigFileBytes, "config.json");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw ModelError(fmt::format("{}: not valid JSON: {}", config_path, e.what()));
   }

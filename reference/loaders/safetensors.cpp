@@ -6,11 +6,13 @@
 
 #include "model_error.h"
 #include "safetensors_format.h"
+#include "user_file.h"
 
 namespace ds::ref {
 
 void read_safetensors(const std::string& path, const std::function<bool(const std::string&)>& want,
                       const std::function<void(const std::string&, Tensor)>& sink) {
+  refuse_special_file<ModelError>(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ModelError(fmt::format("{}: cannot open", path));
   in.seekg(0, std::ios::end);
