@@ -23,17 +23,18 @@ std::string case_key(const std::string& model, const std::string& candidate, std
 namespace {
 
 // The fields of a stored result that reports act on, by type: the exit code becomes `report`'s own,
-// so a value no run writes (a string, 300) is a corrupt trace, not an exit status of 255.
+// so a value no run writes (a string, 300) is a corrupt trace, not an exit status of 255. A result
+// without one records no verdict of its own (its rows are re-judged).
 void check_result_json(const nlohmann::json& result, const std::string& path) {
   const char* name =
       result.value("status", nlohmann::json()) == kStatusWriteFailed ? "/write_error" : "/result";
-  if (!result.contains("exit_code"))
-    throw TraceError(fmt::format("{}: {} has no exit_code: corrupt trace", path, name));
-  const nlohmann::json& code = result["exit_code"];
-  if (!code.is_number_integer() || code.get<std::int64_t>() < 0 || code.get<std::int64_t>() > 255)
-    throw TraceError(
-        fmt::format("{}: {}: exit_code must be an integer from 0 to 255 (it is {} {}): corrupt trace", path,
-                    name, code.type_name(), json_text(code)));
+  if (result.contains("exit_code")) {
+    const nlohmann::json& code = result["exit_code"];
+    if (!code.is_number_integer() || code.get<std::int64_t>() < 0 || code.get<std::int64_t>() > 255)
+      throw TraceError(
+          fmt::format("{}: {}: exit_code must be an integer from 0 to 255 (it is {} {}): corrupt trace", path,
+                      name, code.type_name(), json_text(code)));
+  }
   for (const char* field : {"status", "verdict", "reason"})
     if (result.contains(field) && !result[field].is_string())
       throw TraceError(fmt::format("{}: {}: {} must be a string (it is {}): corrupt trace", path, name, field,

@@ -111,6 +111,10 @@ std::string DumpCandidate::settle(const ModelConfig& cfg) const {
     if (m.file == file) {
       mapping_ =
           load_mapping_text(std::string(m.text), fmt::format("fixtures/dumps/{} (shipped)", file), dir_);
+      chosen_ = fmt::format(
+          "; read through the shipped fixtures/dumps/{}, since {} has no mapping.yaml: name yours with "
+          "dump:DIR:MAPPING.yaml",
+          file, dir_);
       settle_storage();
       return fmt::format(
           "dump:{}: no mapping.yaml there; chose the shipped fixtures/dumps/{} ({} dump of a {} "
@@ -169,9 +173,10 @@ Tensor DumpCandidate::fetch(const ModelConfig& cfg, const std::string& stage, in
     try {
       return read();
     } catch (const DumpError& e) {
-      throw DumpError(fmt::format("{} (wanted for stage {} of {})", e.what(), stage,
+      throw DumpError(fmt::format("{} (wanted for stage {} of {}{})", e.what(), stage,
                                   layer == kModelLayer ? fmt::format("step {}", step)
-                                                       : fmt::format("layer {} at step {}", layer, step)));
+                                                       : fmt::format("layer {} at step {}", layer, step),
+                                  chosen_.empty() ? "" : chosen_));
     }
   };
   const TensorFile& f = wanted([&]() -> const TensorFile& { return file(w.path); });

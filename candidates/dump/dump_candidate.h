@@ -70,6 +70,7 @@ class DumpCandidate final : public Candidate {
 
   std::string name_, dir_;
   mutable std::optional<Mapping> mapping_;  // unset until settle() when the spec named none
+  mutable std::string chosen_;              // what a file error adds when settle() chose the mapping
   mutable std::map<std::string, std::unique_ptr<TensorFile>> files_;
 };
 

@@ -68,6 +68,9 @@ std::vector<Kv> metadata(const ModelConfig& c) {
   std::vector<Kv> kv = {
       {"general.architecture", 8, 0, 0, a},
       {"general.alignment", 4, std::uint32_t(kAlign)},
+      // llama.cpp refuses a file without a tokenizer model; "none" is its vocab-less kind, which
+      // needs no token list (a synthetic model has no text to encode).
+      {"tokenizer.ggml.model", 8, 0, 0, "none"},
       u("block_count", c.n_layers),
       u("context_length", c.max_positions),
       u("embedding_length", c.hidden),

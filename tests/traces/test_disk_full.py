@@ -131,16 +131,13 @@ class DiskFull(unittest.TestCase):
         good, bad = self.path("good.h5"), self.path("bad.h5")
         rc, out, err = ds(*RUN, "-c", "cpu-f16", "-o", good)
         self.assertEqual(rc, 0, out + err)
-        for name, value in (("string", "0"), ("float", 1.5), ("too large", 300), ("absent", None)):
+        for name, value in (("string", "0"), ("float", 1.5), ("too large", 300), ("negative", -1)):
             with self.subTest(exit_code=name):
                 shutil.copy(good, bad)
                 with h5py.File(bad, "r+") as f:
                     import json
                     res = json.loads(bytes(f["result"][:]).decode())
-                    if value is None:
-                        del res["exit_code"]
-                    else:
-                        res["exit_code"] = value
+                    res["exit_code"] = value
                     text = np.frombuffer(json.dumps(res).encode(), dtype=np.uint8)
                     f["result"].resize((len(text),))
                     f["result"][:] = text
