@@ -48,7 +48,7 @@ TARGETS=(driftscope test_gdn test_harness bench_kernels)
 configure_and_build() {
   local arch=$1 dir=$2
   shift 2
-  "$@" cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+  "$@" cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES="$arch" \
     -DDRIFTSCOPE_CUDA=ON >/dev/null &&
     "$@" cmake --build "$dir" -j "$(nproc)" --target "${TARGETS[@]}"
 }
@@ -66,10 +66,10 @@ if [ "$MODE" = bundle ]; then
   for t in "${TARGETS[@]}"; do
     cp "$BUILD/${PROGRAM[$t]}" "$BUNDLE_DIR/bin/" && strip "$BUNDLE_DIR/bin/$t"
   done
-  # Every library the programs load except the C/C++ runtime (the GPU image's own is newer) and the
-  # driver; CUPTI and the rest travel, since a bare image may have neither -dev packages nor CUPTI.
+  # Every library the programs load except glibc's and the C++ runtime (the GPU image's own are
+  # newer, and glibc's parts must come from one glibc) and the driver; CUPTI and the rest travel, since a bare image may have neither -dev packages nor CUPTI.
   for t in "${TARGETS[@]}"; do ldd "$BUNDLE_DIR/bin/$t"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda)\.so' |
+    grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libutil|libnsl|libanl|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcuda)\.so' |
     while read -r lib; do cp -L "$lib" "$BUNDLE_DIR/lib/"; done
   echo "$ARCH" >"$BUNDLE_DIR/arch"
   du -sh "$BUNDLE_DIR"
@@ -97,7 +97,7 @@ declare -A LIMIT=([facts]=10 [build]=200 [parity]=60 [baseline]=40 [real_shapes]
   [cupti]=35 [bench]=50)
 declare -A WHAT=(
   [facts]="nvidia-smi (name, driver, memory, compute capability, clocks), nvcc --version, CPU count"
-  [build]="cmake -G Ninja -DCMAKE_CUDA_ARCHITECTURES=<this GPU's> -DCMAKE_BUILD_TYPE=Release, then ${TARGETS[*]} only (ccache); skipped with --prebuilt"
+  [build]="cmake -G Ninja -DCMAKE_CUDA_ARCHITECTURES=<this GPU's> -DCMAKE_BUILD_TYPE=RelWithDebInfo (the build CI tests), then ${TARGETS[*]} only (ccache); skipped with --prebuilt"
   [parity]="driftscope run --candidate cuda --mode both --prompt-tokens 8 --decode-steps 4 on every tiny preset, every fixture (GGUF and safetensors) and, on the Qwen3-Next hybrids, every --gdn-variant (plain, inplace = A, ids = B, conv-update = C, conv-update-ids = D), against the reference"
   [baseline]="the same cases with --baseline simt (--baseline-gdn-variant the same) under fixtures/policies/strict.yaml: every cuda/simt divergence"
   [real_shapes]="qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, gpt2-small with --layers 2: cuda against the reference (both modes) and against simt (--baseline)"
@@ -161,6 +161,8 @@ until_deadline() {
   timeout -k 5 "$t" "$@"
 }
 
+# The bundle's libraries first: the GPU image has no HDF5, fmt or yaml-cpp of its own.
+[ -n "$PREBUILT" ] && export LD_LIBRARY_PATH="$PREBUILT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 D=""
 bin() {
   if [ -n "$PREBUILT" ]; then echo "$PREBUILT/bin/$1"; else echo "$BUILD/${PROGRAM[$1]}"; fi

@@ -87,9 +87,11 @@ def markdown(res):
     lines += ["", "## driftscope runs", "",
               "Exit 0 is PASS, 1 a judged failure (first failing stage given), 3 a refusal, 4 a crash, 124 "
               "the step's time limit.", "",
-              "| step | case | exit | s | first failure | max_abs | max_ulp |", "|---|---|---|---|---|---|---|"]
+              "| step | case | exit | s | verdict | first failure | max_abs | max_ulp |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in res["runs"]:
-        lines.append(f"| {r['step']} | {r['case']} | {r['exit']} | {r['seconds']} | {r['first_failure']} | "
+        verdict = r["verdict"].replace("|", "\\|")[:100]
+        lines.append(f"| {r['step']} | {r['case']} | {r['exit']} | {r['seconds']} | {verdict} | {r['first_failure']} | "
                      f"{fmt_num(r['max_abs'], '.3g')} | {fmt_num(r['max_ulp'], '.3g')} |")
     for key, title in (("gdn_bitexact", "GDN bit-exactness on the device"), ("cupti", "CUPTI launch records")):
         lines += ["", f"## {title}", ""]
