@@ -34,13 +34,25 @@ std::string probe_forked(const std::string& path, const std::string& what,
   return reply.substr(1);
 }
 
+// A probe's answer comes from a process that ran the plugin's code, which may have scribbled on
+// it: what does not parse is the plugin's crash (exit 4), never the harness's.
+template <class Read>
+auto read_answer(const std::string& what, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const wire::Malformed& e) {
+    throw CandidateCrash(what, fmt::format("sent a malformed answer: {}", e.what()));
+  }
+}
+
 void put_strings(std::string& buf, const std::vector<std::string>& v) {
   wire::put_u64(buf, v.size());
   for (const auto& s : v) wire::put_str(buf, s);
 }
 std::vector<std::string> read_strings(wire::Reader& r) {
   const std::uint64_t n = r.u64();
-  if (n > r.buf.size()) throw std::runtime_error("malformed plugin probe answer");
+  if (n > r.buf.size())
+    throw wire::Malformed(fmt::format("a list of {} strings in {} bytes", n, r.buf.size()));
   std::vector<std::string> v;
   for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.str());
   return v;
@@ -96,8 +108,10 @@ PluginInfo PluginCandidate::probe(const std::string& path) {
     put_info(out, lib.info());
     return out;
   });
-  wire::Reader r{reply};
-  return read_info(r);
+  return read_answer("open plugin", [&] {
+    wire::Reader r{reply};
+    return read_info(r);
+  });
 }
 
 PluginCandidate::PluginCandidate(const std::string& path, const std::string& name)
@@ -125,17 +139,24 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     wire::put_str(out, c->unavailable());
     return out;
   });
-  wire::Reader r{reply};
-  info_ = read_info(r);
-  name_ = r.str();
-  description_ = r.str();
-  const std::uint64_t dtype = r.u64();
+  std::uint64_t dtype = 0;
+  read_answer("open plugin", [&] {
+    wire::Reader r{reply};
+    info_ = read_info(r);
+    name_ = r.str();
+    description_ = r.str();
+    dtype = r.u64();
+    for (const std::string& op : read_strings(r)) {
+      const auto parsed = parse_op(op);
+      if (!parsed) throw wire::Malformed(fmt::format("an op '{}' no driftscope knows", op));
+      caps_.add(*parsed);
+    }
+    unavailable_ = r.str();
+  });
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(
         fmt::format("plugin {}: candidate '{}' declares an unknown storage dtype {}", path, name_, dtype));
   storage_ = DType(dtype);
-  for (const std::string& op : read_strings(r)) caps_.add(*parse_op(op));
-  unavailable_ = r.str();
 }
 
 PluginCandidate::~PluginCandidate() {
@@ -168,19 +189,25 @@ std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind 
       }
       return out;
     });
-    wire::Reader r{reply};
-    std::map<BlockKind, std::vector<KernelStep>> plans;
-    for (std::uint64_t n = r.u64(); n--;) {
-      const auto k = BlockKind(r.u64());
-      auto& steps = plans[k];
-      for (std::uint64_t m = r.u64(); m--;) {
-        KernelStep s;
-        s.name = r.str();
-        s.inputs = read_strings(r);
-        s.outputs = read_strings(r);
-        steps.push_back(std::move(s));
+    std::map<BlockKind, std::vector<KernelStep>> plans = read_answer("plan", [&] {
+      wire::Reader r{reply};
+      std::map<BlockKind, std::vector<KernelStep>> read;
+      for (std::uint64_t n = r.u64(); n--;) {
+        const std::uint64_t k = r.u64();
+        if (k > std::uint64_t(BlockKind::head)) throw wire::Malformed(fmt::format("a block kind {}", k));
+        auto& steps = read[BlockKind(k)];
+        for (std::uint64_t m = r.u64(); m--;) {
+          KernelStep s;
+          s.name = r.str();
+          s.inputs = read_strings(r);
+          s.outputs = read_strings(r);
+          steps.push_back(std::move(s));
+        }
       }
-    }
+      if (!read.count(kind))
+        throw wire::Malformed(fmt::format("no plan for the {} blocks asked for", block_kind_name(kind)));
+      return read;
+    });
     plans_key_ = key;
     plans_ = std::move(plans);
   }

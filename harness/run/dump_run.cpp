@@ -45,10 +45,9 @@ class DeclaredFill final : public Candidate {
         if (f.name == step.name) {
           try {
             fill_->run(f, ctx, inputs, outputs);
-          } catch (const CandidateCrash&) {
-            throw;
-          } catch (const std::exception& e) {
-            // The fill is our own code on the dump's tensors: what it cannot use is bad dump input.
+          } catch (const std::invalid_argument& e) {
+            // The fill is our own code on the dump's tensors: a shape it rejects (the cpu ops throw
+            // invalid_argument) is bad dump input, exit 2; anything else stays what it is.
             throw dump::DumpError(unusable_inputs(step, ctx, inputs, e.what()));
           }
           return;

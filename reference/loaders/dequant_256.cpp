@@ -35,6 +35,23 @@ void scale_min_k4(int j, const std::byte* s, int& sc, int& m) {
   }
 }
 
+// Q4_K's and Q5_K's 64-element chunk c: scale and min of its two 32-element halves, d * sc and
+// dmin * m in ggml's float order.
+struct ChunkScales {
+  float d1, m1, d2, m2;
+};
+ChunkScales chunk_scales(int c, const std::byte* scales, float d, float dmin) {
+  int sc, m;
+  scale_min_k4(2 * c, scales, sc, m);
+  ChunkScales out{};
+  out.d1 = d * float(sc);
+  out.m1 = dmin * float(m);
+  scale_min_k4(2 * c + 1, scales, sc, m);
+  out.d2 = d * float(sc);
+  out.m2 = dmin * float(m);
+  return out;
+}
+
 }  // namespace
 
 // scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
@@ -68,13 +85,9 @@ void q4_k(const std::byte* b, float* y) {
   const std::byte* scales = b + 4;
   const std::byte* q = b + 16;
   for (int c = 0; c < 4; ++c, q += 32) {
-    int sc, m;
-    scale_min_k4(2 * c, scales, sc, m);
-    const float d1 = d * float(sc), m1 = dmin * float(m);
-    scale_min_k4(2 * c + 1, scales, sc, m);
-    const float d2 = d * float(sc), m2 = dmin * float(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * float(u8(q + l) & 0xF) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * float(u8(q + l) >> 4) - m2;
+    const ChunkScales k = chunk_scales(c, scales, d, dmin);
+    for (int l = 0; l < 32; ++l) *y++ = k.d1 * float(u8(q + l) & 0xF) - k.m1;
+    for (int l = 0; l < 32; ++l) *y++ = k.d2 * float(u8(q + l) >> 4) - k.m2;
   }
 }
 
@@ -86,15 +99,11 @@ void q5_k(const std::byte* b, float* y) {
   const std::byte* qh = b + 16;
   const std::byte* q = b + 48;
   for (int c = 0; c < 4; ++c, q += 32) {
-    int sc, m;
-    scale_min_k4(2 * c, scales, sc, m);
-    const float d1 = d * float(sc), m1 = dmin * float(m);
-    scale_min_k4(2 * c + 1, scales, sc, m);
-    const float d2 = d * float(sc), m2 = dmin * float(m);
+    const ChunkScales k = chunk_scales(c, scales, d, dmin);
     for (int l = 0; l < 32; ++l)
-      *y++ = d1 * float((u8(q + l) & 0xF) + (((u8(qh + l) >> (2 * c)) & 1) << 4)) - m1;
+      *y++ = k.d1 * float((u8(q + l) & 0xF) + (((u8(qh + l) >> (2 * c)) & 1) << 4)) - k.m1;
     for (int l = 0; l < 32; ++l)
-      *y++ = d2 * float((u8(q + l) >> 4) + (((u8(qh + l) >> (2 * c + 1)) & 1) << 4)) - m2;
+      *y++ = k.d2 * float((u8(q + l) >> 4) + (((u8(qh + l) >> (2 * c + 1)) & 1) << 4)) - k.m2;
   }
 }
 
