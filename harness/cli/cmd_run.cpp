@@ -181,6 +181,12 @@ int run_matrix(const RunArgs& args, const Policy& policy) {
       fmt::print(stderr, "error: {}\n", e.what());
       out.exit_code = kExitUsage;
       out.error = e.full();
+    } catch (const std::exception& e) {
+      // Nothing a case meets should end here; if it does, it is that case's error, and the other
+      // cases and the matrix's reports still come.
+      fmt::print(stderr, "error: {}\n", e.what());
+      out.exit_code = kExitUsage;
+      out.error = e.what();
     }
     // A case stopped before any stage still leaves its trace (the runner's stopped-run stub).
     if (std::error_code ec;
