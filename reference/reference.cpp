@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "contracts.h"
+#include "engine_ops.h"
 #include "ops.h"
 #include "shapes.h"
 
@@ -66,16 +67,19 @@ TensorMap Reference::embed(std::span<const std::int32_t> tokens, int pos0) const
 TensorMap Reference::head(const Tensor& x) const {
   TensorMap out;
   Tensor n = cfg_.family == Family::gpt2
-                 ? layernorm(x, w("output_norm.weight"), w("output_norm.bias"), cfg_.norm_eps)
-                 : rmsnorm(x, w("output_norm.weight"), cfg_.norm_eps, cfg_.norm_plus_one, cfg_.hidden);
+                 ? numerics_layernorm(x, w("output_norm.weight"), w("output_norm.bias"), cfg_.norm_eps, opt_.numerics)
+                 : numerics_rmsnorm(x, w("output_norm.weight"), cfg_.norm_eps, cfg_.norm_plus_one, cfg_.hidden,
+                                    opt_.numerics);
   out["final_norm"] = stage(n);
   const Tensor* lm = w_opt("output.weight");
-  out["logits"] = stage(linear(out["final_norm"], lm ? *lm : w("token_embd.weight"), nullptr));
+  const std::string_view head_weight = lm ? "output.weight" : "token_embd.weight";
+  out["logits"] = stage(
+      numerics_linear(out["final_norm"], w(head_weight), nullptr, opt_.numerics, model_->file_type(head_weight)));
   return out;
 }
 
 TensorMap Reference::layer(int layer, const Tensor& x, int pos0) {
-  const BlockContext c{cfg_, weights(), layer, opt_.storage};
+  const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_};
   LayerState& st = state_.at(std::size_t(layer));
   switch (cfg_.block_kind(layer)) {
     case BlockKind::decoder: return decoder_block(c, x, pos0, st);

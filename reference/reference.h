@@ -12,6 +12,7 @@
 #include "blocks/block.h"
 #include "candidate.h"
 #include "model.h"
+#include "numerics.h"
 
 namespace ds::ref {
 
@@ -20,6 +21,8 @@ struct ReferenceOptions {
   // Widen every weight to f64 up front, as the reference once did: the baseline the
   // stored-dtype path is proven bit-identical against (tests), at 2-4x the weights' memory.
   bool widen_all = false;
+  // How the engine a noise floor models computes (numerics.h); one rounding for the oracle.
+  Numerics numerics;
 };
 
 class Reference {

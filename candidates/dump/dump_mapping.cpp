@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "model_config.h"
+#include "numerics.h"
 #include "stage_catalog.h"
 #include "tensor_files.h"
 #include "user_file.h"
@@ -182,7 +183,7 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
   } catch (const YAML::Exception& e) {
     throw DumpError(fmt::format("{}: not valid YAML: {}", mapping_path, e.what()));
   }
-  if (!root.IsMap()) p.fail("top level", "expected a mapping with keys stages, absent, storage, tokens");
+  if (!root.IsMap()) p.fail("top level", "expected a mapping with keys stages, absent, storage, numerics, tokens");
   Mapping m;
   m.path = mapping_path;
   m.dir = dir;
@@ -198,6 +199,13 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
       if (!t || *t == DType::i32)
         p.fail(key, fmt::format("'{}' is not a float dtype (f64, f32, f16, bf16) or auto", v.Scalar()));
       m.storage = *t;
+    } else if (key == "numerics") {
+      m.numerics = p.scalar(v, key);
+      try {
+        parse_numerics(m.numerics);
+      } catch (const std::invalid_argument& e) {
+        p.fail(key, e.what());
+      }
     } else if (key == "tokens") {
       m.tokens = p.source(v, key, false);
       p.check_tensor_name(*m.tokens, key);
@@ -230,7 +238,7 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
         m.absent.insert(stage);
       }
     } else {
-      p.fail(key, "unknown key (engine, description, storage, tokens, stages, absent)");
+      p.fail(key, "unknown key (engine, description, storage, numerics, tokens, stages, absent)");
     }
   }
   if (!have_stages) p.fail("stages", "missing: the mapping names no stage");

@@ -38,6 +38,9 @@ struct Mapping {
   std::string dir;   // the dump directory; file patterns are relative to it
   DType storage = DType::f32;
   bool storage_auto = false;             // `storage: auto`: the dtype the dump's tensors are stored in
+  // `numerics:`: how the engine computes (numerics.h: a profile name or key=value pairs), so its
+  // noise floor models it; "" for the default of the storage dtype. Checked when parsed.
+  std::string numerics;
   std::optional<Source> tokens;          // the prompt the engine was fed
   std::map<std::string, Source> stages;  // catalog stage -> where it is
   std::set<std::string> absent;          // stages the engine does not dump: filled by the reference

@@ -18,6 +18,7 @@
 #include "simt_flags.h"
 #include "matrix_report.h"
 #include "prompt.h"
+#include "numerics.h"
 #include "probes.h"
 #include "progress.h"
 #include "registry.h"
@@ -251,6 +252,25 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
             (void)find_probe(v);
             return std::string();
           } catch (const InputError& e) {
+            return std::string(e.what());
+          }
+        });
+  }
+  {
+    std::string names;
+    for (const NumericsProfile& p : numerics_profiles()) names += fmt::format("\n  {}: {}", p.name, p.description);
+    run->add_option("--numerics", args->opt.numerics,
+                    fmt::format("How the candidate computes below its storage dtype, so the noise floors model "
+                                "a correct engine of that kind (docs/policies.md): a profile, or key=value pairs "
+                                "(accum, rope, attention, gelu, act-quant, kv-cache), e.g. hf-f32,kv-cache=f16. "
+                                "Default: a dump mapping's numerics:, else f32 for f32 storage and one-rounding "
+                                "below it. Profiles:{}",
+                                names))
+        ->check([](const std::string& v) {
+          try {
+            (void)parse_numerics(v);
+            return std::string();
+          } catch (const std::invalid_argument& e) {
             return std::string(e.what());
           }
         });

@@ -83,6 +83,7 @@ nlohmann::json report_json(const RunReport& report) {
       {"model", report.model},
       {"candidate", report.candidate},
       {"policy", report.policy},
+      {"numerics", report.numerics},
       // What the stages were judged against: null for the oracle, else --baseline's name.
       {"baseline", report.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.baseline)},
       {"verdict", report.verdict},

@@ -49,6 +49,7 @@ nlohmann::json run_json(const RunOptions& opt, const Policy& policy, const Model
       {"decode_steps", opt.decode_steps}};
   if (opt.from_step > 0) run["from_step"] = opt.from_step;
   if (!opt.probe.empty()) run["probe"] = opt.probe;
+  if (!opt.numerics.empty()) run["numerics"] = opt.numerics;
   // A file or directory model also by its absolute path, so replay works from anywhere.
   if (std::error_code ec; !ref::synthetic_preset(opt.model) && std::filesystem::exists(opt.model, ec))
     run["model_path"] = std::filesystem::absolute(opt.model, ec).lexically_normal().string();

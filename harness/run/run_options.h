@@ -38,6 +38,10 @@ struct RunOptions {
   int from_step = 0;
   // `--probe NAME` (probes.h): an input pattern aimed at one class of kernel bug; empty: none.
   std::string probe;
+  // `--numerics` (numerics.h): how the candidate computes, so the noise floors model it; empty: a
+  // dump mapping's `numerics:`, else the default of the candidate's storage dtype. The runner
+  // leaves the resolved spelling here (numerics_str) for the trace.
+  std::string numerics;
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;

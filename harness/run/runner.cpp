@@ -148,6 +148,7 @@ class Run {
       origin_ = plugin_origin(*cand);
       candidate_ = candidate_json(opt_, *cand, origin_);
       settle_prompt(header, *cand);
+      settle_numerics(*cand);
       report_.prompt_tokens = opt_.prompt_tokens;
       report_.decode_steps = opt_.decode_steps;
       report_.from_step = opt_.from_step;
@@ -246,8 +247,8 @@ class Run {
     std::vector<Lane> lanes;
     for (Mode m : opt_.modes) {
       lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
-      lanes.back().floor =
-          std::make_unique<ref::Reference>(model, ref::ReferenceOptions{cand->storage_dtype()});
+      lanes.back().floor = std::make_unique<ref::Reference>(
+          model, ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = numerics_});
     }
     std::vector<int> tokens = prompt_.empty() ? seeded_prompt(opt_.prompt_tokens, cfg.vocab, opt_.seed,
                                                               seeded_prompt_start(opt_.model))
@@ -330,6 +331,25 @@ class Run {
         e.str(), format_bytes(*budget),
         opt_.max_memory ? fmt::format("--max-memory {}", opt_.max_memory_text)
                         : std::string("MemAvailable of /proc/meminfo")));
+  }
+
+  // The floors model how the candidate computes: --numerics, else its dump mapping's `numerics:`,
+  // else the default of its storage dtype. A declared one is named in the report's notes.
+  void settle_numerics(const Candidate& cand) {
+    std::string spec = opt_.numerics, from = "--numerics";
+    if (const auto* d = as_dump(cand); spec.empty() && d && !d->mapping().numerics.empty()) {
+      spec = d->mapping().numerics;
+      from = fmt::format("{}: numerics", d->mapping().path);
+    }
+    try {
+      numerics_ = spec.empty() ? default_numerics(cand.storage_dtype()) : parse_numerics(spec);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("{}: {}", from, e.what()));
+    }
+    opt_.numerics = report_.numerics = numerics_str(numerics_);
+    if (!spec.empty())
+      report_.notes.push_back(fmt::format("noise floors model {} numerics ({}, from {})", spec, report_.numerics,
+                                          from));
   }
 
   // The prompt when it is given rather than seeded: a dump's own tokens win over --tokens. A dump
@@ -845,6 +865,7 @@ class Run {
   std::unique_ptr<trace::TraceWriter> trace_;
   int layers_flushed_ = 0;
   std::vector<int> prompt_;  // given (--tokens or the dump's); empty: drawn from the seed
+  Numerics numerics_;        // how the noise floors compute (settle_numerics)
   std::map<std::pair<int, std::string>, Tensor> ref_cache_, ref_prev_, ref_latest_;
 };
 

@@ -68,6 +68,7 @@ struct RunReport {
   int prompt_tokens = 0, decode_steps = 0, from_step = 0;
   std::string probe;       // run --probe, or empty
   std::string probe_note;  // what the probe rewrote in the weights, or empty
+  std::string numerics;    // what the noise floors modelled (numerics_str)
   std::vector<LaneLogits> logits;
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
   std::string crash;                 // why the candidate crashed, when it did

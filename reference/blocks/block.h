@@ -6,7 +6,10 @@
 #include <vector>
 
 #include "candidate.h"
+#include "model.h"
 #include "model_config.h"
+#include "../ops.h"  // the reference's ops.h, not the API's of the same name
+#include "numerics.h"
 #include "tensor.h"
 #include "weights.h"
 
@@ -43,6 +46,9 @@ struct BlockContext {
   WeightView weights;
   int layer;
   DType storage;
+  // One rounding for the oracle; for a noise-floor run, how the modelled engine computes.
+  const Numerics& numerics;
+  const Model& model;  // the weights' file types, for act-quant=ggml
 
   const Tensor& lw(std::string_view role) const { return weights.get(layer_weight(layer, role)); }
   const Tensor* lb(std::string_view role) const { return weights.find(layer_weight(layer, role)); }
@@ -50,6 +56,19 @@ struct BlockContext {
   Tensor stage(const Tensor& t) const;
   // Throws unless this step starts where the layer's state ends.
   void check_position(const LayerState& st, int pos0) const;
+
+  // The ops whose arithmetic an engine's numerics change, routed through engine_ops.h when
+  // `numerics` models one. x W^T + b for the layer's `role`.weight (and `role`.bias if present).
+  Tensor linear(const Tensor& x, std::string_view role) const;
+  Tensor rope(const Tensor& x, int head_dim, int pos0) const;
+  Tensor attention(const Tensor& q, const LayerState& st, int head_dim, int pos0, AttnScale scale,
+                   int window) const;
+  Tensor gelu(const Tensor& x) const;
+  // Norms with the layer's `role`.weight (and, for layernorm, `role`.bias) over rows of `width`.
+  Tensor rmsnorm(const Tensor& x, std::string_view role, int width) const;
+  Tensor layernorm(const Tensor& x, std::string_view role) const;
+  // Appends this step's K (after RoPE) and V to the cache, in the KV cache's dtype.
+  void append_kv(LayerState& st, const Tensor& k, const Tensor& v) const;
 };
 
 TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
@@ -60,7 +79,5 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
 // Shared pieces.
 // ffn_norm .. residual_2 from s["residual_1"] (SwiGLU, optional biases).
 void swiglu_mlp(const BlockContext& c, TensorMap& s);
-// Appends this step's K (after RoPE) and V to the cache.
-void append_kv(LayerState& st, const Tensor& k, const Tensor& v);
 
 }  // namespace ds::ref

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "block.h"
+#include "engine_ops.h"
 #include "ops.h"
 
 namespace ds::ref {
@@ -19,17 +20,50 @@ void BlockContext::check_position(const LayerState& st, int pos0) const {
 void swiglu_mlp(const BlockContext& c, TensorMap& s) {
   const auto& cfg = c.cfg;
   s["ffn_norm"] =
-      c.stage(rmsnorm(s["residual_1"], c.lw("ffn_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.hidden));
-  s["gate"] = c.stage(linear(s["ffn_norm"], c.lw("ffn_gate.weight"), c.lb("ffn_gate.bias")));
-  s["up"] = c.stage(linear(s["ffn_norm"], c.lw("ffn_up.weight"), c.lb("ffn_up.bias")));
+      c.stage(c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));
+  s["gate"] = c.stage(c.linear(s["ffn_norm"], "ffn_gate"));
+  s["up"] = c.stage(c.linear(s["ffn_norm"], "ffn_up"));
   s["ffn_act"] = c.stage(silu_mul(s["gate"], s["up"]));
-  s["down"] = c.stage(linear(s["ffn_act"], c.lw("ffn_down.weight"), c.lb("ffn_down.bias")));
+  s["down"] = c.stage(c.linear(s["ffn_act"], "ffn_down"));
   s["residual_2"] = c.stage(add(s["residual_1"], s["down"]));
 }
 
-void append_kv(LayerState& st, const Tensor& k, const Tensor& v) {
-  st.k = Tensor::concat_rows(st.k, k);
-  st.v = Tensor::concat_rows(st.v, v);
+Tensor BlockContext::linear(const Tensor& x, std::string_view role) const {
+  const std::string w = fmt::format("{}.weight", role), b = fmt::format("{}.bias", role);
+  return numerics_linear(x, lw(w), lb(b), numerics, model.file_type(layer_weight(layer, w)));
+}
+
+Tensor BlockContext::rope(const Tensor& x, int head_dim, int pos0) const {
+  return engine_rope(x, head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors,
+                     numerics.rope);
+}
+
+Tensor BlockContext::attention(const Tensor& q, const LayerState& st, int head_dim, int pos0, AttnScale scale,
+                               int window) const {
+  if (numerics.accum == Numerics::Accum::exact && numerics.attention == Numerics::Attention::exact &&
+      !numerics.kv_cache)
+    return ref::attention(q, st.k, st.v, cfg.n_heads, cfg.n_kv_heads, head_dim, pos0, scale, window);
+  return engine_attention(q, st.k, st.v, cfg.n_heads, cfg.n_kv_heads, head_dim, pos0, scale, window,
+                          numerics);
+}
+
+Tensor BlockContext::rmsnorm(const Tensor& x, std::string_view role, int width) const {
+  return numerics_rmsnorm(x, lw(fmt::format("{}.weight", role)), cfg.norm_eps, cfg.norm_plus_one, width, numerics);
+}
+
+Tensor BlockContext::layernorm(const Tensor& x, std::string_view role) const {
+  return numerics_layernorm(x, lw(fmt::format("{}.weight", role)), lw(fmt::format("{}.bias", role)), cfg.norm_eps,
+                            numerics);
+}
+
+Tensor BlockContext::gelu(const Tensor& x) const {
+  return numerics.gelu == Numerics::Gelu::f16_table ? gelu_f16_table(x) : gelu_new(x);
+}
+
+void BlockContext::append_kv(LayerState& st, const Tensor& k, const Tensor& v) const {
+  const DType kv = numerics.kv_cache.value_or(DType::f64);
+  st.k = Tensor::concat_rows(st.k, round_stage(k, kv));
+  st.v = Tensor::concat_rows(st.v, round_stage(v, kv));
 }
 
 }  // namespace ds::ref

@@ -11,28 +11,26 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
   const auto& cfg = c.cfg;
   c.check_position(st, pos0);
   TensorMap s;
-  s["attn_norm"] = c.stage(rmsnorm(x, c.lw("attn_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.hidden));
-  s["q"] = c.stage(linear(s["attn_norm"], c.lw("attn_q.weight"), c.lb("attn_q.bias")));
-  s["k"] = c.stage(linear(s["attn_norm"], c.lw("attn_k.weight"), c.lb("attn_k.bias")));
-  s["v"] = c.stage(linear(s["attn_norm"], c.lw("attn_v.weight"), c.lb("attn_v.bias")));
+  s["attn_norm"] = c.stage(c.rmsnorm(x, "attn_norm", cfg.hidden));
+  s["q"] = c.stage(c.linear(s["attn_norm"], "attn_q"));
+  s["k"] = c.stage(c.linear(s["attn_norm"], "attn_k"));
+  s["v"] = c.stage(c.linear(s["attn_norm"], "attn_v"));
   const char* q_in = "q";
   const char* k_in = "k";
   if (cfg.qk_norm) {
     s["q_norm"] =
-        c.stage(rmsnorm(s["q"], c.lw("attn_q_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
+        c.stage(c.rmsnorm(s["q"], "attn_q_norm", cfg.head_dim));
     s["k_norm"] =
-        c.stage(rmsnorm(s["k"], c.lw("attn_k_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.head_dim));
+        c.stage(c.rmsnorm(s["k"], "attn_k_norm", cfg.head_dim));
     q_in = "q_norm";
     k_in = "k_norm";
   }
-  s["q_rope"] = c.stage(rope(s[q_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode,
-                             cfg.rope_freq_factors));
-  s["k_rope"] = c.stage(rope(s[k_in], cfg.head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode,
-                             cfg.rope_freq_factors));
-  append_kv(st, s["k_rope"], s["v"]);
-  s["attn"] = c.stage(attention(s["q_rope"], st.k, st.v, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, pos0,
-                                {1.0 / std::sqrt(double(cfg.head_dim)), false}, cfg.sliding_window));
-  s["attn_out"] = c.stage(linear(s["attn"], c.lw("attn_output.weight"), c.lb("attn_output.bias")));
+  s["q_rope"] = c.stage(c.rope(s[q_in], cfg.head_dim, pos0));
+  s["k_rope"] = c.stage(c.rope(s[k_in], cfg.head_dim, pos0));
+  c.append_kv(st, s["k_rope"], s["v"]);
+  s["attn"] = c.stage(c.attention(s["q_rope"], st, cfg.head_dim, pos0, {1.0 / std::sqrt(double(cfg.head_dim)), false},
+                                  cfg.sliding_window));
+  s["attn_out"] = c.stage(c.linear(s["attn"], "attn_output"));
   s["residual_1"] = c.stage(add(x, s["attn_out"]));
   swiglu_mlp(c, s);
   st.positions += int(x.dim(0));

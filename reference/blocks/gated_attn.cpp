@@ -12,29 +12,28 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
   c.check_position(st, pos0);
   const int d = cfg.head_dim;
   TensorMap s;
-  s["attn_norm"] = c.stage(rmsnorm(x, c.lw("attn_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.hidden));
-  const Tensor qg = linear(s["attn_norm"], c.lw("attn_q.weight"), c.lb("attn_q.bias"));
+  s["attn_norm"] = c.stage(c.rmsnorm(x, "attn_norm", cfg.hidden));
+  const Tensor qg = c.linear(s["attn_norm"], "attn_q");
   s["q"] = c.stage(take_columns(qg, 2 * d, 0, d));
   s["attn_gate"] = c.stage(take_columns(qg, 2 * d, d, d));
-  s["k"] = c.stage(linear(s["attn_norm"], c.lw("attn_k.weight"), c.lb("attn_k.bias")));
-  s["v"] = c.stage(linear(s["attn_norm"], c.lw("attn_v.weight"), c.lb("attn_v.bias")));
+  s["k"] = c.stage(c.linear(s["attn_norm"], "attn_k"));
+  s["v"] = c.stage(c.linear(s["attn_norm"], "attn_v"));
   const char* q_in = "q";
   const char* k_in = "k";
   if (cfg.qk_norm) {
-    s["q_norm"] = c.stage(rmsnorm(s["q"], c.lw("attn_q_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, d));
-    s["k_norm"] = c.stage(rmsnorm(s["k"], c.lw("attn_k_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, d));
+    s["q_norm"] = c.stage(c.rmsnorm(s["q"], "attn_q_norm", d));
+    s["k_norm"] = c.stage(c.rmsnorm(s["k"], "attn_k_norm", d));
     q_in = "q_norm";
     k_in = "k_norm";
   }
   s["q_rope"] =
-      c.stage(rope(s[q_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
+      c.stage(c.rope(s[q_in], d, pos0));
   s["k_rope"] =
-      c.stage(rope(s[k_in], d, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors));
-  append_kv(st, s["k_rope"], s["v"]);
-  s["attn"] = c.stage(attention(s["q_rope"], st.k, st.v, cfg.n_heads, cfg.n_kv_heads, d, pos0,
-                                {1.0 / std::sqrt(double(d)), false}));
+      c.stage(c.rope(s[k_in], d, pos0));
+  c.append_kv(st, s["k_rope"], s["v"]);
+  s["attn"] = c.stage(c.attention(s["q_rope"], st, d, pos0, {1.0 / std::sqrt(double(d)), false}, 0));
   s["attn_gated"] = c.stage(sigmoid_mul(s["attn"], s["attn_gate"]));
-  s["attn_out"] = c.stage(linear(s["attn_gated"], c.lw("attn_output.weight"), c.lb("attn_output.bias")));
+  s["attn_out"] = c.stage(c.linear(s["attn_gated"], "attn_output"));
   s["residual_1"] = c.stage(add(x, s["attn_out"]));
   swiglu_mlp(c, s);
   st.positions += int(x.dim(0));

@@ -38,12 +38,12 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
   const int key_dim = cfg.gdn_key_dim(), value_dim = cfg.gdn_value_dim(), dk = cfg.gdn_k_dim;
   if (st.conv.empty()) st.conv = Tensor(DType::f64, {cfg.conv_state_rows(), cfg.gdn_conv_dim()});
   TensorMap s;
-  s["attn_norm"] = c.stage(rmsnorm(x, c.lw("attn_norm.weight"), cfg.norm_eps, cfg.norm_plus_one, cfg.hidden));
-  s["qkv_mixed"] = c.stage(linear(s["attn_norm"], c.lw("attn_qkv.weight"), nullptr));
-  s["z_gate"] = c.stage(linear(s["attn_norm"], c.lw("attn_gate.weight"), nullptr));
-  s["beta"] = c.stage(gdn_beta(linear(s["attn_norm"], c.lw("ssm_beta.weight"), nullptr)));
+  s["attn_norm"] = c.stage(c.rmsnorm(x, "attn_norm", cfg.hidden));
+  s["qkv_mixed"] = c.stage(c.linear(s["attn_norm"], "attn_qkv"));
+  s["z_gate"] = c.stage(c.linear(s["attn_norm"], "attn_gate"));
+  s["beta"] = c.stage(gdn_beta(c.linear(s["attn_norm"], "ssm_beta")));
   s["g"] = c.stage(
-      gdn_g(linear(s["attn_norm"], c.lw("ssm_alpha.weight"), nullptr), c.lw("ssm_a"), c.lw("ssm_dt.bias")));
+      gdn_g(c.linear(s["attn_norm"], "ssm_alpha"), c.lw("ssm_a"), c.lw("ssm_dt.bias")));
   s["conv"] = c.stage(conv_silu(s["qkv_mixed"], c.lw("ssm_conv1d.weight"), st.conv));
   st.conv = c.stage(st.conv);
   s["conv_state"] = st.conv;
@@ -58,7 +58,7 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
   s["gdn_state"] = state_stage(cfg, st.ssm);
   s["gated_norm"] =
       c.stage(gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps, cfg.gdn_v_dim));
-  s["out_proj"] = c.stage(linear(s["gated_norm"], c.lw("ssm_out.weight"), nullptr));
+  s["out_proj"] = c.stage(c.linear(s["gated_norm"], "ssm_out"));
   s["residual_1"] = c.stage(add(x, s["out_proj"]));
   swiglu_mlp(c, s);
   st.positions += int(x.dim(0));

@@ -436,6 +436,7 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
     const std::string name = canonical_name(m.config, path, t.name);
     if (name.empty()) continue;
     m.weights.put(name, f.read(t));
+    if (const auto info = ggml_type_info(t.type)) m.file_types[name] = std::string(info->name);
   }
   auto& c = m.config;
   if (const Tensor* e = m.weights.find("token_embd.weight")) {

@@ -11,6 +11,7 @@ Usage: test_llamacpp_peers.py DRIFTSCOPE PEERS_DIR (the llama.cpp peer folder; a
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,72 @@ class PlantedBug(unittest.TestCase):
             self.assertEqual(rc, 1, text[-3000:])
             first = report["first_failure"]
             self.assertEqual((first["stage"], first["layer"], first["step"]), ("down", 1, 0), first)
+
+
+def mapping_for_present_files(dump_dir, family, dst):
+    """The shipped mapping of `family` with every stage whose file this dump lacks moved to `absent`
+    (llama.cpp's default graph, flash attention on, names no `embd` and, for some models, no
+    `kqv_out`): what a user writes for such a dump, the rest of the mapping unchanged."""
+    present = set(os.listdir(os.path.join(dump_dir, "step0")))
+    lines, absent = [], []
+    with open(os.path.join(ROOT, "fixtures", "dumps", f"llama.cpp-{family}.yaml")) as f:
+        for line in f:
+            m = re.match(r'\s+([a-z_0-9]+): (?:\{file: )?"step\{step\}/([^"]+)"', line)
+            if m and m.group(2).replace("{layer}", "0") not in present:
+                absent.append(m.group(1))
+                continue
+            m = re.match(r"absent: \[(.*)\]", line)
+            if m:
+                absent += [a.strip() for a in m.group(1).split(",")]
+                continue
+            lines.append(line)
+    with open(dst, "w") as f:
+        f.write("".join(lines) + f"absent: [{', '.join(absent)}]\n")
+    return dst
+
+
+# (dump, model, family, what the dump needs declared, a declaration that leaves part of it out)
+ENGINE_NUMERICS = [
+    # f16 KV cache and flash attention accumulating in f16: differs at `attn` of layer 0.
+    ("llama-default", "llama-tiny.tok.gguf", "llama", "llama.cpp-default", "llama.cpp-f32"),
+    ("qwen2-kvdefault-fadefault", "qwen2-tiny.tok.gguf", "qwen2", "llama.cpp-default", "llama.cpp-f32"),
+    ("qwen3-kvdefault-fadefault", "qwen3-tiny.tok.gguf", "qwen3", "llama.cpp-default", "llama.cpp-f32"),
+    # llama.cpp's CPU GELU is an f16 lookup table.
+    ("gpt2-all", "gpt2-tiny.tok.gguf", "gpt2", "llama.cpp-f32", "llama.cpp-f32,gelu=exact"),
+    # Q8_0 weights: ggml quantizes the activations to Q8_0 blocks; Q4_K/Q6_K weights: to Q8_K.
+    ("llama256.q8_0", "llama256.q8_0.gguf", "llama", "llama.cpp-f32", "llama.cpp-f32,act-quant=none"),
+    ("llama256.q4_k_m", "llama256.q4_k_m.gguf", "llama", "llama.cpp-f32", "llama.cpp-f32,act-quant=none"),
+    ("llama256.q4_k_m", "llama256.q4_k_m.gguf", "llama", "accum=f32,act-quant=q8_k", "f32"),
+]
+
+
+class EngineNumerics(unittest.TestCase):
+    """llama.cpp's own numerics, declared (--numerics), make its correct dumps pass; leaving out the
+    part a dump needs fails it at the stage that part affects. The f32 dumps pass with the f32
+    profile the shipped mappings declare (F32Dumps)."""
+
+    def test_each_dump_passes_with_its_numerics_and_fails_without(self):
+        for dump, model, family, good, short in ENGINE_NUMERICS:
+            with self.subTest(dump=dump, numerics=good), tempfile.TemporaryDirectory() as tmp:
+                d = os.path.join(PEERS, "dumps", dump)
+                mapping = mapping_for_present_files(d, family, os.path.join(tmp, "m.yaml"))
+                rc, text, report = judge(f"{d}:{mapping}", model, tmp, "--numerics", good)
+                self.assertEqual(rc, 0, text[-3000:])
+                self.assertIn(f"noise floors model {good} numerics", text)
+                self.assertEqual(report["numerics"], report["numerics"].strip())
+                rc, text, report = judge(f"{d}:{mapping}", model, tmp, "--numerics", short)
+                self.assertEqual(rc, 1, text[-3000:])
+                first = report["first_failure"]
+                self.assertEqual((first["step"], first["layer"]), (0, 0), first)
+
+    def test_a_malformed_numerics_is_bad_input_naming_it(self):
+        for spec, named in [("llama.cpp-f33", "unknown profile 'llama.cpp-f33'"), ("accum=f16", "accum=f16"),
+                            ("kv-cache=i32", "kv-cache=i32"), ("f32,bogus=1", "unknown key 'bogus'")]:
+            with self.subTest(spec):
+                rc, out = run("run", "--model", os.path.join(PEERS, "models", "llama-tiny.tok.gguf"),
+                              "--candidate", f"dump:{os.path.join(PEERS, 'dumps', 'llama-all')}", "--numerics", spec)
+                self.assertEqual(rc, 2, out[-2000:])
+                self.assertIn(named, out)
 
 
 class Refusals(unittest.TestCase):
