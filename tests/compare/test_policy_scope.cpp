@@ -9,6 +9,7 @@
 #include "closest_name.h"
 #include "policy.h"
 #include "policy_scope.h"
+#include "runner.h"
 #include "stage_catalog.h"
 
 namespace ds {
@@ -39,17 +40,10 @@ INSTANTIATE_TEST_SUITE_P(Names, ClosestName,
                                          ClosestCase{"far_from_everything", "llama", ""}),
                          [](const auto& i) { return std::string(i.param.name); });
 
+// qwen2-tiny's header: 2 layers, no QK-norm.
 ModelConfig two_layer_qwen2() {
-  ModelConfig c;
+  ModelConfig c = load_config_spec("synthetic:qwen2-tiny", 0);
   c.name = "qwen2-test";
-  c.family = Family::qwen2;
-  c.n_layers = 2;
-  c.hidden = 64;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.ffn = 128;
-  c.vocab = 256;
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "console.h"
+#include "stage_catalog.h"
 
 namespace ds {
 namespace {
@@ -176,13 +177,15 @@ TEST_P(ConsoleLayout, LeadsWithTheCauseAndCollapsesInheritedAndFilledRows) {
   EXPECT_NE(s.find("cand[3..8]: [1, 2, 9, 4, 5]"), std::string::npos) << s;
   EXPECT_EQ(count_lines_with(s, "chained row(s) inherited"), c.collapsed_lines) << s;
   const std::size_t chained_fail_rows = count_lines_with(s, " chained  FAIL");
-  if (c.every_inherited_row)
+  if (c.every_inherited_row) {
     EXPECT_GT(chained_fail_rows, c.collapsed_lines) << s;
-  else
+  } else {
     EXPECT_EQ(chained_fail_rows, 1u) << s;  // layer 0's chained residual_1 fails locally: listed
+  }
   EXPECT_EQ(count_lines_with(s, "FILLED"), c.all_rows ? std::size_t(c.filled) : 0u) << s;
-  if (c.filled && !c.all_rows)
+  if (c.filled && !c.all_rows) {
     EXPECT_NE(s.find(fmt::format("{} filled by the reference", c.filled)), std::string::npos) << s;
+  }
   EXPECT_NE(s.find("step layer  stage"), std::string::npos) << s;  // the table has its header
 }
 
@@ -259,7 +262,9 @@ TEST_P(ConsoleDrift, SaysWhetherDriftWasChecked) {
   rep.verdict = "PASS: 1 stages within policy";
   const std::string s = render(rep, {false, false, false});
   EXPECT_NE(s.find(GetParam().expect), std::string::npos) << s;
-  if (!GetParam().chained) EXPECT_EQ(s.find("No drift"), std::string::npos) << s;
+  if (!GetParam().chained) {
+    EXPECT_EQ(s.find("No drift"), std::string::npos) << s;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ConsoleDrift,

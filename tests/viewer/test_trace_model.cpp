@@ -109,7 +109,9 @@ TEST_P(DriftText, SaysWhatIsKnownAboutDrift) {
   EXPECT_NE(m->info().drift_text.find(GetParam().expect), std::string::npos) << m->info().drift_text;
   EXPECT_EQ(m->info().drift_text.find("not in result"), std::string::npos);
   // Only a chained lane checks drift: an isolated run never reads as "no drift".
-  if (!GetParam().chained) EXPECT_EQ(m->info().drift_text.find("no drift"), std::string::npos);
+  if (!GetParam().chained) {
+    EXPECT_EQ(m->info().drift_text.find("no drift"), std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Result, DriftText,
