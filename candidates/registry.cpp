@@ -6,6 +6,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "closest_name.h"
 #include "cpu/cpu_candidate.h"
 #include "dump/dump_candidate.h"
 #include "plugin/plugin_candidate.h"
@@ -113,9 +114,9 @@ CandidatePtr make_candidate(std::string_view name) {
     known.push_back(f.name);
   }
   throw std::invalid_argument(
-      fmt::format("unknown candidate '{}' (known: {}; or a plugin: PATH.so or PATH.so:NAME; or an engine's "
+      fmt::format("unknown candidate '{}'{} (known: {}; or a plugin: PATH.so or PATH.so:NAME; or an engine's "
                   "tensor dumps: dump:DIR)",
-                  name, fmt::join(known, ", ")));
+                  name, did_you_mean(name, known), fmt::join(known, ", ")));
 }
 
 std::vector<std::string> expand_candidate_spec(std::string_view spec) {

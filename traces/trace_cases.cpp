@@ -23,22 +23,38 @@ std::string case_key(const std::string& model, const std::string& candidate, std
 namespace {
 
 // The fields of a stored result that reports act on, by type: the exit code becomes `report`'s own,
-// so a value no run writes (a string, 300) is a corrupt trace, not an exit status of 255. A result
-// without one records no verdict of its own (its rows are re-judged).
+// so a value no run writes (a string, 255, 7) is a corrupt trace, never an exit status outside the
+// CLI's 0-4. A result without one records no verdict of its own (its rows are re-judged).
+constexpr std::int64_t kMaxExitCode = 4;  // the CLI's exit codes: 0 parity .. 4 crashed (docs/cli.md)
 void check_result_json(const nlohmann::json& result, const std::string& path) {
   const char* name =
       result.value("status", nlohmann::json()) == kStatusWriteFailed ? "/write_error" : "/result";
   if (result.contains("exit_code")) {
     const nlohmann::json& code = result["exit_code"];
-    if (!code.is_number_integer() || code.get<std::int64_t>() < 0 || code.get<std::int64_t>() > 255)
+    if (!code.is_number_integer() || code.get<std::int64_t>() < 0 || code.get<std::int64_t>() > kMaxExitCode)
       throw TraceError(
-          fmt::format("{}: {}: exit_code must be an integer from 0 to 255 (it is {} {}): corrupt trace", path,
-                      name, code.type_name(), json_text(code)));
+          fmt::format("{}: {}: exit_code must be an integer from 0 to {} (it is {} {}): corrupt trace", path,
+                      name, kMaxExitCode, code.type_name(), json_text(code)));
   }
   for (const char* field : {"status", "verdict", "reason"})
     if (result.contains(field) && !result[field].is_string())
       throw TraceError(fmt::format("{}: {}: {} must be a string (it is {}): corrupt trace", path, name, field,
                                    result[field].type_name()));
+  // A run that stopped before any stage exits by why it stopped: 3 refused, 2 bad input or a failed
+  // trace write. Any other pairing (a refusal stored with exit 0) would make `report` pass it.
+  if (const std::string status = result.value("status", std::string());
+      !status.empty() && status != kStatusRan) {
+    const std::int64_t want = status == kStatusRefused                                    ? 3
+                              : status == kStatusBadInput || status == kStatusWriteFailed ? 2
+                                                                                          : -1;
+    if (want < 0)
+      throw TraceError(fmt::format("{}: {}: status '{}' is none of {}, {}, {}, {}: corrupt trace", path, name,
+                                   status, kStatusRan, kStatusRefused, kStatusBadInput, kStatusWriteFailed));
+    if (!result.contains("exit_code") || result["exit_code"].get<std::int64_t>() != want)
+      throw TraceError(fmt::format("{}: {}: a run of status '{}' exits {} (it stored {}): corrupt trace",
+                                   path, name, status, want,
+                                   result.contains("exit_code") ? json_text(result["exit_code"]) : "none"));
+  }
 }
 
 }  // namespace

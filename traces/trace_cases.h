@@ -42,7 +42,8 @@ struct TraceCase {
 
 // What a case is, from the trace's run JSON and result JSON (nullopt: the run did not finish).
 // Throws TraceError naming `path` and the field when the result's exit_code is not an integer
-// from 0 to 255, or its status, verdict or reason not a string.
+// from 0 to 4 (the CLI's exit codes), its status, verdict or reason not a string, or a stopped
+// run's exit code not its status's.
 TraceCase describe_case(const nlohmann::json& run, const std::optional<nlohmann::json>& result,
                         const std::string& path);
 

@@ -50,4 +50,16 @@ StageCounts count_stages(const std::vector<StageResult>& results) {
   return n;
 }
 
+bool drift_checked(const std::vector<StageResult>& results) {
+  for (const auto& r : results)
+    if (r.mode == Mode::chained) return true;
+  return false;
+}
+
+std::int64_t evidence_index(const Metrics& m) {
+  if (m.first_mismatch >= 0) return m.first_mismatch;
+  if (m.first_nan >= 0) return m.first_nan;
+  return m.max_abs_index;
+}
+
 }  // namespace ds

@@ -102,4 +102,17 @@ struct StageCounts {
 };
 StageCounts count_stages(const std::vector<StageResult>& results);
 
+// Whether these results can show drift across layers: only a chained lane feeds each stage what
+// the candidate computed before it, so only it lets error compound. An isolated-only run (the
+// default mode) did not check drift, and every report says so rather than "no drift".
+bool drift_checked(const std::vector<StageResult>& results);
+inline constexpr std::string_view kDriftNotChecked =
+    "drift across layers was NOT checked: isolated mode feeds every stage the reference's inputs, so an "
+    "error that compounds layer by layer cannot show (--mode both checks it)";
+
+// The element a failing row is shown by: the first outside its tolerance, else the first NaN,
+// else the largest difference (a row failing a statistical limit has every element inside the
+// band); -1 when the row has no elements.
+std::int64_t evidence_index(const Metrics& m);
+
 }  // namespace ds

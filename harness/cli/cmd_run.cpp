@@ -67,6 +67,18 @@ bool parse_layer_range(const std::string& s, int& min, int& max) {
     return false;
   }
 }
+// "2 of 24 layers (--layers 2), " or "all 24 layers, ": how much of the model the header's verdict covers.
+std::string layers_run_text(const RunOptions& o) {
+  try {
+    const int total = load_config_spec(o.model, 0).n_layers;
+    return o.layers > 0 && o.layers < total
+               ? fmt::format("{} of {} layers (--layers {}), ", o.layers, total, o.layers)
+               : fmt::format("all {} layers, ", total);
+  } catch (const InputError&) {
+    return std::string();  // the run itself settled the model; nothing more to say here
+  }
+}
+
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
   // A progress bar on a terminal: one tick per reference layer, and a clock once it is slow.
@@ -93,8 +105,9 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   const std::string modes = report.modes.size() == 2   ? std::string("both")
                             : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
                                                        : args.mode;
-  fmt::print("driftscope run: {} vs {} ({}), {} prompt tokens, {} decode steps{}{}\n", report.model,
-             report.candidate, modes, report.prompt_tokens, report.decode_steps, against_baseline(report),
+  fmt::print("driftscope run: {} vs {} ({}), {}{} prompt tokens, {} decode steps{}{}\n", report.model,
+             report.candidate, modes, layers_run_text(o), report.prompt_tokens, report.decode_steps,
+             against_baseline(report),
              report.from_step > 0 ? fmt::format("; steps 0-{} on the reference only (--from-step {})",
                                                 report.from_step - 1, report.from_step)
                                   : std::string());
@@ -331,7 +344,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       "(CPU wall time on simt, marked emulated; GPU time from CUPTI on cuda). Every run records them "
       "in the trace's /launches table");
   run->add_flag("--all", args->all_rows,
-                "Print every stage's row even when nothing failed (a passing run prints a summary)");
+                "Print every row: passing ones, each inherited failure (else one line per layer), filled "
+                "ones, and the values under every failure (else only the first failure's)");
   run->add_option(
          "--timeout", args->opt.timeout_s,
          "Seconds the candidate's load or one candidate step may take before it is reported as crashed "
@@ -372,7 +386,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
           throw InputError(fmt::format(
               "--max-memory {}: expected a size such as 3G, 512M or a number of bytes", o.max_memory_text));
       }
-      if (!args->capture_layers.empty() &&
+      if (run->count("--capture-layers") > 0 &&
           !parse_layer_range(args->capture_layers, o.capture_layer_min, o.capture_layer_max))
         throw InputError(fmt::format("--capture-layers {}: expected A:B or N", args->capture_layers));
       try {
@@ -380,7 +394,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       } catch (const std::invalid_argument& e) {
         throw InputError(fmt::format("--capture-stages: {}", e.what()));
       }
-      if (!args->tokens.empty()) {
+      // `--tokens ""` (an unset shell variable) is a prompt of no tokens, not "use the seeded one".
+      if (run->count("--tokens") > 0) {
         o.tokens = parse_tokens_arg(args->tokens);
         o.prompt_tokens = int(o.tokens.size());
       }

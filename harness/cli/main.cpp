@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : ds::kExitUsage;
+  } catch (const std::exception& e) {
+    // No command should let one through; if one does, it is an error (2) with its message, never
+    // an abort (134).
+    fmt::print(stderr, "error: {}\n", e.what());
+    return ds::kExitUsage;
   }
-  return exit_code;
+  // Every status the CLI ends with is one of the documented 0-4; anything else is a bug, said as 2.
+  return exit_code >= ds::kExitParity && exit_code <= ds::kExitCrashed ? exit_code : ds::kExitUsage;
 }

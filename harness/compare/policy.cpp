@@ -28,6 +28,16 @@ DtypeDefault dtype_default(DType t) {
   return {1e-5, 1e-3};
 }
 
+// A floor as a note prints it: the number the limit was taken from, i.e. the recorded floor raised
+// to half an ULP of the stage's scale, saying so when raised (a note that divides by one number and
+// prints another reads as wrong arithmetic).
+std::string floor_text(double recorded, DType t, double ref_rms) {
+  const double used = floor_of(recorded, t, ref_rms);
+  if (used == recorded) return fmt::format("{:.3g}", used);
+  return fmt::format("{:.3g} (the recorded {:.3g} raised to half an {} ULP of the stage's rms {:.3g})", used,
+                     recorded, dtype_name(t), ref_rms);
+}
+
 constexpr const char* kInfDisagree = "+-Inf where the reference has none (or the other way round)";
 
 Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
@@ -142,11 +152,11 @@ void Policy::judge(StageResult& r) const {
       } else if (ok && rms_limit && m.rms > *rms_limit) {
         ok = false;
         r.note = fmt::format(
-            "rms {:.3g} is {:.2g}x the {} noise floor's rms {:.3g} (limit {:g}x), though every element is "
+            "rms {:.3g} is {:.3g}x the {} noise floor's rms {} (limit {:g}x), though every element is "
             "within tolerance: a small error on every element (a reduced-precision accumulator, a slightly "
             "wrong scale)",
             m.rms, m.rms / floor_of(r.floor_rms, r.cand_dtype, m.ref_rms), dtype_name(r.cand_dtype),
-            r.floor_rms, rule->rms_k);
+            floor_text(r.floor_rms, r.cand_dtype, m.ref_rms), rule->rms_k);
       }
       break;
     }
@@ -167,14 +177,17 @@ void Policy::judge(StageResult& r) const {
         r.note = kInfDisagree;
       else if (m.mismatches > 0)
         r.note = fmt::format(
-            "{} element(s) above {:g} x noise floor: max|d| {:.3g} vs floor {:.3g}, rms {:.3g} "
-            "vs floor {:.3g}",
-            m.mismatches, rule->k, m.max_abs, r.floor_max_abs, m.rms, r.floor_rms);
+            "{} element(s) above {:g} x noise floor: max|d| {:.3g} vs floor {}, rms {:.3g} "
+            "vs floor {}",
+            m.mismatches, rule->k, m.max_abs, floor_text(r.floor_max_abs, r.cand_dtype, m.ref_rms), m.rms,
+            floor_text(r.floor_rms, r.cand_dtype, m.ref_rms));
       else if (!ok)
         r.note = fmt::format(
-            "rms {:.3g} above {:g} x the floor's rms {:.3g}, though every element is within "
-            "{:g} x the floor's max|d| {:.3g}",
-            m.rms, rule->k, r.floor_rms, rule->k, r.floor_max_abs);
+            "rms {:.3g} is {:.3g}x the floor's rms {} (limit {:g}x), though every element is within "
+            "{:g} x the floor's max|d| {}",
+            m.rms, m.rms / floor_of(r.floor_rms, r.cand_dtype, m.ref_rms),
+            floor_text(r.floor_rms, r.cand_dtype, m.ref_rms), rule->k, rule->k,
+            floor_text(r.floor_max_abs, r.cand_dtype, m.ref_rms));
       break;
     }
     case Rule::Kind::predicates:

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "policy_scope.h"
+
 namespace ds {
 
 namespace {
@@ -35,8 +37,15 @@ std::vector<LaneLogits> stored_logits(const std::optional<nlohmann::json>& resul
         !v.contains("min_top1_agreement") || !v["min_top1_agreement"].is_number() ||
         !v.contains("first_token_divergence_step") || !v["first_token_divergence_step"].is_number_integer())
       continue;
-    out.push_back({*mode, v["max_kl"].get<double>(), v["min_top1_agreement"].get<double>(),
-                   v["first_token_divergence_step"].get<int>()});
+    LaneLogits l{*mode, v["max_kl"].get<double>(), v["min_top1_agreement"].get<double>(),
+                 v["first_token_divergence_step"].get<int>()};
+    // Traces written before disagreements were counted have none: the line then says no near-tie.
+    if (v.contains("disagreements") && v["disagreements"].is_number_integer() &&
+        v.contains("max_disagree_margin") && v["max_disagree_margin"].is_number()) {
+      l.disagreements = v["disagreements"].get<int>();
+      l.max_disagree_margin = v["max_disagree_margin"].get<double>();
+    }
+    out.push_back(l);
   }
   return out;
 }
@@ -77,6 +86,12 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
   // a re-judge is against that baseline too, and says so.
   if (trace.run().is_object() && trace.run().contains("baseline"))
     report.baseline = json_name(trace.run(), "baseline");
+  // A rule selecting none of the trace's stages (a typo) would be silently never applied.
+  std::vector<StageSite> sites;
+  for (const auto& row : trace.rows()) sites.push_back({row.result.key.layer, row.result.key.stage});
+  if (!sites.empty())
+    if (auto why = unapplied_rule(policy, sites, fmt::format("the trace of {}", report.model)))
+      throw InputError(*why);
   for (const auto& row : trace.rows()) report.results.push_back(rejudge(trace, row, policy));
   report.logits = stored_logits(trace.result());
   if (const auto& res = trace.result();

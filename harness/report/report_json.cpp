@@ -95,6 +95,18 @@ nlohmann::json report_json(const RunReport& report) {
       {"failed", counts.failed},
       {"stages", stages}};
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
+  // Drift across layers: checked only by a chained lane. `start_layer` null and `checked` false is an
+  // isolated-only run that says nothing about drift, not "no drift".
+  if (!report.results.empty()) {
+    const bool checked = drift_checked(report.results);
+    j["drift"] = {
+        {"checked", checked},
+        {"start_layer", report.drift_start ? nlohmann::json(*report.drift_start) : nlohmann::json(nullptr)},
+        {"failed", report.drift_failed},
+        {"text", checked ? report.drift : std::string(kDriftNotChecked)}};
+  } else {
+    j["drift"] = nullptr;
+  }
   // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.
   j["incomplete"] = nullptr;
   if (const auto& inc = report.incomplete) {

@@ -69,7 +69,19 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
   };
   if (report.incomplete) run_failure("run-finished", "INCOMPLETE", report.verdict);
   if (report.results.empty()) run_failure("any-stage", "empty", "no stage was judged");
-  if (report.drift_failed) run_failure("no-drift", "drift", report.drift);
+  if (report.drift_failed || report.drift_start) {
+    run_failure("no-drift", "drift", report.drift);
+  } else if (!report.results.empty() && !report.incomplete) {  // an unfinished run's drift is unknown
+    // Drift gets a testcase of its own either way: a pass when a chained lane found none, skipped
+    // (never a silent pass) when the run was isolated-only and did not look.
+    const bool checked = drift_checked(report.results);
+    run_cases +=
+        fmt::format("    <testcase classname=\"driftscope\" name=\"no-drift\">\n{}    </testcase>\n",
+                    checked ? std::string()
+                            : fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(kDriftNotChecked)));
+    ++tests;
+    skipped += checked ? 0 : 1;
+  }
   std::string out =
       fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">\n",
                   xml_escape(name), tests, failures, skipped);

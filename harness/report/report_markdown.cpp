@@ -16,6 +16,9 @@ std::string markdown_report(const RunReport& report) {
   out += fmt::format("Policy: `{}`. {} stages judged, {} failed", report.policy, n.judged, n.failed);
   if (n.filled) out += fmt::format(", {} filled by the reference (not judged)", n.filled);
   out += ".\n\n";
+  if (!report.results.empty())
+    out += fmt::format(
+        "{}\n\n", drift_checked(report.results) ? report.drift : fmt::format("Drift: {}.", kDriftNotChecked));
   if (report.incomplete)
     out += fmt::format("**INCOMPLETE**: {}; the table covers only what was flushed.\n\n",
                        report.incomplete->why);

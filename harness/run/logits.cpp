@@ -41,7 +41,14 @@ LogitsMetrics compare_logits(const Tensor& ref, const Tensor& cand) {
     kl = std::fmax(kl, 0.0);
     m.max_kl = std::fmax(m.max_kl, kl);
     m.mean_kl += kl / double(T);
-    agree += argmax_row(ref, t) == argmax_row(cand, t);
+    const int top_ref = argmax_row(ref, t), top_cand = argmax_row(cand, t);
+    if (top_ref == top_cand) {
+      ++agree;
+    } else {
+      ++m.disagreements;
+      m.max_disagree_margin =
+          std::fmax(m.max_disagree_margin, ref.at(t * V + top_ref) - ref.at(t * V + top_cand));
+    }
   }
   m.top1_agreement = T ? double(agree) / double(T) : 1.0;
   return m;

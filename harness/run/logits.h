@@ -13,6 +13,10 @@ struct LogitsMetrics {
   double mean_kl = 0;
   double top1_agreement = 1;  // fraction of rows whose argmax agrees
   int rows = 0;
+  int disagreements = 0;  // rows whose argmax differs
+  // Among those, the largest ref[ref's argmax] - ref[cand's argmax]: how close to a tie the
+  // reference was where the candidate picked another token.
+  double max_disagree_margin = 0;
 };
 
 // ref and cand: [T, vocab].

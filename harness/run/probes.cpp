@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "closest_name.h"
 #include "prompt.h"
 #include "runner.h"
 
@@ -107,11 +108,14 @@ std::span<const Probe> probes() { return kProbes; }
 
 const Probe& find_probe(std::string_view name) {
   std::string names;
+  std::vector<std::string> known;
   for (const Probe& p : kProbes) {
     if (p.name == name) return p;
     names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+    known.emplace_back(p.name);
   }
-  throw InputError(fmt::format("--probe {}: no such probe; the probes are {} (or all)", name, names));
+  throw InputError(fmt::format("--probe {}: no such probe{}; the probes are {} (or all)", name,
+                               did_you_mean(name, known), names));
 }
 
 void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o) {

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 
+#include "closest_name.h"
 #include "fill_candidate.h"
 #include "launch_log.h"
 #include "load_model.h"
@@ -53,11 +55,15 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   const std::string where =
       t->group() == "/" ? req.trace : fmt::format("{} case {}", req.trace, req.case_index);
   const trace::TraceRow* row = nullptr;
-  for (const auto& r : t->rows())
+  std::vector<std::string> stages;  // the trace's stage names, for a mistyped --stage
+  for (const auto& r : t->rows()) {
     if (r.result.key == StageKey{req.step, req.layer, req.stage} && r.result.mode == req.mode) row = &r;
+    if (std::find(stages.begin(), stages.end(), r.result.key.stage) == stages.end())
+      stages.push_back(r.result.key.stage);
+  }
   if (!row)
-    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode)", where, req.stage,
-                                 req.layer, req.step, mode_name(req.mode)));
+    throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode){}", where, req.stage,
+                                 req.layer, req.step, mode_name(req.mode), did_you_mean(req.stage, stages)));
   const auto captured = t->captured_step(req.step, req.layer, req.mode, req.stage);
   if (!captured)
     throw InputError(

@@ -41,6 +41,7 @@
 #endif
 #include "load_model.h"
 #include "memory_estimate.h"
+#include "selector_check.h"
 #include "trace_stub.h"
 #include "trace_writer.h"
 
@@ -140,6 +141,7 @@ class Run {
     ModelConfig header = load_config_spec(opt_.model, opt_.layers);
     if (!opt_.probe.empty()) apply_probe_options(find_probe(opt_.probe), header, opt_);
     check_bounds(header);
+    check_selectors(opt_, header, policy_);
     header.gdn_fused = gdn_variant_ops(opt_.gdn_variant);
     header_ = header;
     CandidatePtr cand;
@@ -693,9 +695,10 @@ class Run {
       r.note = race->second;
     }
     if (is_failure(r) && cand && cand->numel() == ref.numel()) {
-      // Around the first mismatch, where the reader looks, not at elements 0..4.
-      r.head_from = std::max<std::int64_t>(0, std::min(r.m.first_mismatch, ref.numel() - 5) - 2);
-      if (r.m.first_mismatch < 0) r.head_from = 0;
+      // Around the element the row is shown by (the first mismatch, else the largest difference),
+      // where the reader looks, not at elements 0..4.
+      const std::int64_t at = evidence_index(r.m);
+      r.head_from = at < 0 ? 0 : std::max<std::int64_t>(0, std::min(at, ref.numel() - 5) - 2);
       r.head_ref = head_values(ref, r.head_from, 5);
       r.head_cand = head_values(*cand, r.head_from, 5);
     }
@@ -802,6 +805,8 @@ class Run {
     if (it == report_.logits.end()) it = report_.logits.insert(report_.logits.end(), LaneLogits{mode});
     it->max_kl = std::max(it->max_kl, m.max_kl);
     it->min_top1 = std::min(it->min_top1, m.top1_agreement);
+    it->disagreements += m.disagreements;
+    it->max_disagree_margin = std::max(it->max_disagree_margin, m.max_disagree_margin);
     const std::int64_t last = ref.dim(0) - 1;
     if (it->first_token_divergence < 0 && argmax_row(ref, last) != argmax_row(c, last))
       it->first_token_divergence = step;
@@ -837,7 +842,9 @@ class Run {
         res["logits"][std::string(mode_name(l.mode))] = {
             {"max_kl", l.max_kl},
             {"min_top1_agreement", l.min_top1},
-            {"first_token_divergence_step", l.first_token_divergence}};
+            {"first_token_divergence_step", l.first_token_divergence},
+            {"disagreements", l.disagreements},
+            {"max_disagree_margin", l.max_disagree_margin}};
       if (f)
         res["first_failure"] = {{"step", f->key.step},
                                 {"layer", f->key.layer},

@@ -53,6 +53,10 @@ struct LaneLogits {
   double max_kl = 0;
   double min_top1 = 1;
   int first_token_divergence = -1;
+  // Rows (over every step) whose greedy token differs, and the largest reference margin between
+  // the reference's top-1 and the candidate's pick among them: a near-tie when the logits pass.
+  int disagreements = 0;
+  double max_disagree_margin = 0;
 };
 
 struct RunReport {

@@ -118,6 +118,8 @@ void conclude(RunReport& report) {
     report.exit_code = kExitParity;
     report.verdict = fmt::format("PASS: {} stages within policy", n.judged);
     if (n.filled) report.verdict += fmt::format(" ({} more filled by the reference, not judged)", n.filled);
+    // Isolated-only: each stage within policy on the reference's inputs says nothing of drift.
+    if (!drift_checked(report.results)) report.verdict += fmt::format("; {}", kDriftNotChecked);
   }
   if (report.exit_code != kExitCrashed) report.verdict += baseline_note(report);
 }

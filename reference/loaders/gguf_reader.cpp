@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -278,6 +279,11 @@ class ConfigReader {
     if (!v) return std::nullopt;
     if (v->is_int()) return double(v->i);
     if (!v->is_float()) throw ModelError(fmt::format("{}: {}: expected a number", f_.path(), full(key)));
+    // A hyper-parameter that is not finite (norm epsilon +Inf, a NaN RoPE base) puts Inf or NaN in
+    // every stage of both sides alike, where no comparison can see a bug: refused before compute.
+    if (!std::isfinite(v->f))
+      throw ModelError(
+          fmt::format("{}: {} = {}: a hyper-parameter must be a finite number", f_.path(), full(key), v->f));
     if (v->type == 6) return std::stod(fmt::format("{}", float(v->f)));
     return v->f;
   }

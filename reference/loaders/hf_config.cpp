@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "family.h"
 #include "hf.h"
 #include "ops.h"
@@ -33,7 +35,12 @@ class Fields {
   double number(const nlohmann::json& obj, const char* k, std::string_view name, double fallback) const {
     if (!obj.is_object() || !obj.contains(k) || obj[k].is_null()) return fallback;
     if (!obj[k].is_number()) throw ModelError(fmt::format("{}: field {} must be a number", file_, name));
-    return obj[k].get<double>();
+    // JSON has no Inf or NaN, but 1e999 reads as +Inf: a hyper-parameter that is not finite (a norm
+    // epsilon, a RoPE base) would put Inf or NaN in every stage of both sides and hide any bug.
+    const double v = obj[k].get<double>();
+    if (!std::isfinite(v))
+      throw ModelError(fmt::format("{}: field {} = {} must be a finite number", file_, name, v));
+    return v;
   }
   bool boolean(const char* k, bool fallback) const {
     if (!has(k)) return fallback;
@@ -114,7 +121,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
         }
       // A scaling parameter, which must be a positive number.
       auto need = [&](const char* k) {
-        if (!s.contains(k) || !s[k].is_number() || !(s[k].get<double>() > 0))
+        if (!s.contains(k) || !s[k].is_number() || !(s[k].get<double>() > 0) ||
+            !std::isfinite(s[k].get<double>()))
           throw ModelError(
               fmt::format("{}: field rope_scaling.{} missing or not positive for {} scaling", file, k, kind));
         return s[k].get<double>();

@@ -197,7 +197,7 @@ TEST(PolicyDefaults, ChainedUsesTheNoiseFloor) {
   r.m.rms = 5e-3;  // 10x the floor RMS, every element inside the band: the note names the rms limit
   p.judge(r);
   EXPECT_EQ(r.status, Status::fail);
-  EXPECT_NE(r.note.find("rms 0.005 above 8 x the floor's rms 0.0005, though every element is within"),
+  EXPECT_NE(r.note.find("rms 0.005 is 10x the floor's rms 0.0005 (limit 8x), though every element is within"),
             std::string::npos)
       << r.note;
   r.m.mismatches = 2;

@@ -96,6 +96,7 @@ TEST_F(ReportTest, DiffFlagsAPlantedRegression) {
 }
 
 TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {
+  // 132 stages and the run's own `no-drift` testcase (the chain-add bug's drift, located).
   const Result r = sh("report " + path("bad.h5") + " --junit " + path("j.xml") + " --json " + path("j.json") +
                       " --markdown " + path("j.md"));
   EXPECT_EQ(r.rc, 1);
@@ -103,7 +104,8 @@ TEST_F(ReportTest, WritersProduceValidJUnitJsonAndMarkdown) {
       "/usr/bin/python3 -c \"import json, sys, xml.etree.ElementTree as E; t = "
       "E.parse(sys.argv[1]).getroot(); "
       "cases = t.findall('.//testcase'); fails = [c for c in cases if c.find('failure') is not None]; "
-      "assert len(cases) == 132 and len(fails) > 0, (len(cases), len(fails)); "
+      "assert len(cases) == 133 and len(fails) > 0, (len(cases), len(fails)); "
+      "assert any(c.get('name') == 'no-drift' and c.find('failure') is not None for c in cases); "
       "assert all(f.find('failure').get('message') for f in fails); "
       "j = json.load(open(sys.argv[2])); assert j['exit_code'] == 1 and len(j['stages']) == 132\" " +
       path("j.xml") + " " + path("j.json");

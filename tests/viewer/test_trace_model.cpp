@@ -91,6 +91,8 @@ struct DriftTextCase {
   const char* name;
   bool drift_start;
   const char* expect;
+  bool chained = true;
+  const char* verdict = "FAIL: fixture";
 };
 void PrintTo(const DriftTextCase& c, std::ostream* os) { *os << c.name; }
 class DriftText : public ::testing::TestWithParam<DriftTextCase> {};
@@ -98,17 +100,26 @@ class DriftText : public ::testing::TestWithParam<DriftTextCase> {};
 TEST_P(DriftText, SaysWhatIsKnownAboutDrift) {
   FixtureSpec spec;
   spec.drift_start = GetParam().drift_start;
+  spec.chained = GetParam().chained;
+  spec.verdict = GetParam().verdict;
   std::string err;
   const auto m =
       TraceModel::open(write_fixture(std::string("vm_drift_") + GetParam().name + ".h5", spec), err);
   ASSERT_TRUE(m) << err;
   EXPECT_NE(m->info().drift_text.find(GetParam().expect), std::string::npos) << m->info().drift_text;
   EXPECT_EQ(m->info().drift_text.find("not in result"), std::string::npos);
+  // Only a chained lane checks drift: an isolated run never reads as "no drift".
+  if (!GetParam().chained) {
+    EXPECT_EQ(m->info().drift_text.find("no drift"), std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Result, DriftText,
                          ::testing::Values(DriftTextCase{"located", true, "layer 2"},
-                                           DriftTextCase{"absent_from_result", false, "not located"}),
+                                           DriftTextCase{"absent_from_result", false, "not located"},
+                                           DriftTextCase{"isolated_only_pass", false, "NOT CHECKED", false,
+                                                         "PASS: 20 stages within policy"},
+                                           DriftTextCase{"isolated_only_fail", false, "NOT CHECKED", false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DriftSeries, NoiseFloorsPerMetric) {

@@ -13,10 +13,11 @@ std::string stage_name(int s) { return fmt::format("stage_{:02d}", s); }
 
 std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  nlohmann::json run = {{"model", {{"name", "fixture"}}},
-                        {"candidate", {{"name", spec.candidate}}},
-                        {"modes", {"isolated", "chained"}},
-                        {"policy", "dtype-defaults"}};
+  nlohmann::json run = {
+      {"model", {{"name", "fixture"}}},
+      {"candidate", {{"name", spec.candidate}}},
+      {"modes", spec.chained ? nlohmann::json{"isolated", "chained"} : nlohmann::json{"isolated"}},
+      {"policy", "dtype-defaults"}};
   if (!spec.baseline.empty()) run["baseline"] = {{"name", spec.baseline}};
   if (!spec.probe.empty()) run["probe"] = spec.probe;
   trace::TraceWriter w(path, {{"schema_note", "viewer test"}}, run);
@@ -24,7 +25,7 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   for (int step = 0; step < spec.steps; ++step)
     for (int layer = 0; layer < spec.layers; ++layer)
       for (Mode mode : {Mode::isolated, Mode::chained})
-        for (int s = 0; s < spec.stages; ++s) {
+        for (int s = 0; s < spec.stages && (spec.chained || mode == Mode::isolated); ++s) {
           StageResult r;
           r.key = {step, layer, stage_name(s)};
           r.mode = mode;
@@ -55,7 +56,7 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
           const Tensor tr = Tensor::from_f64(shape, ref), tc = Tensor::from_f64(shape, cand);
           w.append(r, &tr, &tc);
         }
-  nlohmann::json result = {{"verdict", "FAIL: fixture"},
+  nlohmann::json result = {{"verdict", spec.verdict},
                            {"first_failure",
                             {{"stage", stage_name(spec.fail_stage)},
                              {"layer", spec.fail_layer},

@@ -15,6 +15,8 @@ struct FixtureSpec {
   std::string candidate = "fixture-cand";  // tells apart the cases of a merged file
   std::string baseline;                    // non-empty: the run was judged against this candidate
   std::string probe;                       // non-empty: the run's --probe
+  bool chained = true;                     // false: an isolated-only run (no chained rows)
+  std::string verdict = "FAIL: fixture";   // the result JSON's verdict
 };
 
 // Returns the path written (under the test's temporary directory).
