@@ -28,15 +28,9 @@ const std::vector<Factory>& factories() {
     std::vector<Factory> v = {
         {"cpu-f16", [] { return std::make_unique<cpu::CpuCandidate>(); }},
         {"cpu-f16-v1", [] { return cpu::CpuCandidate::v1_ops(); }},
-        {"mutant:drift-from-layer3",
-         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::drift_from_layer3); }},
-        {"selftest:segv-layer1",
-         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::segv_at_layer1); }},
-        {"selftest:abort-layer1",
-         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::abort_at_layer1); }},
-        {"selftest:hang-layer1",
-         [] { return std::make_unique<cpu::CpuCandidate>(cpu::PlantedBug::hang_at_layer1); }},
     };
+    for (const cpu::CpuVariant& p : cpu::planted_variants())
+      v.push_back({p.name, [bug = p.bug] { return std::make_unique<cpu::CpuCandidate>(bug); }});
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
     v.push_back({"simt", [] {
                    return std::make_unique<gpu::GpuCandidate>(

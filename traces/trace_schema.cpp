@@ -71,6 +71,8 @@ hid_t summary_type() {
   DS_FIELD(floor_rms, H5T_NATIVE_DOUBLE);
   DS_FIELD(floor_mean_abs, H5T_NATIVE_DOUBLE);
   DS_FIELD(cand_hash, H5T_NATIVE_UINT64);
+  DS_FIELD(bias_slope, H5T_NATIVE_DOUBLE);
+  DS_FIELD(bias_se, H5T_NATIVE_DOUBLE);
 #undef DS_FIELD
   H5Tclose(stage_t);
   H5Tclose(note_t);
@@ -247,6 +249,8 @@ SummaryRow to_row(const StageResult& r) {
   row.floor_rms = r.floor_rms;
   row.floor_mean_abs = r.floor_mean_abs;
   row.cand_hash = r.cand_hash;
+  row.bias_slope = r.bias_slope;
+  row.bias_se = r.bias_se;
   return row;
 }
 
@@ -293,6 +297,8 @@ StageResult from_row(const SummaryRow& row) {
   r.floor_rms = row.floor_rms;
   r.floor_mean_abs = row.floor_mean_abs;
   r.cand_hash = row.cand_hash;
+  r.bias_slope = row.bias_slope;
+  r.bias_se = row.bias_se;
   return r;
 }
 

@@ -72,6 +72,7 @@ struct SummaryRow {
   std::uint8_t expected;                            // a missing/skipped stage the policy expected
   double floor_max_abs, floor_rms, floor_mean_abs;  // noise floor; NaN when not computed
   std::uint64_t cand_hash;                          // FNV-1a of the candidate's stored bytes; 0 when none
+  double bias_slope, bias_se;                       // systematic error; NaN when not computed
 };
 
 // One captured input tensor of one candidate step (a row of /inputs/index).

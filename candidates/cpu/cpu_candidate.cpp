@@ -33,16 +33,34 @@ CandidatePtr CpuCandidate::fill(DType storage) {
   return c;
 }
 
+const std::vector<CpuVariant>& planted_variants() {
+  static const std::vector<CpuVariant> v = {
+      {PlantedBug::segv_at_layer1, "selftest:segv-layer1",
+       "harness self-test: cpu-f16 that segfaults in layer 1's attention"},
+      {PlantedBug::abort_at_layer1, "selftest:abort-layer1",
+       "harness self-test: cpu-f16 that aborts in layer 1's attention"},
+      {PlantedBug::hang_at_layer1, "selftest:hang-layer1",
+       "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)"},
+      {PlantedBug::drift_from_layer3, "mutant:drift-from-layer3",
+       "cpu-f16 whose layer output is scaled by 1.01 from layer 3 on: a small systematic error that "
+       "compounds"},
+      {PlantedBug::residual_scale, "mutant:residual-scale",
+       "cpu-f16 whose attention residual (residual_1) is scaled by 1 + 2^-12 at every layer: a bias below "
+       "one "
+       "f16 ULP per element"},
+      {PlantedBug::layernorm_n_minus_1, "mutant:layernorm-n-minus-1",
+       "cpu-f16 whose LayerNorms (GPT-2) divide the variance by N - 1 instead of N: a scale of about "
+       "1 - 1/(2N) on every output"},
+  };
+  return v;
+}
+
 std::string CpuCandidate::name() const {
   if (fill_) return fmt::format("reference-fill-{}", dtype_name(storage_));
   if (v1_) return "cpu-f16-v1";
-  switch (bug_) {
-    case PlantedBug::none: return "cpu-f16";
-    case PlantedBug::segv_at_layer1: return "selftest:segv-layer1";
-    case PlantedBug::abort_at_layer1: return "selftest:abort-layer1";
-    case PlantedBug::hang_at_layer1: return "selftest:hang-layer1";
-    case PlantedBug::drift_from_layer3: return "mutant:drift-from-layer3";
-  }
+  if (bug_ == PlantedBug::none) return "cpu-f16";
+  for (const CpuVariant& v : planted_variants())
+    if (v.bug == bug_) return v.name;
   return "?";
 }
 
@@ -53,20 +71,11 @@ std::string CpuCandidate::description() const {
   if (v1_)
     return "cpu-f16 limited to a first kernel set's ops (RoPE, GQA, MHA, SwiGLU, RMSNorm): no QK-norm, "
            "no bias";
-  switch (bug_) {
-    case PlantedBug::none:
-      return "f32 math with every stage output stored as f16: a correct low-precision implementation of "
-             "every "
-             "family (Qwen3-Next's GDN layers with the plain ops)";
-    case PlantedBug::segv_at_layer1:
-      return "harness self-test: cpu-f16 that segfaults in layer 1's attention";
-    case PlantedBug::abort_at_layer1: return "harness self-test: cpu-f16 that aborts in layer 1's attention";
-    case PlantedBug::hang_at_layer1:
-      return "harness self-test: cpu-f16 that hangs in layer 1's attention (use --timeout)";
-    case PlantedBug::drift_from_layer3:
-      return "cpu-f16 whose layer output is scaled by 1.01 from layer 3 on: a small systematic error that "
-             "compounds";
-  }
+  if (bug_ == PlantedBug::none)
+    return "f32 math with every stage output stored as f16: a correct low-precision implementation of every "
+           "family (Qwen3-Next's GDN layers with the plain ops)";
+  for (const CpuVariant& v : planted_variants())
+    if (v.bug == bug_) return v.what;
   return "?";
 }
 
@@ -209,8 +218,9 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     // GPT-2's LayerNorms: ln_f is output_norm, ln_1 attn_norm, ln_2 ffn_norm (GGUF names).
     const int layer = s == "ln_f" ? kModelLayer : l;
     const std::string_view role = s == "ln_f" ? "output_norm" : s == "ln_1" ? "attn_norm" : "ffn_norm";
+    const int ddof = bug_ == PlantedBug::layernorm_n_minus_1 ? 1 : 0;  // the planted bug: N - 1
     out(step.outputs[0], layernorm(x(step.inputs[0]), w(layer, fmt::format("{}.weight", role)).v,
-                                   w(layer, fmt::format("{}.bias", role)).v, float(c.norm_eps)));
+                                   w(layer, fmt::format("{}.bias", role)).v, float(c.norm_eps), ddof));
   } else if (s == "c_attn" || s == "c_fc") {
     const std::string_view role = s == "c_attn" ? "attn_qkv" : "ffn_up";
     out(step.outputs[0], linear(x(step.inputs[0]), w(l, fmt::format("{}.weight", role)),
@@ -254,7 +264,10 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "o_proj") {
     out("attn_out", linear(x(step.inputs[0]), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
   } else if (s == "residual_1") {
-    out("residual_1", add(x(step.inputs[0]), x(step.inputs[1])));
+    Mat r1 = add(x(step.inputs[0]), x(step.inputs[1]));
+    if (bug_ == PlantedBug::residual_scale)
+      for (float& v : r1.v) v *= 1.0f + 0x1p-12f;  // the planted bug
+    out("residual_1", r1);
   } else if (s == "gate_up") {
     const Mat a = x("ffn_norm");
     out("gate", linear(a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));

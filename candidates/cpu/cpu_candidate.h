@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "candidate.h"
 #include "cpu_ops.h"
@@ -21,7 +22,19 @@ enum class PlantedBug {
   // A small systematic error (the layer output scaled by 1.01) from layer 3 on: compounds in
   // chained mode; the harness must place the start of drift at layer 3.
   drift_from_layer3,
+  // Biases below one f16 ULP per element, on every element (docs/mutants.md, "cpu-f16 mutants").
+  residual_scale,       // residual_1 scaled by 1 + 2^-12 in f32 before it is stored
+  layernorm_n_minus_1,  // GPT-2's LayerNorms divide the variance by N - 1 instead of N
 };
+
+// Every planted variant of cpu-f16, one row each: the name it is registered under and what it
+// does. The bug itself is planted in run(), next to the correct line.
+struct CpuVariant {
+  PlantedBug bug;
+  const char* name;
+  const char* what;
+};
+const std::vector<CpuVariant>& planted_variants();
 
 class CpuCandidate final : public Candidate {
  public:

@@ -24,7 +24,7 @@ Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width) {
   return y;
 }
 
-Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps) {
+Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps, int ddof) {
   Mat y(x.rows, x.cols);
   const float n = float(x.cols);
   for (std::int64_t r = 0; r < x.rows; ++r) {
@@ -33,7 +33,7 @@ Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, 
     for (std::int64_t i = 0; i < x.cols; ++i) mean += xr[i];
     mean /= n;
     for (std::int64_t i = 0; i < x.cols; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-    const float inv = 1.0f / std::sqrt(var / n + eps);
+    const float inv = 1.0f / std::sqrt(var / (n - float(ddof)) + eps);
     for (std::int64_t i = 0; i < x.cols; ++i)
       y.row(r)[i] = (xr[i] - mean) * inv * w[std::size_t(i)] + b[std::size_t(i)];
   }

@@ -22,8 +22,8 @@ struct Mat {
 };
 
 Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
-Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b,
-              float eps);                                             // biased variance
+// The variance divides by N - ddof: 0 is the biased variance LayerNorm takes (1 only for a mutant).
+Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps, int ddof = 0);
 Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
 // `freq_factors` (empty: none) divides pair i's frequency, as Llama-3 and linear RoPE scaling do.
 Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,

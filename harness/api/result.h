@@ -85,6 +85,9 @@ struct StageResult {
   // Noise floor: the error of the reference run at the candidate's storage dtype against the
   // f64 oracle, same stage and mode. NaN when no floor was computed.
   double floor_max_abs = Metrics::nan, floor_rms = Metrics::nan, floor_mean_abs = Metrics::nan;
+  // Systematic error (compare/bias.h): the candidate's fitted relative scale error against the
+  // reference, and its standard error under no bias, from the floor. NaN when not computed.
+  double bias_slope = Metrics::nan, bias_se = Metrics::nan;
   std::uint64_t cand_hash = 0;  // content_hash of the candidate's stored bytes (0: none)
 };
 

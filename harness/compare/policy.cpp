@@ -75,6 +75,11 @@ std::optional<double> floor_rms_limit(const Rule& rule, const StageResult& r) {
   return rule.rms_k * floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms);
 }
 
+std::optional<double> bias_z_of(const StageResult& r) {
+  if (!(r.bias_se > 0) || !std::isfinite(r.bias_slope)) return std::nullopt;
+  return r.bias_slope / r.bias_se;
+}
+
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
   const auto d = dtype_default(cand_dtype);
   return {std::max(d.atol, d.rtol * ref_rms), d.rtol};
@@ -157,6 +162,14 @@ void Policy::judge(StageResult& r) const {
             "wrong scale)",
             m.rms, m.rms / floor_of(r.floor_rms, r.cand_dtype, m.ref_rms), dtype_name(r.cand_dtype),
             floor_text(r.floor_rms, r.cand_dtype, m.ref_rms), rule->rms_k);
+      } else if (const auto z = bias_z_of(r); ok && rule->bias_z > 0 && z && std::fabs(*z) > rule->bias_z) {
+        ok = false;
+        r.note = fmt::format(
+            "systematic error: the output is scaled by 1 {} {:.2g} against the reference, {:.1f} standard "
+            "errors of the {} noise floor from none (limit {:g}), though every element is within "
+            "tolerance: a bias on every element (a wrong scale or divisor, a rounding direction)",
+            r.bias_slope < 0 ? '-' : '+', std::fabs(r.bias_slope), std::fabs(*z), dtype_name(r.cand_dtype),
+            rule->bias_z);
       }
       break;
     }
@@ -310,6 +323,10 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
       // The built-in isolated rule's statistical limit, written out: rms <= k x the floor's rms.
       r.rms_k = scalar<double>(source, v, key);
       if (!(r.rms_k > 0)) bad(source, v, key, "the factor k must be positive");
+    } else if (key == "bias_z") {
+      // The built-in isolated rule's systematic-error limit, written out: |slope| <= k standard errors.
+      r.bias_z = scalar<double>(source, v, key);
+      if (!(r.bias_z > 0)) bad(source, v, key, "the limit must be positive");
     } else if (key == "expect") {
       ++kinds;
       r.kind = Rule::Kind::expect;
@@ -322,7 +339,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else {
       bad(source, kv.first, key,
           "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, "
-          "floor_relief, floor_rms, expect, why)");
+          "floor_relief, floor_rms, bias_z, expect, why)");
     }
   }
   if (kinds != 1)
@@ -335,6 +352,8 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
         fmt::format("{}: floor_relief widens a dtype_defaults rule; this rule has none", r.where));
   if (r.rms_k > 0 && r.kind != Rule::Kind::dtype)
     throw PolicyError(fmt::format("{}: floor_rms limits a dtype_defaults rule; this rule has none", r.where));
+  if (r.bias_z > 0 && r.kind != Rule::Kind::dtype)
+    throw PolicyError(fmt::format("{}: bias_z limits a dtype_defaults rule; this rule has none", r.where));
   return r;
 }
 

@@ -31,6 +31,8 @@ std::optional<double> metric_value(const StageResult& r, const std::string& name
   if (name == "floor_max_abs") return r.floor_max_abs;
   if (name == "floor_rms") return r.floor_rms;
   if (name == "floor_mean_abs") return r.floor_mean_abs;
+  if (name == "bias_slope") return r.bias_slope;
+  if (name == "bias_z") return bias_z_of(r).value_or(Metrics::nan);
   return std::nullopt;
 }
 

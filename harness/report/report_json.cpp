@@ -70,6 +70,8 @@ nlohmann::json stage_json(const StageResult& r) {
                     {"floor_max_abs", num(r.floor_max_abs)},
                     {"floor_rms", num(r.floor_rms)},
                     {"floor_mean_abs", num(r.floor_mean_abs)},
+                    {"bias_slope", num(r.bias_slope)},
+                    {"bias_se", num(r.bias_se)},
                     {"cand_hash", fmt::format("{:016x}", r.cand_hash)}};
   }
   return j;

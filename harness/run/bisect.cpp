@@ -40,7 +40,7 @@ std::optional<int> drift_start_layer(const std::vector<double>& error, const std
   for (std::size_t l = 0; l < n; ++l) {
     bool stays_out = true;
     for (std::size_t j = l; j < n && stays_out; ++j) stays_out = error[j] > k * floor[j];
-    if (stays_out && (l + 1 == n || error[n - 1] >= error[l])) return int(l);
+    if (stays_out) return int(l);
   }
   return std::nullopt;
 }
@@ -72,6 +72,21 @@ std::optional<int> drift_trend_start(const std::vector<double>& error, const std
   const double cov = sxy - sx * sy / m, vx = sxx - sx * sx / m, vy = syy - sy * sy / m;
   if (!(vx > 0 && vy > 0) || cov / std::sqrt(vx * vy) < kTrendMinCorrelation) return std::nullopt;
   return int(start);
+}
+
+std::optional<DriftFinding> earliest_drift(const std::vector<StepLayers>& steps, double k) {
+  for (const bool trend : {false, true}) {
+    std::optional<DriftFinding> best;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const StepLayers& s = steps[i];
+      const auto at = trend ? drift_trend_start(s.error, s.floor) : drift_start_layer(s.error, s.floor, k);
+      if (!at) continue;
+      const std::size_t a = std::size_t(*at);
+      if (!best || s.layers[a] < steps[best->step_index].layers[best->at]) best = DriftFinding{i, a, trend};
+    }
+    if (best) return best;
+  }
+  return std::nullopt;
 }
 
 }  // namespace ds

@@ -165,6 +165,12 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
     r.m.ref_rms = row->result.m.ref_rms;
     r.m = compute_metrics(ref.view(), c.view(), r.cand_dtype, policy.tolerance(r));
     r.cand_hash = content_hash(c);
+    // The statistic needs the floor run, which a trace does not store: it carries over only to an
+    // output identical to the stored one.
+    if (r.cand_hash == res.stored.cand_hash) {
+      r.bias_slope = res.stored.bias_slope;
+      r.bias_se = res.stored.bias_se;
+    }
   }
   policy.judge(r);
   if (!race.empty()) {

@@ -18,6 +18,7 @@
 #include <variant>
 
 #include "baseline_run.h"
+#include "bias.h"
 #include "bisect.h"
 #include "build_info.h"
 #include "child_candidate.h"
@@ -687,6 +688,12 @@ class Run {
         r.floor_mean_abs = fm.mean_abs;
       }
       r.m = compute_metrics(ref.view(), c.view(), storage, policy_.tolerance(r));
+      if (floor && floor->numel() == ref.numel()) {
+        const TensorView fv = floor->view();
+        const BiasFit bias = fit_bias(ref.view(), c.view(), &fv);
+        r.bias_slope = bias.slope;
+        r.bias_se = bias.se;
+      }
       if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), c.view());
     }
     policy_.judge(r);

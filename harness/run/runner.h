@@ -125,8 +125,8 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy);
 // Sets first_failure, exit_code and verdict from `results` (a run that judged no stage fails:
 // "0 of 0 passed" is not parity). Shared by `run` and `report`.
 void conclude(RunReport& report);
-// Where drift begins, from the chained layer outputs of the last model step (bisect.h's rule
-// with k = 8 x the noise floor, or its steady-growth trend); fills report.drift_start and
+// Where drift begins, from the chained layer outputs of every model step, prefill and decode
+// (bisect.h's earliest_drift with k = 8 x the noise floor, or its steady-growth trend); fills report.drift_start and
 // report.drift. A trend found in a run whose every stage passed turns it into a failure (exit 1,
 // report.drift_failed). Call after conclude().
 void locate_drift(RunReport& report);

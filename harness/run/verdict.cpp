@@ -24,67 +24,81 @@ std::string baseline_note(const RunReport& report) {
 }
 }  // namespace
 
+namespace {
+// How the chained error goes on from the layer where drift begins: "growing" only when it grows.
+std::string course(double from, double to, int from_layer, int last_layer) {
+  if (from_layer == last_layer)
+    return fmt::format("{:.2g}x the floor at layer {}, the last", from, last_layer);
+  if (to > from)
+    return fmt::format("growing from {:.2g}x the floor to {:.2g}x by layer {}", from, to, last_layer);
+  return fmt::format("{:.2g}x the floor there and {:.2g}x at layer {}", from, to, last_layer);
+}
+}  // namespace
+
 void locate_drift(RunReport& report) {
   constexpr double kBand = kDefaultFloorFactor;  // the band the chained policy judges by
-  int last_step = -1;
-  for (const auto& r : report.results)
-    if (r.mode == Mode::chained) last_step = std::max(last_step, r.key.step);
-  if (last_step < 0) return;
-  // Relative chained error of each layer's output, and the floor's, raised like the policy's.
-  std::map<int, std::pair<double, double>> by_layer;
+  // Relative chained error of each layer's output at every step, and the floor's, raised like
+  // the policy's: the prefill's rows and every decode row, not only the last step's one token.
+  std::map<int, std::map<int, std::pair<double, double>>> by_step;
   DType dtype = DType::f16;
   for (const auto& r : report.results) {
-    if (r.mode != Mode::chained || r.key.step != last_step || r.key.stage != "residual_2" || r.key.layer < 0)
-      continue;
+    if (r.mode != Mode::chained || r.key.stage != "residual_2" || r.key.layer < 0) continue;
     if (r.status == Status::crashed || r.status == Status::missing || std::isnan(r.floor_rms)) continue;
     const double scale = r.m.ref_rms > 0 ? r.m.ref_rms : 1.0;
     dtype = r.cand_dtype;
-    by_layer[r.key.layer] = {r.m.rms / scale, floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms) / scale};
+    by_step[r.key.step][r.key.layer] = {r.m.rms / scale,
+                                        floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms) / scale};
   }
-  if (by_layer.empty()) return;
-  std::vector<double> err, floor;
-  std::vector<int> layers;
-  for (const auto& [layer, ef] : by_layer) {
-    layers.push_back(layer);
-    err.push_back(ef.first);
-    floor.push_back(ef.second);
-  }
-  const auto at = drift_start_layer(err, floor, kBand);
-  if (!at) {
-    if (const auto rise = drift_trend_start(err, floor)) {
-      const std::size_t i = std::size_t(*rise);
-      report.drift_start = layers[i];
-      report.drift = fmt::format(
-          "Drift begins at layer {}: inside the {:g}x band but compounding, the chained error of the layer "
-          "output grows steadily against the {} noise floor, from {:.2g}x the floor to {:.2g}x by layer {} "
-          "(step {}).",
-          layers[i], kBand, dtype_name(dtype), err[i] / floor[i], err.back() / floor.back(), layers.back(),
-          last_step);
-      // Every stage passing does not make this parity: an error that compounds layer after layer is
-      // a systematic bias (seeds/004's 24 layers drifting 10x past fp16 noise), so the run fails.
-      if (report.exit_code == kExitParity) {
-        report.exit_code = kExitFailure;
-        report.drift_failed = true;
-        report.verdict = fmt::format(
-            "FAIL: drift begins at layer {} (every stage within policy, but the chained error compounds "
-            "across layers, {:.2g}x to {:.2g}x the noise floor)",
-            layers[i], err[i] / floor[i], err.back() / floor.back());
-        report.verdict += baseline_note(report);
-      }
-      return;
+  if (by_step.empty()) return;
+  std::vector<StepLayers> steps;
+  for (const auto& [step, layers] : by_step) {
+    StepLayers& s = steps.emplace_back();
+    s.step = step;
+    for (const auto& [layer, ef] : layers) {
+      s.layers.push_back(layer);
+      s.error.push_back(ef.first);
+      s.floor.push_back(ef.second);
     }
+  }
+  const std::string read = steps.size() == 1
+                               ? fmt::format("step {}", steps.front().step)
+                               : fmt::format("steps {}..{}", steps.front().step, steps.back().step);
+  const auto found = earliest_drift(steps, kBand);
+  if (!found) {
     report.drift = fmt::format(
         "No drift: the chained error of every layer output stays within {:g}x the {} noise floor, with no "
-        "steady growth across layers (step {}, layers {}..{}).",
-        kBand, dtype_name(dtype), last_step, layers.front(), layers.back());
+        "steady growth across layers ({}, layers {}..{}).",
+        kBand, dtype_name(dtype), read, steps.front().layers.front(), steps.front().layers.back());
     return;
   }
-  report.drift_start = layers[std::size_t(*at)];
+  const StepLayers& s = steps[found->step_index];
+  const std::size_t i = found->at;
+  const double from = s.error[i] / s.floor[i], to = s.error.back() / s.floor.back();
+  report.drift_start = s.layers[i];
+  const std::string where = steps.size() == 1 ? fmt::format("step {}", s.step)
+                                              : fmt::format("step {}, the earliest; {} read", s.step, read);
+  if (!found->trend) {
+    report.drift = fmt::format(
+        "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} "
+        "noise floor, {} ({}).",
+        s.layers[i], kBand, dtype_name(dtype), course(from, to, s.layers[i], s.layers.back()), where);
+    return;
+  }
   report.drift = fmt::format(
-      "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} "
-      "noise floor, growing from {:.2g}x the floor to {:.2g}x by layer {} (step {}).",
-      *report.drift_start, kBand, dtype_name(dtype), err[std::size_t(*at)] / floor[std::size_t(*at)],
-      err.back() / floor.back(), layers.back(), last_step);
+      "Drift begins at layer {}: inside the {:g}x band but compounding, the chained error of the layer "
+      "output grows steadily against the {} noise floor, from {:.2g}x the floor to {:.2g}x by layer {} ({}).",
+      s.layers[i], kBand, dtype_name(dtype), from, to, s.layers.back(), where);
+  // Every stage passing does not make this parity: an error that compounds layer after layer is
+  // a systematic bias (seeds/004's 24 layers drifting 10x past fp16 noise), so the run fails.
+  if (report.exit_code == kExitParity) {
+    report.exit_code = kExitFailure;
+    report.drift_failed = true;
+    report.verdict = fmt::format(
+        "FAIL: drift begins at layer {} (every stage within policy, but the chained error compounds "
+        "across layers, {:.2g}x to {:.2g}x the noise floor at step {})",
+        s.layers[i], from, to, s.step);
+    report.verdict += baseline_note(report);
+  }
 }
 
 void conclude(RunReport& report) {
