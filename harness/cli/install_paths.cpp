@@ -43,17 +43,18 @@ std::vector<std::string> shipped_names(const fs::path& dir) {
 
 std::string find_shipped_yaml(std::string_view kind, const std::string& arg, std::string_view option) {
   std::error_code ec;
-  if (fs::is_regular_file(arg, ec)) return arg;
+  // Anything there (a FIFO, a directory too) and any path is the reader's to judge and name.
+  if (arg.empty() || fs::exists(fs::symlink_status(arg, ec)) || arg.find('/') != std::string::npos)
+    return arg;
   const fs::path dir = shipped_dir(kind);
-  const bool a_name = !arg.empty() && arg.find('/') == std::string::npos;
-  if (a_name)
-    for (const fs::path& candidate : {dir / arg, dir / (arg + ".yaml")})
-      if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  for (const fs::path& candidate : {dir / arg, dir / (arg + ".yaml")})
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
   const std::vector<std::string> names = shipped_names(dir);
-  throw InputError(fmt::format("{} {}: no such file{}; the shipped {} ({}) are: {}", option, arg,
-                               a_name ? ", and no shipped file of that name" : "", kind, dir.string(),
-                               names.empty() ? "none (the directory is missing or empty)"
-                                             : fmt::format("{}", fmt::join(names, ", "))));
+  throw InputError(
+      fmt::format("{} {}: no such file, and no shipped file of that name; the shipped {} ({}) are: {}",
+                  option, arg, kind, dir.string(),
+                  names.empty() ? "none (the directory is missing or empty)"
+                                : fmt::format("{}", fmt::join(names, ", "))));
 }
 
 }  // namespace ds::cli

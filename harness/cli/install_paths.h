@@ -13,11 +13,12 @@ namespace ds::cli {
 // program is P/bin/driftscope and P holds the SDK's package files; nullopt in a build tree.
 std::optional<std::filesystem::path> install_prefix();
 
-// `--policy strict`, `--mapping llama.cpp-llama`: `arg` itself when it is a file; otherwise, when it
-// names no directory, the shipped file `<arg>` or `<arg>.yaml` of `kind` ("policies" or "dumps"):
+// `--policy strict`, `--mapping llama.cpp-llama`: `arg` itself when something is there or it is a
+// path (the reader names what is wrong with it); otherwise the shipped file `<arg>` or
+// `<arg>.yaml` of `kind` ("policies" or "dumps"):
 // from PREFIX/share/driftscope/<kind>/ when installed, from the source checkout's fixtures/<kind>/
-// when run from a build tree. Anything else is an InputError naming `option`, the paths looked in
-// and the shipped names.
+// when run from a build tree. A name not shipped is an InputError naming `option`, the directory
+// looked in and the shipped names.
 std::string find_shipped_yaml(std::string_view kind, const std::string& arg, std::string_view option);
 
 }  // namespace ds::cli
