@@ -3,6 +3,8 @@
 #   driftscope::simt   the SIMT runtime (kernels include "simt/simt.h")
 #   driftscope_add_simt_kernel()  one .cu built through SIMT for the CPU and, with nvcc, for the GPU
 #   bin/driftscope, bin/driftscope-view
+#   share/driftscope/policies/*.yaml, share/driftscope/dumps/*.yaml: what `--policy NAME` and
+#   `export --mapping NAME` find by name (harness/cli/install_paths.cpp)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(DS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/driftscope)
@@ -35,3 +37,5 @@ foreach(program driftscope driftscope-view)
     install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/policies ${CMAKE_SOURCE_DIR}/fixtures/dumps
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope FILES_MATCHING PATTERN "*.yaml")

@@ -123,6 +123,11 @@ const Preset kPresets[] = {
     // multiple of a block's 8 rows). Real checkpoints are not tile multiples either (896 and 151936
     // are not multiples of 256), so a kernel that only handles whole tiles fails here, at tiny size.
     {"qwen2-tails-tiny", [] { return decoder(Family::qwen2, 2, 90, 5, 1, 18, 170, 300); }},
+    // The same widths for the other families (`run --widths odd` picks a preset's family's one);
+    // Qwen3's head_dim 26 is again no multiple of anything and not hidden / heads.
+    {"llama-tails-tiny", [] { return decoder(Family::llama, 2, 90, 5, 1, 18, 170, 300); }},
+    {"qwen3-tails-tiny", [] { return decoder(Family::qwen3, 2, 90, 5, 1, 26, 170, 300); }},
+    {"gpt2-tails-tiny", [] { return gpt2(2, 90, 5, 170, 300, 64); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (seeds/004 #4 double bias).
     {"qwen2-bias-tiny",
@@ -168,6 +173,16 @@ std::vector<std::string> synthetic_presets() {
   std::vector<std::string> out;
   for (const auto& p : kPresets) out.emplace_back(p.name);
   return out;
+}
+
+std::string synthetic_tails_preset(std::string_view preset) {
+  const Family family = synthetic_config(preset).family;
+  for (const auto& p : kPresets)
+    if (p.name.ends_with("-tails-tiny") && p.make().family == family) return std::string(p.name);
+  throw std::invalid_argument(
+      fmt::format("synthetic:{}: its family has no -tails-tiny preset (widths off every "
+                  "vector and tile multiple) yet",
+                  preset));
 }
 
 ModelConfig synthetic_config(std::string_view preset) {

@@ -35,6 +35,10 @@ SyntheticScales synthetic_scales(const ModelConfig& c);
 std::vector<std::string> synthetic_presets();
 // The configuration of a preset (no weights). Throws std::invalid_argument for unknown names.
 ModelConfig synthetic_config(std::string_view preset);
+// The preset of `preset`'s family whose widths are off every vector and tile multiple
+// (`<family>-tails-tiny`: hidden 90, ffn 170, heads of 18, vocab 300), for `run --widths odd`.
+// Throws std::invalid_argument for an unknown preset or a family that has none.
+std::string synthetic_tails_preset(std::string_view preset);
 // The dtype a preset's weights are generated in (what the run's memory estimate counts).
 DType synthetic_dtype(std::string_view preset);
 // Config + weights. `layers` > 0 truncates the model to its first layers (real-shape presets

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "install_paths.h"
 #include "export_trace.h"
 #include "runner.h"
 
@@ -23,9 +24,11 @@ void add_export_command(CLI::App& app, int& exit_code) {
                   "safetensors (one file per model step) or npy (one file per stage)")
       ->check(CLI::IsMember({"safetensors", "npy"}));
   cmd->add_option("--stages", opt->stages, "Only stages whose name matches this regex");
-  cmd->add_option("--mapping", opt->mapping,
-                  "A dump mapping (YAML, docs/dumps.md): write each stage under the engine's file and tensor "
-                  "names and in its layout (head order, fused QKV, rows so far)");
+  cmd->add_option(
+      "--mapping", opt->mapping,
+      "A dump mapping (YAML, docs/dumps.md), a file or the name of a shipped one (llama.cpp-llama, "
+      "hf-qwen3, ...; installed under share/driftscope/dumps/): write each stage under the engine's "
+      "file and tensor names and in its layout (head order, fused QKV, rows so far)");
   cmd->add_option("--dtype", *dtype, "The dtype of the written tensors")
       ->check(CLI::IsMember({"f64", "f32", "f16", "bf16"}))
       ->capture_default_str();
@@ -34,6 +37,11 @@ void add_export_command(CLI::App& app, int& exit_code) {
   cmd->callback([opt, dtype, &exit_code] {
     try {
       opt->dtype = *parse_dtype(*dtype);
+      if (!opt->mapping.empty()) {
+        const std::string given = opt->mapping;
+        opt->mapping = find_shipped_yaml("dumps", given, "--mapping");
+        if (opt->mapping != given) fmt::print("--mapping {}: the shipped {}\n", given, opt->mapping);
+      }
       const ExportSummary s = export_trace(*opt);
       fmt::print(
           "exported {} reference tensor(s) into {} file(s) under {}\nmapping: {} (read it back with "

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "install_paths.h"
 #include "runner.h"
 #include "scaffold_files.h"
 #include "version.h"
@@ -73,7 +74,12 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       std::string candidate = name;
       for (char& c : candidate)
         if (c == '_') c = '-';
+      // The prefix this driftscope was installed into is the one to build against; a build tree
+      // has none, and the README says what to do instead of printing a made-up path.
+      const auto installed = install_prefix();
+      const std::string prefix = installed ? installed->string() : "<driftscope's install prefix>";
       const std::vector<std::pair<std::string, std::string>> vars = {
+          {"@PREFIX@", prefix},
           {"@NAME@", name},
           {"@CANDIDATE@", candidate},
           {"@KERNEL@", *kernel},
@@ -83,13 +89,16 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       write_file(root / (*kernel + ".cu"), substitute(template_text(*kernel + ".cu"), vars));
       write_file(root / "candidate.cpp", substitute(template_text(*kernel + ".cpp"), vars));
       fmt::print("wrote {}: CMakeLists.txt, {}.cu, candidate.cpp, README.md\n\n", root.string(), *kernel);
-      fmt::print("  cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH=<driftscope's install prefix>\n",
-                 root.string());
+      fmt::print("  cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH={1}\n", root.string(), prefix);
       fmt::print("  cmake --build {}/build\n", root.string());
       fmt::print(
           "  driftscope run --model synthetic:qwen2-tiny --candidate {}/build/lib{}.so --fill reference "
           "--mode both\n",
           root.string(), name);
+      if (!installed)
+        fmt::print(
+            "\nThis driftscope runs from a build tree, not an install: `cmake --install BUILD --prefix P` "
+            "and build against P.\n");
       exit_code = 0;
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());

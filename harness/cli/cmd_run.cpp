@@ -42,11 +42,48 @@ struct RunArgs {
   std::string capture = "all";
   std::string capture_layers;
   std::string tokens;
+  std::string widths = "as-is";
   bool only_failures = false;
   bool all_rows = false;
   bool profile = false;
   ReportOptions report;
 };
+
+// --widths odd: each synthetic preset becomes its family's -tails-tiny preset, whose widths are off
+// every vector and tile multiple, where a kernel's tail bugs show. A model file has the widths it
+// has: it is refused, naming the presets that do the job.
+std::vector<std::string> with_odd_widths(const std::vector<std::string>& models) {
+  constexpr std::string_view kSynthetic = "synthetic:";
+  std::vector<std::string> out;
+  for (const std::string& m : models) {
+    if (!m.starts_with(kSynthetic)) {
+      // Name the file's own family's preset when its config reads; every tails preset otherwise.
+      std::vector<std::string> tails;
+      for (const std::string& p : ref::synthetic_presets())
+        if (p.ends_with("-tails-tiny")) tails.push_back("synthetic:" + p);
+      try {
+        const Family family = load_config_spec(m, 0).family;
+        std::erase_if(tails, [&](const std::string& t) {
+          return ref::synthetic_config(t.substr(kSynthetic.size())).family != family;
+        });
+      } catch (const std::exception&) {
+      }
+      throw InputError(fmt::format(
+          "--widths odd applies to synthetic presets only; {} is a model file, whose widths are its own. Run "
+          "its family at odd widths with --model {}",
+          m,
+          tails.empty() ? std::string("synthetic:<family>-tails-tiny")
+                        : fmt::format("{}", fmt::join(tails, " or "))));
+    }
+    try {
+      out.push_back(fmt::format("synthetic:{}", ref::synthetic_tails_preset(m.substr(kSynthetic.size()))));
+    } catch (const std::invalid_argument& e) {
+      throw InputError(fmt::format("--widths odd: {}", e.what()));
+    }
+    if (out.back() != m) fmt::print("--widths odd: {} runs as {}\n", m, out.back());
+  }
+  return out;
+}
 
 // "A:B" (inclusive; either side may be empty) or "N" into [min, max]; false if malformed.
 bool parse_layer_range(const std::string& s, int& min, int& max) {
@@ -319,6 +356,12 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option(
       "--trace-dir", args->trace_dir,
       "Matrix runs: write one trace per case here, named case-<k>-of-<M>.h5 (created if missing)");
+  run->add_option("--widths", args->widths,
+                  "odd: run each synthetic model's family at widths off every vector and tile multiple (its "
+                  "-tails-tiny preset: hidden 90, ffn 170, heads of 18, vocab 300), where tail bugs show; "
+                  "synthetic presets only. as-is: the model's own widths")
+      ->check(CLI::IsMember({"as-is", "odd"}))
+      ->capture_default_str();
   run->add_option("--layers", args->opt.layers,
                   "Run only the first N layers of the model (0: all; more than the model has: exit 2)")
       ->capture_default_str();
@@ -399,6 +442,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
         o.tokens = parse_tokens_arg(args->tokens);
         o.prompt_tokens = int(o.tokens.size());
       }
+      if (args->widths == "odd") args->models = with_odd_widths(args->models);
       const Policy policy = load_policy(args->report);
       // A plugin file without :NAME stands for every candidate it registers.
       std::vector<std::string> specs;

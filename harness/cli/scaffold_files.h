@@ -8,7 +8,7 @@ namespace ds::cli {
 
 struct ScaffoldFile {
   std::string_view name;  // e.g. "rmsnorm.cu", "CMakeLists.txt.in"
-  std::string_view text;  // with @NAME@, @CANDIDATE@, @KERNEL@, @SDK_VERSION@ to substitute
+  std::string_view text;  // with @NAME@, @CANDIDATE@, @KERNEL@, @SDK_VERSION@, @PREFIX@ to substitute
 };
 const std::vector<ScaffoldFile>& scaffold_files();
 

@@ -1,16 +1,23 @@
-# driftscope_add_simt_kernel(<target> SOURCES a.cu [b.cu ...] [LINK libs...])
+# driftscope_add_simt_kernel(<target> SOURCES a.cu [b.cu ...] [LINK libs...] [NO_LINE_INFO])
 #
 # Builds the same .cu sources two ways:
 #   <target>       STATIC library compiled by the host compiler against the SIMT CPU runtime
 #                  (driftscope::simt): every CUDA thread a fiber, on any machine;
 #   <target>_nvcc  OBJECT library compiled by nvcc for CMAKE_CUDA_ARCHITECTURES, and
 #   <target>_cuda  STATIC library of those objects with the CUDA runtime, both only when the
-#                  CUDA language is enabled in the calling project (enable_language(CUDA)).
+#                  CUDA language is enabled in the calling project (enable_language(CUDA)) and
+#                  the CUDA toolkit's runtime library is found.
+# Both are built with debug line info in every build type (-g for the host compiler, -lineinfo
+# for nvcc): the hazard checker and race reports then name the kernel's file:line instead of
+# lib.so+0x..., and the generated code is the same. NO_LINE_INFO leaves it to the build type.
+# Under nvcc the kernels are C++17 (CMAKE_CUDA_STANDARD overrides): CMake 3.25 knows no CUDA20
+# dialect flag for nvcc, and without an explicit CUDA_STANDARD a target holding CUDA objects
+# inherits its CXX_STANDARD (20) as a CUDA dialect, which the Makefile generators then refuse.
 # Used inside Driftscope for kernels/ and, installed, by outside projects (find_package).
 # The host build goes through generated one-line .cpp files that #include the .cu: marking the
 # .cu itself LANGUAGE CXX is per directory and would also change the nvcc target.
 function(driftscope_add_simt_kernel target)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(ARG "NO_LINE_INFO" "" "SOURCES;LINK" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "driftscope_add_simt_kernel(${target}): SOURCES is required")
   endif()
@@ -28,22 +35,37 @@ function(driftscope_add_simt_kernel target)
   if(TARGET driftscope_warnings)
     target_link_libraries(${target} PRIVATE driftscope_warnings)
   endif()
-  if(CMAKE_CUDA_COMPILER_LOADED)
+  if(NOT ARG_NO_LINE_INFO AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${target} PRIVATE -g)
+  endif()
+  if(CMAKE_CUDA_COMPILER_LOADED AND NOT TARGET CUDA::cudart_static)
+    find_package(CUDAToolkit QUIET)
+    if(NOT TARGET CUDA::cudart_static)
+      message(STATUS "driftscope_add_simt_kernel(${target}): nvcc is enabled but the CUDA runtime library "
+        "was not found (FindCUDAToolkit); building ${target} for the CPU only")
+    endif()
+  endif()
+  if(DEFINED CMAKE_CUDA_STANDARD)
+    set(cuda_standard ${CMAKE_CUDA_STANDARD})
+  else()
+    set(cuda_standard 17)
+  endif()
+  if(CMAKE_CUDA_COMPILER_LOADED AND TARGET CUDA::cudart_static)
     add_library(${target}_nvcc OBJECT ${ARG_SOURCES})
     target_include_directories(${target}_nvcc PRIVATE $<TARGET_PROPERTY:driftscope::simt,INTERFACE_INCLUDE_DIRECTORIES>)
-    # CMake 3.25 knows no CUDA20 dialect flag for nvcc, so kernels are C++17 under nvcc.
     set_target_properties(${target}_nvcc PROPERTIES
-      CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}" CUDA_STANDARD 17 POSITION_INDEPENDENT_CODE ON)
+      CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}" CUDA_STANDARD ${cuda_standard} POSITION_INDEPENDENT_CODE ON)
+    if(NOT ARG_NO_LINE_INFO)
+      target_compile_options(${target}_nvcc PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+    endif()
     foreach(lib IN LISTS ARG_LINK)
       if(TARGET ${lib})
         target_include_directories(${target}_nvcc PRIVATE $<TARGET_PROPERTY:${lib},INTERFACE_INCLUDE_DIRECTORIES>)
       endif()
     endforeach()
-    if(NOT TARGET CUDA::cudart_static)
-      find_package(CUDAToolkit REQUIRED)
-    endif()
     add_library(${target}_cuda STATIC $<TARGET_OBJECTS:${target}_nvcc>)
     target_link_libraries(${target}_cuda PUBLIC CUDA::cudart_static ${ARG_LINK})
-    set_target_properties(${target}_cuda PROPERTIES LINKER_LANGUAGE CXX POSITION_INDEPENDENT_CODE ON)
+    set_target_properties(${target}_cuda PROPERTIES
+      CUDA_STANDARD ${cuda_standard} LINKER_LANGUAGE CXX POSITION_INDEPENDENT_CODE ON)
   endif()
 endfunction()
