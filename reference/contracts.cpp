@@ -14,12 +14,26 @@ struct Alias {
   std::string_view name, canonical;
 };
 constexpr Alias kAliases[] = {
-    {"llama", "llama"},         {"llama2", "llama"},         {"llama3", "llama"},
-    {"llama3.1", "llama"},      {"llama3.2", "llama"},       {"mistral", "llama"},
-    {"qwen2", "qwen2"},         {"qwen", "qwen2"},           {"qwen2.5", "qwen2"},
-    {"qwen2_5", "qwen2"},       {"qwen3", "qwen3"},          {"gpt2", "gpt2"},
-    {"qwen3next", "qwen3next"}, {"qwen3_next", "qwen3next"}, {"qwen35", "qwen3next"},
-    {"qwen3_5", "qwen3next"},   {"qwen3.5", "qwen3next"},    {"qwen3_5_text", "qwen3next"},
+    {"llama", "llama"},
+    {"llama2", "llama"},
+    {"llama3", "llama"},
+    {"llama3.1", "llama"},
+    {"llama3.2", "llama"},
+    {"mistral", "llama"},
+    {"qwen2", "qwen2"},
+    {"qwen", "qwen2"},
+    {"qwen2.5", "qwen2"},
+    {"qwen2_5", "qwen2"},
+    {"qwen3", "qwen3"},
+    {"gpt2", "gpt2"},
+    // The dense Qwen3.5 hybrid; "qwen3next" was its name here before it was llama.cpp's (whose
+    // qwen3next is the MoE model: its experts are refused when a file has them).
+    {"qwen35", "qwen35"},
+    {"qwen3next", "qwen35"},
+    {"qwen3_next", "qwen35"},
+    {"qwen3_5", "qwen35"},
+    {"qwen3.5", "qwen35"},
+    {"qwen3_5_text", "qwen35"},
 };
 
 // Seed 001's role groups for the decoder layout.
@@ -61,7 +75,7 @@ std::string canonical_architecture(std::string_view arch) {
   return {};
 }
 
-std::vector<std::string> known_architectures() { return {"llama", "qwen2", "qwen3", "gpt2", "qwen3next"}; }
+std::vector<std::string> known_architectures() { return {"llama", "qwen2", "qwen3", "gpt2", "qwen35"}; }
 
 ArchConstraints from_architecture(std::string_view arch) {
   const std::string canon = canonical_architecture(arch);
@@ -77,7 +91,7 @@ ArchConstraints from_architecture(std::string_view arch) {
     c.has_bias = true;
     c.layout = Layout::gpt2;
   }
-  if (canon == "qwen3next") {
+  if (canon == "qwen35") {
     c.has_qk_norm = true;
     c.norm_plus_one = true;
     c.partial_rope = true;
@@ -96,7 +110,7 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
       c = from_architecture("gpt2");
       c.attention_type = cfg.n_kv_heads < cfg.n_heads ? "gqa" : "mha";
       return c;
-    case Family::qwen3next: c.layout = Layout::hybrid_gdn; break;
+    case Family::qwen35: c.layout = Layout::hybrid_gdn; break;
     default: c.layout = Layout::decoder; break;
   }
   c.rope_type = cfg.rope_mode == RopeMode::neox ? "neox" : "normal";

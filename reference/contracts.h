@@ -37,8 +37,8 @@ struct ArchConstraints {
 };
 
 std::string_view layout_name(Layout l);
-// Resolves aliases ("llama3", "mistral" -> llama; "qwen", "qwen2.5" -> qwen2; "qwen35",
-// "qwen3_next" -> qwen3next). An unknown architecture gets the default (base) constraints.
+// Resolves aliases ("llama3", "mistral" -> llama; "qwen", "qwen2.5" -> qwen2; "qwen3next",
+// "qwen3_next" -> qwen35). An unknown architecture gets the default (base) constraints.
 ArchConstraints from_architecture(std::string_view arch);
 // The canonical architecture an alias resolves to; empty when unknown.
 std::string canonical_architecture(std::string_view arch);

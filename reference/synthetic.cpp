@@ -64,10 +64,10 @@ ModelConfig gpt2(int layers, int hidden, int heads, int ffn, int vocab, int posi
   return c;
 }
 
-// Qwen3.5-style hybrid: every `interval`-th layer is gated full attention, the rest GDN.
-ModelConfig qwen3next(int layers, int interval, int hidden, int heads, int kv, int head_dim, int ffn,
-                      int vocab, int nk, int nv, int dk, int dv) {
-  ModelConfig c = decoder(Family::qwen3next, layers, hidden, heads, kv, head_dim, ffn, vocab);
+// Qwen3.5 dense hybrid: every `interval`-th layer is gated full attention, the rest GDN.
+ModelConfig qwen35(int layers, int interval, int hidden, int heads, int kv, int head_dim, int ffn, int vocab,
+                   int nk, int nv, int dk, int dv) {
+  ModelConfig c = decoder(Family::qwen35, layers, hidden, heads, kv, head_dim, ffn, vocab);
   c.rope_theta = 1e7;
   c.norm_eps = 1e-6;
   c.partial_rotary = 0.25;
@@ -98,7 +98,7 @@ const Preset kPresets[] = {
     {"qwen3-tiny", [] { return decoder(Family::qwen3, 2, 64, 4, 2, 32, 128, 256); }},
     {"gpt2-tiny", [] { return gpt2(2, 64, 4, 256, 256, 64); }},
     // rho = n_v / n_k = 2, so the grouped and tiled head maps differ.
-    {"qwen3next-tiny", [] { return qwen3next(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16); }},
+    {"qwen35-tiny", [] { return qwen35(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16); }},
     {"qwen2.5-0.5b", [] { return tied(decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936)); }},
     {"qwen3-0.6b", [] { return tied(decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936)); }},
     {"llama3.2-1b",
@@ -169,6 +169,23 @@ double NormalStream::next() {
   return r * std::cos(2 * M_PI * u2);
 }
 
+namespace {
+
+// Names presets had before, still accepted (traces, scripts and CI lines carry them); the
+// weights are keyed by tensor name and seed, so an alias gives the same model.
+struct PresetAlias {
+  std::string_view alias, preset;
+};
+constexpr PresetAlias kPresetAliases[] = {{"qwen3next-tiny", "qwen35-tiny"}};
+
+std::string_view resolve_preset(std::string_view name) {
+  for (const auto& a : kPresetAliases)
+    if (a.alias == name) return a.preset;
+  return name;
+}
+
+}  // namespace
+
 std::vector<std::string> synthetic_presets() {
   std::vector<std::string> out;
   for (const auto& p : kPresets) out.emplace_back(p.name);
@@ -187,7 +204,7 @@ std::string synthetic_tails_preset(std::string_view preset) {
 
 ModelConfig synthetic_config(std::string_view preset) {
   for (const auto& p : kPresets)
-    if (p.name == preset) {
+    if (p.name == resolve_preset(preset)) {
       ModelConfig c = p.make();
       c.name = fmt::format("synthetic:{}", preset);
       return c;

@@ -205,7 +205,9 @@ run_case() {
 
 TINY=()
 FIXTURES=()
-HYBRIDS=(synthetic:qwen3next-tiny fixtures/models/qwen3next-tiny fixtures/models/qwen3next-tiny.gguf)
+# The qwen35 GGUF keeps its value heads tiled, which the CUDA GDN kernels do not implement (the gate
+# refuses GdnTiledHeads); the legacy qwen3next GGUF (grouped) is the hybrid GGUF they run.
+HYBRIDS=(synthetic:qwen35-tiny fixtures/models/qwen35-tiny fixtures/legacy/qwen3next-tiny.gguf)
 GDN_VARIANTS=(plain inplace ids conv-update conv-update-ids)
 
 # A case's name: the preset for synthetic:PRESET, file-NAME for a fixture file or directory.
@@ -272,8 +274,8 @@ for p in $("$D" run --help | tr -d '\n' | sed -n 's/.*Presets: \([^ ]*\( [^ -][^
 done
 for f in fixtures/models/*; do [ -e "$f/config.json" ] || [ "${f%.gguf}" != "$f" ] && FIXTURES+=("$f"); done
 # The hybrids run once per GDN variant; keep them out of the plain list.
-TINY=($(printf '%s\n' "${TINY[@]}" | grep -v qwen3next))
-FIXTURES=($(printf '%s\n' "${FIXTURES[@]}" | grep -v qwen3next))
+TINY=($(printf '%s\n' "${TINY[@]}" | grep -v qwen35))
+FIXTURES=($(printf '%s\n' "${FIXTURES[@]}" | grep -v qwen35))
 echo "tiny presets: ${TINY[*]}"
 echo "fixtures: ${FIXTURES[*]}"
 for s in parity baseline real_shapes gdn_bitexact cupti bench; do step "$s" "do_$s"; done

@@ -5,7 +5,7 @@ Registers forward hooks on the modules fixtures/dumps/hf-<family>.yaml names, ru
 (step 0) and then one token per decode step with the cache, and writes one safetensors file per
 forward call (stepN.safetensors) plus tokens.safetensors and mapping.yaml (a copy of the family's
 mapping). See docs/dumps.md. Families: Llama/Mistral, Qwen2, Qwen3, GPT-2 and the Qwen3.5 hybrid
-(Qwen3_5ForCausalLM, Driftscope's qwen3next: q_proj split into query and gate, the Gated
+(Qwen3_5ForCausalLM, Driftscope's qwen35: q_proj split into query and gate, the Gated
 DeltaNet projections and gated norm, recurrent and conv state read from the cache).
 It needs torch, transformers (5.x) and safetensors; Driftscope itself never does.
 
@@ -27,7 +27,7 @@ import sys
 MAPPINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "dumps")
 # HF model_type -> Driftscope's family (the mapping fixtures/dumps/hf-<family>.yaml).
 FAMILIES = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
-            "qwen3_5": "qwen3next", "qwen3_5_text": "qwen3next"}
+            "qwen3_5": "qwen35", "qwen3_5_text": "qwen35"}
 DTYPES = ("float32", "float16", "bfloat16")
 
 # Per family: the modules whose output is saved, and those whose first input is too (NAME@input:
@@ -40,7 +40,7 @@ MODULES = {
     "gpt2": (r"transformer\.drop|transformer\.ln_f|lm_head|transformer\.h\.\d+(\.(ln_1|ln_2|attn\.c_attn"
              r"|attn\.c_proj|mlp\.c_fc|mlp\.c_proj))?",
              ("attn.c_proj", "ln_2", "mlp.c_proj")),
-    "qwen3next": (rf"model\.embed_tokens|model\.norm|lm_head|{LAYERS}(\.(input_layernorm|post_attention_layernorm"
+    "qwen35": (rf"model\.embed_tokens|model\.norm|lm_head|{LAYERS}(\.(input_layernorm|post_attention_layernorm"
                   r"|self_attn\.(q|k|v|o)_proj|self_attn\.(q|k)_norm|mlp\.(gate|up|down)_proj"
                   r"|linear_attn\.(in_proj_qkv|in_proj_z|in_proj_a|in_proj_b|norm|out_proj)))?",
                   ("self_attn.o_proj", "post_attention_layernorm", "mlp.down_proj", "linear_attn.norm",
@@ -134,7 +134,7 @@ def main(argv=None):
     def hook(name):
         def save(module, ins, output):
             out = output[0] if isinstance(output, tuple) else output
-            if family == "qwen3next" and name.endswith("self_attn.q_proj"):
+            if family == "qwen35" and name.endswith("self_attn.q_proj"):
                 # [query | gate] per head: the catalog's q and attn_gate.
                 halves = out.view(*out.shape[:-1], -1, 2, config.head_dim)
                 keep(name + ".q", halves[..., 0, :].flatten(-2))

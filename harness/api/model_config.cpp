@@ -12,7 +12,7 @@ std::string_view family_name(Family f) {
     case Family::qwen2: return "qwen2";
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
-    case Family::qwen3next: return "qwen3next";
+    case Family::qwen35: return "qwen35";
   }
   return "?";
 }

@@ -11,7 +11,9 @@
 
 namespace ds {
 
-enum class Family { llama, qwen2, qwen3, gpt2, qwen3next };
+// qwen35: the dense Qwen3.5 hybrid (Gated DeltaNet + gated attention, dense MLP), llama.cpp's `qwen35`;
+// "qwen3next" names it too (the name it had before), see contracts.cpp.
+enum class Family { llama, qwen2, qwen3, gpt2, qwen35 };
 // What one layer computes. `embed` and `head` are the model-level pseudo blocks.
 enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
 enum class RopeMode { normal, neox };      // pairs (2i, 2i+1) vs (i, i + R/2)
@@ -58,14 +60,14 @@ struct ModelConfig {
   bool qkv_bias = false;  // q/k/v projections carry a bias (qwen2, gpt2)
   bool o_bias = false;    // attention output projection bias (gpt2)
   bool mlp_bias = false;  // gate/up/down (or fc/proj) bias
-  bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (qwen3, qwen3next)
+  bool qk_norm = false;   // per-head RMSNorm on q and k before RoPE (qwen3, qwen35)
   bool tied_embeddings = false;
-  bool norm_plus_one = false;  // RMSNorm weight applied as (1 + w) (qwen3next)
+  bool norm_plus_one = false;  // RMSNorm weight applied as (1 + w) (qwen35)
   // Attention scores: GPT-2 divides by sqrt(d); LLaMA/Qwen multiply by d^-0.5. The two round
   // differently, which only a bit-exact candidate notices, but the oracle follows each source.
   bool attn_scale_divide = false;
 
-  // Gated DeltaNet (qwen3next) linear-attention layers.
+  // Gated DeltaNet (qwen35) linear-attention layers.
   int full_attention_interval = 4;  // every n-th layer is full (gated) attention
   int gdn_k_heads = 0;
   int gdn_v_heads = 0;

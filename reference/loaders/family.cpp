@@ -10,7 +10,7 @@ std::optional<Family> family_of(std::string_view arch) {
   if (canon == "qwen2") return Family::qwen2;
   if (canon == "qwen3") return Family::qwen3;
   if (canon == "gpt2") return Family::gpt2;
-  if (canon == "qwen3next") return Family::qwen3next;
+  if (canon == "qwen35") return Family::qwen35;
   return std::nullopt;
 }
 
@@ -27,10 +27,10 @@ void apply_family(ModelConfig& c) {
       c.attn_scale_divide = true;
       c.rope_mode = RopeMode::neox;
       break;
-    case Family::qwen3next: c.qk_norm = true; break;
+    case Family::qwen35: c.qk_norm = true; break;
   }
   c.layer_kinds.assign(std::size_t(c.n_layers), kind);
-  if (c.family == Family::qwen3next && c.full_attention_interval > 0)
+  if (c.family == Family::qwen35 && c.full_attention_interval > 0)
     for (int l = 0; l < c.n_layers; ++l)
       c.layer_kinds[std::size_t(l)] =
           (l + 1) % c.full_attention_interval == 0 ? BlockKind::gated_attn : BlockKind::gdn;

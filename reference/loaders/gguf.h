@@ -62,14 +62,22 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
 // Only the configuration, from the header: no tensor data is read.
 ModelConfig gguf_config(const std::string& path, int layers, const LoadOptions& options);
 
+// How a dense hybrid's GDN layers are written.
+enum class GgufGdnLayout {
+  llamacpp_tiled,  // general.architecture qwen35, value heads tiled: what llama.cpp loads
+  legacy_grouped,  // qwen3next, value heads grouped: the files this project wrote before
+};
+
 struct GgufWriteOptions {
   GgmlType matrix_type = GgmlType::F32;  // 2-D weights; vectors are always F32
   // Further u32 metadata, "<arch>." prefixed, for keys a converter writes that ModelConfig has
   // no field for (tests use it to build files the reader must refuse, e.g. expert_count).
   std::vector<std::pair<std::string, std::uint32_t>> extra_u32;
+  GgufGdnLayout gdn_layout = GgufGdnLayout::llamacpp_tiled;
 };
-// Writes `model` the way llama.cpp's converter would lay it out (LLaMA Q/K permuted, (1 + w)
-// norms pre-added for qwen3next, Qwen3-Next post-attention norm name).
+// Writes `model` the way llama.cpp's converter would lay it out (LLaMA Q/K permuted; for qwen35
+// (1 + w) norms pre-added, the post-attention norm name, GDN value heads tiled and
+// rope.dimension_sections).
 void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options = {});
 
 }  // namespace ds::ref

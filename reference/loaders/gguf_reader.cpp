@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "family.h"
+#include "gdn_layout.h"
 #include "gguf.h"
 #include "qk_permute.h"
 #include "user_file.h"
@@ -295,7 +297,33 @@ class ConfigReader {
   std::string arch_;
 };
 
+// Router and expert tensors (llama.cpp's names): a mixture-of-experts MLP, which the reference
+// does not implement. Refused from the header, before any tensor is read or anything computed.
+void refuse_experts(const GgufFile& f) {
+  for (const auto& t : f.tensors())
+    for (std::string_view moe : {".ffn_gate_inp.", "_exps.", "_shexp."})
+      if (t.name.find(moe) != std::string::npos)
+        throw ModelError(fmt::format(
+            "{}: tensor {}: a mixture-of-experts model (router ffn_gate_inp, experts *_exps): not supported, "
+            "the reference implements dense MLPs (llama.cpp's qwen3next is the MoE Qwen3-Next; the dense "
+            "hybrid is qwen35)",
+            f.path(), t.name));
+}
+
+// rope.dimension_sections (qwen35's multimodal RoPE): which position component each rotary pair
+// reads. A text token's components are all its position, so any split gives plain NEOX RoPE;
+// the value is only checked to be what llama.cpp reads (non-negative integers).
+void check_rope_sections(const GgufFile& f, const std::string& key) {
+  const GgufValue* v = f.find(key);
+  if (!v) return;
+  const bool ints = v->type == 9 && std::all_of(v->arr.begin(), v->arr.end(),
+                                                [](const GgufValue& e) { return e.is_int() && e.i >= 0; });
+  if (!ints)
+    throw ModelError(fmt::format("{}: {}: expected an array of non-negative integers", f.path(), key));
+}
+
 ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
+  refuse_experts(f);
   const GgufValue* a = f.find("general.architecture");
   if (!a || a->type != 8)
     throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
@@ -355,7 +383,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
     c.rope_mode = RopeMode::normal;
     c.qk_rows_permuted = true;
   }
-  if (c.family == Family::qwen3next) {
+  if (c.family == Family::qwen35) {
     c.conv_kernel = r.require_int("ssm.conv_kernel", kMaxDim);
     c.gdn_k_dim = r.require_int("ssm.state_size", kMaxDim);
     c.gdn_k_heads = r.require_int("ssm.group_count", kMaxHeads);
@@ -364,6 +392,10 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
     c.full_attention_interval = r.bounded("full_attention_interval", kMaxLayers, 0).value_or(4);
     // llama.cpp's converter stores 1 + w for these norms: apply them plainly.
     c.norm_plus_one = false;
+    check_rope_sections(f, r.full("rope.dimension_sections"));
+    // qwen35 files carry the value heads tiled (llama.cpp's converter reorders them); files
+    // labelled qwen3next (this project's writer before, llama.cpp's legacy fused layout) keep
+    // the checkpoint's grouped order. driftscope.gdn_head_map, where present, says which.
     c.gdn_head_map = arch == "qwen35" ? GdnHeadMap::tiled : GdnHeadMap::grouped;
     if (const GgufValue* m = f.find("driftscope.gdn_head_map"); m && m->type == 8)
       c.gdn_head_map = m->s == "tiled" ? GdnHeadMap::tiled : GdnHeadMap::grouped;
@@ -374,21 +406,40 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
 }
 
 // GGUF name -> canonical name; empty to skip the tensor.
-std::string canonical_name(const ModelConfig& c, const std::string& path, const std::string& name) {
+std::string canonical_name(const ModelConfig& c, const std::string& name) {
   if (name == "pos_embd.weight") return "position_embd.weight";
   if (name == "rope_freqs.weight") return {};  // read into ModelConfig::rope_freq_factors
-  if (c.family == Family::qwen3next) {
-    for (std::string_view old : {".ssm_in.", ".ssm_beta_alpha."})
-      if (name.find(old) != std::string::npos)
-        throw ModelError(
-            fmt::format("{}: tensor {}: the older fused Qwen3-Next layout is not supported "
-                        "(expected attn_qkv / attn_gate / ssm_alpha / ssm_beta)",
-                        path, name));
+  if (c.family == Family::qwen35) {
+    // llama.cpp's fused Qwen3-Next layout: split after loading (gdn_layout.h).
+    for (const auto& [fused, role] : {std::pair{".ssm_in.weight", ".fused_qkvz.weight"},
+                                      std::pair{".ssm_beta_alpha.weight", ".fused_ba.weight"}})
+      if (auto at = name.find(fused); at != std::string::npos && at + std::strlen(fused) == name.size())
+        return name.substr(0, at) + role;
     for (std::string_view post : {".post_attention_norm.", ".attn_post_norm."})
       if (auto at = name.find(post); at != std::string::npos)
         return name.substr(0, at) + ".ffn_norm." + name.substr(at + post.size());
   }
   return name;
+}
+
+// llama.cpp's fused Qwen3-Next tensors, split into the canonical ones. The fused layout holds
+// the value heads grouped; in a file read with the tiled map the tensors split from it are
+// brought to the order of the file's other GDN tensors.
+void split_fused(Model& m, const std::string& path) {
+  const auto split_roles = {"attn_qkv.weight", "attn_gate.weight", "ssm_beta.weight", "ssm_alpha.weight"};
+  std::vector<int> fused_layers;
+  for (int l = 0; l < m.config.n_layers; ++l)
+    if (m.weights.has(layer_weight(l, "fused_qkvz.weight")) ||
+        m.weights.has(layer_weight(l, "fused_ba.weight")))
+      fused_layers.push_back(l);
+  split_fused_gdn(m, path);
+  if (fused_layers.empty() || m.config.gdn_head_map == GdnHeadMap::grouped) return;
+  WeightStore split;
+  for (int l : fused_layers)
+    for (const char* role : split_roles)
+      if (const Tensor* t = m.weights.find(layer_weight(l, role))) split.put(layer_weight(l, role), *t);
+  reorder_gdn_value_heads(split, m.config, GdnHeadMap::grouped, m.config.gdn_head_map);
+  for (const auto& [name, t] : split.all()) m.weights.put(name, t);
 }
 
 // blk.N.* with N >= layers are skipped (a name whose N is not a number is kept, and reported by
@@ -439,11 +490,12 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
       continue;
     }
     if (beyond(t.name, m.config.n_layers)) continue;
-    const std::string name = canonical_name(m.config, path, t.name);
+    const std::string name = canonical_name(m.config, t.name);
     if (name.empty()) continue;
     m.weights.put(name, f.read(t));
     if (const auto info = ggml_type_info(t.type)) m.file_types[name] = std::string(info->name);
   }
+  if (m.config.family == Family::qwen35) split_fused(m, path);
   auto& c = m.config;
   if (const Tensor* e = m.weights.find("token_embd.weight")) {
     if (c.vocab == 0 && e->dim(0) > kMaxVocab)

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "gdn_layout.h"
 #include "gguf.h"
 #include "qk_permute.h"
 
@@ -35,19 +36,31 @@ constexpr std::size_t kAlign = 32;
 
 struct Kv {
   std::string key;
-  std::uint32_t type;  // 4 u32, 6 f32, 8 string
+  std::uint32_t type;  // 4 u32, 6 f32, 8 string, 9 array (of i32)
   std::uint32_t u = 0;
   float f = 0;
   std::string s;
+  std::vector<std::int32_t> i32s;
 };
 
-std::string gguf_arch(const ModelConfig& c) {
+// llama.cpp's qwen35 reads rope.dimension_sections (4 entries): how many rotary pairs take each
+// of the (time, height, width) position components of multimodal RoPE. A text token's
+// components are all its position, so only their sum matters; the pairs are spread as Qwen3.5's
+// config does ([11, 11, 10] of 32), the remainder to the first sections.
+std::vector<std::int32_t> rope_sections(const ModelConfig& c) {
+  const int pairs = c.rotary_dim() / 2;
+  std::vector<std::int32_t> s(4, 0);
+  for (int i = 0; i < 3; ++i) s[std::size_t(i)] = pairs / 3 + (i < pairs % 3 ? 1 : 0);
+  return s;
+}
+
+std::string gguf_arch(const ModelConfig& c, const GgufWriteOptions& o) {
   switch (c.family) {
     case Family::llama: return "llama";
     case Family::qwen2: return "qwen2";
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
-    case Family::qwen3next: return "qwen3next";
+    case Family::qwen35: return o.gdn_layout == GgufGdnLayout::legacy_grouped ? "qwen3next" : "qwen35";
   }
   return "?";
 }
@@ -61,8 +74,8 @@ std::optional<double> linear_rope_factor(const ModelConfig& c) {
   return c.rope_freq_factors.front();
 }
 
-std::vector<Kv> metadata(const ModelConfig& c) {
-  const std::string a = gguf_arch(c);
+std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
+  const std::string a = gguf_arch(c, o);
   auto u = [&](std::string k, int v) { return Kv{a + "." + k, 4, std::uint32_t(v)}; };
   auto f = [&](std::string k, double v) { return Kv{a + "." + k, 6, 0, float(v)}; };
   std::vector<Kv> kv = {
@@ -93,20 +106,21 @@ std::vector<Kv> metadata(const ModelConfig& c) {
     }
   }
   if (c.sliding_window > 0) kv.push_back(u("attention.sliding_window", c.sliding_window));
-  if (c.family == Family::qwen3next) {
+  if (c.family == Family::qwen35) {
+    kv.push_back({a + ".rope.dimension_sections", 9, 0, 0, {}, rope_sections(c)});
     kv.push_back(u("ssm.conv_kernel", c.conv_kernel));
     kv.push_back(u("ssm.state_size", c.gdn_k_dim));
     kv.push_back(u("ssm.group_count", c.gdn_k_heads));
     kv.push_back(u("ssm.time_step_rank", c.gdn_v_heads));
     kv.push_back(u("ssm.inner_size", c.gdn_v_dim * c.gdn_v_heads));
     kv.push_back(u("full_attention_interval", c.full_attention_interval));
-    kv.push_back({"driftscope.gdn_head_map", 8, 0, 0, std::string(gdn_head_map_name(c.gdn_head_map))});
   }
   return kv;
 }
 
-// Weights as the converter writes them: llama Q/K permuted, (1 + w) norms pre-added.
-WeightStore file_weights(const Model& m) {
+// Weights as the converter writes them: llama Q/K permuted, (1 + w) norms pre-added, GDN value
+// heads tiled (qwen35).
+WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
   const ModelConfig& c = m.config;
   WeightStore w;
   for (const auto& [name, t] : m.weights.all()) {
@@ -117,7 +131,7 @@ WeightStore file_weights(const Model& m) {
     if (plus_one_norm)
       for (std::int64_t i = 0; i < v.numel(); ++i)
         v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
-    if (c.family == Family::qwen3next)
+    if (c.family == Family::qwen35)
       if (auto at = out.find(".ffn_norm."); at != std::string::npos)
         out.replace(at, 10, ".post_attention_norm.");
     w.put(out, std::move(v));
@@ -128,6 +142,10 @@ WeightStore file_weights(const Model& m) {
       f.data<float>()[i] = float(c.rope_freq_factors[i]);
     w.put("rope_freqs.weight", std::move(f));
   }
+  if (c.family == Family::qwen35)
+    reorder_gdn_value_heads(
+        w, c, c.gdn_head_map,
+        o.gdn_layout == GgufGdnLayout::legacy_grouped ? GdnHeadMap::grouped : GdnHeadMap::tiled);
   if (c.family == Family::llama && !c.qk_rows_permuted)
     for (int l = 0; l < c.n_layers; ++l) {
       permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);
@@ -161,14 +179,14 @@ std::vector<std::byte> encode(const Tensor& t, GgmlType type) {
 }  // namespace
 
 void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options) {
-  const WeightStore w = file_weights(model);
+  const WeightStore w = file_weights(model, options);
   Buffer head;
   head.put<std::uint32_t>(0x46554747);  // "GGUF"
   head.put<std::uint32_t>(3);
   head.put<std::uint64_t>(w.size());
-  auto kv = metadata(model.config);
+  auto kv = metadata(model.config, options);
   for (const auto& [key, value] : options.extra_u32)
-    kv.push_back({gguf_arch(model.config) + "." + key, 4, value});
+    kv.push_back({gguf_arch(model.config, options) + "." + key, 4, value});
   head.put<std::uint64_t>(kv.size());
   for (const auto& e : kv) {
     head.str(e.key);
@@ -176,6 +194,11 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
     if (e.type == 4) head.put<std::uint32_t>(e.u);
     if (e.type == 6) head.put<float>(e.f);
     if (e.type == 8) head.str(e.s);
+    if (e.type == 9) {
+      head.put<std::uint32_t>(5);  // i32 elements
+      head.put<std::uint64_t>(e.i32s.size());
+      for (std::int32_t v : e.i32s) head.put<std::int32_t>(v);
+    }
   }
   Buffer data;
   for (const auto& [name, t] : w.all()) {

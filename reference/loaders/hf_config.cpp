@@ -60,7 +60,7 @@ std::string hf_model_type(Family f) {
     case Family::qwen2: return "qwen2";
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
-    case Family::qwen3next: return "qwen3_5_text";  // separate in_proj_qkv / z / b / a
+    case Family::qwen35: return "qwen3_5_text";  // separate in_proj_qkv / z / b / a
   }
   return "?";
 }
@@ -157,7 +157,7 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
           fmt::format("{}: field {} = {}: mixture-of-experts MLPs are not supported (the reference "
                       "implements dense MLPs)",
                       file, key, f.at(key).dump()));
-  if (c.family == Family::qwen3next) {
+  if (c.family == Family::qwen35) {
     c.gdn_k_heads = f.integer("linear_num_key_heads", kMaxHeads);
     c.gdn_v_heads = f.integer("linear_num_value_heads", kMaxHeads);
     c.gdn_k_dim = f.integer("linear_key_head_dim", kMaxDim);
@@ -168,7 +168,7 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     c.gdn_head_map = GdnHeadMap::grouped;
   }
   apply_family(c);
-  if (c.family == Family::qwen3next && f.has("layer_types")) {
+  if (c.family == Family::qwen35 && f.has("layer_types")) {
     const auto& types = f.at("layer_types");
     if (!types.is_array() || int(types.size()) != c.n_layers)
       throw ModelError(fmt::format("{}: field layer_types must list {} layers", file, c.n_layers));
@@ -214,7 +214,7 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     j["sliding_window"] = c.sliding_window;
   }
   if (c.partial_rotary != 1.0) j["partial_rotary_factor"] = c.partial_rotary;
-  if (c.family == Family::qwen3next) {
+  if (c.family == Family::qwen35) {
     j["linear_num_key_heads"] = c.gdn_k_heads;
     j["linear_num_value_heads"] = c.gdn_v_heads;
     j["linear_key_head_dim"] = c.gdn_k_dim;

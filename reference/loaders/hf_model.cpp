@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "family.h"
+#include "gdn_layout.h"
 #include "hf.h"
 #include "safetensors.h"
 #include "user_file.h"
@@ -50,50 +51,6 @@ Tensor apply(const std::string& file, const std::string& hf_name, HfTransform tr
   return t;
 }
 
-// Rows [begin, begin + count) of each of `groups` consecutive blocks of `block` rows.
-Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std::int64_t begin,
-                   std::int64_t count) {
-  Tensor out(t.dtype(), {groups * count, t.dim(1)});
-  const std::size_t row = t.nbytes() / std::size_t(t.dim(0));
-  for (std::int64_t g = 0; g < groups; ++g)
-    std::memcpy(out.raw() + std::size_t(g * count) * row, t.raw() + std::size_t(g * block + begin) * row,
-                std::size_t(count) * row);
-  return out;
-}
-
-// Qwen3-Next's in_proj_qkvz is [n_k groups of (q_g | k_g | v_g | z_g)] and in_proj_ba
-// [n_k groups of (b_g | a_g)] (reference-math.md §3.1); the canonical tensors are the
-// Qwen3.5 ones: attn_qkv = [q | k | v], attn_gate = z, ssm_beta = b, ssm_alpha = a, with value
-// heads in grouped order either way.
-void split_fused(Model& m, const std::string& dir) {
-  const auto& c = m.config;
-  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim,
-                     rv = std::int64_t(c.gdn_v_heads / c.gdn_k_heads) * c.gdn_v_dim,
-                     rho = c.gdn_v_heads / c.gdn_k_heads;
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string qkvz = layer_weight(l, "fused_qkvz.weight"), ba = layer_weight(l, "fused_ba.weight");
-    if (const Tensor* w = m.weights.find(qkvz)) {
-      const std::int64_t block = 2 * dk + 2 * rv;
-      if (w->rank() != 2 || w->dim(0) != nk * block)
-        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, qkvz, nk * block,
-                                     shape_str(w->shape())));
-      Tensor qkv = Tensor::concat_rows(gather_rows(*w, nk, block, 0, dk), gather_rows(*w, nk, block, dk, dk));
-      qkv = Tensor::concat_rows(qkv, gather_rows(*w, nk, block, 2 * dk, rv));
-      m.weights.put(layer_weight(l, "attn_qkv.weight"), std::move(qkv));
-      m.weights.put(layer_weight(l, "attn_gate.weight"), gather_rows(*w, nk, block, 2 * dk + rv, rv));
-      m.weights.erase(qkvz);
-    }
-    if (const Tensor* w = m.weights.find(ba)) {
-      if (w->rank() != 2 || w->dim(0) != 2 * nk * rho)
-        throw ModelError(fmt::format("{}: tensor {}: expected {} rows, got {}", dir, ba, 2 * nk * rho,
-                                     shape_str(w->shape())));
-      m.weights.put(layer_weight(l, "ssm_beta.weight"), gather_rows(*w, nk, 2 * rho, 0, rho));
-      m.weights.put(layer_weight(l, "ssm_alpha.weight"), gather_rows(*w, nk, 2 * rho, rho, rho));
-      m.weights.erase(ba);
-    }
-  }
-}
-
 }  // namespace
 
 Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
@@ -131,7 +88,7 @@ Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
           m.weights.put(c.canonical, apply(path, name, c.transform, std::move(t)));
         });
   }
-  if (family == Family::qwen3next) split_fused(m, dir);
+  if (family == Family::qwen35) split_fused_gdn(m, dir);
   // HF would initialise a random head here (and only warn): a run against it judges nothing real.
   if (!m.config.tied_embeddings && !m.weights.has("output.weight"))
     throw ModelError(
@@ -150,8 +107,17 @@ void write_hf(const Model& model, const std::string& dir) {
     out << hf_config_json(model.config).dump(2) << "\n";
     if (!out) throw ModelError(fmt::format("{}/config.json: write failed", dir));
   }
+  // HF checkpoints keep GDN value heads grouped by key head; a model read from a qwen35 GGUF
+  // has them tiled.
+  WeightStore grouped;
+  const WeightStore* weights = &model.weights;
+  if (model.config.gdn_head_map == GdnHeadMap::tiled) {
+    grouped = model.weights;
+    reorder_gdn_value_heads(grouped, model.config, GdnHeadMap::tiled, GdnHeadMap::grouped);
+    weights = &grouped;
+  }
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const auto& [name, t] : model.weights.all()) {
+  for (const auto& [name, t] : weights->all()) {
     const HfName h = canonical_to_hf(name, model.config.family);
     Tensor v = t.dtype() == DType::i32 ? t.to(DType::f32) : t;
     switch (h.transform) {

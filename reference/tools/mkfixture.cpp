@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       presets.push_back(a);
     }
   }
-  if (presets.empty()) presets = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"};
+  if (presets.empty()) presets = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen35-tiny"};
   try {
     fs::create_directories(out);
     for (const auto& p : presets) {

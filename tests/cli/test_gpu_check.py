@@ -103,7 +103,7 @@ class ForcedRunWithoutGpu(unittest.TestCase):
         parity = [r for r in res["runs"] if r["step"] == "parity"]
         names = {r["case"] for r in parity}
         for must in ["qwen2-tiny", "gpt2-tiny", "file-gpt2-tiny", "file-qwen3-tiny.gguf", "llama-tiny",
-                     "qwen3next-tiny-conv-update-ids", "file-qwen3next-tiny-plain", "file-qwen3next-tiny.gguf-inplace"]:
+                     "qwen35-tiny-conv-update-ids", "file-qwen35-tiny-plain", "file-qwen3next-tiny.gguf-inplace"]:
             self.assertIn(must, names)
         self.assertEqual(len(names), len(parity), "two cases share a name")
         baseline = [r for r in res["runs"] if r["step"] == "baseline"]

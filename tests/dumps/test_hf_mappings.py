@@ -11,7 +11,7 @@ import unittest
 DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-CASES = [("llama", 2), ("qwen2", 2), ("qwen3", 2), ("gpt2", 2), ("qwen3next", 3)]
+CASES = [("llama", 2), ("qwen2", 2), ("qwen3", 2), ("gpt2", 2), ("qwen35", 3)]
 
 
 def ds(*args):

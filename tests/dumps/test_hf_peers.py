@@ -68,6 +68,7 @@ def decode_steps(d):
 def run_dump(rel, mapping=None, out_dir=None, family=None):
     d = os.path.join(PEERS, rel)
     family = family or os.path.basename(rel).split("-")[0]
+    family = {"qwen3next": "qwen35"}.get(family, family)  # the peer dumps' directories keep its old name
     mapping = mapping or os.path.join(ROOT, "fixtures", "dumps", f"hf-{family}.yaml")
     args = [DRIFTSCOPE, "run", "--model", os.path.join(ROOT, "fixtures", "models", f"{family}-tiny"),
             "--candidate", f"dump:{d}:{mapping}", "--decode-steps", str(decode_steps(d)), "--mode", "chained"]
@@ -136,7 +137,7 @@ class HfPeerPlantedScale(unittest.TestCase):
 HYBRID = "dumps/qwen3next-f32"
 CONV_STATE = "model.layers.0.linear_attn.conv_state"
 
-# (case, text of hf-qwen3next.yaml replaced, replacement, strings stderr must name)
+# (case, text of hf-qwen35.yaml replaced, replacement, strings stderr must name)
 BAD_SHAPES = [
     ("HF's K conv rows without rows: last", "    rows: last\n", "",
      ["step0.safetensors", CONV_STATE, "[4, 128]", "rows: last"]),
@@ -152,7 +153,7 @@ BAD_SHAPES = [
 
 class HfPeerBadShapes(unittest.TestCase):
     def test_unusable_shapes_are_exit_2_naming_the_tensor(self):
-        with open(os.path.join(ROOT, "fixtures", "dumps", "hf-qwen3next.yaml")) as f:
+        with open(os.path.join(ROOT, "fixtures", "dumps", "hf-qwen35.yaml")) as f:
             shipped = f.read()
         for name, old, new, needles in BAD_SHAPES:
             with self.subTest(name), tempfile.TemporaryDirectory() as tmp:

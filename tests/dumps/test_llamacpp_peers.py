@@ -29,7 +29,7 @@ F32_DUMPS = [
     ("llama-all", "llama-tiny.tok.gguf", "llama", {"q", "k"}),
     ("qwen2-all", "qwen2-tiny.tok.gguf", "qwen2", {"q", "k", "attn_out"}),
     ("qwen3-all", "qwen3-tiny.tok.gguf", "qwen3", {"q", "k", "attn_out"}),
-    ("qwen35-all", "qwen35-tiny.gguf", "qwen3next", {"k"}),
+    ("qwen35-all", "qwen35-tiny.gguf", "qwen35", {"k"}),
     ("llama256", "llama256.gguf", "llama", {"q", "k"}),
 ]
 
@@ -172,7 +172,7 @@ class Refusals(unittest.TestCase):
 
 class Qwen35File(unittest.TestCase):
     def test_the_qwen35_gguf_llama_cpp_reads_is_ours_too(self):
-        # llama.cpp's dense Qwen3.5 hybrid: read as a qwen3next-family model with the tiled V-head map.
+        # llama.cpp's dense Qwen3.5 hybrid: read as a qwen35-family model with the tiled V-head map.
         # The fused kernels implement only the grouped map: the gate says so rather than run them.
         rc, out = run("gate", "--model", os.path.join(PEERS, "models", "qwen35-tiny.gguf"))
         self.assertEqual(rc, 0, out[-2000:])

@@ -54,7 +54,7 @@ TEST(GateSoundness, EveryPassedCandidateProducesEveryStageTheReferenceComputes) 
     if (base.hidden > 1024) continue;
     const auto stages = reference_stages(preset);
     std::vector<std::string> variants = {"plain"};
-    if (base.family == Family::qwen3next) variants = {"plain", "inplace", "ids", "conv-update", "conv-update-ids"};
+    if (base.family == Family::qwen35) variants = {"plain", "inplace", "ids", "conv-update", "conv-update-ids"};
     for (const std::string& variant : variants) {
       ModelConfig cfg = base;
       cfg.gdn_fused = gdn_variant_ops(variant);

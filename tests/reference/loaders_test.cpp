@@ -76,9 +76,10 @@ TEST_P(FixtureFiles, GgufAndSafetensorsGiveTheSyntheticOutputs) {
     EXPECT_TRUE(check_completeness(*m).empty());
   }
   const Tensor want = run(syn);
-  EXPECT_EQ(test::max_abs_diff(run(gguf), want), 0.0);
+  // qwen35 GGUF keeps the value heads tiled: ssm_out sums them in another order.
+  EXPECT_LE(test::max_abs_diff(run(gguf), want), preset == "qwen35-tiny" ? 1e-12 : 0.0);
   // -exp(A_log) of the f64 A_log written to safetensors is within an ulp of the f32 A.
-  EXPECT_LE(test::max_abs_diff(run(hf), want), preset == "qwen3next-tiny" ? 1e-12 : 0.0);
+  EXPECT_LE(test::max_abs_diff(run(hf), want), preset == "qwen35-tiny" ? 1e-12 : 0.0);
 }
 
 TEST_P(FixtureFiles, CommittedFilesAreWhatTheGeneratorWrites) {
@@ -106,7 +107,7 @@ TEST_P(FixtureFiles, LayerTruncationSkipsLaterLayers) {
 
 INSTANTIATE_TEST_SUITE_P(Tiny, FixtureFiles,
                          ::testing::Values("llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny",
-                                           "qwen3next-tiny"),
+                                           "qwen35-tiny"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s)
