@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   ds::cli::add_merge_command(app, args, exit_code);
   ds::cli::add_new_candidate_command(app, exit_code);
   ds::cli::add_export_command(app, exit_code);
+  ds::cli::add_check_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -32,7 +32,7 @@ const Probe kProbes[] = {
     {"long-positions",
      "RoPE scaling and position arithmetic past 2048 positions (frequency factors ignored, "
      "an angle or offset computed in too few bits)",
-     "a prompt of 2050 tokens (the context minus 2 when shorter), then the decode steps judged alone "
+     "a prompt of 2050 tokens (shorter where the context is: the prompt and the decode steps end one position before its end), then the decode steps judged alone "
      "(isolated mode, --from-step 1): one decode step at least"},
     {"large-logits", "softmax stability: exp taken without subtracting the row's max, scores held in f16",
      "every attention layer's q (its QK-norm weight where the model has one) scaled so the scores' "
@@ -123,8 +123,10 @@ void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions&
     throw InputError(fmt::format("--probe {} sets the prompt: leave out --tokens", probe.name));
   const int V = cfg.vocab;
   if (probe.name == "long-positions") {
-    o.prompt_tokens = cfg.max_positions > 0 ? std::min(kLongPrompt, cfg.max_positions - 2) : kLongPrompt;
+    // The prompt and every decode step fit the context: a probe adapts to the model, never overruns it.
     o.decode_steps = std::max(o.decode_steps, 1);
+    o.prompt_tokens = cfg.max_positions > 0 ? std::min(kLongPrompt, cfg.max_positions - o.decode_steps - 1)
+                                            : kLongPrompt;
     o.from_step = 1;
     o.modes = {Mode::isolated};
   } else if (probe.name == "large-logits") {

@@ -1,0 +1,236 @@
+// driftscope check: the battery an expert would run on a candidate, in one command. Each part is
+// an ordinary `run` (its command line is printed, to rerun it alone); the verdict names the first
+// failing stage of each part.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "commands.h"
+#include "probes.h"
+#include "registry.h"
+#include "report_options.h"
+#include "runner.h"
+#include "simt_flags.h"
+#include "synthetic.h"
+
+namespace ds::cli {
+
+namespace {
+
+struct CheckArgs {
+  std::string model = RunOptions{}.model, candidate = RunOptions{}.candidate;
+  std::uint64_t seed = 0;
+  int layers = 0, decode_steps = 3;
+  std::string fill = "none", numerics, trace_dir, json;
+  ReportOptions report;
+};
+
+// One run of the battery: what it is for, and the options beyond the common ones.
+struct Part {
+  std::string name, aim;
+  RunOptions opt;
+  std::string flags;        // what the part adds to the common command line
+  std::string skip_reason;  // non-empty: not run, and why
+};
+
+struct PartOutcome {
+  const Part* part;
+  int exit_code = kExitParity;
+  std::string verdict;  // one line: the first failing stage, or why it did not run
+};
+
+bool is_dump(const std::string& candidate) { return candidate.rfind("dump:", 0) == 0; }
+
+// SIMT candidates are the ones a schedule rerun and the hazard checker can look into: our fused
+// kernels (and their mutants) and plugins, which build on the SIMT runtime.
+bool runs_on_simt(const std::string& candidate) {
+  return candidate.rfind("simt", 0) == 0 || candidate.find(".so") != std::string::npos ||
+         (candidate.rfind("mutant:", 0) == 0 && candidate.find("cpu") == std::string::npos);
+}
+
+std::vector<Part> plan_parts(const CheckArgs& a) {
+  RunOptions base;
+  base.model = a.model;
+  base.candidate = a.candidate;
+  base.seed = a.seed;
+  base.layers = a.layers;
+  base.decode_steps = a.decode_steps;
+  base.fill = a.fill == "reference";
+  base.numerics = a.numerics;
+  base.modes = {Mode::isolated, Mode::chained};
+  std::vector<Part> parts;
+  parts.push_back({"both modes", "every stage against the oracle, isolated and chained, and drift across layers",
+                   base, "--mode both", ""});
+  for (const Probe& p : probes()) {
+    Part part{fmt::format("probe {}", p.name), std::string(p.targets), base, fmt::format("--mode both --probe {}", p.name),
+              ""};
+    part.opt.probe = std::string(p.name);
+    if (is_dump(a.candidate)) part.skip_reason = "a dump replays its engine's own prompt; a probe needs new inputs";
+    parts.push_back(std::move(part));
+  }
+  Part tails{"odd widths", "tails after the last full vector or tile (widths off every multiple)", base,
+             "--mode both --widths odd", ""};
+  if (a.model.rfind("synthetic:", 0) != 0) {
+    tails.skip_reason = "a model file has the widths it has (run its family's -tails-tiny preset)";
+  } else {
+    try {
+      tails.opt.model = "synthetic:" + ref::synthetic_tails_preset(a.model.substr(10));
+      tails.flags = fmt::format("--mode both (as {})", tails.opt.model);
+      tails.opt.layers = 0;
+    } catch (const std::invalid_argument& e) {
+      tails.skip_reason = e.what();
+    }
+  }
+  if (is_dump(a.candidate)) tails.skip_reason = "a dump is one engine run at the model's own widths";
+  parts.push_back(std::move(tails));
+  Part races{"schedule races", "results that depend on the order threads and blocks run in", base,
+             "--mode both --race-check 2", ""};
+  races.opt.simt.race_check = 2;
+  Part hazards{"shared-memory hazards", "reads and writes of shared memory without a barrier between", base,
+               "--simt-racecheck --decode-steps 1", ""};
+  hazards.opt.simt.racecheck = true;
+  hazards.opt.modes = {Mode::isolated};
+  hazards.opt.decode_steps = std::min(a.decode_steps, 1);
+  if (!runs_on_simt(a.candidate)) {
+    races.skip_reason = hazards.skip_reason =
+        fmt::format("{} does not run on the SIMT runtime, whose schedules and memory these parts inspect",
+                    a.candidate);
+  }
+  parts.push_back(std::move(races));
+  parts.push_back(std::move(hazards));
+  return parts;
+}
+
+std::string where(const StageResult& r) {
+  return fmt::format("{} of layer {}, step {} ({})", r.stage, r.layer, r.step, mode_name(r.mode));
+}
+
+PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index) {
+  PartOutcome out{&part};
+  RunOptions o = part.opt;
+  if (!trace_dir.empty()) o.trace_path = (std::filesystem::path(trace_dir) / fmt::format("part-{}.h5", index)).string();
+  try {
+    const RunReport r = run_parity(o, policy);
+    out.exit_code = r.exit_code;
+    if (r.exit_code == kExitParity)
+      out.verdict = r.verdict;
+    else if (r.first_failure)
+      out.verdict = fmt::format("{}: {}", where(*r.first_failure), r.first_failure->note);
+    else if (r.drift_failed)
+      out.verdict = r.drift;
+    else if (!r.crash.empty())
+      out.verdict = r.crash;
+    else
+      out.verdict = r.verdict;
+  } catch (const GateRefusal& e) {
+    out.exit_code = kExitRefused;
+    out.verdict = e.what();
+  } catch (const InputError& e) {
+    out.exit_code = kExitUsage;
+    out.verdict = e.what();
+  }
+  return out;
+}
+
+// The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
+int worst(const std::vector<PartOutcome>& outs) {
+  int code = kExitParity;
+  const auto rank = [](int c) {
+    switch (c) {
+      case kExitCrashed: return 4;
+      case kExitFailure: return 3;
+      case kExitRefused: return 2;
+      case kExitUsage: return 1;
+      default: return 0;
+    }
+  };
+  for (const PartOutcome& o : outs)
+    if (rank(o.exit_code) > rank(code)) code = o.exit_code;
+  return code;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+void add_check_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Run the battery an expert would on a candidate: both modes with drift, every probe, odd widths, "
+      "schedule races and shared-memory hazards; one verdict naming the first failing stage of each part");
+  check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
+      ->capture_default_str();
+  check->add_option("--candidate", args->candidate, "The candidate to check")->capture_default_str();
+  check->add_option("--seed", args->seed, "Seed of the synthetic weights and the prompt")->capture_default_str();
+  check->add_option("--layers", args->layers, "Only the first N layers (0: all); real-shape presets want 2")
+      ->capture_default_str();
+  check->add_option("--decode-steps", args->decode_steps, "Decode steps of every part")->capture_default_str();
+  check->add_option("--fill", args->fill, "reference: stages the candidate does not produce are filled")
+      ->check(CLI::IsMember({"none", "reference"}))
+      ->capture_default_str();
+  check->add_option("--numerics", args->numerics, "How the candidate computes (run --help, docs/policies.md)");
+  check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
+  check->add_option("--policy", args->report.policy,
+                    "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
+  check->add_option("--json", args->json, "Write the battery's verdict, part by part, as JSON");
+  check->callback([args, &exit_code] {
+    try {
+      if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
+      const Policy policy = load_policy(args->report);
+      const std::vector<Part> parts = plan_parts(*args);
+      const std::string common = fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
+                                             args->model, args->candidate, args->seed, args->decode_steps,
+                                             args->layers > 0 ? fmt::format(" --layers {}", args->layers) : "",
+                                             args->fill == "reference" ? " --fill reference" : "",
+                                             args->numerics.empty() ? "" : " --numerics " + args->numerics);
+      fmt::print("driftscope check: {} vs {}, seed {}: {} parts\n", args->model, args->candidate, args->seed,
+                 parts.size());
+      std::vector<PartOutcome> outs;
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        const Part& p = parts[i];
+        if (!p.skip_reason.empty()) {
+          outs.push_back({&p, kExitParity, "skipped: " + p.skip_reason});
+          fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, p.skip_reason);
+          continue;
+        }
+        outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
+        fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name, exit_word(outs.back().exit_code),
+                   first_line(outs.back().verdict));
+        if (outs.back().exit_code != kExitParity) fmt::print("          rerun: {} {}\n", common, p.flags);
+      }
+      exit_code = worst(outs);
+      int failed = 0;
+      std::string first;
+      for (const PartOutcome& o : outs)
+        if (o.exit_code != kExitParity) {
+          if (++failed == 1) first = fmt::format(" (first: {}: {})", o.part->name, first_line(o.verdict));
+        }
+      fmt::print("CHECK {}: {} of {} parts {}{}\n", exit_word(exit_code), failed, outs.size(),
+                 failed ? "did not pass" : "failed", first);
+      if (!args->json.empty()) {
+        nlohmann::json j = {{"model", args->model},        {"candidate", args->candidate},
+                            {"seed", args->seed},          {"exit_code", exit_code},
+                            {"verdict", exit_word(exit_code)}, {"parts", nlohmann::json::array()}};
+        for (const PartOutcome& o : outs)
+          j["parts"].push_back({{"name", o.part->name},
+                                {"aims_at", o.part->aim},
+                                {"command", fmt::format("{} {}", common, o.part->flags)},
+                                {"skipped", !o.part->skip_reason.empty()},
+                                {"exit_code", o.exit_code},
+                                {"verdict", o.verdict}});
+        std::ofstream f(args->json);
+        f << j.dump(2) << "\n";
+        if (!f) throw InputError(fmt::format("--json {}: cannot write", args->json));
+      }
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      exit_code = kExitUsage;
+    }
+  });
+}
+
+}  // namespace ds::cli
