@@ -57,8 +57,10 @@ void q8_0_row(const double* x, double* y, std::int64_t n) {
 Numerics::ActQuant ggml_vec_dot_quant(std::string_view file_type) {
   static constexpr std::string_view q8_0[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "IQ4_NL"};
   static constexpr std::string_view q8_k[] = {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"};
-  if (std::find(std::begin(q8_0), std::end(q8_0), file_type) != std::end(q8_0)) return Numerics::ActQuant::q8_0;
-  if (std::find(std::begin(q8_k), std::end(q8_k), file_type) != std::end(q8_k)) return Numerics::ActQuant::q8_k;
+  if (std::find(std::begin(q8_0), std::end(q8_0), file_type) != std::end(q8_0))
+    return Numerics::ActQuant::q8_0;
+  if (std::find(std::begin(q8_k), std::end(q8_k), file_type) != std::end(q8_k))
+    return Numerics::ActQuant::q8_k;
   return Numerics::ActQuant::none;
 }
 
@@ -307,8 +309,8 @@ Tensor numerics_layernorm(const Tensor& x, const Tensor& w, const Tensor& b, dou
     for (std::int64_t i = 0; i < width; ++i) var = fma_f32(float(xr[i]) - mean, float(xr[i]) - mean, var);
     const float inv = 1.0f / std::sqrt(var / float(width) + float(eps));
     for (std::int64_t i = 0; i < width; ++i)
-      y.data<double>()[r * width + i] =
-          double(fma_f32((float(xr[i]) - mean) * inv, float(w.data<double>()[i]), float(b.data<double>()[i])));
+      y.data<double>()[r * width + i] = double(
+          fma_f32((float(xr[i]) - mean) * inv, float(w.data<double>()[i]), float(b.data<double>()[i])));
   }
   return y;
 }

@@ -39,7 +39,8 @@ Tensor engine_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_
 
 // ref::rmsnorm / ref::layernorm as the engine computes them: with accum=f32, the sums, the
 // reciprocal square root and each product rounded to f32 in turn.
-Tensor numerics_rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int width, const Numerics& n);
+Tensor numerics_rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int width,
+                        const Numerics& n);
 Tensor numerics_layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const Numerics& n);
 
 // gelu_new through llama.cpp's CPU table: 0 below -10, x above 10, else f16(gelu(f16(x))).

@@ -23,7 +23,8 @@ constexpr std::array<Choice<N::RopeAngles>, 3> kRope{{{"exact", N::RopeAngles::e
                                                       {"f32-product", N::RopeAngles::f32_product}}};
 constexpr std::array<Choice<N::Attention>, 2> kAttention{
     {{"exact", N::Attention::exact}, {"f16-flash", N::Attention::f16_flash}}};
-constexpr std::array<Choice<N::Gelu>, 2> kGelu{{{"exact", N::Gelu::exact}, {"f16-table", N::Gelu::f16_table}}};
+constexpr std::array<Choice<N::Gelu>, 2> kGelu{
+    {{"exact", N::Gelu::exact}, {"f16-table", N::Gelu::f16_table}}};
 constexpr std::array<Choice<N::ActQuant>, 4> kActQuant{{{"none", N::ActQuant::none},
                                                         {"q8_0", N::ActQuant::q8_0},
                                                         {"q8_k", N::ActQuant::q8_k},
@@ -71,8 +72,8 @@ void set_field(Numerics& n, std::string_view key, std::string_view v) {
     n.kv_cache = *t;
   } else {
     throw std::invalid_argument(fmt::format(
-        "numerics: unknown key '{}' (accum, rope, attention, gelu, act-quant, kv-cache; or a profile: {})", key,
-        profile_names()));
+        "numerics: unknown key '{}' (accum, rope, attention, gelu, act-quant, kv-cache; or a profile: {})",
+        key, profile_names()));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "console.h"
 #include "probes.h"
 #include "registry.h"
 #include "report_options.h"
@@ -60,15 +61,19 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   base.decode_steps = a.decode_steps;
   base.fill = a.fill == "reference";
   base.numerics = a.numerics;
-  base.modes = {Mode::isolated, Mode::chained};
+  // A dump is the engine's own chain of outputs: it has no isolated lane.
+  base.modes = is_dump(a.candidate) ? std::vector<Mode>{Mode::chained}
+                                    : std::vector<Mode>{Mode::isolated, Mode::chained};
   std::vector<Part> parts;
-  parts.push_back({"both modes", "every stage against the oracle, isolated and chained, and drift across layers",
-                   base, "--mode both", ""});
+  parts.push_back({"both modes",
+                   "every stage against the oracle, isolated and chained, and drift across layers", base,
+                   is_dump(a.candidate) ? "--mode chained" : "--mode both", ""});
   for (const Probe& p : probes()) {
-    Part part{fmt::format("probe {}", p.name), std::string(p.targets), base, fmt::format("--mode both --probe {}", p.name),
-              ""};
+    Part part{fmt::format("probe {}", p.name), std::string(p.targets), base,
+              fmt::format("--mode both --probe {}", p.name), ""};
     part.opt.probe = std::string(p.name);
-    if (is_dump(a.candidate)) part.skip_reason = "a dump replays its engine's own prompt; a probe needs new inputs";
+    if (is_dump(a.candidate))
+      part.skip_reason = "a dump replays its engine's own prompt; a probe needs new inputs";
     parts.push_back(std::move(part));
   }
   Part tails{"odd widths", "tails after the last full vector or tile (widths off every multiple)", base,
@@ -95,9 +100,8 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   hazards.opt.modes = {Mode::isolated};
   hazards.opt.decode_steps = std::min(a.decode_steps, 1);
   if (!runs_on_simt(a.candidate)) {
-    races.skip_reason = hazards.skip_reason =
-        fmt::format("{} does not run on the SIMT runtime, whose schedules and memory these parts inspect",
-                    a.candidate);
+    races.skip_reason = hazards.skip_reason = fmt::format(
+        "{} does not run on the SIMT runtime, whose schedules and memory these parts inspect", a.candidate);
   }
   parts.push_back(std::move(races));
   parts.push_back(std::move(hazards));
@@ -105,20 +109,21 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
 }
 
 std::string where(const StageResult& r) {
-  return fmt::format("{} of layer {}, step {} ({})", r.stage, r.layer, r.step, mode_name(r.mode));
+  return fmt::format("{} of layer {}, step {} ({})", r.key.stage, r.key.layer, r.key.step, mode_name(r.mode));
 }
 
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index) {
   PartOutcome out{&part};
   RunOptions o = part.opt;
-  if (!trace_dir.empty()) o.trace_path = (std::filesystem::path(trace_dir) / fmt::format("part-{}.h5", index)).string();
+  if (!trace_dir.empty())
+    o.trace_path = (std::filesystem::path(trace_dir) / fmt::format("part-{}.h5", index)).string();
   try {
     const RunReport r = run_parity(o, policy);
     out.exit_code = r.exit_code;
     if (r.exit_code == kExitParity)
       out.verdict = r.verdict;
     else if (r.first_failure)
-      out.verdict = fmt::format("{}: {}", where(*r.first_failure), r.first_failure->note);
+      out.verdict = fmt::format("{}: {}", where(*r.first_failure), failure_why(*r.first_failure));
     else if (r.drift_failed)
       out.verdict = r.drift;
     else if (!r.crash.empty())
@@ -165,28 +170,34 @@ void add_check_command(CLI::App& app, int& exit_code) {
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
   check->add_option("--candidate", args->candidate, "The candidate to check")->capture_default_str();
-  check->add_option("--seed", args->seed, "Seed of the synthetic weights and the prompt")->capture_default_str();
+  check->add_option("--seed", args->seed, "Seed of the synthetic weights and the prompt")
+      ->capture_default_str();
   check->add_option("--layers", args->layers, "Only the first N layers (0: all); real-shape presets want 2")
       ->capture_default_str();
-  check->add_option("--decode-steps", args->decode_steps, "Decode steps of every part")->capture_default_str();
+  check->add_option("--decode-steps", args->decode_steps, "Decode steps of every part")
+      ->capture_default_str();
   check->add_option("--fill", args->fill, "reference: stages the candidate does not produce are filled")
       ->check(CLI::IsMember({"none", "reference"}))
       ->capture_default_str();
-  check->add_option("--numerics", args->numerics, "How the candidate computes (run --help, docs/policies.md)");
+  check->add_option("--numerics", args->numerics,
+                    "How the candidate computes (run --help, docs/policies.md)");
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
-  check->add_option("--policy", args->report.policy,
-                    "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
+  check->add_option(
+      "--policy", args->report.policy,
+      "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   check->add_option("--json", args->json, "Write the battery's verdict, part by part, as JSON");
   check->callback([args, &exit_code] {
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
       const Policy policy = load_policy(args->report);
+      (void)load_config_spec(args->model, args->layers);  // a model that does not load: once, not per part
       const std::vector<Part> parts = plan_parts(*args);
-      const std::string common = fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
-                                             args->model, args->candidate, args->seed, args->decode_steps,
-                                             args->layers > 0 ? fmt::format(" --layers {}", args->layers) : "",
-                                             args->fill == "reference" ? " --fill reference" : "",
-                                             args->numerics.empty() ? "" : " --numerics " + args->numerics);
+      const std::string common =
+          fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
+                      args->model, args->candidate, args->seed, args->decode_steps,
+                      args->layers > 0 ? fmt::format(" --layers {}", args->layers) : "",
+                      args->fill == "reference" ? " --fill reference" : "",
+                      args->numerics.empty() ? "" : " --numerics " + args->numerics);
       fmt::print("driftscope check: {} vs {}, seed {}: {} parts\n", args->model, args->candidate, args->seed,
                  parts.size());
       std::vector<PartOutcome> outs;
@@ -198,8 +209,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
           continue;
         }
         outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
-        fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name, exit_word(outs.back().exit_code),
-                   first_line(outs.back().verdict));
+        fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,
+                   exit_word(outs.back().exit_code), first_line(outs.back().verdict));
         if (outs.back().exit_code != kExitParity) fmt::print("          rerun: {} {}\n", common, p.flags);
       }
       exit_code = worst(outs);
@@ -212,9 +223,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       fmt::print("CHECK {}: {} of {} parts {}{}\n", exit_word(exit_code), failed, outs.size(),
                  failed ? "did not pass" : "failed", first);
       if (!args->json.empty()) {
-        nlohmann::json j = {{"model", args->model},        {"candidate", args->candidate},
-                            {"seed", args->seed},          {"exit_code", exit_code},
-                            {"verdict", exit_word(exit_code)}, {"parts", nlohmann::json::array()}};
+        nlohmann::json j = {
+            {"model", args->model},   {"candidate", args->candidate},    {"seed", args->seed},
+            {"exit_code", exit_code}, {"verdict", exit_word(exit_code)}, {"parts", nlohmann::json::array()}};
         for (const PartOutcome& o : outs)
           j["parts"].push_back({{"name", o.part->name},
                                 {"aims_at", o.part->aim},

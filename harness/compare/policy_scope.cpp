@@ -19,47 +19,24 @@ std::vector<StageSite> model_stage_sites(const ModelConfig& cfg) {
   return sites;
 }
 
-namespace {
-
-bool layer_selected(const Rule& r, int layer) {
-  return r.any_layer || (layer != kModelLayer && layer >= r.layer_min && layer <= r.layer_max);
-}
-
-std::string layers_text(const Rule& r) {
-  if (r.layer_min == r.layer_max) return fmt::format("{}", r.layer_min);
-  return r.layer_max == std::numeric_limits<int>::max() ? fmt::format("{}:", r.layer_min)
-                                                        : fmt::format("{}:{}", r.layer_min, r.layer_max);
-}
-
-}  // namespace
-
 std::optional<std::string> unapplied_rule(const Policy& policy, std::span<const StageSite> sites,
                                           std::string_view what) {
-  std::vector<std::string> names;  // distinct, in catalog order
-  int last_layer = kModelLayer;
-  for (const StageSite& s : sites) {
-    if (std::find(names.begin(), names.end(), s.stage) == names.end()) names.push_back(s.stage);
-    last_layer = std::max(last_layer, s.layer);
-  }
+  // A rule for a stage this model lacks (q_norm on qwen2) or for layers it does not have applies to
+  // other models of a matrix sharing the policy; only a stage no family has is a mistake.
+  std::vector<std::string> names;  // distinct: this model's stages first, then the rest of the catalog
+  const auto add = [&](std::string_view n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.emplace_back(n);
+  };
+  for (const StageSite& s : sites) add(s.stage);
+  for (BlockKind k : {BlockKind::embed, BlockKind::decoder, BlockKind::gpt2, BlockKind::gdn,
+                      BlockKind::gated_attn, BlockKind::head})
+    for (const StageInfo& st : block_stages(k)) add(st.name);
   for (const Rule& r : policy.rules()) {
-    bool stage_anywhere = false, applies = false;
-    for (const StageSite& s : sites) {
-      if (!std::regex_match(s.stage, r.stage)) continue;
-      stage_anywhere = true;
-      if (layer_selected(r, s.layer)) {
-        applies = true;
-        break;
-      }
-    }
-    if (applies) continue;
-    if (!stage_anywhere)
-      return fmt::format("policy {}: rule stage '{}' matches no stage of {}{} (its stages: {})", r.where,
-                         r.stage_src, what, did_you_mean(r.stage_src, names), fmt::join(names, ", "));
-    const std::string layers = last_layer < 0
-                                   ? std::string("no layers")
-                                   : fmt::format("{} layer(s), 0 to {}", last_layer + 1, last_layer);
-    return fmt::format("policy {}: rule layers {} with stage '{}' selects no stage of {}, which has {}",
-                       r.where, layers_text(r), r.stage_src, what, layers);
+    const bool anywhere = std::any_of(names.begin(), names.end(),
+                                      [&](const std::string& n) { return std::regex_match(n, r.stage); });
+    if (!anywhere)
+      return fmt::format("policy {}: rule stage '{}' matches no stage of {} nor of any other model family{}",
+                         r.where, r.stage_src, what, did_you_mean(r.stage_src, names));
   }
   return std::nullopt;
 }

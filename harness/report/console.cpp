@@ -291,4 +291,6 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
   fmt::print(out, "{}\n", report.verdict);
 }
 
+std::string failure_why(const StageResult& r) { return r.note.empty() ? tolerance_note(r) : r.note; }
+
 }  // namespace ds

@@ -22,5 +22,7 @@ std::string format_stage_line(const StageResult& r, bool color);
 std::string against_baseline(const RunReport& report);
 
 void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions& opt);
+// Why a failing stage failed, in one sentence: the policy's note, else the element-wise tolerance.
+std::string failure_why(const StageResult& r);
 
 }  // namespace ds

@@ -19,8 +19,7 @@ void BlockContext::check_position(const LayerState& st, int pos0) const {
 
 void swiglu_mlp(const BlockContext& c, TensorMap& s) {
   const auto& cfg = c.cfg;
-  s["ffn_norm"] =
-      c.stage(c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));
+  s["ffn_norm"] = c.stage(c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));
   s["gate"] = c.stage(c.linear(s["ffn_norm"], "ffn_gate"));
   s["up"] = c.stage(c.linear(s["ffn_norm"], "ffn_up"));
   s["ffn_act"] = c.stage(silu_mul(s["gate"], s["up"]));
@@ -34,8 +33,8 @@ Tensor BlockContext::linear(const Tensor& x, std::string_view role) const {
 }
 
 Tensor BlockContext::rope(const Tensor& x, int head_dim, int pos0) const {
-  return engine_rope(x, head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode, cfg.rope_freq_factors,
-                     numerics.rope);
+  return engine_rope(x, head_dim, cfg.rotary_dim(), pos0, cfg.rope_theta, cfg.rope_mode,
+                     cfg.rope_freq_factors, numerics.rope);
 }
 
 Tensor BlockContext::attention(const Tensor& q, const LayerState& st, int head_dim, int pos0, AttnScale scale,
@@ -48,12 +47,13 @@ Tensor BlockContext::attention(const Tensor& q, const LayerState& st, int head_d
 }
 
 Tensor BlockContext::rmsnorm(const Tensor& x, std::string_view role, int width) const {
-  return numerics_rmsnorm(x, lw(fmt::format("{}.weight", role)), cfg.norm_eps, cfg.norm_plus_one, width, numerics);
+  return numerics_rmsnorm(x, lw(fmt::format("{}.weight", role)), cfg.norm_eps, cfg.norm_plus_one, width,
+                          numerics);
 }
 
 Tensor BlockContext::layernorm(const Tensor& x, std::string_view role) const {
-  return numerics_layernorm(x, lw(fmt::format("{}.weight", role)), lw(fmt::format("{}.bias", role)), cfg.norm_eps,
-                            numerics);
+  return numerics_layernorm(x, lw(fmt::format("{}.weight", role)), lw(fmt::format("{}.bias", role)),
+                            cfg.norm_eps, numerics);
 }
 
 Tensor BlockContext::gelu(const Tensor& x) const {

@@ -27,11 +27,13 @@ struct SpecCase {
 const SpecCase kSpecs[] = {
     {"profile_one_rounding", "one-rounding", "one-rounding", nullptr},
     {"profile_f32", "f32", "accum=f32", nullptr},
-    {"profile_llama_cpp_f32", "llama.cpp-f32", "accum=f32,rope=f32-recurrence,gelu=f16-table,act-quant=ggml", nullptr},
+    {"profile_llama_cpp_f32", "llama.cpp-f32", "accum=f32,rope=f32-recurrence,gelu=f16-table,act-quant=ggml",
+     nullptr},
     {"profile_llama_cpp_default", "llama.cpp-default",
      "accum=f32,rope=f32-recurrence,attention=f16-flash,gelu=f16-table,act-quant=ggml,kv-cache=f16", nullptr},
     {"profile_hf_f32", "hf-f32", "accum=f32,rope=f32-product", nullptr},
-    {"profile_then_override", "llama.cpp-f32,gelu=exact", "accum=f32,rope=f32-recurrence,act-quant=ggml", nullptr},
+    {"profile_then_override", "llama.cpp-f32,gelu=exact", "accum=f32,rope=f32-recurrence,act-quant=ggml",
+     nullptr},
     {"pairs_only", "kv-cache=f16,act-quant=q8_k", "act-quant=q8_k,kv-cache=f16", nullptr},
     {"unknown_profile", "llama.cpp-f33", nullptr, "unknown profile 'llama.cpp-f33'"},
     {"profile_not_first", "gelu=exact,hf-f32", nullptr, "profile 'hf-f32' must come first"},
@@ -84,7 +86,8 @@ TEST(EngineLinear, SumsEachElementInF32OneTermAfterAnother) {
   for (std::int64_t r = 0; r < 3; ++r)
     for (std::int64_t o = 0; o < 5; ++o) {
       float acc = 0;
-      for (std::int64_t i = 0; i < 96; ++i) acc = std::fma(float(w.at(o * 96 + i)), float(x.at(r * 96 + i)), acc);
+      for (std::int64_t i = 0; i < 96; ++i)
+        acc = std::fma(float(w.at(o * 96 + i)), float(x.at(r * 96 + i)), acc);
       EXPECT_EQ(y.at(r * 5 + o), double(acc)) << r << "," << o;
     }
 }
@@ -111,8 +114,10 @@ TEST(EngineActivations, Q8BlocksKeepEveryValueWithinHalfAStep) {
       double amax = 0;
       for (std::int64_t i = b; i < b + block; ++i) amax = std::max(amax, std::fabs(x.at(i)));
       // Half a step, plus (Q8_0) the f16 rounding of the step itself times the largest level, 127.
-      const double step = amax / 127, slack = q == Numerics::ActQuant::q8_0 ? 127 * step * 0x1p-11 : 1e-6 * step;
-      for (std::int64_t i = b; i < b + block; ++i) EXPECT_LE(std::fabs(y.at(i) - x.at(i)), step * 0.5 + slack);
+      const double step = amax / 127,
+                   slack = q == Numerics::ActQuant::q8_0 ? 127 * step * 0x1p-11 : 1e-6 * step;
+      for (std::int64_t i = b; i < b + block; ++i)
+        EXPECT_LE(std::fabs(y.at(i) - x.at(i)), step * 0.5 + slack);
       bool moved = false;
       for (std::int64_t i = b; i < b + block; ++i) moved |= y.at(i) != x.at(i);
       EXPECT_TRUE(moved) << "block " << b << " was quantized";
@@ -134,8 +139,10 @@ TEST(EngineActivations, GgmlPicksByTheWeightsFileType) {
   for (const char* t : {"Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"})
     EXPECT_TRUE(same(engine_activations(x, Numerics::ActQuant::ggml, t, DType::f32), q8_k)) << t;
   EXPECT_TRUE(same(engine_activations(x, Numerics::ActQuant::ggml, "F32", DType::f32), x));
-  EXPECT_TRUE(same(engine_activations(x, Numerics::ActQuant::ggml, "F16", DType::f32), round_stage(x, DType::f16)));
-  EXPECT_TRUE(same(engine_activations(x, Numerics::ActQuant::ggml, "", DType::bf16), round_stage(x, DType::bf16)));
+  EXPECT_TRUE(
+      same(engine_activations(x, Numerics::ActQuant::ggml, "F16", DType::f32), round_stage(x, DType::f16)));
+  EXPECT_TRUE(
+      same(engine_activations(x, Numerics::ActQuant::ggml, "", DType::bf16), round_stage(x, DType::bf16)));
 }
 
 TEST(EngineActivations, ARowOfPartialBlocksIsRefusedNamingIt) {
@@ -149,16 +156,18 @@ TEST(EngineActivations, ARowOfPartialBlocksIsRefusedNamingIt) {
 // 1500 tokens must show errors of that order at those positions (within a factor of 10: 2.7e-5 at
 // rows 1496-1500 of layer 0 here, from other prompt tokens than llama.cpp was given), growing.
 TEST(EngineRope, LlamaCppF32FloorGrowsWithPositionAsMeasuredInLlamaCpp) {
-  const auto model = std::make_shared<const Model>(load_model(DRIFTSCOPE_FIXTURES_DIR "/models/llama-tiny.gguf"));
-  Reference oracle(model), floor(model, ReferenceOptions{.storage = DType::f32,
-                                                         .numerics = parse_numerics("llama.cpp-f32")});
+  const auto model =
+      std::make_shared<const Model>(load_model(DRIFTSCOPE_FIXTURES_DIR "/models/llama-tiny.gguf"));
+  Reference oracle(model),
+      floor(model, ReferenceOptions{.storage = DType::f32, .numerics = parse_numerics("llama.cpp-f32")});
   const int T = 1501;
   Tensor x0 = oracle.embed(test::token_ids(T, model->config.vocab, 1), 0)["embed"];
   const Tensor exact = oracle.layer(0, x0, 0)["q_rope"], f32 = floor.layer(0, x0, 0)["q_rope"];
   const std::int64_t W = exact.dim(1);
   const auto row_error = [&](int from, int to) {
     double e = 0;
-    for (std::int64_t i = from * W; i < (to + 1) * W; ++i) e = std::max(e, std::fabs(exact.at(i) - f32.at(i)));
+    for (std::int64_t i = from * W; i < (to + 1) * W; ++i)
+      e = std::max(e, std::fabs(exact.at(i) - f32.at(i)));
     return e;
   };
   double previous = 0;
@@ -190,11 +199,12 @@ TEST(EngineGelu, TheF16TableRoundsInputAndOutputAndClampsTheTails) {
 
 TEST(EngineAttention, F16FlashStaysWithinF16ErrorAndDiffersFromExact) {
   const int heads = 2, d = 16, P = 24;
-  const Tensor q = random_rows(1, heads * d, 10), k = random_rows(P, heads * d, 11), v = random_rows(P, heads * d, 12);
+  const Tensor q = random_rows(1, heads * d, 10), k = random_rows(P, heads * d, 11),
+               v = random_rows(P, heads * d, 12);
   const Tensor exact = attention(q, k, v, heads, heads, d, P - 1, {0.25, false});
   Numerics n = parse_numerics("llama.cpp-default");
-  const Tensor flash = engine_attention(q, round_stage(k, DType::f16), round_stage(v, DType::f16), heads, heads, d,
-                                        P - 1, {0.25, false}, 0, n);
+  const Tensor flash = engine_attention(q, round_stage(k, DType::f16), round_stage(v, DType::f16), heads,
+                                        heads, d, P - 1, {0.25, false}, 0, n);
   double e = 0;
   for (std::int64_t i = 0; i < exact.numel(); ++i) e = std::max(e, std::fabs(exact.at(i) - flash.at(i)));
   EXPECT_GT(e, 1e-5);

@@ -1,0 +1,73 @@
+"""driftscope check: the battery in one command. A correct candidate passes every part that applies
+(the others SKIPPED with the reason); a planted bug fails the parts that see it, naming the first
+failing stage, and the part prints the run command that reruns it; the JSON verdict lists every
+part; the exit code is the worst part's."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def check(*args, json_out=None):
+    extra = ["--json", json_out] if json_out else []
+    p = subprocess.run([DRIFTSCOPE, "check", *args, *extra], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stdout + p.stderr
+
+
+def parts(path):
+    with open(path) as f:
+        return {p["name"]: p for p in json.load(f)["parts"]}
+
+
+class Check(unittest.TestCase):
+    def test_correct_kernels_pass_every_part_that_applies(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "simt", json_out=out)
+            self.assertEqual(rc, 0, text)
+            got = parts(out)
+            for name in ["both modes", "probe long-positions", "probe large-logits", "odd widths",
+                         "schedule races", "shared-memory hazards"]:
+                self.assertIn(name, got)
+                self.assertFalse(got[name]["skipped"], name)
+                self.assertEqual(got[name]["exit_code"], 0, got[name])
+            self.assertIn("CHECK PASS", text)
+
+    def test_a_planted_bug_fails_naming_its_stage_and_the_rerun_command(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx", json_out=out)
+            self.assertEqual(rc, 1, text)
+            both = parts(out)["both modes"]
+            self.assertEqual(both["exit_code"], 1)
+            self.assertIn("residual_1 of layer 0", both["verdict"])
+            self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
+            self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
+
+    def test_parts_that_cannot_apply_say_why(self):
+        cases = [  # (model, candidate, part, a word of its reason)
+            ("synthetic:qwen2-tiny", "cpu-f16", "schedule races", "SIMT"),
+            ("synthetic:qwen2-tiny", "cpu-f16", "shared-memory hazards", "SIMT"),
+            (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
+        ]
+        for model, cand, part, why in cases:
+            with self.subTest(part=part, candidate=cand), tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "check.json")
+                rc, text = check("--model", model, "--candidate", cand, "--decode-steps", "1", json_out=out)
+                got = parts(out)[part]
+                self.assertTrue(got["skipped"], got)
+                self.assertIn(why, got["verdict"])
+                self.assertRegex(text, rf"{part} +SKIPPED")
+
+    def test_bad_input_is_exit_2(self):
+        rc, text = check("--model", "synthetic:no-such-preset", "--candidate", "cpu-f16", "--decode-steps", "0")
+        self.assertEqual(rc, 2, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
