@@ -75,6 +75,15 @@ inline cudaError_t simt_cudaGetLastError() {
 }
 inline cudaError_t simt_cudaPeekAtLastError() { return ::simt::detail::cuda_last_error(); }
 inline cudaError_t simt_cudaDeviceSynchronize() { return cudaSuccess; }
+// One device: the CPU the runtime runs on.
+inline cudaError_t simt_cudaGetDeviceCount(int* n) {
+  if (n == nullptr) return ::simt::detail::cuda_fail(cudaErrorInvalidValue);
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t simt_cudaSetDevice(int device) {
+  return device == 0 ? cudaSuccess : ::simt::detail::cuda_fail(cudaErrorInvalidDevice);
+}
 template <class Stream>
 cudaError_t simt_cudaStreamSynchronize(Stream) {
   return cudaSuccess;
@@ -89,6 +98,7 @@ inline const char* simt_cudaGetErrorString(cudaError_t e) {
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
     default: return "unknown error (SIMT CPU runtime)";
   }
 }
@@ -97,6 +107,7 @@ inline const char* simt_cudaGetErrorName(cudaError_t e) {
     case cudaSuccess: return "cudaSuccess";
     case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     default: return "cudaErrorUnknown";
   }
 }
@@ -110,6 +121,8 @@ inline const char* simt_cudaGetErrorName(cudaError_t e) {
 #define cudaGetLastError simt_cudaGetLastError
 #define cudaPeekAtLastError simt_cudaPeekAtLastError
 #define cudaDeviceSynchronize simt_cudaDeviceSynchronize
+#define cudaGetDeviceCount simt_cudaGetDeviceCount
+#define cudaSetDevice simt_cudaSetDevice
 #define cudaStreamSynchronize simt_cudaStreamSynchronize
 #define cudaFuncSetAttribute simt_cudaFuncSetAttribute
 #define cudaGetErrorString simt_cudaGetErrorString
