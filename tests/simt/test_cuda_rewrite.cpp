@@ -35,8 +35,12 @@ const RewriteCase kCases[] = {
     {"raw_string_with_quote_paren", "auto r = R\"re(\"(x)\" k<<<1,1>>>)re\"; int c = 1'000;\n",
      "auto r = R\"re(\"(x)\" k<<<1,1>>>)re\"; int c = 1'000;\n"},
     {"launch_without_a_kernel_name", "(*p)<<<1, 1>>>();\n",
-     "(*p)SIMT_UNSUPPORTED(\"simt: a <<<...>>> launch needs a kernel name before it (a function or function "
+     "(*p), SIMT_UNSUPPORTED(\"simt: a <<<...>>> launch needs a kernel name before it (a function or "
+     "function "
      "template, e.g. k or ns::k<float>), not an expression\");\n"},
+    {"launch_without_arguments", "void h() { k<<<1, 32>>>; }\n",
+     "void h() { k, SIMT_UNSUPPORTED(\"simt: a <<<...>>> launch needs its closing >>> and an argument list "
+     "(...)\"); }\n"},
     {"extern_shared_in_a_kernel",
      "__global__ void k() {\n  extern __shared__ __align__(16) float buf[];\n}\n",
      "__global__ void k() {\n  [[maybe_unused]] float* const buf = "

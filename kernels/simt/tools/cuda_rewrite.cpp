@@ -260,12 +260,17 @@ class Rewriter {
     const std::size_t paren = close == std::string_view::npos ? close : skip_space(close + 3);
     const std::size_t end = paren < s_.size() && s_[paren] == '(' ? matching(paren) : std::string_view::npos;
     if (callee.empty() || end == std::string_view::npos) {
+      // After a comma, so whatever stands before the <<< stays an expression of its own and the
+      // error is this message, not a syntax error.
       out_ += callee;
+      out_ += ", ";
       out_ += unsupported(callee.empty()
                               ? "a <<<...>>> launch needs a kernel name before it (a function or function "
                                 "template, e.g. k or ns::k<float>), not an expression"
                               : "a <<<...>>> launch needs its closing >>> and an argument list (...)");
-      const std::size_t stop = end == std::string_view::npos ? at + 3 : end;
+      const std::size_t stop = end != std::string_view::npos     ? end
+                               : close != std::string_view::npos ? close + 3
+                                                                 : at + 3;
       out_ += std::string(static_cast<std::size_t>(count_newlines(s_.substr(at, stop - at))), '\n');
       return stop;
     }

@@ -114,31 +114,40 @@ thread_block_tile<N, ParentT> tiled_partition(const ParentT&) {
   return {};
 }
 
-// Not in the subset: each is a compile-time error naming itself where it is used.
+// Not in the subset: each is a compile-time error naming itself where it is used (the group
+// types exist so that `auto g = cg::this_grid();` fails with that message alone).
+struct grid_group {};
+struct cluster_group {};
+struct coalesced_group {};
+struct thread_group {};
 template <class ParentT>
-void tiled_partition(const ParentT&, unsigned) {
+thread_group tiled_partition(const ParentT&, unsigned) {
   static_assert(::simt::detail::dependent_false<ParentT>,
                 "cooperative_groups::tiled_partition(parent, n) with a run-time size is not supported by the "
                 "SIMT runtime: use tiled_partition<N>(parent)");
+  return {};
 }
 template <class T = void>
-void this_grid() {
+grid_group this_grid() {
   static_assert(
       ::simt::detail::dependent_false<T>,
       "cooperative_groups::this_grid (grid-wide sync) is not supported by the SIMT runtime: blocks run "
       "one after another on the CPU");
+  return {};
 }
 template <class T = void>
-void this_cluster() {
+cluster_group this_cluster() {
   static_assert(
       ::simt::detail::dependent_false<T>,
       "cooperative_groups::this_cluster (thread block clusters) is not supported by the SIMT runtime");
+  return {};
 }
 template <class T = void>
-void coalesced_threads() {
+coalesced_group coalesced_threads() {
   static_assert(::simt::detail::dependent_false<T>,
                 "cooperative_groups::coalesced_threads is not supported by the SIMT runtime: use "
                 "tiled_partition<N>");
+  return {};
 }
 
 template <class Group>
