@@ -10,7 +10,10 @@ include(CMakePackageConfigHelpers)
 set(DS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/driftscope)
 set(DS_EXPORTED driftscope_api)
 if(TARGET driftscope_simt)
-  list(APPEND DS_EXPORTED driftscope_simt)
+  list(APPEND DS_EXPORTED driftscope_simt driftscope_simt_cuda_compat)
+  # The build step of driftscope_add_simt_kernel(), run by the outside project's build.
+  install(TARGETS driftscope_simt_rewrite EXPORT driftscopeTargets
+    RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/driftscope)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/kernels/simt/include/simt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/driftscope
     FILES_MATCHING PATTERN "*.h")
   install(FILES ${CMAKE_SOURCE_DIR}/kernels/simt/cmake/SimtKernel.cmake DESTINATION ${DS_CMAKE_DIR})

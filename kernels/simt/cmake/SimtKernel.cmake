@@ -14,22 +14,39 @@
 # dialect flag for nvcc, and without an explicit CUDA_STANDARD a target holding CUDA objects
 # inherits its CXX_STANDARD (20) as a CUDA dialect, which the Makefile generators then refuse.
 # Used inside Driftscope for kernels/ and, installed, by outside projects (find_package).
-# The host build goes through generated one-line .cpp files that #include the .cu: marking the
-# .cu itself LANGUAGE CXX is per directory and would also change the nvcc target.
+# The host build compiles a C++ file generated from each .cu at build time by
+# driftscope-simt-rewrite (driftscope::simt_rewrite): the .cu as written for nvcc, with its
+# kernel<<<...>>>(...) launches and extern __shared__ arrays turned into the runtime's, its quoted
+# includes made absolute, and a #line directive so every diagnostic, hazard report and debug line
+# names the .cu and its own line numbers. The .cu itself is never written. (Marking the .cu
+# LANGUAGE CXX instead is per directory and would also change the nvcc target.) The generated
+# files see simt/cuda_compat/ first on their include path: the CPU's <cooperative_groups.h>.
 function(driftscope_add_simt_kernel target)
   cmake_parse_arguments(ARG "NO_LINE_INFO" "" "SOURCES;LINK" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "driftscope_add_simt_kernel(${target}): SOURCES is required")
+  endif()
+  # In the source tree the tool is built here (a file-level dependency on the target reruns the
+  # step when it changes); installed, it is an imported executable.
+  get_target_property(rewrite_tool driftscope::simt_rewrite ALIASED_TARGET)
+  if(NOT rewrite_tool)
+    set(rewrite_tool "$<TARGET_FILE:driftscope::simt_rewrite>")
   endif()
   set(wrappers "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(stem "${src}" NAME_WE)
     set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_simt/${stem}.simt.cpp")
-    file(CONFIGURE OUTPUT "${out}" CONTENT "#include \"${abs}\"\n" @ONLY)
+    add_custom_command(OUTPUT "${out}"
+      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" "${abs}" "${out}"
+      DEPENDS "${abs}" ${rewrite_tool}
+      COMMENT "SIMT: ${src} for the CPU runtime"
+      VERBATIM)
     list(APPEND wrappers "${out}")
   endforeach()
   add_library(${target} STATIC ${wrappers})
+  target_include_directories(${target} BEFORE PRIVATE
+    $<TARGET_PROPERTY:driftscope::simt_cuda_compat,INTERFACE_INCLUDE_DIRECTORIES>)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_link_libraries(${target} PUBLIC driftscope::simt ${ARG_LINK})
   if(TARGET driftscope_warnings)

@@ -32,6 +32,17 @@
 #include <vector_types.h>
 #include <vector_functions.h>
 
+// crt/host_defines.h defines these for nvcc only; on the CPU they mean nothing.
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+#ifndef __cluster_dims__
+#define __cluster_dims__(...)
+#endif
+#ifndef __maxnreg__
+#define __maxnreg__(...)
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -249,9 +260,46 @@ inline unsigned __activemask() { return ::simt::detail::activemask(); }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
+// Cache-hinted loads and stores: the CPU has one memory, so each is a plain access.
 template <class T>
 inline T __ldg(const T* p) {
   return *p;
+}
+template <class T>
+inline T __ldcs(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcg(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldca(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldlu(const T* p) {
+  return *p;
+}
+template <class T>
+inline T __ldcv(const T* p) {
+  return *p;
+}
+template <class T>
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
+template <class T>
+inline void __stwt(T* p, T v) {
+  *p = v;
 }
 
 // ---- atomics: relaxed, like the GPU's, but safe across host threads ----

@@ -1,0 +1,29 @@
+// The source step of driftscope_add_simt_kernel(): a .cu written for nvcc, rewritten into a C++
+// translation unit the SIMT CPU runtime compiles, with the author's file left untouched and every
+// line number kept (a #line directive, and each rewrite keeps its newlines).
+//
+// Rewritten, and only these:
+//   kernel<<<grid, block[, smem[, stream]]>>>(args)  -> a simt launch (simt/simt_cuda.h)
+//   extern __shared__ [__align__(n)] T name[];        -> the block's dynamic shared memory
+//   #include "local.cuh"                              -> the same file by its absolute path (the
+//                                                        generated file lives in the build tree)
+//   #pragma unroll [N]                                -> a comment (g++ has no such pragma)
+// A construct the runtime cannot take becomes a compile-time error naming it, at its line.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace simt::rewrite {
+
+struct Input {
+  std::string_view source;
+  std::string path;  // absolute path of the .cu: #line, and where quoted includes are resolved
+  // Whether a file exists (quoted includes are rewritten only when they resolve next to the .cu).
+  std::function<bool(const std::string&)> file_exists;
+};
+
+std::string rewrite_cuda_source(const Input& in);
+
+}  // namespace simt::rewrite
