@@ -51,6 +51,9 @@ const std::vector<CpuVariant>& planted_variants() {
       {PlantedBug::layernorm_n_minus_1, "mutant:layernorm-n-minus-1",
        "cpu-f16 whose LayerNorms (GPT-2) divide the variance by N - 1 instead of N: a scale of about "
        "1 - 1/(2N) on every output"},
+      {PlantedBug::l2norm_no_eps, "mutant:l2norm-no-eps",
+       "cpu-f16 whose GDN q/k l2-norm leaves out its epsilon: correct until a head's sum of squares nears "
+       "1e-6, where it divides by almost nothing (--probe tiny-gdn-qk)"},
   };
   return v;
 }

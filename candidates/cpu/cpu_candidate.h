@@ -25,6 +25,9 @@ enum class PlantedBug {
   // Biases below one f16 ULP per element, on every element (docs/mutants.md, "cpu-f16 mutants").
   residual_scale,       // residual_1 scaled by 1 + 2^-12 in f32 before it is stored
   layernorm_n_minus_1,  // GPT-2's LayerNorms divide the variance by N - 1 instead of N
+  // The GDN q/k l2-norm without its epsilon: the same as the correct one until a row's sum of
+  // squares nears 1e-6 (the probe tiny-gdn-qk drives it there).
+  l2norm_no_eps,
 };
 
 // Every planted variant of cpu-f16, one row each: the name it is registered under and what it

@@ -57,14 +57,14 @@ Mat conv_silu(const Mat& x, const Mat& w, const Mat& prev, int state_rows, Mat& 
   return y;
 }
 
-Mat l2norm(const Mat& x, int width, float scale) {
+Mat l2norm(const Mat& x, int width, float scale, float eps) {
   Mat y = x;
   for (std::int64_t r = 0; r < y.rows; ++r)
     for (std::int64_t h = 0; h < y.cols / width; ++h) {
       float* e = y.row(r) + h * width;
       float ss = 0;
       for (int i = 0; i < width; ++i) ss += e[i] * e[i];
-      const float inv = 1.0f / std::sqrt(ss + 1e-6f);
+      const float inv = 1.0f / std::sqrt(ss + eps);
       for (int i = 0; i < width; ++i) e[i] = e[i] * inv * scale;
     }
   return y;

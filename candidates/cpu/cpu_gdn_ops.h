@@ -18,8 +18,8 @@ Mat gdn_decay(const Mat& a, std::span<const float> a_neg, std::span<const float>
 // prepended by the conv state `prev` [S, C] (oldest row first; empty = zeros). `next` receives
 // the last S rows of [prev | x], the state after this step.
 Mat conv_silu(const Mat& x, const Mat& w, const Mat& prev, int state_rows, Mat& next);
-// Per head of `width` columns: x / sqrt(sum(x^2) + 1e-6) * scale.
-Mat l2norm(const Mat& x, int width, float scale);
+// Per head of `width` columns: x / sqrt(sum(x^2) + eps) * scale.
+Mat l2norm(const Mat& x, int width, float scale, float eps = 1e-6f);
 // The gated delta rule over T tokens; `state` holds [nv, dk, dv] (S_h[i][j], key-major) and is
 // updated in place. Value head h reads key head cfg.gdn_key_head(h).
 Mat gdn_recurrence(const ModelConfig& cfg, const Mat& q, const Mat& k, const Mat& v, const Mat& g,

@@ -52,8 +52,9 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
   } else if (s == "l2norm") {
     const Mat cv = x("conv");
     const int kd = c.gdn_key_dim(), dk = c.gdn_k_dim;
-    out("q_l2", l2norm(columns(cv, 0, kd), dk, 1.0f / std::sqrt(float(dk))));
-    out("k_l2", l2norm(columns(cv, kd, kd), dk, 1.0f));
+    const float eps = bug_ == PlantedBug::l2norm_no_eps ? 0.0f : 1e-6f;  // the planted bug: no epsilon
+    out("q_l2", l2norm(columns(cv, 0, kd), dk, 1.0f / std::sqrt(float(dk)), eps));
+    out("k_l2", l2norm(columns(cv, kd, kd), dk, 1.0f, eps));
   } else if (s == "gdn") {
     const Tensor& prev = input(inputs, "prev:gdn_state", "cpu candidate");
     std::vector<float> state = prev.empty() ? std::vector<float>{} : gdn_state_from_stage(c, to_mat(prev));

@@ -27,6 +27,9 @@ constexpr double kTinyRowRms = 1e-3;
 constexpr double kHugeRowRms = 256.0;
 constexpr int kLongPrompt = 2050;  // past 2048, where Llama-3's high-frequency wavelength ends
 constexpr int kOddPrompt = 37;     // no multiple of 2, 4, 8, 16 or 32
+// tiny-gdn-qk: a GDN head's q/k sum of squares driven to 1e-8, a hundredth of the l2-norm's 1e-6
+// epsilon, so that the epsilon, not the values, sets the norm.
+constexpr double kTinyQkSumSquares = 1e-8;
 
 const Probe kProbes[] = {
     {"long-positions",
@@ -53,6 +56,9 @@ const Probe kProbes[] = {
      "the prompt 0, vocab-1, 1, vocab-2, 0, vocab-1, 1, vocab-2"},
     {"odd-length", "tails in T: a prefill whose length is no multiple of a tile or a warp",
      "a prompt of 37 tokens, then two decode steps"},
+    {"tiny-gdn-qk", "the Gated DeltaNet q/k l2-norm's epsilon: left out, misplaced, or the norm in too few bits",
+     "every GDN layer's q and k projection rows scaled so that a head's sum of squares after the conv is "
+     "near 1e-8, a hundredth of the l2-norm's epsilon"},
 };
 
 double rms(const Tensor& t, std::int64_t from, std::int64_t count, double offset) {
@@ -99,6 +105,23 @@ double scale_scores(const ModelConfig& cfg, WeightStore& w, int l) {
   const double s = kLargeScoreSigma / (rms(wq, 0, wq.numel(), 0) * x * rms(wk, 0, wk.numel(), 0) * x);
   scale(wq, 0, wq.numel(), s);
   if (Tensor* b = w.find_mutable(layer_weight(l, "attn_q.bias"))) scale(*b, 0, b->numel(), s);
+  return s;
+}
+
+// Scales the q and k rows of one GDN layer's in-projection so that a head's sum of squares after
+// the conv is near kTinyQkSumSquares. The conv and SiLU are linear near zero (silu(z) ~ z / 2): a
+// channel's value is about rms(W row) sqrt(D) rms(x) times rms(conv taps) sqrt(K) / 2.
+double shrink_gdn_qk(const ModelConfig& cfg, WeightStore& w, int l) {
+  const double off = cfg.norm_plus_one ? 1.0 : 0.0;
+  const Tensor& norm = weight(w, layer_weight(l, "attn_norm.weight"));
+  const double x = rms(norm, 0, norm.numel(), off) * std::sqrt(double(cfg.hidden));
+  Tensor& qkv = weight(w, layer_weight(l, "attn_qkv.weight"));
+  const Tensor& conv = weight(w, layer_weight(l, "ssm_conv1d.weight"));
+  const std::int64_t D = cfg.hidden, qk_rows = 2 * std::int64_t(cfg.gdn_key_dim()), K = conv.dim(conv.rank() - 1);
+  const double value = rms(qkv, 0, qk_rows * D, 0) * x * rms(conv, 0, qk_rows * K, 0) * std::sqrt(double(K)) / 2;
+  const double target = std::sqrt(kTinyQkSumSquares / cfg.gdn_k_dim);
+  const double s = value > 0 ? target / value : 1.0;
+  scale(qkv, 0, qk_rows * D, s);
   return s;
 }
 
@@ -172,6 +195,20 @@ std::string apply_probe_weights(const Probe& probe, ModelConfig& cfg, WeightStor
         "{:.3g}){}",
         probe.name, rows.size(), target, lo, hi,
         untie ? "; the tied lm_head untied, its rows as they were" : "");
+  }
+  if (probe.name == "tiny-gdn-qk") {
+    double lo = 0, hi = 0;
+    int layers = 0;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      if (cfg.block_kind(l) != BlockKind::gdn) continue;
+      const double s = shrink_gdn_qk(cfg, w, l);
+      lo = layers == 0 ? s : std::min(lo, s);
+      hi = layers == 0 ? s : std::max(hi, s);
+      ++layers;
+    }
+    if (layers == 0) return fmt::format("probe {}: the model has no Gated DeltaNet layer to scale", probe.name);
+    return fmt::format("probe {}: q/k rows of {} GDN layer(s) scaled by {:.3g} to {:.3g} (head sum of squares ~{:g})",
+                       probe.name, layers, lo, hi, kTinyQkSumSquares);
   }
   if (probe.name == "large-logits") {
     double lo = 0, hi = 0;

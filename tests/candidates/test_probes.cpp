@@ -55,6 +55,40 @@ INSTANTIATE_TEST_SUITE_P(TinyPresets, Probes, testing::ValuesIn(probe_cases()), 
   return n;
 });
 
+// A bug that only a probe's inputs expose: invisible on the seeded prompt, caught at its stage
+// with the probe.
+struct ProbeMutantCase {
+  const char* name;
+  const char* preset;
+  const char* probe;
+  const char* mutant;
+  const char* stage;
+};
+
+class ProbeMutant : public testing::TestWithParam<ProbeMutantCase> {};
+
+TEST_P(ProbeMutant, PassesWithoutItsProbeAndFailsAtItsStageWithIt) {
+  RunOptions o;
+  o.model = fmt::format("synthetic:{}", GetParam().preset);
+  o.candidate = GetParam().mutant;
+  o.modes = {Mode::isolated, Mode::chained};
+  o.isolate_process = false;
+  const RunReport plain = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(plain.exit_code, kExitParity) << plain.verdict;
+  o.probe = GetParam().probe;
+  const RunReport probed = run_parity(o, Policy::dtype_defaults());
+  ASSERT_EQ(probed.exit_code, kExitFailure) << probed.verdict;
+  ASSERT_TRUE(probed.first_failure);
+  EXPECT_EQ(probed.first_failure->key.stage, GetParam().stage);
+  EXPECT_EQ(probed.first_failure->key.step, 0);
+  EXPECT_EQ(probed.first_failure->mode, Mode::isolated);
+}
+
+INSTANTIATE_TEST_SUITE_P(Probes, ProbeMutant,
+                         testing::Values(ProbeMutantCase{"l2norm_without_epsilon", "qwen35-tiny", "tiny-gdn-qk",
+                                                         "mutant:l2norm-no-eps", "q_l2"}),
+                         [](const auto& i) { return std::string(i.param.name); });
+
 TEST(ProbeOptions, UnknownProbeAndGivenTokensAreBadInput) {
   EXPECT_THROW(find_probe("no-such-probe"), InputError);
   RunOptions o;
