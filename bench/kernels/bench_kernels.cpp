@@ -53,7 +53,6 @@ namespace {
 // ----------------------------------------------------------------------------------------
 // Device buffers and the values they hold
 
-
 using ds::DType;
 
 // Projection weights in bf16, as the HF checkpoints of these models store them.
@@ -673,9 +672,7 @@ Prepared attn_gate(Arena& a, const Decoder& m, int T) {
   Buf& y = a.alloc(DType::f16, n);
   Prepared p;
   p.bytes = double(attn.bytes() + gate.bytes() + y.bytes());
-  p.launch = [&a, &attn, &gate, &y, n] {
-    a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n));
-  };
+  p.launch = [&a, &attn, &gate, &y, n] { a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n)); };
   p.checks.push_back({"y", &y, [&attn, &gate](std::size_t i) {
                         return attn.host[i] / (1 + std::exp(-double(gate.host[i])));
                       }});

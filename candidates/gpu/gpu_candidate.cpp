@@ -320,7 +320,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
       throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
     DevBuf qkv = up("qkv"), cd = up("cache:qkv"), o = buf(std::int64_t(T) * Q);
     const auto* kv = static_cast<const std::uint16_t*>(cd.get());  // f16 elements
-    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld, ld);
+    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld,
+                 ld);
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "o_proj_add" || s == "out_proj_add" || s == "down_add") {
     // Projection + chain-add: inputs (activation, residual), outputs (projection, new residual).

@@ -61,7 +61,8 @@ void locate_drift(RunReport& report) {
           layers[i], kBand, dtype_name(dtype), err[i] / floor[i], err.back() / floor.back(), layers.back(),
           last_step);
       // Every stage passing does not make this parity: an error that compounds layer after layer is
-      // a systematic bias (24 layers can drift 10x past fp16 noise with every stage inside its band), so the run fails.
+      // a systematic bias (24 layers can drift 10x past fp16 noise with every stage inside its band), so the
+      // run fails.
       if (report.exit_code == kExitParity) {
         report.exit_code = kExitFailure;
         report.drift_failed = true;

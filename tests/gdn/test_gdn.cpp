@@ -246,10 +246,10 @@ Trace gdn_decode(int variant, IdsMap m, const dsk::KernelTable& kt = K()) {
       get_rows(tmp.p);
       K().device_copy(cache.p + kHead * slot, tmp.p, kSeqs * slot * sizeof(float));
       kt.gdn_inplace(q.p, k.p, v.p, g.p, beta.p, cache.p + kHead * slot, out.p, kSeqs, d.nk, d.nv, d.dk,
-                      d.dv);
+                     d.dv);
     } else {
       kt.gdn_inplace_ids(q.p, k.p, v.p, g.p, beta.p, cache.p, dids.p, kHead, scratch.p, out.p, kSeqs, d.nk,
-                          d.nv, d.dk, d.dv);
+                         d.nv, d.dk, d.dv);
     }
     tr.outs.push_back(out.get());
   }
@@ -346,10 +346,10 @@ INSTANTIATE_TEST_SUITE_P(Ids, Fused, ::testing::Values(IdsMap::identity, IdsMap:
 struct Planted {
   const char* name;
   const char* mutant;  // kernels/mutants/<mutant>.cu
-  bool conv;    // conv (else GDN) decode
-  int variant;  // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
-  IdsMap map;   // the ids map that exposes it
-  int first;    // first step whose output differs from the clean plain op
+  bool conv;           // conv (else GDN) decode
+  int variant;         // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
+  IdsMap map;          // the ids map that exposes it
+  int first;           // first step whose output differs from the clean plain op
 };
 
 TEST(GdnMutants, EachPlantedBugIsCaughtAtItsFirstStep) {

@@ -55,9 +55,7 @@ TEST_P(LayerNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto b = to_f32(normal(std::size_t(p.width), 0.1, 33));
   Buf dx(xb), dw(w), db(b), dy(xb.size() * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, p.rows, p.width, 1e-5f);
-      },
+      [&] { K().layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, p.rows, p.width, 1e-5f); },
       [&] { return dy.bits(); });
   expect_close(got, layernorm_ref(f16_values(xb), p.rows, p.width, w, b, 1e-5), 1e-5, "layernorm");
 }
@@ -85,8 +83,7 @@ TEST(LayerNormMutant, NoMeanSubIsInvisibleOnCentredRowsAndWrongOnOffsetOnes) {
     return dy.bits();
   };
   EXPECT_EQ(run(centred), run(centred, bug));
-  const auto good = f16_values(run(offset)),
-             bad = f16_values(run(offset, bug));
+  const auto good = f16_values(run(offset)), bad = f16_values(run(offset, bug));
   // With w = 1 and b = 0 a correct LayerNorm output has unit variance; the bug's is
   // var / (var + mean^2), about 1/5 for N(2, 1) rows.
   double ss_good = 0, ss_bad = 0;
@@ -111,8 +108,7 @@ TEST_P(Gelu, MatchesGeluNewInDoubleAndIsOrderIndependent) {
   const auto& p = GetParam();
   const Bits xb = to_f16(normal(std::size_t(p.n), p.std, 36));
   Buf dx(xb), dy(xb.size() * 2);
-  const Bits got =
-      same_under_every_order([&] { K().gelu(dx.p, dy.p, p.n); }, [&] { return dy.bits(); });
+  const Bits got = same_under_every_order([&] { K().gelu(dx.p, dy.p, p.n); }, [&] { return dy.bits(); });
   std::vector<double> ref;
   for (double x : f16_values(xb)) ref.push_back(gelu_new(x));
   // 1e-6 absolute: f32 tanh next to -1 leaves ~6e-8 of 1 + tanh, times 0.5 |x|.
@@ -150,9 +146,7 @@ TEST_P(EmbeddingWithPositions, AddsRowPos0PlusTInF32) {
   for (int t = 0; t < p.T; ++t) tok.push_back((7 * t + 3) % V);
   Buf dw(w.bytes), dp(pos), dt(tok), out(std::size_t(p.T) * D * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().embedding(dw.p, p.wt, dt.as<std::int32_t>(), dp.as<float>(), p.pos0, out.p, p.T, D);
-      },
+      [&] { K().embedding(dw.p, p.wt, dt.as<std::int32_t>(), dp.as<float>(), p.pos0, out.p, p.T, D); },
       [&] { return out.bits(); });
   std::vector<double> ref;
   for (int t = 0; t < p.T; ++t)

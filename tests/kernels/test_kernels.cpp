@@ -29,9 +29,9 @@ TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto x = f16_values(xb);
   const auto w = normal(std::size_t(width), 0.05, 2, 1.0 - w_offset);
   Buf dx(xb), dw(to_f32(w)), dy(xb.size() * 2);
-  const Bits got = same_under_every_order(
-      [&] { K().rmsnorm(dx.p, dw.as<float>(), w_offset, dy.p, rows, width, 1e-6f); },
-      [&] { return dy.bits(); });
+  const Bits got =
+      same_under_every_order([&] { K().rmsnorm(dx.p, dw.as<float>(), w_offset, dy.p, rows, width, 1e-6f); },
+                             [&] { return dy.bits(); });
   std::vector<double> ref(x.size());
   for (int r = 0; r < rows; ++r) {
     double ss = 0;
@@ -191,7 +191,7 @@ TEST(FusedQkv, HalfBeforeBiasMutantIsARoundingEffectButOftenOff) {
   const char* W = static_cast<const char*>(dw.p);
   auto run = [&](const dsk::KernelTable& kt) {
     kt.fused_qkv(W, W + Q * C * 4, W + (Q + KV) * C * 4, WType::f32, db.as<float>(), db.as<float>() + Q,
-                  db.as<float>() + Q + KV, dx.p, q.p, k.p, v.p, T, Q, KV, C);
+                 db.as<float>() + Q + KV, dx.p, q.p, k.p, v.p, T, Q, KV, C);
     return q.bits();
   };
   const Bits good = run(K()), bad = run(Mutant("half-before-bias"));
@@ -338,9 +338,7 @@ TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
              vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
   Buf dq(qb), dk(kb), dv(vb), out(qb.size() * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, nq * hd, nkv * hd);
-      },
+      [&] { K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, nq * hd, nkv * hd); },
       [&] { return out.bits(); });
   const auto q = f16_values(qb), k = f16_values(kb), v = f16_values(vb);
   std::vector<double> ref(q.size(), 0.0);
