@@ -8,39 +8,16 @@
 namespace DSK_NS {
 namespace mutant_gemv_half_accum {
 
-// One lane's share of dot(w[0:cols], xs_p[0:cols]) for `nt` token rows of x at once (xs_p =
-// xs + p * cols), into acc[0:nt]: every weight is loaded and converted once for all the tokens.
-// Scalar head until w is 16-byte aligned, 16-byte vector loads for the body, scalar tail: any
-// cols and any row alignment work, and aligned rows take only vector loads. Each token's partial
-// is added up in the same order whatever nt is: a vector's products first, then into the lane's sum.
+// common.cuh's lane_dots (one lane's share of dot(w[0:cols], xs_p[0:cols]) for nt token rows),
+// rewritten as a scalar fallback in the storage dtype would be.
 template <class W>
 __device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, int lane, float* acc) {
   for (int p = 0; p < nt; ++p) acc[p] = 0.0f;
-  constexpr int V = 16 / static_cast<int>(sizeof(W));
-  const int mis = static_cast<int>((reinterpret_cast<std::uintptr_t>(w) % 16) / sizeof(W));
-  int head = mis == 0 ? 0 : V - mis;
-  if (head > cols) head = cols;
-  const int body_end = head + (cols - head) / V * V;
-  if (lane < head) {
-    const float wc = to_f(w[lane]);
-    for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + lane];
-  }
-  for (int c = head + lane * V; c < body_end; c += 32 * V) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(w + c);  // one vectorised load
-    W e[V];
-    memcpy(static_cast<void*>(e), &raw, sizeof raw);
-    float wf[V];
-    for (int i = 0; i < V; ++i) wf[i] = to_f(e[i]);
-    for (int p = 0; p < nt; ++p) {
-      const float* xp = xs + p * cols + c;
-      float s = 0.0f;
-      for (int i = 0; i < V; ++i) s += wf[i] * xp[i];
-      acc[p] += s;
-    }
-  }
-  for (int c = body_end + lane; c < cols; c += 32) {
+  // planted: the row summed by lane 0 alone, into a half accumulator rounded after every add
+  if (lane != 0) return;
+  for (int c = 0; c < cols; ++c) {
     const float wc = to_f(w[c]);
-    for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + c];
+    for (int p = 0; p < nt; ++p) acc[p] = __half2float(__float2half_rn(acc[p] + wc * xs[p * cols + c]));
   }
 }
 
