@@ -45,13 +45,13 @@ const std::vector<Factory>& factories() {
                dsk_simt::table(), "simt-gdn-plain",
                "simt declaring only the plain GDN ops (GatedDeltaNet, SsmConv): the gate must refuse a "
                "fused --gdn-variant",
-               dsk::kBugNone, false);
+               false);
          }});
     for (const auto& m : gpu::gdn_mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         dsk_simt::table(), fmt::format("mutant:{}", m.name),
-                         fmt::format("simt with a planted GDN bug: {}", std::string(m.what)), m.bug);
+                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         fmt::format("simt with a planted GDN bug: {}", std::string(m.what)));
                    }});
     }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
@@ -65,8 +65,8 @@ const std::vector<Factory>& factories() {
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         dsk_simt::table(), fmt::format("mutant:{}", m.name),
-                         fmt::format("simt with a planted bug: {}", std::string(m.what)), m.bug);
+                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         fmt::format("simt with a planted bug: {}", std::string(m.what)));
                    }});
     }
 #endif

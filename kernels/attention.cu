@@ -19,7 +19,7 @@ constexpr int kAttnThreads = 128;
 
 __global__ void attention_kernel(const __half* __restrict__ q, const __half* __restrict__ kc,
                                  const __half* __restrict__ vc, __half* __restrict__ out, int pos0, int n_q,
-                                 int n_kv, int hd, int q_ld, int kv_ld, float scale, int bug) {
+                                 int n_kv, int hd, int q_ld, int kv_ld, float scale) {
   SIMT_DYNAMIC_SHARED(float, smem);
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -28,8 +28,7 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
   float* qs = smem + 32;                               // [hd]
   float* part = smem + 32 + hd + warp * 32 * 32;       // this warp's [32 keys][32 lanes]
   float* scores = smem + 32 + hd + n_warps * 32 * 32;  // [p + 1]
-  // Planted (GH-280 family): h % n_kv interleaves the groups instead of h / group.
-  const int kh = bug == dsk::kBugGqaModulo ? h % n_kv : h / (n_q / n_kv);
+  const int kh = h / (n_q / n_kv);
   const int last = pos0 + t;
   const std::size_t kv_w = static_cast<std::size_t>(kv_ld);
 
@@ -54,15 +53,14 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
 
   float mx = -INFINITY;
   for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) mx = fmaxf(mx, scores[j]);
-  mx = block_reduce<true>(mx, scratch, bug);
+  mx = block_reduce<true>(mx, scratch);
   float sum = 0.0f;
   for (int j = tid; j <= last; j += static_cast<int>(blockDim.x)) {
-    // Planted: the unstable softmax, equal to the stable one until a score passes 88.7.
-    const float e = expf(bug == dsk::kBugSoftmaxNoMax ? scores[j] : scores[j] - mx);
+    const float e = expf(scores[j] - mx);
     scores[j] = e;
     sum += e;
   }
-  sum = block_reduce<false>(sum, scratch, bug);  // its barriers also publish the exp'd scores
+  sum = block_reduce<false>(sum, scratch);  // its barriers also publish the exp'd scores
   const float inv = 1.0f / sum;
 
   __half* oh = out + (static_cast<std::size_t>(t) * n_q + h) * hd;
@@ -75,13 +73,13 @@ __global__ void attention_kernel(const __half* __restrict__ q, const __half* __r
 }
 
 void attention(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P, int pos0,
-               int n_q, int n_kv, int head_dim, int q_ld, int kv_ld, int bug) {
+               int n_q, int n_kv, int head_dim, int q_ld, int kv_ld) {
   const std::size_t smem =
       static_cast<std::size_t>(32 + head_dim + kAttnThreads / 32 * 32 * 32 + P) * sizeof(float);
   simt::launch(attention_kernel, dim3(T, n_q), dim3(kAttnThreads), smem, nullptr,
                static_cast<const __half*>(q), static_cast<const __half*>(k_cache),
                static_cast<const __half*>(v_cache), static_cast<__half*>(out), pos0, n_q, n_kv, head_dim,
-               q_ld, kv_ld, 1.0f / sqrtf(static_cast<float>(head_dim)), bug);
+               q_ld, kv_ld, 1.0f / sqrtf(static_cast<float>(head_dim)));
 }
 
 }  // namespace DSK_NS

@@ -11,19 +11,18 @@ namespace DSK_NS {
 constexpr int kAttnGateThreads = 256;
 
 __global__ void attn_gate_kernel(const __half* __restrict__ attn, const __half* __restrict__ gate,
-                                 __half* __restrict__ y, int n, int bug) {
+                                 __half* __restrict__ y, int n) {
   const int i = static_cast<int>(blockIdx.x) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
   if (i >= n) return;
   const float g = __half2float(gate[i]);
-  // The planted bug: the gate multiplied in as stored, its sigmoid forgotten.
   const float a = __half2float(attn[i]);
-  y[i] = __float2half_rn(bug == dsk::kBugAttnGateRaw ? a * g : a / (1.0f + expf(-g)));
+  y[i] = __float2half_rn(a / (1.0f + expf(-g)));
 }
 
-void attn_gate(const void* attn, const void* gate, void* y, int n, int bug) {
+void attn_gate(const void* attn, const void* gate, void* y, int n) {
   simt::launch(attn_gate_kernel, dim3((n + kAttnGateThreads - 1) / kAttnGateThreads), dim3(kAttnGateThreads),
                0, nullptr, static_cast<const __half*>(attn), static_cast<const __half*>(gate),
-               static_cast<__half*>(y), n, bug);
+               static_cast<__half*>(y), n);
 }
 
 }  // namespace DSK_NS

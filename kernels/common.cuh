@@ -35,18 +35,14 @@ __device__ inline float warp_max(float v) {
 // Sum (or max) over the whole block, the same value returned to every thread. `scratch`
 // holds 32 floats of shared memory; blockDim.x is a multiple of 32. The order of the
 // additions is fixed (lanes, then warps in order), so results do not depend on scheduling.
-// `bug` plants one of two races (uniform over the block, so skipping a barrier stays legal).
 template <bool Max>
-__device__ inline float block_reduce(float v, float* scratch, int bug = dsk::kBugNone) {
+__device__ inline float block_reduce(float v, float* scratch) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   v = Max ? warp_max(v) : warp_sum(v);
-  // scratch may still be read by a previous reduction. Planted (kBugReduceWar): without this
-  // barrier a fast warp overwrites a partial a slow warp has not read yet (write-after-read).
-  if (bug != dsk::kBugReduceWar) __syncthreads();
+  __syncthreads();  // scratch may still be read by a previous reduction
   if (lane == 0) scratch[warp] = v;
-  // Planted (kBugReduceNoBarrier): without it, warps read partials not yet written.
-  if (bug != dsk::kBugReduceNoBarrier) __syncthreads();
+  __syncthreads();  // every warp's partial written before any is read
   float r = scratch[0];
   for (int w = 1; w < n_warps; ++w) r = Max ? fmaxf(r, scratch[w]) : r + scratch[w];
   return r;
@@ -57,22 +53,9 @@ __device__ inline float block_reduce(float v, float* scratch, int bug = dsk::kBu
 // Scalar head until w is 16-byte aligned, 16-byte vector loads for the body, scalar tail: any
 // cols and any row alignment work, and aligned rows take only vector loads. Each token's partial
 // is added up in the same order whatever nt is: a vector's products first, then into the lane's sum.
-// `bug` plants one of two bugs of the GEMV kernels (gemv.cu).
 template <class W>
-__device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, int lane, float* acc,
-                                 int bug = dsk::kBugNone) {
+__device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, int lane, float* acc) {
   for (int p = 0; p < nt; ++p) acc[p] = 0.0f;
-  if (bug == dsk::kBugGemvHalfAccum) {
-    // Planted: the row summed by lane 0 alone into a half accumulator, rounded after every add, as a
-    // scalar fallback written in the storage dtype does. Each rounding is about as large as the
-    // output's own, so the error is a few times the f16 floor, not orders of magnitude.
-    if (lane == 0)
-      for (int c = 0; c < cols; ++c) {
-        const float wc = to_f(w[c]);
-        for (int p = 0; p < nt; ++p) acc[p] = __half2float(__float2half_rn(acc[p] + wc * xs[p * cols + c]));
-      }
-    return;
-  }
   constexpr int V = 16 / static_cast<int>(sizeof(W));
   const int mis = static_cast<int>((reinterpret_cast<std::uintptr_t>(w) % 16) / sizeof(W));
   int head = mis == 0 ? 0 : V - mis;
@@ -95,21 +78,18 @@ __device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, 
       acc[p] += s;
     }
   }
-  // Planted (kBugGemvNoTail): the scalar tail forgotten. Whole 16-byte vectors only, so the last
-  // cols % V elements of a row count only where the row's alignment head happens to absorb them.
-  if (bug != dsk::kBugGemvNoTail)
-    for (int c = body_end + lane; c < cols; c += 32) {
-      const float wc = to_f(w[c]);
-      for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + c];
-    }
+  for (int c = body_end + lane; c < cols; c += 32) {
+    const float wc = to_f(w[c]);
+    for (int p = 0; p < nt; ++p) acc[p] += wc * xs[p * cols + c];
+  }
 }
 
 // One warp: dot(w[0:cols], xs[0:cols]), the result in every lane.
 template <class W>
-__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane, int bug = dsk::kBugNone) {
+__device__ inline float warp_dot(const W* w, const float* xs, int cols, int lane) {
   float acc = 0.0f;
-  lane_dots(w, xs, 1, cols, lane, &acc, bug);
-  return bug == dsk::kBugGemvHalfAccum ? __shfl_sync(0xffffffffu, acc, 0) : warp_sum(acc);
+  lane_dots(w, xs, 1, cols, lane, &acc);
+  return warp_sum(acc);
 }
 
 // The value lane 0 ends with in warp_sum, from the 32 lanes' partials in shared memory: the same

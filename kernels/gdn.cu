@@ -1,6 +1,6 @@
 // Gated DeltaNet recurrence (reference-math.md §3.6) for decode, f32 throughout, and its two
-// fused decode variants (seeds/002 ops A and B). One kernel serves all three; the variants
-// only redirect where the prior state is read from and where the final state is written.
+// fused decode variants (ops A and B: in place, and in place with ids). One kernel serves all three; the
+// variants only redirect where the prior state is read from and where the final state is written.
 //
 // Layouts (row-major, innermost last), per sequence s of n_seqs, T tokens each:
 //   q, k   [n_seqs, T, nk * dk]   q already l2-normalised and scaled by dk^-0.5
@@ -52,15 +52,14 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
                            const float* __restrict__ beta, const float* s_in,
                            const std::int32_t* __restrict__ ids, int rs_head,
                            const float* __restrict__ scratch, float* s_dst, float* __restrict__ out, int T,
-                           int nk, int nv, int dk, int dv, int bug) {
+                           int nk, int nv, int dk, int dv) {
   SIMT_DYNAMIC_SHARED(float, qk);  // [2 * dk]: this token's q and k for the key head
   float* qs = qk;
   float* ks = qk + dk;
   const int h = static_cast<int>(blockIdx.x), seq = static_cast<int>(blockIdx.y);
   const int j = static_cast<int>(threadIdx.x);
   const bool owner = j < dv;
-  // Planted (kBugGdnHeadModulo): the tiled ggml broadcast h % nk where the model needs h / rho.
-  const int kh = bug == dsk::kBugGdnHeadModulo ? h % nk : h / (nv / nk);
+  const int kh = h / (nv / nk);
   const std::size_t slot = static_cast<std::size_t>(nv) * dk * dv;
   const std::size_t head = static_cast<std::size_t>(h) * dk * dv;
 
@@ -68,12 +67,8 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
   const float* s0;
   if (ids == nullptr) {
     s0 = s_in + seq * slot;  // plain and A
-  } else if (ids[seq] == rs_head + seq || bug == dsk::kBugGdnIdsIgnored) {
-    s0 = s_dst + seq * slot;  // B identity: in place (planted kBugGdnIdsIgnored: every sequence)
-  } else if (bug == dsk::kBugGdnInplaceRace) {
-    // Planted: no snapshot into the disjoint scratch; reads cache[ids[seq]] directly, a slot
-    // that another sequence's block may already have overwritten with its final state.
-    s0 = s_in + static_cast<std::size_t>(ids[seq]) * slot;
+  } else if (ids[seq] == rs_head + seq) {
+    s0 = s_dst + seq * slot;  // B identity: in place
   } else {
     s0 = scratch + seq * slot;  // B non-identity: the gathered copy
   }
@@ -81,11 +76,7 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
 
   // 1. Snapshot the whole prior column into registers, before anything is written.
   float s[kGdnMaxDk];
-  for (int i = 0; i < dk; ++i)
-    // Planted (kBugGdnStateTransposed): the [dk, dv] state read as if it were [dv, dk].
-    s[i] = !owner                               ? 0.0f
-           : bug == dsk::kBugGdnStateTransposed ? s0[static_cast<std::size_t>(j) * dk + i]
-                                                : s0[static_cast<std::size_t>(i) * dv + j];
+  for (int i = 0; i < dk; ++i) s[i] = owner ? s0[static_cast<std::size_t>(i) * dv + j] : 0.0f;
 
   // 2. The recurrence, token by token, on the registers.
   for (int t = 0; t < T; ++t) {
@@ -120,34 +111,33 @@ __global__ void gdn_kernel(const float* __restrict__ q, const float* __restrict_
 namespace {
 void launch_gdn(const float* q, const float* k, const float* v, const float* g, const float* beta,
                 const float* s_in, const std::int32_t* ids, int rs_head, const float* scratch, float* s_dst,
-                float* out, int n_seqs, int T, int nk, int nv, int dk, int dv, int bug) {
+                float* out, int n_seqs, int T, int nk, int nv, int dk, int dv) {
   if (dk > kGdnMaxDk || nk <= 0 || nv % nk != 0)
     throw simt::KernelError("gdn: needs dk <= kGdnMaxDk and nv a multiple of nk");
   simt::launch(gdn_kernel, dim3(nv, n_seqs), dim3(round_up32(dv)),
                2 * static_cast<std::size_t>(dk) * sizeof(float), nullptr, q, k, v, g, beta, s_in, ids,
-               rs_head, scratch, s_dst, out, T, nk, nv, dk, dv, bug);
+               rs_head, scratch, s_dst, out, T, nk, nv, dk, dv);
 }
 }  // namespace
 
 void gdn(const float* q, const float* k, const float* v, const float* g, const float* beta,
          const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk,
-         int dv, int bug) {
-  launch_gdn(q, k, v, g, beta, state_in, nullptr, 0, nullptr, state_out, out, n_seqs, T, nk, nv, dk, dv, bug);
+         int dv) {
+  launch_gdn(q, k, v, g, beta, state_in, nullptr, 0, nullptr, state_out, out, n_seqs, T, nk, nv, dk, dv);
 }
 
 void gdn_inplace(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                 float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug) {
-  launch_gdn(q, k, v, g, beta, state, nullptr, 0, nullptr, state, out, n_seqs, 1, nk, nv, dk, dv, bug);
+                 float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv) {
+  launch_gdn(q, k, v, g, beta, state, nullptr, 0, nullptr, state, out, n_seqs, 1, nk, nv, dk, dv);
 }
 
 void gdn_inplace_ids(const float* q, const float* k, const float* v, const float* g, const float* beta,
                      float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out,
-                     int n_seqs, int nk, int nv, int dk, int dv, int bug) {
+                     int n_seqs, int nk, int nv, int dk, int dv) {
   const std::size_t slot = static_cast<std::size_t>(nv) * dk * dv;
-  if (bug != dsk::kBugGdnInplaceRace && bug != dsk::kBugGdnIdsIgnored)
-    gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
+  gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
   launch_gdn(q, k, v, g, beta, cache, ids, rs_head, scratch, cache + static_cast<std::size_t>(rs_head) * slot,
-             out, n_seqs, 1, nk, nv, dk, dv, bug);
+             out, n_seqs, 1, nk, nv, dk, dv);
 }
 
 }  // namespace DSK_NS

@@ -16,7 +16,7 @@ template <class W>
 __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__ Wa,
                                  const float* __restrict__ a_neg, const float* __restrict__ dt_bias,
                                  const __half* __restrict__ x, __half* __restrict__ beta,
-                                 __half* __restrict__ g, int nv, int cols, int bug) {
+                                 __half* __restrict__ g, int nv, int cols) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
   stage_rows_f32(x, t, 1, cols, xs);
@@ -32,35 +32,34 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
   if (is_beta) {
     beta[o] = __float2half_rn(1.0f / (1.0f + expf(-u)));
   } else {
-    // The planted bug: dt_bias dropped, as seeds/001's Qwen2 bias was.
-    const float a = bug == dsk::kBugGdnGatesNoDtBias ? u : u + dt_bias[h];
+    const float a = u + dt_bias[h];
     g[o] = __float2half_rn(a_neg[h] * (a > 20.0f ? a : log1pf(expf(a))));
   }
 }
 
 template <class W>
 static void launch_gdn_gates(const W* Wb, const W* Wa, const float* a_neg, const float* dt_bias,
-                             const void* x, void* beta, void* g, int T, int nv, int cols, int bug) {
+                             const void* x, void* beta, void* g, int T, int nv, int cols) {
   const dim3 grid((2 * nv + kGemvRows - 1) / kGemvRows, T), block(32 * kGemvRows);
   simt::launch(gdn_gates_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wb,
                Wa, a_neg, dt_bias, static_cast<const __half*>(x), static_cast<__half*>(beta),
-               static_cast<__half*>(g), nv, cols, bug);
+               static_cast<__half*>(g), nv, cols);
 }
 
 void gdn_gates(const void* W_beta, const void* W_alpha, dsk::WType wt, const float* a_neg,
-               const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols, int bug) {
+               const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols) {
   switch (wt) {
     case dsk::WType::f32:
       launch_gdn_gates(static_cast<const float*>(W_beta), static_cast<const float*>(W_alpha), a_neg, dt_bias,
-                       x, beta, g, T, nv, cols, bug);
+                       x, beta, g, T, nv, cols);
       break;
     case dsk::WType::f16:
       launch_gdn_gates(static_cast<const __half*>(W_beta), static_cast<const __half*>(W_alpha), a_neg,
-                       dt_bias, x, beta, g, T, nv, cols, bug);
+                       dt_bias, x, beta, g, T, nv, cols);
       break;
     case dsk::WType::bf16:
       launch_gdn_gates(static_cast<const __nv_bfloat16*>(W_beta), static_cast<const __nv_bfloat16*>(W_alpha),
-                       a_neg, dt_bias, x, beta, g, T, nv, cols, bug);
+                       a_neg, dt_bias, x, beta, g, T, nv, cols);
       break;
   }
 }

@@ -9,23 +9,17 @@ namespace DSK_NS {
 
 constexpr int kGeluThreads = 256;
 
-__global__ void gelu_kernel(const __half* x, __half* y, int n, int bug) {
+__global__ void gelu_kernel(const __half* x, __half* y, int n) {
   const int i = static_cast<int>(blockIdx.x) * static_cast<int>(blockDim.x) + static_cast<int>(threadIdx.x);
   if (i >= n) return;
   const float v = __half2float(x[i]);
-  if (bug == dsk::kBugGeluSigmoid) {
-    // Planted: quick_gelu, x * sigmoid(1.702 x), the other "fast GELU" of activation tables,
-    // picked for gelu_new. Close near zero and for large |x|, a few percent off in between.
-    y[i] = __float2half_rn(v / (1.0f + expf(-1.702f * v)));
-    return;
-  }
   const float k = 0.7978845608028654f;  // sqrt(2 / pi)
   y[i] = __float2half_rn(0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v))));
 }
 
-void gelu(const void* x, void* y, int n, int bug) {
+void gelu(const void* x, void* y, int n) {
   simt::launch(gelu_kernel, dim3((n + kGeluThreads - 1) / kGeluThreads), dim3(kGeluThreads), 0, nullptr,
-               static_cast<const __half*>(x), static_cast<__half*>(y), n, bug);
+               static_cast<const __half*>(x), static_cast<__half*>(y), n);
 }
 
 }  // namespace DSK_NS

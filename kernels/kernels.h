@@ -3,7 +3,9 @@
 // The same .cu files are built twice: by g++ through the SIMT runtime (namespace dsk_simt,
 // every CUDA thread a fiber on the CPU) and by nvcc (namespace dsk_cuda, a real GPU). Each
 // build exports one KernelTable; the candidate host code (candidates/gpu) only talks to a
-// table, so the simt and cuda candidates share every line of host code.
+// table, so the simt and cuda candidates share every line of host code. The mutants (kernels
+// with a planted bug, docs/mutants.md) live apart, in kernels/mutants/: each is a table with
+// some of these entries replaced (mutants/mutants.h); the kernels here carry none.
 //
 // Conventions: every pointer handed to a kernel is a device pointer. Activations are f16
 // ([rows, width] row-major, width innermost). Matrices are [out, in] in their stored dtype
@@ -20,43 +22,8 @@ namespace dsk {
 // Weight storage types the projection kernels are instantiated for.
 enum class WType : int { f32 = 0, f16 = 1, bf16 = 2 };
 
-// A planted bug, passed to every launch as a plain int. Each kernel checks only its own:
-// the buggy line lives in the kernel source next to the correct one (see docs/mutants.md).
-enum Bug : int {
-  kBugNone = 0,
-  kBugChainAddIdx,         // gemv.cu: chain-add epilogue indexes the residual by blockIdx.x
-  kBugGemvWarps,           // gemv.cu: launched with fewer warps than the kernel was written for
-  kBugDimFlip,             // gemv.cu: weight read as [in, out] instead of [out, in]
-  kBugDoubleBias,          // swiglu.cu: adds the gate/up bias the GEMV already added
-  kBugHalfBeforeBias,      // fused_qkv.cu: accumulator rounded to half before the bias add
-  kBugSkipQkNorm,          // qk_norm.cu: copies q/k through unnormalised
-  kBugRopeThetaDefault,    // rope.cu: theta 10000 instead of the config's
-  kBugGqaModulo,           // attention.cu: KV head h % n_kv instead of h / (n_heads / n_kv)
-  kBugGdnInplaceRace,      // gdn.cu: op B reads non-identity prior states straight from cache[ids[s]]
-                           //         (no snapshot into disjoint scratch) while other blocks write in place
-  kBugGdnIdsIgnored,       // gdn.cu / ssm_conv.cu: ops B / D read every sequence from its destination slot
-  kBugConvTapsReversed,    // ssm_conv.cu: conv taps applied in reverse order
-  kBugGdnStateTransposed,  // gdn.cu: the [dk, dv] prior state read as [dv, dk]
-  kBugGdnHeadModulo,       // gdn.cu: value head h reads key head h % nk instead of h / (nv / nk)
-  kBugLayerNormNoMeanSub,  // layernorm.cu: variance taken as mean(x^2), without subtracting the mean
-  kBugLayerNormAsRms,      // layernorm.cu: the mean never subtracted (RMSNorm with LayerNorm's bias)
-  kBugPosNoOffset,         // embedding.cu: token t reads position t of the launch, not pos0 + t
-  kBugGeluSigmoid,         // gelu.cu: quick_gelu x * sigmoid(1.702 x) in place of the tanh form
-  kBugReduceNoBarrier,     // common.cuh block_reduce (attention.cu): partials read before they are written
-  kBugReduceWar,           // common.cuh block_reduce (attention.cu): partials overwritten before read
-  kBugNormNoOffset,        // rmsnorm.cu: Qwen3-Next's (1 + w) applied as w (the stored weight starts at 0)
-  kBugAttnGateRaw,         // attn_gate.cu: output gate multiplied in raw, without its sigmoid
-  kBugGdnGatesNoDtBias,    // gdn_gates.cu: softplus(a) without dt_bias (a bias dropped, seeds/001)
-  kBugRopeNoScaling,       // rope.cu: declares RoPEFreqFactors, ignores the per-pair factors
-  kBugSoftmaxNoMax,        // attention.cu: exp(s) without subtracting the row max (overflows past 88.7)
-  kBugNormEpsOutside,      // rmsnorm.cu: 1 / (sqrt(mean(x^2)) + eps) instead of rsqrt(mean(x^2) + eps)
-  kBugGemvNoTail,          // common.cuh lane_dots (gemv.cu): the scalar tail past the 16-byte vectors dropped
-  kBugGemvHalfAccum,       // common.cuh lane_dots (gemv.cu): running sums rounded to half after every add
-  kBugChainAddRz,          // gemv.cu: chain-add epilogue stores the residual rounded toward zero
-};
-
 // Output rows per block of the GEMV kernels (gemv.cu, fused_qkv.cu: up to 4 per warp; gdn_gates.cu:
-// one warp each). mutant:chain-add-idx and mutant:gemv-warps are defined in these units.
+// one warp each).
 inline constexpr int kGemvRows = 8;
 // Largest GDN key head dim (one state column lives in registers) and SSM conv width.
 inline constexpr int kGdnMaxDk = 256;
@@ -76,57 +43,54 @@ struct KernelTable {
   // out[t, :] = half(table[tokens[t], :] + pos[pos0 + t, :]); table [vocab, D], pos f32
   // [max_positions, D] (learned absolute positions) or null.
   void (*embedding)(const void* table, WType wt, const std::int32_t* tokens, const float* pos, int pos0,
-                    void* out, int T, int D, int bug);
+                    void* out, int T, int D);
   // y[r, :] = half(x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * (w_offset + w)); one block per row.
   // w_offset 0, or 1 for Qwen3-Next's (1 + w) norms.
-  void (*rmsnorm)(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps,
-                  int bug);
+  void (*rmsnorm)(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps);
   // y[r, :] = half((x[r, :] - mean) * rsqrt(var + eps) * w + b), biased variance; one block per row.
-  void (*layernorm)(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps,
-                    int bug);
+  void (*layernorm)(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps);
   // y[t, :] = half(W x[t, :] + bias), f32 accumulation, the bias added in f32 before the
   // cast. With `resid` set (chain-add), also resid[t, :] = half(resid + y) in place: the
   // residual stream update fused as the epilogue. x: [T, cols], W: [rows, cols], y: [T, rows].
   void (*gemv)(const void* W, WType wt, const void* x, const float* bias, void* y, void* resid, int T,
-               int rows, int cols, int bug);
+               int rows, int cols);
   // q/k/v[t, :] = half(Wq/Wk/Wv x[t, :] + b) in one launch. Separate layout: three weight
   // pointers; packed layout ([q_rows + 2 kv_rows, cols] in one buffer): pass Wk = Wq +
   // q_rows * cols and Wv = Wk + kv_rows * cols. Biases may be null.
   void (*fused_qkv)(const void* Wq, const void* Wk, const void* Wv, WType wt, const float* bq,
                     const float* bk, const float* bv, const void* x, void* q, void* k, void* v, int T,
-                    int q_rows, int kv_rows, int cols, int bug);
+                    int q_rows, int kv_rows, int cols);
   // Per-head RMSNorm of q [T, n_q * hd] and k [T, n_kv * hd] into qn / kn, weights (w_offset + w);
   // one warp per head.
   void (*qk_norm)(const void* q, const void* k, const float* wq, const float* wk, float w_offset, void* qn,
-                  void* kn, int T, int n_q, int n_kv, int head_dim, float eps, int bug);
+                  void* kn, int T, int n_q, int n_kv, int head_dim, float eps);
   // Rotary embedding in place on q and k (one launch), tokens at positions pos0.. . The
   // first rotary_dim of each head rotate; neox pairs (i, i + R/2), normal pairs (2i, 2i+1).
   // freq_factors: f32 [rotary_dim / 2] dividing each pair's frequency (Llama-3 / linear RoPE
   // scaling), or null.
   void (*rope)(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0,
-               float theta, const float* freq_factors, bool neox, int bug);
+               float theta, const float* freq_factors, bool neox);
   // Causal GQA (or MHA: n_kv == n_q) attention: q [T, n_q * hd] at positions pos0.., caches
   // [P, n_kv * hd] with P = pos0 + T; rows of q and of the caches q_ld and kv_ld elements
   // apart (n_q * hd and n_kv * hd when packed; 3 D for views into GPT-2's [q | k | v] rows);
   // one block per (token, head); out [T, n_q * hd].
   void (*attention)(const void* q, const void* k_cache, const void* v_cache, void* out, int T, int P,
-                    int pos0, int n_q, int n_kv, int head_dim, int q_ld, int kv_ld, int bug);
+                    int pos0, int n_q, int n_kv, int head_dim, int q_ld, int kv_ld);
   // act[t, i] = half(silu(g) * u), g = gate[t * ld + i] (+ b_gate[i] when has_bias), likewise
   // u; ld is the row stride of gate / up (F, or 2F for a packed [gate | up] buffer). The
   // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
   void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias,
-                 void* act, int T, int F, int ld, int bug);
+                 void* act, int T, int F, int ld);
   // y[i] = half(gelu_tanh(x[i])) over n elements (GPT-2's gelu_new); in place allowed.
-  void (*gelu)(const void* x, void* y, int n, int bug);
+  void (*gelu)(const void* x, void* y, int n);
   // Qwen3-Next's attention output gate: y[i] = half(attn[i] * sigmoid(gate[i])) over n elements.
-  void (*attn_gate)(const void* attn, const void* gate, void* y, int n, int bug);
+  void (*attn_gate)(const void* attn, const void* gate, void* y, int n);
 
   // ---- Gated DeltaNet layer, f16 activations like the kernels above.
   // beta[t, h] = half(sigmoid(W_beta x)), g[t, h] = half(a_neg[h] * softplus(W_alpha x + dt_bias[h]));
   // W_beta / W_alpha [nv, cols], x [T, cols], beta / g [T, nv].
   void (*gdn_gates)(const void* W_beta, const void* W_alpha, WType wt, const float* a_neg,
-                    const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols,
-                    int bug);
+                    const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols);
   // q / k [T, n_heads * hd] = the per-head L2-normalised column ranges [0, n_heads hd) and
   // [n_heads hd, 2 n_heads hd) of x (row stride ld), q also scaled by q_scale.
   void (*l2norm)(const void* x, int ld, void* q, void* k, int T, int n_heads, int head_dim, float q_scale);
@@ -140,26 +104,24 @@ struct KernelTable {
   // [n_seqs, nv, dk, dv], final states into the separate state_out, outputs out [n_seqs, T, nv*dv].
   void (*gdn)(const float* q, const float* k, const float* v, const float* g, const float* beta,
               const float* state_in, float* state_out, float* out, int n_seqs, int T, int nk, int nv, int dk,
-              int dv, int bug);
+              int dv);
   // Op A (one token): state [n_seqs, nv, dk, dv] (the cache at rs_head) read and rewritten in place.
   void (*gdn_inplace)(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                      float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv, int bug);
+                      float* state, float* out, int n_seqs, int nk, int nv, int dk, int dv);
   // Op B (one token): prior state of sequence s from cache[ids[s]], final state into
   // cache[rs_head + s]. scratch: n_seqs slots for the non-identity gather.
   void (*gdn_inplace_ids)(const float* q, const float* k, const float* v, const float* g, const float* beta,
                           float* cache, const std::int32_t* ids, int rs_head, float* scratch, float* out,
-                          int n_seqs, int nk, int nv, int dk, int dv, int bug);
+                          int n_seqs, int nk, int nv, int dk, int dv);
   // Plain SSM conv over a pre-concatenated window sx [n_seqs, C, K-1+T] -> y [n_seqs, T, C].
-  void (*ssm_conv)(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu,
-                   int bug);
+  void (*ssm_conv)(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu);
   // Op C: window = [state_in (K-1 taps) | x], y = conv (+SiLU), shifted ring into state_dst.
   // state_in / state_dst: [n_seqs, C, K-1]; x, y: [n_seqs, C].
   void (*ssm_conv_update)(const float* state_in, const float* w, const float* x, float* state_dst, float* y,
-                          int n_seqs, int C, int K, bool silu, int bug);
+                          int n_seqs, int C, int K, bool silu);
   // Op D: C reading sequence s's taps from cache[ids[s]], ring into cache[rs_head + s].
   void (*ssm_conv_update_ids)(float* cache, const std::int32_t* ids, int rs_head, float* scratch,
-                              const float* w, const float* x, float* y, int n_seqs, int C, int K, bool silu,
-                              int bug);
+                              const float* w, const float* x, float* y, int n_seqs, int C, int K, bool silu);
 };
 
 }  // namespace dsk

@@ -12,8 +12,7 @@
 namespace DSK_NS {
 
 __global__ void layernorm_kernel(const __half* __restrict__ x, const float* __restrict__ w,
-                                 const float* __restrict__ b, __half* __restrict__ y, int width, float eps,
-                                 int bug) {
+                                 const float* __restrict__ b, __half* __restrict__ y, int width, float eps) {
   __shared__ float scratch[32];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * width;
   const int stride = static_cast<int>(blockDim.x);
@@ -21,28 +20,21 @@ __global__ void layernorm_kernel(const __half* __restrict__ x, const float* __re
   for (int c = static_cast<int>(threadIdx.x); c < width; c += stride) sum += __half2float(x[base + c]);
   const float mean = block_reduce<false>(sum, scratch) / static_cast<float>(width);
 
-  // Planted, two bugs of one family. kBugLayerNormNoMeanSub: the variance taken as mean(x^2),
-  // off by mean^2, while the output is still centred. kBugLayerNormAsRms: never centred at
-  // all, an RMSNorm with LayerNorm's bias, as when an RMSNorm kernel is reused for GPT-2.
-  const bool as_rms = bug == dsk::kBugLayerNormAsRms;
-  const float var_centre = bug == dsk::kBugLayerNormNoMeanSub || as_rms ? 0.0f : mean;
-  const float out_centre = as_rms ? 0.0f : mean;
   float ss = 0.0f;
   for (int c = static_cast<int>(threadIdx.x); c < width; c += stride) {
-    const float d = __half2float(x[base + c]) - var_centre;
+    const float d = __half2float(x[base + c]) - mean;
     ss += d * d;
   }
   const float var = block_reduce<false>(ss, scratch) / static_cast<float>(width);
   const float inv = 1.0f / sqrtf(var + eps);
   for (int c = static_cast<int>(threadIdx.x); c < width; c += stride)
-    y[base + c] = __float2half_rn((__half2float(x[base + c]) - out_centre) * inv * w[c] + b[c]);
+    y[base + c] = __float2half_rn((__half2float(x[base + c]) - mean) * inv * w[c] + b[c]);
 }
 
-void layernorm(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps,
-               int bug) {
+void layernorm(const void* x, const float* w, const float* b, void* y, int rows, int width, float eps) {
   const int threads = width >= 256 ? 256 : round_up32(width);
   simt::launch(layernorm_kernel, dim3(rows), dim3(threads), 0, nullptr, static_cast<const __half*>(x), w, b,
-               static_cast<__half*>(y), width, eps, bug);
+               static_cast<__half*>(y), width, eps);
 }
 
 }  // namespace DSK_NS

@@ -12,7 +12,7 @@ constexpr int kQkHeadsPerBlock = 4;
 __global__ void qk_norm_kernel(const __half* __restrict__ q, const __half* __restrict__ k,
                                const float* __restrict__ wq, const float* __restrict__ wk, float w_offset,
                                __half* __restrict__ qn, __half* __restrict__ kn, int T, int n_q, int n_kv,
-                               int hd, float eps, int bug) {
+                               int hd, float eps) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int item = static_cast<int>(blockIdx.x) * kQkHeadsPerBlock + warp;
   const int heads = n_q + n_kv;
@@ -24,10 +24,6 @@ __global__ void qk_norm_kernel(const __half* __restrict__ q, const __half* __res
   const __half* src = (is_q ? q : k) + off;
   __half* dst = (is_q ? qn : kn) + off;
   const float* w = is_q ? wq : wk;
-  if (bug == dsk::kBugSkipQkNorm) {  // Planted (seeds/000): declared, but never applied.
-    for (int i = lane; i < hd; i += 32) dst[i] = src[i];
-    return;
-  }
   float ss = 0.0f;
   for (int i = lane; i < hd; i += 32) {
     const float v = __half2float(src[i]);
@@ -39,12 +35,12 @@ __global__ void qk_norm_kernel(const __half* __restrict__ q, const __half* __res
 }
 
 void qk_norm(const void* q, const void* k, const float* wq, const float* wk, float w_offset, void* qn,
-             void* kn, int T, int n_q, int n_kv, int head_dim, float eps, int bug) {
+             void* kn, int T, int n_q, int n_kv, int head_dim, float eps) {
   const int items = T * (n_q + n_kv);
   const dim3 grid((items + kQkHeadsPerBlock - 1) / kQkHeadsPerBlock), block(32 * kQkHeadsPerBlock);
   simt::launch(qk_norm_kernel, grid, block, 0, nullptr, static_cast<const __half*>(q),
                static_cast<const __half*>(k), wq, wk, w_offset, static_cast<__half*>(qn),
-               static_cast<__half*>(kn), T, n_q, n_kv, head_dim, eps, bug);
+               static_cast<__half*>(kn), T, n_q, n_kv, head_dim, eps);
 }
 
 }  // namespace DSK_NS

@@ -9,7 +9,7 @@
 namespace DSK_NS {
 
 __global__ void rmsnorm_kernel(const __half* __restrict__ x, const float* __restrict__ w, float w_offset,
-                               __half* __restrict__ y, int width, float eps, int bug) {
+                               __half* __restrict__ y, int width, float eps) {
   __shared__ float scratch[32];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * width;
   float ss = 0.0f;
@@ -18,20 +18,15 @@ __global__ void rmsnorm_kernel(const __half* __restrict__ x, const float* __rest
     ss += v * v;
   }
   ss = block_reduce<false>(ss, scratch);
-  // Planted: eps outside the root, the same as inside wherever mean(x^2) >> eps.
-  const float inv = bug == dsk::kBugNormEpsOutside ? 1.0f / (sqrtf(ss / static_cast<float>(width)) + eps)
-                                                   : 1.0f / sqrtf(ss / static_cast<float>(width) + eps);
-  // The planted bug: a plain RMSNorm kernel reused for Qwen3-Next, whose stored weights start at 0.
-  if (bug == dsk::kBugNormNoOffset) w_offset = 0.0f;
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(width) + eps);
   for (int c = static_cast<int>(threadIdx.x); c < width; c += static_cast<int>(blockDim.x))
     y[base + c] = __float2half_rn(__half2float(x[base + c]) * inv * (w_offset + w[c]));
 }
 
-void rmsnorm(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps,
-             int bug) {
+void rmsnorm(const void* x, const float* w, float w_offset, void* y, int rows, int width, float eps) {
   const int threads = width >= 256 ? 256 : round_up32(width);
   simt::launch(rmsnorm_kernel, dim3(rows), dim3(threads), 0, nullptr, static_cast<const __half*>(x), w,
-               w_offset, static_cast<__half*>(y), width, eps, bug);
+               w_offset, static_cast<__half*>(y), width, eps);
 }
 
 }  // namespace DSK_NS

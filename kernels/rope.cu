@@ -11,19 +11,16 @@
 namespace DSK_NS {
 
 __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int n_q, int n_kv, int hd,
-                            int rot, int pos0, float theta, const float* __restrict__ freq_factors, int neox,
-                            int bug) {
+                            int rot, int pos0, float theta, const float* __restrict__ freq_factors,
+                            int neox) {
   const int t = static_cast<int>(blockIdx.x), h = static_cast<int>(blockIdx.y);
   const int i = static_cast<int>(threadIdx.x);
   const int half = rot / 2;
   if (i >= half) return;
   __half* x = h < n_q ? q + (static_cast<std::size_t>(t) * n_q + h) * hd
                       : k + (static_cast<std::size_t>(t) * n_kv + (h - n_q)) * hd;
-  // Planted (seeds/000): the library default base instead of the model's rope_theta.
-  const float base = bug == dsk::kBugRopeThetaDefault ? 10000.0f : theta;
-  float inv_freq = powf(base, -2.0f * static_cast<float>(i) / static_cast<float>(rot));
-  // Planted: the scaling factors ignored, which only long positions show.
-  if (freq_factors != nullptr && bug != dsk::kBugRopeNoScaling) inv_freq /= freq_factors[i];
+  float inv_freq = powf(theta, -2.0f * static_cast<float>(i) / static_cast<float>(rot));
+  if (freq_factors != nullptr) inv_freq /= freq_factors[i];
   float s, c;
   sincosf(static_cast<float>(pos0 + t) * inv_freq, &s, &c);
   const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
@@ -33,10 +30,10 @@ __global__ void rope_kernel(__half* __restrict__ q, __half* __restrict__ k, int 
 }
 
 void rope(void* q, void* k, int T, int n_q, int n_kv, int head_dim, int rotary_dim, int pos0, float theta,
-          const float* freq_factors, bool neox, int bug) {
+          const float* freq_factors, bool neox) {
   const dim3 grid(T, n_q + n_kv), block(round_up32(rotary_dim / 2));
   simt::launch(rope_kernel, grid, block, 0, nullptr, static_cast<__half*>(q), static_cast<__half*>(k), n_q,
-               n_kv, head_dim, rotary_dim, pos0, theta, freq_factors, neox ? 1 : 0, bug);
+               n_kv, head_dim, rotary_dim, pos0, theta, freq_factors, neox ? 1 : 0);
 }
 
 }  // namespace DSK_NS

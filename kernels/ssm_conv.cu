@@ -1,6 +1,6 @@
 // Causal depthwise conv of the GDN / SSM layers (reference-math.md §3.2, §4), f32, and its
-// fused decode variants (seeds/002 ops C and D). Every variant computes each output with
-// conv_window below - the same ascending-tap order and the same trailing `+ 0.0f` - so the
+// fused decode variants (ops C and D: the update from a cache slot, and with ids). Every variant computes
+// each output with conv_window below - the same ascending-tap order and the same trailing `+ 0.0f` - so the
 // fused ops are bit-identical to the plain one by construction.
 //
 // Layouts (row-major, innermost last):
@@ -29,10 +29,9 @@ void gather_nonident(const float*, const std::int32_t*, int, float*, std::size_t
 __device__ inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
 
 // sum_i win[i] * w[i] in ascending i, then + 0.0f: ggml's `sumf += b` with b == 0.
-__device__ inline float conv_window(const float* win, const float* w, int K, int bug) {
+__device__ inline float conv_window(const float* win, const float* w, int K) {
   float sum = 0.0f;
-  for (int i = 0; i < K; ++i)
-    sum += win[i] * w[bug == dsk::kBugConvTapsReversed ? K - 1 - i : i];  // planted: reversed taps
+  for (int i = 0; i < K; ++i) sum += win[i] * w[i];
   sum += 0.0f;
   return sum;
 }
@@ -40,13 +39,13 @@ __device__ inline float conv_window(const float* win, const float* w, int K, int
 constexpr int kConvThreads = 128;
 
 __global__ void ssm_conv_kernel(const float* __restrict__ sx, const float* __restrict__ w,
-                                float* __restrict__ y, int T, int C, int K, int silu, int bug) {
+                                float* __restrict__ y, int T, int C, int K, int silu) {
   const int c = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
   const int seq = static_cast<int>(blockIdx.y);
   if (c >= C) return;
   const float* win = sx + (static_cast<std::size_t>(seq) * C + c) * (K - 1 + T);
   for (int t = 0; t < T; ++t) {
-    const float r = conv_window(win + t, w + static_cast<std::size_t>(c) * K, K, bug);
+    const float r = conv_window(win + t, w + static_cast<std::size_t>(c) * K, K);
     y[(static_cast<std::size_t>(seq) * T + t) * C + c] = silu != 0 ? silu_f(r) : r;
   }
 }
@@ -54,8 +53,7 @@ __global__ void ssm_conv_kernel(const float* __restrict__ sx, const float* __res
 __global__ void ssm_conv_update_kernel(const float* state_in, const std::int32_t* __restrict__ ids,
                                        int rs_head, const float* __restrict__ scratch,
                                        const float* __restrict__ w, const float* __restrict__ x,
-                                       float* state_dst, float* __restrict__ y, int C, int K, int silu,
-                                       int bug) {
+                                       float* state_dst, float* __restrict__ y, int C, int K, int silu) {
   const int c = static_cast<int>(blockIdx.x) * kConvThreads + static_cast<int>(threadIdx.x);
   const int seq = static_cast<int>(blockIdx.y);
   if (c >= C) return;
@@ -64,8 +62,8 @@ __global__ void ssm_conv_update_kernel(const float* state_in, const std::int32_t
   const float* src;
   if (ids == nullptr)
     src = state_in;  // C: gathered taps
-  else if (ids[seq] == rs_head + seq || bug == dsk::kBugGdnIdsIgnored)
-    src = state_dst;  // D identity: in place (planted kBugGdnIdsIgnored: every sequence)
+  else if (ids[seq] == rs_head + seq)
+    src = state_dst;  // D identity: in place
   else
     src = scratch;  // D non-identity: the gathered copy
   src += taps * (K - 1);
@@ -75,7 +73,7 @@ __global__ void ssm_conv_update_kernel(const float* state_in, const std::int32_t
   for (int i = 0; i < K - 1; ++i) win[i] = src[i];
   win[K - 1] = x[static_cast<std::size_t>(seq) * C + c];
 
-  const float r = conv_window(win, w + static_cast<std::size_t>(c) * K, K, bug);
+  const float r = conv_window(win, w + static_cast<std::size_t>(c) * K, K);
   y[static_cast<std::size_t>(seq) * C + c] = silu != 0 ? silu_f(r) : r;
   float* dst = state_dst + taps * (K - 1);
   for (int i = 0; i < K - 1; ++i) dst[i] = win[i + 1];
@@ -88,29 +86,28 @@ void check_k(int K) {
 dim3 conv_grid(int C, int n_seqs) { return dim3((C + kConvThreads - 1) / kConvThreads, n_seqs); }
 }  // namespace
 
-void ssm_conv(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu,
-              int bug) {
+void ssm_conv(const float* sx, const float* w, float* y, int n_seqs, int T, int C, int K, bool silu) {
   check_k(K);
   simt::launch(ssm_conv_kernel, conv_grid(C, n_seqs), dim3(kConvThreads), 0, nullptr, sx, w, y, T, C, K,
-               silu ? 1 : 0, bug);
+               silu ? 1 : 0);
 }
 
 void ssm_conv_update(const float* state_in, const float* w, const float* x, float* state_dst, float* y,
-                     int n_seqs, int C, int K, bool silu, int bug) {
+                     int n_seqs, int C, int K, bool silu) {
   check_k(K);
   simt::launch(ssm_conv_update_kernel, conv_grid(C, n_seqs), dim3(kConvThreads), 0, nullptr, state_in,
                static_cast<const std::int32_t*>(nullptr), 0, static_cast<const float*>(nullptr), w, x,
-               state_dst, y, C, K, silu ? 1 : 0, bug);
+               state_dst, y, C, K, silu ? 1 : 0);
 }
 
 void ssm_conv_update_ids(float* cache, const std::int32_t* ids, int rs_head, float* scratch, const float* w,
-                         const float* x, float* y, int n_seqs, int C, int K, bool silu, int bug) {
+                         const float* x, float* y, int n_seqs, int C, int K, bool silu) {
   check_k(K);
   const std::size_t slot = static_cast<std::size_t>(C) * (K - 1);
-  if (bug != dsk::kBugGdnIdsIgnored) gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
+  gather_nonident(cache, ids, rs_head, scratch, slot, n_seqs);
   simt::launch(ssm_conv_update_kernel, conv_grid(C, n_seqs), dim3(kConvThreads), 0, nullptr,
                static_cast<const float*>(cache), ids, rs_head, static_cast<const float*>(scratch), w, x,
-               cache + static_cast<std::size_t>(rs_head) * slot, y, C, K, silu ? 1 : 0, bug);
+               cache + static_cast<std::size_t>(rs_head) * slot, y, C, K, silu ? 1 : 0);
 }
 
 }  // namespace DSK_NS

@@ -5,33 +5,33 @@
 
 namespace DSK_NS {
 
-void embedding(const void*, dsk::WType, const std::int32_t*, const float*, int, void*, int, int, int);
-void rmsnorm(const void*, const float*, float, void*, int, int, float, int);
-void layernorm(const void*, const float*, const float*, void*, int, int, float, int);
-void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int, int);
+void embedding(const void*, dsk::WType, const std::int32_t*, const float*, int, void*, int, int);
+void rmsnorm(const void*, const float*, float, void*, int, int, float);
+void layernorm(const void*, const float*, const float*, void*, int, int, float);
+void gemv(const void*, dsk::WType, const void*, const float*, void*, void*, int, int, int);
 void fused_qkv(const void*, const void*, const void*, dsk::WType, const float*, const float*, const float*,
-               const void*, void*, void*, void*, int, int, int, int, int);
+               const void*, void*, void*, void*, int, int, int, int);
 void qk_norm(const void*, const void*, const float*, const float*, float, void*, void*, int, int, int, int,
-             float, int);
-void rope(void*, void*, int, int, int, int, int, int, float, const float*, bool, int);
-void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int, int);
-void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int, int);
-void gelu(const void*, void*, int, int);
-void attn_gate(const void*, const void*, void*, int, int);
+             float);
+void rope(void*, void*, int, int, int, int, int, int, float, const float*, bool);
+void attention(const void*, const void*, const void*, void*, int, int, int, int, int, int, int, int);
+void swiglu(const void*, const void*, const float*, const float*, bool, void*, int, int, int);
+void gelu(const void*, void*, int);
+void attn_gate(const void*, const void*, void*, int);
 void gdn_gates(const void*, const void*, dsk::WType, const float*, const float*, const void*, void*, void*,
-               int, int, int, int);
+               int, int, int);
 void l2norm(const void*, int, void*, void*, int, int, int, float);
 void gated_rmsnorm(const void*, const void*, const float*, void*, int, int, int, float);
 void gdn(const float*, const float*, const float*, const float*, const float*, const float*, float*, float*,
-         int, int, int, int, int, int, int);
+         int, int, int, int, int, int);
 void gdn_inplace(const float*, const float*, const float*, const float*, const float*, float*, float*, int,
-                 int, int, int, int, int);
+                 int, int, int, int);
 void gdn_inplace_ids(const float*, const float*, const float*, const float*, const float*, float*,
-                     const std::int32_t*, int, float*, float*, int, int, int, int, int, int);
-void ssm_conv(const float*, const float*, float*, int, int, int, int, bool, int);
-void ssm_conv_update(const float*, const float*, const float*, float*, float*, int, int, int, bool, int);
+                     const std::int32_t*, int, float*, float*, int, int, int, int, int);
+void ssm_conv(const float*, const float*, float*, int, int, int, int, bool);
+void ssm_conv_update(const float*, const float*, const float*, float*, float*, int, int, int, bool);
 void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*, const float*, float*, int,
-                         int, int, bool, int);
+                         int, int, bool);
 
 namespace {
 

@@ -19,9 +19,10 @@
 //
 //   bench_kernels --benchmark_filter=^cuda/    real shapes on the GPU
 //   bench_kernels --benchmark_filter=^simt/    tiny presets on CPU fibers
-//   bench_kernels --bug=N ...                  with kernels.h's planted bug N: checks fail
+//   bench_kernels --mutant=NAME ...            kernels/mutants/NAME.cu's table: checks fail
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,7 @@
 #include "dtype.h"
 #include "tensor.h"
 #include "kernels.h"
+#include "mutants/mutants.h"
 #include "shapes.h"
 #if defined(DS_BENCH_CUDA)
 #include "cuda_timer.h"
@@ -50,10 +52,6 @@ namespace {
 
 // ----------------------------------------------------------------------------------------
 // Device buffers and the values they hold
-
-// Passed to every launch; `--bug=N` plants kernels.h's bug N (each kernel checks only its own),
-// and the checks must then fail: bench.kernels_catches_bug shows they do.
-int g_bug = dsk::kBugNone;
 
 using ds::DType;
 
@@ -179,7 +177,7 @@ Prepared embedding(Arena& a, const Decoder& m, int T) {
   Prepared p;
   p.bytes = double(T) * D * ds::dtype_size(kWeight) + tokens.bytes() + out.bytes();
   p.launch = [&a, &table, &tokens, &out, T, D] {
-    a.k.embedding(table.dev, kWType, tokens.as<std::int32_t>(), nullptr, 0, out.dev, T, D, g_bug);
+    a.k.embedding(table.dev, kWType, tokens.as<std::int32_t>(), nullptr, 0, out.dev, T, D);
   };
   p.checks.push_back({"out", &out, [&table, &tokens, D](std::size_t i) {
                         return table.host[std::size_t(tokens.host[i / D]) * D + i % D];
@@ -200,7 +198,7 @@ Prepared rmsnorm(Arena& a, const Decoder& m, int T) {
   Prepared p;
   p.bytes = double(x.bytes() + w.bytes() + y.bytes());
   p.launch = [&a, &x, &w, &y, T, H, eps = m.eps] {
-    a.k.rmsnorm(x.dev, w.as<float>(), 0.0f, y.dev, T, H, eps, g_bug);
+    a.k.rmsnorm(x.dev, w.as<float>(), 0.0f, y.dev, T, H, eps);
   };
   p.checks.push_back(
       {"y", &y, [&x, &w, inv, H](std::size_t i) { return x.host[i] * inv[i / H] * w.host[i % H]; }});
@@ -225,7 +223,7 @@ Prepared layernorm(Arena& a, const Decoder& m, int T) {
   Prepared p;
   p.bytes = double(x.bytes() + w.bytes() + b.bytes() + y.bytes());
   p.launch = [&a, &x, &w, &b, &y, T, H, eps = m.eps] {
-    a.k.layernorm(x.dev, w.as<float>(), b.as<float>(), y.dev, T, H, eps, g_bug);
+    a.k.layernorm(x.dev, w.as<float>(), b.as<float>(), y.dev, T, H, eps);
   };
   p.checks.push_back({"y", &y, [&x, &w, &b, mean, inv, H](std::size_t i) {
                         const std::size_t t = i / H, c = i % H;
@@ -247,7 +245,7 @@ Prepared gemv(Arena& a, int T, int rows, int cols, bool bias, bool chain_add) {
       double(W.bytes() + x.bytes() + y.bytes()) + (b ? b->bytes() : 0) + (resid ? 2 * resid->bytes() : 0);
   p.launch = [&a, &W, &x, b, resid, &y, T, rows, cols] {
     a.k.gemv(W.dev, kWType, x.dev, b ? b->as<float>() : nullptr, y.dev, resid ? resid->dev : nullptr, T, rows,
-             cols, g_bug);
+             cols);
   };
   auto want_y = [&W, &x, b, rows, cols](std::size_t i) {
     const std::size_t t = i / rows, r = i % rows;
@@ -277,7 +275,7 @@ Prepared fused_qkv(Arena& a, const Decoder& m, int T) {
     const std::size_t seg = ds::dtype_size(kWeight) * cols;
     const float* bq = b ? b->as<float>() : nullptr;
     a.k.fused_qkv(w, w + qr * seg, w + (qr + kvr) * seg, kWType, bq, bq ? bq + qr : nullptr,
-                  bq ? bq + qr + kvr : nullptr, x.dev, q.dev, k.dev, v.dev, T, qr, kvr, cols, g_bug);
+                  bq ? bq + qr + kvr : nullptr, x.dev, q.dev, k.dev, v.dev, T, qr, kvr, cols);
   };
   // Output `n` rows wide whose row r is row first + r of the packed weight.
   auto want = [&W, &x, b, cols](int first, int n) {
@@ -304,7 +302,7 @@ Prepared qk_norm(Arena& a, const Decoder& m, int T) {
   p.bytes = double(2 * q.bytes() + 2 * k.bytes() + wq.bytes() + wk.bytes());
   p.launch = [&a, &q, &k, &wq, &wk, &qn, &kn, T, m] {
     a.k.qk_norm(q.dev, k.dev, wq.as<float>(), wk.as<float>(), 0.0f, qn.dev, kn.dev, T, m.n_heads, m.n_kv,
-                m.head_dim, m.eps, g_bug);
+                m.head_dim, m.eps);
   };
   auto want = [hd, eps = m.eps](const Buf& in, const Buf& w) {
     return [&in, &w, hd, eps](std::size_t i) {
@@ -326,7 +324,7 @@ Prepared rope(Arena& a, const Decoder& m, int T, int pos0) {
   p.bytes = 2.0 * T * (m.n_heads + m.n_kv) * rot * ds::dtype_size(DType::f16);  // only the rotated dims
   p.launch = [&a, &q, &k, factors, T, m, pos0] {
     a.k.rope(q.dev, k.dev, T, m.n_heads, m.n_kv, m.head_dim, m.rotary_dim, pos0, m.theta,
-             factors ? factors->as<float>() : nullptr, m.neox, g_bug);
+             factors ? factors->as<float>() : nullptr, m.neox);
   };
   auto want = [hd, rot, pos0, m](const Buf& in, int heads) {
     return [&in, heads, hd, rot, pos0, m](std::size_t e) {
@@ -358,7 +356,7 @@ Prepared attention(Arena& a, const Decoder& m, int T, int pos0) {
   Prepared p;
   p.bytes = double(q.bytes() + kc.bytes() + vc.bytes() + out.bytes());
   p.launch = [&a, &q, &kc, &vc, &out, T, P, pos0, m, qw, kvw] {
-    a.k.attention(q.dev, kc.dev, vc.dev, out.dev, T, P, pos0, m.n_heads, m.n_kv, m.head_dim, qw, kvw, g_bug);
+    a.k.attention(q.dev, kc.dev, vc.dev, out.dev, T, P, pos0, m.n_heads, m.n_kv, m.head_dim, qw, kvw);
   };
   p.checks.push_back({"out", &out, [&q, &kc, &vc, m, hd, qw, kvw, pos0](std::size_t i) {
                         const std::size_t t = i / qw, h = i % qw / hd, d = i % hd;
@@ -389,7 +387,7 @@ Prepared swiglu(Arena& a, const Decoder& m, int T) {
   p.bytes = double(gu.bytes() + act.bytes());
   p.launch = [&a, &gu, &act, T, F] {
     const auto* g = static_cast<const char*>(gu.dev);
-    a.k.swiglu(g, g + F * ds::dtype_size(DType::f16), nullptr, nullptr, false, act.dev, T, F, 2 * F, g_bug);
+    a.k.swiglu(g, g + F * ds::dtype_size(DType::f16), nullptr, nullptr, false, act.dev, T, F, 2 * F);
   };
   p.checks.push_back({"act", &act, [&gu, F](std::size_t i) {
                         const std::size_t row = i / F * 2 * F, c = i % F;
@@ -403,7 +401,7 @@ Prepared gelu(Arena& a, const Decoder& m, int T) {
   Buf& y = a.alloc(DType::f16, x.n);
   Prepared p;
   p.bytes = double(x.bytes() + y.bytes());
-  p.launch = [&a, &x, &y] { a.k.gelu(x.dev, y.dev, static_cast<int>(x.n), g_bug); };
+  p.launch = [&a, &x, &y] { a.k.gelu(x.dev, y.dev, static_cast<int>(x.n)); };
   p.checks.push_back({"y", &y, [&x](std::size_t i) {
                         const double v = x.host[i];
                         return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
@@ -507,7 +505,7 @@ Prepared gdn(Arena& a, const Gdn& m, int n_seqs, int T) {
   p.launch = [&a, in, &s_in, &s_out, &out, n_seqs] {
     a.k.gdn(in->q->as<float>(), in->k->as<float>(), in->v->as<float>(), in->g->as<float>(),
             in->beta->as<float>(), s_in.as<float>(), s_out.as<float>(), out.as<float>(), n_seqs, in->T,
-            in->nk, in->nv, in->dk, in->dv, g_bug);
+            in->nk, in->nv, in->dk, in->dv);
   };
   auto prior = [in, &s_in](int seq) { return s_in.host.data() + seq * in->slot(); };
   p.checks.push_back(gdn_out_check(in, prior, out));
@@ -525,7 +523,7 @@ Prepared gdn_inplace(Arena& a, const Gdn& m, int n_seqs) {
   p.launch = [&a, in, &state, &out, n_seqs] {
     a.k.gdn_inplace(in->q->as<float>(), in->k->as<float>(), in->v->as<float>(), in->g->as<float>(),
                     in->beta->as<float>(), state.as<float>(), out.as<float>(), n_seqs, in->nk, in->nv, in->dk,
-                    in->dv, g_bug);
+                    in->dv);
   };
   auto prior = [in, &state](int seq) { return state.host.data() + seq * in->slot(); };
   p.checks.push_back(gdn_out_check(in, prior, out));
@@ -547,7 +545,7 @@ Prepared gdn_inplace_ids(Arena& a, const Gdn& m, int n_seqs) {
   p.launch = [&a, in, &cache, &ids, &scratch, &out, n_seqs] {
     a.k.gdn_inplace_ids(in->q->as<float>(), in->k->as<float>(), in->v->as<float>(), in->g->as<float>(),
                         in->beta->as<float>(), cache.as<float>(), ids.as<std::int32_t>(), n_seqs,
-                        scratch.as<float>(), out.as<float>(), n_seqs, in->nk, in->nv, in->dk, in->dv, g_bug);
+                        scratch.as<float>(), out.as<float>(), n_seqs, in->nk, in->nv, in->dk, in->dv);
   };
   auto prior = [&cache, &ids, slot](int seq) {
     return cache.host.data() + std::size_t(ids.host[seq]) * slot;
@@ -587,7 +585,7 @@ Prepared ssm_conv(Arena& a, const Gdn& m, int n_seqs, int T) {
   Prepared p;
   p.bytes = double(sx.bytes() + in.w->bytes() + y.bytes());
   p.launch = [&a, &sx, w = in.w, &y, n_seqs, T, C, K] {
-    a.k.ssm_conv(sx.as<float>(), w->as<float>(), y.as<float>(), n_seqs, T, C, K, true, g_bug);
+    a.k.ssm_conv(sx.as<float>(), w->as<float>(), y.as<float>(), n_seqs, T, C, K, true);
   };
   p.checks.push_back({"y", &y, [in, &sx, T](std::size_t i) {
                         const std::size_t c = i % in.C, t = i / in.C % T, seq = i / (std::size_t(in.C) * T);
@@ -631,7 +629,7 @@ Prepared ssm_conv_update(Arena& a, const Gdn& m, int n_seqs) {
   p.bytes = double(s_in.bytes() + in.w->bytes() + in.x->bytes() + s_dst.bytes() + y.bytes());
   p.launch = [&a, &s_in, in, &s_dst, &y, n_seqs, C, K] {
     a.k.ssm_conv_update(s_in.as<float>(), in.w->as<float>(), in.x->as<float>(), s_dst.as<float>(),
-                        y.as<float>(), n_seqs, C, K, true, g_bug);
+                        y.as<float>(), n_seqs, C, K, true);
   };
   auto taps = [&s_in, C, K](std::size_t seq, int c) { return s_in.host.data() + (seq * C + c) * (K - 1); };
   p.checks.push_back(conv_y_check(in, taps, y));
@@ -652,7 +650,7 @@ Prepared ssm_conv_update_ids(Arena& a, const Gdn& m, int n_seqs) {
   p.bytes = double(cache.bytes() + ids.bytes() + in.w->bytes() + in.x->bytes() + y.bytes());
   p.launch = [&a, &cache, &ids, &scratch, in, &y, n_seqs, C, K] {
     a.k.ssm_conv_update_ids(cache.as<float>(), ids.as<std::int32_t>(), n_seqs, scratch.as<float>(),
-                            in.w->as<float>(), in.x->as<float>(), y.as<float>(), n_seqs, C, K, true, g_bug);
+                            in.w->as<float>(), in.x->as<float>(), y.as<float>(), n_seqs, C, K, true);
   };
   auto taps = [&cache, &ids, slot, K](int seq, int c) {
     return cache.host.data() + std::size_t(ids.host[seq]) * slot + std::size_t(c) * (K - 1);
@@ -674,9 +672,7 @@ Prepared attn_gate(Arena& a, const Decoder& m, int T) {
   Buf& y = a.alloc(DType::f16, n);
   Prepared p;
   p.bytes = double(attn.bytes() + gate.bytes() + y.bytes());
-  p.launch = [&a, &attn, &gate, &y, n] {
-    a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n), g_bug);
-  };
+  p.launch = [&a, &attn, &gate, &y, n] { a.k.attn_gate(attn.dev, gate.dev, y.dev, static_cast<int>(n)); };
   p.checks.push_back({"y", &y, [&attn, &gate](std::size_t i) {
                         return attn.host[i] / (1 + std::exp(-double(gate.host[i])));
                       }});
@@ -698,7 +694,7 @@ Prepared gdn_gates(Arena& a, const Gdn& m, int T) {
   p.launch = [&a, &W, &a_neg, &dt, &x, &beta, &g, T, nv, D] {
     const auto* w = static_cast<const char*>(W.dev);
     a.k.gdn_gates(w, w + std::size_t(nv) * D * ds::dtype_size(kWeight), kWType, a_neg.as<float>(),
-                  dt.as<float>(), x.dev, beta.dev, g.dev, T, nv, D, g_bug);
+                  dt.as<float>(), x.dev, beta.dev, g.dev, T, nv, D);
   };
   auto u = [&W, &x, nv, D](std::size_t i, int which) {  // pre-activation of output i
     return dot(W.host.data() + (std::size_t(which) * nv + i % nv) * D, x.host.data() + i / nv * D, D);
@@ -890,9 +886,31 @@ void register_backend(const dsk::KernelTable& k, bool smoke) {
 }  // namespace dsb
 
 int main(int argc, char** argv) {
-  dsb::register_backend(dsk_simt::table(), true);
+  // Ours, taken out before Google Benchmark sees (and rejects) it: `--mutant=NAME` runs every case
+  // on a mutant's tables (kernels/mutants/), and the checks must then fail where its bug shows:
+  // bench.kernels_catches_bug shows they do.
+  const dsk::KernelTable* simt = &dsk_simt::table();
 #if defined(DS_BENCH_CUDA)
-  const dsk::KernelTable& cuda = dsk_cuda::table();
+  const dsk::KernelTable* cuda_table = &dsk_cuda::table();
+#endif
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--mutant=", 9) == 0) {
+      const std::string name = argv[i] + 9;
+      simt = dsk_simt::mutant_table(name);
+#if defined(DS_BENCH_CUDA)
+      cuda_table = dsk_cuda::mutant_table(name);
+#endif
+      if (simt == nullptr) {
+        fmt::print(stderr, "bench_kernels: --mutant={}: no such kernel mutant (one of: {})\n", name,
+                   fmt::join(dsk_simt::mutant_names(), ", "));
+        return 2;
+      }
+      std::copy(argv + i + 1, argv + argc, argv + i);
+      --argc, --i;
+    }
+  dsb::register_backend(*simt, true);
+#if defined(DS_BENCH_CUDA)
+  const dsk::KernelTable& cuda = *cuda_table;
   if (const std::string err = cuda.device_error(); err.empty()) {
     dsb::CudaDevice dev;
     if (const std::string bad = dsb::cuda_device(dev); bad.empty()) {
@@ -908,13 +926,6 @@ int main(int argc, char** argv) {
   }
   dsb::register_backend(cuda, false);
 #endif
-  // Ours, taken out before Google Benchmark sees (and rejects) it.
-  for (int i = 1; i < argc; ++i)
-    if (std::strncmp(argv[i], "--bug=", 6) == 0) {
-      dsb::g_bug = std::atoi(argv[i] + 6);
-      std::copy(argv + i + 1, argv + argc, argv + i);
-      --argc, --i;
-    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   // A filter matching nothing must not pass as a green smoke test.

@@ -42,7 +42,7 @@ const std::vector<CpuVariant>& planted_variants();
 class CpuCandidate final : public Candidate {
  public:
   explicit CpuCandidate(PlantedBug bug = PlantedBug::none) : bug_(bug) {}
-  // The op set of seeds/000's "GPU kernel v1" (no QK-norm, no bias): the kernel set that printed
+  // The op set of a first GPU kernel set (no QK-norm, no bias): the kernel set that printed
   // garbage for Qwen3 and silently dropped Qwen2's bias. The gate must refuse both models.
   static CandidatePtr v1_ops();
   // What `--fill reference` computes a partial candidate's other stages with: this math, every

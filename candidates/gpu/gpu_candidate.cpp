@@ -20,12 +20,11 @@ std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
 
 }  // namespace
 
-GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description, int bug,
+GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
                            bool fused_gdn_ops)
     : k_(table),
       name_(std::move(name)),
       description_(std::move(description)),
-      bug_(bug),
       fused_gdn_ops_(fused_gdn_ops) {}
 
 GpuCandidate::~GpuCandidate() { free_all(); }
@@ -258,7 +257,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
           fmt::format("position {} beyond the {} learned positions", ctx.pos0 + T - 1, n_positions_));
     DevBuf ids(k_, tok), out = buf(std::int64_t(T) * D);
     k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
-                 static_cast<const std::int32_t*>(ids.get()), pos, ctx.pos0, out.get(), T, D, bug_);
+                 static_cast<const std::int32_t*>(ids.get()), pos, ctx.pos0, out.get(), T, D);
     outputs["embed"] = out.f16(T, D);
   } else if (s == "ln_f" || s == "ln_1" || s == "ln_2") {
     // GPT-2's LayerNorms: ln_f is output_norm, ln_1 attn_norm, ln_2 ffn_norm (GGUF names).
@@ -266,20 +265,20 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const std::string_view role = s == "ln_f" ? "output_norm" : s == "ln_1" ? "attn_norm" : "ffn_norm";
     DevBuf x = up(step.inputs[0]), y = buf(std::int64_t(T) * D);
     k_.layernorm(x.get(), need_vec(layer, fmt::format("{}.weight", role)),
-                 need_vec(layer, fmt::format("{}.bias", role)), y.get(), T, D, eps, bug_);
+                 need_vec(layer, fmt::format("{}.bias", role)), y.get(), T, D, eps);
     outputs[step.outputs[0]] = y.f16(T, D);
   } else if (s == "final_norm" || s == "attn_norm" || s == "ffn_norm") {
     const std::string_view src = s == "ffn_norm" ? "residual_1" : "x";
     const float* w =
         s == "final_norm" ? vec(kModelLayer, "output_norm.weight") : vec(l, fmt::format("{}.weight", s));
     DevBuf x = up(src), y = buf(std::int64_t(T) * D);
-    k_.rmsnorm(x.get(), w, norm_offset(), y.get(), T, D, eps, bug_);
+    k_.rmsnorm(x.get(), w, norm_offset(), y.get(), T, D, eps);
     outputs[s] = y.f16(T, D);
   } else if (s == "lm_head") {
     const std::string_view role = dev_.count("output.weight") ? "output.weight" : "token_embd.weight";
     DevBuf x = up("final_norm"), y = buf(std::int64_t(T) * c.vocab);
     k_.gemv(mat(kModelLayer, role), wt_of(kModelLayer, role), x.get(), nullptr, y.get(), nullptr, T, c.vocab,
-            D, bug_);
+            D);
     outputs["logits"] = y.f16(T, c.vocab);
   } else if (s == "fused_qkv") {
     const dsk::WType wt = wt_of(l, "attn_qkv.packed");
@@ -289,20 +288,20 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
     k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
-                 q.get(), k.get(), v.get(), T, Q, KV, D, bug_);
+                 q.get(), k.get(), v.get(), T, Q, KV, D);
     outputs["q"] = q.f16(T, Q);
     outputs["k"] = k.f16(T, KV);
     outputs["v"] = v.f16(T, KV);
   } else if (s == "qk_norm") {
     DevBuf q = up("q"), k = up("k"), qn = buf(std::int64_t(T) * Q), kn = buf(std::int64_t(T) * KV);
     k_.qk_norm(q.get(), k.get(), need_vec(l, "attn_q_norm.weight"), need_vec(l, "attn_k_norm.weight"),
-               norm_offset(), qn.get(), kn.get(), T, c.n_heads, c.n_kv_heads, hd, eps, bug_);
+               norm_offset(), qn.get(), kn.get(), T, c.n_heads, c.n_kv_heads, hd, eps);
     outputs["q_norm"] = qn.f16(T, Q);
     outputs["k_norm"] = kn.f16(T, KV);
   } else if (s == "rope") {
     DevBuf q = up(step.inputs[0]), k = up(step.inputs[1]);
     k_.rope(q.get(), k.get(), T, c.n_heads, c.n_kv_heads, hd, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
-            vec(kModelLayer, "rope_freqs"), c.rope_mode == RopeMode::neox, bug_);
+            vec(kModelLayer, "rope_freqs"), c.rope_mode == RopeMode::neox);
     outputs["q_rope"] = q.f16(T, Q);
     outputs["k_rope"] = k.f16(T, KV);
   } else if (s == "attention") {
@@ -311,8 +310,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     if (P != ctx.pos0 + T)
       throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
     DevBuf q = up("q_rope"), kd = up("cache:k_rope"), vd = up("cache:v"), o = buf(std::int64_t(T) * Q);
-    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV,
-                 bug_);
+    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV);
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "attention_qkv") {
     // GPT-2: q, k and v are column ranges of the c_attn rows [q | k | v], read in place.
@@ -322,8 +320,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
       throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
     DevBuf qkv = up("qkv"), cd = up("cache:qkv"), o = buf(std::int64_t(T) * Q);
     const auto* kv = static_cast<const std::uint16_t*>(cd.get());  // f16 elements
-    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld, ld,
-                 bug_);
+    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld,
+                 ld);
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "o_proj_add" || s == "out_proj_add" || s == "down_add") {
     // Projection + chain-add: inputs (activation, residual), outputs (projection, new residual).
@@ -333,7 +331,7 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const int cols = s == "o_proj_add" ? Q : s == "down_add" ? F : c.gdn_value_dim();
     DevBuf x = up(step.inputs[0]), resid = up(step.inputs[1]), y = buf(std::int64_t(T) * D);
     k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
-            vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols, bug_);
+            vec(l, fmt::format("{}.bias", role)), y.get(), resid.get(), T, D, cols);
     outputs[step.outputs[0]] = y.f16(T, D);
     outputs[step.outputs[1]] = resid.f16(T, D);
   } else if (s == "c_attn" || s == "c_fc") {
@@ -343,24 +341,23 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const int rows = attn ? Q + 2 * KV : F;
     DevBuf x = up(step.inputs[0]), y = buf(std::int64_t(T) * rows);
     k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
-            need_vec(l, fmt::format("{}.bias", role)), y.get(), nullptr, T, rows, D, bug_);
+            need_vec(l, fmt::format("{}.bias", role)), y.get(), nullptr, T, rows, D);
     outputs[step.outputs[0]] = y.f16(T, rows);
   } else if (s == "gelu") {
     DevBuf x = up("fc");
-    k_.gelu(x.get(), x.get(), T * F, bug_);
+    k_.gelu(x.get(), x.get(), T * F);
     outputs["gelu"] = x.f16(T, F);
   } else if (s == "gate_up") {
     // One GEMV over the packed [gate | up] weight, bias added in f32 in its epilogue.
     DevBuf x = up("ffn_norm"), gu = buf(std::int64_t(T) * 2 * F);
     k_.gemv(mat(l, "ffn_gate_up.packed"), wt_of(l, "ffn_gate_up.packed"), x.get(), vec(l, "ffn_gate_up.bias"),
-            gu.get(), nullptr, T, 2 * F, D, bug_);
+            gu.get(), nullptr, T, 2 * F, D);
     const Tensor both = gu.f16(T, 2 * F);
     outputs["gate"] = f16_columns(both, 0, F);
     outputs["up"] = f16_columns(both, F, F);
   } else if (s == "swiglu") {
     DevBuf g = up("gate"), u = up("up"), act = buf(std::int64_t(T) * F);
-    k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F,
-              bug_);
+    k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F);
     outputs["ffn_act"] = act.f16(T, F);
   } else {
     throw std::logic_error(fmt::format("{}: unknown step '{}'", name_, s));

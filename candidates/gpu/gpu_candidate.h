@@ -1,6 +1,6 @@
 // The simt, cuda and mutant:<name> candidates: the fused kernels of kernels/*.cu driven
-// through a dsk::KernelTable. One host implementation for all of them; only the table
-// (SIMT on the CPU, or nvcc on a GPU) and the planted bug differ.
+// through a dsk::KernelTable. One host implementation for all of them; only the table differs:
+// SIMT on the CPU, nvcc on a GPU, or a mutant's (SIMT, one kernel with a planted bug).
 //
 // Stage map (decoder layer), one KernelStep per launch or fused group:
 //   attn_norm       rmsnorm                       x -> attn_norm
@@ -77,10 +77,11 @@ namespace ds::gpu {
 
 class GpuCandidate final : public Candidate {
  public:
-  // `name` is the registry name; `bug` a dsk::Bug (kBugNone for the real candidates);
-  // `fused_gdn_ops`: declare (and run) the fused GDN decode ops A-D, or only the plain ones.
+  // `table`: the production kernels of one build, or a mutant's (kernels/mutants/mutants.h);
+  // `name` the registry name; `fused_gdn_ops`: declare (and run) the fused GDN decode ops A-D, or
+  // only the plain ones.
   GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
-               int bug = dsk::kBugNone, bool fused_gdn_ops = true);
+               bool fused_gdn_ops = true);
   ~GpuCandidate() override;
 
   std::string name() const override { return name_; }
@@ -130,7 +131,6 @@ class GpuCandidate final : public Candidate {
 
   const dsk::KernelTable& k_;
   std::string name_, description_;
-  int bug_;
   bool fused_gdn_ops_;
   ModelConfig cfg_;
   int n_positions_ = 0;  // rows of the learned position table; 0 without one

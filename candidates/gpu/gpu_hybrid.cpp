@@ -80,7 +80,7 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     DevBuf x = up("attn_norm"), qg = buf(std::int64_t(T) * 2 * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
     k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
-                 qg.get(), k.get(), v.get(), T, 2 * Q, KV, D, bug_);
+                 qg.get(), k.get(), v.get(), T, 2 * Q, KV, D);
     const Tensor both = qg.f16(T, 2 * Q);
     outputs["q"] = f16_blocks(both, 0, d, 2 * d, H);
     outputs["attn_gate"] = f16_blocks(both, d, d, 2 * d, H);
@@ -89,18 +89,18 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
   } else if (s == "attn_gate_mul") {
     const int Q = c.q_dim();
     DevBuf a = up("attn"), g = up("attn_gate"), y = buf(std::int64_t(T) * Q);
-    k_.attn_gate(a.get(), g.get(), y.get(), T * Q, bug_);
+    k_.attn_gate(a.get(), g.get(), y.get(), T * Q);
     outputs["attn_gated"] = y.f16(T, Q);
   } else if (s == "gdn_in_proj") {
     const int C = c.gdn_conv_dim(), V = c.gdn_value_dim(), nv = c.gdn_v_heads;
     DevBuf x = up("attn_norm"), qz = buf(std::int64_t(T) * (C + V)), beta = buf(std::int64_t(T) * nv),
            g = buf(std::int64_t(T) * nv);
     k_.gemv(mat(l, "gdn_qkvz.packed"), wt_of("gdn_qkvz.packed"), x.get(), nullptr, qz.get(), nullptr, T,
-            C + V, D, bug_);
+            C + V, D);
     const dsk::WType wt = wt_of("gdn_ba.packed");
     const char* wb = static_cast<const char*>(mat(l, "gdn_ba.packed"));
     k_.gdn_gates(wb, wb + std::size_t(nv) * D * (wt == dsk::WType::f32 ? 4 : 2), wt, need_vec(l, "ssm_a"),
-                 need_vec(l, "ssm_dt.bias"), x.get(), beta.get(), g.get(), T, nv, D, bug_);
+                 need_vec(l, "ssm_dt.bias"), x.get(), beta.get(), g.get(), T, nv, D);
     const Tensor both = qz.f16(T, C + V);
     outputs["qkv_mixed"] = f16_columns(both, 0, C);
     outputs["z_gate"] = f16_columns(both, C, V);
@@ -153,12 +153,11 @@ void GpuCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor
     const DevBuf cache(k_, zeros(2 * slot)), scratch(k_, slot * sizeof(float)), xd(k_, x);
     cache.put(taps, std::size_t(src) * slot);
     const DevBuf ids(k_, std::vector<std::int32_t>{src});
-    k_.ssm_conv_update_ids(cache.f32(), ids.i32(), 0, scratch.f32(), w, xd.f32(), y.f32(), 1, C, K, true,
-                           bug_);
+    k_.ssm_conv_update_ids(cache.f32(), ids.i32(), 0, scratch.f32(), w, xd.f32(), y.f32(), 1, C, K, true);
     next = cache.floats(0, slot);
   } else if (decode && cfg_.gdn_fused.has(Op::SsmConvUpdate)) {
     const DevBuf in_taps(k_, taps), dst(k_, zeros(slot)), xd(k_, x);  // op C
-    k_.ssm_conv_update(in_taps.f32(), w, xd.f32(), dst.f32(), y.f32(), 1, C, K, true, bug_);
+    k_.ssm_conv_update(in_taps.f32(), w, xd.f32(), dst.f32(), y.f32(), 1, C, K, true);
     next = dst.floats();
   } else {
     // Plain: the pre-concatenated window [taps | x] per channel; the next taps are its last S.
@@ -170,7 +169,7 @@ void GpuCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor
       for (int i = 0; i < S; ++i) next[std::size_t(c) * S + i] = win[T + i];
     }
     const DevBuf sxd(k_, sx);
-    k_.ssm_conv(sxd.f32(), w, y.f32(), 1, T, C, K, true, bug_);
+    k_.ssm_conv(sxd.f32(), w, y.f32(), 1, T, C, K, true);
   }
   k_.synchronize();
   std::vector<float> st(slot);  // the conv_state stage: [S, C], oldest row first
@@ -213,17 +212,16 @@ void GpuCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
     cache.put(s0, std::size_t(src) * slot);
     const DevBuf ids(k_, std::vector<std::int32_t>{src});
     k_.gdn_inplace_ids(qd.f32(), kd.f32(), vd.f32(), gd.f32(), bd.f32(), cache.f32(), ids.i32(), 0,
-                       scratch.f32(), o.f32(), 1, nk, nv, dk, dv, bug_);
+                       scratch.f32(), o.f32(), 1, nk, nv, dk, dv);
     s1 = cache.floats(0, slot);
   } else if (decode && cfg_.gdn_fused.has(Op::GdnInplace)) {
     const DevBuf cache(k_, s0);  // op A: the state slot read and rewritten in place
-    k_.gdn_inplace(qd.f32(), kd.f32(), vd.f32(), gd.f32(), bd.f32(), cache.f32(), o.f32(), 1, nk, nv, dk, dv,
-                   bug_);
+    k_.gdn_inplace(qd.f32(), kd.f32(), vd.f32(), gd.f32(), bd.f32(), cache.f32(), o.f32(), 1, nk, nv, dk, dv);
     s1 = cache.floats();
   } else {
     const DevBuf si(k_, s0), so(k_, slot * sizeof(float));
     k_.gdn(qd.f32(), kd.f32(), vd.f32(), gd.f32(), bd.f32(), si.f32(), so.f32(), o.f32(), 1, T, nk, nv, dk,
-           dv, bug_);
+           dv);
     s1 = so.floats();
   }
   k_.synchronize();

@@ -1,6 +1,11 @@
 #include "mutants.h"
 
-#include "kernels.h"
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "mutants/mutants.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
@@ -10,53 +15,48 @@ namespace ds::gpu {
 // step. Why each stage is the first one is in docs/mutants.md.
 std::span<const MutantInfo> mutants() {
   static const MutantInfo kMutants[] = {
-      {"chain-add-idx", dsk::kBugChainAddIdx, "synthetic:qwen2-tiny", "residual_1", 0, "isolated", "default",
+      {"chain-add-idx", "synthetic:qwen2-tiny", "residual_1", 0, "isolated", "default",
        "o_proj/down chain-add epilogue indexes the residual with blockIdx.x instead of the row"},
-      {"gemv-warps", dsk::kBugGemvWarps, "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
+      {"gemv-warps", "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
        "GEMV written for 8 warps per block, launched with 4: half the rows never computed"},
-      {"dim-flip", dsk::kBugDimFlip, "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
+      {"dim-flip", "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
        "GEMV reads the [out, in] weight as [in, out]"},
-      {"double-bias", dsk::kBugDoubleBias, "synthetic:qwen2-bias-tiny", "ffn_act", 0, "isolated", "default",
+      {"double-bias", "synthetic:qwen2-bias-tiny", "ffn_act", 0, "isolated", "default",
        "SwiGLU adds the gate/up bias the GEMV already added; needs a model with MLP bias"},
-      {"half-before-bias", dsk::kBugHalfBeforeBias, "synthetic:qwen2-tiny", "q", 0, "isolated", "strict",
+      {"half-before-bias", "synthetic:qwen2-tiny", "q", 0, "isolated", "strict",
        "fused QKV rounds the f32 accumulator to half before adding the bias: <= 1 ULP"},
-      {"skip-qk-norm", dsk::kBugSkipQkNorm, "synthetic:qwen3-tiny", "q_norm", 0, "isolated", "default",
+      {"skip-qk-norm", "synthetic:qwen3-tiny", "q_norm", 0, "isolated", "default",
        "declares QkNorm, copies q/k through unnormalised"},
-      {"rope-theta-default", dsk::kBugRopeThetaDefault, "synthetic:llama-tiny", "q_rope", 0, "isolated",
-       "default", "RoPE uses theta 10000 instead of the config's rope_theta"},
-      {"gqa-modulo", dsk::kBugGqaModulo, "synthetic:llama-tiny", "attn", 0, "isolated", "default",
+      {"rope-theta-default", "synthetic:llama-tiny", "q_rope", 0, "isolated", "default",
+       "RoPE uses theta 10000 instead of the config's rope_theta"},
+      {"gqa-modulo", "synthetic:llama-tiny", "attn", 0, "isolated", "default",
        "attention reads KV head h % n_kv instead of h / (n_heads / n_kv)"},
-      {"layernorm-no-mean-sub", dsk::kBugLayerNormNoMeanSub, "synthetic:gpt2-tiny", "ln_1", 0, "isolated",
-       "default", "LayerNorm variance taken as mean(x^2), without subtracting the mean first: off by mean^2"},
-      {"layernorm-as-rmsnorm", dsk::kBugLayerNormAsRms, "synthetic:gpt2-tiny", "ln_1", 0, "isolated",
-       "default",
+      {"layernorm-no-mean-sub", "synthetic:gpt2-tiny", "ln_1", 0, "isolated", "default",
+       "LayerNorm variance taken as mean(x^2), without subtracting the mean first: off by mean^2"},
+      {"layernorm-as-rmsnorm", "synthetic:gpt2-tiny", "ln_1", 0, "isolated", "default",
        "LayerNorm never subtracts the mean: an RMSNorm with LayerNorm's bias (an RMSNorm kernel reused)"},
-      {"gelu-sigmoid", dsk::kBugGeluSigmoid, "synthetic:gpt2-tiny", "gelu", 0, "isolated", "default",
+      {"gelu-sigmoid", "synthetic:gpt2-tiny", "gelu", 0, "isolated", "default",
        "gelu_new computed as quick_gelu, x * sigmoid(1.702 x), instead of the tanh form"},
-      {"pos-no-offset", dsk::kBugPosNoOffset, "synthetic:gpt2-tiny", "embed", kModelLayer, "isolated",
-       "default",
+      {"pos-no-offset", "synthetic:gpt2-tiny", "embed", kModelLayer, "isolated", "default",
        "learned position of token t read at t instead of pos0 + t: right for the prefill, wpe[0] for every "
        "decode token",
        1},
-      {"reduce-no-barrier", dsk::kBugReduceNoBarrier, "synthetic:llama-tiny", "attn", 0, "isolated",
-       "default",
+      {"reduce-no-barrier", "synthetic:llama-tiny", "attn", 0, "isolated", "default",
        "attention's block reduction reads the warps' partials with no __syncthreads after they are written",
-       0, "schedule", "dsk_simt::attention_kernel", "RAW"},
-      {"reduce-war", dsk::kBugReduceWar, "synthetic:llama-tiny", "attn", 0, "isolated", "default",
+       0, "schedule", "dsk_simt::mutant_reduce_no_barrier::attention_kernel", "RAW"},
+      {"reduce-war", "synthetic:llama-tiny", "attn", 0, "isolated", "default",
        "attention's block reduction writes its partials before every warp has read the previous "
        "reduction's: shared memory reused too early (write-after-read)",
-       0, "hazard", "dsk_simt::attention_kernel", "WAR"},
-      {"norm-no-offset", dsk::kBugNormNoOffset, "synthetic:qwen3next-tiny", "attn_norm", 0, "isolated",
-       "default",
+       0, "hazard", "dsk_simt::mutant_reduce_war::attention_kernel", "WAR"},
+      {"norm-no-offset", "synthetic:qwen3next-tiny", "attn_norm", 0, "isolated", "default",
        "RMSNorm scales by w where Qwen3-Next needs (1 + w): a plain norm kernel reused on weights stored "
        "around 0"},
-      {"attn-gate-raw", dsk::kBugAttnGateRaw, "synthetic:qwen3next-tiny", "attn_gated", 1, "isolated",
-       "default", "Qwen3-Next's attention output gate multiplied in raw, without its sigmoid"},
-      {"gdn-gates-no-dt-bias", dsk::kBugGdnGatesNoDtBias, "synthetic:qwen3next-tiny", "g", 0, "isolated",
-       "default", "GDN decay gate computed as softplus(a) without dt_bias: a bias dropped, as seeds/001's"},
+      {"attn-gate-raw", "synthetic:qwen3next-tiny", "attn_gated", 1, "isolated", "default",
+       "Qwen3-Next's attention output gate multiplied in raw, without its sigmoid"},
+      {"gdn-gates-no-dt-bias", "synthetic:qwen3next-tiny", "g", 0, "isolated", "default",
+       "GDN decay gate computed as softplus(a) without dt_bias: a bias dropped"},
       // The rows below set fields past `what`: every field is named, so each reads as what it sets.
       {.name = "rope-no-scaling",
-       .bug = dsk::kBugRopeNoScaling,
        .model = "synthetic:llama3-tiny",
        .first_stage = "q_rope",
        .first_layer = 0,
@@ -67,7 +67,6 @@ std::span<const MutantInfo> mutants() {
        .first_step = 1,
        .late_prompt = 2050},
       {.name = "softmax-no-max",
-       .bug = dsk::kBugSoftmaxNoMax,
        .model = "synthetic:llama-tiny",
        .first_stage = "attn",
        .first_layer = 0,
@@ -76,12 +75,10 @@ std::span<const MutantInfo> mutants() {
        .what = "attention's softmax takes exp(s) without subtracting the row's max: exact until a score "
                "passes 88.7, then inf / inf",
        .probe = "large-logits"},
-      {"norm-eps-outside", dsk::kBugNormEpsOutside, "synthetic:llama-tiny", "attn_norm", 0, "isolated",
-       "default",
+      {"norm-eps-outside", "synthetic:llama-tiny", "attn_norm", 0, "isolated", "default",
        "RMSNorm adds eps outside the square root, 1 / (sqrt(mean(x^2)) + eps): invisible until mean(x^2) "
        "nears eps, which real-scale embeddings (RMS 0.02) bring it to"},
       {.name = "gemv-no-tail",
-       .bug = dsk::kBugGemvNoTail,
        .model = "synthetic:qwen2-tails-tiny",
        .first_stage = "attn_out",
        .first_layer = 0,
@@ -90,10 +87,9 @@ std::span<const MutantInfo> mutants() {
        .what = "GEMV drops the scalar tail after its 16-byte vectors: right on widths that are multiples of "
                "8, wrong on the rest",
        .hidden_on = "synthetic:qwen2-tiny"},
-      {"gemv-half-accum", dsk::kBugGemvHalfAccum, "synthetic:qwen2-tiny", "attn_out", 0, "isolated",
-       "default", "GEMV keeps its running sums in half: every add rounds, a few times the f16 noise floor"},
+      {"gemv-half-accum", "synthetic:qwen2-tiny", "attn_out", 0, "isolated", "default",
+       "GEMV keeps its running sums in half: every add rounds, a few times the f16 noise floor"},
       {.name = "chain-add-rz",
-       .bug = dsk::kBugChainAddRz,
        .model = "synthetic:llama-deep-tiny",
        .first_stage = "residual_2",
        .first_layer = 0,
@@ -108,16 +104,22 @@ std::span<const MutantInfo> mutants() {
 
 std::span<const GdnMutantInfo> gdn_mutants() {
   static const GdnMutantInfo kMutants[] = {
-      {"gdn-conv-taps-reversed", dsk::kBugConvTapsReversed, "", "conv", 0, 0,
+      {"gdn-conv-taps-reversed", "", "conv", 0, 0,
        "SSM conv applies tap i with weight w[K-1-i] (the current token meets w[0])"},
-      {"gdn-head-modulo", dsk::kBugGdnHeadModulo, "", "gdn_out", 0, 0,
+      {"gdn-head-modulo", "", "gdn_out", 0, 0,
        "GDN value head h reads key head h % n_k (tiled ggml broadcast) where the model needs h / rho"},
-      {"gdn-state-transposed", dsk::kBugGdnStateTransposed, "", "gdn_out", 0, 1,
+      {"gdn-state-transposed", "", "gdn_out", 0, 1,
        "GDN prior state [d_k, d_v] read as [d_v, d_k]; invisible from the zero state of the prefill"},
-      {"gdn-ids-ignored", dsk::kBugGdnIdsIgnored, "ids,conv-update-ids", "conv", 0, 1,
+      {"gdn-ids-ignored", "ids,conv-update-ids", "conv", 0, 1,
        "ops B / D read every sequence's prior state from its destination slot, ignoring ids"},
   };
   return kMutants;
+}
+
+const dsk::KernelTable& mutant_kernels(std::string_view name) {
+  const dsk::KernelTable* t = dsk_simt::mutant_table(std::string(name));
+  if (t == nullptr) throw std::logic_error(fmt::format("mutant:{} has no kernels/mutants/ source", name));
+  return *t;
 }
 
 }  // namespace ds::gpu

@@ -1,15 +1,17 @@
-// The mutants: the real kernels with one planted bug each, and where the harness must
-// first catch each one (docs/mutants.md has the same table with the reasoning).
+// The mutant candidates: the simt candidate run on a mutant KernelTable (kernels/mutants/: one
+// production kernel with one planted bug each), and where the harness must first catch each one
+// (docs/mutants.md has the same table with the reasoning).
 #pragma once
 
 #include <span>
 #include <string_view>
 
+#include "kernels.h"
+
 namespace ds::gpu {
 
 struct MutantInfo {
-  std::string_view name;         // registry name without "mutant:"
-  int bug;                       // dsk::Bug
+  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.cu
   std::string_view model;        // the model it is caught on
   std::string_view first_stage;  // first failing stage (catalog name)
   int first_layer;               // its layer
@@ -40,8 +42,7 @@ std::span<const MutantInfo> mutants();
 // synthetic:qwen3next-tiny, isolated mode, default policy, with `--gdn-variant gdn_variant`;
 // first caught at first_stage of first_layer at model step first_step (docs/mutants.md).
 struct GdnMutantInfo {
-  std::string_view name;         // registry name without "mutant:"
-  int bug;                       // dsk::Bug
+  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.cu
   std::string_view gdn_variant;  // the --gdn-variant that exposes it ("" = plain)
   std::string_view first_stage;
   int first_layer;
@@ -50,5 +51,9 @@ struct GdnMutantInfo {
 };
 
 std::span<const GdnMutantInfo> gdn_mutants();
+
+// The simt KernelTable of mutant `name` (kernels/mutants/mutants.h); std::logic_error when the
+// registry names a mutant with no kernel source.
+const dsk::KernelTable& mutant_kernels(std::string_view name);
 
 }  // namespace ds::gpu

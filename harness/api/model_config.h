@@ -77,7 +77,7 @@ struct ModelConfig {
   GdnHeadMap gdn_head_map = GdnHeadMap::grouped;
   GdnStateLayout gdn_state_layout = GdnStateLayout::key_major;
   ConvStateLen conv_state_len = ConvStateLen::k_minus_1;
-  // The fused GDN decode ops (seeds/002 A-D: GdnInplace, GdnInplaceIds, SsmConvUpdate,
+  // The fused GDN decode ops (A-D: GdnInplace, GdnInplaceIds, SsmConvUpdate,
   // SsmConvUpdateIds) the plan emits for decode steps, as a model graph would; empty: the plain
   // ops. Set from `driftscope run --gdn-variant`; the capability gate requires each of them.
   OpSet gdn_fused;

@@ -1,6 +1,6 @@
-// Operations a model requires and a backend declares (the capability gate's vocabulary,
-// after seeds/000 GH-280). Variants of one op are separate ops, so a backend that only has
-// the plain op is never silently handed the fused variant.
+// Operations a model requires and a backend declares (the capability gate's vocabulary: a kernel
+// set without an op the model needs must be refused, not run). Variants of one op are separate ops, so a
+// backend that only has the plain op is never silently handed the fused variant.
 #pragma once
 
 #include <bitset>

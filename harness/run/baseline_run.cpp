@@ -25,8 +25,8 @@ void check_baseline_usage(const RunOptions& opt) {
           "--baseline-gdn-variant: names the GDN variant of a baseline, but no --baseline is given");
     return;
   }
-  // Chained mode would need a second chain, fed the baseline's own outputs: not what seeds/002
-  // and seeds/004 compare (two kernels on one input), so it is refused rather than half-done.
+  // Chained mode would need a second chain, fed the baseline's own outputs: not what a baseline
+  // compares (two kernels on one input), so it is refused rather than half-done.
   if (opt.modes_given && std::find(opt.modes.begin(), opt.modes.end(), Mode::chained) != opt.modes.end())
     throw InputError(fmt::format(
         "--mode {}: --baseline {} judges isolated mode only (both candidates are handed the oracle's inputs, "

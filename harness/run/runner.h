@@ -113,7 +113,7 @@ ModelConfig load_config_spec(const std::string& spec, int layers);
 // fused GDN ops it requests; throws InputError on an unknown name.
 OpSet gdn_variant_ops(std::string_view spec);
 
-// The capability gate: the refusal report (seeds/000's format) when `cand` lacks an op the model
+// The capability gate: the refusal report (naming the missing ops) when `cand` lacks an op the model
 // requires, nullopt when it may run.
 std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Candidate& cand);
 // The same for a given set of required ops (a partial candidate's: those of its own stages).

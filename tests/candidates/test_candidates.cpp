@@ -6,14 +6,18 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <ostream>
+#include <set>
+#include <stdexcept>
 #include <string>
 
 #include "gpu/mutants.h"
 #include "kernels.h"
 #include "launch_sinks.h"
+#include "mutants/mutants.h"
 #include "reference.h"
 #include "stage_catalog.h"
 #include "registry.h"
@@ -200,6 +204,14 @@ std::optional<std::pair<int, std::string>> first_bit_difference(const std::strin
 
 class Mutant : public testing::TestWithParam<gpu::MutantInfo> {};
 
+// "<file>.cu:" of the mutant's kernel source (kernels/mutants/), as a race finding names its line.
+std::string mutant_source_line(const gpu::MutantInfo& m) {
+  std::string file(m.name);
+  for (char& c : file)
+    if (c == '-') c = '_';
+  return file + ".cu:";
+}
+
 // Every mutant fails, first at the stage and layer its table row documents.
 TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
   const auto& m = GetParam();
@@ -232,8 +244,7 @@ TEST_P(Mutant, IsCaughtFirstAtItsDocumentedStage) {
       EXPECT_NE(note.find(fmt::format("{} hazard on dynamic shared memory", m.race_hazard)),
                 std::string::npos)
           << note;
-      EXPECT_NE(note.find("common.cuh:"), std::string::npos) << note;
-      EXPECT_NE(note.find("attention.cu:"), std::string::npos) << note;
+      EXPECT_NE(note.find(mutant_source_line(m)), std::string::npos) << note;
     }
   }
   if (!m.probe.empty()) {  // the probe is what shows it: the seeded prompt passes
@@ -306,8 +317,7 @@ TEST(RaceMutants, HazardCheckerAlsoNamesTheScheduleRaces) {
     EXPECT_EQ(f.key.step, m.first_step) << m.name;
     EXPECT_NE(f.note.find(fmt::format("{} hazard", m.race_hazard)), std::string::npos)
         << m.name << ": " << f.note;
-    EXPECT_NE(f.note.find("common.cuh:"), std::string::npos) << m.name << ": " << f.note;
-    EXPECT_NE(f.note.find("attention.cu:"), std::string::npos) << m.name << ": " << f.note;
+    EXPECT_NE(f.note.find(mutant_source_line(m)), std::string::npos) << m.name << ": " << f.note;
   }
 }
 
@@ -355,6 +365,30 @@ INSTANTIATE_TEST_SUITE_P(Table, Mutant, testing::ValuesIn(gpu::mutants().begin()
                              if (c == '-') c = '_';
                            return n;
                          });
+
+// Every registered mutant runs its own kernels/mutants/ source: a table that differs from the
+// production one in at least one launch entry, while the production table is untouched. Every
+// kernel mutant is registered, except the one the harness's single sequence cannot show.
+TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndEveryKernelMutantIsRegistered) {
+  const dsk::KernelTable& prod = dsk_simt::table();
+  std::set<std::string> registered;
+  for (const auto& m : gpu::mutants()) registered.emplace(m.name);
+  for (const auto& m : gpu::gdn_mutants()) registered.emplace(m.name);
+  for (const std::string& name : registered) {
+    const dsk::KernelTable& t = gpu::mutant_kernels(name);
+    EXPECT_NE(std::memcmp(&t.embedding, &prod.embedding,
+                          sizeof(dsk::KernelTable) - offsetof(dsk::KernelTable, embedding)),
+              0)
+        << name << " runs the production kernels";
+  }
+  std::set<std::string> kernel_only;
+  for (const std::string& name : dsk_simt::mutant_names())
+    if (!registered.contains(name)) kernel_only.insert(name);
+  // gdn-inplace-race needs several sequences writing each other's slots (tests/gdn/test_gdn.cpp).
+  EXPECT_EQ(kernel_only, (std::set<std::string>{"gdn-inplace-race"}));
+  EXPECT_EQ(dsk_simt::mutant_table("no-such-mutant"), nullptr);
+  EXPECT_THROW(gpu::mutant_kernels("no-such-mutant"), std::logic_error);
+}
 
 // ---------------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """`run --baseline B` through the real CLI: a candidate judged against another candidate on the same
-isolated inputs (docs/cli.md). Seeds/004's legacy-vs-new check and seeds/002's fused-vs-plain GDN
+isolated inputs (docs/cli.md). The old-vs-new kernel check and the fused-vs-plain GDN
 gate, each as a table of (candidate, baseline) cases with the exit code and first failure they must
 give; then the refusals (a baseline lacking an op: 3; an unknown name or a chained mode: 2), a
 baseline crash (4, named as the baseline's), and `report` re-judging against the baseline."""
@@ -30,7 +30,7 @@ def run_attrs(trace):
 
 # (case name, model, candidate, baseline, extra flags, exit code, first failure (step, layer, stage) or None)
 JUDGED = [
-    # seeds/004: a 1-ULP rounding bug only a bit-level comparison with the correct kernels shows.
+    # A 1-ULP rounding bug only a bit-level comparison with the correct kernels shows.
     ("half_before_bias_vs_simt", "synthetic:qwen2-tiny", "mutant:half-before-bias", "simt", [], 1, (0, 0, "q")),
     ("simt_vs_simt", "synthetic:qwen2-tiny", "simt", "simt", [], 0, None),
     ("layernorm_no_mean_sub_vs_simt", "synthetic:gpt2-tiny", "mutant:layernorm-no-mean-sub", "simt", [], 1,
@@ -39,7 +39,7 @@ JUDGED = [
     # Both start at --from-step on the oracle's cache: a decode step alone, against the baseline.
     ("half_before_bias_from_step_2", "synthetic:qwen2-tiny", "mutant:half-before-bias", "simt",
      ["--decode-steps", "2", "--from-step", "2"], 1, (2, 0, "q")),
-    # seeds/002: the fused GDN decode ops against the plain ones (the baseline runs plain by default).
+    # The fused GDN decode ops against the plain ones (the baseline runs plain by default).
     ("gdn_inplace_vs_plain", "synthetic:qwen3next-tiny", "simt", "simt-gdn-plain",
      ["--gdn-variant", "inplace", "--decode-steps", "2"], 0, None),
     ("gdn_conv_update_vs_plain", "synthetic:qwen3next-tiny", "simt", "simt",

@@ -5,7 +5,7 @@
 //    equal to get_rows + plain op + copy-back, on every step of a multi-step decode of
 //    several sequences, for identity, permuted and remapped-to-a-fresh-zeroed-slot ids maps;
 //  - all of it bitwise identical under every SIMT thread order and host thread count;
-//  - each planted GDN bug (dsk::kBugGdn*, kBugConvTapsReversed) caught by the same check.
+//  - each GDN kernel mutant (kernels/mutants/gdn_*.cu) caught by the same check.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels.h"
+#include "mutants/mutants.h"
 #include "simt/simt.h"
 
 namespace {
@@ -142,7 +143,7 @@ TEST(Gdn, PlainMatchesDoubleRecurrenceAndClosedForm) {
     const F s0 = normal(n_seqs * d.slot(), 0.3f, gen);
     Dev<float> q(in.q), k(in.k), v(in.v), g(in.g), beta(in.beta), si(s0), so(s0.size()),
         out(std::size_t(n_seqs) * T * d.nv * d.dv);
-    K().gdn(q.p, k.p, v.p, g.p, beta.p, si.p, so.p, out.p, n_seqs, T, d.nk, d.nv, d.dk, d.dv, dsk::kBugNone);
+    K().gdn(q.p, k.p, v.p, g.p, beta.p, si.p, so.p, out.p, n_seqs, T, d.nk, d.nv, d.dk, d.dv);
     std::vector<double> S(s0.begin(), s0.end()), Sc = S;
     const auto o_ref = gdn_double(d, n_seqs, T, in, S, false);
     const auto o_cf = gdn_double(d, n_seqs, T, in, Sc, true);
@@ -161,7 +162,7 @@ TEST(Gdn, PlainConvMatchesDouble) {
           w = normal(std::size_t(C) * Kw, 0.5f, gen);
   for (bool silu : {false, true}) {
     Dev<float> dsx(sx), dw(w), y(std::size_t(n_seqs) * T * C);
-    K().ssm_conv(dsx.p, dw.p, y.p, n_seqs, T, C, Kw, silu, dsk::kBugNone);
+    K().ssm_conv(dsx.p, dw.p, y.p, n_seqs, T, C, Kw, silu);
     const F got = y.get();
     double worst = 0;
     for (int s = 0; s < n_seqs; ++s)
@@ -221,7 +222,7 @@ F initial_cache(std::size_t slot) {
 }
 
 // GDN decode. variant 0: get_rows + plain + copy-back; 1: get_rows into the destination + A; 2: B.
-Trace gdn_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
+Trace gdn_decode(int variant, IdsMap m, const dsk::KernelTable& kt = K()) {
   const Dims d;
   const std::size_t slot = d.slot();
   std::mt19937 gen(5);
@@ -239,16 +240,16 @@ Trace gdn_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
     };
     if (variant == 0) {
       get_rows(tmp.p);
-      K().gdn(q.p, k.p, v.p, g.p, beta.p, tmp.p, tmp2.p, out.p, kSeqs, 1, d.nk, d.nv, d.dk, d.dv, bug);
+      kt.gdn(q.p, k.p, v.p, g.p, beta.p, tmp.p, tmp2.p, out.p, kSeqs, 1, d.nk, d.nv, d.dk, d.dv);
       K().device_copy(cache.p + kHead * slot, tmp2.p, kSeqs * slot * sizeof(float));
     } else if (variant == 1) {
       get_rows(tmp.p);
       K().device_copy(cache.p + kHead * slot, tmp.p, kSeqs * slot * sizeof(float));
-      K().gdn_inplace(q.p, k.p, v.p, g.p, beta.p, cache.p + kHead * slot, out.p, kSeqs, d.nk, d.nv, d.dk,
-                      d.dv, bug);
+      kt.gdn_inplace(q.p, k.p, v.p, g.p, beta.p, cache.p + kHead * slot, out.p, kSeqs, d.nk, d.nv, d.dk,
+                     d.dv);
     } else {
-      K().gdn_inplace_ids(q.p, k.p, v.p, g.p, beta.p, cache.p, dids.p, kHead, scratch.p, out.p, kSeqs, d.nk,
-                          d.nv, d.dk, d.dv, bug);
+      kt.gdn_inplace_ids(q.p, k.p, v.p, g.p, beta.p, cache.p, dids.p, kHead, scratch.p, out.p, kSeqs, d.nk,
+                         d.nv, d.dk, d.dv);
     }
     tr.outs.push_back(out.get());
   }
@@ -258,7 +259,7 @@ Trace gdn_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
 
 // Conv decode. variant 0: get_rows + window concat + plain conv + ring copy; 1: get_rows + C; 2: D.
 constexpr int kC = 45, kK = 4;
-Trace conv_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
+Trace conv_decode(int variant, IdsMap m, const dsk::KernelTable& kt = K()) {
   const std::size_t slot = std::size_t(kC) * (kK - 1);
   std::mt19937 gen(6);
   const F w = normal(std::size_t(kC) * kK, 0.5f, gen);
@@ -283,14 +284,14 @@ Trace conv_decode(int variant, IdsMap m, int bug = dsk::kBugNone) {
             ring[(kHead + s) * slot + std::size_t(ch) * (kK - 1) + i] = win[i + 1];
         }
       Dev<float> dsx(sx);
-      K().ssm_conv(dsx.p, dw.p, y.p, kSeqs, 1, kC, kK, true, bug);
+      kt.ssm_conv(dsx.p, dw.p, y.p, kSeqs, 1, kC, kK, true);
       cache.set(ring);
     } else if (variant == 1) {
       for (int s = 0; s < kSeqs; ++s)
         K().device_copy(tmp.p + s * slot, cache.p + ids[s] * slot, slot * sizeof(float));
-      K().ssm_conv_update(tmp.p, dw.p, dx.p, cache.p + kHead * slot, y.p, kSeqs, kC, kK, true, bug);
+      kt.ssm_conv_update(tmp.p, dw.p, dx.p, cache.p + kHead * slot, y.p, kSeqs, kC, kK, true);
     } else {
-      K().ssm_conv_update_ids(cache.p, dids.p, kHead, scratch.p, dw.p, dx.p, y.p, kSeqs, kC, kK, true, bug);
+      kt.ssm_conv_update_ids(cache.p, dids.p, kHead, scratch.p, dw.p, dx.p, y.p, kSeqs, kC, kK, true);
     }
     tr.outs.push_back(y.get());
   }
@@ -344,28 +345,30 @@ INSTANTIATE_TEST_SUITE_P(Ids, Fused, ::testing::Values(IdsMap::identity, IdsMap:
 
 struct Planted {
   const char* name;
-  int bug;
-  bool conv;    // conv (else GDN) decode
-  int variant;  // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
-  IdsMap map;   // the ids map that exposes it
-  int first;    // first step whose output differs from the clean plain op
+  const char* mutant;  // kernels/mutants/<mutant>.cu
+  bool conv;           // conv (else GDN) decode
+  int variant;         // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
+  IdsMap map;          // the ids map that exposes it
+  int first;           // first step whose output differs from the clean plain op
 };
 
 TEST(GdnMutants, EachPlantedBugIsCaughtAtItsFirstStep) {
   const Planted table[] = {
       // Permuted ids: step 0 already reads a slot another sequence's block writes in place.
-      {"gdn-inplace-race", dsk::kBugGdnInplaceRace, false, 2, IdsMap::permuted, 0},
-      {"gdn-ids-ignored", dsk::kBugGdnIdsIgnored, false, 2, IdsMap::permuted, 0},
+      {"gdn-inplace-race", "gdn-inplace-race", false, 2, IdsMap::permuted, 0},
+      {"gdn-ids-ignored", "gdn-ids-ignored", false, 2, IdsMap::permuted, 0},
       // The fresh-slot remap first happens at step 2.
-      {"gdn-ids-ignored (fresh)", dsk::kBugGdnIdsIgnored, false, 2, IdsMap::fresh, 2},
-      {"gdn-ids-ignored (conv D)", dsk::kBugGdnIdsIgnored, true, 2, IdsMap::permuted, 0},
-      {"gdn-conv-taps-reversed", dsk::kBugConvTapsReversed, true, 0, IdsMap::identity, 0},
-      {"gdn-state-transposed", dsk::kBugGdnStateTransposed, false, 1, IdsMap::identity, 0},
-      {"gdn-head-modulo", dsk::kBugGdnHeadModulo, false, 0, IdsMap::identity, 0},
+      {"gdn-ids-ignored (fresh)", "gdn-ids-ignored", false, 2, IdsMap::fresh, 2},
+      {"gdn-ids-ignored (conv D)", "gdn-ids-ignored", true, 2, IdsMap::permuted, 0},
+      {"gdn-conv-taps-reversed", "gdn-conv-taps-reversed", true, 0, IdsMap::identity, 0},
+      {"gdn-state-transposed", "gdn-state-transposed", false, 1, IdsMap::identity, 0},
+      {"gdn-head-modulo", "gdn-head-modulo", false, 0, IdsMap::identity, 0},
   };
   for (const Planted& p : table) {
     const Trace clean = p.conv ? conv_decode(0, p.map) : gdn_decode(0, p.map);
-    const Trace bad = p.conv ? conv_decode(p.variant, p.map, p.bug) : gdn_decode(p.variant, p.map, p.bug);
+    const dsk::KernelTable* bug = dsk_simt::mutant_table(p.mutant);
+    ASSERT_NE(bug, nullptr) << p.mutant;
+    const Trace bad = p.conv ? conv_decode(p.variant, p.map, *bug) : gdn_decode(p.variant, p.map, *bug);
     EXPECT_EQ(first_diff(clean, bad), p.first) << p.name;
     // The clean variant itself is exact (the bug is the only difference).
     const Trace ok = p.conv ? conv_decode(p.variant, p.map) : gdn_decode(p.variant, p.map);

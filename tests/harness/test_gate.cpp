@@ -1,4 +1,5 @@
-// The capability gate refuses before anything is loaded or computed (seeds/000, GH-280).
+// The capability gate refuses before anything is loaded or computed (a kernel set missing an op the model
+// needs).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

@@ -10,10 +10,13 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "dtype.h"
 #include "kernels.h"
+#include "mutants/mutants.h"
 #include "simt/simt.h"
 
 namespace kt {
@@ -21,6 +24,12 @@ namespace kt {
 using dsk::WType;
 using Bits = std::vector<std::uint16_t>;
 inline const dsk::KernelTable& K() { return dsk_simt::table(); }
+// The simt table of kernels/mutants/<name>.cu.
+inline const dsk::KernelTable& Mutant(const std::string& name) {
+  const dsk::KernelTable* t = dsk_simt::mutant_table(name);
+  if (t == nullptr) throw std::invalid_argument("no kernel mutant " + name);
+  return *t;
+}
 
 // A device buffer of raw bytes.
 struct Buf {

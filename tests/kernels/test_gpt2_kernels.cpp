@@ -55,9 +55,7 @@ TEST_P(LayerNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto b = to_f32(normal(std::size_t(p.width), 0.1, 33));
   Buf dx(xb), dw(w), db(b), dy(xb.size() * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, p.rows, p.width, 1e-5f, dsk::kBugNone);
-      },
+      [&] { K().layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, p.rows, p.width, 1e-5f); },
       [&] { return dy.bits(); });
   expect_close(got, layernorm_ref(f16_values(xb), p.rows, p.width, w, b, 1e-5), 1e-5, "layernorm");
 }
@@ -78,14 +76,14 @@ TEST(LayerNormMutant, NoMeanSubIsInvisibleOnCentredRowsAndWrongOnOffsetOnes) {
   for (int i = 0; i < width / 2; ++i) centred.push_back(-centred[std::size_t(i)]);
   const auto w = to_f32(std::vector<double>(width, 1.0)), b = to_f32(std::vector<double>(width, 0.0));
   Buf dw(w), db(b), dy(std::size_t(width) * 2);
-  auto run = [&](const std::vector<double>& x, int bug) {
+  const dsk::KernelTable& bug = Mutant("layernorm-no-mean-sub");
+  auto run = [&](const std::vector<double>& x, const dsk::KernelTable& kt = K()) {
     Buf dx(to_f16(x));
-    K().layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, 1, width, 1e-5f, bug);
+    kt.layernorm(dx.p, dw.as<float>(), db.as<float>(), dy.p, 1, width, 1e-5f);
     return dy.bits();
   };
-  EXPECT_EQ(run(centred, dsk::kBugNone), run(centred, dsk::kBugLayerNormNoMeanSub));
-  const auto good = f16_values(run(offset, dsk::kBugNone)),
-             bad = f16_values(run(offset, dsk::kBugLayerNormNoMeanSub));
+  EXPECT_EQ(run(centred), run(centred, bug));
+  const auto good = f16_values(run(offset)), bad = f16_values(run(offset, bug));
   // With w = 1 and b = 0 a correct LayerNorm output has unit variance; the bug's is
   // var / (var + mean^2), about 1/5 for N(2, 1) rows.
   double ss_good = 0, ss_bad = 0;
@@ -110,8 +108,7 @@ TEST_P(Gelu, MatchesGeluNewInDoubleAndIsOrderIndependent) {
   const auto& p = GetParam();
   const Bits xb = to_f16(normal(std::size_t(p.n), p.std, 36));
   Buf dx(xb), dy(xb.size() * 2);
-  const Bits got =
-      same_under_every_order([&] { K().gelu(dx.p, dy.p, p.n, dsk::kBugNone); }, [&] { return dy.bits(); });
+  const Bits got = same_under_every_order([&] { K().gelu(dx.p, dy.p, p.n); }, [&] { return dy.bits(); });
   std::vector<double> ref;
   for (double x : f16_values(xb)) ref.push_back(gelu_new(x));
   // 1e-6 absolute: f32 tanh next to -1 leaves ~6e-8 of 1 + tanh, times 0.5 |x|.
@@ -126,8 +123,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Gelu,
 TEST(Gelu, InPlaceGivesTheSameBits) {
   const Bits xb = to_f16(normal(1000, 2.0, 37));
   Buf a(xb), b(xb), y(xb.size() * 2);
-  K().gelu(a.p, y.p, 1000, dsk::kBugNone);
-  K().gelu(b.p, b.p, 1000, dsk::kBugNone);
+  K().gelu(a.p, y.p, 1000);
+  K().gelu(b.p, b.p, 1000);
   EXPECT_EQ(y.bits(), b.bits());
 }
 
@@ -149,10 +146,7 @@ TEST_P(EmbeddingWithPositions, AddsRowPos0PlusTInF32) {
   for (int t = 0; t < p.T; ++t) tok.push_back((7 * t + 3) % V);
   Buf dw(w.bytes), dp(pos), dt(tok), out(std::size_t(p.T) * D * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().embedding(dw.p, p.wt, dt.as<std::int32_t>(), dp.as<float>(), p.pos0, out.p, p.T, D,
-                      dsk::kBugNone);
-      },
+      [&] { K().embedding(dw.p, p.wt, dt.as<std::int32_t>(), dp.as<float>(), p.pos0, out.p, p.T, D); },
       [&] { return out.bits(); });
   std::vector<double> ref;
   for (int t = 0; t < p.T; ++t)
@@ -175,13 +169,14 @@ TEST(EmbeddingMutant, PosNoOffsetIsRightForThePrefillOnly) {
   const auto pos = to_f32(normal(std::size_t(8) * D, 0.1, 41));
   const std::vector<std::int32_t> tok = {1, 5};
   Buf dw(w.bytes), dp(pos), dt(tok), out(std::size_t(T) * D * 2);
-  auto run = [&](int pos0, int bug) {
-    K().embedding(dw.p, WType::f32, dt.as<std::int32_t>(), dp.as<float>(), pos0, out.p, T, D, bug);
+  const dsk::KernelTable& bug = Mutant("pos-no-offset");
+  auto run = [&](int pos0, const dsk::KernelTable& kt = K()) {
+    kt.embedding(dw.p, WType::f32, dt.as<std::int32_t>(), dp.as<float>(), pos0, out.p, T, D);
     return out.bits();
   };
-  EXPECT_EQ(run(0, dsk::kBugNone), run(0, dsk::kBugPosNoOffset));
-  EXPECT_NE(run(4, dsk::kBugNone), run(4, dsk::kBugPosNoOffset));
-  EXPECT_EQ(run(0, dsk::kBugNone), run(4, dsk::kBugPosNoOffset));  // positions 0 and 1 again
+  EXPECT_EQ(run(0), run(0, bug));
+  EXPECT_NE(run(4), run(4, bug));
+  EXPECT_EQ(run(0), run(4, bug));  // positions 0 and 1 again
 }
 
 // ---------------------------------------------------------------------------------------
@@ -215,10 +210,10 @@ TEST_P(MhaOnFusedQkvRows, StridedViewsGiveThePackedResultBitForBit) {
   const Bits got = same_under_every_order(
       [&] {
         K().attention(fused_q.p, cache + D, cache + 2 * D, out_strided.p, p.T, P, p.pos0, p.heads, p.heads,
-                      p.hd, ld, ld, dsk::kBugNone);
+                      p.hd, ld, ld);
       },
       [&] { return out_strided.bits(); });
-  K().attention(q.p, k.p, v.p, out_packed.p, p.T, P, p.pos0, p.heads, p.heads, p.hd, D, D, dsk::kBugNone);
+  K().attention(q.p, k.p, v.p, out_packed.p, p.T, P, p.pos0, p.heads, p.heads, p.hd, D, D);
   EXPECT_EQ(got, out_packed.bits());
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, MhaOnFusedQkvRows,

@@ -29,9 +29,9 @@ TEST_P(RmsNorm, MatchesDoubleAndIsOrderIndependent) {
   const auto x = f16_values(xb);
   const auto w = normal(std::size_t(width), 0.05, 2, 1.0 - w_offset);
   Buf dx(xb), dw(to_f32(w)), dy(xb.size() * 2);
-  const Bits got = same_under_every_order(
-      [&] { K().rmsnorm(dx.p, dw.as<float>(), w_offset, dy.p, rows, width, 1e-6f, dsk::kBugNone); },
-      [&] { return dy.bits(); });
+  const Bits got =
+      same_under_every_order([&] { K().rmsnorm(dx.p, dw.as<float>(), w_offset, dy.p, rows, width, 1e-6f); },
+                             [&] { return dy.bits(); });
   std::vector<double> ref(x.size());
   for (int r = 0; r < rows; ++r) {
     double ss = 0;
@@ -76,7 +76,7 @@ TEST_P(Gemv, MatchesDoubleAndIsOrderIndependent) {
       [&] {
         K().to_device(dr.p, rb.data(), dr.n);  // the chain-add updates resid in place
         K().gemv(W, p.wt, dx.p, p.bias ? db.as<float>() : nullptr, dy.p, p.chain_add ? dr.p : nullptr, p.T,
-                 p.rows, p.cols, dsk::kBugNone);
+                 p.rows, p.cols);
       },
       [&] {
         Bits y = dy.bits(), r = dr.bits();
@@ -147,8 +147,7 @@ TEST_P(FusedQkv, MatchesDoubleAndIsOrderIndependent) {
       v(std::size_t(p.T) * p.kv_rows * 2);
   const Bits got = same_under_every_order(
       [&] {
-        K().fused_qkv(Wq, Wk, Wv, p.wt, bq, bk, bv, dx.p, q.p, k.p, v.p, p.T, p.q_rows, p.kv_rows, p.cols,
-                      dsk::kBugNone);
+        K().fused_qkv(Wq, Wk, Wv, p.wt, bq, bk, bv, dx.p, q.p, k.p, v.p, p.T, p.q_rows, p.kv_rows, p.cols);
       },
       [&] {
         Bits out = q.bits(), kk = k.bits(), vv = v.bits();
@@ -190,12 +189,12 @@ TEST(FusedQkv, HalfBeforeBiasMutantIsARoundingEffectButOftenOff) {
   Buf dw(w.bytes), dx(xb), db(to_f32(bias)), q(std::size_t(T) * Q * 2), k(std::size_t(T) * KV * 2),
       v(std::size_t(T) * KV * 2);
   const char* W = static_cast<const char*>(dw.p);
-  auto run = [&](int bug) {
-    K().fused_qkv(W, W + Q * C * 4, W + (Q + KV) * C * 4, WType::f32, db.as<float>(), db.as<float>() + Q,
-                  db.as<float>() + Q + KV, dx.p, q.p, k.p, v.p, T, Q, KV, C, bug);
+  auto run = [&](const dsk::KernelTable& kt) {
+    kt.fused_qkv(W, W + Q * C * 4, W + (Q + KV) * C * 4, WType::f32, db.as<float>(), db.as<float>() + Q,
+                 db.as<float>() + Q + KV, dx.p, q.p, k.p, v.p, T, Q, KV, C);
     return q.bits();
   };
-  const Bits good = run(dsk::kBugNone), bad = run(dsk::kBugHalfBeforeBias);
+  const Bits good = run(K()), bad = run(Mutant("half-before-bias"));
   int differ = 0;
   for (std::size_t i = 0; i < good.size(); ++i) {
     differ += good[i] != bad[i];
@@ -222,8 +221,7 @@ TEST_P(QkNorm, MatchesDoubleAndIsOrderIndependent) {
   Buf dq(qb), dk(kb), dwq(to_f32(wq)), dwk(to_f32(wk)), qn(qb.size() * 2), kn(kb.size() * 2);
   const Bits got = same_under_every_order(
       [&] {
-        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), 0.0f, qn.p, kn.p, T, nq, nkv, hd, 1e-6f,
-                    dsk::kBugNone);
+        K().qk_norm(dq.p, dk.p, dwq.as<float>(), dwk.as<float>(), 0.0f, qn.p, kn.p, T, nq, nkv, hd, 1e-6f);
       },
       [&] {
         Bits a = qn.bits(), b = kn.bits();
@@ -282,7 +280,7 @@ TEST_P(Rope, MatchesDoubleAndIsOrderIndependent) {
         K().to_device(dq.p, qb.data(), dq.n);  // in place
         K().to_device(dk.p, kb.data(), dk.n);
         K().rope(dq.p, dk.p, p.T, p.n_q, p.n_kv, p.hd, p.rot, p.pos0, float(p.theta),
-                 p.scaled ? static_cast<const float*>(df.p) : nullptr, p.neox, dsk::kBugNone);
+                 p.scaled ? static_cast<const float*>(df.p) : nullptr, p.neox);
       },
       [&] {
         Bits a = dq.bits(), b = dk.bits();
@@ -340,9 +338,7 @@ TEST_P(Attention, MatchesDoubleAndIsOrderIndependent) {
              vb = to_f16(normal(std::size_t(P) * nkv * hd, 1.0, 22));
   Buf dq(qb), dk(kb), dv(vb), out(qb.size() * 2);
   const Bits got = same_under_every_order(
-      [&] {
-        K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, nq * hd, nkv * hd, dsk::kBugNone);
-      },
+      [&] { K().attention(dq.p, dk.p, dv.p, out.p, T, P, pos0, nq, nkv, hd, nq * hd, nkv * hd); },
       [&] { return out.bits(); });
   const auto q = f16_values(qb), k = f16_values(kb), v = f16_values(vb);
   std::vector<double> ref(q.size(), 0.0);
@@ -394,7 +390,7 @@ TEST_P(Swiglu, MatchesDoubleAndIsOrderIndependent) {
   const void* G = dg.p;
   const void* U = packed ? static_cast<const void*>(dg.as<std::uint16_t>() + F) : du.p;
   const Bits got = same_under_every_order(
-      [&] { K().swiglu(G, U, dbg.as<float>(), dbu.as<float>(), has_bias, act.p, T, F, ld, dsk::kBugNone); },
+      [&] { K().swiglu(G, U, dbg.as<float>(), dbu.as<float>(), has_bias, act.p, T, F, ld); },
       [&] { return act.bits(); });
   const auto g = f16_values(gb), u = f16_values(packed ? gb : ub);
   std::vector<double> ref;
@@ -419,7 +415,7 @@ TEST(Embedding, CopiesRowsInEveryWeightTypeAndOrder) {
     const std::vector<std::int32_t> tok = {3, 0, 49, 3, 17};
     Buf dw(w.bytes), dt(tok), out(std::size_t(T) * D * 2);
     const Bits got = same_under_every_order(
-        [&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), nullptr, 0, out.p, T, D, dsk::kBugNone); },
+        [&] { K().embedding(dw.p, wt, dt.as<std::int32_t>(), nullptr, 0, out.p, T, D); },
         [&] { return out.bits(); });
     std::vector<double> ref;
     for (int t = 0; t < T; ++t)
