@@ -93,6 +93,9 @@ Args parse_args(int argc, char** argv) {
       if (v != "on" && v != "off" && v != "auto")
         usage_error(fmt::format("--flash-attn {}: on, off or auto", v));
       a.flash_attn = v;
+#ifndef LLAMA_DUMP_FLASH_ATTN_TYPE
+      if (v == "auto") usage_error("--flash-attn auto: this llama.cpp has no automatic choice (on or off)");
+#endif
     } else if (flag == "--gpu-layers") {
       a.gpu_layers = parse_int(flag, v, 0);
     } else if (flag == "--threads") {
@@ -113,9 +116,7 @@ void set_flash_attn(llama_context_params& p, const std::string& mode) {
                       : mode == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
 #else
-  // llama.cpp before flash_attn_type (mid 2025) had a bool and no automatic choice.
-  if (mode == "auto") usage_error("--flash-attn auto: this llama.cpp has no automatic choice (on or off)");
-  p.flash_attn = mode == "on";
+  p.flash_attn = mode == "on";  // before flash_attn_type (mid 2025): a bool, no automatic choice
 #endif
 }
 
