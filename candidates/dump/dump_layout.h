@@ -33,9 +33,9 @@ RowPick pick_rows(const Shape& stored, const Source& src, const ModelConfig& cfg
 Tensor to_catalog(const Tensor& t, const Source& src, const ModelConfig& cfg, std::string_view stage,
                   int pos0, int n_tokens, const std::string& where);
 
-// The inverse for one stage's rows [n_tokens, width]: the engine's head order and a 2-D
-// transpose. Splits and row ranges are the export's to assemble (they span several stages or
-// steps); a transpose of more than two axes cannot be inverted without the original shape.
+// The inverse for one stage's rows [n_tokens, width]: the engine's head order (and a 2-D
+// transpose). Splits and row ranges are the export's to assemble (they span several stages or
+// steps); export undoes transposes of any axes with the written shape (export_shape.h).
 Tensor from_catalog(const Tensor& rows, const Source& src, const ModelConfig& cfg, std::string_view stage,
                     const std::string& where);
 

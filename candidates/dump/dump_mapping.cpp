@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "export_shape.h"
 #include "model_config.h"
 #include "numerics.h"
 #include "stage_catalog.h"
@@ -103,6 +104,14 @@ class Parser {
             fail(at,
                  fmt::format("'{}': expected a positive number, 1/sqrt(d_k) or 1/sqrt(head_dim)", s.scale));
         }
+      } else if (key == "shape" && allow_layout) {
+        if (!kv.second.IsSequence() || kv.second.size() == 0 || kv.second.size() > 8)
+          fail(at, "expected a list of 1 to 8 axes, e.g. [T, heads, head_dim]");
+        for (const auto& a : kv.second) {
+          const std::string axis = scalar(a, at);
+          if (const auto why = shape_axis_error(axis)) fail(at, *why);
+          s.shape.push_back(axis);
+        }
       } else if (key == "rows" && allow_layout) {
         const std::string r = scalar(kv.second, at);
         if (r == "all")
@@ -114,7 +123,7 @@ class Parser {
         else
           fail(at, fmt::format("'{}': expected all, positions or last", r));
       } else {
-        fail(at, allow_layout ? "unknown key (file, tensor, transpose, split, unpermute, rows, scale)"
+        fail(at, allow_layout ? "unknown key (file, tensor, transpose, split, unpermute, rows, scale, shape)"
                               : "unknown key (file, tensor)");
       }
     }
@@ -135,6 +144,20 @@ class Parser {
   std::string path_;
 };
 
+// A token stage's shape holds its token rows `T` on exactly one axis; a state stage has none.
+void check_shape(const Source& s, const std::string& stage, const std::string& where, const Parser& p) {
+  if (s.shape.empty()) return;
+  if (!s.split.empty())
+    p.fail(where + ".shape", "a split: qkv stage shares its fused tensor: export writes it [T, q + 2 kv]");
+  int with_t = 0;
+  for (const std::string& axis : s.shape)
+    for (std::size_t at = axis.find('T'); at != std::string::npos; at = axis.find('T', at + 1)) ++with_t;
+  if (is_state_stage(stage) && with_t)
+    p.fail(where + ".shape", fmt::format("{} has no token rows: give its axes without T", stage));
+  if (!is_state_stage(stage) && with_t != 1)
+    p.fail(where + ".shape", "name the token rows T on exactly one axis, e.g. [T, heads, head_dim]");
+}
+
 }  // namespace
 
 const std::set<std::string>& catalog_stage_names() {
@@ -146,6 +169,10 @@ const std::set<std::string>& catalog_stage_names() {
     return s;
   }();
   return names;
+}
+
+std::string shapes_name(Shapes s) {
+  return s == Shapes::rows ? "rows" : s == Shapes::batch ? "batch" : "ggml";
 }
 
 std::string rows_name(Rows r) { return r == Rows::all ? "all" : r == Rows::positions ? "positions" : "last"; }
@@ -183,7 +210,7 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
   } catch (const YAML::Exception& e) {
     throw DumpError(fmt::format("{}: not valid YAML: {}", mapping_path, e.what()));
   }
-  if (!root.IsMap()) p.fail("top level", "expected a mapping with keys stages, absent, storage, numerics, tokens");
+  if (!root.IsMap()) p.fail("top level", "expected a mapping with keys stages, absent, storage, numerics, shapes, tokens");
   Mapping m;
   m.path = mapping_path;
   m.dir = dir;
@@ -206,6 +233,18 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
       } catch (const std::invalid_argument& e) {
         p.fail(key, e.what());
       }
+    } else if (key == "shapes") {
+      const std::string v_ = p.scalar(v, key);
+      if (v_ == "rows")
+        m.shapes = Shapes::rows;
+      else if (v_ == "batch")
+        m.shapes = Shapes::batch;
+      else if (v_ == "ggml")
+        m.shapes = Shapes::ggml;
+      else
+        p.fail(key, fmt::format("'{}': expected rows ([T, W]), batch ([1, T, W]) or ggml (reversed ne, "
+                                "trailing 1-dims dropped)",
+                                v_));
     } else if (key == "tokens") {
       m.tokens = p.source(v, key, false);
       p.check_tensor_name(*m.tokens, key);
@@ -227,6 +266,7 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
           p.fail(where, "a layer stage needs {layer} in its file or tensor name");
         if (!s.split.empty() && stage[0] != 'q' && stage[0] != 'k' && stage != "v")
           p.fail(where, "split: qkv takes the part of q, k or v (and their norm/rope stages)");
+        check_shape(s, stage, where, p);
         m.stages[stage] = std::move(s);
       }
     } else if (key == "absent") {
@@ -238,7 +278,7 @@ Mapping load_mapping_text(const std::string& yaml, const std::string& mapping_pa
         m.absent.insert(stage);
       }
     } else {
-      p.fail(key, "unknown key (engine, description, storage, numerics, tokens, stages, absent)");
+      p.fail(key, "unknown key (engine, description, storage, numerics, shapes, tokens, stages, absent)");
     }
   }
   if (!have_stages) p.fail("stages", "missing: the mapping names no stage");

@@ -31,6 +31,18 @@ struct Source {
   // A known factor between the engine's tensor and the catalog stage (catalog = dumped * scale):
   // a number, or "1/sqrt(d_k)" / "1/sqrt(head_dim)" of the model. "" for none.
   std::string scale;
+  // The shape `driftscope export` writes the tensor in, axis by axis: a product of `T` (the
+  // token rows it holds), model dimensions (export_shape.h) and positive integers, e.g.
+  // {"T", "heads", "head_dim"}. Empty: the mapping's `shapes` default. Reading ignores it.
+  std::vector<std::string> shape;
+};
+
+// How `driftscope export` shapes the tensors it writes where a stage gives no `shape`.
+enum class Shapes {
+  rows,   // [T, W] (state stages: the catalog's 2-D shape)
+  batch,  // [1, T, W], a batch of one (torch); state stages as `rows`
+  ggml,   // [T, W] and every written shape without its leading 1-dims (ggml's trailing ne of 1
+          // that a dumper of `reversed(ne)` drops): [W] for one token, [heads, head_dim]
 };
 
 struct Mapping {
@@ -41,6 +53,7 @@ struct Mapping {
   // `numerics:`: how the engine computes (numerics.h: a profile name or key=value pairs), so its
   // noise floor models it; "" for the default of the storage dtype. Checked when parsed.
   std::string numerics;
+  Shapes shapes = Shapes::rows;          // `shapes:`, for export
   std::optional<Source> tokens;          // the prompt the engine was fed
   std::map<std::string, Source> stages;  // catalog stage -> where it is
   std::set<std::string> absent;          // stages the engine does not dump: filled by the reference
@@ -61,5 +74,6 @@ std::string expand(const std::string& pattern, int step, int layer);
 // Every stage name of every block kind and the model-level ones.
 const std::set<std::string>& catalog_stage_names();
 std::string rows_name(Rows r);
+std::string shapes_name(Shapes s);
 
 }  // namespace ds::dump

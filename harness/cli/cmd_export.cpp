@@ -28,7 +28,8 @@ void add_export_command(CLI::App& app, int& exit_code) {
       "--mapping", opt->mapping,
       "A dump mapping (YAML, docs/dumps.md), a file or the name of a shipped one (llama.cpp-llama, "
       "hf-qwen3, ...; installed under share/driftscope/dumps/): write each stage under the engine's "
-      "file and tensor names and in its layout (head order, fused QKV, rows so far)");
+      "file and tensor names, in its layout (head order, fused QKV, rows so far) and in its shapes "
+      "(the mapping's shapes: and shape:, e.g. llama.cpp's [T, heads, head_dim] and [W])");
   cmd->add_option("--dtype", *dtype, "The dtype of the written tensors")
       ->check(CLI::IsMember({"f64", "f32", "f16", "bf16"}))
       ->capture_default_str();

@@ -12,6 +12,7 @@
 
 #include "dump/dump_layout.h"
 #include "dump/dump_mapping.h"
+#include "dump/export_shape.h"
 #include "dump/tensor_files.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -41,6 +42,23 @@ ModelConfig config_of(const nlohmann::json& run, const std::string& trace) {
     c.head_dim = m.at("head_dim").get<int>();
     c.ffn = m.at("ffn").get<int>();
     c.vocab = m.at("vocab").get<int>();
+    for (Family f : {Family::llama, Family::qwen2, Family::qwen3, Family::gpt2, Family::qwen35})
+      if (m.value("family", std::string()) == family_name(f)) c.family = f;
+    // A hybrid's GDN dimensions; a trace written before they were recorded has none, and a
+    // mapping that needs them says so (export_shape.h).
+    if (m.contains("gdn")) {
+      const auto& g = m.at("gdn");
+      c.gdn_k_heads = g.at("k_heads").get<int>();
+      c.gdn_v_heads = g.at("v_heads").get<int>();
+      c.gdn_k_dim = g.at("k_dim").get<int>();
+      c.gdn_v_dim = g.at("v_dim").get<int>();
+      c.conv_kernel = g.at("conv_kernel").get<int>();
+      c.conv_state_len =
+          g.at("conv_state_rows").get<int>() == c.conv_kernel ? ConvStateLen::k : ConvStateLen::k_minus_1;
+      c.gdn_state_layout = g.at("state_layout").get<std::string>() == "value_major"
+                               ? GdnStateLayout::value_major
+                               : GdnStateLayout::key_major;
+    }
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: the run's model configuration is incomplete: {}", trace, e.what()));
   }
@@ -62,8 +80,9 @@ dump::Source catalog_source(const std::string& stage, const std::string& format)
 }
 
 struct Pending {
-  Tensor value;  // [rows, width] (a fused tensor: [rows, q + 2 kv])
-  std::vector<int> transpose;
+  Tensor value;       // [rows, width] (a fused tensor: [rows, q + 2 kv]), a state stage's 2-D shape
+  std::string stage;  // the (first) stage written there, for its `shape`
+  dump::Source src;
   std::set<std::string> parts;  // split parts placed so far
   bool split = false;
 };
@@ -100,9 +119,6 @@ ExportSummary export_trace(const ExportOptions& opt) {
       if (!opt.format.empty() && e != "." + opt.format)
         throw InputError(fmt::format("{}: stages.{} names a {} file, but --format is {}", opt.mapping, stage,
                                      e, opt.format));
-      if (!src.transpose.empty() && src.transpose != std::vector<int>{1, 0})
-        throw InputError(
-            fmt::format("{}: stages.{}: export can undo only transpose [1, 0]", opt.mapping, stage));
     }
     if (opt.dtype == DType::bf16)
       for (const auto& [stage, src] : mapping->stages)
@@ -180,7 +196,8 @@ ExportSummary export_trace(const ExportOptions& opt) {
         rows = h;
       }
       Pending& p = pending[{path, tensor}];
-      p.transpose = src.transpose;
+      if (p.stage.empty()) p.stage = k.stage;
+      p.src = src;
       if (src.split.empty()) {
         p.value = rows;
       } else {
@@ -213,7 +230,15 @@ ExportSummary export_trace(const ExportOptions& opt) {
     if (p.split && p.parts.size() != 3)
       throw InputError(fmt::format("{}: tensor '{}' fuses q, k and v, but the trace holds only {} of them",
                                    key.first, key.second, p.parts.size()));
-    Tensor t = p.transpose.empty() ? p.value : dump::transpose(p.value, p.transpose);
+    Tensor t = p.value;
+    if (mapping) {
+      try {
+        t = dump::to_engine_shape(p.value, p.src, mapping->shapes, cfg, p.stage,
+                                  fmt::format("{}: stages.{}", opt.mapping, p.stage));
+      } catch (const dump::DumpError& e) {
+        throw InputError(e.what());
+      }
+    }
     files[key.first].emplace_back(key.second, t.to(opt.dtype));
   }
   try {

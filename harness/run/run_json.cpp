@@ -67,6 +67,16 @@ nlohmann::json run_json(const RunOptions& opt, const Policy& policy, const Model
                     {"rope_mode", rope_mode_name(cfg->rope_mode)},
                     {"norm_eps", cfg->norm_eps},
                     {"required_ops", ref::required_ops(*cfg).str()}};
+  // What `driftscope export` needs to lay a hybrid's Gated DeltaNet stages out as an engine does.
+  if (cfg && cfg->gdn_v_heads > 0)
+    run["model"]["gdn"] = {
+        {"k_heads", cfg->gdn_k_heads},
+        {"v_heads", cfg->gdn_v_heads},
+        {"k_dim", cfg->gdn_k_dim},
+        {"v_dim", cfg->gdn_v_dim},
+        {"conv_kernel", cfg->conv_kernel},
+        {"conv_state_rows", cfg->conv_state_rows()},
+        {"state_layout", cfg->gdn_state_layout == GdnStateLayout::key_major ? "key_major" : "value_major"}};
   run["candidate"] = candidate.is_null() ? nlohmann::json{{"name", opt.candidate}} : candidate;
   if (!opt.case_info.is_null()) run["case"] = opt.case_info;
   if (!opt.baseline.empty())

@@ -178,7 +178,7 @@ class DumpParity(unittest.TestCase):
                 t[f"qkv_{layer}"] = np.concatenate([g("q"), g("k"), g("v")], axis=1)[None].astype(np.float32)
                 t[f"attn_norm_T_{layer}"] = np.ascontiguousarray(g("attn_norm").T, dtype=np.float32)
                 so_far = [stages[(u, layer, "residual_2")].reshape(-1, h) for u in range(s + 1)]
-                np.save(os.path.join(d, f"res2-{s}-{layer}.npy"), np.concatenate(so_far).astype(np.float32))
+                np.save(os.path.join(d, f"res2-{s}-{layer}.npy"), np.concatenate(so_far)[None].astype(np.float32))
             dumplib.write_safetensors(os.path.join(d, f"fused{s}.safetensors"), t)
         path = os.path.join(d, "mapping.yaml")
         with open(path) as f:
