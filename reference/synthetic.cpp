@@ -129,7 +129,7 @@ const Preset kPresets[] = {
     {"qwen3-tails-tiny", [] { return decoder(Family::qwen3, 2, 90, 5, 1, 26, 170, 300); }},
     {"gpt2-tails-tiny", [] { return gpt2(2, 90, 5, 170, 300, 64); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
-    // double or drop (seeds/004 #4 double bias).
+    // double or drop (a fused epilogue that adds the bias twice).
     {"qwen2-bias-tiny",
      [] {
        ModelConfig c = decoder(Family::qwen2, 2, 64, 4, 2, 16, 128, 256);

@@ -89,7 +89,7 @@ void locate_drift(RunReport& report) {
       "output grows steadily against the {} noise floor, from {:.2g}x the floor to {:.2g}x by layer {} ({}).",
       s.layers[i], kBand, dtype_name(dtype), from, to, s.layers.back(), where);
   // Every stage passing does not make this parity: an error that compounds layer after layer is
-  // a systematic bias (24 layers can drift 10x past fp16 noise with every stage inside its band), so the
+  // a systematic bias (24 layers can drift 10x past fp16 noise with every stage inside its band).
   if (report.exit_code == kExitParity) {
     report.exit_code = kExitFailure;
     report.drift_failed = true;
