@@ -127,7 +127,7 @@ class Cli(unittest.TestCase):
     def test_run_help_lists_the_presets(self):
         rc, out, _ = run("run", "--help")
         self.assertEqual(rc, 0)
-        for preset in ("qwen2-tiny", "llama3-tiny", "gpt2-tiny", "qwen3next-tiny", "qwen2.5-0.5b"):
+        for preset in ("qwen2-tiny", "llama3-tiny", "gpt2-tiny", "qwen35-tiny", "qwen2.5-0.5b"):
             self.assertIn(preset, out)
 
     def test_out_of_bounds_requests_are_exit_2_naming_the_bound(self):

@@ -11,7 +11,7 @@ import h5py
 
 DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 PROBES = ["long-positions", "large-logits", "tiny-rows", "huge-rows", "repeated-tokens", "boundary-ids",
-          "odd-length"]
+          "odd-length", "tiny-gdn-qk"]
 
 
 def run(*args):
