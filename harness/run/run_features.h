@@ -3,12 +3,12 @@
 // not the run asked for the feature; one not asked for does nothing there, so the branch on
 // each flag lives in its component, not in every phase.
 //
-//   feature                          settle  gate  load  step loop  conclude
+//   feature                          settle  gate  load  step loop
 //   LateStart       --from-step        x                    x
 //   ProbeFeature    --probe            x             x
 //   DumpFeature     dump:DIR           x       x     x      x
 //   FillFeature     --fill reference           x            x
-//   BaselineFeature --baseline         x       x     x      x          x
+//   BaselineFeature --baseline         x       x     x      x
 //
 // In the step loop the stages are held to a Yardstick: the oracle's (the reference's stages and
 // the noise floor) or, with --baseline, the baseline's own run of each block.
@@ -141,7 +141,7 @@ class BaselineFeature final : public Yardstick {
   // The name the report and crashes give B ("" without B; `opt.baseline` before it is made).
   std::string name() const;
   std::string name(const RunOptions& opt) const { return active() ? name() : opt.baseline; }
-  // conclude: B in the trace's run attributes (null without B).
+  // load (and a stopped run's trace): B in the trace's run attributes (null without B).
   nlohmann::json json() const;
 
   void block_ran(RunState& s, const BlockRun& b, const Baseline::Resolve& input) override;
