@@ -1,3 +1,4 @@
+// Over 600 lines on purpose: one flat catalogue of a case per kernel (inputs, bytes, host check), read case by case.
 // bench/kernels: one Google Benchmark case per kernel of dsk::KernelTable (kernels/*.cu), at
 // the shapes of shapes.h, for decode (one token) and prefill.
 //
