@@ -265,7 +265,11 @@ TEST(ScreenshotLayout, ChainedPanelMarksTheDriftWithAStripAndABadge) {
   ASSERT_TRUE(m) << err;
   const DriftMarks marks = drift_marks(*m, 0);
   ASSERT_TRUE(marks.compounding);
-  EXPECT_NE(out.find("drift badge: " + marks.badge), std::string::npos) << out;
+  const auto badge = line_after(out, "drift badge at ");
+  ASSERT_TRUE(badge) << out;
+  EXPECT_NE(badge->find(": " + marks.badge), std::string::npos) << *badge;
+  const auto box = parse_rect(*badge);
+  ASSERT_TRUE(box) << *badge;
   EXPECT_NE(out.find(fmt::format("trend strip: {} layer(s)", marks.trend.size())), std::string::npos) << out;
   const Png img = load_png((dir() / "drift_marks.png").string());
   const HeatmapLayout* chained = layout_overview(*m, 1600, 1000).panel(Mode::chained);
@@ -275,6 +279,12 @@ TEST(ScreenshotLayout, ChainedPanelMarksTheDriftWithAStripAndABadge) {
     const Rect cr = chained->cell_rect(0, m->layer_index(t.layer));
     EXPECT_EQ(img.at(cr.x0 + 4, chained->title.y1 - 3), t.colour);
   }
+  // Clicking the badge opens the Drift tab.
+  const std::string at = fmt::format("{},{}", int((box->x0 + box->x1) / 2), int((box->y0 + box->y1) / 2));
+  const std::string clicked =
+      output_of(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --size 1600x1000 --click " + at +
+                " --print-state --screenshot " + (dir() / "badge_click.png").string());
+  EXPECT_NE(clicked.find("state: tab=drift"), std::string::npos) << "click at " << at << ":\n" << clicked;
 }
 
 }  // namespace

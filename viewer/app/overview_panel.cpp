@@ -76,9 +76,10 @@ void draw_drift_marks(App& app, ImDrawList* dl, const HeatmapLayout& l, const Dr
   ImGui::PushStyleColor(ImGuiCol_ButtonHovered, im(Rgba{170, 115, 20, 255}));
   ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, {pad, 1});
   if (ImGui::Button(marks.badge.c_str())) app.pending_tab = Tab::drift;
+  const ImVec2 b0 = ImGui::GetItemRectMin(), b1 = ImGui::GetItemRectMax();
   ImGui::PopStyleVar();
   ImGui::PopStyleColor(2);
-  app.shown.push_back(fmt::format("drift badge: {}", marks.badge));
+  app.shown.push_back(fmt::format("drift badge at {}: {}", rect_str({b0.x, b0.y, b1.x, b1.y}), marks.badge));
 }
 
 }  // namespace
