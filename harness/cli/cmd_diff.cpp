@@ -62,9 +62,9 @@ void print_key_changes(const std::vector<trace::KeyChange>& changes) {
   for (const auto& k : changes) fmt::print("  {:<14} baseline {}   current {}\n", k.what, k.base, k.current);
 }
 
-std::string first_regression_line(const StageChange& f) {
-  return fmt::format("First regression: {}: {}: {}{}", stage_where(f), trace::finding_name(f.worst),
-                     f.evidence,
+// "STAGE WHERE: CHANGE: EVIDENCE (also ...)", after "First regression" and, in a merged file, the case.
+std::string regression_text(const StageChange& f) {
+  return fmt::format("{}: {}: {}{}", stage_where(f), trace::finding_name(f.worst), f.evidence,
                      f.also.empty() ? std::string() : fmt::format(" (also {})", fmt::join(f.also, ", ")));
 }
 
@@ -85,7 +85,7 @@ void print_diff(const CaseDiff& c, bool all) {
   print_key_changes(c.key_changes);
   // Which plugin builds ran, when they differ: a regression is usually a rebuilt kernel.
   if (!c.build_change.empty()) fmt::print("candidate build: {}\n", c.build_change);
-  if (const StageChange* f = c.first_regression()) fmt::print("{}\n", first_regression_line(*f));
+  if (const StageChange* f = c.first_regression()) fmt::print("First regression: {}\n", regression_text(*f));
   std::size_t bits_only = 0;
   for (const auto& s : c.changes) {
     if (!s.regression && !all) {
@@ -167,7 +167,7 @@ DiffOutcome diff_cases(const DiffArgs& a, const std::vector<trace::TraceCase>& b
 void print_cases(const DiffOutcome& d, bool all) {
   for (const auto& c : d.cases)
     if (const StageChange* f = c.first_regression()) {
-      fmt::print("First regression, case {}: {}\n", c.key, first_regression_line(*f).substr(18));
+      fmt::print("First regression, case {}: {}\n", c.key, regression_text(*f));
       break;
     }
   std::size_t regressed = 0;
