@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "report_text.h"
 #include "stage_catalog.h"
 
 namespace ds {
@@ -113,11 +114,7 @@ std::string matrix_markdown(const std::vector<CaseOutcome>& cases) {
       fmt::format("# driftscope: {} case(s), exit code {}\n\n", cases.size(), matrix_exit_code(cases));
   out += "| case | model | candidate | seed | verdict | exit | first failing stage / reason |\n";
   out += "|---:|---|---|---:|---|---:|---|\n";
-  auto cell = [](std::string s) {
-    for (char& ch : s)
-      if (ch == '|' || ch == '\n') ch = ' ';
-    return s;
-  };
+  auto cell = [](const std::string& s) { return markdown_cell(s); };
   for (const auto& c : cases)
     out += fmt::format("| {}/{} | `{}` | `{}` | {} | {} | {} | {} |\n", c.spec.index, c.spec.of,
                        cell(c.spec.model), cell(candidate_cell(c.spec)), c.spec.seed, case_verdict(c),

@@ -9,14 +9,12 @@
 
 namespace ds {
 
-namespace {
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
   if (!out) throw InputError(fmt::format("{}: cannot write the report file", path));
 }
-}  // namespace
 
 void write_report_files(const RunReport& report, const ReportFiles& files) {
   if (!files.json.empty()) write_text(files.json, trace::json_text(report_json(report), 2) + "\n");

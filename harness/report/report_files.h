@@ -26,6 +26,8 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
 std::string junit_error_testsuite(const std::string& name, const std::string& type,
                                   const std::string& message, JunitCounts& n);
 std::string markdown_report(const RunReport& report);
+// Writes one report file whole; throws InputError naming it when it cannot be written.
+void write_text(const std::string& path, const std::string& text);
 // Writes every requested file; throws InputError naming a file that cannot be written.
 void write_report_files(const RunReport& report, const ReportFiles& files);
 

@@ -2,30 +2,10 @@
 
 #include "json_text.h"
 #include "report_files.h"
+#include "report_text.h"
 #include "stage_catalog.h"
 
 namespace ds {
-
-namespace {
-std::string xml_escape(std::string_view raw) {
-  // XML must be well-formed UTF-8: bytes that are not become \xNN text first.
-  const std::string s = trace::utf8_escaped(raw);
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even escaped.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
-    }
-  }
-  return out;
-}
-}  // namespace
 
 std::string junit_testsuite(const RunReport& report, const std::string& name, JunitCounts& n) {
   std::size_t failures = 0, skipped = 0;

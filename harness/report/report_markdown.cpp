@@ -2,7 +2,9 @@
 
 #include <cmath>
 
+#include "console.h"
 #include "report_files.h"
+#include "report_text.h"
 #include "stage_catalog.h"
 
 namespace ds {
@@ -27,9 +29,9 @@ std::string markdown_report(const RunReport& report) {
   out += "|---:|---:|---|---|---|---:|---:|---:|---|\n";
   for (const auto& r : report.results) {
     if (!is_failure(r)) continue;
-    std::string note = r.note;
-    for (char& c : note)
-      if (c == '|' || c == '\n') c = ' ';
+    // The console's sentence, so the culprit's row (a tolerance failure the policy left no note
+    // for) says why it failed too.
+    const std::string note = markdown_cell(failure_why(r));
     out +=
         fmt::format("| {} | {} | `{}` | {} | {} | {:.3e} | {:.8f} | {:.3e} | {} |\n", r.key.step,
                     r.key.layer == kModelLayer ? std::string("-") : std::to_string(r.key.layer), r.key.stage,

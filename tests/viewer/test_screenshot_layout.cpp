@@ -3,11 +3,13 @@
 // header that fits 800 px, noise floors and drift named as the trace has them, legends and the
 // colour scale beside what they explain, and a heatmap that uses the window. Each reads pixels,
 // or the layout --print-state reports.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
+#include "drift_marks.h"
 #include "heatmap_layout.h"
 #include "screenshot_util.h"
 #include "trace_model.h"
@@ -247,4 +249,43 @@ TEST(ScreenshotLayout, HeatmapUsesTheWindow) {
   EXPECT_EQ(img.at(rows->cells.x1 - 12, rows->cells.y0 + h / 2), Rgba::unpack(last->fill));
 }
 
+}  // namespace ds::view
+
+namespace ds::view {
+namespace {
+
+// The chained panel points at the drift: its trend strip is painted in the colours the
+// view-model chose per layer, and the badge naming the Drift tab is drawn.
+TEST(ScreenshotLayout, ChainedPanelMarksTheDriftWithAStripAndABadge) {
+  REQUIRE_XVFB();
+  const std::string trace = mutant_trace("mut_drift_marks.h5");
+  const std::string out = shoot(trace, "1600x1000", "drift_marks.png");
+  std::string err;
+  const auto m = TraceModel::open(trace, err);
+  ASSERT_TRUE(m) << err;
+  const DriftMarks marks = drift_marks(*m, 0);
+  ASSERT_TRUE(marks.compounding);
+  const auto badge = line_after(out, "drift badge at ");
+  ASSERT_TRUE(badge) << out;
+  EXPECT_NE(badge->find(": " + marks.badge), std::string::npos) << *badge;
+  const auto box = parse_rect(*badge);
+  ASSERT_TRUE(box) << *badge;
+  EXPECT_NE(out.find(fmt::format("trend strip: {} layer(s)", marks.trend.size())), std::string::npos) << out;
+  const Png img = load_png((dir() / "drift_marks.png").string());
+  const HeatmapLayout* chained = layout_overview(*m, 1600, 1000).panel(Mode::chained);
+  ASSERT_TRUE(chained);
+  for (const LayerTrend& t : marks.trend) {
+    SCOPED_TRACE(t.layer);
+    const Rect cr = chained->cell_rect(0, m->layer_index(t.layer));
+    EXPECT_EQ(img.at(cr.x0 + 4, chained->title.y1 - 3), t.colour);
+  }
+  // Clicking the badge opens the Drift tab.
+  const std::string at = fmt::format("{},{}", int((box->x0 + box->x1) / 2), int((box->y0 + box->y1) / 2));
+  const std::string clicked =
+      output_of(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --size 1600x1000 --click " + at +
+                " --print-state --screenshot " + (dir() / "badge_click.png").string());
+  EXPECT_NE(clicked.find("state: tab=drift"), std::string::npos) << "click at " << at << ":\n" << clicked;
+}
+
+}  // namespace
 }  // namespace ds::view

@@ -38,7 +38,9 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
                              (mode == Mode::chained &&
                               (layer > spec.fail_layer || (layer == spec.fail_layer && s > spec.fail_stage)));
           const bool nan = mode == Mode::chained && layer == spec.nan_layer && s == 0;
-          r.m.max_abs = fails ? 0.05 * (layer + 1) : 1e-5 * (s + 1);
+          r.m.max_abs =
+              fails ? 0.05 * (layer + 1)
+                    : 1e-5 * (s + 1) * (mode == Mode::chained ? std::pow(spec.chained_growth, layer) : 1);
           r.m.mean_abs = r.m.max_abs / 4;
           r.m.max_ulp = fails ? 300 : 1;
           r.m.cosine = fails ? 0.99 : 1 - 1e-9;

@@ -16,6 +16,7 @@ struct FixtureSpec {
   std::string baseline;                    // non-empty: the run was judged against this candidate
   std::string probe;                       // non-empty: the run's --probe
   bool chained = true;                     // false: an isolated-only run (no chained rows)
+  double chained_growth = 1;               // passing chained stages' error grows this much per layer
   std::string verdict = "FAIL: fixture";   // the result JSON's verdict
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "app.h"
+#include "drift_marks.h"
 #include "draw_util.h"
 
 namespace ds::view {
@@ -28,14 +29,17 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
     dl->AddText({sw.x1 + 7, y}, kText, label);
     y += 22;
   };
-  swatch("fails here", [&](const Rect& sw) {
-    dl->AddRectFilled(tl(sw), br(sw), im(error_colour(10)));
-    dl->AddRect(tl(sw), br(sw), im(kFailBorder), 0, 0, 2);
-  });
-  swatch("inherited", [&](const Rect& sw) {
-    dl->AddRectFilled(tl(sw), br(sw), im(error_colour(10)));
-    dl->AddRect(tl(sw), br(sw), im(kInheritedBorder), 0, 0, 2);
-  });
+  auto failure_swatch = [&](FailureKind kind, Rgba fill) {
+    return [&, kind, fill](const Rect& sw) {
+      dl->AddRectFilled(tl(sw), br(sw), im(fill));
+      const FailureStyle st = failure_style(kind, sw.w(), sw.h());
+      dl->AddRect(tl(sw), br(sw), im(st.border), 0, 0, st.border_px);
+      if (st.corner_flag)
+        dl->AddTriangleFilled({sw.x1 - 6, sw.y0}, {sw.x1, sw.y0}, {sw.x1, sw.y0 + 6}, im(st.border));
+    };
+  };
+  swatch("fails here", failure_swatch(FailureKind::local, error_colour(10)));
+  swatch("inherited", failure_swatch(FailureKind::inherited, inherited_fill(error_colour(10))));
   swatch("NaN / Inf", [&](const Rect& sw) {
     dl->AddRectFilled(tl(sw), br(sw), im(kNanColour));
     hatch(dl, sw, IM_COL32(0, 0, 0, 255));
@@ -48,6 +52,35 @@ void draw_colour_legend(ImDrawList* dl, const Rect& r) {
 // Row labels shrink with the rows down to this size. Rows thinner than that get a label every
 // k-th row, each with a tick into its own row, so no label can be read as a neighbour's.
 constexpr float kMinLabelSize = 7;
+
+// Under the chained panel's title, one bar per layer on the trend's own scale (a compounding drift
+// that still passes brightens left to right although every cell is green), and the badge that
+// opens the Drift tab.
+void draw_drift_marks(App& app, ImDrawList* dl, const HeatmapLayout& l, const DriftMarks& marks) {
+  if (marks.trend.empty()) return;
+  const TraceModel& m = *app.model;
+  const float y0 = l.title.y1 - 5, y1 = l.title.y1 - 1;
+  for (const auto& t : marks.trend) {
+    const int c = m.layer_index(t.layer);
+    if (c < 0) continue;
+    const Rect cr = l.cell_rect(0, c);
+    dl->AddRectFilled({cr.x0, y0}, {cr.x1 - 1, y1}, im(t.colour));
+  }
+  app.shown.push_back(fmt::format("trend strip: {} layer(s), growth {:.3g}x, compounding {}",
+                                  marks.trend.size(), marks.growth, marks.compounding ? "yes" : "no"));
+  if (!marks.compounding) return;
+  const ImVec2 size = ImGui::CalcTextSize(marks.badge.c_str());
+  const float pad = 6;
+  ImGui::SetCursorScreenPos({l.title.x1 - size.x - 2 * pad, l.title.y0 - 2});
+  ImGui::PushStyleColor(ImGuiCol_Button, im(Rgba{120, 80, 10, 255}));
+  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, im(Rgba{170, 115, 20, 255}));
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, {pad, 1});
+  if (ImGui::Button(marks.badge.c_str())) app.pending_tab = Tab::drift;
+  const ImVec2 b0 = ImGui::GetItemRectMin(), b1 = ImGui::GetItemRectMax();
+  ImGui::PopStyleVar();
+  ImGui::PopStyleColor(2);
+  app.shown.push_back(fmt::format("drift badge at {}: {}", rect_str({b0.x, b0.y, b1.x, b1.y}), marks.badge));
+}
 
 }  // namespace
 
@@ -101,16 +134,20 @@ void draw_cells(ImDrawList* dl, const HeatmapLayout& l, const std::vector<std::u
       if (!flags) continue;
       const Cell& cell = flags->cells[i];
       if (cell.nan) hatch(dl, cr, IM_COL32(0, 0, 0, 255), std::max(3.f, l.cell_h / 3));
-      if (cell.failing || cell.nan) {
-        // The fill keeps the error's colour; the outline says it failed, and whether here or
-        // only on what an earlier stage fed it (inherited).
-        const float t = std::clamp(std::min(cr.w(), cr.h()) / 6, 1.f, 3.f);
-        dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2},
-                    im(cell.inherited ? kInheritedBorder : kFailBorder), 0, 0, t);
-        // A dark line inside the outline so it still reads on a red fill.
-        if (cr.w() > 4 * t && cr.h() > 4 * t)
-          dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f},
-                      IM_COL32(0, 0, 0, 200));
+      const FailureKind kind = failure_kind(cell);
+      if (kind == FailureKind::none) continue;
+      // The fill keeps the error's colour (muted when inherited); the outline, its weight and the
+      // corner flag say whether it failed here or only on what an earlier stage fed it.
+      const FailureStyle st = failure_style(kind, cr.w(), cr.h());
+      const float t = st.border_px;
+      dl->AddRect({cr.x0 + t / 2, cr.y0 + t / 2}, {cr.x1 - t / 2, cr.y1 - t / 2}, im(st.border), 0, 0, t);
+      // A dark line inside the outline so it still reads on a red fill.
+      if (cr.w() > 4 * t && cr.h() > 4 * t)
+        dl->AddRect({cr.x0 + t + 0.5f, cr.y0 + t + 0.5f}, {cr.x1 - t - 0.5f, cr.y1 - t - 0.5f},
+                    IM_COL32(0, 0, 0, 200));
+      if (st.corner_flag) {
+        const float f = std::min(cr.w(), cr.h()) / 3;
+        dl->AddTriangleFilled({cr.x1 - f, cr.y0}, {cr.x1, cr.y0}, {cr.x1, cr.y0 + f}, im(st.border));
       }
     }
   if (selected) {
@@ -169,6 +206,7 @@ void draw_overview(App& app, float width, float height) {
       if (r >= 0 && c >= 0) sel = CellPos{r, c};
     }
     draw_cells(dl, p.map, fill, g, sel);
+    if (p.mode == Mode::chained) draw_drift_marks(app, dl, p.map, drift_marks(m, app.step()));
     if (const auto hit = heatmap_input(p.map, mode_name(p.mode).data())) {
       const Cell& cell = g->cells[std::size_t(hit->row) * m.layers().size() + std::size_t(hit->col)];
       if (cell.row >= 0) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "drift_marks.h"
 #include "stage_catalog.h"
 #include "summary_extras.h"
 
@@ -160,6 +161,7 @@ void TraceModel::build() {
     Cell& c = g->cells[std::size_t(stage_index(r.key.stage)) * layers_.size() +
                        std::size_t(layer_index(r.key.layer))];
     c.inherited = true;
+    c.fill = inherited_fill(Rgba::unpack(c.fill)).packed();
     ++g->n_inherited;
   }
 }

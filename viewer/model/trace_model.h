@@ -38,7 +38,8 @@ struct Cell {
   // an earlier stage. Drawn apart from a local failure, which is where a bug is.
   bool inherited = false;
   Status status = Status::pass;
-  std::uint32_t fill = kEmptyColour.packed();  // precomputed: drawing a cell is one rect
+  // Precomputed: drawing a cell is one rect. An inherited failure's is muted (inherited_fill).
+  std::uint32_t fill = kEmptyColour.packed();
 };
 
 // One heatmap: stages are rows, layers are columns (model-level stages in the first column).
