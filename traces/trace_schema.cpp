@@ -8,6 +8,7 @@ namespace ds::trace {
 std::string_view capture_name(Capture c) {
   switch (c) {
     case Capture::all: return "all";
+    case Capture::inputs: return "inputs";
     case Capture::failing: return "failing";
     case Capture::stats: return "stats";
   }

@@ -46,7 +46,10 @@ inline constexpr int kStageChars = 32;
 inline constexpr int kNoteChars = 96;
 inline constexpr int kKernelChars = 128;
 
-enum class Capture { all, failing, stats };
+// all: every stage's tensors; inputs: those and the inputs of every step (replay of any stage);
+// failing: only failing stages' tensors; stats: none. A failing stage's step keeps its inputs in
+// every mode.
+enum class Capture { all, inputs, failing, stats };
 std::string_view capture_name(Capture c);
 
 // One row of /summary. POD so HDF5 reads and writes it directly.

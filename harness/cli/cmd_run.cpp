@@ -373,8 +373,9 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--trace,-o", args->opt.trace_path,
                   "Write the HDF5 trace here (a single case; a matrix uses --trace-dir)");
   run->add_option("--capture", args->capture,
-                  "Which stage tensors the trace keeps: all, failing (only failing stages), stats (none)")
-      ->check(CLI::IsMember({"all", "failing", "stats"}))
+                  "Which stage tensors the trace keeps: all, inputs (all, and every step's inputs, so that "
+                  "replay works on any stage), failing (only failing stages), stats (none)")
+      ->check(CLI::IsMember({"all", "inputs", "failing", "stats"}))
       ->capture_default_str();
   run->add_option("--capture-stages", args->opt.capture_stages,
                   "Keep tensors only of stages whose name matches this regex (summary rows are always kept)");
@@ -420,6 +421,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
                                    : std::vector<Mode>{*parse_mode(args->mode)};
     o.capture = args->capture == "all"       ? trace::Capture::all
+                : args->capture == "inputs"  ? trace::Capture::inputs
                 : args->capture == "failing" ? trace::Capture::failing
                                              : trace::Capture::stats;
     try {

@@ -68,7 +68,7 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   if (!captured)
     throw InputError(
         fmt::format("{}: the inputs of {} (layer {}, step {}) were not captured: only failing stages' "
-                    "steps are stored",
+                    "steps are stored (run with --capture inputs to keep every step's)",
                     where, req.stage, req.layer, req.step));
   if (!t->has_tensors(*row))
     throw InputError(

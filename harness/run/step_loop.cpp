@@ -197,14 +197,15 @@ class StepLoop {
     s_.record(std::move(r), nullptr, nullptr);
   }
 
-  // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone.
+  // A failing stage's step gets its inputs stored, so `driftscope replay` can re-run it alone; with
+  // --capture inputs every step does, so replay works on a passing stage too.
   void capture_failing_inputs(std::size_t judged_from, const std::vector<KernelStep>& plan,
                               const std::vector<TensorMap>& step_inputs, int step, int layer, Mode mode,
                               int pos0, int T) {
     if (!s_.trace) return;
     for (std::size_t i = judged_from; i < s_.report.results.size(); ++i) {
       const StageResult& r = s_.report.results[i];
-      if (!is_failure(r)) continue;
+      if (!is_failure(r) && s_.opt.capture != trace::Capture::inputs) continue;
       for (std::size_t k = 0; k < plan.size(); ++k)
         if (std::find(plan[k].outputs.begin(), plan[k].outputs.end(), r.key.stage) != plan[k].outputs.end() &&
             captured_.insert({step, layer, int(mode), plan[k].name}).second)

@@ -173,6 +173,23 @@ class Cli(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("nowhere.gguf", p.stderr)
 
+    def test_replay_of_a_passing_stage_needs_capture_inputs(self):
+        # Without --capture inputs only failing steps keep their inputs; with it every step does, and
+        # a passing stage replays (exit 0), under the same or another candidate.
+        cases = [("all", 2, "were not captured"), ("inputs", 0, "The replay reproduces the stored metrics.")]
+        for capture, want, says in cases:
+            with self.subTest(capture=capture):
+                trace = self.path(f"{capture}.h5")
+                rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "cpu-f16", "--trace",
+                                   trace, "--capture", capture)
+                self.assertEqual(rc, 0, out + err)
+                rc, out, err = run("replay", trace, "--step", "0", "--layer", "1", "--stage", "attn")
+                self.assertEqual(rc, want, out + err)
+                self.assertIn(says, out + err)
+        rc, out, err = run("replay", self.path("inputs.h5"), "--step", "0", "--layer", "1", "--stage", "attn",
+                           "--candidate", "simt")
+        self.assertEqual(rc, 0, out + err)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
