@@ -35,7 +35,8 @@ const Probe kProbes[] = {
     {"long-positions",
      "RoPE scaling and position arithmetic past 2048 positions (frequency factors ignored, "
      "an angle or offset computed in too few bits)",
-     "a prompt of 2050 tokens (shorter where the context is: the prompt and the decode steps end one position before its end), then the decode steps judged alone "
+     "a prompt of 2050 tokens (shorter where the context is: the prompt and the decode steps end one "
+     "position before its end), then the decode steps judged alone "
      "(isolated mode, --from-step 1): one decode step at least"},
     {"large-logits", "softmax stability: exp taken without subtracting the row's max, scores held in f16",
      "every attention layer's q (its QK-norm weight where the model has one) scaled so the scores' "
@@ -56,7 +57,8 @@ const Probe kProbes[] = {
      "the prompt 0, vocab-1, 1, vocab-2, 0, vocab-1, 1, vocab-2"},
     {"odd-length", "tails in T: a prefill whose length is no multiple of a tile or a warp",
      "a prompt of 37 tokens, then two decode steps"},
-    {"tiny-gdn-qk", "the Gated DeltaNet q/k l2-norm's epsilon: left out, misplaced, or the norm in too few bits",
+    {"tiny-gdn-qk",
+     "the Gated DeltaNet q/k l2-norm's epsilon: left out, misplaced, or the norm in too few bits",
      "every GDN layer's q and k projection rows scaled so that a head's sum of squares after the conv is "
      "near 1e-8, a hundredth of the l2-norm's epsilon"},
 };
@@ -117,12 +119,33 @@ double shrink_gdn_qk(const ModelConfig& cfg, WeightStore& w, int l) {
   const double x = rms(norm, 0, norm.numel(), off) * std::sqrt(double(cfg.hidden));
   Tensor& qkv = weight(w, layer_weight(l, "attn_qkv.weight"));
   const Tensor& conv = weight(w, layer_weight(l, "ssm_conv1d.weight"));
-  const std::int64_t D = cfg.hidden, qk_rows = 2 * std::int64_t(cfg.gdn_key_dim()), K = conv.dim(conv.rank() - 1);
-  const double value = rms(qkv, 0, qk_rows * D, 0) * x * rms(conv, 0, qk_rows * K, 0) * std::sqrt(double(K)) / 2;
+  const std::int64_t D = cfg.hidden, qk_rows = 2 * std::int64_t(cfg.gdn_key_dim()),
+                     K = conv.dim(conv.rank() - 1);
+  const double value =
+      rms(qkv, 0, qk_rows * D, 0) * x * rms(conv, 0, qk_rows * K, 0) * std::sqrt(double(K)) / 2;
   const double target = std::sqrt(kTinyQkSumSquares / cfg.gdn_k_dim);
   const double s = value > 0 ? target / value : 1.0;
   scale(qkv, 0, qk_rows * D, s);
   return s;
+}
+
+// Applies `scale_layer` to every layer whose block kind `wanted` accepts: how many, and the
+// smallest and largest factor it used.
+struct LayerScales {
+  int layers = 0;
+  double lo = 0, hi = 0;
+};
+template <typename Wanted, typename Scale>
+LayerScales scale_layers(const ModelConfig& cfg, Wanted wanted, Scale scale_layer) {
+  LayerScales r;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    if (!wanted(cfg.block_kind(l))) continue;
+    const double s = scale_layer(l);
+    r.lo = r.layers == 0 ? s : std::min(r.lo, s);
+    r.hi = r.layers == 0 ? s : std::max(r.hi, s);
+    ++r.layers;
+  }
+  return r;
 }
 
 }  // namespace
@@ -148,8 +171,8 @@ void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions&
   if (probe.name == "long-positions") {
     // The prompt and every decode step fit the context: a probe adapts to the model, never overruns it.
     o.decode_steps = std::max(o.decode_steps, 1);
-    o.prompt_tokens = cfg.max_positions > 0 ? std::min(kLongPrompt, cfg.max_positions - o.decode_steps - 1)
-                                            : kLongPrompt;
+    o.prompt_tokens =
+        cfg.max_positions > 0 ? std::min(kLongPrompt, cfg.max_positions - o.decode_steps - 1) : kLongPrompt;
     o.from_step = 1;
     o.modes = {Mode::isolated};
   } else if (probe.name == "large-logits") {
@@ -197,33 +220,25 @@ std::string apply_probe_weights(const Probe& probe, ModelConfig& cfg, WeightStor
         untie ? "; the tied lm_head untied, its rows as they were" : "");
   }
   if (probe.name == "tiny-gdn-qk") {
-    double lo = 0, hi = 0;
-    int layers = 0;
-    for (int l = 0; l < cfg.n_layers; ++l) {
-      if (cfg.block_kind(l) != BlockKind::gdn) continue;
-      const double s = shrink_gdn_qk(cfg, w, l);
-      lo = layers == 0 ? s : std::min(lo, s);
-      hi = layers == 0 ? s : std::max(hi, s);
-      ++layers;
-    }
-    if (layers == 0) return fmt::format("probe {}: the model has no Gated DeltaNet layer to scale", probe.name);
-    return fmt::format("probe {}: q/k rows of {} GDN layer(s) scaled by {:.3g} to {:.3g} (head sum of squares ~{:g})",
-                       probe.name, layers, lo, hi, kTinyQkSumSquares);
+    const LayerScales r = scale_layers(
+        cfg, [](BlockKind k) { return k == BlockKind::gdn; },
+        [&](int l) { return shrink_gdn_qk(cfg, w, l); });
+    if (r.layers == 0)
+      return fmt::format("probe {}: the model has no Gated DeltaNet layer to scale", probe.name);
+    return fmt::format(
+        "probe {}: q/k rows of {} GDN layer(s) scaled by {:.3g} to {:.3g} (head sum of squares ~{:g})",
+        probe.name, r.layers, r.lo, r.hi, kTinyQkSumSquares);
   }
   if (probe.name == "large-logits") {
-    double lo = 0, hi = 0;
-    int layers = 0;
-    for (int l = 0; l < cfg.n_layers; ++l) {
-      const BlockKind k = cfg.block_kind(l);
-      if (k != BlockKind::decoder && k != BlockKind::gpt2 && k != BlockKind::gated_attn) continue;
-      const double s = scale_scores(cfg, w, l);
-      lo = layers == 0 ? s : std::min(lo, s);
-      hi = layers == 0 ? s : std::max(hi, s);
-      ++layers;
-    }
-    if (layers == 0) return fmt::format("probe {}: the model has no attention layer to scale", probe.name);
+    const LayerScales r = scale_layers(
+        cfg,
+        [](BlockKind k) {
+          return k == BlockKind::decoder || k == BlockKind::gpt2 || k == BlockKind::gated_attn;
+        },
+        [&](int l) { return scale_scores(cfg, w, l); });
+    if (r.layers == 0) return fmt::format("probe {}: the model has no attention layer to scale", probe.name);
     return fmt::format("probe {}: q of {} attention layer(s) scaled by {:.3g} to {:.3g} (score sigma ~{:g})",
-                       probe.name, layers, lo, hi, kLargeScoreSigma);
+                       probe.name, r.layers, r.lo, r.hi, kLargeScoreSigma);
   }
   return {};
 }
