@@ -49,6 +49,24 @@ class Check(unittest.TestCase):
             self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
             self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
 
+    def test_each_planted_bug_is_caught_by_the_part_aimed_at_it(self):
+        cases = [  # (model, mutant, the part that catches it, its stage, whether `both modes` misses it)
+            ("synthetic:qwen2-tiny", "mutant:softmax-no-max", "probe large-logits", "attn", True),
+            ("synthetic:qwen2-tiny", "mutant:gemv-no-tail", "odd widths", "attn_out", True),
+            ("synthetic:qwen35-tiny", "mutant:l2norm-no-eps", "probe tiny-gdn-qk", "q_l2", True),
+            ("synthetic:llama-tiny", "mutant:reduce-war", "shared-memory hazards", "attn", True),
+            ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False),
+        ]
+        for model, mutant, part, stage, hidden in cases:
+            with self.subTest(mutant=mutant), tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "check.json")
+                rc, text = check("--model", model, "--candidate", mutant, "--decode-steps", "1", json_out=out)
+                self.assertEqual(rc, 1, text)
+                got = parts(out)
+                self.assertEqual(got[part]["exit_code"], 1, got[part])
+                self.assertTrue(got[part]["verdict"].startswith(f"{stage} of layer "), got[part]["verdict"])
+                self.assertEqual(got["both modes"]["exit_code"] == 0, hidden, got["both modes"])
+
     def test_parts_that_cannot_apply_say_why(self):
         cases = [  # (model, candidate, part, a word of its reason)
             ("synthetic:qwen2-tiny", "cpu-f16", "schedule races", "SIMT"),
