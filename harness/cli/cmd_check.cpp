@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 
 #include "commands.h"
+#include "cpu/cpu_candidate.h"
 #include "console.h"
 #include "probes.h"
 #include "registry.h"
@@ -48,8 +50,11 @@ bool is_dump(const std::string& candidate) { return candidate.rfind("dump:", 0) 
 // SIMT candidates are the ones a schedule rerun and the hazard checker can look into: our fused
 // kernels (and their mutants) and plugins, which build on the SIMT runtime.
 bool runs_on_simt(const std::string& candidate) {
-  return candidate.rfind("simt", 0) == 0 || candidate.find(".so") != std::string::npos ||
-         (candidate.rfind("mutant:", 0) == 0 && candidate.find("cpu") == std::string::npos);
+  if (candidate.rfind("simt", 0) == 0 || candidate.find(".so") != std::string::npos) return true;
+  if (candidate.rfind("mutant:", 0) != 0) return false;
+  // A mutant is a kernel mutant unless it is one of cpu-f16's planted variants.
+  const auto& cpu = cpu::planted_variants();
+  return std::none_of(cpu.begin(), cpu.end(), [&](const cpu::CpuVariant& v) { return candidate == v.name; });
 }
 
 std::vector<Part> plan_parts(const CheckArgs& a) {

@@ -71,6 +71,7 @@ class Check(unittest.TestCase):
         cases = [  # (model, candidate, part, a word of its reason)
             ("synthetic:qwen2-tiny", "cpu-f16", "schedule races", "SIMT"),
             ("synthetic:qwen2-tiny", "cpu-f16", "shared-memory hazards", "SIMT"),
+            ("synthetic:qwen2-tiny", "mutant:residual-scale", "schedule races", "SIMT"),  # a cpu-f16 mutant
             (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
         ]
         for model, cand, part, why in cases:
