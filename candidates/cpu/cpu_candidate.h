@@ -28,6 +28,10 @@ enum class PlantedBug {
   // The GDN q/k l2-norm without its epsilon: the same as the correct one until a row's sum of
   // squares nears 1e-6 (the probe tiny-gdn-qk drives it there).
   l2norm_no_eps,
+  // Batched bug classes (docs/batches.md), each wrong only in a batched call (`run --batch`):
+  batch_seq_offset,      // attention reads a sequence's KV cache one row early (into its neighbour's)
+  batch_wrong_position,  // RoPE rotates a sequence's rows by the next sequence's positions
+  batch_neighbour_row,   // RMSNorm of a sequence's last row takes its scale from the next row
 };
 
 // Every planted variant of cpu-f16, one row each: the name it is registered under and what it
@@ -54,6 +58,9 @@ class CpuCandidate final : public Candidate {
   DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  // Batches every block kind but the GDN layer's (its recurrent state is served one sequence at a
+  // time by the harness); cpu_batch.h.
+  bool batches(BlockKind kind) const override { return kind != BlockKind::gdn; }
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
@@ -66,6 +73,10 @@ class CpuCandidate final : public Candidate {
   bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                   TensorMap& outputs);
   void crash_if_planted() const;
+  // The batched bug classes' planted lines (PlantedBug::batch_*); correct without them.
+  int cache_start(const SeqSpan& q) const;
+  int position_of(const StepContext& ctx, const SeqSpan& q) const;
+  void plant_neighbour_row(const StepContext& ctx, const Mat& x, const std::vector<float>& w, Mat& y) const;
 
   PlantedBug bug_;
   bool v1_ = false;
