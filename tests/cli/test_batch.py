@@ -167,6 +167,11 @@ sequences:
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("First failing stage: attn_norm of layer 0 at step 0 of sequence 0 (isolated mode): leak",
                       p.stdout)
+        # A batched step's inputs are every sequence's: none are stored, and replay says so.
+        p = subprocess.run([DRIFTSCOPE, "replay", trace, "--step", "0", "--layer", "0", "--stage", "attn_norm",
+                            "--candidate", "cpu-f16"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("a batch run (run --batch) stores no step inputs", p.stderr)
 
     def test_the_leak_check_sees_a_leak_the_oracle_cannot(self):
         # Every seeded prompt starts with the sink token, so sequence 0's one row and its neighbour's
