@@ -40,9 +40,11 @@ class Reference {
   TensorMap embed(std::span<const std::int32_t> tokens, int pos0) const;
   // Every stage of `layer` for input x ([T, hidden], positions pos0..). Appends this step's
   // keys and values (or recurrent state) to the layer's state, so calls must come in order.
-  TensorMap layer(int layer, const Tensor& x, int pos0);
-  // "final_norm" and "logits" of the last layer's output.
-  TensorMap head(const Tensor& x) const;
+  // With `forced`, every stage it names is computed and returned as usual, but what follows it
+  // in the layer (and the cache) consumes the forced value instead: a floor per kernel step.
+  TensorMap layer(int layer, const Tensor& x, int pos0, const TensorMap* forced = nullptr);
+  // "final_norm" and "logits" of the last layer's output (logits from a forced final_norm).
+  TensorMap head(const Tensor& x, const TensorMap* forced = nullptr) const;
   // Forgets every cache (a new sequence).
   void reset();
 

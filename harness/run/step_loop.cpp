@@ -74,8 +74,11 @@ class StepLoop {
         TensorMap rs = reference.layer(l, ref_x, pos0);
         record_reference(l, rs);
         for (auto& lane : run_.lanes) {
-          const Tensor floor_in = lane.mode == Mode::isolated ? round_values(ref_x, storage) : lane.floor_x;
-          const TensorMap fs = lane.floor->layer(l, floor_in, pos0);
+          const bool isolated = lane.mode == Mode::isolated;
+          const Tensor floor_in = isolated ? round_values(ref_x, storage) : lane.floor_x;
+          const TensorMap forced =
+              isolated ? step_inputs_as_given(cfg.block_kind(l), rs, storage) : TensorMap{};
+          const TensorMap fs = lane.floor->layer(l, floor_in, pos0, isolated ? &forced : nullptr);
           lane.floor_x = fs.at("residual_2");
           if (!judged) continue;
           TensorMap outs = run_block(cfg.block_kind(l), l, step, pos0, T, lane, {rs, fs, &tok, ref_x});
@@ -92,8 +95,10 @@ class StepLoop {
       TensorMap hs = reference.head(judged ? ref_x : ref_x.rows(T - 1, T));
       for (auto& lane : run_.lanes) {
         if (!judged) continue;
-        const TensorMap fs =
-            lane.floor->head(lane.mode == Mode::isolated ? round_values(ref_x, storage) : lane.floor_x);
+        const bool isolated = lane.mode == Mode::isolated;
+        const TensorMap forced = isolated ? step_inputs_as_given(BlockKind::head, hs, storage) : TensorMap{};
+        const TensorMap fs = lane.floor->head(isolated ? round_values(ref_x, storage) : lane.floor_x,
+                                              isolated ? &forced : nullptr);
         const TensorMap outs =
             run_block(BlockKind::head, kModelLayer, step, pos0, T, lane, {hs, fs, &tok, ref_x});
         const Tensor* held_to = against_.logits(hs);
@@ -109,6 +114,24 @@ class StepLoop {
   }
 
  private:
+  // The reference's stages that the candidate's kernel steps of this block read, as isolated
+  // mode hands them over (rounded to storage). The isolated floor consumes these too, so each
+  // stage's floor is what its own kernel step adds, not a chain of rounding through the layer
+  // (which realises a different input perturbation than the candidate's: at large scores the
+  // two diverge by more than the statistical limit allows).
+  // A `cache:X` input is the reference's X of every step so far, so the floor's cache takes its X.
+  // (A `prev:` state is not forced: the floor carries its own recurrent state.)
+  TensorMap step_inputs_as_given(BlockKind kind, const TensorMap& ref, DType storage) const {
+    TensorMap given;
+    for (const KernelStep& ks : run_.cand->plan(run_.model->config, kind))
+      for (std::string_view name : ks.inputs) {
+        if (name.starts_with("cache:")) name.remove_prefix(6);
+        if (auto it = ref.find(name); it != ref.end() && !given.count(name))
+          given[std::string(name)] = round_values(it->second, storage);
+      }
+    return given;
+  }
+
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
   TensorMap run_block(BlockKind kind, int layer, int step, int pos0, int T, Lane& lane,
                       const BlockInputs& in) {
