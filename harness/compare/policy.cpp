@@ -47,7 +47,10 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   r.mode = mode;
   r.k = kDefaultFloorFactor;
   r.floor_relief = kind == Rule::Kind::dtype;
-  if (kind == Rule::Kind::dtype) r.rms_k = kDefaultFloorRmsFactor;
+  if (kind == Rule::Kind::dtype) {
+    r.rms_k = kDefaultFloorRmsFactor;
+    r.bias_z = kDefaultBiasZ;
+  }
   return r;
 }
 
