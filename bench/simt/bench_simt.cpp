@@ -5,6 +5,9 @@
 //                         argument is the runtime's host threads: 1 compares one core with one core
 //                         (the figure docs/simt.md tracks), 0 is the runtime's default (every core)
 //                         against the same one-core loop.
+//   RacecheckVsPlainRun   the same textbook GEMV under the shared-memory hazard checker
+//                         (Config::racecheck, run --simt-racecheck) against a plain SIMT run of
+//                         it, both one host thread, timed in the same process: the checker's cost.
 //   FusedGemvVsPlainLoop  the product's fused GEMV (kernels/gemv.cu, what the simt candidate runs
 //                         for every projection) on bf16 weights and T tokens, one host thread,
 //                         against the plain loop over the same bf16 weights.
@@ -92,6 +95,28 @@ void GemvVsPlainLoop(benchmark::State& state) {
   state.counters["ns_per_cuda_thread"] = best * 1e9 / (static_cast<double>(rows) * 32);
 }
 
+void RacecheckVsPlainRun(benchmark::State& state) {
+  const int rows = static_cast<int>(state.range(0));
+  const int cols = static_cast<int>(state.range(1));
+  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
+  const auto x = random_floats(cols, 2);
+  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
+  simt::Config cfg;
+  cfg.host_threads = 1;
+  auto run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
+  simt::set_config(cfg);
+  run();  // warm the fiber pool
+  const double plain = best_of_15(run);
+  cfg.racecheck = true;
+  simt::set_config(cfg);
+  const double checked = best_of_state(state, run);
+  cfg.racecheck = false;
+  simt::set_config(cfg);
+  state.counters["plain_simt_ms"] = plain * 1e3;
+  state.counters["racecheck_best_ms"] = checked * 1e3;
+  state.counters["ratio"] = checked / plain;
+}
+
 // y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
 // reference would write it.
 __attribute__((noinline)) void plain_gemv_bf16(const __nv_bfloat16* W, const float* x, float* y, int T,
@@ -157,6 +182,12 @@ BENCHMARK(GemvVsPlainLoop)
     ->Args({37, 100, 1})
     ->Args({4864, 896, 0})
     ->Args({896, 896, 0})
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(RacecheckVsPlainRun)
+    ->ArgNames({"rows", "cols"})
+    ->Args({64, 896})
+    ->Args({37, 100})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
