@@ -43,24 +43,37 @@ struct Fiber {
 
 enum class State : std::uint8_t { runnable, running, at_warp, at_barrier, exited };
 
+struct WarpRec;
+
+// A pending collective's kind, mask, value size and width in one word (mask | kind << 32 |
+// size << 40 | width << 48): the lanes of one collective must agree on all four, and one store
+// records them.
+constexpr std::uint64_t kSigWidthShift = 48;
+constexpr std::uint64_t signature_of(Coll kind, unsigned mask, unsigned size, int width) {
+  return mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{size & 0xffu} << 40 |
+         std::uint64_t{static_cast<unsigned>(width) & 0xffffu} << kSigWidthShift;
+}
+
 struct ThreadRec {
   Fiber* fiber = nullptr;  // null until started and after exit
+  WarpRec* wr = nullptr;   // &warps_[warp]
   uint3 idx{};
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
-  // Pending collective or barrier.
-  Coll kind = Coll::syncwarp;
-  unsigned mask = 0;
-  int b = 0;
-  int width = 32;
-  unsigned size = 0;
-  int pred = 0;
-  // kind, mask, width and size in one word: the lanes of one collective must agree on all four.
+  // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
+  // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;
+  int b = 0;
+  int pred = 0;
   Site site{nullptr, 0};
   alignas(16) unsigned char in[16];
   alignas(16) unsigned char out[16];
+
+  Coll kind() const { return static_cast<Coll>(signature >> 32 & 0xffu); }
+  unsigned mask() const { return static_cast<unsigned>(signature); }
+  unsigned size() const { return static_cast<unsigned>(signature >> 40 & 0xffu); }
+  int width() const { return static_cast<int>(signature >> kSigWidthShift & 0xffffu); }
 };
 
 struct WarpRec {
@@ -72,6 +85,7 @@ struct WarpRec {
   std::uint32_t syncs = 0;  // warp collectives completed (orders lanes for the hazard checker)
   std::uint8_t lane_of_rank[32];
   std::uint8_t rank_of_lane[32];
+  ThreadRec* by_rank[32];  // &threads_[base + lane_of_rank[r]] for the lanes that exist
 };
 
 const char* coll_name(Coll k);
@@ -89,8 +103,10 @@ class Sched {
 
   // Fiber-side entry points (called from kernel code on the current fiber).
   int barrier(Site s, int pred, Coll combine);
-  void warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                       int width);
+  // `mask_kind_size` and `b_width` as simt::detail::collective packs them (simt_cpu.h).
+  // Inlined into the entry points (warp_collectives.cpp), so a collective is one call from the kernel.
+  [[gnu::always_inline]] inline void warp_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                     void* out, std::uint64_t b_width);
   unsigned active_mask() const {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
@@ -115,13 +131,13 @@ class Sched {
   Fiber* new_fiber();
   Fiber* pool_get();
   void reset_fiber(Fiber* f);
-  inline void switch_to(Fiber* from, Fiber* to);
+  [[gnu::always_inline]] inline void switch_to(Fiber* from, Fiber* to);
   [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
   void after_block_for_fiber(Fiber* self);
   // Leaves the block for good. Callers assign error_ in a separate statement
   // first: temporaries still alive on an abandoned fiber would leak.
   [[noreturn]] void abandon(Fiber* self);
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask,
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size,
                                                         int width);
   [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
   void make_order(std::uint64_t phase);
@@ -135,11 +151,18 @@ class Sched {
   // in the same pass: this runs at every switch, so no lookup is repeated.
   ThreadRec* take_next() {
     if (warp_runnable_r_ == 0) return nullptr;
-    WarpRec& wr = warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]];
-    const unsigned lane = wr.lane_of_rank[std::countr_zero(wr.runnable_r) & 31];  // never 0 here
+    return take_from(warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]]);
+  }
+  // The same when the running thread's warp `w` had no lower-ranked warp made runnable since it
+  // was picked (true until a barrier releases): a lower-ranked warp with runnable lanes would have
+  // run first, so if `w` has runnable lanes the next thread is its lowest-ranked one, one lookup
+  // away, and `w`'s bit is the lowest in warp_runnable_r_.
+  ThreadRec* take_next_after(WarpRec& w) { return w.runnable_r != 0 ? take_from(w) : take_next(); }
+  ThreadRec* take_from(WarpRec& wr) {
+    ThreadRec* t = wr.by_rank[std::countr_zero(wr.runnable_r) & 31];  // runnable_r is never 0 here
     wr.runnable_r &= wr.runnable_r - 1;
     if (wr.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;
-    return &threads_[wr.base + lane];
+    return t;
   }
   [[gnu::noinline]] void release_barrier(Fiber* self);
   [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
@@ -176,7 +199,7 @@ class Sched {
 };
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-extern thread_local Sched* tl_sched;
+extern constinit thread_local Sched* tl_sched;
 
 inline void Sched::switch_to(Fiber* from, Fiber* to) {
   switching_to_ = to;

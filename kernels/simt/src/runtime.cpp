@@ -51,7 +51,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void fiber_entry(void* from);
 
-thread_local Sched* tl_sched = nullptr;
+constinit thread_local Sched* tl_sched = nullptr;
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
@@ -196,7 +196,11 @@ void Sched::make_order(std::uint64_t phase) {
   }
   for (unsigned i = 0; i < 32; ++i) rank_of_warp_[warp_of_rank_[i]] = static_cast<std::uint8_t>(i);
   for (WarpRec& w : warps_) {
-    for (unsigned i = 0; i < 32; ++i) w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
+    for (unsigned i = 0; i < 32; ++i) {
+      w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
+      const unsigned linear = w.base + w.lane_of_rank[i];
+      w.by_rank[i] = linear < nthreads_ ? &threads_[linear] : nullptr;  // missing lanes are never runnable
+    }
   }
 }
 
@@ -261,6 +265,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
         t.idx = uint3{x, y, z};
         t.warp = static_cast<std::uint16_t>(linear / 32);
         t.lane = static_cast<std::uint8_t>(linear % 32);
+        t.wr = &warps_[t.warp];
         set_runnable(t);
       }
     }
@@ -310,7 +315,7 @@ void Sched::release_barrier(Fiber* self) {
                          where(first->site), exited_, nthreads_, tid(blockIdx));
     abandon(self);
   }
-  barrier_result_ = first->kind == Coll::all ? all : (first->kind == Coll::any ? count != 0 : count);
+  barrier_result_ = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
@@ -324,9 +329,9 @@ std::string Sched::stall_message() {
   for (const ThreadRec& t : threads_) {
     if (t.state != State::at_warp) continue;
     const WarpRec& w = warps_[t.warp];
-    if (unsigned bad = t.mask & w.exited) {
+    if (unsigned bad = t.mask() & w.exited) {
       return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site),
-                         coll_name(t.kind), t.mask, std::countr_zero(bad), ctx_suffix(t));
+                         coll_name(t.kind()), t.mask(), std::countr_zero(bad), ctx_suffix(t));
     }
   }
   const ThreadRec* at_warp = nullptr;
@@ -339,13 +344,13 @@ std::string Sched::stall_message() {
     return fmt::format(
         "{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
         "[block {}]",
-        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind), at_warp->mask, tid(at_bar->idx),
-        where(at_bar->site), tid(blockIdx));
+        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind()), at_warp->mask(),
+        tid(at_bar->idx), where(at_bar->site), tid(blockIdx));
   }
   if (at_warp != nullptr) {
     const WarpRec& w = warps_[at_warp->warp];
     return fmt::format("{}: deadlock: {} mask {:#010x} never completes (lanes waiting: {:#010x}){}",
-                       where(at_warp->site), coll_name(at_warp->kind), at_warp->mask, w.arrived,
+                       where(at_warp->site), coll_name(at_warp->kind()), at_warp->mask(), w.arrived,
                        ctx_suffix(*at_warp));
   }
   return fmt::format("deadlock in block {}", tid(blockIdx));
@@ -357,7 +362,7 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   t.state = State::at_barrier;
   t.site = s;
   t.pred = pred;
-  t.kind = combine;
+  t.signature = signature_of(combine, 0, 0, 0);
   ++at_barrier_;
   if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
   ThreadRec* next = take_next();

@@ -9,9 +9,11 @@
 
 namespace simt::detail {
 
-void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
+void Sched::fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size, int width) {
   const ThreadRec& t = *cur_;
   const WarpRec& w = warps_[t.warp];
+  const unsigned mask = static_cast<unsigned>(mask_kind_size);
+  const Coll kind = static_cast<Coll>(mask_kind_size >> 32 & 0xffu);
   if ((mask & (1u << t.lane)) == 0) {
     error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
                          coll_name(kind), t.lane, mask, ctx_suffix(t));
@@ -40,34 +42,28 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }
 }  // namespace
 
-void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                            int width) {
+inline void Sched::warp_collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out,
+                                   std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   Fiber* self = t.fiber;
-  WarpRec& w = warps_[t.warp];
+  WarpRec& w = *t.wr;
+  const unsigned mask = static_cast<unsigned>(mask_kind_size);
+  const int width = static_cast<int>(b_width >> 32);
   const unsigned me = 1u << t.lane;
   const unsigned live = w.exists & ~w.exited;
   if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u ||
       (width & (width - 1)) != 0) [[unlikely]] {
-    fail_args(self, s, kind, mask, width);
+    fail_args(self, s, mask_kind_size, width);
   }
+  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
   t.state = State::at_warp;
-  t.kind = kind;
-  t.mask = mask;
-  t.b = b;
-  t.width = width;
-  t.size = size;
-  t.signature = mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 |
-                std::uint64_t{static_cast<unsigned>(width)} << 40 | std::uint64_t{size} << 48;
+  t.signature = mask_kind_size | std::uint64_t{static_cast<unsigned>(width)} << kSigWidthShift;
+  t.b = static_cast<int>(b_width);
   t.site = s;
-  if (kind >= Coll::ballot) {
-    t.pred = *static_cast<const int*>(in);
-  } else if (size != 0) {
-    copy_value(t.in, in, size);
-  }
+  if (size != 0) copy_value(t.in, in, size);
   w.arrived |= me;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
-  ThreadRec* next = take_next();
+  ThreadRec* next = take_next_after(w);
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
   transfer(self, next);
@@ -144,23 +140,25 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
       error_ = fmt::format(
           "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
-          where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
-          coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+          where(ref.site), mask, ref.lane, coll_name(ref.kind()), where(ref.site), ref.mask(), o.lane,
+          coll_name(o.kind()), where(o.site), o.mask(), ctx_suffix(ref));
       abandon(self);
     }
   }
-  const Coll kind = ref.kind;
+  const Coll kind = ref.kind();
   if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) {
     unsigned ballot = 0;
     for (unsigned m = mask; m != 0; m &= m - 1) {
       const int l = std::countr_zero(m);
-      if (lanes[l].pred != 0) ballot |= 1u << l;
+      int pred = 0;
+      std::memcpy(&pred, lanes[l].in, sizeof pred);
+      if (pred != 0) ballot |= 1u << l;
     }
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
   } else if (kind != Coll::syncwarp) {
     int src = 0;
-    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width, ref.size, src)) [[unlikely]] {
+    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
       error_ =
           fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
                       where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
@@ -169,20 +167,32 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
   w.arrived &= ~mask;
   ++w.syncs;
-  for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+  if (mask == w.exists) {
+    // The whole warp, the usual case: its lanes hold ranks 0..n-1 (make_order) and none of them was
+    // runnable. They stay State::at_warp until transfer() runs them; only a stall reads the state,
+    // and nothing stalls while they are runnable.
+    const unsigned n = static_cast<unsigned>(std::popcount(mask));
+    if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[ref.warp];
+    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+  } else {
+    for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+  }
 }
 
 void syncwarp(Site s, unsigned mask) {
-  tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32);
+  tl_sched->warp_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(Coll::syncwarp)} << 32, nullptr,
+                            nullptr, std::uint64_t{32} << 32);
 }
 
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
-  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
+void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width) {
+  tl_sched->warp_collective(s, mask_kind_size, in, out, b_width);
 }
 
 unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
   unsigned r = 0;
-  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
+  tl_sched->warp_collective(
+      s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{4} << 40, &pred, &r,
+      std::uint64_t{32} << 32);
   return r;
 }
 

@@ -149,7 +149,9 @@ int barrier(Site s, int pred);  // returns count of threads with pred != 0
 int barrier_and(Site s, int pred);
 int barrier_or(Site s, int pred);
 void syncwarp(Site s, unsigned mask = 0xffffffffu);
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width);
+// One warp collective, its arguments packed so the call passes all of them in registers:
+// `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
+void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width);
 unsigned vote(Site s, Coll kind, unsigned mask, int pred);
 unsigned activemask();
 // `elem_bytes`: the declared element size, how wide the hazard checker records an access.
@@ -161,7 +163,8 @@ inline T shfl_as(Site s, unsigned mask, T v, int b, int width) {
   static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
   static_assert(sizeof(T) <= 16, "shuffled type must be at most 16 bytes");
   T r = v;
-  shfl(s, kind, mask, &v, &r, sizeof(T), b, width);
+  collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{sizeof(T)} << 40,
+             &v, &r, static_cast<std::uint32_t>(b) | std::uint64_t{static_cast<std::uint32_t>(width)} << 32);
   return r;
 }
 template <class T>
