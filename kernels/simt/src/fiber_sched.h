@@ -55,6 +55,7 @@ constexpr std::uint64_t signature_of(Coll kind, unsigned mask, unsigned size, in
 }
 
 struct ThreadRec {
+  LaneSlot slot{};         // context while suspended mid-kernel; a collective's or barrier's result
   Fiber* fiber = nullptr;  // null until started and after exit
   WarpRec* wr = nullptr;   // &warps_[warp]
   uint3 idx{};
@@ -68,7 +69,6 @@ struct ThreadRec {
   int pred = 0;
   Site site{nullptr, 0};
   alignas(16) unsigned char in[16];
-  alignas(16) unsigned char out[16];
 
   Coll kind() const { return static_cast<Coll>(signature >> 32 & 0xffu); }
   unsigned mask() const { return static_cast<unsigned>(signature); }
@@ -102,11 +102,16 @@ class Sched {
   bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block);
 
   // Fiber-side entry points (called from kernel code on the current fiber).
-  int barrier(Site s, int pred, Coll combine);
   // `mask_kind_size` and `b_width` as simt::detail::collective packs them (simt_cpu.h).
-  // Inlined into the entry points (warp_collectives.cpp), so a collective is one call from the kernel.
-  [[gnu::always_inline]] inline void warp_collective(Site s, std::uint64_t mask_kind_size, const void* in,
-                                                     void* out, std::uint64_t b_width);
+  // A thread's arrival at a warp collective or a barrier: records it, completes the collective or
+  // releases the barrier when it is the last, and picks the next thread (simt_cpu.h's Hop).
+  // `mask_kind_size` and `b_width` as simt::detail::collective_arrive packs them (simt_cpu.h).
+  [[gnu::always_inline]] inline Hop arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                      std::uint64_t b_width);
+  Hop arrive_barrier(Site s, int pred, Coll combine);
+  // The out-of-line path (simt_cpu.h's SIMT_INLINE_SWITCH off): the switch a Hop asks for.
+  Fiber* current_fiber() const { return cur_->fiber; }
+  void suspend_to(Fiber* self, const Hop& h) { switch_ctx(self, &h.slot->ctx, switching_to_, h.to); }
   unsigned active_mask() const {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
@@ -131,7 +136,9 @@ class Sched {
   Fiber* new_fiber();
   Fiber* pool_get();
   void reset_fiber(Fiber* f);
+  [[gnu::always_inline]] inline void switch_ctx(Fiber* from, void** save, Fiber* to_fiber, void* to);
   [[gnu::always_inline]] inline void switch_to(Fiber* from, Fiber* to);
+  [[gnu::always_inline]] inline void* prepare(Fiber* self, ThreadRec* next);
   [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
   void after_block_for_fiber(Fiber* self);
   // Leaves the block for good. Callers assign error_ in a separate statement
@@ -185,7 +192,6 @@ class Sched {
   unsigned exited_ = 0;
   std::uint64_t phase_ = 0;
   std::uint64_t block_seed_ = 0;
-  int barrier_result_ = 0;
   ThreadRec* cur_ = nullptr;
   const LaunchDesc* desc_ = nullptr;
   Config cfg_;
@@ -201,12 +207,14 @@ class Sched {
 // Kernel code only runs inside run_block, which created this thread's Sched.
 extern constinit thread_local Sched* tl_sched;
 
-inline void Sched::switch_to(Fiber* from, Fiber* to) {
-  switching_to_ = to;
+// Saves the running context in `*save` (the fiber's own slot, or its thread's when the thread
+// suspends mid-kernel) and resumes the context `to`, which belongs to fiber `to_fiber`.
+inline void Sched::switch_ctx([[maybe_unused]] Fiber* from, void** save, [[maybe_unused]] Fiber* to_fiber,
+                              void* to) {
 #if SIMT_ASAN
-  __sanitizer_start_switch_fiber(&from->fake_stack, to->stack_lo, to->stack_size);
+  __sanitizer_start_switch_fiber(&from->fake_stack, to_fiber->stack_lo, to_fiber->stack_size);
 #endif
-  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(&from->ctx, to->ctx, from));
+  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(save, to, from));
 #if SIMT_ASAN
   const void* lo = nullptr;
   std::size_t sz = 0;
@@ -218,13 +226,18 @@ inline void Sched::switch_to(Fiber* from, Fiber* to) {
 #endif
 }
 
-// Makes `next` the running thread. Returns when the calling fiber should run
-// its (possibly new) bound thread.
-inline void Sched::transfer(Fiber* self, ThreadRec* next) {
+inline void Sched::switch_to(Fiber* from, Fiber* to) {
+  switching_to_ = to;
+  switch_ctx(from, &from->ctx, to, to->ctx);
+}
+
+// Makes `next` the running thread. Returns the context to resume for it (switching_to_ is its
+// fiber), or null when the calling fiber runs it itself.
+inline void* Sched::prepare(Fiber* self, ThreadRec* next) {
   next->state = State::running;
   cur_ = next;
   threadIdx = next->idx;
-  if (next->fiber == self) return;
+  if (next->fiber == self) return nullptr;
   if (next->fiber == nullptr) {
     if (!self->is_host && self->thread == nullptr) {
       // No-barrier fast path: a fiber whose thread just exited runs the next
@@ -232,13 +245,21 @@ inline void Sched::transfer(Fiber* self, ThreadRec* next) {
       // later thread that does meet a collective simply suspends this fiber.
       self->thread = next;
       next->fiber = self;
-      return;
+      return nullptr;
     }
-    Fiber* f = pool_get();
+    Fiber* f = pool_get();  // parked: its context is its own
     f->thread = next;
     next->fiber = f;
+    switching_to_ = f;
+    return f->ctx;
   }
-  switch_to(self, next->fiber);
+  switching_to_ = next->fiber;
+  return next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+}
+
+// prepare() and the switch, for a fiber that parks in its own slot (its thread exited, or the host).
+inline void Sched::transfer(Fiber* self, ThreadRec* next) {
+  if (void* to = prepare(self, next)) switch_ctx(self, &self->ctx, switching_to_, to);
 }
 
 }  // namespace simt::detail

@@ -1,11 +1,9 @@
-// Why not Boost.Context's jump_fcontext on x86-64: it resumes the other fiber with `jmp`, so the
-// `call` that entered it leaves one entry on the CPU's return-stack predictor that no `ret` ever
-// pops. Every fiber runs the same kernel code, so after a switch each `ret` up the resumed fiber's
-// frames was predicted from the wrong entry: a mispredicted return per frame per switch (in a
-// profile, the instruction after each `__shfl*_sync` call). The x86-64 switch (inline, in
-// fiber_switch.h) resumes with `ret`, which pops exactly the entry its own `call` pushed, and that
-// address is the resumed fiber's too when both fibers suspended at the same switch, as the lanes of
-// one collective do. It also skips saving MXCSR and the x87 control word: kernels never change
+// Why not Boost.Context's jump_fcontext on x86-64: it leaves one entry on the CPU's return-stack
+// predictor that no `ret` pops, and its resumed side returns through frames the predictor filled
+// from another fiber's calls; every fiber runs the same kernel code, so after a switch each `ret`
+// up the resumed fiber's frames could be predicted from the wrong entry. The x86-64 switch
+// (simt/fiber_hop.h, inlined into the runtime and into kernel code) crosses no call or return at
+// all (why, there). It also skips saving MXCSR and the x87 control word: kernels never change
 // rounding modes, and the SysV ABI keeps them fixed across calls. This file holds what a fresh
 // stack starts in. Other targets keep Boost.Context.
 #include "fiber_switch.h"
@@ -16,7 +14,7 @@
 
 extern "C" void simt_fiber_start_x64();
 
-// A fresh stack holds the address of simt_fiber_start_x64, which the switch's `ret` lands in, and
+// A fresh stack holds the address of simt_fiber_start_x64, which the switch pops and jumps to, and
 // the entry above it; the entry gets the switch's data (in rax) as its argument.
 asm(R"(
   .text
@@ -39,7 +37,7 @@ simt_fiber_start_x64:
 namespace simt::detail {
 
 void* fiber_stack_init(void* top, std::size_t /*size*/, void (*entry)(void* data)) {
-  // The switch's `ret` pops sp[0]; the start code reads the entry at sp[1] and aligns rsp down to
+  // The switch pops sp[0] and jumps there; the start code reads the entry at sp[1] and aligns rsp down to
   // t - 32 before its `call`, so the entry sees the ABI's rsp % 16 == 8.
   auto* t = reinterpret_cast<std::uintptr_t*>(reinterpret_cast<std::uintptr_t>(top) & ~std::uintptr_t{15});
   std::uintptr_t* sp = t - 4;

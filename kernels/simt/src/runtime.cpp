@@ -216,7 +216,6 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   at_barrier_ = 0;
   exited_ = 0;
   phase_ = 0;
-  barrier_result_ = 0;
   block_seed_ = cfg.seed * 0x9E3779B97F4A7C15ull + linear_block;
   splitmix(block_seed_);
 
@@ -315,12 +314,14 @@ void Sched::release_barrier(Fiber* self) {
                          where(first->site), exited_, nthreads_, tid(blockIdx));
     abandon(self);
   }
-  barrier_result_ = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
+  const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
   for (ThreadRec& t : threads_) {
-    if (t.state == State::at_barrier) set_runnable(t);
+    if (t.state != State::at_barrier) continue;
+    std::memcpy(t.slot.out, &result, sizeof result);
+    set_runnable(t);
   }
 }
 
@@ -356,7 +357,7 @@ std::string Sched::stall_message() {
   return fmt::format("deadlock in block {}", tid(blockIdx));
 }
 
-int Sched::barrier(Site s, int pred, Coll combine) {
+Hop Sched::arrive_barrier(Site s, int pred, Coll combine) {
   Fiber* self = cur_->fiber;
   ThreadRec& t = *cur_;
   t.state = State::at_barrier;
@@ -364,12 +365,16 @@ int Sched::barrier(Site s, int pred, Coll combine) {
   t.pred = pred;
   t.signature = signature_of(combine, 0, 0, 0);
   ++at_barrier_;
-  if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
-  ThreadRec* next = take_next();
+  ThreadRec* next = nullptr;
+  if (at_barrier_ + exited_ == nthreads_) {
+    release_barrier(self);
+    next = take_next();
+  } else {
+    next = take_next_after(*t.wr);
+  }
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
-  transfer(self, next);
-  return barrier_result_;
+  return {&t.slot, prepare(self, next)};
 }
 
 bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
@@ -382,9 +387,17 @@ bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_bloc
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp); }
-int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
-int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
+Hop barrier_arrive(Site s, int pred, Coll combine) { return tl_sched->arrive_barrier(s, pred, combine); }
+
+int barrier_wait(Site s, int pred, Coll combine) {
+  Sched& sched = *tl_sched;
+  Fiber* self = sched.current_fiber();
+  const Hop h = sched.arrive_barrier(s, pred, combine);
+  if (h.to != nullptr) sched.suspend_to(self, h);
+  int r = 0;
+  std::memcpy(&r, h.slot->out, sizeof r);
+  return r;
+}
 
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }

@@ -1,6 +1,7 @@
-// Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives,
-// suspends, and the last lane of the mask resolves every lane's result at once (resolve); the
-// checks of a collective's arguments and of lanes that disagree live here too.
+// Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives and
+// suspends (kernel code makes the switch itself, simt_cpu.h), and the last lane of the mask
+// resolves every lane's result at once (resolve); the checks of a collective's arguments and of
+// lanes that disagree live here too.
 #include <bit>
 #include <cstring>
 #include <string>
@@ -42,8 +43,8 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }
 }  // namespace
 
-inline void Sched::warp_collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out,
-                                   std::uint64_t b_width) {
+inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                    std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   Fiber* self = t.fiber;
   WarpRec& w = *t.wr;
@@ -66,8 +67,7 @@ inline void Sched::warp_collective(Site s, std::uint64_t mask_kind_size, const v
   ThreadRec* next = take_next_after(w);
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
-  transfer(self, next);
-  if (size != 0) copy_value(out, t.out, size);
+  return {&t.slot, prepare(self, next)};
 }
 
 namespace {
@@ -105,7 +105,7 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
       src = j;
       return &me;
     }
-    std::memcpy(me.out, lanes[j].in, kSize != 0 ? kSize : size);
+    std::memcpy(me.slot.out, lanes[j].in, kSize != 0 ? kSize : size);
   }
   return nullptr;
 }
@@ -155,7 +155,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
       if (pred != 0) ballot |= 1u << l;
     }
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
-    for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
+    for (unsigned m = mask; m != 0; m &= m - 1)
+      std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
   } else if (kind != Coll::syncwarp) {
     int src = 0;
     if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
@@ -179,21 +180,17 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
 }
 
-void syncwarp(Site s, unsigned mask) {
-  tl_sched->warp_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(Coll::syncwarp)} << 32, nullptr,
-                            nullptr, std::uint64_t{32} << 32);
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  return tl_sched->arrive_collective(s, mask_kind_size, in, b_width);
 }
 
 void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width) {
-  tl_sched->warp_collective(s, mask_kind_size, in, out, b_width);
-}
-
-unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
-  unsigned r = 0;
-  tl_sched->warp_collective(
-      s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{4} << 40, &pred, &r,
-      std::uint64_t{32} << 32);
-  return r;
+  Sched& sched = *tl_sched;
+  Fiber* self = sched.current_fiber();
+  const Hop h = sched.arrive_collective(s, mask_kind_size, in, b_width);
+  if (h.to != nullptr) sched.suspend_to(self, h);
+  if (const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu); size != 0)
+    copy_value(out, h.slot->out, size);
 }
 
 }  // namespace simt::detail
