@@ -109,6 +109,8 @@ class Sched {
   [[gnu::always_inline]] inline Hop arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                       std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
+  // arrive_collective's rest, for the last lane of a collective or a warp with no lane left to run.
+  [[gnu::noinline]] Hop complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask);
   // The out-of-line path (simt_cpu.h's SIMT_INLINE_SWITCH off): the switch a Hop asks for.
   Fiber* current_fiber() const { return cur_->fiber; }
   void suspend_to(Fiber* self, const Hop& h) { switch_ctx(self, &h.slot->ctx, switching_to_, h.to); }

@@ -63,6 +63,24 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
   t.site = s;
   if (size != 0) copy_value(t.in, in, size);
   w.arrived |= me;
+  if ((w.arrived & mask) != mask && w.runnable_r != 0) [[likely]] {
+    // Not the last lane: the next is this warp's next runnable lane, usually suspended at the same
+    // collective, so the switch needs nothing prepare() would look up.
+    ThreadRec* next = take_from(w);
+    if (Fiber* f = next->fiber; f != nullptr && f != self) [[likely]] {
+      next->state = State::running;
+      cur_ = next;
+      threadIdx = next->idx;
+      switching_to_ = f;
+      return {&t.slot, next->slot.ctx};
+    }
+    return {&t.slot, prepare(self, next)};
+  }
+  return complete_arrival(t, w, mask);
+}
+
+Hop Sched::complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask) {
+  Fiber* self = t.fiber;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
   ThreadRec* next = take_next_after(w);
   if (next == nullptr) [[unlikely]]
@@ -110,6 +128,45 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
   return nullptr;
 }
 
+// The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
+// the mask, so each lane's source is one line of index arithmetic.
+template <Coll kind, unsigned kSize>
+void shuffle_full_warp(ThreadRec* lanes) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const int bval = lanes[lane].b & 31;
+    int j = lane;
+    if constexpr (kind == Coll::shfl_up) {
+      j = lane - bval >= 0 ? lane - bval : lane;
+    } else if constexpr (kind == Coll::shfl_down) {
+      j = lane + bval <= 31 ? lane + bval : lane;
+    } else if constexpr (kind == Coll::shfl_xor) {
+      j = lane ^ bval;
+    } else {
+      j = bval;
+    }
+    std::memcpy(lanes[lane].slot.out, lanes[j].in, kSize);
+  }
+}
+
+// Returns false when the case has no full-warp instantiation (a value size other than 4 or 8).
+template <Coll kind>
+bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size) {
+  switch (size) {
+    case 4: shuffle_full_warp<kind, 4>(lanes); return true;
+    case 8: shuffle_full_warp<kind, 8>(lanes); return true;
+    default: return false;
+  }
+}
+
+bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size) {
+  switch (kind) {
+    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size);
+    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size);
+    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size);
+    default: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size);
+  }
+}
+
 template <Coll kind>
 ThreadRec* shuffle_sized(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
   switch (size) {
@@ -134,7 +191,12 @@ ThreadRec* shuffle_any(Coll kind, ThreadRec* lanes, unsigned mask, int width, un
 void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   ThreadRec* lanes = &threads_[w.base];
   const ThreadRec& ref = *cur_;
-  for (unsigned m = mask; m != 0; m &= m - 1) {
+  const bool full_warp = mask == kFullMask;
+  std::uint64_t differ = 0;
+  if (full_warp) {  // the usual case: one pass without branches, the loop below only to name the lane
+    for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ ref.signature;
+  }
+  for (unsigned m = differ != 0 || !full_warp ? mask : 0; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
     if (o.signature != ref.signature) [[unlikely]] {
       error_ = fmt::format(
@@ -157,7 +219,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1)
       std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
-  } else if (kind != Coll::syncwarp) {
+  } else if (kind != Coll::syncwarp &&
+             !(full_warp && ref.width() == 32 && shuffle_full_warp_any(kind, lanes, ref.size()))) {
     int src = 0;
     if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
       error_ =
