@@ -299,7 +299,8 @@ void Sched::release_barrier(Fiber* self) {
     if (t.state != State::at_barrier) continue;
     if (first == nullptr) {
       first = &t;
-    } else if (!same_site(first->site, t.site)) {
+    } else if ((t.site.file != first->site.file || t.site.line != first->site.line) &&
+               !same_site(first->site, t.site)) {
       error_ = fmt::format(
           "{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
           "[block {}]",
@@ -318,10 +319,24 @@ void Sched::release_barrier(Fiber* self) {
   at_barrier_ = 0;
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
-  for (ThreadRec& t : threads_) {
-    if (t.state != State::at_barrier) continue;
-    std::memcpy(t.slot.out, &result, sizeof result);
-    set_runnable(t);
+  // Every thread that has not exited waits here and none is runnable, so each warp's runnable
+  // ranks are those of its live lanes: all of its ranks (make_order) unless some lane exited.
+  for (WarpRec& w : warps_) {
+    const unsigned live = w.exists & ~w.exited;
+    if (live == 0) continue;
+    ThreadRec* lanes = &threads_[w.base];
+    for (unsigned m = live; m != 0; m &= m - 1) {
+      ThreadRec& t = lanes[std::countr_zero(m)];
+      t.state = State::runnable;
+      std::memcpy(t.slot.out, &result, sizeof result);
+    }
+    if (w.exited == 0) {
+      const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
+      w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+    } else {
+      for (unsigned m = live; m != 0; m &= m - 1) w.runnable_r |= 1u << w.rank_of_lane[std::countr_zero(m)];
+    }
+    warp_runnable_r_ |= 1u << rank_of_warp_[lanes[0].warp];
   }
 }
 
