@@ -128,6 +128,7 @@ class Sched {
   std::vector<std::string> take_hazards() { return hazards_.take(); }
 
   [[noreturn]] void fiber_main(Fiber* self);
+  static void leave_thread(void* fiber);
   void on_fiber_start(void* from);
 
   std::string error_;

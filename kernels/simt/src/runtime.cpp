@@ -133,33 +133,49 @@ void fiber_entry(void* from) {
   std::abort();
 }
 
+// One call site for both halves of a thread's life: its kernel, then leave_thread, which switches
+// to the next thread. A lane resumed by that switch later returns from its kernel to this same
+// call site, whose return address the leaving fiber's call has just pushed on the CPU's
+// return-stack predictor; and a parked fiber resumed to start a thread returns out of leave_thread
+// to it, which the switching lane's call of its kernel pushed. So neither return mispredicts.
 [[noreturn]] void Sched::fiber_main(Fiber* self) {
-  for (;;) {
+  for (bool leaving = false;; leaving = !leaving) {
+    void (*const fn)(void*) = leaving ? &Sched::leave_thread : desc_->invoke;
+    void* const arg = leaving ? static_cast<void*>(self) : desc_->pack;
     try {
-      desc_->invoke(desc_->pack);
+      fn(arg);
     } catch (...) {
+      if (leaving) throw;  // the runtime's own failure, as fatal as before this loop had one site
       failed_ = true;
       exception_ = std::current_exception();
     }
-    ThreadRec* t = self->thread;
-    WarpRec& w = warps_[t->warp];
-    t->state = State::exited;
-    t->fiber = nullptr;
-    self->thread = nullptr;
-    w.exited |= 1u << t->lane;
-    ++exited_;
-    if (failed_) abandon(self);
-    if (at_barrier_ != 0 && at_barrier_ + exited_ == nthreads_) release_barrier(self);
-    ThreadRec* next = take_next();
-    if (next == nullptr) {
-      if (exited_ != nthreads_) fail_stall(self);
-      pool_.push_back(self);
-      switch_to(self, &host_);  // block finished; resumed later with a thread bound
-      continue;
-    }
-    if (next->fiber != nullptr) pool_.push_back(self);
-    transfer(self, next);
   }
+}
+
+// The thread bound to fiber `f` returned from its kernel. Returns when the fiber is to run the
+// kernel for its next bound thread. The switch happens in this frame: a lane it resumes must
+// find nothing but fiber_main's call on the return-stack predictor.
+void Sched::leave_thread(void* f) {
+  Sched& s = *tl_sched;
+  auto* self = static_cast<Fiber*>(f);
+  ThreadRec* t = self->thread;
+  WarpRec& w = *t->wr;
+  t->state = State::exited;
+  t->fiber = nullptr;
+  self->thread = nullptr;
+  w.exited |= 1u << t->lane;
+  ++s.exited_;
+  if (s.failed_) s.abandon(self);
+  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) s.release_barrier(self);
+  ThreadRec* next = s.take_next();
+  if (next == nullptr) {
+    if (s.exited_ != s.nthreads_) s.fail_stall(self);
+    s.pool_.push_back(self);
+    s.switch_to(self, &s.host_);  // block finished; resumed later with a thread bound
+    return;
+  }
+  if (next->fiber != nullptr) s.pool_.push_back(self);
+  s.transfer(self, next);
 }
 
 void Sched::fail_stall(Fiber* self) {
