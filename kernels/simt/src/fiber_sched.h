@@ -111,6 +111,9 @@ class Sched {
   Hop arrive_barrier(Site s, int pred, Coll combine);
   // arrive_collective's rest, for the last lane of a collective or a warp with no lane left to run.
   [[gnu::noinline]] Hop complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask);
+  // prepare() for `next` on behalf of `t`, out of line so that arrive_collective's usual path makes
+  // no call and needs no frame.
+  [[gnu::noinline]] Hop hand_over(ThreadRec& t, ThreadRec* next);
   // The out-of-line path (simt_cpu.h's SIMT_INLINE_SWITCH off): the switch a Hop asks for.
   Fiber* current_fiber() const { return cur_->fiber; }
   void suspend_to(Fiber* self, const Hop& h) { switch_ctx(self, &h.slot->ctx, switching_to_, h.to); }

@@ -74,10 +74,12 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
       switching_to_ = f;
       return {&t.slot, next->slot.ctx};
     }
-    return {&t.slot, prepare(self, next)};
+    return hand_over(t, next);
   }
   return complete_arrival(t, w, mask);
 }
+
+Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
 
 Hop Sched::complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask) {
   Fiber* self = t.fiber;
