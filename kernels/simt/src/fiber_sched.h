@@ -102,7 +102,6 @@ class Sched {
   bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block);
 
   // Fiber-side entry points (called from kernel code on the current fiber).
-  // `mask_kind_size` and `b_width` as simt::detail::collective packs them (simt_cpu.h).
   // A thread's arrival at a warp collective or a barrier: records it, completes the collective or
   // releases the barrier when it is the last, and picks the next thread (simt_cpu.h's Hop).
   // `mask_kind_size` and `b_width` as simt::detail::collective_arrive packs them (simt_cpu.h).
