@@ -55,6 +55,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "simt/fiber_hop.h"
 #include "simt/simt_common.h"
 
 // Builtins: rewritten by the scheduler on every fiber switch / block start.
@@ -145,12 +146,69 @@ struct LaunchDesc {
 
 void launch_impl(const LaunchDesc& d);
 
-int barrier(Site s, int pred);  // returns count of threads with pred != 0
-int barrier_and(Site s, int pred);
-int barrier_or(Site s, int pred);
-void syncwarp(Site s, unsigned mask = 0xffffffffu);
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width);
-unsigned vote(Site s, Coll kind, unsigned mask, int pred);
+// A CUDA thread suspended at a collective or barrier: its saved context (fiber_hop.h), and the
+// result that completing the collective leaves for it.
+struct LaneSlot {
+  void* ctx;
+  alignas(16) unsigned char out[16];
+};
+// What a thread arriving at a collective or barrier does next: resume the context `to` (null: run
+// on), then read its result in slot->out.
+struct Hop {
+  LaneSlot* slot;
+  void* to;
+};
+// A warp collective's arguments, packed so the call passes all of them in registers:
+// `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
+// `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
+Hop barrier_arrive(Site s, int pred, Coll combine);
+// The same, with the switch made inside the runtime (sanitizer builds and targets other than
+// x86-64, where kernel code does not switch inline).
+void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width);
+int barrier_wait(Site s, int pred, Coll combine);
+
+// Every collective and barrier of a kernel: the runtime records the arrival and picks the next
+// thread, and the switch to it is made here, inline at the kernel's call site (fiber_hop.h says
+// why). `size` is a constant at every call site.
+[[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                  void* out, unsigned size, std::uint64_t b_width) {
+#if SIMT_INLINE_SWITCH
+  const Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  if (size != 0) std::memcpy(out, h.slot->out, size);
+#else
+  (void)size;
+  collective(s, mask_kind_size, in, out, b_width);
+#endif
+}
+[[gnu::always_inline]] inline int run_barrier(Site s, int pred, Coll combine) {
+#if SIMT_INLINE_SWITCH
+  const Hop h = barrier_arrive(s, pred, combine);
+  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  int r = 0;
+  std::memcpy(&r, h.slot->out, sizeof r);
+  return r;
+#else
+  return barrier_wait(s, pred, combine);
+#endif
+}
+
+inline int barrier(Site s, int pred) {
+  return run_barrier(s, pred, Coll::syncwarp);
+}  // threads with pred != 0
+inline int barrier_and(Site s, int pred) { return run_barrier(s, pred, Coll::all); }
+inline int barrier_or(Site s, int pred) { return run_barrier(s, pred, Coll::any); }
+inline void syncwarp(Site s, unsigned mask = 0xffffffffu) {
+  run_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(Coll::syncwarp)} << 32, nullptr, nullptr,
+                 0, std::uint64_t{32} << 32);
+}
+inline unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
+  unsigned r = 0;
+  run_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{4} << 40,
+                 &pred, &r, 4, std::uint64_t{32} << 32);
+  return r;
+}
 unsigned activemask();
 // `elem_bytes`: the declared element size, how wide the hazard checker records an access.
 void* dynamic_shared(std::size_t elem_bytes);
@@ -161,7 +219,9 @@ inline T shfl_as(Site s, unsigned mask, T v, int b, int width) {
   static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
   static_assert(sizeof(T) <= 16, "shuffled type must be at most 16 bytes");
   T r = v;
-  shfl(s, kind, mask, &v, &r, sizeof(T), b, width);
+  run_collective(
+      s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{sizeof(T)} << 40, &v, &r,
+      sizeof(T), static_cast<std::uint32_t>(b) | std::uint64_t{static_cast<std::uint32_t>(width)} << 32);
   return r;
 }
 template <class T>
