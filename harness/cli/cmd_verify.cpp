@@ -317,7 +317,15 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       const std::size_t before = out.findings.size();
       if (wanted(*args, "check")) run_battery(*args, policy, out);
       note_check(out, kChecks[0], wanted(*args, "check") ? "" : "not asked for (--checks)", before);
-      if (!out.refused) run_new_checks(*args, policy, dir, out);
+      if (out.refused || out.crashed) {
+        // Nothing more to learn from running it again: the battery already says why.
+        const std::string why =
+            out.refused ? "the candidate was refused by a gate" : "the candidate crashed in the battery";
+        for (auto k = std::begin(kChecks) + 1; k != std::end(kChecks); ++k)
+          note_check(out, *k, why, out.findings.size());
+      } else {
+        run_new_checks(*args, policy, dir, out);
+      }
     } catch (const GateRefusal& e) {
       out.refused = true;
       out.refusal = battery::first_line(e.what());

@@ -1,13 +1,14 @@
 """driftscope verify's planted table: one plugin (planted_candidate.cpp) of RMSNorm candidates on a
 decoder, the other stages filled by the reference. The correct one passes; each planted bug or
-cheat is named with its kind at the stage it sits in. Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so"""
+cheat is named with its kind at the stage it sits in; a candidate that crashes is exit 4.
+Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so SEGV_PLUGIN.so (tests/plugin: segfaults at layer 1)"""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-DRIFTSCOPE, PLUGIN = sys.argv[1], sys.argv[2]
+DRIFTSCOPE, PLUGIN, SEGV_PLUGIN = sys.argv[1], sys.argv[2], sys.argv[3]
 MODEL = "synthetic:llama-tiny"
 
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
@@ -69,6 +70,19 @@ def main():
             failures.append("two runs of the same seed gave different verdicts")
         else:
             print("ok   the verdict is the same on a second run of the seed")
+        # A crash: exit 4, the crash a finding at its stage, and nothing run again after it.
+        out = os.path.join(tmp, "segv.json")
+        p = subprocess.run([DRIFTSCOPE, "verify", "--model", MODEL, "--candidate", SEGV_PLUGIN, "--fill", "reference",
+                            "--json", out], capture_output=True, text=True, timeout=600)
+        with open(out) as f:
+            verdict = json.load(f)
+        crashes = [f for f in verdict["findings"] if f["kind"] == "crash"]
+        skipped = [c for c in verdict["checks"] if not c["ran"]]
+        if p.returncode != 4 or verdict["exit_code"] != 4 or len(crashes) != 1 or crashes[0]["stage"] != "attn_norm" \
+                or len(skipped) != 5:
+            failures.append(f"a crashing candidate: exit {p.returncode}, {verdict['findings']}, {verdict['checks']}")
+        else:
+            print("ok   a crashing candidate is exit 4 with one crash finding at attn_norm")
         # Bad input: exit 2, naming what is wrong.
         p = subprocess.run([DRIFTSCOPE, "verify", "--model", "synthetic:no-such", "--candidate", "simt"],
                            capture_output=True, text=True)
