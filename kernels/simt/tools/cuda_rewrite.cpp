@@ -342,7 +342,8 @@ class Rewriter {
     if (semi >= s_.size() || s_[semi] != ';') return semi;
     static const std::regex attrs(R"re(\b(__align__|alignas)\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))re");
     text = std::regex_replace(text, attrs, " ");
-    static const std::regex shape(R"re(^__shared__\s+([^=,]*[^=,\s])\s+([A-Za-z_]\w*)\s*((\[[^\]]*\]\s*)*)$)re");
+    static const std::regex shape(
+        R"re(^__shared__\s+([^=,]*[^=,\s])\s+([A-Za-z_]\w*)\s*((\[[^\]]*\]\s*)*)$)re");
     std::smatch m;
     if (!std::regex_match(text, m, shape)) return semi;
     out_ += fmt::format("; ::simt::detail::static_shared(&{0}, sizeof({0}))", m[2].str());
