@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "allocations.h"
 #include "fiber_switch.h"
 #include "hazards.h"
 #include "simt/simt_cpu.h"
@@ -124,6 +126,14 @@ class Sched {
     if (cfg_.racecheck) hazards_.note_elem(elem);
     return smem_;
   }
+  // A static __shared__ array reached by a thread: under Config::poison the first thread of the
+  // block to reach it fills it, so a read before the block's own writes sees the poison.
+  void static_smem(void* p, std::size_t bytes) {
+    if (cfg_.poison == 0) return;
+    if (std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) != static_smem_seen_.end()) return;
+    static_smem_seen_.push_back(p);
+    fill_poison(p, bytes, cfg_.poison);
+  }
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
@@ -207,6 +217,7 @@ class Sched {
   bool dyn_allocated_ = false;
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
+  std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };
 
 // Kernel code only runs inside run_block, which created this thread's Sched.

@@ -248,11 +248,12 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     dyn_size_ = d.dyn_smem_bytes;
     dyn_allocated_ = true;
   }
-  if (dyn_size_ != 0) std::memset(dyn_, 0xFF, dyn_size_);
+  fill_poison(dyn_, dyn_size_, cfg.poison);
+  static_smem_seen_.clear();
   smem_ = dyn_;
   if (cfg.racecheck) {  // watched in a page-aligned arena of its own (hazards.h)
     smem_ = hazards_.arena(d.dyn_smem_bytes);
-    std::memset(smem_, 0xFF, d.dyn_smem_bytes);
+    fill_poison(smem_, d.dyn_smem_bytes, cfg.poison);
     set_current_checker(&hazards_);
     hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
   }
@@ -432,6 +433,7 @@ int barrier_wait(Site s, int pred, Coll combine) {
 
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
+void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes); }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }
 

@@ -212,6 +212,9 @@ inline unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
 unsigned activemask();
 // `elem_bytes`: the declared element size, how wide the hazard checker records an access.
 void* dynamic_shared(std::size_t elem_bytes);
+// A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
+// Config::poison asks for it, the block's first thread to reach it fills it with the poison.
+void static_shared(void* p, std::size_t bytes);
 
 // Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
 template <Coll kind, class T>
@@ -363,30 +366,42 @@ inline void __stwt(T* p, T v) {
 }
 
 // ---- atomics: relaxed, like the GPU's, but safe across host threads ----
+namespace simt::detail {
+// While the hazard checker runs a block, the addresses its atomics touch (src/block_writes.h):
+// a byte two blocks change only through atomics is no race.
+void note_atomic(const void* p, std::size_t bytes);
+inline thread_local bool tl_note_atomics = false;
+template <class T>
+inline std::atomic_ref<T> atomic_at(T* p) {
+  if (tl_note_atomics) [[unlikely]]
+    note_atomic(p, sizeof(T));
+  return std::atomic_ref<T>(*p);
+}
+}  // namespace simt::detail
 inline int atomicAdd(int* p, int v) {
-  return std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
-  return std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline float atomicAdd(float* p, float v) {
-  return std::atomic_ref<float>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline double atomicAdd(double* p, double v) {
-  return std::atomic_ref<double>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline int atomicSub(int* p, int v) {
-  return std::atomic_ref<int>(*p).fetch_sub(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_sub(v, std::memory_order_relaxed);
 }
 inline unsigned atomicSub(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).fetch_sub(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_sub(v, std::memory_order_relaxed);
 }
 template <class T>
 inline T simt_atomic_update(T* p, T v, bool want_max) {
-  std::atomic_ref<T> a(*p);
+  std::atomic_ref<T> a = ::simt::detail::atomic_at(p);
   T old = a.load(std::memory_order_relaxed);
   while ((want_max ? old < v : v < old) && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
   }
@@ -404,7 +419,7 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 }
 template <class T>
 inline T simt_atomic_cas(T* p, T compare, T v) {
-  std::atomic_ref<T>(*p).compare_exchange_strong(compare, v, std::memory_order_relaxed);
+  ::simt::detail::atomic_at(p).compare_exchange_strong(compare, v, std::memory_order_relaxed);
   return compare;  // holds the old value either way
 }
 inline int atomicCAS(int* p, int c, int v) { return simt_atomic_cas(p, c, v); }
@@ -413,16 +428,16 @@ inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c,
   return simt_atomic_cas(p, c, v);
 }
 inline int atomicExch(int* p, int v) {
-  return std::atomic_ref<int>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline unsigned atomicExch(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return std::atomic_ref<unsigned long long>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline float atomicExch(float* p, float v) {
-  return std::atomic_ref<float>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 
 // ---- math intrinsics: host IEEE functions stand in for the GPU's approximations ----
