@@ -41,6 +41,10 @@ class Reference {
   // Every stage of `layer` for input x ([T, hidden], positions pos0..). Appends this step's
   // keys and values (or recurrent state) to the layer's state, so calls must come in order.
   TensorMap layer(int layer, const Tensor& x, int pos0);
+  // A MoE layer's stages with expert_ids .. residual_2 recomputed for the experts `ids` [T, k]
+  // instead of the router's choice, from `stages` (the layer's, as layer() returned them): the
+  // oracle given a candidate's choice at a near-tie (docs/moe.md). Touches no layer state.
+  TensorMap moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const;
   // "final_norm" and "logits" of the last layer's output.
   TensorMap head(const Tensor& x) const;
   // Forgets every cache (a new sequence).
