@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
+#include "moe_ties.h"
 #include "phases.h"
 #include "stage_catalog.h"
 
@@ -111,7 +113,11 @@ class StepLoop {
  private:
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
   TensorMap run_block(BlockKind kind, int layer, int step, int pos0, int T, Lane& lane,
-                      const BlockInputs& in) {
+                      const BlockInputs& given) {
+    // What the block's stages are held to and its isolated steps are fed: the oracle's stages, or
+    // after a legitimate near-tie in a MoE router, the oracle's given the candidate's choice.
+    std::unique_ptr<TieInputs> tie;
+    const BlockInputs* cur = &given;
     Candidate& cand = *run_.cand;
     const ModelConfig& cfg = run_.model->config;
     const DType storage = cand.storage_dtype();
@@ -122,6 +128,7 @@ class StepLoop {
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     races_.clear();
     for (const KernelStep& ks : plan) {
+      const BlockInputs& in = *cur;
       TensorMap& inputs = step_inputs.emplace_back();
       for (const std::string& name : ks.inputs)
         inputs[name] = resolve(ks.name, name, lane, layer, in, produced, storage);
@@ -150,7 +157,10 @@ class StepLoop {
         record_history(lane, layer, o, it->second);
         produced[o] = std::move(it->second);
       }
+      if (!tie && cfg.moe() && kind == BlockKind::decoder && produced.count("expert_ids"))
+        if ((tie = settle_moe_tie(step, layer, lane, in, produced.at("expert_ids")))) cur = &tie->inputs;
     }
+    const BlockInputs& in = *cur;
     // The yardstick's own run of this block on the same inputs (--baseline), if it has one.
     against_.block_ran(s_, {kind, step, layer, pos0, T, lane.mode, in.ref},
                        [&](const std::string& st, const std::string& name, DType dt) {
@@ -183,6 +193,41 @@ class StepLoop {
     }
     capture_failing_inputs(judged_from, plan, step_inputs, step, layer, lane.mode, pos0, T);
     return produced;
+  }
+
+  // The reference and floor stages of a MoE layer given other expert ids, and the inputs over them.
+  struct TieInputs {
+    TensorMap ref, floor;
+    BlockInputs inputs;
+    TieInputs(TensorMap r, TensorMap f, const BlockInputs& in)
+        : ref(std::move(r)), floor(std::move(f)), inputs{ref, floor, in.tokens, in.ref_x} {}
+    TieInputs(const TieInputs&) = delete;
+  };
+
+  // Where the candidate's expert_ids differ from the oracle's only at near-ties of the oracle's
+  // router logits (moe_ties.h): notes each such row and returns the oracle's (and the noise
+  // floor's) stages given the candidate's choice. The floor's own choice is brought to the judged
+  // one too, so a flip of the floor itself never widens a tolerance.
+  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Lane& lane, const BlockInputs& in,
+                                            const Tensor& cand_ids) {
+    const ModelConfig& cfg = run_.model->config;
+    auto r = in.ref.find("expert_ids");
+    auto rl = in.ref.find("router_logits");
+    if (r == in.ref.end() || rl == in.ref.end()) return nullptr;
+    const auto fl = in.floor.find("router_logits");
+    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor.end() ? nullptr : &fl->second,
+                                            r->second, cand_ids, run_.cand->storage_dtype());
+    const Tensor& judged = check ? check->ids : r->second;
+    const auto fi = in.floor.find("expert_ids");
+    const bool floor_differs = fi != in.floor.end() && lane.floor &&
+                               fi->second.to(DType::f64).to_f64() != judged.to(DType::f64).to_f64();
+    if (!check && !floor_differs) return nullptr;
+    if (check)
+      for (const TieFlip& f : check->flips)
+        s_.report.notes.push_back(tie_note(f, cfg, step, layer, lane.mode, rl->second));
+    TensorMap ref = check ? run_.oracle->moe_given_ids(layer, in.ref, judged) : in.ref;
+    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, in.floor, judged) : in.floor;
+    return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
   }
 
   void record_crashed(int step, int layer, const std::string& stage, Mode mode, DType storage,
