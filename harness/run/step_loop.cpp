@@ -70,6 +70,8 @@ class StepLoop {
         lane.floor_x = fs.at("embed");
       }
       Tensor ref_x = ref_stages.at("embed");
+      for (auto& lane : run_.lanes)
+        if (lane.own_oracle) lane.own_x = ref_x;  // the embedding has no state: the same on every path
       s_.flush();
       for (int l = 0; l < cfg.n_layers; ++l) {
         s_.event("reference_layer");
@@ -80,10 +82,22 @@ class StepLoop {
           const TensorMap fs = lane.floor->layer(l, floor_in, pos0);
           lane.floor_x = fs.at("residual_2");
           if (!judged) continue;
-          TensorMap outs = run_block(cfg.block_kind(l), l, step, pos0, T, lane, {rs, fs, &tok, ref_x});
+          // A chained lane that took a legitimate near-tie choice the oracle did not follows its own
+          // copy of the oracle from there on (settle_moe_tie), given that choice.
+          TensorMap own;
+          Tensor own_in;
+          if (lane.own_oracle) {
+            own_in = lane.own_x;
+            own = lane.own_oracle->layer(l, own_in, pos0);
+            lane.own_x = own.at("residual_2");  // settle_moe_tie replaces it after a further flip
+          }
+          const TensorMap& lane_rs = lane.own_oracle ? own : rs;
+          const Tensor& lane_ref_x = lane.own_oracle ? own_in : ref_x;
+          TensorMap outs =
+              run_block(cfg.block_kind(l), l, step, pos0, T, lane, {lane_rs, fs, &tok, lane_ref_x});
           auto it = outs.find("residual_2");
           // A candidate that does not produce the layer output cannot continue its own chain.
-          lane.x = it != outs.end() ? it->second : rs.at("residual_2").to(storage);
+          lane.x = it != outs.end() ? it->second : lane_rs.at("residual_2").to(storage);
         }
         ref_x = rs.at("residual_2");
         s_.flush();
@@ -96,9 +110,11 @@ class StepLoop {
         if (!judged) continue;
         const TensorMap fs =
             lane.floor->head(lane.mode == Mode::isolated ? round_values(ref_x, storage) : lane.floor_x);
-        const TensorMap outs =
-            run_block(BlockKind::head, kModelLayer, step, pos0, T, lane, {hs, fs, &tok, ref_x});
-        const Tensor* held_to = against_.logits(hs);
+        const TensorMap own_hs = lane.own_oracle ? lane.own_oracle->head(lane.own_x) : TensorMap{};
+        const TensorMap& lane_hs = lane.own_oracle ? own_hs : hs;
+        const TensorMap outs = run_block(BlockKind::head, kModelLayer, step, pos0, T, lane,
+                                         {lane_hs, fs, &tok, lane.own_oracle ? lane.own_x : ref_x});
+        const Tensor* held_to = against_.logits(lane_hs);
         if (!held_to) continue;  // nothing to hold the logits against
         if (auto it = outs.find("logits"); it != outs.end())
           note_logits(s_.report, lane.mode, step, *held_to, it->second);
@@ -225,7 +241,13 @@ class StepLoop {
     if (check)
       for (const TieFlip& f : check->flips)
         s_.report.notes.push_back(tie_note(f, cfg, step, layer, lane.mode, rl->second));
-    TensorMap ref = check ? run_.oracle->moe_given_ids(layer, in.ref, judged) : in.ref;
+    // A chained lane carries its choice into the layers after: from here on it follows its own copy
+    // of the oracle, taken now (this layer's state included), given that choice.
+    if (check && lane.mode == Mode::chained && !lane.own_oracle)
+      lane.own_oracle = std::make_unique<ref::Reference>(*run_.oracle);
+    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *run_.oracle;
+    TensorMap ref = check ? oracle.moe_given_ids(layer, in.ref, judged) : in.ref;
+    if (check && lane.own_oracle) lane.own_x = ref.at("residual_2");
     TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, in.floor, judged) : in.floor;
     return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
   }

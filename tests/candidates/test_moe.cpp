@@ -74,6 +74,19 @@ TEST(Moe, NearTieIsAcceptedWithANoteNamingIt) {
   EXPECT_TRUE(judged);
 }
 
+// Seed 16 of qwen3moe-tiny: cpu-f16's chained lane breaks a near-tie in layer 1 of the prefill the
+// other way, and carries that choice into the head and the decode steps, where it meets another
+// near-tie (step 2, layer 0). Judged against the oracle's own path its final_norm fails; judged
+// against a copy of the oracle that took the same choice, nothing does.
+TEST(Moe, ChainedLaneFollowsTheOracleGivenItsChoice) {
+  const RunReport r = run("qwen3moe-tiny", "cpu-f16", 16);
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+  EXPECT_EQ(router_ties(r), 2);
+  int chained = 0;
+  for (const std::string& n : r.notes) chained += n.find("(chained)") != std::string::npos;
+  EXPECT_EQ(chained, 2);
+}
+
 struct MutantCase {
   const char* name;
   const char* preset;
