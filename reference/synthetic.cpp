@@ -162,6 +162,8 @@ const Preset kPresets[] = {
     {"llama-tails-tiny", [] { return decoder(Family::llama, 2, 90, 5, 1, 18, 170, 300); }},
     {"qwen3-tails-tiny", [] { return decoder(Family::qwen3, 2, 90, 5, 1, 26, 170, 300); }},
     {"gpt2-tails-tiny", [] { return gpt2(2, 90, 5, 170, 300, 64); }},
+    // And Qwen3-MoE's: 7 experts of width 170, 3 per token (no power of two anywhere in the routing).
+    {"qwen3moe-tails-tiny", [] { return moe(decoder(Family::qwen3moe, 2, 90, 5, 1, 26, 170, 300), 7, 3, 170); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (a fused epilogue that adds the bias twice).
     {"qwen2-bias-tiny",

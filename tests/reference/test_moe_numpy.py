@@ -138,7 +138,8 @@ def main():
     dump, tmp = sys.argv[1], Path(sys.argv[2])
     tmp.mkdir(parents=True, exist_ok=True)
     failures = []
-    for preset, extra in [("qwen3moe-tiny", []), ("qwen3moe-tiny", ["--no-norm"]), ("mixtral-tiny", [])]:
+    for preset, extra in [("qwen3moe-tiny", []), ("qwen3moe-tiny", ["--no-norm"]), ("qwen3moe-tails-tiny", []),
+                          ("mixtral-tiny", [])]:
         check_block(dump, tmp, preset, extra, failures)
     check_ties(dump, failures)
     for f in failures:
