@@ -18,7 +18,9 @@ namespace {
 bool kept_stored(std::string_view name, const Shape& shape, DType dtype) {
   const bool floating =
       dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
-  return floating && shape.size() == 2 && !name.ends_with("ssm_conv1d.weight");
+  // MoE experts are matrices stacked [experts, out, in]: sliced an expert at a time, never widened.
+  const bool expert_stack = shape.size() == 3 && name.ends_with("_exps.weight");
+  return floating && (shape.size() == 2 || expert_stack) && !name.ends_with("ssm_conv1d.weight");
 }
 }  // namespace
 
@@ -98,6 +100,14 @@ TensorMap Reference::layer(int layer, const Tensor& x, int pos0, const TensorMap
   }
   throw std::invalid_argument(fmt::format("reference: layer {} has block kind {}, which is not a layer",
                                           layer, block_kind_name(cfg_.block_kind(layer))));
+}
+
+TensorMap Reference::moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const {
+  if (!cfg_.moe() || cfg_.block_kind(layer) != BlockKind::decoder)
+    throw std::invalid_argument(fmt::format("reference: layer {} has no experts", layer));
+  const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_};
+  moe_combine(c, stages, ids);
+  return stages;
 }
 
 Tensor Reference::forward(std::span<const std::int32_t> tokens) {

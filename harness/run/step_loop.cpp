@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
+#include "moe_ties.h"
 #include "phases.h"
 #include "stage_catalog.h"
 
@@ -68,6 +70,8 @@ class StepLoop {
         lane.floor_x = fs.at("embed");
       }
       Tensor ref_x = ref_stages.at("embed");
+      for (auto& lane : run_.lanes)
+        if (lane.own_oracle) lane.own_x = ref_x;  // the embedding has no state: the same on every path
       s_.flush();
       for (int l = 0; l < cfg.n_layers; ++l) {
         s_.event("reference_layer");
@@ -81,10 +85,22 @@ class StepLoop {
           const TensorMap fs = lane.floor->layer(l, floor_in, pos0, isolated ? &forced : nullptr);
           lane.floor_x = fs.at("residual_2");
           if (!judged) continue;
-          TensorMap outs = run_block(cfg.block_kind(l), l, step, pos0, T, lane, {rs, fs, &tok, ref_x});
+          // A chained lane that took a legitimate near-tie choice the oracle did not follows its own
+          // copy of the oracle from there on (settle_moe_tie), given that choice.
+          TensorMap own;
+          Tensor own_in;
+          if (lane.own_oracle) {
+            own_in = lane.own_x;
+            own = lane.own_oracle->layer(l, own_in, pos0);
+            lane.own_x = own.at("residual_2");  // settle_moe_tie replaces it after a further flip
+          }
+          const TensorMap& lane_rs = lane.own_oracle ? own : rs;
+          const Tensor& lane_ref_x = lane.own_oracle ? own_in : ref_x;
+          TensorMap outs =
+              run_block(cfg.block_kind(l), l, step, pos0, T, lane, {lane_rs, fs, &tok, lane_ref_x});
           auto it = outs.find("residual_2");
           // A candidate that does not produce the layer output cannot continue its own chain.
-          lane.x = it != outs.end() ? it->second : rs.at("residual_2").to(storage);
+          lane.x = it != outs.end() ? it->second : lane_rs.at("residual_2").to(storage);
         }
         ref_x = rs.at("residual_2");
         s_.flush();
@@ -99,9 +115,11 @@ class StepLoop {
         const TensorMap forced = isolated ? step_inputs_as_given(BlockKind::head, hs, storage) : TensorMap{};
         const TensorMap fs = lane.floor->head(isolated ? round_values(ref_x, storage) : lane.floor_x,
                                               isolated ? &forced : nullptr);
-        const TensorMap outs =
-            run_block(BlockKind::head, kModelLayer, step, pos0, T, lane, {hs, fs, &tok, ref_x});
-        const Tensor* held_to = against_.logits(hs);
+        const TensorMap own_hs = lane.own_oracle ? lane.own_oracle->head(lane.own_x) : TensorMap{};
+        const TensorMap& lane_hs = lane.own_oracle ? own_hs : hs;
+        const TensorMap outs = run_block(BlockKind::head, kModelLayer, step, pos0, T, lane,
+                                         {lane_hs, fs, &tok, lane.own_oracle ? lane.own_x : ref_x});
+        const Tensor* held_to = against_.logits(lane_hs);
         if (!held_to) continue;  // nothing to hold the logits against
         if (auto it = outs.find("logits"); it != outs.end())
           note_logits(s_.report, lane.mode, step, *held_to, it->second);
@@ -134,7 +152,11 @@ class StepLoop {
 
   // Runs the candidate's plan for one block in one lane and judges every catalog stage.
   TensorMap run_block(BlockKind kind, int layer, int step, int pos0, int T, Lane& lane,
-                      const BlockInputs& in) {
+                      const BlockInputs& given) {
+    // What the block's stages are held to and its isolated steps are fed: the oracle's stages, or
+    // after a legitimate near-tie in a MoE router, the oracle's given the candidate's choice.
+    std::unique_ptr<TieInputs> tie;
+    const BlockInputs* cur = &given;
     Candidate& cand = *run_.cand;
     const ModelConfig& cfg = run_.model->config;
     const DType storage = cand.storage_dtype();
@@ -145,6 +167,7 @@ class StepLoop {
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     races_.clear();
     for (const KernelStep& ks : plan) {
+      const BlockInputs& in = *cur;
       TensorMap& inputs = step_inputs.emplace_back();
       for (const std::string& name : ks.inputs)
         inputs[name] = resolve(ks.name, name, lane, layer, in, produced, storage);
@@ -173,7 +196,10 @@ class StepLoop {
         record_history(lane, layer, o, it->second);
         produced[o] = std::move(it->second);
       }
+      if (!tie && cfg.moe() && kind == BlockKind::decoder && produced.count("expert_ids"))
+        if ((tie = settle_moe_tie(step, layer, lane, in, produced.at("expert_ids")))) cur = &tie->inputs;
     }
+    const BlockInputs& in = *cur;
     // The yardstick's own run of this block on the same inputs (--baseline), if it has one.
     against_.block_ran(s_, {kind, step, layer, pos0, T, lane.mode, in.ref},
                        [&](const std::string& st, const std::string& name, DType dt) {
@@ -206,6 +232,47 @@ class StepLoop {
     }
     capture_failing_inputs(judged_from, plan, step_inputs, step, layer, lane.mode, pos0, T);
     return produced;
+  }
+
+  // The reference and floor stages of a MoE layer given other expert ids, and the inputs over them.
+  struct TieInputs {
+    TensorMap ref, floor;
+    BlockInputs inputs;
+    TieInputs(TensorMap r, TensorMap f, const BlockInputs& in)
+        : ref(std::move(r)), floor(std::move(f)), inputs{ref, floor, in.tokens, in.ref_x} {}
+    TieInputs(const TieInputs&) = delete;
+  };
+
+  // Where the candidate's expert_ids differ from the oracle's only at near-ties of the oracle's
+  // router logits (moe_ties.h): notes each such row and returns the oracle's (and the noise
+  // floor's) stages given the candidate's choice. The floor's own choice is brought to the judged
+  // one too, so a flip of the floor itself never widens a tolerance.
+  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Lane& lane, const BlockInputs& in,
+                                            const Tensor& cand_ids) {
+    const ModelConfig& cfg = run_.model->config;
+    auto r = in.ref.find("expert_ids");
+    auto rl = in.ref.find("router_logits");
+    if (r == in.ref.end() || rl == in.ref.end()) return nullptr;
+    const auto fl = in.floor.find("router_logits");
+    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor.end() ? nullptr : &fl->second,
+                                            r->second, cand_ids, run_.cand->storage_dtype());
+    const Tensor& judged = check ? check->ids : r->second;
+    const auto fi = in.floor.find("expert_ids");
+    const bool floor_differs = fi != in.floor.end() && lane.floor &&
+                               fi->second.to(DType::f64).to_f64() != judged.to(DType::f64).to_f64();
+    if (!check && !floor_differs) return nullptr;
+    if (check)
+      for (const TieFlip& f : check->flips)
+        s_.report.notes.push_back(tie_note(f, cfg, step, layer, lane.mode, rl->second));
+    // A chained lane carries its choice into the layers after: from here on it follows its own copy
+    // of the oracle, taken now (this layer's state included), given that choice.
+    if (check && lane.mode == Mode::chained && !lane.own_oracle)
+      lane.own_oracle = std::make_unique<ref::Reference>(*run_.oracle);
+    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *run_.oracle;
+    TensorMap ref = check ? oracle.moe_given_ids(layer, in.ref, judged) : in.ref;
+    if (check && lane.own_oracle) lane.own_x = ref.at("residual_2");
+    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, in.floor, judged) : in.floor;
+    return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
   }
 
   void record_crashed(int step, int layer, const std::string& stage, Mode mode, DType storage,

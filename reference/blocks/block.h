@@ -87,5 +87,11 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
 // Shared pieces.
 // ffn_norm .. residual_2 from s["residual_1"] (SwiGLU, optional biases).
 void swiglu_mlp(const BlockContext& c, TensorMap& s);
+// ffn_norm, router_logits .. moe_out, residual_2 from s["residual_1"]: the mixture-of-experts FFN.
+void moe_mlp(const BlockContext& c, TensorMap& s);
+// expert_ids .. residual_2 of a MoE layer whose experts are `ids` [T, k] (the router's choice, or
+// a candidate's at a near-tie, to judge what follows it), from s's ffn_norm, router_logits and
+// residual_1.
+void moe_combine(const BlockContext& c, TensorMap& s, const Tensor& ids);
 
 }  // namespace ds::ref

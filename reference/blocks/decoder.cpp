@@ -1,5 +1,6 @@
 // LLaMA / Mistral / Qwen2 / Qwen3 pre-norm block (reference-math.md §1.1-1.4). The families
-// differ only in config flags: q/k/v bias (Qwen2), per-head QK-norm before RoPE (Qwen3).
+// differ only in config flags: q/k/v bias (Qwen2), per-head QK-norm before RoPE (Qwen3), a
+// mixture-of-experts FFN (Qwen3-MoE, Mixtral; blocks/moe.cpp).
 #include <cmath>
 
 #include "block.h"
@@ -31,7 +32,10 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
                     cfg.sliding_window));
   c.put(s, "attn_out", c.linear(s["attn"], "attn_output"));
   c.put(s, "residual_1", add(x, s["attn_out"]));
-  swiglu_mlp(c, s);
+  if (cfg.moe())
+    moe_mlp(c, s);
+  else
+    swiglu_mlp(c, s);
   st.positions += int(x.dim(0));
   return s;
 }
