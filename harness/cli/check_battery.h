@@ -37,6 +37,9 @@ struct PartOutcome {
 
 // SIMT candidates are the ones a schedule rerun, the hazard checker and poison can look into.
 bool runs_on_simt(const std::string& candidate);
+// The run options every part shares: the model, candidate, seed, layers, decode steps, fill and
+// numerics the command was given (no modes: each part sets its own).
+RunOptions common_options(const CheckArgs& a);
 std::vector<Part> plan_parts(const CheckArgs& a);
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index);
 // The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.

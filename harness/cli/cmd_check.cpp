@@ -43,15 +43,20 @@ bool runs_on_simt(const std::string& candidate) {
   return std::none_of(cpu.begin(), cpu.end(), [&](const cpu::CpuVariant& v) { return candidate == v.name; });
 }
 
+RunOptions common_options(const CheckArgs& a) {
+  RunOptions o;
+  o.model = a.model;
+  o.candidate = a.candidate;
+  o.seed = a.seed;
+  o.layers = a.layers;
+  o.decode_steps = a.decode_steps;
+  o.fill = a.fill == "reference";
+  o.numerics = a.numerics;
+  return o;
+}
+
 std::vector<Part> plan_parts(const CheckArgs& a) {
-  RunOptions base;
-  base.model = a.model;
-  base.candidate = a.candidate;
-  base.seed = a.seed;
-  base.layers = a.layers;
-  base.decode_steps = a.decode_steps;
-  base.fill = a.fill == "reference";
-  base.numerics = a.numerics;
+  RunOptions base = common_options(a);
   // A dump is the engine's own chain of outputs: it has no isolated lane.
   base.modes = is_dump(a.candidate) ? std::vector<Mode>{Mode::chained}
                                     : std::vector<Mode>{Mode::isolated, Mode::chained};

@@ -23,6 +23,7 @@ namespace ds::cli {
 namespace {
 
 using battery::CheckArgs;
+using battery::common_options;
 using verify::Finding;
 
 struct VerifyArgs {
@@ -102,14 +103,7 @@ struct TracedRun {
 
 TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::vector<int>& tokens,
                      const std::string& path, const Policy& policy) {
-  RunOptions o;
-  o.model = a.model;
-  o.candidate = a.candidate;
-  o.seed = a.seed;
-  o.layers = a.layers;
-  o.decode_steps = a.decode_steps;
-  o.fill = a.fill == "reference";
-  o.numerics = a.numerics;
+  RunOptions o = common_options(a);
   o.modes = {mode};
   o.tokens = tokens;
   if (!tokens.empty()) o.prompt_tokens = int(tokens.size());
