@@ -31,7 +31,8 @@ simt_options to_c(const SimtOptions& o) {
                       simt_threads(o),
                       o.strict ? 1 : 0,
                       o.race_check,
-                      o.racecheck ? 1 : 0};
+                      o.racecheck ? 1 : 0,
+                      o.poison};
 }
 
 // The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before

@@ -34,11 +34,19 @@ constexpr Alias kAliases[] = {
     {"qwen3_5", "qwen35"},
     {"qwen3.5", "qwen35"},
     {"qwen3_5_text", "qwen35"},
+    {"qwen3moe", "qwen3moe"},
+    {"qwen3_moe", "qwen3moe"},
+    // Mixtral is llama with experts: llama.cpp writes its GGUF as `llama` with expert_count.
+    {"mixtral", "mixtral"},
 };
 
 // Seed 001's role groups for the decoder layout.
 constexpr std::array<std::string_view, 9> kBase = {
     "attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+// A MoE decoder layer: the base roles with the router and the stacked experts for the dense MLP.
+constexpr std::array<std::string_view, 10> kMoeBase = {
+    "attn_norm", "attn_q",       "attn_k",        "attn_v",      "attn_output",
+    "ffn_norm",  "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
 constexpr std::array<std::string_view, 2> kQkNorm = {"attn_q_norm", "attn_k_norm"};
 constexpr std::array<std::string_view, 3> kBias = {"attn_q_bias", "attn_k_bias", "attn_v_bias"};
 constexpr std::array<std::string_view, 12> kGpt2 = {
@@ -65,6 +73,7 @@ std::string_view layout_name(Layout l) {
     case Layout::decoder: return "decoder";
     case Layout::gpt2: return "gpt2";
     case Layout::hybrid_gdn: return "hybrid_gdn";
+    case Layout::decoder_moe: return "decoder_moe";
   }
   return "?";
 }
@@ -75,13 +84,27 @@ std::string canonical_architecture(std::string_view arch) {
   return {};
 }
 
-std::vector<std::string> known_architectures() { return {"llama", "qwen2", "qwen3", "gpt2", "qwen35"}; }
+std::vector<std::string> known_architectures() {
+  return {"llama", "qwen2", "qwen3", "gpt2", "qwen35", "qwen3moe", "mixtral"};
+}
 
 ArchConstraints from_architecture(std::string_view arch) {
   const std::string canon = canonical_architecture(arch);
   ArchConstraints c;  // the default is the unknown-architecture fallback: base roles only
   if (canon == "qwen2") c.has_bias = true;
   if (canon == "qwen3") c.has_qk_norm = true;
+  if (canon == "qwen3moe") {
+    // Qwen3-30B-A3B and -235B-A22B ship norm_topk_prob true; llama.cpp's qwen3moe graph
+    // renormalises unconditionally.
+    c.has_qk_norm = true;
+    c.layout = Layout::decoder_moe;
+    c.moe_routing = "softmax_topk";
+    c.moe_norm_topk = true;
+  }
+  if (canon == "mixtral") {
+    c.layout = Layout::decoder_moe;
+    c.moe_routing = "topk_softmax";
+  }
   if (canon == "gpt2") {
     c.attention_type = "mha";
     c.norm_type = "layernorm";
@@ -124,6 +147,11 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
     c.gated_delta_net |= k == BlockKind::gdn;
   }
   c.gdn_tiled_heads = c.gated_delta_net && cfg.gdn_head_map == GdnHeadMap::tiled;
+  if (cfg.moe()) {
+    c.layout = Layout::decoder_moe;
+    c.moe_routing = std::string(moe_routing_name(cfg.moe_routing));
+    c.moe_norm_topk = cfg.moe_routing == MoeRouting::softmax_topk && cfg.moe_norm_topk;
+  }
   return c;
 }
 
@@ -145,6 +173,11 @@ OpSet required_ops(const ArchConstraints& c) {
     ops.add(Op::SsmConv);
     if (c.gdn_tiled_heads) ops.add(Op::GdnTiledHeads);
   }
+  if (!c.moe_routing.empty()) {
+    ops.add(Op::MoeExperts);
+    ops.add(c.moe_routing == "topk_softmax" ? Op::MoeTopKSoftmax : Op::MoeSoftmaxTopK);
+    if (c.moe_norm_topk) ops.add(Op::MoeNormTopK);
+  }
   return ops;
 }
 
@@ -161,7 +194,10 @@ std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind
     case BlockKind::gdn: append(out, kGdn); break;
     case BlockKind::decoder:
     case BlockKind::gated_attn:
-      append(out, kBase);
+      if (c.layout == Layout::decoder_moe && kind == BlockKind::decoder)
+        append(out, kMoeBase);
+      else
+        append(out, kBase);
       if (c.has_qk_norm) append(out, kQkNorm);
       if (c.has_bias) append(out, kBias);
       break;
@@ -174,7 +210,8 @@ std::vector<std::string> required_roles(const ArchConstraints& c) {
   switch (c.layout) {
     case Layout::gpt2: return required_roles(c, BlockKind::gpt2);
     case Layout::hybrid_gdn: return required_roles(c, BlockKind::gdn);
-    case Layout::decoder: break;
+    case Layout::decoder:
+    case Layout::decoder_moe: break;
   }
   return required_roles(c, BlockKind::decoder);
 }
@@ -194,7 +231,10 @@ std::vector<std::string> required_model_roles(const ArchConstraints& c) {
 
 std::vector<std::string> optional_roles(const ArchConstraints& c, BlockKind kind) {
   std::vector<std::string> out;
-  if (kind == BlockKind::decoder || kind == BlockKind::gated_attn) {
+  if (kind == BlockKind::decoder && c.layout == Layout::decoder_moe) {
+    out = {"attn_output_bias"};  // the experts carry no biases in any MoE checkpoint read here
+    if (!c.has_bias) append(out, kBias);
+  } else if (kind == BlockKind::decoder || kind == BlockKind::gated_attn) {
     out = {"attn_output_bias", "ffn_gate_bias", "ffn_up_bias", "ffn_down_bias"};
     if (!c.has_bias) append(out, kBias);
   }

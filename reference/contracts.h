@@ -15,8 +15,9 @@
 namespace ds::ref {
 
 // How a layer is laid out: the seed's decoder matrix (base / +qk_norm / +bias), GPT-2's fused
-// LayerNorm block, or the Qwen3-Next hybrid (GDN layers + gated full attention).
-enum class Layout { decoder, gpt2, hybrid_gdn };
+// LayerNorm block, the Qwen3-Next hybrid (GDN layers + gated full attention), or the decoder
+// with a mixture-of-experts FFN (router + stacked experts in place of ffn_gate/up/down).
+enum class Layout { decoder, gpt2, hybrid_gdn, decoder_moe };
 
 struct ArchConstraints {
   std::string attention_type = "gqa";        // gqa | mha
@@ -32,13 +33,16 @@ struct ArchConstraints {
   bool attn_output_gate = false;
   bool gated_delta_net = false;
   bool gdn_tiled_heads = false;  // GDN value head h reads key head h mod n_k (not floor(h / rho))
+  std::string moe_routing;       // "" (dense MLP) | softmax_topk | topk_softmax (moe_routing_name)
+  bool moe_norm_topk = false;    // softmax_topk's chosen weights renormalised (norm_topk_prob)
   Layout layout = Layout::decoder;
   bool operator==(const ArchConstraints&) const = default;
 };
 
 std::string_view layout_name(Layout l);
 // Resolves aliases ("llama3", "mistral" -> llama; "qwen", "qwen2.5" -> qwen2; "qwen3next",
-// "qwen3_next" -> qwen35). An unknown architecture gets the default (base) constraints.
+// "qwen3_next" -> qwen35; "qwen3_moe" -> qwen3moe). An unknown architecture gets the default (base)
+// constraints.
 ArchConstraints from_architecture(std::string_view arch);
 // The canonical architecture an alias resolves to; empty when unknown.
 std::string canonical_architecture(std::string_view arch);

@@ -67,6 +67,23 @@ Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, 
 // Per (token, value head): w * (o * rsqrt(mean(o^2) + eps)) * silu(z).
 Tensor gated_rmsnorm(const Tensor& o, const Tensor& z, const Tensor& w, double eps, int width);
 
+// ---- Mixture of experts (docs/moe.md) ----
+// One token's routing: the chosen experts, highest weight first (equal values: lower expert
+// index first), and the weights their outputs are combined with.
+struct ExpertChoice {
+  std::vector<int> ids;
+  std::vector<double> weights;
+};
+// The router's decision for one row of logits under `rule` (k = ids.size() = n_used);
+// `norm_topk` renormalises softmax_topk's chosen probabilities to sum 1 (topk_softmax's already do).
+ExpertChoice route_experts(std::span<const double> logits, int n_used, MoeRouting rule, bool norm_topk);
+// The weights `rule` gives the experts `ids` (any k distinct experts, not only the top k): what
+// route_experts returns for its own choice.
+std::vector<double> routing_weights(std::span<const double> logits, std::span<const int> ids, MoeRouting rule,
+                                    bool norm_topk);
+// The indices of the k largest values, largest first, equal values lower index first.
+std::vector<int> top_k(std::span<const double> values, int k);
+
 double silu(double x);
 double sigmoid(double x);
 double softplus(double x);

@@ -18,7 +18,9 @@ namespace {
 bool kept_stored(std::string_view name, const Shape& shape, DType dtype) {
   const bool floating =
       dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
-  return floating && shape.size() == 2 && !name.ends_with("ssm_conv1d.weight");
+  // MoE experts are matrices stacked [experts, out, in]: sliced an expert at a time, never widened.
+  const bool expert_stack = shape.size() == 3 && name.ends_with("_exps.weight");
+  return floating && (shape.size() == 2 || expert_stack) && !name.ends_with("ssm_conv1d.weight");
 }
 }  // namespace
 
@@ -64,32 +66,48 @@ TensorMap Reference::embed(std::span<const std::int32_t> tokens, int pos0) const
   return out;
 }
 
-TensorMap Reference::head(const Tensor& x) const {
+TensorMap Reference::head(const Tensor& x, const TensorMap* forced) const {
   TensorMap out;
   Tensor n = cfg_.family == Family::gpt2
-                 ? numerics_layernorm(x, w("output_norm.weight"), w("output_norm.bias"), cfg_.norm_eps, opt_.numerics)
-                 : numerics_rmsnorm(x, w("output_norm.weight"), cfg_.norm_eps, cfg_.norm_plus_one, cfg_.hidden,
-                                    opt_.numerics);
+                 ? numerics_layernorm(x, w("output_norm.weight"), w("output_norm.bias"), cfg_.norm_eps,
+                                      opt_.numerics)
+                 : numerics_rmsnorm(x, w("output_norm.weight"), cfg_.norm_eps, cfg_.norm_plus_one,
+                                    cfg_.hidden, opt_.numerics);
   out["final_norm"] = stage(n);
   const Tensor* lm = w_opt("output.weight");
   const std::string_view head_weight = lm ? "output.weight" : "token_embd.weight";
-  out["logits"] = stage(
-      numerics_linear(out["final_norm"], w(head_weight), nullptr, opt_.numerics, model_->file_type(head_weight)));
+  const auto f = forced ? forced->find("final_norm") : TensorMap::const_iterator{};
+  const Tensor& normed = forced && f != forced->end() ? f->second : out["final_norm"];
+  out["logits"] =
+      stage(numerics_linear(normed, w(head_weight), nullptr, opt_.numerics, model_->file_type(head_weight)));
   return out;
 }
 
-TensorMap Reference::layer(int layer, const Tensor& x, int pos0) {
-  const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_};
+TensorMap Reference::layer(int layer, const Tensor& x, int pos0, const TensorMap* forced) {
+  TensorMap own;
+  const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_, forced, &own};
   LayerState& st = state_.at(std::size_t(layer));
+  const auto with_own = [&own](TensorMap s) {
+    for (auto& [name, t] : own) s[name] = std::move(t);
+    return s;
+  };
   switch (cfg_.block_kind(layer)) {
-    case BlockKind::decoder: return decoder_block(c, x, pos0, st);
-    case BlockKind::gpt2: return gpt2_block(c, x, pos0, st);
-    case BlockKind::gdn: return gdn_block(c, x, pos0, st);
-    case BlockKind::gated_attn: return gated_attn_block(c, x, pos0, st);
+    case BlockKind::decoder: return with_own(decoder_block(c, x, pos0, st));
+    case BlockKind::gpt2: return with_own(gpt2_block(c, x, pos0, st));
+    case BlockKind::gdn: return with_own(gdn_block(c, x, pos0, st));
+    case BlockKind::gated_attn: return with_own(gated_attn_block(c, x, pos0, st));
     default: break;
   }
   throw std::invalid_argument(fmt::format("reference: layer {} has block kind {}, which is not a layer",
                                           layer, block_kind_name(cfg_.block_kind(layer))));
+}
+
+TensorMap Reference::moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const {
+  if (!cfg_.moe() || cfg_.block_kind(layer) != BlockKind::decoder)
+    throw std::invalid_argument(fmt::format("reference: layer {} has no experts", layer));
+  const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_};
+  moe_combine(c, stages, ids);
+  return stages;
 }
 
 Tensor Reference::forward(std::span<const std::int32_t> tokens) {

@@ -40,9 +40,15 @@ class Reference {
   TensorMap embed(std::span<const std::int32_t> tokens, int pos0) const;
   // Every stage of `layer` for input x ([T, hidden], positions pos0..). Appends this step's
   // keys and values (or recurrent state) to the layer's state, so calls must come in order.
-  TensorMap layer(int layer, const Tensor& x, int pos0);
-  // "final_norm" and "logits" of the last layer's output.
-  TensorMap head(const Tensor& x) const;
+  // With `forced`, every stage it names is computed and returned as usual, but what follows it
+  // in the layer (and the cache) consumes the forced value instead: a floor per kernel step.
+  TensorMap layer(int layer, const Tensor& x, int pos0, const TensorMap* forced = nullptr);
+  // A MoE layer's stages with expert_ids .. residual_2 recomputed for the experts `ids` [T, k]
+  // instead of the router's choice, from `stages` (the layer's, as layer() returned them): the
+  // oracle given a candidate's choice at a near-tie (docs/moe.md). Touches no layer state.
+  TensorMap moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const;
+  // "final_norm" and "logits" of the last layer's output (logits from a forced final_norm).
+  TensorMap head(const Tensor& x, const TensorMap* forced = nullptr) const;
   // Forgets every cache (a new sequence).
   void reset();
 

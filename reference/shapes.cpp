@@ -86,6 +86,22 @@ const LayerShape kLayer[] = {
        return Shape{c.hidden, c.ffn};
      }},
     {"ffn_down.bias", [](const ModelConfig& c, BlockKind) { return Shape{c.hidden}; }},
+    {"ffn_gate_inp.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.n_experts, c.hidden};
+     }},
+    {"ffn_gate_exps.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.n_experts, c.expert_ffn, c.hidden};
+     }},
+    {"ffn_up_exps.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.n_experts, c.expert_ffn, c.hidden};
+     }},
+    {"ffn_down_exps.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.n_experts, c.hidden, c.expert_ffn};
+     }},
 };
 }  // namespace
 

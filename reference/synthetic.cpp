@@ -44,6 +44,7 @@ ModelConfig decoder(Family f, int layers, int hidden, int heads, int kv, int hea
       c.qkv_bias = true;
       break;
     case Family::qwen3:
+    case Family::qwen3moe:
       c.rope_theta = 1e6;
       c.norm_eps = 1e-6;
       c.qk_norm = true;
@@ -84,6 +85,21 @@ ModelConfig qwen35(int layers, int interval, int hidden, int heads, int kv, int 
   return c;
 }
 
+// A mixture-of-experts FFN of `experts` SwiGLU experts of width `expert_ffn`, `used` per token.
+ModelConfig moe(ModelConfig c, int experts, int used, int expert_ffn) {
+  c.n_experts = experts;
+  c.n_experts_used = used;
+  c.expert_ffn = expert_ffn;
+  if (c.family == Family::qwen3moe) {
+    c.moe_routing = MoeRouting::softmax_topk;
+    c.moe_norm_topk = true;
+  } else {  // Mixtral: llama with experts
+    c.arch = "mixtral";
+    c.moe_routing = MoeRouting::topk_softmax;
+  }
+  return c;
+}
+
 ModelConfig tied(ModelConfig c) {
   c.tied_embeddings = true;
   return c;
@@ -99,6 +115,19 @@ const Preset kPresets[] = {
     {"gpt2-tiny", [] { return gpt2(2, 64, 4, 256, 256, 64); }},
     // rho = n_v / n_k = 2, so the grouped and tiled head maps differ.
     {"qwen35-tiny", [] { return qwen35(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16); }},
+    // Qwen3-MoE: every FFN 16 experts, top-4, renormalised (norm_topk_prob); Mixtral: 8 experts,
+    // top-2, softmax over the chosen two.
+    {"qwen3moe-tiny", [] { return moe(decoder(Family::qwen3moe, 2, 64, 4, 2, 32, 128, 256), 16, 4, 32); }},
+    {"mixtral-tiny", [] { return moe(decoder(Family::llama, 2, 64, 4, 2, 16, 64, 256), 8, 2, 64); }},
+    // norm_topk_prob false (transformers' Qwen3MoeConfig default, Qwen2-MoE's and OLMoE's shipped
+    // value): the chosen softmax weights sum to less than one, and softmax before or after the top-k
+    // is no longer the same function.
+    {"qwen3moe-unnormed-tiny",
+     [] {
+       ModelConfig c = moe(decoder(Family::qwen3moe, 2, 64, 4, 2, 32, 128, 256), 16, 4, 32);
+       c.moe_norm_topk = false;
+       return c;
+     }},
     {"qwen2.5-0.5b", [] { return tied(decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936)); }},
     {"qwen3-0.6b", [] { return tied(decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936)); }},
     {"llama3.2-1b",
@@ -108,6 +137,11 @@ const Preset kPresets[] = {
        return c;
      }},
     {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
+    // Qwen3-30B-A3B's config.json: 48 layers, hidden 2048, 32 q / 4 kv heads of 128, 128 experts of
+    // width 768 (moe_intermediate_size), 8 per token, norm_topk_prob true; intermediate_size 6144
+    // is unused by its all-MoE layers. 60 GB in bf16: run it with --layers 1.
+    {"qwen3-30b-a3b",
+     [] { return moe(decoder(Family::qwen3moe, 48, 2048, 32, 4, 128, 6144, 151936), 128, 8, 768); }},
     // Llama-3 RoPE scaling at tiny size. Its factors slow the low-frequency pairs, which only shows
     // at long positions: a candidate that drops them passes short prompts and fails past ~2048.
     {"llama3-tiny",
@@ -128,6 +162,8 @@ const Preset kPresets[] = {
     {"llama-tails-tiny", [] { return decoder(Family::llama, 2, 90, 5, 1, 18, 170, 300); }},
     {"qwen3-tails-tiny", [] { return decoder(Family::qwen3, 2, 90, 5, 1, 26, 170, 300); }},
     {"gpt2-tails-tiny", [] { return gpt2(2, 90, 5, 170, 300, 64); }},
+    // And Qwen3-MoE's: 7 experts of width 170, 3 per token (no power of two anywhere in the routing).
+    {"qwen3moe-tails-tiny", [] { return moe(decoder(Family::qwen3moe, 2, 90, 5, 1, 26, 170, 300), 7, 3, 170); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (a fused epilogue that adds the bias twice).
     {"qwen2-bias-tiny",
@@ -364,6 +400,21 @@ void swiglu_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const S
   }
 }
 
+// The router reads the normalised input at unit gain: logits of std about 1 across experts, so
+// the top-k margins are a fraction of a unit and near-ties happen. Each expert is a SwiGLU MLP;
+// the k outputs are combined with weights summing to about 1, which shrinks their RMS by about
+// sqrt(k) (for even weights), so the down projections are that much larger.
+void moe_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {
+  auto n = [&](std::string_view role) { return layer_weight(l, role); };
+  const std::int64_t D = c.hidden, F = c.expert_ffn, E = c.n_experts;
+  norm_weight(ws, g, c, n("ffn_norm.weight"), D);
+  fill(ws, g, n("ffn_gate_inp.weight"), {E, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_gate_exps.weight"), {E, F, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_up_exps.weight"), {E, F, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_down_exps.weight"), {E, D, F}, 0.0,
+       s.write[std::size_t(l)] * std::sqrt(double(c.n_experts_used)) / (kSiluMulRms * std::sqrt(double(F))));
+}
+
 void gpt2_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   const std::int64_t D = c.hidden, F = c.ffn;
@@ -477,7 +528,10 @@ Model make_synthetic(std::string_view preset, std::uint64_t seed, int layers) {
     else
       attention_weights(ws, g, c, scales, l,
                         kind == BlockKind::gated_attn ? 2 * std::int64_t(c.q_dim()) : c.q_dim());
-    swiglu_weights(ws, g, c, scales, l);
+    if (c.moe())
+      moe_weights(ws, g, c, scales, l);
+    else
+      swiglu_weights(ws, g, c, scales, l);
   }
   plant_massive_activation(m, scales);
   return m;

@@ -56,6 +56,16 @@ const std::vector<CpuVariant>& planted_variants() {
       {PlantedBug::l2norm_no_eps, "mutant:l2norm-no-eps",
        "cpu-f16 whose GDN q/k l2-norm leaves out its epsilon: correct until a head's sum of squares nears "
        "1e-6, where it divides by almost nothing (--probe tiny-gdn-qk)"},
+      {PlantedBug::moe_no_renorm, "mutant:moe-no-renorm",
+       "cpu-f16 whose MoE routing forgets norm_topk_prob's renormalisation: the chosen experts' weights "
+       "sum to less than one (Qwen3-MoE; caught at expert_weights)"},
+      {PlantedBug::moe_expert_off_by_one, "mutant:moe-expert-off-by-one",
+       "cpu-f16 whose MoE combine reads expert e + 1's weights for chosen expert e: the routing is right, "
+       "the output is not (caught at moe_out)"},
+      {PlantedBug::moe_rule_swapped, "mutant:moe-rule-swapped",
+       "cpu-f16 that routes a softmax-then-top-k model with softmax over the top k (and the reverse): "
+       "identical when the chosen weights are renormalised, wrong weights when not (caught at "
+       "expert_weights on qwen3moe-unnormed-tiny)"},
       {PlantedBug::batch_seq_offset, "mutant:batch-seq-offset",
        "cpu-f16 whose batched attention starts each sequence's KV cache one row early: a sequence offset off "
        "by one, reading the last cache row of its neighbour (run --batch)"},
@@ -97,11 +107,29 @@ OpSet CpuCandidate::capabilities() const {
   if (v1_) return {Op::RoPE, Op::RoPENeox, Op::GQA, Op::MHA, Op::CausalMask, Op::SwiGLU, Op::RMSNorm};
   // Every family the reference implements; the GDN ops only in their plain form (a decode step
   // is the same recurrence and conv on one token: no fused decode ops A-D to declare).
-  return {Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::RoPEFreqFactors,
-          Op::GQA,           Op::MHA,      Op::CausalMask,     Op::SwiGLU,
-          Op::GeluMlp,       Op::RMSNorm,  Op::RMSNormPlusOne, Op::LayerNorm,
-          Op::BiasAdd,       Op::QkNorm,   Op::AbsolutePos,    Op::AttnOutputGate,
-          Op::GatedDeltaNet, Op::SsmConv,  Op::GdnTiledHeads};
+  return {Op::RoPE,
+          Op::RoPENeox,
+          Op::RoPEPartial,
+          Op::RoPEFreqFactors,
+          Op::GQA,
+          Op::MHA,
+          Op::CausalMask,
+          Op::SwiGLU,
+          Op::GeluMlp,
+          Op::RMSNorm,
+          Op::RMSNormPlusOne,
+          Op::LayerNorm,
+          Op::BiasAdd,
+          Op::QkNorm,
+          Op::AbsolutePos,
+          Op::AttnOutputGate,
+          Op::GatedDeltaNet,
+          Op::SsmConv,
+          Op::GdnTiledHeads,
+          Op::MoeSoftmaxTopK,
+          Op::MoeTopKSoftmax,
+          Op::MoeNormTopK,
+          Op::MoeExperts};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
@@ -155,6 +183,11 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
       break;
     }
     default: return {};  // not supported: the capability gate refuses such models first
+  }
+  if (kind == BlockKind::decoder && cfg.moe()) {
+    const std::vector<KernelStep> experts = moe_steps();
+    p.insert(p.end(), experts.begin(), experts.end());
+    return p;
   }
   p.insert(p.end(), mlp.begin(), mlp.end());
   return p;
@@ -234,6 +267,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   auto out = [&](std::string_view n, const Mat& m) { outputs[std::string(n)] = to_tensor(m, storage_); };
   if (run_hybrid(step, ctx, inputs, outputs)) {
     // a Qwen3-Next step (cpu_hybrid.cpp)
+  } else if (run_moe(step, ctx, inputs, outputs)) {
+    // a mixture-of-experts step (cpu_moe.cpp)
   } else if (s == "embed") {
     const Tensor& tok = in(inputs, "tokens");
     const Mat& table = w(kModelLayer, "token_embd.weight");

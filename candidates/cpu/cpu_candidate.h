@@ -28,6 +28,10 @@ enum class PlantedBug {
   // The GDN q/k l2-norm without its epsilon: the same as the correct one until a row's sum of
   // squares nears 1e-6 (the probe tiny-gdn-qk drives it there).
   l2norm_no_eps,
+  // Mixture-of-experts routing and combine bugs (docs/moe.md), one rule broken each.
+  moe_no_renorm,          // norm_topk_prob's renormalisation of the chosen weights forgotten
+  moe_expert_off_by_one,  // the combine reads expert e + 1's weights for chosen expert e
+  moe_rule_swapped,       // softmax after top-k for a softmax-before model (and the reverse)
   // Batched bug classes (docs/batches.md), each wrong only in a batched call (`run --batch`):
   batch_seq_offset,      // attention reads a sequence's KV cache one row early (into its neighbour's)
   batch_wrong_position,  // RoPE rotates a sequence's rows by the next sequence's positions
@@ -42,6 +46,8 @@ struct CpuVariant {
   const char* what;
 };
 const std::vector<CpuVariant>& planted_variants();
+// A MoE decoder layer's FFN steps, ffn_norm .. residual_2 (cpu_moe.cpp).
+std::vector<KernelStep> moe_steps();
 
 class CpuCandidate final : public Candidate {
  public:
@@ -72,6 +78,8 @@ class CpuCandidate final : public Candidate {
   // The Qwen3-Next steps (cpu_hybrid.cpp); false when `step` is not one of them.
   bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                   TensorMap& outputs);
+  // The mixture-of-experts steps (cpu_moe.cpp); false when `step` is not one of them.
+  bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
   void crash_if_planted() const;
   // The batched bug classes' planted lines (PlantedBug::batch_*); correct without them.
   int cache_start(const SeqSpan& q) const;

@@ -31,9 +31,6 @@ struct MutantInfo {
   std::string_view probe = {};
   // A bug only some widths show: the same run on this model, whose widths hide it, passes.
   std::string_view hidden_on = {};
-  // A bias too small for any one stage that compounds: every stage passes, and the run fails on
-  // its drift (`--mode both`), which begins at first_layer's first_stage (a layer output).
-  bool drift = false;
 };
 
 std::span<const MutantInfo> mutants();

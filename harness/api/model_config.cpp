@@ -13,6 +13,7 @@ std::string_view family_name(Family f) {
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return "qwen35";
+    case Family::qwen3moe: return "qwen3moe";
   }
   return "?";
 }
@@ -32,6 +33,10 @@ std::string_view block_kind_name(BlockKind k) {
 std::string_view rope_mode_name(RopeMode m) { return m == RopeMode::normal ? "normal" : "neox"; }
 
 std::string_view gdn_head_map_name(GdnHeadMap m) { return m == GdnHeadMap::grouped ? "grouped" : "tiled"; }
+
+std::string_view moe_routing_name(MoeRouting r) {
+  return r == MoeRouting::softmax_topk ? "softmax_topk" : "topk_softmax";
+}
 
 int ModelConfig::gdn_key_head(int h) const {
   if (gdn_head_map == GdnHeadMap::tiled) return h % gdn_k_heads;
@@ -68,6 +73,14 @@ void ModelConfig::validate() const {
     fail("rope_mode (permuted q/k rows need normal)", "neox");
   if (!rope_freq_factors.empty() && int(rope_freq_factors.size()) != rotary_dim() / 2)
     fail("rope_freq_factors (count)", rope_freq_factors.size());
+  if (n_experts < 0) fail("n_experts", n_experts);
+  if (moe()) {
+    if (n_experts_used <= 0 || n_experts_used > n_experts) fail("n_experts_used", n_experts_used);
+    if (expert_ffn <= 0) fail("expert_ffn", expert_ffn);
+    for (BlockKind k : layer_kinds)
+      if (k != BlockKind::decoder)
+        fail("layer_kinds (experts serve decoder layers only)", block_kind_name(k));
+  }
   for (BlockKind k : layer_kinds) {
     if (k != BlockKind::gdn) continue;
     if (gdn_k_heads <= 0) fail("gdn_k_heads", gdn_k_heads);

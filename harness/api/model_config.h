@@ -12,8 +12,10 @@
 namespace ds {
 
 // qwen35: the dense Qwen3.5 hybrid (Gated DeltaNet + gated attention, dense MLP), llama.cpp's `qwen35`;
-// "qwen3next" names it too (the name it had before), see contracts.cpp.
-enum class Family { llama, qwen2, qwen3, gpt2, qwen35 };
+// "qwen3next" names it too (the name it had before), see contracts.cpp. qwen3moe: Qwen3 attention
+// with a mixture-of-experts FFN in every layer (llama.cpp's `qwen3moe`). Mixtral is the llama
+// family with experts (llama.cpp writes it as `llama` with expert_count > 0).
+enum class Family { llama, qwen2, qwen3, gpt2, qwen35, qwen3moe };
 // What one layer computes. `embed` and `head` are the model-level pseudo blocks.
 enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
 enum class RopeMode { normal, neox };      // pairs (2i, 2i+1) vs (i, i + R/2)
@@ -24,11 +26,18 @@ enum class GdnStateLayout { key_major, value_major };
 // How many raw pre-conv inputs the decode conv state keeps: HF caches K, ggml K-1 (only the
 // last K-1 ever reach an output, so both give identical results; only the stage differs).
 enum class ConvStateLen { k_minus_1, k };
+// How a mixture-of-experts router turns its logits into the chosen experts' weights:
+// softmax_topk: softmax over every expert's logit, then the k largest probabilities (Qwen3-MoE,
+//   Qwen2-MoE; renormalised to sum 1 when moe_norm_topk, HF's norm_topk_prob);
+// topk_softmax: the k largest logits, then a softmax over those k only (Mixtral).
+// Both rank experts by value, ties going to the lower expert index (docs/moe.md).
+enum class MoeRouting { softmax_topk, topk_softmax };
 
 std::string_view family_name(Family f);
 std::string_view block_kind_name(BlockKind k);
 std::string_view rope_mode_name(RopeMode m);
 std::string_view gdn_head_map_name(GdnHeadMap m);
+std::string_view moe_routing_name(MoeRouting r);
 
 struct ModelConfig {
   std::string name;  // e.g. "synthetic:qwen2-tiny" or a file path
@@ -82,9 +91,18 @@ struct ModelConfig {
   // ops. Set from `driftscope run --gdn-variant`; the capability gate requires each of them.
   OpSet gdn_fused;
 
+  // Mixture-of-experts FFN (0 experts: the dense MLP). Each expert is a SwiGLU MLP of width
+  // expert_ffn; a token runs through n_experts_used of them, combined by the router's weights.
+  int n_experts = 0;
+  int n_experts_used = 0;  // top-k
+  int expert_ffn = 0;      // HF moe_intermediate_size (Mixtral: intermediate_size)
+  MoeRouting moe_routing = MoeRouting::softmax_topk;
+  bool moe_norm_topk = false;  // renormalise the chosen softmax_topk weights to sum 1
+
   std::vector<BlockKind> layer_kinds;  // one per layer
 
   BlockKind block_kind(int layer) const;
+  bool moe() const { return n_experts > 0; }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   int rotary_dim() const;

@@ -30,7 +30,11 @@ constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {"RoPE",
                                                                          "SsmConv",
                                                                          "SsmConvUpdate",
                                                                          "SsmConvUpdateIds",
-                                                                         "GdnTiledHeads"};
+                                                                         "GdnTiledHeads",
+                                                                         "MoeSoftmaxTopK",
+                                                                         "MoeTopKSoftmax",
+                                                                         "MoeNormTopK",
+                                                                         "MoeExperts"};
 }  // namespace
 
 std::string_view op_name(Op op) { return kOpNames[unsigned(op)]; }

@@ -20,6 +20,10 @@ struct SimtOptions {
   bool strict = false;      // __syncthreads after some threads of the block exited is an error
   unsigned race_check = 0;  // > 0: every launch rerun under this many other schedules
   bool racecheck = false;   // the shared-memory hazard checker on every launch
+  // What device memory and shared memory start as (`verify`'s poison runs): 0 the runtime's
+  // default (0xFF bytes), 1 NaN payloads (0x7FC1 in every 16-bit half), 2 finite garbage (0x4A3D).
+  unsigned poison = 0;
+  static constexpr unsigned kPoisonNan = 1, kPoisonFinite = 2;  // simt_common.h PoisonPattern
   bool operator==(const SimtOptions&) const = default;
 };
 

@@ -26,6 +26,11 @@ constexpr StageInfo kDecoder[] = {
     {"up", "MLP up projection (+ bias)"},
     {"ffn_act", "silu(gate) * up"},
     {"down", "MLP down projection"},
+    // Mixture-of-experts layers (cfg.moe()) have these in place of gate .. down (docs/moe.md).
+    {"router_logits", "MoE router logits: ffn_norm x ffn_gate_inp^T [T, experts]"},
+    {"expert_ids", "MoE chosen experts per token [T, k], highest weight first, ties to the lower index"},
+    {"expert_weights", "MoE routing weights of the chosen experts [T, k], in expert_ids' order"},
+    {"moe_out", "sum over the chosen experts of weight * down_e(silu(gate_e x) * up_e x)"},
     {"residual_2", "residual_1 + MLP output (the layer output)"},
 };
 
@@ -111,6 +116,12 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name) {
   return nullptr;
 }
 
+bool is_moe_stage(std::string_view stage) {
+  return stage == "router_logits" || stage == "expert_ids" || stage == "expert_weights" || stage == "moe_out";
+}
+
+bool is_discrete_stage(std::string_view stage) { return stage == "expert_ids"; }
+
 bool is_model_level_stage(std::string_view stage) {
   return find_stage(BlockKind::embed, stage) || find_stage(BlockKind::head, stage);
 }
@@ -138,6 +149,10 @@ OpSet stage_ops(BlockKind kind, std::string_view s) {
     ops = {Op::GatedDeltaNet, Op::GdnInplace, Op::GdnInplaceIds};
   else if (s == "conv" || s == "conv_state")
     ops = {Op::SsmConv, Op::SsmConvUpdate, Op::SsmConvUpdateIds};
+  else if (s == "expert_ids" || s == "expert_weights")
+    ops = {Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK};
+  else if (s == "moe_out")
+    ops = {Op::MoeExperts, Op::SwiGLU};
   // Projections: only the ones whose family carries a bias.
   if (s == "q" || s == "k" || s == "v" ||
       (gpt2 && (s == "qkv" || s == "attn_out" || s == "fc" || s == "proj")))
@@ -156,6 +171,9 @@ std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer) {
   for (const auto& s : block_stages(kind)) {
     const bool qk = s.name == "q_norm" || s.name == "k_norm";
     if (qk && !cfg.qk_norm) continue;
+    // A MoE layer's experts replace the dense MLP's gate .. down.
+    const bool dense_mlp = s.name == "gate" || s.name == "up" || s.name == "ffn_act" || s.name == "down";
+    if (kind == BlockKind::decoder && (cfg.moe() ? dense_mlp : is_moe_stage(s.name))) continue;
     out.push_back(s.name);
   }
   return out;

@@ -32,6 +32,11 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name);
 OpSet stage_ops(BlockKind kind, std::string_view stage);
 // Model-level stages live at this layer index in results and traces.
 inline constexpr int kModelLayer = -1;
+// Whether `stage` is one of a mixture-of-experts layer's stages (router_logits .. moe_out).
+bool is_moe_stage(std::string_view stage);
+// Whether `stage` holds discrete decisions (a MoE router's expert_ids), compared exactly under
+// every policy: a near miss is a different decision, not a rounding error.
+bool is_discrete_stage(std::string_view stage);
 // Whether `stage` is one of the model-level stages (the embed and head blocks' stages).
 bool is_model_level_stage(std::string_view stage);
 // The longest regex over stage names a policy rule or --capture-stages may give. std::regex

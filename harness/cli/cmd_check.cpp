@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "check_battery.h"
 #include "commands.h"
 #include "cpu/cpu_candidate.h"
 #include "console.h"
@@ -21,34 +22,19 @@
 
 namespace ds::cli {
 
+namespace battery {
+
 namespace {
-
-struct CheckArgs {
-  std::string model = RunOptions{}.model, candidate = RunOptions{}.candidate;
-  std::uint64_t seed = 0;
-  int layers = 0, decode_steps = 3;
-  std::string fill = "none", numerics, trace_dir, json;
-  ReportOptions report;
-};
-
-// One run of the battery: what it is for, and the options beyond the common ones.
-struct Part {
-  std::string name, aim;
-  RunOptions opt;
-  std::string flags;        // what the part adds to the common command line
-  std::string skip_reason;  // non-empty: not run, and why
-};
-
-struct PartOutcome {
-  const Part* part;
-  int exit_code = kExitParity;
-  std::string verdict;  // one line: the first failing stage, or why it did not run
-};
 
 bool is_dump(const std::string& candidate) { return candidate.rfind("dump:", 0) == 0; }
 
-// SIMT candidates are the ones a schedule rerun and the hazard checker can look into: our fused
-// kernels (and their mutants) and plugins, which build on the SIMT runtime.
+std::string where(const StageResult& r) {
+  return fmt::format("{} of layer {}, step {} ({})", r.key.stage, r.key.layer, r.key.step, mode_name(r.mode));
+}
+
+}  // namespace
+
+// Our fused kernels (and their mutants) and plugins, which build on the SIMT runtime.
 bool runs_on_simt(const std::string& candidate) {
   if (candidate.rfind("simt", 0) == 0 || candidate.find(".so") != std::string::npos) return true;
   if (candidate.rfind("mutant:", 0) != 0) return false;
@@ -57,15 +43,20 @@ bool runs_on_simt(const std::string& candidate) {
   return std::none_of(cpu.begin(), cpu.end(), [&](const cpu::CpuVariant& v) { return candidate == v.name; });
 }
 
+RunOptions common_options(const CheckArgs& a) {
+  RunOptions o;
+  o.model = a.model;
+  o.candidate = a.candidate;
+  o.seed = a.seed;
+  o.layers = a.layers;
+  o.decode_steps = a.decode_steps;
+  o.fill = a.fill == "reference";
+  o.numerics = a.numerics;
+  return o;
+}
+
 std::vector<Part> plan_parts(const CheckArgs& a) {
-  RunOptions base;
-  base.model = a.model;
-  base.candidate = a.candidate;
-  base.seed = a.seed;
-  base.layers = a.layers;
-  base.decode_steps = a.decode_steps;
-  base.fill = a.fill == "reference";
-  base.numerics = a.numerics;
+  RunOptions base = common_options(a);
   // A dump is the engine's own chain of outputs: it has no isolated lane.
   base.modes = is_dump(a.candidate) ? std::vector<Mode>{Mode::chained}
                                     : std::vector<Mode>{Mode::isolated, Mode::chained};
@@ -99,8 +90,10 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   Part races{"schedule races", "results that depend on the order threads and blocks run in", base,
              "--mode both --race-check 2", ""};
   races.opt.simt.race_check = 2;
-  Part hazards{"shared-memory hazards", "reads and writes of shared memory without a barrier between", base,
-               "--simt-racecheck --decode-steps 1", ""};
+  Part hazards{"shared-memory hazards",
+               "reads and writes of shared memory without a barrier between; global memory two blocks write "
+               "without an atomic",
+               base, "--simt-racecheck --decode-steps 1", ""};
   hazards.opt.simt.racecheck = true;
   hazards.opt.modes = {Mode::isolated};
   hazards.opt.decode_steps = std::min(a.decode_steps, 1);
@@ -113,10 +106,6 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   return parts;
 }
 
-std::string where(const StageResult& r) {
-  return fmt::format("{} of layer {}, step {} ({})", r.key.stage, r.key.layer, r.key.step, mode_name(r.mode));
-}
-
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index) {
   PartOutcome out{&part};
   RunOptions o = part.opt;
@@ -125,6 +114,7 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
   try {
     const RunReport r = run_parity(o, policy);
     out.exit_code = r.exit_code;
+    out.first_failure = r.first_failure;
     if (r.exit_code == kExitParity)
       out.verdict = r.verdict;
     else if (r.first_failure)
@@ -164,7 +154,9 @@ int worst(const std::vector<PartOutcome>& outs) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-}  // namespace
+}  // namespace battery
+
+using namespace battery;
 
 void add_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
@@ -209,7 +201,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const Part& p = parts[i];
         if (!p.skip_reason.empty()) {
-          outs.push_back({&p, kExitParity, "skipped: " + p.skip_reason});
+          outs.push_back({&p, kExitParity, "skipped: " + p.skip_reason, std::nullopt});
           fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, p.skip_reason);
           continue;
         }

@@ -18,5 +18,6 @@ void add_diff_command(CLI::App& app, int& exit_code);
 void add_new_candidate_command(CLI::App& app, int& exit_code);
 void add_export_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
+void add_verify_command(CLI::App& app, int& exit_code);
 
 }  // namespace ds::cli

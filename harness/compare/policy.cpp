@@ -47,7 +47,10 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   r.mode = mode;
   r.k = kDefaultFloorFactor;
   r.floor_relief = kind == Rule::Kind::dtype;
-  if (kind == Rule::Kind::dtype) r.rms_k = kDefaultFloorRmsFactor;
+  if (kind == Rule::Kind::dtype) {
+    r.rms_k = kDefaultFloorRmsFactor;
+    r.bias_z = kDefaultBiasZ;
+  }
   return r;
 }
 
@@ -110,6 +113,8 @@ const Rule* Policy::rule_for(const StageKey& key, Mode mode, bool present) const
 }
 
 Tolerance Policy::tolerance(const StageResult& r) const {
+  // Expert ids are decisions: exact (a legitimate near-tie flip is settled before, moe_ties.h).
+  if (is_discrete_stage(r.key.stage)) return {0, 0};
   const Rule* rule = rule_for(r.key, r.mode, true);
   if (rule && rule->kind == Rule::Kind::bit_exact) return {0, 0};
   if (rule && rule->kind == Rule::Kind::noise_floor) {

@@ -60,8 +60,7 @@ struct Rule {
   double rms_k = 0;
   // Kind::dtype, > 0: the stage's systematic error (its fitted scale against the reference,
   // compare/bias.h) is at most bias_z standard errors of the floor's from zero (see bias_z_of).
-  // Opt-in (fixtures/policies/systematic.yaml): not yet free of false alarms on every decode row
-  // (docs/policies.md, "Systematic error").
+  // The built-in rule sets it (kDefaultBiasZ); 0 turns it off.
   double bias_z = 0;
   Status expect = Status::missing;  // Kind::expect: missing or skipped is legitimate
   bool matches(const StageKey& key, Mode m) const;
@@ -114,7 +113,7 @@ inline constexpr std::int64_t kFloorRmsMinElements = 32;
 // rounding, below the accumulation error of any correct f32 kernel over a long reduction, while a
 // 16-bit rounding stays above f32 accumulation error up to reductions of 2^26 terms).
 std::optional<double> floor_rms_limit(const Rule& rule, const StageResult& r);
-// The systematic-error limit of fixtures/policies/systematic.yaml, in standard errors: with no bias the slope
+// The built-in systematic-error limit, in standard errors: with no bias the slope
 // over a stage is a sum of many small independent errors, close to normal, so |z| > 6 happens by chance once
 // in 5e8 stages (two-sided); a run judges at most ~1e5 stages (docs/policies.md, "Systematic error").
 inline constexpr double kDefaultBiasZ = 6;

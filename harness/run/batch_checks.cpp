@@ -47,8 +47,9 @@ TensorMap perturbed(const BatchCall& c, std::size_t k) {
       first = std::int64_t(k) * rows;
     }
     const std::int64_t row = t.numel() / t.dim(0);
+    const std::int64_t range = c.index_range(name);
     for (std::int64_t e = first * row; e < (first + rows) * row && e < t.numel(); ++e)
-      t.set(e, name == "tokens" ? double((std::int64_t(t.at(e)) + 1) % c.vocab) : 0.5 - t.at(e));
+      t.set(e, range > 0 ? double((std::int64_t(t.at(e)) + 1) % range) : 0.5 - t.at(e));
   }
   return p;
 }

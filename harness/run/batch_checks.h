@@ -9,6 +9,8 @@
 // the element, whatever the oracle says of the values.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -46,7 +48,8 @@ struct BatchCall {
   const TensorMap& outputs;                          // what it returned
   const std::vector<TensorMap>& alone;               // each sequence's own inputs, in ctx.seqs order
   const std::set<std::string, std::less<>>& states;  // stages read as prev: (split per sequence)
-  int vocab;                                         // perturbed token ids stay inside it
+  // An index input stays a valid index when perturbed: it moves to the next one within its range.
+  std::function<std::int64_t(const std::string& input)> index_range;  // 0: not an index
 };
 
 // Runs the checks `which` asks for on `call` and adds what they find to `found`. The extra

@@ -22,9 +22,20 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
                             cand.name(), why);
     return a;
   }
-  a.coverage = plan_coverage(cfg, cand);
   const OpSet required = ref::required_ops(cfg);
   a.have = cand.capabilities();
+  // A dense-only candidate's plan holds a dense MLP, which the plan check below would report as
+  // stages a MoE model lacks: the missing routing ops are the reason, so they are named first.
+  const OpSet moe_ops{Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts};
+  if (!fill && !a.have.contains(required.intersect(moe_ops))) {
+    a.pass = false;
+    a.need = required;
+    a.missing = required.minus(a.have);
+    a.refusal = capability_refusal(cfg, cand, required).value_or("");
+    a.reason = fmt::format("missing ops {}", a.missing.str());
+    return a;
+  }
+  a.coverage = plan_coverage(cfg, cand);
   if (!fill && !a.coverage.complete()) {
     a.pass = false;
     a.need = required;

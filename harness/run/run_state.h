@@ -39,6 +39,11 @@ struct Lane {
   // (the oracle's inputs in isolated mode, its own outputs in chained mode).
   std::unique_ptr<ref::Reference> floor;
   Tensor floor_x;
+  // A chained lane that took a legitimate near-tie choice in a MoE router the oracle did not
+  // (moe_ties.h) is judged from there on against its own copy of the oracle, given that choice,
+  // fed its own layer outputs (own_x); null: the run's oracle.
+  std::unique_ptr<ref::Reference> own_oracle;
+  Tensor own_x;
 };
 
 struct RunState {

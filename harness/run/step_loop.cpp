@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -21,6 +23,7 @@
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
+#include "moe_ties.h"
 #include "phases.h"
 #include "prompt.h"
 #include "stage_catalog.h"
@@ -49,11 +52,22 @@ struct Seq {
   Tensor ref_x;                         // the reference's input to the block
   TensorMap ref;                        // the reference's stages of the block
   std::vector<TensorMap> floor_stages;  // per lane, the noise floor's
+  // Per lane: what a lane with its own oracle (Lane::own_oracle, after a MoE near-tie) is held to
+  // instead of `ref`, and that oracle's input to the block.
+  std::vector<TensorMap> own_ref;
+  std::vector<Tensor> own_ref_x;
   bool active(int step) const { return step <= decode_steps; }
 };
 
 // One block of one lane: each sequence's produced stages.
 using SeqOutputs = std::vector<TensorMap>;
+
+// What one sequence's block in one lane is held to and its isolated steps are fed.
+struct BlockInputs {
+  const TensorMap* ref;    // the reference's stages of this block
+  const TensorMap* floor;  // the noise floor's
+  const Tensor* ref_x;     // the reference's input to the block
+};
 
 class StepLoop {
  public:
@@ -61,7 +75,7 @@ class StepLoop {
     make_sequences();
     const ModelConfig& cfg = run_.model->config;
     const auto note_prev = [&](BlockKind kind) {
-      for (const KernelStep& ks : run_.cand->plan(cfg, kind))
+      for (const KernelStep& ks : plan_of(kind))
         for (const std::string& in : ks.inputs)
           if (in.rfind("prev:", 0) == 0) states_.insert(in.substr(5));
     };
@@ -95,8 +109,14 @@ class StepLoop {
         q->ref = q->oracle->embed(tok32, q->pos);
         q->ref_x = q->ref.at("embed");
         q->floor_stages.assign(q->lanes.size(), {});
-        for (std::size_t li = 0; li < q->lanes.size(); ++li)
-          if (judged) q->floor_stages[li] = q->lanes[li].floor->embed(tok32, q->pos);
+        for (std::size_t li = 0; li < q->lanes.size(); ++li) {
+          Lane& lane = q->lanes[li];
+          if (judged) q->floor_stages[li] = lane.floor->embed(tok32, q->pos);
+          if (!lane.own_oracle) continue;
+          // The embedding has no state: the same on every path.
+          lane.own_x = q->own_ref_x[li] = q->ref_x;
+          q->own_ref[li] = q->ref;
+        }
       }
       for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
         for_each_group(BlockKind::embed, active, [&](const std::vector<Seq*>& group) {
@@ -119,10 +139,18 @@ class StepLoop {
           record_reference(*q, l, q->ref);
           for (std::size_t li = 0; li < q->lanes.size(); ++li) {
             Lane& lane = q->lanes[li];
-            const Tensor floor_in =
-                lane.mode == Mode::isolated ? round_values(q->ref_x, storage) : lane.floor_x;
-            q->floor_stages[li] = lane.floor->layer(l, floor_in, q->pos);
+            const bool isolated = lane.mode == Mode::isolated;
+            const Tensor floor_in = isolated ? round_values(q->ref_x, storage) : lane.floor_x;
+            const TensorMap forced =
+                isolated ? step_inputs_as_given(cfg.block_kind(l), q->ref, storage) : TensorMap{};
+            q->floor_stages[li] = lane.floor->layer(l, floor_in, q->pos, isolated ? &forced : nullptr);
             lane.floor_x = q->floor_stages[li].at("residual_2");
+            // A chained lane that took a legitimate near-tie choice the oracle did not follows its
+            // own copy of the oracle from there on (settle_moe_tie), given that choice.
+            if (!lane.own_oracle || !judged) continue;
+            q->own_ref_x[li] = lane.own_x;
+            q->own_ref[li] = lane.own_oracle->layer(l, lane.own_x, q->pos);
+            lane.own_x = q->own_ref[li].at("residual_2");  // settle_moe_tie replaces it after a further flip
           }
         }
         for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
@@ -132,7 +160,8 @@ class StepLoop {
               Seq& q = *group[i];
               auto it = outs[i].find("residual_2");
               // A candidate that does not produce the layer output cannot continue its own chain.
-              q.lanes[li].x = it != outs[i].end() ? it->second : q.ref.at("residual_2").to(storage);
+              q.lanes[li].x =
+                  it != outs[i].end() ? it->second : inputs_of(q, li).ref->at("residual_2").to(storage);
             }
           });
         for (Seq* q : active) q->ref_x = q->ref.at("residual_2");
@@ -145,15 +174,21 @@ class StepLoop {
         q->ref = q->oracle->head(judged ? q->ref_x : q->ref_x.rows(q->T - 1, q->T));
         for (std::size_t li = 0; li < q->lanes.size() && judged; ++li) {
           Lane& lane = q->lanes[li];
-          q->floor_stages[li] =
-              lane.floor->head(lane.mode == Mode::isolated ? round_values(q->ref_x, storage) : lane.floor_x);
+          const bool isolated = lane.mode == Mode::isolated;
+          const TensorMap forced =
+              isolated ? step_inputs_as_given(BlockKind::head, q->ref, storage) : TensorMap{};
+          q->floor_stages[li] = lane.floor->head(isolated ? round_values(q->ref_x, storage) : lane.floor_x,
+                                                 isolated ? &forced : nullptr);
+          if (!lane.own_oracle) continue;
+          q->own_ref_x[li] = lane.own_x;
+          q->own_ref[li] = lane.own_oracle->head(lane.own_x);
         }
       }
       for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
         for_each_group(BlockKind::head, active, [&](const std::vector<Seq*>& group) {
           const SeqOutputs outs = run_block(BlockKind::head, kModelLayer, step, group, li);
           for (std::size_t i = 0; i < group.size(); ++i) {
-            const Tensor* held_to = against_.logits(group[i]->ref);
+            const Tensor* held_to = against_.logits(*inputs_of(*group[i], li).ref);
             if (!held_to) continue;  // nothing to hold the logits against
             if (auto it = outs[i].find("logits"); it != outs[i].end())
               note_logits(s_.report, run_.lanes[li].mode, step, *held_to, it->second);
@@ -197,6 +232,8 @@ class StepLoop {
               ref::ReferenceOptions{.storage = run_.cand->storage_dtype(), .numerics = s_.numerics});
         }
       }
+      q.own_ref.resize(q.lanes.size());
+      q.own_ref_x.resize(q.lanes.size());
       if (batch.active()) {
         const SeqSpec& spec = batch.spec().seqs[std::size_t(i)];
         q.prompt = batch.prompt(i, cfg, s_.opt.seed, first);
@@ -227,8 +264,12 @@ class StepLoop {
       record_reference(q, l, rs);
       for (std::size_t li = 0; li < q.lanes.size(); ++li) {
         Lane& lane = q.lanes[li];
+        const bool isolated = lane.mode == Mode::isolated;
+        const TensorMap forced =
+            isolated ? step_inputs_as_given(cfg.block_kind(l), rs, storage) : TensorMap{};
         floor_x[li] =
-            lane.floor->layer(l, lane.mode == Mode::isolated ? round_values(x, storage) : floor_x[li], 0)
+            lane.floor
+                ->layer(l, isolated ? round_values(x, storage) : floor_x[li], 0, isolated ? &forced : nullptr)
                 .at("residual_2");
       }
       x = rs.at("residual_2");
@@ -251,6 +292,38 @@ class StepLoop {
     for (Seq* q : active) fn(std::vector<Seq*>{q});
   }
 
+  // The candidate's plan for a kind of block (a function of the model and the kind: asked once).
+  const std::vector<KernelStep>& plan_of(BlockKind kind) {
+    auto it = plans_.find(kind);
+    if (it == plans_.end()) it = plans_.emplace(kind, run_.cand->plan(run_.model->config, kind)).first;
+    return it->second;
+  }
+
+  // The reference's stages that the candidate's kernel steps of this block read, as isolated
+  // mode hands them over (rounded to storage). The isolated floor consumes these too, so each
+  // stage's floor is what its own kernel step adds, not a chain of rounding through the layer
+  // (which realises a different input perturbation than the candidate's: at large scores the
+  // two diverge by more than the statistical limit allows).
+  // A `cache:X` input is the reference's X of every step so far, so the floor's cache takes its X.
+  // (A `prev:` state is not forced: the floor carries its own recurrent state.)
+  TensorMap step_inputs_as_given(BlockKind kind, const TensorMap& ref, DType storage) {
+    TensorMap given;
+    for (const KernelStep& ks : plan_of(kind))
+      for (std::string_view name : ks.inputs) {
+        if (name.starts_with("cache:")) name.remove_prefix(6);
+        if (auto it = ref.find(name); it != ref.end() && !given.count(name))
+          given[std::string(name)] = round_values(it->second, storage);
+      }
+    return given;
+  }
+
+  // What a sequence's block in one lane is held to: the oracle's stages, or where the lane
+  // follows its own oracle after a MoE near-tie, that one's.
+  static BlockInputs inputs_of(const Seq& q, std::size_t li) {
+    const bool own = q.lanes[li].own_oracle != nullptr;
+    return {own ? &q.own_ref[li] : &q.ref, &q.floor_stages[li], own ? &q.own_ref_x[li] : &q.ref_x};
+  }
+
   // Runs the candidate's plan for one block in one lane, for the sequences of `group` in one call
   // each step, and judges every catalog stage of each sequence.
   SeqOutputs run_block(BlockKind kind, int layer, int step, const std::vector<Seq*>& group, std::size_t li) {
@@ -269,7 +342,12 @@ class StepLoop {
       ctx.n_tokens += q->T;
       cache_rows += q->pos + q->T;
     }
-    const std::vector<KernelStep> plan = cand.plan(cfg, kind);
+    const std::vector<KernelStep>& plan = plan_of(kind);
+    // What each sequence's stages are held to and its isolated steps are fed: the oracle's stages,
+    // or after a legitimate near-tie in a MoE router, the oracle's given the candidate's choice.
+    std::vector<BlockInputs> in(group.size());
+    std::vector<std::unique_ptr<TieInputs>> ties(group.size());
+    for (std::size_t i = 0; i < group.size(); ++i) in[i] = inputs_of(*group[i], li);
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     races_.clear();
     findings_.clear();
@@ -278,7 +356,7 @@ class StepLoop {
       std::vector<TensorMap> alone(group.size());  // each sequence's own inputs (the batch checks)
       for (const std::string& name : ks.inputs) {
         for (std::size_t i = 0; i < group.size(); ++i)
-          alone[i][name] = resolve(ks.name, name, *group[i], li, layer, produced[i], storage);
+          alone[i][name] = resolve(ks.name, name, *group[i], li, layer, in[i], produced[i], storage);
         std::vector<Tensor> parts;
         for (auto& a : alone) parts.push_back(a[name]);
         inputs[name] = group.size() == 1             ? std::move(parts.front())
@@ -291,7 +369,9 @@ class StepLoop {
         cand.run(ks, ctx, inputs, outs);
         file_launches(ks, ctx, mode);
         if (batched && !FillFeature::fills(ks) && has_outputs(ks, outs))
-          check_batch_call(cand, {ks, ctx, inputs, outs, alone, states_, cfg.vocab},
+          check_batch_call(cand,
+                           {ks, ctx, inputs, outs, alone, states_,
+                            [this](const std::string& n) { return index_range(n); }},
                            s_.features.batch.checks(), findings_);
       } catch (const CandidateCrash& crash) {
         // The stage it was in is crashed; everything judged before stays in the report and trace.
@@ -320,17 +400,30 @@ class StepLoop {
           produced[i][o] = std::move(part);
         }
       }
+      if (!cfg.moe() || kind != BlockKind::decoder) continue;
+      for (std::size_t i = 0; i < group.size(); ++i)
+        if (!ties[i] && produced[i].count("expert_ids"))
+          if ((ties[i] = settle_moe_tie(step, layer, *group[i], li, in[i], produced[i].at("expert_ids"))))
+            in[i] = ties[i]->inputs;
     }
     for (std::size_t i = 0; i < group.size(); ++i) {
       Seq& q = *group[i];
       // The yardstick's own run of this block on the same inputs (--baseline), if it has one.
-      against_.block_ran(s_, {kind, step, layer, q.pos, q.T, mode, q.ref},
+      against_.block_ran(s_, {kind, step, layer, q.pos, q.T, mode, *in[i].ref},
                          [&](const std::string& st, const std::string& name, DType dt) {
-                           return resolve(st, name, q, li, layer, produced[i], dt);
+                           return resolve(st, name, q, li, layer, in[i], produced[i], dt);
                          });
-      judge_block(kind, layer, step, q, li, produced[i], filled, plan, step_inputs);
+      judge_block(kind, layer, step, q, li, in[i], produced[i], filled, plan, step_inputs);
     }
     return produced;
+  }
+
+  // The range of an index input (token ids, chosen expert ids); 0 for a value input.
+  std::int64_t index_range(const std::string& input) const {
+    const ModelConfig& cfg = run_.model->config;
+    if (input == "tokens") return cfg.vocab;
+    if (input == "expert_ids") return cfg.n_experts;
+    return 0;
   }
 
   // Whether the step produced every output it declared (one that did not stops the run below).
@@ -341,7 +434,7 @@ class StepLoop {
 
   // Judges one sequence's stages of a block in catalog order; a catalog stage the candidate never
   // produced is missing.
-  void judge_block(BlockKind kind, int layer, int step, const Seq& q, std::size_t li,
+  void judge_block(BlockKind kind, int layer, int step, const Seq& q, std::size_t li, const BlockInputs& in,
                    const TensorMap& produced, const std::set<std::string, std::less<>>& filled,
                    const std::vector<KernelStep>& plan, const std::vector<TensorMap>& step_inputs) {
     const ModelConfig& cfg = run_.model->config;
@@ -352,10 +445,10 @@ class StepLoop {
       for (const auto& st : block_stages(kind)) expected.push_back(st.name);
     else
       expected = stages_for(cfg, layer);
-    const TensorMap& floor = q.floor_stages[li];
+    const TensorMap& floor = *in.floor;
     for (std::string_view stage : expected) {
-      auto r = q.ref.find(stage);
-      if (r == q.ref.end()) continue;
+      auto r = in.ref->find(stage);
+      if (r == in.ref->end()) continue;
       auto c = produced.find(stage);
       auto f = floor.find(stage);
       auto found = findings_.find(std::make_pair(q.id, std::string(stage)));
@@ -377,6 +470,51 @@ class StepLoop {
     // A batched step's inputs are every sequence's: replay re-runs one sequence's steps only.
     if (!s_.features.batch.active())
       capture_failing_inputs(judged_from, plan, step_inputs, step, layer, mode, q.pos, q.T);
+  }
+
+  // The reference and floor stages of a MoE layer given other expert ids, and the inputs over them.
+  struct TieInputs {
+    TensorMap ref, floor;
+    BlockInputs inputs;
+    TieInputs(TensorMap r, TensorMap f, const BlockInputs& in)
+        : ref(std::move(r)), floor(std::move(f)), inputs{&ref, &floor, in.ref_x} {}
+    TieInputs(const TieInputs&) = delete;
+  };
+
+  // Where the candidate's expert_ids for a sequence differ from the oracle's only at near-ties of
+  // the oracle's router logits (moe_ties.h): notes each such row and returns the oracle's (and the
+  // noise floor's) stages given the candidate's choice. The floor's own choice is brought to the
+  // judged one too, so a flip of the floor itself never widens a tolerance.
+  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Seq& q, std::size_t li,
+                                            const BlockInputs& in, const Tensor& cand_ids) {
+    const ModelConfig& cfg = run_.model->config;
+    Lane& lane = q.lanes[li];
+    auto r = in.ref->find("expert_ids");
+    auto rl = in.ref->find("router_logits");
+    if (r == in.ref->end() || rl == in.ref->end()) return nullptr;
+    const auto fl = in.floor->find("router_logits");
+    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor->end() ? nullptr : &fl->second,
+                                            r->second, cand_ids, run_.cand->storage_dtype());
+    const Tensor& judged = check ? check->ids : r->second;
+    const auto fi = in.floor->find("expert_ids");
+    const bool floor_differs = fi != in.floor->end() && lane.floor &&
+                               fi->second.to(DType::f64).to_f64() != judged.to(DType::f64).to_f64();
+    if (!check && !floor_differs) return nullptr;
+    if (check)
+      for (const TieFlip& f : check->flips) {
+        std::string note = tie_note(f, cfg, step, layer, lane.mode, rl->second);
+        if (s_.features.batch.active()) note += fmt::format(" (sequence {})", q.id);
+        s_.report.notes.push_back(std::move(note));
+      }
+    // A chained lane carries its choice into the layers after: from here on it follows its own copy
+    // of the sequence's oracle, taken now (this layer's state included), given that choice.
+    if (check && lane.mode == Mode::chained && !lane.own_oracle)
+      lane.own_oracle = std::make_unique<ref::Reference>(*q.oracle);
+    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *q.oracle;
+    TensorMap ref = check ? oracle.moe_given_ids(layer, *in.ref, judged) : *in.ref;
+    if (check && lane.own_oracle) lane.own_x = ref.at("residual_2");
+    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, *in.floor, judged) : *in.floor;
+    return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
   }
 
   void record_crashed(int step, int layer, const Seq& q, const std::string& stage, Mode mode, DType storage,
@@ -425,11 +563,11 @@ class StepLoop {
   // One input of a candidate step for one sequence: isolated mode feeds the reference's tensors
   // at the storage dtype, chained mode the lane's own outputs.
   Tensor resolve(const std::string& step, const std::string& name, Seq& q, std::size_t li, int layer,
-                 const TensorMap& produced, DType storage) {
+                 const BlockInputs& in, const TensorMap& produced, DType storage) {
     Lane& lane = q.lanes[li];
     const bool isolated = lane.mode == Mode::isolated;
     if (name == "tokens") return q.tok;
-    if (name == "x") return isolated ? q.ref_x.to(storage) : lane.x;
+    if (name == "x") return isolated ? in.ref_x->to(storage) : lane.x;
     if (name.rfind("cache:", 0) == 0 || name.rfind("prev:", 0) == 0) {
       const bool is_cache = name[0] == 'c';
       const std::string stage = name.substr(name.find(':') + 1);
@@ -439,8 +577,8 @@ class StepLoop {
       return it->second.to(storage);
     }
     if (isolated) {
-      auto it = q.ref.find(name);
-      if (it == q.ref.end())
+      auto it = in.ref->find(name);
+      if (it == in.ref->end())
         throw CandidateCrash(step, fmt::format("reads '{}', which the reference has not", name));
       return it->second.to(storage);
     }
@@ -483,6 +621,7 @@ class StepLoop {
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   Races races_;                                                // this block's racing stages: why
   BatchFindings findings_;  // this block's batch-check findings, per sequence and stage
+  std::map<BlockKind, std::vector<KernelStep>> plans_;  // plan_of's
   int layers_flushed_ = 0;
 };
 

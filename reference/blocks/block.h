@@ -49,11 +49,19 @@ struct BlockContext {
   // One rounding for the oracle; for a noise-floor run, how the modelled engine computes.
   const Numerics& numerics;
   const Model& model;  // the weights' file types, for act-quant=ggml
+  // Stages whose given values the block consumes instead of its own (an isolated-mode noise
+  // floor: each kernel step computes from the same rounded inputs the candidate's step got),
+  // and where the block's own values of those stages go, so they are still the ones judged.
+  const TensorMap* forced = nullptr;
+  TensorMap* own_values = nullptr;
 
   const Tensor& lw(std::string_view role) const { return weights.get(layer_weight(layer, role)); }
   const Tensor* lb(std::string_view role) const { return weights.find(layer_weight(layer, role)); }
   // Every stage output goes through here, so the precision mode covers all blocks.
   Tensor stage(const Tensor& t) const;
+  // s[name] = the stage of `value`, unless `forced` holds `name`: then the forced value, and the
+  // block's own goes to `own_values`.
+  void put(TensorMap& s, std::string_view name, const Tensor& value) const;
   // Throws unless this step starts where the layer's state ends.
   void check_position(const LayerState& st, int pos0) const;
 
@@ -79,5 +87,11 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
 // Shared pieces.
 // ffn_norm .. residual_2 from s["residual_1"] (SwiGLU, optional biases).
 void swiglu_mlp(const BlockContext& c, TensorMap& s);
+// ffn_norm, router_logits .. moe_out, residual_2 from s["residual_1"]: the mixture-of-experts FFN.
+void moe_mlp(const BlockContext& c, TensorMap& s);
+// expert_ids .. residual_2 of a MoE layer whose experts are `ids` [T, k] (the router's choice, or
+// a candidate's at a near-tie, to judge what follows it), from s's ffn_norm, router_logits and
+// residual_1.
+void moe_combine(const BlockContext& c, TensorMap& s, const Tensor& ids);
 
 }  // namespace ds::ref

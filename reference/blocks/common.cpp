@@ -10,6 +10,17 @@ namespace ds::ref {
 
 Tensor BlockContext::stage(const Tensor& t) const { return round_stage(t, storage); }
 
+void BlockContext::put(TensorMap& s, std::string_view name, const Tensor& value) const {
+  const std::string key(name);
+  if (forced && own_values)
+    if (auto it = forced->find(key); it != forced->end()) {
+      (*own_values)[key] = stage(value);
+      s[key] = it->second;
+      return;
+    }
+  s[key] = stage(value);
+}
+
 void BlockContext::check_position(const LayerState& st, int pos0) const {
   if (st.positions != pos0)
     throw std::logic_error(
@@ -19,12 +30,12 @@ void BlockContext::check_position(const LayerState& st, int pos0) const {
 
 void swiglu_mlp(const BlockContext& c, TensorMap& s) {
   const auto& cfg = c.cfg;
-  s["ffn_norm"] = c.stage(c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));
-  s["gate"] = c.stage(c.linear(s["ffn_norm"], "ffn_gate"));
-  s["up"] = c.stage(c.linear(s["ffn_norm"], "ffn_up"));
-  s["ffn_act"] = c.stage(silu_mul(s["gate"], s["up"]));
-  s["down"] = c.stage(c.linear(s["ffn_act"], "ffn_down"));
-  s["residual_2"] = c.stage(add(s["residual_1"], s["down"]));
+  c.put(s, "ffn_norm", c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));
+  c.put(s, "gate", c.linear(s["ffn_norm"], "ffn_gate"));
+  c.put(s, "up", c.linear(s["ffn_norm"], "ffn_up"));
+  c.put(s, "ffn_act", silu_mul(s["gate"], s["up"]));
+  c.put(s, "down", c.linear(s["ffn_act"], "ffn_down"));
+  c.put(s, "residual_2", add(s["residual_1"], s["down"]));
 }
 
 Tensor BlockContext::linear(const Tensor& x, std::string_view role) const {

@@ -1,5 +1,6 @@
 // LLaMA / Mistral / Qwen2 / Qwen3 pre-norm block (reference-math.md §1.1-1.4). The families
-// differ only in config flags: q/k/v bias (Qwen2), per-head QK-norm before RoPE (Qwen3).
+// differ only in config flags: q/k/v bias (Qwen2), per-head QK-norm before RoPE (Qwen3), a
+// mixture-of-experts FFN (Qwen3-MoE, Mixtral; blocks/moe.cpp).
 #include <cmath>
 
 #include "block.h"
@@ -11,28 +12,30 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
   const auto& cfg = c.cfg;
   c.check_position(st, pos0);
   TensorMap s;
-  s["attn_norm"] = c.stage(c.rmsnorm(x, "attn_norm", cfg.hidden));
-  s["q"] = c.stage(c.linear(s["attn_norm"], "attn_q"));
-  s["k"] = c.stage(c.linear(s["attn_norm"], "attn_k"));
-  s["v"] = c.stage(c.linear(s["attn_norm"], "attn_v"));
+  c.put(s, "attn_norm", c.rmsnorm(x, "attn_norm", cfg.hidden));
+  c.put(s, "q", c.linear(s["attn_norm"], "attn_q"));
+  c.put(s, "k", c.linear(s["attn_norm"], "attn_k"));
+  c.put(s, "v", c.linear(s["attn_norm"], "attn_v"));
   const char* q_in = "q";
   const char* k_in = "k";
   if (cfg.qk_norm) {
-    s["q_norm"] =
-        c.stage(c.rmsnorm(s["q"], "attn_q_norm", cfg.head_dim));
-    s["k_norm"] =
-        c.stage(c.rmsnorm(s["k"], "attn_k_norm", cfg.head_dim));
+    c.put(s, "q_norm", c.rmsnorm(s["q"], "attn_q_norm", cfg.head_dim));
+    c.put(s, "k_norm", c.rmsnorm(s["k"], "attn_k_norm", cfg.head_dim));
     q_in = "q_norm";
     k_in = "k_norm";
   }
-  s["q_rope"] = c.stage(c.rope(s[q_in], cfg.head_dim, pos0));
-  s["k_rope"] = c.stage(c.rope(s[k_in], cfg.head_dim, pos0));
+  c.put(s, "q_rope", c.rope(s[q_in], cfg.head_dim, pos0));
+  c.put(s, "k_rope", c.rope(s[k_in], cfg.head_dim, pos0));
   c.append_kv(st, s["k_rope"], s["v"]);
-  s["attn"] = c.stage(c.attention(s["q_rope"], st, cfg.head_dim, pos0, {1.0 / std::sqrt(double(cfg.head_dim)), false},
-                                  cfg.sliding_window));
-  s["attn_out"] = c.stage(c.linear(s["attn"], "attn_output"));
-  s["residual_1"] = c.stage(add(x, s["attn_out"]));
-  swiglu_mlp(c, s);
+  c.put(s, "attn",
+        c.attention(s["q_rope"], st, cfg.head_dim, pos0, {1.0 / std::sqrt(double(cfg.head_dim)), false},
+                    cfg.sliding_window));
+  c.put(s, "attn_out", c.linear(s["attn"], "attn_output"));
+  c.put(s, "residual_1", add(x, s["attn_out"]));
+  if (cfg.moe())
+    moe_mlp(c, s);
+  else
+    swiglu_mlp(c, s);
   st.positions += int(x.dim(0));
   return s;
 }

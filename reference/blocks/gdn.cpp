@@ -38,28 +38,27 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
   const int key_dim = cfg.gdn_key_dim(), value_dim = cfg.gdn_value_dim(), dk = cfg.gdn_k_dim;
   if (st.conv.empty()) st.conv = Tensor(DType::f64, {cfg.conv_state_rows(), cfg.gdn_conv_dim()});
   TensorMap s;
-  s["attn_norm"] = c.stage(c.rmsnorm(x, "attn_norm", cfg.hidden));
-  s["qkv_mixed"] = c.stage(c.linear(s["attn_norm"], "attn_qkv"));
-  s["z_gate"] = c.stage(c.linear(s["attn_norm"], "attn_gate"));
-  s["beta"] = c.stage(gdn_beta(c.linear(s["attn_norm"], "ssm_beta")));
-  s["g"] = c.stage(
-      gdn_g(c.linear(s["attn_norm"], "ssm_alpha"), c.lw("ssm_a"), c.lw("ssm_dt.bias")));
-  s["conv"] = c.stage(conv_silu(s["qkv_mixed"], c.lw("ssm_conv1d.weight"), st.conv));
+  c.put(s, "attn_norm", c.rmsnorm(x, "attn_norm", cfg.hidden));
+  c.put(s, "qkv_mixed", c.linear(s["attn_norm"], "attn_qkv"));
+  c.put(s, "z_gate", c.linear(s["attn_norm"], "attn_gate"));
+  c.put(s, "beta", gdn_beta(c.linear(s["attn_norm"], "ssm_beta")));
+  c.put(s, "g", gdn_g(c.linear(s["attn_norm"], "ssm_alpha"), c.lw("ssm_a"), c.lw("ssm_dt.bias")));
+  c.put(s, "conv", conv_silu(s["qkv_mixed"], c.lw("ssm_conv1d.weight"), st.conv));
   st.conv = c.stage(st.conv);
   s["conv_state"] = st.conv;
   const int conv_dim = cfg.gdn_conv_dim();
-  s["q_l2"] =
-      c.stage(l2norm(take_columns(s["conv"], conv_dim, 0, key_dim), dk, 1e-6, 1.0 / std::sqrt(double(dk))));
-  s["k_l2"] = c.stage(l2norm(take_columns(s["conv"], conv_dim, key_dim, key_dim), dk, 1e-6, 1.0));
+  c.put(s, "q_l2",
+        l2norm(take_columns(s["conv"], conv_dim, 0, key_dim), dk, 1e-6, 1.0 / std::sqrt(double(dk))));
+  c.put(s, "k_l2", l2norm(take_columns(s["conv"], conv_dim, key_dim, key_dim), dk, 1e-6, 1.0));
   const Tensor v = take_columns(s["conv"], conv_dim, 2 * key_dim, value_dim);
-  s["gdn_out"] = c.stage(gdn_recurrence(cfg, s["q_l2"], s["k_l2"], v, s["g"], s["beta"], st.ssm));
+  c.put(s, "gdn_out", gdn_recurrence(cfg, s["q_l2"], s["k_l2"], v, s["g"], s["beta"], st.ssm));
   // The carried state is rounded like every stage: a candidate keeps it in its storage dtype.
   for (double& e : st.ssm) e = round_to(c.storage, e);
   s["gdn_state"] = state_stage(cfg, st.ssm);
-  s["gated_norm"] =
-      c.stage(gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps, cfg.gdn_v_dim));
-  s["out_proj"] = c.stage(c.linear(s["gated_norm"], "ssm_out"));
-  s["residual_1"] = c.stage(add(x, s["out_proj"]));
+  c.put(s, "gated_norm",
+        gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps, cfg.gdn_v_dim));
+  c.put(s, "out_proj", c.linear(s["gated_norm"], "ssm_out"));
+  c.put(s, "residual_1", add(x, s["out_proj"]));
   swiglu_mlp(c, s);
   st.positions += int(x.dim(0));
   return s;

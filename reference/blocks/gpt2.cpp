@@ -13,21 +13,21 @@ TensorMap gpt2_block(const BlockContext& c, const Tensor& x, int pos0, LayerStat
   c.check_position(st, pos0);
   const int D = cfg.hidden;
   TensorMap s;
-  s["ln_1"] = c.stage(c.layernorm(x, "attn_norm"));
-  s["qkv"] = c.stage(c.linear(s["ln_1"], "attn_qkv"));
+  c.put(s, "ln_1", c.layernorm(x, "attn_norm"));
+  c.put(s, "qkv", c.linear(s["ln_1"], "attn_qkv"));
   const Tensor q = take_columns(s["qkv"], 3 * D, 0, D);
   c.append_kv(st, take_columns(s["qkv"], 3 * D, D, D), take_columns(s["qkv"], 3 * D, 2 * D, D));
   const AttnScale scale{std::sqrt(double(cfg.head_dim)), cfg.attn_scale_divide};
-  s["attn"] = c.stage(
-      c.attention(q, st, cfg.head_dim, pos0, cfg.attn_scale_divide ? scale : AttnScale{1.0 / scale.value, false}, 0));
-  s["attn_out"] = c.stage(c.linear(s["attn"], "attn_output"));
-  s["residual_1"] = c.stage(add(x, s["attn_out"]));
-  s["ln_2"] =
-      c.stage(c.layernorm(s["residual_1"], "ffn_norm"));
-  s["fc"] = c.stage(c.linear(s["ln_2"], "ffn_up"));
-  s["gelu"] = c.stage(c.gelu(s["fc"]));
-  s["proj"] = c.stage(c.linear(s["gelu"], "ffn_down"));
-  s["residual_2"] = c.stage(add(s["residual_1"], s["proj"]));
+  c.put(s, "attn",
+        c.attention(q, st, cfg.head_dim, pos0,
+                    cfg.attn_scale_divide ? scale : AttnScale{1.0 / scale.value, false}, 0));
+  c.put(s, "attn_out", c.linear(s["attn"], "attn_output"));
+  c.put(s, "residual_1", add(x, s["attn_out"]));
+  c.put(s, "ln_2", c.layernorm(s["residual_1"], "ffn_norm"));
+  c.put(s, "fc", c.linear(s["ln_2"], "ffn_up"));
+  c.put(s, "gelu", c.gelu(s["fc"]));
+  c.put(s, "proj", c.linear(s["gelu"], "ffn_down"));
+  c.put(s, "residual_2", add(s["residual_1"], s["proj"]));
   st.positions += int(x.dim(0));
   return s;
 }

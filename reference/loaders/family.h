@@ -19,9 +19,13 @@ inline constexpr std::int64_t kMaxHeads = 4096;
 inline constexpr std::int64_t kMaxDim = std::int64_t(1) << 17;  // hidden, ffn, head dims
 inline constexpr std::int64_t kMaxVocab = std::int64_t(1) << 22;
 inline constexpr std::int64_t kMaxPositions = std::int64_t(1) << 24;  // context, sliding window
+inline constexpr std::int64_t kMaxExperts = 4096;                     // released MoE models: 8 to 512 experts
 
 // The family of an architecture name or alias (GGUF general.architecture, HF model_type).
 std::optional<Family> family_of(std::string_view arch);
+// Whether the reference implements a mixture-of-experts FFN for the family (qwen3moe; llama with
+// experts is Mixtral). Other families' expert tensors and counts are refused by name.
+bool family_has_experts(Family f);
 // Sets the family's hard-coded flags and, from full_attention_interval, the layer kinds.
 void apply_family(ModelConfig& c);
 // Keeps the first `layers` layers (0 keeps all).

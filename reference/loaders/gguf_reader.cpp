@@ -297,17 +297,20 @@ class ConfigReader {
   std::string arch_;
 };
 
-// Router and expert tensors (llama.cpp's names): a mixture-of-experts MLP, which the reference
-// does not implement. Refused from the header, before any tensor is read or anything computed.
-void refuse_experts(const GgufFile& f) {
-  for (const auto& t : f.tensors())
-    for (std::string_view moe : {".ffn_gate_inp.", "_exps.", "_shexp."})
-      if (t.name.find(moe) != std::string::npos)
-        throw ModelError(fmt::format(
-            "{}: tensor {}: a mixture-of-experts model (router ffn_gate_inp, experts *_exps): not supported, "
-            "the reference implements dense MLPs (llama.cpp's qwen3next is the MoE Qwen3-Next; the dense "
-            "hybrid is qwen35)",
-            f.path(), t.name));
+// Router and expert tensors (llama.cpp's names) in a family whose MoE FFN the reference does not
+// implement, and shared experts (*_shexp, Qwen3-Next / Qwen2-MoE), which none of its MoE blocks
+// has yet. Refused from the header, before any tensor is read or anything computed.
+void refuse_experts(const GgufFile& f, Family family) {
+  for (const auto& t : f.tensors()) {
+    const bool routed =
+        t.name.find(".ffn_gate_inp.") != std::string::npos || t.name.find("_exps.") != std::string::npos;
+    if (t.name.find("_shexp.") != std::string::npos || (routed && !family_has_experts(family)))
+      throw ModelError(fmt::format(
+          "{}: tensor {}: a mixture-of-experts model the reference does not implement (routed experts are "
+          "supported for qwen3moe and llama/Mixtral, shared experts *_shexp not at all; llama.cpp's "
+          "qwen3next is the MoE Qwen3-Next, the dense hybrid is qwen35)",
+          f.path(), t.name));
+  }
 }
 
 // rope.dimension_sections (qwen35's multimodal RoPE): which position component each rotary pair
@@ -322,8 +325,32 @@ void check_rope_sections(const GgufFile& f, const std::string& key) {
     throw ModelError(fmt::format("{}: {}: expected an array of non-negative integers", f.path(), key));
 }
 
+// expert_count .. expert_feed_forward_length into `c` (families with experts only).
+void read_experts(const GgufFile& f, const ConfigReader& r, ModelConfig& c) {
+  const auto experts = r.bounded("expert_count", kMaxExperts, 0);
+  if (experts && *experts > 0 && !family_has_experts(c.family))
+    throw ModelError(
+        fmt::format("{}: {} = {}: mixture-of-experts MLPs are not supported for {} (the reference "
+                    "implements them for qwen3moe and llama/Mixtral)",
+                    f.path(), r.full("expert_count"), *experts, c.arch));
+  if (c.family == Family::qwen3moe && !(experts && *experts > 0))
+    throw ModelError(
+        fmt::format("{}: missing metadata {} (qwen3moe is all experts)", f.path(), r.full("expert_count")));
+  if (!experts || *experts == 0) return;
+  c.n_experts = *experts;
+  c.n_experts_used = r.bounded("expert_used_count", c.n_experts).value_or(0);
+  if (c.n_experts_used == 0)
+    throw ModelError(fmt::format("{}: missing metadata {}", f.path(), r.full("expert_used_count")));
+  // llama.cpp: qwen3moe's experts are expert_feed_forward_length wide (else n_ff / n_used), a
+  // llama MoE's (Mixtral) are feed_forward_length wide.
+  const int fallback = c.family == Family::qwen3moe ? c.ffn / c.n_experts_used : c.ffn;
+  c.expert_ffn = r.bounded("expert_feed_forward_length", kMaxDim).value_or(fallback);
+  // llama.cpp's qwen3moe graph renormalises the chosen weights unconditionally; a file that says
+  // otherwise (expert_weights_norm false, from a checkpoint with norm_topk_prob false) is read as it says.
+  c.moe_norm_topk = r.integer("expert_weights_norm").value_or(1) != 0;
+}
+
 ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
-  refuse_experts(f);
   const GgufValue* a = f.find("general.architecture");
   if (!a || a->type != 8)
     throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
@@ -331,6 +358,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   const auto family = family_of(arch);
   if (!family)
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported", f.path(), arch));
+  refuse_experts(f, *family);
   const ConfigReader r(f, arch);
   ModelConfig c;
   c.name = f.path();
@@ -360,10 +388,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
                       f.path(), r.full("rope.dimension_count"), *rot, c.head_dim));
   }
   if (const auto v = r.bounded("vocab_size", kMaxVocab)) c.vocab = *v;
-  if (const auto experts = r.integer("expert_count"); experts && *experts > 0)
-    throw ModelError(fmt::format(
-        "{}: {} = {}: mixture-of-experts MLPs are not supported (the reference implements dense MLPs)",
-        f.path(), r.full("expert_count"), *experts));
+  read_experts(f, r, c);
   if (const GgufValue* t = f.find(r.full("rope.scaling.type")); t && t->type == 8 && t->s != "none") {
     // Linear scaling divides positions by the factor: the same angles as every inv_freq divided
     // by it, which is how the rope op takes per-pair factors. llama3 scaling arrives as the

@@ -36,7 +36,7 @@ constexpr std::size_t kAlign = 32;
 
 struct Kv {
   std::string key;
-  std::uint32_t type;  // 4 u32, 6 f32, 8 string, 9 array (of i32)
+  std::uint32_t type;  // 4 u32, 6 f32, 7 bool, 8 string, 9 array (of i32)
   std::uint32_t u = 0;
   float f = 0;
   std::string s;
@@ -61,6 +61,7 @@ std::string gguf_arch(const ModelConfig& c, const GgufWriteOptions& o) {
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return o.gdn_layout == GgufGdnLayout::legacy_grouped ? "qwen3next" : "qwen35";
+    case Family::qwen3moe: return "qwen3moe";
   }
   return "?";
 }
@@ -106,6 +107,15 @@ std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
     }
   }
   if (c.sliding_window > 0) kv.push_back(u("attention.sliding_window", c.sliding_window));
+  if (c.moe()) {
+    // llama.cpp's keys; a llama MoE (Mixtral) takes its expert width from feed_forward_length.
+    kv.push_back(u("expert_count", c.n_experts));
+    kv.push_back(u("expert_used_count", c.n_experts_used));
+    if (c.family == Family::qwen3moe) {
+      kv.push_back(u("expert_feed_forward_length", c.expert_ffn));
+      kv.push_back({a + ".expert_weights_norm", 7, std::uint32_t(c.moe_norm_topk)});
+    }
+  }
   if (c.family == Family::qwen35) {
     kv.push_back({a + ".rope.dimension_sections", 9, 0, 0, {}, rope_sections(c)});
     kv.push_back(u("ssm.conv_kernel", c.conv_kernel));
@@ -193,6 +203,7 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
     head.put<std::uint32_t>(e.type);
     if (e.type == 4) head.put<std::uint32_t>(e.u);
     if (e.type == 6) head.put<float>(e.f);
+    if (e.type == 7) head.put<std::uint8_t>(std::uint8_t(e.u != 0));
     if (e.type == 8) head.str(e.s);
     if (e.type == 9) {
       head.put<std::uint32_t>(5);  // i32 elements
@@ -202,8 +213,9 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
   }
   Buffer data;
   for (const auto& [name, t] : w.all()) {
-    GgmlType type = t.rank() == 2 ? options.matrix_type : GgmlType::F32;
-    if (type == GgmlType::Q8_0 && t.dim(1) % 32) type = GgmlType::F32;
+    // Matrices and stacks of them (MoE experts, [experts, out, in]) in the matrix type.
+    GgmlType type = t.rank() >= 2 ? options.matrix_type : GgmlType::F32;
+    if (type == GgmlType::Q8_0 && t.dim(t.rank() - 1) % 32) type = GgmlType::F32;
     if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16 && type != GgmlType::Q8_0)
       throw ModelError(fmt::format("{}: writing {} tensors is not supported", path,
                                    ggml_type_info(std::uint32_t(type))->name));

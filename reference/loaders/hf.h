@@ -24,10 +24,17 @@ struct HfName {
   std::string canonical;
   HfTransform transform = HfTransform::none;
   int layer = -1;
+  // A MoE checkpoint keeps one tensor per expert (mlp.experts.M.gate_proj, Mixtral's
+  // block_sparse_moe.experts.M.w1); canonically they are stacked [experts, out, in]
+  // (`canonical` names the stack, `expert` is M). -1: not an expert's tensor.
+  int expert = -1;
 };
 // nullopt for tensors the oracle does not use (mask buffers, rotary caches, unknown extras).
 std::optional<HfName> hf_to_canonical(const std::string& hf_name, Family family);
 // The HF name and transform of a canonical tensor (the transform to undo on writing).
 HfName canonical_to_hf(const std::string& canonical, Family family);
+// The HF name of expert `expert`'s slice of a stacked canonical expert tensor
+// (blk.N.ffn_gate_exps.weight); nullopt when `canonical` is no such stack.
+std::optional<std::string> hf_expert_name(const std::string& canonical, Family family, int expert);
 
 }  // namespace ds::ref

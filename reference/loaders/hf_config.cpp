@@ -61,6 +61,7 @@ std::string hf_model_type(Family f) {
     case Family::qwen3: return "qwen3";
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return "qwen3_5_text";  // separate in_proj_qkv / z / b / a
+    case Family::qwen3moe: return "qwen3_moe";
   }
   return "?";
 }
@@ -149,14 +150,36 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
           fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
   }
-  // A mixture-of-experts MLP (Qwen3-Next checkpoints, Qwen2-MoE) would otherwise surface as
-  // missing dense ffn tensors; say what is actually unsupported.
-  for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
-    if (f.has(key) && f.at(key).is_number() && f.at(key).get<double>() > 0)
+  if (family_has_experts(c.family) && (type == "qwen3_moe" || type == "qwen3moe" || type == "mixtral")) {
+    // Qwen3-MoE: num_experts of moe_intermediate_size; Mixtral: num_local_experts of intermediate_size.
+    const bool mixtral = c.family == Family::llama;
+    c.n_experts = f.integer(mixtral ? "num_local_experts" : "num_experts", kMaxExperts);
+    c.n_experts_used = f.integer("num_experts_per_tok", kMaxExperts);
+    if (c.n_experts_used > c.n_experts)
+      throw ModelError(fmt::format("{}: field num_experts_per_tok = {} is more than the {} experts", file,
+                                   c.n_experts_used, c.n_experts));
+    c.expert_ffn = mixtral ? c.ffn : f.integer("moe_intermediate_size", kMaxDim);
+    c.moe_norm_topk = !mixtral && f.boolean("norm_topk_prob", false);
+    // Every layer sparse: decoder_sparse_step 1 and no dense mlp_only_layers (as every released
+    // Qwen3-MoE); a mix of dense and MoE layers is refused rather than read as all-MoE.
+    if (!mixtral && f.integer("decoder_sparse_step", 1, kMaxLayers) != 1)
       throw ModelError(
-          fmt::format("{}: field {} = {}: mixture-of-experts MLPs are not supported (the reference "
-                      "implements dense MLPs)",
-                      file, key, f.at(key).dump()));
+          fmt::format("{}: field decoder_sparse_step = {}: only every layer sparse (1) is supported", file,
+                      f.at("decoder_sparse_step").dump()));
+    if (f.has("mlp_only_layers") && !(f.at("mlp_only_layers").is_array() && f.at("mlp_only_layers").empty()))
+      throw ModelError(
+          fmt::format("{}: field mlp_only_layers = {}: dense layers in a MoE model are not supported", file,
+                      f.at("mlp_only_layers").dump()));
+  } else {
+    // A mixture-of-experts MLP in another family (Qwen3-Next checkpoints, Qwen2-MoE) would
+    // otherwise surface as missing dense ffn tensors; say what is actually unsupported.
+    for (const char* key : {"num_experts", "num_local_experts", "n_routed_experts"})
+      if (f.has(key) && f.at(key).is_number() && f.at(key).get<double>() > 0)
+        throw ModelError(fmt::format(
+            "{}: field {} = {}: mixture-of-experts MLPs are not supported for model_type {} (they "
+            "are for qwen3_moe and mixtral)",
+            file, key, f.at(key).dump(), type));
+  }
   if (c.family == Family::qwen35) {
     c.gdn_k_heads = f.integer("linear_num_key_heads", kMaxHeads);
     c.gdn_v_heads = f.integer("linear_num_value_heads", kMaxHeads);
@@ -214,6 +237,19 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     j["sliding_window"] = c.sliding_window;
   }
   if (c.partial_rotary != 1.0) j["partial_rotary_factor"] = c.partial_rotary;
+  if (c.moe() && c.family == Family::llama) {
+    j["model_type"] = "mixtral";
+    j["num_local_experts"] = c.n_experts;
+    j["num_experts_per_tok"] = c.n_experts_used;
+    j["intermediate_size"] = c.expert_ffn;
+  } else if (c.moe()) {
+    j["num_experts"] = c.n_experts;
+    j["num_experts_per_tok"] = c.n_experts_used;
+    j["moe_intermediate_size"] = c.expert_ffn;
+    j["norm_topk_prob"] = c.moe_norm_topk;
+    j["decoder_sparse_step"] = 1;
+    j["mlp_only_layers"] = nlohmann::json::array();
+  }
   if (c.family == Family::qwen35) {
     j["linear_num_key_heads"] = c.gdn_k_heads;
     j["linear_num_value_heads"] = c.gdn_v_heads;

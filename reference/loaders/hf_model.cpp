@@ -4,6 +4,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "family.h"
@@ -51,6 +53,37 @@ Tensor apply(const std::string& file, const std::string& hf_name, HfTransform tr
   return t;
 }
 
+// The per-expert tensors of one stack, by expert index.
+using ExpertPieces = std::map<std::string, std::vector<std::optional<Tensor>>>;
+
+// Stacks every expert's [out, in] tensor into the canonical [experts, out, in], refusing a stack
+// with an expert missing or of another shape, naming the checkpoint tensor.
+void stack_experts(Model& m, ExpertPieces& pieces, const std::string& dir) {
+  for (auto& [canonical, parts] : pieces) {
+    const Tensor* first = nullptr;
+    for (std::size_t e = 0; e < parts.size(); ++e) {
+      const std::string hf = hf_expert_name(canonical, m.config.family, int(e)).value_or(canonical);
+      if (!parts[e])
+        throw ModelError(
+            fmt::format("{}: no *.safetensors file holds {} (expert {} of {})", dir, hf, e, parts.size()));
+      if (parts[e]->rank() != 2 ||
+          (first && (parts[e]->shape() != first->shape() || parts[e]->dtype() != first->dtype())))
+        throw ModelError(fmt::format("{}: tensor {}: shape {} {}, expert 0's is {} {}", dir, hf,
+                                     shape_str(parts[e]->shape()), dtype_name(parts[e]->dtype()),
+                                     first ? shape_str(first->shape()) : "[out, in]",
+                                     first ? dtype_name(first->dtype()) : ""));
+      if (!first) first = &*parts[e];
+    }
+    const std::size_t bytes = first->nbytes();
+    Tensor stack(first->dtype(), {std::int64_t(parts.size()), first->dim(0), first->dim(1)});
+    for (std::size_t e = 0; e < parts.size(); ++e) {
+      std::memcpy(stack.raw() + e * bytes, parts[e]->raw(), bytes);
+      parts[e].reset();
+    }
+    m.weights.put(canonical, std::move(stack));
+  }
+}
+
 }  // namespace
 
 Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
@@ -73,6 +106,7 @@ Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
   std::sort(files.begin(), files.end());
   if (files.empty()) throw ModelError(fmt::format("{}: no *.safetensors files", dir));
   const Family family = m.config.family;
+  ExpertPieces experts;
   for (const auto& file : files) {
     const std::string path = file.string();
     read_safetensors(
@@ -83,11 +117,23 @@ Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
         },
         [&](const std::string& name, Tensor t) {
           const HfName c = *hf_to_canonical(name, family);
+          if (c.expert >= 0) {
+            if (c.expert >= m.config.n_experts)
+              throw ModelError(fmt::format("{}: tensor {}: expert {} but config.json declares {} experts",
+                                           path, name, c.expert, m.config.n_experts));
+            auto& parts = experts[c.canonical];
+            parts.resize(std::size_t(m.config.n_experts));
+            if (parts[std::size_t(c.expert)])
+              throw ModelError(fmt::format("{}: tensor {} is defined twice", path, name));
+            parts[std::size_t(c.expert)] = std::move(t);
+            return;
+          }
           if (m.weights.has(c.canonical))
             throw ModelError(fmt::format("{}: tensor {}: {} is defined twice", path, name, c.canonical));
           m.weights.put(c.canonical, apply(path, name, c.transform, std::move(t)));
         });
   }
+  stack_experts(m, experts, dir);
   if (family == Family::qwen35) split_fused_gdn(m, dir);
   // HF would initialise a random head here (and only warn): a run against it judges nothing real.
   if (!m.config.tied_embeddings && !m.weights.has("output.weight"))
@@ -118,6 +164,12 @@ void write_hf(const Model& model, const std::string& dir) {
   }
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : weights->all()) {
+    if (t.rank() == 3 && hf_expert_name(name, model.config.family, 0)) {  // one tensor per expert
+      for (std::int64_t e = 0; e < t.dim(0); ++e)
+        tensors.emplace_back(*hf_expert_name(name, model.config.family, int(e)),
+                             t.rows(e, e + 1).reshaped({t.dim(1), t.dim(2)}));
+      continue;
+    }
     const HfName h = canonical_to_hf(name, model.config.family);
     Tensor v = t.dtype() == DType::i32 ? t.to(DType::f32) : t;
     switch (h.transform) {

@@ -32,6 +32,9 @@ constexpr Rule kLayer[] = {
     {"mlp.up_proj.bias", "ffn_up.bias"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
     {"mlp.down_proj.bias", "ffn_down.bias"},
+    // MoE routers: Qwen3-MoE's mlp.gate, Mixtral's block_sparse_moe.gate.
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
     {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight"},
     {"linear_attn.in_proj_z.weight", "attn_gate.weight"},
     {"linear_attn.in_proj_b.weight", "ssm_beta.weight"},
@@ -74,6 +77,22 @@ constexpr Rule kGpt2Model[] = {
     {"ln_f.bias", "output_norm.bias"},
 };
 
+// One expert's tensors after "<prefix>.experts.M.", and the stack each belongs to.
+struct ExpertRule {
+  std::string_view prefix, hf, canonical;
+};
+constexpr ExpertRule kExperts[] = {
+    {"mlp", "gate_proj.weight", "ffn_gate_exps.weight"},
+    {"mlp", "up_proj.weight", "ffn_up_exps.weight"},
+    {"mlp", "down_proj.weight", "ffn_down_exps.weight"},
+    // Mixtral: w1 gate, w3 up, w2 down.
+    {"block_sparse_moe", "w1.weight", "ffn_gate_exps.weight"},
+    {"block_sparse_moe", "w3.weight", "ffn_up_exps.weight"},
+    {"block_sparse_moe", "w2.weight", "ffn_down_exps.weight"},
+};
+// Mixtral's (llama with experts) names, or Qwen3-MoE's.
+std::string_view moe_prefix(Family f) { return f == Family::llama ? "block_sparse_moe" : "mlp"; }
+
 std::string_view strip(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix ? s.substr(prefix.size()) : s;
 }
@@ -111,6 +130,22 @@ std::optional<HfName> hf_to_canonical(const std::string& hf_name, Family family)
   if (layer < 0) return std::nullopt;
   for (const auto& r : kLayer)
     if (rest == r.hf) return HfName{layer_weight(layer, r.canonical), r.transform, layer};
+  for (const auto& r : kExperts) {
+    const std::string head = fmt::format("{}.experts.", r.prefix);
+    if (rest.substr(0, head.size()) != head) continue;
+    const auto [expert, tail] = split_layer(rest.substr(head.size()));
+    if (expert >= 0 && tail == r.hf)
+      return HfName{layer_weight(layer, r.canonical), HfTransform::none, layer, expert};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> hf_expert_name(const std::string& canonical, Family family, int expert) {
+  if (canonical.rfind("blk.", 0) != 0) return std::nullopt;
+  const auto [layer, rest] = split_layer(std::string_view(canonical).substr(4));
+  for (const auto& r : kExperts)
+    if (r.prefix == moe_prefix(family) && rest == r.canonical)
+      return fmt::format("model.layers.{}.{}.experts.{}.{}", layer, r.prefix, expert, r.hf);
   return std::nullopt;
 }
 
@@ -120,6 +155,9 @@ HfName canonical_to_hf(const std::string& canonical, Family family) {
     if (canonical == r.canonical) return {std::string(r.hf), r.transform, -1};
   if (canonical.rfind("blk.", 0) == 0) {
     const auto [layer, rest] = split_layer(std::string_view(canonical).substr(4));
+    if (rest == "ffn_gate_inp.weight")
+      return {fmt::format("model.layers.{}.{}.gate.weight", layer, moe_prefix(family)), HfTransform::none,
+              layer};
     for (const auto& r : gpt2 ? std::span<const Rule>(kGpt2Layer) : std::span<const Rule>(kLayer))
       if (rest == r.canonical)
         return {gpt2 ? fmt::format("h.{}.{}", layer, r.hf) : fmt::format("model.layers.{}.{}", layer, r.hf),

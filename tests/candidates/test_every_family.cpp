@@ -59,8 +59,10 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> out;
   for (const auto& [stem, spec] : models()) {
     const ModelConfig cfg = load_config_spec(spec, 0);
-    // A qwen35 GGUF's tiled value heads are refused on simt by name (the test below).
-    if (cfg.gdn_head_map != GdnHeadMap::tiled) out.push_back({identifier("simt_" + stem), spec, "simt"});
+    // A qwen35 GGUF's tiled value heads and MoE models are refused on simt by name (the tests
+    // below): kernels/ has neither the tiled GDN map nor MoE kernels yet.
+    if (cfg.gdn_head_map != GdnHeadMap::tiled && !cfg.moe())
+      out.push_back({identifier("simt_" + stem), spec, "simt"});
     const Family f = cfg.family;
     // cpu-f16 where its code is its own: Qwen3-Next's GDN layers and GPT-2's blocks.
     if (f == Family::qwen35 || f == Family::gpt2)
@@ -129,6 +131,23 @@ TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
   ASSERT_TRUE(refusal.has_value());
   EXPECT_NE(refusal->find("GdnTiledHeads"), std::string::npos) << *refusal;
   EXPECT_FALSE(capability_refusal(tiled, *make_candidate("cpu-f16")).has_value());
+}
+
+// A mixture-of-experts model needs its routing rule (and the experts) by name: a dense-only
+// candidate (simt has no MoE kernels yet; cpu-f16-v1, a first kernel set) is refused before any
+// weight is loaded, the rule named.
+TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
+  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny"})
+    for (const char* candidate : {"simt", "cpu-f16-v1"}) {
+      SCOPED_TRACE(fmt::format("{} on {}", candidate, preset));
+      const ModelConfig cfg = load_config_spec(preset, 0);
+      const auto refusal = capability_refusal(cfg, *make_candidate(candidate));
+      ASSERT_TRUE(refusal.has_value());
+      EXPECT_NE(
+          refusal->find(cfg.moe_routing == MoeRouting::softmax_topk ? "MoeSoftmaxTopK" : "MoeTopKSoftmax"),
+          std::string::npos)
+          << *refusal;
+    }
 }
 
 }  // namespace

@@ -56,6 +56,9 @@ class Check(unittest.TestCase):
             ("synthetic:qwen35-tiny", "mutant:l2norm-no-eps", "probe tiny-gdn-qk", "q_l2", True),
             ("synthetic:llama-tiny", "mutant:reduce-war", "shared-memory hazards", "attn", True),
             ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False),
+            # Biases below one f16 ULP per element, on every element: the systematic-error limit.
+            ("synthetic:qwen2-tiny", "mutant:residual-scale", "both modes", "residual_1", False),
+            ("synthetic:qwen2-tiny", "mutant:chain-add-rz", "both modes", "residual_", False),
         ]
         for model, mutant, part, stage, hidden in cases:
             with self.subTest(mutant=mutant), tempfile.TemporaryDirectory() as tmp:
@@ -64,8 +67,19 @@ class Check(unittest.TestCase):
                 self.assertEqual(rc, 1, text)
                 got = parts(out)
                 self.assertEqual(got[part]["exit_code"], 1, got[part])
-                self.assertTrue(got[part]["verdict"].startswith(f"{stage} of layer "), got[part]["verdict"])
+                self.assertRegex(got[part]["verdict"], rf"^{stage}\w* of layer ", got[part]["verdict"])
                 self.assertEqual(got["both modes"]["exit_code"] == 0, hidden, got["both modes"])
+
+    def test_a_layernorm_over_n_minus_1_at_width_768_is_a_systematic_error_at_ln_1(self):
+        # A scale of 1 - 1/1536 on every element, inside every per-element band.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:gpt2-small", "--layers", "2", "--candidate",
+                             "mutant:layernorm-n-minus-1", "--decode-steps", "0", json_out=out)
+            self.assertEqual(rc, 1, text)
+            both = parts(out)["both modes"]
+            self.assertTrue(both["verdict"].startswith("ln_1 of layer 0, step 0 (isolated): systematic error"),
+                            both["verdict"])
 
     def test_parts_that_cannot_apply_say_why(self):
         cases = [  # (model, candidate, part, a word of its reason)

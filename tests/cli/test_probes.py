@@ -58,6 +58,21 @@ class Probes(unittest.TestCase):
         self.assertIn("probe large-logits:", out)
         self.assertIn("first failing stage is attn of layer 0 at step 0", out)
 
+    def test_correct_kernels_pass_large_logits_on_every_tiny_preset_and_seed(self):
+        # At score sigma 60 the isolated floor must realise the same input rounding the candidate
+        # got (a floor per kernel step); a floor that chains through the layer false-alarmed at
+        # attn on 3-5 of these 80 runs (llama-tiny seed 3, llama-deep-tiny seeds 2 and 3, ...).
+        trace = os.path.join(self.tmp.name, "t.h5")
+        failed = []
+        for preset in ["llama-tiny", "qwen2-tiny", "llama-deep-tiny", "qwen3-tiny", "gpt2-tiny", "qwen35-tiny",
+                       "llama3-tiny", "qwen2-tails-tiny"]:
+            for seed in range(10):
+                rc, out, err = run("--model", f"synthetic:{preset}", "--candidate", "simt", "--probe", "large-logits",
+                                   "--seed", str(seed), "-o", trace)
+                if rc != 0:
+                    failed.append(f"{preset} seed {seed}: exit {rc}: {out.splitlines()[4:6]}{err}")
+        self.assertEqual(failed, [])
+
     def test_bad_usage_is_exit_2_naming_it(self):
         rc, out, err = run("--model", "synthetic:llama-tiny", "--probe", "no-such")
         self.assertEqual(rc, 2, out + err)

@@ -30,7 +30,7 @@ bool contains_all(const Roles& big, const Roles& small) {
 }
 
 Layout parse_layout(const std::string& s) {
-  for (Layout l : {Layout::decoder, Layout::gpt2, Layout::hybrid_gdn})
+  for (Layout l : {Layout::decoder, Layout::gpt2, Layout::hybrid_gdn, Layout::decoder_moe})
     if (layout_name(l) == s) return l;
   throw std::invalid_argument("unknown layout " + s);
 }
@@ -49,6 +49,9 @@ ArchConstraints parse_constraints(const YAML::Node& n) {
   c.attn_output_gate = n["attn_output_gate"].as<bool>();
   c.gated_delta_net = n["gated_delta_net"].as<bool>();
   c.layout = parse_layout(n["layout"].as<std::string>());
+  // Dense families leave the MoE keys out.
+  if (n["moe_routing"]) c.moe_routing = n["moe_routing"].as<std::string>();
+  if (n["moe_norm_topk"]) c.moe_norm_topk = n["moe_norm_topk"].as<bool>();
   return c;
 }
 
@@ -194,7 +197,8 @@ TEST(Contracts, Arch007_LlamaAndMistralBaseOnly) {
 
 // FALSIFY-ARCH-008: removing any single required tensor is refused before any computation.
 TEST(Contracts, Arch008_AnyMissingRequiredTensorIsRefused) {
-  for (const char* preset : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"}) {
+  for (const char* preset : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny",
+                             "qwen3moe-tiny", "mixtral-tiny"}) {
     const Model full = make_synthetic(preset, 1);
     ASSERT_TRUE(check_completeness(full).empty()) << preset;
     const ArchConstraints c = constraints_of(full.config);
@@ -219,7 +223,7 @@ TEST(Contracts, Arch008_AnyMissingRequiredTensorIsRefused) {
 
 // FALSIFY-ARCH-009: optional roles never reject.
 TEST(Contracts, Arch009_OptionalRolesDoNotReject) {
-  for (const char* preset : {"llama-tiny", "qwen3-tiny", "qwen3next-tiny"}) {
+  for (const char* preset : {"llama-tiny", "qwen3-tiny", "qwen3next-tiny", "qwen3moe-tiny", "mixtral-tiny"}) {
     Model m = make_synthetic(preset, 1);
     m.weights.erase("output.weight");  // tied fallback to token_embd
     for (int l = 0; l < m.config.n_layers; ++l)
@@ -255,6 +259,27 @@ TEST(Contracts, Arch011_AliasesAreEquivalent) {
           << a;
     }
   }
+}
+
+// A MoE decoder layer swaps the dense MLP's three matrices for the router and the expert stacks,
+// and requires its routing rule by name, so a dense-only kernel set is refused.
+TEST(Contracts, MoeLayoutSwapsTheDenseMlpForExperts) {
+  const Roles dense = required_roles(from_architecture("qwen3"));
+  const Roles moe = required_roles(from_architecture("qwen3moe"));
+  for (const char* r : {"ffn_gate", "ffn_up", "ffn_down"}) {
+    EXPECT_EQ(std::count(moe.begin(), moe.end(), r), 0) << r;
+    EXPECT_EQ(std::count(dense.begin(), dense.end(), r), 1) << r;
+  }
+  EXPECT_TRUE(contains_all(moe, {"ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}));
+  EXPECT_TRUE(required_ops(from_architecture("qwen3moe")).has(Op::MoeSoftmaxTopK));
+  EXPECT_FALSE(required_ops(from_architecture("qwen3moe")).has(Op::MoeTopKSoftmax));
+  EXPECT_TRUE(required_ops(from_architecture("mixtral")).has(Op::MoeTopKSoftmax));
+  EXPECT_FALSE(required_ops(from_architecture("mixtral")).has(Op::MoeNormTopK));
+  // Qwen3-MoE with norm_topk_prob false needs no renormalisation op.
+  ModelConfig c = synthetic_config("qwen3moe-tiny");
+  c.moe_norm_topk = false;
+  EXPECT_FALSE(required_ops(c).has(Op::MoeNormTopK));
+  EXPECT_TRUE(required_ops(c).has(Op::MoeSoftmaxTopK));
 }
 
 // FALSIFY-ARCH-012: turning features on only adds roles (and ops).

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "model_error.h"
+#include "ops.h"
 #include "reference.h"
 #include "stage_catalog.h"
 #include "synthetic.h"
@@ -78,6 +79,25 @@ TEST_P(FamilyTest, EveryLayerProducesExactlyItsCatalogStages) {
   }
   const TensorMap h = r.head(x);
   EXPECT_EQ(h.at("logits").dim(1), m.config.vocab);
+}
+
+// An isolated-mode floor hands a layer the candidate's rounded inputs of some stages: what
+// follows consumes the forced value, the stage itself still reports the block's own.
+TEST_P(FamilyTest, ForcedStageFeedsWhatFollowsButReportsItsOwnValue) {
+  const Model m = model();
+  const auto tokens = test::token_ids(4, m.config.vocab, 5);
+  Reference plain(m), forced_run(m);
+  const Tensor x = plain.embed(tokens, 0).at("embed");
+  const TensorMap a = plain.layer(0, x, 0);
+  TensorMap forced;
+  forced["residual_1"] = add(a.at("residual_1"), a.at("residual_1"));
+  const TensorMap b = forced_run.layer(0, x, 0, &forced);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(test::max_abs_diff(a.at("residual_1"), b.at("residual_1")), 0.0);
+  EXPECT_GT(test::max_abs_diff(a.at("residual_2"), b.at("residual_2")), 1e-3);
+  // Stages before the forced one are untouched (a GDN layer's projection is out_proj).
+  const char* before = a.count("attn_out") ? "attn_out" : "out_proj";
+  EXPECT_EQ(test::max_abs_diff(a.at(before), b.at(before)), 0.0);
 }
 
 TEST_P(FamilyTest, ResetStartsANewSequence) {

@@ -34,28 +34,8 @@ fs::path temp_dir(const std::string& name) {
   return p;
 }
 
-using Stages = std::map<std::tuple<int, int, std::string>, Tensor>;  // (step, layer, stage)
-
-// Every stage of a 5-token prefill and two decode steps.
-Stages all_stages(const Model& m) {
-  Reference r(m);
-  const auto tokens = test::token_ids(7, m.config.vocab, 11);
-  Stages out;
-  int pos = 0;
-  for (int step = 0; step < 3; ++step) {
-    const int n = step == 0 ? 5 : 1;
-    const std::span<const std::int32_t> t(tokens.data() + pos, std::size_t(n));
-    Tensor x = r.embed(t, pos).at("embed");
-    for (int l = 0; l < m.config.n_layers; ++l) {
-      const TensorMap s = r.layer(l, x, pos);
-      for (const auto& [name, v] : s) out[{step, l, name}] = v;
-      x = s.at("residual_2");
-    }
-    for (const auto& [name, v] : r.head(x)) out[{step, -1, name}] = v;
-    pos += n;
-  }
-  return out;
-}
+using test::all_stages;
+using test::Stages;
 
 // Where a stage holds value heads: per row of its catalog shape, `heads` blocks of `block`
 // elements from column `first` (gdn_state: one row per head's [d_k, d_v] block).

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "reference.h"
 #include "synthetic.h"
 
 namespace ds::ref::test {
@@ -37,6 +38,26 @@ std::vector<std::int32_t> token_ids(int n, int vocab, std::uint64_t seed) {
   for (int i = 0; i < n; ++i) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     out.push_back(std::int32_t((x >> 33) % std::uint64_t(vocab)));
+  }
+  return out;
+}
+
+Stages all_stages(const Model& m) {
+  Reference r(m);
+  const auto tokens = token_ids(7, m.config.vocab, 11);
+  Stages out;
+  int pos = 0;
+  for (int step = 0; step < 3; ++step) {
+    const int n = step == 0 ? 5 : 1;
+    const std::span<const std::int32_t> t(tokens.data() + pos, std::size_t(n));
+    Tensor x = r.embed(t, pos).at("embed");
+    for (int l = 0; l < m.config.n_layers; ++l) {
+      const TensorMap s = r.layer(l, x, pos);
+      for (const auto& [name, v] : s) out[{step, l, name}] = v;
+      x = s.at("residual_2");
+    }
+    for (const auto& [name, v] : r.head(x)) out[{step, -1, name}] = v;
+    pos += n;
   }
   return out;
 }

@@ -3,8 +3,12 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "model.h"
 #include "tensor.h"
 
 namespace ds::ref::test {
@@ -15,5 +19,9 @@ Tensor vec(std::initializer_list<double> v);
 Tensor random(Shape shape, std::uint64_t seed, double std = 1.0);
 double max_abs_diff(const Tensor& a, const Tensor& b);
 std::vector<std::int32_t> token_ids(int n, int vocab, std::uint64_t seed);
+
+using Stages = std::map<std::tuple<int, int, std::string>, Tensor>;  // (step, layer, stage)
+// Every stage of a 5-token prefill and two decode steps through the oracle (layer -1: the head's).
+Stages all_stages(const Model& m);
 
 }  // namespace ds::ref::test

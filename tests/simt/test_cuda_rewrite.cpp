@@ -60,6 +60,15 @@ const RewriteCase kCases[] = {
      "void k() { static_assert(false, \"simt: extern __shared__ must declare one array of unknown size, e.g. "
      "extern "
      "__shared__ float buf[];\"); }\n"},
+    {"static_shared_in_a_kernel_is_announced_for_the_poison",
+     "__global__ void k() {\n  __shared__ __align__(16) float tile[4][32];\n}\n",
+     "__global__ void k() {\n  __shared__ __align__(16) float tile[4][32]; "
+     "::simt::detail::static_shared(&tile, sizeof(tile));\n}\n"},
+    {"static_shared_scalar", "void k() { __shared__ float inv; }\n",
+     "void k() { __shared__ float inv; ::simt::detail::static_shared(&inv, sizeof(inv)); }\n"},
+    {"static_shared_of_two_names_stays_as_written", "void k() { __shared__ float a[2], b[2]; }\n",
+     "void k() { __shared__ float a[2], b[2]; }\n"},
+    {"static_shared_at_namespace_scope_stays", "__shared__ float g[8];\n", "__shared__ float g[8];\n"},
     {"extern_c_block_stays", "extern \"C\" {\nint f();\n}\n", "extern \"C\" {\nint f();\n}\n"},
     {"pragma_unroll_becomes_a_comment", "  #pragma unroll 4\nfor (;;) {}\n",
      "  // #pragma unroll 4  (simt: no unrolling hint on the CPU)\nfor (;;) {}\n"},

@@ -103,6 +103,53 @@ TEST_P(Races, HazardCheckerNamesTheAccessesByFileAndLine) {
         << marker << ": " << m;
 }
 
+// Global memory between blocks (src/block_writes.h): a byte two blocks change is a race unless both
+// changes were atomics; blocks writing their own elements are not.
+struct CrossBlockCase {
+  const char* name;
+  CrossBlockKernel kernel;
+  bool race;
+};
+void PrintTo(const CrossBlockCase& c, std::ostream* os) { *os << c.name; }
+
+const CrossBlockCase kCrossBlockCases[] = {
+    {"plus_equals_between_blocks", CrossBlockKernel::plus_equals, true},
+    {"atomic_add_between_blocks", CrossBlockKernel::atomic_add, false},
+    {"each_block_its_own_element", CrossBlockKernel::own_elements, false},
+};
+
+class CrossBlock : public testing::TestWithParam<CrossBlockCase> {};
+
+TEST_P(CrossBlock, HazardCheckerFindsWritesOfTwoBlocksWithoutAnAtomic) {
+  const CrossBlockCase& c = GetParam();
+  if (const std::string why = simt::racecheck_unsupported(); !why.empty()) GTEST_SKIP() << why;
+  RaceFindings findings;
+  simt::Config cfg;
+  cfg.racecheck = true;
+  simt::ScopedConfig scoped(cfg);
+  simt::DeviceBuffer<float> in(std::vector<float>{1, 2, 3, 4}), out(std::vector<float>{0, 0, 0, 0});
+  cross_block_kernel(c.kernel, in.data(), out.data());
+  const std::vector<float> got = out.to_host();
+  if (c.kernel != CrossBlockKernel::own_elements) {
+    EXPECT_EQ(got[0], 10.0f) << "the blocks run one at a time";
+  }
+  if (!c.race) {
+    EXPECT_TRUE(findings.messages.empty()) << findings.messages.front();
+    return;
+  }
+  ASSERT_EQ(findings.messages.size(), 1u);
+  const std::string& m = findings.messages[0];
+  EXPECT_NE(m.find("WAW between blocks: blocks (0,0,0) and (1,0,0) both write element 0 of argument #1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("block_sum_kernel"), std::string::npos) << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CrossBlock, testing::ValuesIn(kCrossBlockCases),
+                         [](const testing::TestParamInfo<CrossBlockCase>& i) {
+                           return std::string(i.param.name);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Table, Races, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<RaceCase>& i) { return std::string(i.param.name); });
 

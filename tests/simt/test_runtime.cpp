@@ -73,6 +73,28 @@ TEST(Runtime, DynamicSharedPoisonedEveryBlock) {
   }
 }
 
+// Config::poison (driftscope verify): device memory and dynamic shared memory start as the pattern's
+// 16-bit word repeated, NaN in every float view for 0 and 1, finite for 2.
+TEST(Runtime, PoisonPatternFillsDeviceAndSharedMemory) {
+  const struct {
+    unsigned poison;
+    unsigned word;
+  } cases[] = {{0, 0xffffffffu}, {1, 0x7fc17fc1u}, {2, 0x4a3d4a3du}};
+  for (const auto& c : cases) {
+    simt::Config cfg;
+    cfg.poison = c.poison;
+    simt::ScopedConfig scoped(cfg);
+    const int blocks = 2, threads = 64;
+    simt::DeviceBuffer<unsigned> fresh(4);
+    for (unsigned v : fresh.to_host()) EXPECT_EQ(v, c.word) << "poison " << c.poison << ": simt::malloc";
+    simt::DeviceBuffer<unsigned> d(blocks * threads);
+    smem_poison(d.data(), blocks, threads);
+    const auto out = d.to_host();
+    for (int i = 0; i < blocks * threads; i += 2)
+      ASSERT_EQ(out[i], c.word) << "poison " << c.poison << ": dynamic shared slot " << i;
+  }
+}
+
 TEST(Runtime, StaticSharedIsPerBlock) {
   for (unsigned host : {1u, 2u}) {
     simt::Config cfg;

@@ -1,6 +1,9 @@
 #include "allocations.h"
 
+#include "simt/simt_common.h"
+
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -33,6 +36,21 @@ std::optional<Allocation> allocation_of(const void* p) {
   --it;
   if (a >= it->first + it->second && a != it->first) return std::nullopt;
   return Allocation{reinterpret_cast<unsigned char*>(it->first), it->second};
+}
+
+void fill_poison(void* p, std::size_t bytes, unsigned pattern) {
+  if (bytes == 0) return;
+  const std::uint16_t word = poison_word(pattern);
+  const unsigned char lo = static_cast<unsigned char>(word & 0xFF),
+                      hi = static_cast<unsigned char>(word >> 8);
+  if (lo == hi) {
+    std::memset(p, lo, bytes);
+    return;
+  }
+  // Pairs from the start of the block: an allocation is at least 2-aligned, so every 16-bit view
+  // of it reads the whole word.
+  auto* b = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) b[i] = i % 2 == 0 ? lo : hi;
 }
 
 }  // namespace simt::detail

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "allocations.h"
 #include "fiber_switch.h"
 #include "hazards.h"
 #include "simt/simt_cpu.h"
@@ -43,24 +45,37 @@ struct Fiber {
 
 enum class State : std::uint8_t { runnable, running, at_warp, at_barrier, exited };
 
+struct WarpRec;
+
+// A pending collective's kind, mask, value size and width in one word (mask | kind << 32 |
+// size << 40 | width << 48): the lanes of one collective must agree on all four, and one store
+// records them.
+constexpr std::uint64_t kSigWidthShift = 48;
+constexpr std::uint64_t signature_of(Coll kind, unsigned mask, unsigned size, int width) {
+  return mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{size & 0xffu} << 40 |
+         std::uint64_t{static_cast<unsigned>(width) & 0xffffu} << kSigWidthShift;
+}
+
 struct ThreadRec {
+  LaneSlot slot{};         // context while suspended mid-kernel; a collective's or barrier's result
   Fiber* fiber = nullptr;  // null until started and after exit
+  WarpRec* wr = nullptr;   // &warps_[warp]
   uint3 idx{};
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
-  // Pending collective or barrier.
-  Coll kind = Coll::syncwarp;
-  unsigned mask = 0;
-  int b = 0;
-  int width = 32;
-  unsigned size = 0;
-  int pred = 0;
-  // kind, mask, width and size in one word: the lanes of one collective must agree on all four.
+  // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
+  // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;
+  int b = 0;
+  int pred = 0;
   Site site{nullptr, 0};
   alignas(16) unsigned char in[16];
-  alignas(16) unsigned char out[16];
+
+  Coll kind() const { return static_cast<Coll>(signature >> 32 & 0xffu); }
+  unsigned mask() const { return static_cast<unsigned>(signature); }
+  unsigned size() const { return static_cast<unsigned>(signature >> 40 & 0xffu); }
+  int width() const { return static_cast<int>(signature >> kSigWidthShift & 0xffffu); }
 };
 
 struct WarpRec {
@@ -72,6 +87,7 @@ struct WarpRec {
   std::uint32_t syncs = 0;  // warp collectives completed (orders lanes for the hazard checker)
   std::uint8_t lane_of_rank[32];
   std::uint8_t rank_of_lane[32];
+  ThreadRec* by_rank[32];  // &threads_[base + lane_of_rank[r]] for the lanes that exist
 };
 
 const char* coll_name(Coll k);
@@ -88,9 +104,20 @@ class Sched {
   bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block);
 
   // Fiber-side entry points (called from kernel code on the current fiber).
-  int barrier(Site s, int pred, Coll combine);
-  void warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                       int width);
+  // A thread's arrival at a warp collective or a barrier: records it, completes the collective or
+  // releases the barrier when it is the last, and picks the next thread (simt_cpu.h's Hop).
+  // `mask_kind_size` and `b_width` as simt::detail::collective_arrive packs them (simt_cpu.h).
+  [[gnu::always_inline]] inline Hop arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                      std::uint64_t b_width);
+  Hop arrive_barrier(Site s, int pred, Coll combine);
+  // arrive_collective's rest, for the last lane of a collective or a warp with no lane left to run.
+  [[gnu::noinline]] Hop complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask);
+  // prepare() for `next` on behalf of `t`, out of line so that arrive_collective's usual path makes
+  // no call and needs no frame.
+  [[gnu::noinline]] Hop hand_over(ThreadRec& t, ThreadRec* next);
+  // The out-of-line path (simt_cpu.h's SIMT_INLINE_SWITCH off): the switch a Hop asks for.
+  Fiber* current_fiber() const { return cur_->fiber; }
+  void suspend_to(Fiber* self, const Hop& h) { switch_ctx(self, &h.slot->ctx, switching_to_, h.to); }
   unsigned active_mask() const {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
@@ -99,12 +126,21 @@ class Sched {
     if (cfg_.racecheck) hazards_.note_elem(elem);
     return smem_;
   }
+  // A static __shared__ array reached by a thread: under Config::poison the first thread of the
+  // block to reach it fills it, so a read before the block's own writes sees the poison.
+  void static_smem(void* p, std::size_t bytes) {
+    if (cfg_.poison == 0) return;
+    if (std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) != static_smem_seen_.end()) return;
+    static_smem_seen_.push_back(p);
+    fill_poison(p, bytes, cfg_.poison);
+  }
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
   std::vector<std::string> take_hazards() { return hazards_.take(); }
 
   [[noreturn]] void fiber_main(Fiber* self);
+  static void leave_thread(void* fiber);
   void on_fiber_start(void* from);
 
   std::string error_;
@@ -115,13 +151,15 @@ class Sched {
   Fiber* new_fiber();
   Fiber* pool_get();
   void reset_fiber(Fiber* f);
-  inline void switch_to(Fiber* from, Fiber* to);
+  [[gnu::always_inline]] inline void switch_ctx(Fiber* from, void** save, Fiber* to_fiber, void* to);
+  [[gnu::always_inline]] inline void switch_to(Fiber* from, Fiber* to);
+  [[gnu::always_inline]] inline void* prepare(Fiber* self, ThreadRec* next);
   [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
   void after_block_for_fiber(Fiber* self);
   // Leaves the block for good. Callers assign error_ in a separate statement
   // first: temporaries still alive on an abandoned fiber would leak.
   [[noreturn]] void abandon(Fiber* self);
-  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, Coll kind, unsigned mask,
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size,
                                                         int width);
   [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
   void make_order(std::uint64_t phase);
@@ -135,11 +173,18 @@ class Sched {
   // in the same pass: this runs at every switch, so no lookup is repeated.
   ThreadRec* take_next() {
     if (warp_runnable_r_ == 0) return nullptr;
-    WarpRec& wr = warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]];
-    const unsigned lane = wr.lane_of_rank[std::countr_zero(wr.runnable_r) & 31];  // never 0 here
+    return take_from(warps_[warp_of_rank_[std::countr_zero(warp_runnable_r_)]]);
+  }
+  // The same when the running thread's warp `w` had no lower-ranked warp made runnable since it
+  // was picked (true until a barrier releases): a lower-ranked warp with runnable lanes would have
+  // run first, so if `w` has runnable lanes the next thread is its lowest-ranked one, one lookup
+  // away, and `w`'s bit is the lowest in warp_runnable_r_.
+  ThreadRec* take_next_after(WarpRec& w) { return w.runnable_r != 0 ? take_from(w) : take_next(); }
+  ThreadRec* take_from(WarpRec& wr) {
+    ThreadRec* t = wr.by_rank[std::countr_zero(wr.runnable_r) & 31];  // runnable_r is never 0 here
     wr.runnable_r &= wr.runnable_r - 1;
     if (wr.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;
-    return &threads_[wr.base + lane];
+    return t;
   }
   [[gnu::noinline]] void release_barrier(Fiber* self);
   [[gnu::noinline]] void resolve(Fiber* self, WarpRec& w, unsigned mask);
@@ -162,7 +207,6 @@ class Sched {
   unsigned exited_ = 0;
   std::uint64_t phase_ = 0;
   std::uint64_t block_seed_ = 0;
-  int barrier_result_ = 0;
   ThreadRec* cur_ = nullptr;
   const LaunchDesc* desc_ = nullptr;
   Config cfg_;
@@ -173,17 +217,20 @@ class Sched {
   bool dyn_allocated_ = false;
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
+  std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-extern thread_local Sched* tl_sched;
+extern constinit thread_local Sched* tl_sched;
 
-inline void Sched::switch_to(Fiber* from, Fiber* to) {
-  switching_to_ = to;
+// Saves the running context in `*save` (the fiber's own slot, or its thread's when the thread
+// suspends mid-kernel) and resumes the context `to`, which belongs to fiber `to_fiber`.
+inline void Sched::switch_ctx([[maybe_unused]] Fiber* from, void** save, [[maybe_unused]] Fiber* to_fiber,
+                              void* to) {
 #if SIMT_ASAN
-  __sanitizer_start_switch_fiber(&from->fake_stack, to->stack_lo, to->stack_size);
+  __sanitizer_start_switch_fiber(&from->fake_stack, to_fiber->stack_lo, to_fiber->stack_size);
 #endif
-  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(&from->ctx, to->ctx, from));
+  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(save, to, from));
 #if SIMT_ASAN
   const void* lo = nullptr;
   std::size_t sz = 0;
@@ -195,13 +242,18 @@ inline void Sched::switch_to(Fiber* from, Fiber* to) {
 #endif
 }
 
-// Makes `next` the running thread. Returns when the calling fiber should run
-// its (possibly new) bound thread.
-inline void Sched::transfer(Fiber* self, ThreadRec* next) {
+inline void Sched::switch_to(Fiber* from, Fiber* to) {
+  switching_to_ = to;
+  switch_ctx(from, &from->ctx, to, to->ctx);
+}
+
+// Makes `next` the running thread. Returns the context to resume for it (switching_to_ is its
+// fiber), or null when the calling fiber runs it itself.
+inline void* Sched::prepare(Fiber* self, ThreadRec* next) {
   next->state = State::running;
   cur_ = next;
   threadIdx = next->idx;
-  if (next->fiber == self) return;
+  if (next->fiber == self) return nullptr;
   if (next->fiber == nullptr) {
     if (!self->is_host && self->thread == nullptr) {
       // No-barrier fast path: a fiber whose thread just exited runs the next
@@ -209,13 +261,21 @@ inline void Sched::transfer(Fiber* self, ThreadRec* next) {
       // later thread that does meet a collective simply suspends this fiber.
       self->thread = next;
       next->fiber = self;
-      return;
+      return nullptr;
     }
-    Fiber* f = pool_get();
+    Fiber* f = pool_get();  // parked: its context is its own
     f->thread = next;
     next->fiber = f;
+    switching_to_ = f;
+    return f->ctx;
   }
-  switch_to(self, next->fiber);
+  switching_to_ = next->fiber;
+  return next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+}
+
+// prepare() and the switch, for a fiber that parks in its own slot (its thread exited, or the host).
+inline void Sched::transfer(Fiber* self, ThreadRec* next) {
+  if (void* to = prepare(self, next)) switch_ctx(self, &self->ctx, switching_to_, to);
 }
 
 }  // namespace simt::detail

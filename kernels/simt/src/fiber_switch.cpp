@@ -1,52 +1,23 @@
-// Why not Boost.Context's jump_fcontext on x86-64: it resumes the other fiber with `jmp`, so the
-// `call` that entered it leaves one entry on the CPU's return-stack predictor that no `ret` ever
-// pops. Every fiber runs the same kernel code, so after a switch each `ret` up the resumed fiber's
-// frames was predicted from the wrong entry: a mispredicted return per frame per switch (in a
-// profile, the instruction after each `__shfl*_sync` call). The switch below resumes with `ret`,
-// which pops exactly the entry its own `call` pushed, and that address is the resumed fiber's return
-// address too when both fibers suspended at the same call of Sched::switch_to (fiber_sched.h), as
-// the lanes of one collective do. It also skips saving MXCSR and the x87 control word: kernels
-// never change rounding modes, and the SysV ABI keeps them fixed across calls.
-// Other targets keep Boost.Context.
+// Why not Boost.Context's jump_fcontext on x86-64: it leaves one entry on the CPU's return-stack
+// predictor that no `ret` pops, and its resumed side returns through frames the predictor filled
+// from another fiber's calls; every fiber runs the same kernel code, so after a switch each `ret`
+// up the resumed fiber's frames could be predicted from the wrong entry. The x86-64 switch
+// (simt/fiber_hop.h, inlined into the runtime and into kernel code) crosses no call or return at
+// all (why, there). It also skips saving MXCSR and the x87 control word: kernels never change
+// rounding modes, and the SysV ABI keeps them fixed across calls. This file holds what a fresh
+// stack starts in. Other targets keep Boost.Context.
 #include "fiber_switch.h"
 
 #include <cstdint>
 
 #if defined(__x86_64__) && defined(__ELF__)
 
-extern "C" {
-void* simt_fiber_switch_x64(void** save, void* to, void* data);
-void simt_fiber_start_x64();
-}
+extern "C" void simt_fiber_start_x64();
 
-// The callee-saved registers go on the suspended fiber's own stack; its stack pointer is all the
-// context there is. A fresh stack holds a frame whose "return" lands in simt_fiber_start_x64, which
-// calls the entry (kept in the rbx slot) with the data (in rax) as its argument.
+// A fresh stack holds the address of simt_fiber_start_x64, which the switch pops and jumps to, and
+// the entry above it; the entry gets the switch's data (in rax) as its argument.
 asm(R"(
   .text
-  .p2align 4
-  .globl simt_fiber_switch_x64
-  .hidden simt_fiber_switch_x64
-  .type simt_fiber_switch_x64, @function
-simt_fiber_switch_x64:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  movq %rdx, %rax
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size simt_fiber_switch_x64, .-simt_fiber_switch_x64
-
   .p2align 4
   .globl simt_fiber_start_x64
   .hidden simt_fiber_start_x64
@@ -55,7 +26,9 @@ simt_fiber_start_x64:
   .cfi_startproc
   .cfi_undefined rip
   movq %rax, %rdi
-  call *%rbx
+  movq (%rsp), %rax
+  andq $-16, %rsp
+  call *%rax
   ud2
   .cfi_endproc
   .size simt_fiber_start_x64, .-simt_fiber_start_x64
@@ -64,22 +37,16 @@ simt_fiber_start_x64:
 namespace simt::detail {
 
 void* fiber_stack_init(void* top, std::size_t /*size*/, void (*entry)(void* data)) {
-  // After the six pops and the `ret`, rsp is 16-byte aligned, so the entry sees the ABI's rsp % 16 == 8.
+  // The switch pops sp[0] and jumps there; the start code reads the entry at sp[1] and aligns rsp down to
+  // t - 32 before its `call`, so the entry sees the ABI's rsp % 16 == 8.
   auto* t = reinterpret_cast<std::uintptr_t*>(reinterpret_cast<std::uintptr_t>(top) & ~std::uintptr_t{15});
-  std::uintptr_t* sp = t - 9;
-  sp[0] = 0;                                                        // r15
-  sp[1] = 0;                                                        // r14
-  sp[2] = 0;                                                        // r13
-  sp[3] = 0;                                                        // r12
-  sp[4] = reinterpret_cast<std::uintptr_t>(entry);                  // rbx
-  sp[5] = 0;                                                        // rbp
-  sp[6] = reinterpret_cast<std::uintptr_t>(&simt_fiber_start_x64);  // return address
-  sp[7] = 0;                                                        // rsp after `ret`: t - 2
-  sp[8] = 0;
+  std::uintptr_t* sp = t - 4;
+  sp[0] = reinterpret_cast<std::uintptr_t>(&simt_fiber_start_x64);
+  sp[1] = reinterpret_cast<std::uintptr_t>(entry);
+  sp[2] = 0;
+  sp[3] = 0;
   return sp;
 }
-
-void* fiber_switch(void** save, void* to, void* data) { return simt_fiber_switch_x64(save, to, data); }
 
 }  // namespace simt::detail
 

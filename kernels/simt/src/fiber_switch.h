@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "simt/fiber_hop.h"
+
 namespace simt::detail {
 
 // Prepares the fresh stack below `top` (16-byte aligned, `size` bytes usable) so that the first
@@ -10,8 +12,21 @@ namespace simt::detail {
 // `entry` must never return.
 void* fiber_stack_init(void* top, std::size_t size, void (*entry)(void* data));
 
+#if defined(__x86_64__) && defined(__ELF__)
+
+// Saves the calling context in `*save` and resumes `to`; returns when some fiber switches back to
+// `*save`, with the `data` that switch passed. The switch itself is simt/fiber_hop.h's, the one
+// kernel code inlines: both sides of every switch must agree on what a context is.
+[[gnu::always_inline]] inline void* fiber_switch(void** save, void* to, void* data) {
+  return fiber_hop(save, to, data);
+}
+
+#else
+
 // Saves the calling context in `*save` and resumes `to`; returns when some fiber switches back to
 // `*save`, with the `data` that switch passed.
 void* fiber_switch(void** save, void* to, void* data);
+
+#endif
 
 }  // namespace simt::detail

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "allocations.h"
+#include "block_writes.h"
 #include "hazards.h"
 #include "launch_sink.h"
 #include "race_rerun.h"
@@ -50,12 +51,12 @@ Config config() {
 }
 
 // ---------------------------------------------------------- device memory ----
-// Exact-size heap blocks so ASan reports overruns; 0xFF makes reads of
+// Exact-size heap blocks so ASan reports overruns; the poison (0xFF by default) makes reads of
 // never-written floats NaN, like the poison in dynamic shared memory.
 void* malloc(std::size_t bytes) {
   void* p = std::malloc(bytes == 0 ? 1 : bytes);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0xFF, bytes);
+  detail::fill_poison(p, bytes, config().poison);
   detail::note_allocation(p, bytes);
   return p;
 }
@@ -127,6 +128,9 @@ Workers& workers() {
 }
 
 std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
+// The hazard checker's writes between blocks for the grid running now (racecheck runs one host
+// thread, the launching one); null otherwise. Guarded by g_launch_mutex.
+BlockWrites* g_block_writes = nullptr;
 
 // Every block of the grid under `cfg`; throws what the lowest failing block reported.
 void run_grid(const LaunchDesc& d, const Config& cfg) {
@@ -144,7 +148,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       if (b >= nblocks) return;
       std::string block_err;
       std::exception_ptr block_exc;
-      if (!run_block(d, cfg, b, block_err, block_exc)) {
+      const bool ok = run_block(d, cfg, b, block_err, block_exc);
+      if (ok && g_block_writes != nullptr) g_block_writes->after_block(b);
+      if (!ok) {
         std::lock_guard el(err_mutex);
         // Lowest failing block wins. Blocks are handed out in order, so every block below a failing
         // one was already taken and runs to its end: the message is the same for any thread count.
@@ -188,9 +194,23 @@ void launch_impl(const LaunchDesc& d) {
   const bool timed = launch_sink_installed();
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double seconds = 0;
+  std::vector<std::string> block_races;  // the checker's writes between blocks
   try {
     if (cfg.race_schedules == 0) {
+      std::optional<BlockWrites> writes;
+      if (cfg.racecheck) {
+        writes.emplace(d);
+        g_block_writes = &*writes;
+        tl_note_atomics = true;
+      }
+      struct Unwatch {
+        ~Unwatch() {
+          g_block_writes = nullptr;
+          tl_note_atomics = false;
+        }
+      } unwatch;
       run_grid(d, cfg);
+      if (writes) block_races = writes->take();
       if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       seconds = run_race_checked(d, cfg, &run_grid);
@@ -200,11 +220,17 @@ void launch_impl(const LaunchDesc& d) {
     throw;
   }
   if (cfg.racecheck) {
-    const std::vector<std::string> hazards = take_hazards();
+    std::vector<std::string> hazards = take_hazards();
+    hazards.insert(hazards.end(), block_races.begin(), block_races.end());
     if (!hazards.empty())
       report_race(d, fmt::format("{}: {}", kernel_name(d.kernel), fmt::join(hazards, "; ")));
   }
   if (timed) report_launch(d, seconds);
+}
+
+void note_atomic(const void* p, std::size_t bytes) {
+  if (g_block_writes != nullptr)
+    g_block_writes->atomics.emplace_back(reinterpret_cast<std::uintptr_t>(p), bytes);
 }
 
 }  // namespace detail
@@ -213,7 +239,7 @@ void launch_impl(const LaunchDesc& d) {
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
@@ -222,5 +248,6 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   c.strict_barriers = v.strict_barriers != 0;
   c.race_schedules = v.race_schedules;
   c.racecheck = v.racecheck != 0;
+  c.poison = v.poison;
   simt::set_config(c);
 }

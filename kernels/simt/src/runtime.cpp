@@ -51,7 +51,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void fiber_entry(void* from);
 
-thread_local Sched* tl_sched = nullptr;
+constinit thread_local Sched* tl_sched = nullptr;
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
@@ -133,33 +133,49 @@ void fiber_entry(void* from) {
   std::abort();
 }
 
+// One call site for both halves of a thread's life: its kernel, then leave_thread, which switches
+// to the next thread. A lane resumed by that switch later returns from its kernel to this same
+// call site, whose return address the leaving fiber's call has just pushed on the CPU's
+// return-stack predictor; and a parked fiber resumed to start a thread returns out of leave_thread
+// to it, which the switching lane's call of its kernel pushed. So neither return mispredicts.
 [[noreturn]] void Sched::fiber_main(Fiber* self) {
-  for (;;) {
+  for (bool leaving = false;; leaving = !leaving) {
+    void (*const fn)(void*) = leaving ? &Sched::leave_thread : desc_->invoke;
+    void* const arg = leaving ? static_cast<void*>(self) : desc_->pack;
     try {
-      desc_->invoke(desc_->pack);
+      fn(arg);
     } catch (...) {
+      if (leaving) throw;  // the runtime's own failure, as fatal as before this loop had one site
       failed_ = true;
       exception_ = std::current_exception();
     }
-    ThreadRec* t = self->thread;
-    WarpRec& w = warps_[t->warp];
-    t->state = State::exited;
-    t->fiber = nullptr;
-    self->thread = nullptr;
-    w.exited |= 1u << t->lane;
-    ++exited_;
-    if (failed_) abandon(self);
-    if (at_barrier_ != 0 && at_barrier_ + exited_ == nthreads_) release_barrier(self);
-    ThreadRec* next = take_next();
-    if (next == nullptr) {
-      if (exited_ != nthreads_) fail_stall(self);
-      pool_.push_back(self);
-      switch_to(self, &host_);  // block finished; resumed later with a thread bound
-      continue;
-    }
-    if (next->fiber != nullptr) pool_.push_back(self);
-    transfer(self, next);
   }
+}
+
+// The thread bound to fiber `f` returned from its kernel. Returns when the fiber is to run the
+// kernel for its next bound thread. The switch happens in this frame: a lane it resumes must
+// find nothing but fiber_main's call on the return-stack predictor.
+void Sched::leave_thread(void* f) {
+  Sched& s = *tl_sched;
+  auto* self = static_cast<Fiber*>(f);
+  ThreadRec* t = self->thread;
+  WarpRec& w = *t->wr;
+  t->state = State::exited;
+  t->fiber = nullptr;
+  self->thread = nullptr;
+  w.exited |= 1u << t->lane;
+  ++s.exited_;
+  if (s.failed_) s.abandon(self);
+  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) s.release_barrier(self);
+  ThreadRec* next = s.take_next();
+  if (next == nullptr) {
+    if (s.exited_ != s.nthreads_) s.fail_stall(self);
+    s.pool_.push_back(self);
+    s.switch_to(self, &s.host_);  // block finished; resumed later with a thread bound
+    return;
+  }
+  if (next->fiber != nullptr) s.pool_.push_back(self);
+  s.transfer(self, next);
 }
 
 void Sched::fail_stall(Fiber* self) {
@@ -196,7 +212,11 @@ void Sched::make_order(std::uint64_t phase) {
   }
   for (unsigned i = 0; i < 32; ++i) rank_of_warp_[warp_of_rank_[i]] = static_cast<std::uint8_t>(i);
   for (WarpRec& w : warps_) {
-    for (unsigned i = 0; i < 32; ++i) w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
+    for (unsigned i = 0; i < 32; ++i) {
+      w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
+      const unsigned linear = w.base + w.lane_of_rank[i];
+      w.by_rank[i] = linear < nthreads_ ? &threads_[linear] : nullptr;  // missing lanes are never runnable
+    }
   }
 }
 
@@ -212,7 +232,6 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   at_barrier_ = 0;
   exited_ = 0;
   phase_ = 0;
-  barrier_result_ = 0;
   block_seed_ = cfg.seed * 0x9E3779B97F4A7C15ull + linear_block;
   splitmix(block_seed_);
 
@@ -229,11 +248,12 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     dyn_size_ = d.dyn_smem_bytes;
     dyn_allocated_ = true;
   }
-  if (dyn_size_ != 0) std::memset(dyn_, 0xFF, dyn_size_);
+  fill_poison(dyn_, dyn_size_, cfg.poison);
+  static_smem_seen_.clear();
   smem_ = dyn_;
   if (cfg.racecheck) {  // watched in a page-aligned arena of its own (hazards.h)
     smem_ = hazards_.arena(d.dyn_smem_bytes);
-    std::memset(smem_, 0xFF, d.dyn_smem_bytes);
+    fill_poison(smem_, d.dyn_smem_bytes, cfg.poison);
     set_current_checker(&hazards_);
     hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
   }
@@ -261,6 +281,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
         t.idx = uint3{x, y, z};
         t.warp = static_cast<std::uint16_t>(linear / 32);
         t.lane = static_cast<std::uint8_t>(linear % 32);
+        t.wr = &warps_[t.warp];
         set_runnable(t);
       }
     }
@@ -295,7 +316,8 @@ void Sched::release_barrier(Fiber* self) {
     if (t.state != State::at_barrier) continue;
     if (first == nullptr) {
       first = &t;
-    } else if (!same_site(first->site, t.site)) {
+    } else if ((t.site.file != first->site.file || t.site.line != first->site.line) &&
+               !same_site(first->site, t.site)) {
       error_ = fmt::format(
           "{}: divergent __syncthreads: thread {} waits at {} while thread {} waits at {} "
           "[block {}]",
@@ -310,12 +332,28 @@ void Sched::release_barrier(Fiber* self) {
                          where(first->site), exited_, nthreads_, tid(blockIdx));
     abandon(self);
   }
-  barrier_result_ = first->kind == Coll::all ? all : (first->kind == Coll::any ? count != 0 : count);
+  const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
-  for (ThreadRec& t : threads_) {
-    if (t.state == State::at_barrier) set_runnable(t);
+  // Every thread that has not exited waits here and none is runnable, so each warp's runnable
+  // ranks are those of its live lanes: all of its ranks (make_order) unless some lane exited.
+  for (WarpRec& w : warps_) {
+    const unsigned live = w.exists & ~w.exited;
+    if (live == 0) continue;
+    ThreadRec* lanes = &threads_[w.base];
+    for (unsigned m = live; m != 0; m &= m - 1) {
+      ThreadRec& t = lanes[std::countr_zero(m)];
+      t.state = State::runnable;
+      std::memcpy(t.slot.out, &result, sizeof result);
+    }
+    if (w.exited == 0) {
+      const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
+      w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+    } else {
+      for (unsigned m = live; m != 0; m &= m - 1) w.runnable_r |= 1u << w.rank_of_lane[std::countr_zero(m)];
+    }
+    warp_runnable_r_ |= 1u << rank_of_warp_[lanes[0].warp];
   }
 }
 
@@ -324,9 +362,9 @@ std::string Sched::stall_message() {
   for (const ThreadRec& t : threads_) {
     if (t.state != State::at_warp) continue;
     const WarpRec& w = warps_[t.warp];
-    if (unsigned bad = t.mask & w.exited) {
+    if (unsigned bad = t.mask() & w.exited) {
       return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site),
-                         coll_name(t.kind), t.mask, std::countr_zero(bad), ctx_suffix(t));
+                         coll_name(t.kind()), t.mask(), std::countr_zero(bad), ctx_suffix(t));
     }
   }
   const ThreadRec* at_warp = nullptr;
@@ -339,32 +377,36 @@ std::string Sched::stall_message() {
     return fmt::format(
         "{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
         "[block {}]",
-        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind), at_warp->mask, tid(at_bar->idx),
-        where(at_bar->site), tid(blockIdx));
+        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind()), at_warp->mask(),
+        tid(at_bar->idx), where(at_bar->site), tid(blockIdx));
   }
   if (at_warp != nullptr) {
     const WarpRec& w = warps_[at_warp->warp];
     return fmt::format("{}: deadlock: {} mask {:#010x} never completes (lanes waiting: {:#010x}){}",
-                       where(at_warp->site), coll_name(at_warp->kind), at_warp->mask, w.arrived,
+                       where(at_warp->site), coll_name(at_warp->kind()), at_warp->mask(), w.arrived,
                        ctx_suffix(*at_warp));
   }
   return fmt::format("deadlock in block {}", tid(blockIdx));
 }
 
-int Sched::barrier(Site s, int pred, Coll combine) {
+Hop Sched::arrive_barrier(Site s, int pred, Coll combine) {
   Fiber* self = cur_->fiber;
   ThreadRec& t = *cur_;
   t.state = State::at_barrier;
   t.site = s;
   t.pred = pred;
-  t.kind = combine;
+  t.signature = signature_of(combine, 0, 0, 0);
   ++at_barrier_;
-  if (at_barrier_ + exited_ == nthreads_) release_barrier(self);
-  ThreadRec* next = take_next();
+  ThreadRec* next = nullptr;
+  if (at_barrier_ + exited_ == nthreads_) {
+    release_barrier(self);
+    next = take_next();
+  } else {
+    next = take_next_after(*t.wr);
+  }
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
-  transfer(self, next);
-  return barrier_result_;
+  return {&t.slot, prepare(self, next)};
 }
 
 bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
@@ -377,12 +419,21 @@ bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_bloc
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-int barrier(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::syncwarp); }
-int barrier_and(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::all); }
-int barrier_or(Site s, int pred) { return tl_sched->barrier(s, pred, Coll::any); }
+Hop barrier_arrive(Site s, int pred, Coll combine) { return tl_sched->arrive_barrier(s, pred, combine); }
+
+int barrier_wait(Site s, int pred, Coll combine) {
+  Sched& sched = *tl_sched;
+  Fiber* self = sched.current_fiber();
+  const Hop h = sched.arrive_barrier(s, pred, combine);
+  if (h.to != nullptr) sched.suspend_to(self, h);
+  int r = 0;
+  std::memcpy(&r, h.slot->out, sizeof r);
+  return r;
+}
 
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
+void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes); }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }
 

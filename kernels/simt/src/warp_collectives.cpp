@@ -1,6 +1,7 @@
-// Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives,
-// suspends, and the last lane of the mask resolves every lane's result at once (resolve); the
-// checks of a collective's arguments and of lanes that disagree live here too.
+// Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives and
+// suspends (kernel code makes the switch itself, simt_cpu.h), and the last lane of the mask
+// resolves every lane's result at once (resolve); the checks of a collective's arguments and of
+// lanes that disagree live here too.
 #include <bit>
 #include <cstring>
 #include <string>
@@ -9,9 +10,11 @@
 
 namespace simt::detail {
 
-void Sched::fail_args(Fiber* self, Site s, Coll kind, unsigned mask, int width) {
+void Sched::fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size, int width) {
   const ThreadRec& t = *cur_;
   const WarpRec& w = warps_[t.warp];
+  const unsigned mask = static_cast<unsigned>(mask_kind_size);
+  const Coll kind = static_cast<Coll>(mask_kind_size >> 32 & 0xffu);
   if ((mask & (1u << t.lane)) == 0) {
     error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
                          coll_name(kind), t.lane, mask, ctx_suffix(t));
@@ -40,38 +43,51 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }
 }  // namespace
 
-void Sched::warp_collective(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b,
-                            int width) {
+inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                    std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   Fiber* self = t.fiber;
-  WarpRec& w = warps_[t.warp];
+  WarpRec& w = *t.wr;
+  const unsigned mask = static_cast<unsigned>(mask_kind_size);
+  const int width = static_cast<int>(b_width >> 32);
   const unsigned me = 1u << t.lane;
   const unsigned live = w.exists & ~w.exited;
   if ((mask & me) == 0 || (mask & ~live) != 0 || static_cast<unsigned>(width - 1) >= 32u ||
       (width & (width - 1)) != 0) [[unlikely]] {
-    fail_args(self, s, kind, mask, width);
+    fail_args(self, s, mask_kind_size, width);
   }
+  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
   t.state = State::at_warp;
-  t.kind = kind;
-  t.mask = mask;
-  t.b = b;
-  t.width = width;
-  t.size = size;
-  t.signature = mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 |
-                std::uint64_t{static_cast<unsigned>(width)} << 40 | std::uint64_t{size} << 48;
+  t.signature = mask_kind_size | std::uint64_t{static_cast<unsigned>(width)} << kSigWidthShift;
+  t.b = static_cast<int>(b_width);
   t.site = s;
-  if (kind >= Coll::ballot) {
-    t.pred = *static_cast<const int*>(in);
-  } else if (size != 0) {
-    copy_value(t.in, in, size);
-  }
+  if (size != 0) copy_value(t.in, in, size);
   w.arrived |= me;
+  if ((w.arrived & mask) != mask && w.runnable_r != 0) [[likely]] {
+    // Not the last lane: the next is this warp's next runnable lane, usually suspended at the same
+    // collective, so the switch needs nothing prepare() would look up.
+    ThreadRec* next = take_from(w);
+    if (Fiber* f = next->fiber; f != nullptr && f != self) [[likely]] {
+      next->state = State::running;
+      cur_ = next;
+      threadIdx = next->idx;
+      switching_to_ = f;
+      return {&t.slot, next->slot.ctx};
+    }
+    return hand_over(t, next);
+  }
+  return complete_arrival(t, w, mask);
+}
+
+Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
+
+Hop Sched::complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask) {
+  Fiber* self = t.fiber;
   if ((w.arrived & mask) == mask) resolve(self, w, mask);
-  ThreadRec* next = take_next();
+  ThreadRec* next = take_next_after(w);
   if (next == nullptr) [[unlikely]]
     fail_stall(self);
-  transfer(self, next);
-  if (size != 0) copy_value(out, t.out, size);
+  return {&t.slot, prepare(self, next)};
 }
 
 namespace {
@@ -109,9 +125,48 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
       src = j;
       return &me;
     }
-    std::memcpy(me.out, lanes[j].in, kSize != 0 ? kSize : size);
+    std::memcpy(me.slot.out, lanes[j].in, kSize != 0 ? kSize : size);
   }
   return nullptr;
+}
+
+// The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
+// the mask, so each lane's source is one line of index arithmetic.
+template <Coll kind, unsigned kSize>
+void shuffle_full_warp(ThreadRec* lanes) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const int bval = lanes[lane].b & 31;
+    int j = lane;
+    if constexpr (kind == Coll::shfl_up) {
+      j = lane - bval >= 0 ? lane - bval : lane;
+    } else if constexpr (kind == Coll::shfl_down) {
+      j = lane + bval <= 31 ? lane + bval : lane;
+    } else if constexpr (kind == Coll::shfl_xor) {
+      j = lane ^ bval;
+    } else {
+      j = bval;
+    }
+    std::memcpy(lanes[lane].slot.out, lanes[j].in, kSize);
+  }
+}
+
+// Returns false when the case has no full-warp instantiation (a value size other than 4 or 8).
+template <Coll kind>
+bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size) {
+  switch (size) {
+    case 4: shuffle_full_warp<kind, 4>(lanes); return true;
+    case 8: shuffle_full_warp<kind, 8>(lanes); return true;
+    default: return false;
+  }
+}
+
+bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size) {
+  switch (kind) {
+    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size);
+    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size);
+    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size);
+    default: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size);
+  }
 }
 
 template <Coll kind>
@@ -138,29 +193,38 @@ ThreadRec* shuffle_any(Coll kind, ThreadRec* lanes, unsigned mask, int width, un
 void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   ThreadRec* lanes = &threads_[w.base];
   const ThreadRec& ref = *cur_;
-  for (unsigned m = mask; m != 0; m &= m - 1) {
+  const bool full_warp = mask == kFullMask;
+  std::uint64_t differ = 0;
+  if (full_warp) {  // the usual case: one pass without branches, the loop below only to name the lane
+    for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ ref.signature;
+  }
+  for (unsigned m = differ != 0 || !full_warp ? mask : 0; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
     if (o.signature != ref.signature) [[unlikely]] {
       error_ = fmt::format(
           "{}: lanes of mask {:#010x} reached different warp collectives: lane {} at {} {} "
           "(mask {:#010x}), lane {} at {} {} (mask {:#010x}){}",
-          where(ref.site), mask, ref.lane, coll_name(ref.kind), where(ref.site), ref.mask, o.lane,
-          coll_name(o.kind), where(o.site), o.mask, ctx_suffix(ref));
+          where(ref.site), mask, ref.lane, coll_name(ref.kind()), where(ref.site), ref.mask(), o.lane,
+          coll_name(o.kind()), where(o.site), o.mask(), ctx_suffix(ref));
       abandon(self);
     }
   }
-  const Coll kind = ref.kind;
+  const Coll kind = ref.kind();
   if (kind == Coll::ballot || kind == Coll::any || kind == Coll::all) {
     unsigned ballot = 0;
     for (unsigned m = mask; m != 0; m &= m - 1) {
       const int l = std::countr_zero(m);
-      if (lanes[l].pred != 0) ballot |= 1u << l;
+      int pred = 0;
+      std::memcpy(&pred, lanes[l].in, sizeof pred);
+      if (pred != 0) ballot |= 1u << l;
     }
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
-    for (unsigned m = mask; m != 0; m &= m - 1) std::memcpy(lanes[std::countr_zero(m)].out, &r, sizeof r);
-  } else if (kind != Coll::syncwarp) {
+    for (unsigned m = mask; m != 0; m &= m - 1)
+      std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
+  } else if (kind != Coll::syncwarp &&
+             !(full_warp && ref.width() == 32 && shuffle_full_warp_any(kind, lanes, ref.size()))) {
     int src = 0;
-    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width, ref.size, src)) [[unlikely]] {
+    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
       error_ =
           fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
                       where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
@@ -169,21 +233,29 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
   w.arrived &= ~mask;
   ++w.syncs;
-  for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+  if (mask == w.exists) {
+    // The whole warp, the usual case: its lanes hold ranks 0..n-1 (make_order) and none of them was
+    // runnable. They stay State::at_warp until transfer() runs them; only a stall reads the state,
+    // and nothing stalls while they are runnable.
+    const unsigned n = static_cast<unsigned>(std::popcount(mask));
+    if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[ref.warp];
+    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+  } else {
+    for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
+  }
 }
 
-void syncwarp(Site s, unsigned mask) {
-  tl_sched->warp_collective(s, Coll::syncwarp, mask, nullptr, nullptr, 0, 0, 32);
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  return tl_sched->arrive_collective(s, mask_kind_size, in, b_width);
 }
 
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width) {
-  tl_sched->warp_collective(s, kind, mask, in, out, size, b, width);
-}
-
-unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
-  unsigned r = 0;
-  tl_sched->warp_collective(s, kind, mask, &pred, &r, sizeof r, 0, 32);
-  return r;
+void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width) {
+  Sched& sched = *tl_sched;
+  Fiber* self = sched.current_fiber();
+  const Hop h = sched.arrive_collective(s, mask_kind_size, in, b_width);
+  if (h.to != nullptr) sched.suspend_to(self, h);
+  if (const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu); size != 0)
+    copy_value(out, h.slot->out, size);
 }
 
 }  // namespace simt::detail

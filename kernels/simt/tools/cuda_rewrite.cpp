@@ -118,6 +118,8 @@ class Rewriter {
         i = launch(i);
       } else if (word_at(i, "extern") && next_word(i + 6) == "__shared__") {
         i = extern_shared(i);
+      } else if (word_at(i, "__shared__") && at_block_scope()) {
+        i = static_shared(i);
       } else {
         if (c == '{') {
           braces_.push_back(opens_namespace());
@@ -323,6 +325,28 @@ class Rewriter {
     }
     out_ += replacement;
     out_ += std::string(static_cast<std::size_t>(count_newlines(decl)), '\n');
+    return semi;  // the ';' is copied by the main loop
+  }
+
+  // __shared__ T name[N]...; in a function: kept as written, followed on the same line by the call
+  // that lets the runtime poison it when the block first reaches it (simt::Config::poison). A
+  // declaration of another shape (several names, an initializer) is kept as written, unpoisoned.
+  std::size_t static_shared(std::size_t at) {
+    std::size_t semi = at;
+    for (; semi < s_.size(); ++semi)
+      if (kind_[semi] == Kind::code && (s_[semi] == ';' || s_[semi] == '{' || s_[semi] == '}')) break;
+    std::string text;
+    for (std::size_t i = at; i < semi; ++i)
+      if (kind_[i] == Kind::code) text += s_[i] == '\n' ? ' ' : s_[i];
+    out_ += s_.substr(at, semi - at);
+    if (semi >= s_.size() || s_[semi] != ';') return semi;
+    static const std::regex attrs(R"re(\b(__align__|alignas)\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))re");
+    text = std::regex_replace(text, attrs, " ");
+    static const std::regex shape(
+        R"re(^__shared__\s+([^=,]*[^=,\s])\s+([A-Za-z_]\w*)\s*((\[[^\]]*\]\s*)*)$)re");
+    std::smatch m;
+    if (!std::regex_match(text, m, shape)) return semi;
+    out_ += fmt::format("; ::simt::detail::static_shared(&{0}, sizeof({0}))", m[2].str());
     return semi;  // the ';' is copied by the main loop
   }
 

@@ -68,7 +68,36 @@ __global__ void add_one_kernel(float* x, int n) {
   if (i < n) x[i] += 1.0f;
 }
 
+// Block b adds in[b] into out[0] (thread 0 only): through a plain += or through atomicAdd.
+__global__ void block_sum_kernel(const float* in, float* out, int atomic) {
+  if (threadIdx.x != 0) return;
+  if (atomic != 0)
+    atomicAdd(out, in[blockIdx.x]);
+  else
+    out[0] += in[blockIdx.x];  // @block-plus-equals
+}
+
+// Block b writes out[b] only.
+__global__ void block_own_kernel(const float* in, float* out) {
+  if (threadIdx.x == 0) out[blockIdx.x] = in[blockIdx.x] * 2.0f;
+}
+
 }  // namespace
+
+void cross_block_kernel(CrossBlockKernel k, const float* in, float* out) {
+  const dim3 grid(4), block(32);
+  switch (k) {
+    case CrossBlockKernel::plus_equals:
+      simt::launch(block_sum_kernel, grid, block, 0, nullptr, in, out, 0);
+      break;
+    case CrossBlockKernel::atomic_add:
+      simt::launch(block_sum_kernel, grid, block, 0, nullptr, in, out, 1);
+      break;
+    case CrossBlockKernel::own_elements:
+      simt::launch(block_own_kernel, grid, block, 0, nullptr, in, out);
+      break;
+  }
+}
 
 void race_kernel(RaceKernel k, const float* in, float* out) {
   const dim3 grid(1), block(kThreads);

@@ -15,6 +15,11 @@ enum class RaceKernel {
 };
 
 void race_kernel(RaceKernel k, const float* in, float* out);
+
+// Four blocks writing global memory: all into out[0] with a plain += (a lost update on a GPU),
+// all into out[0] through atomicAdd, or each into its own out[b].
+enum class CrossBlockKernel { plus_equals, atomic_add, own_elements };
+void cross_block_kernel(CrossBlockKernel k, const float* in, float* out);
 // x[i] += 1 for i < n, in place: correct only if every schedule starts from the same x.
 void add_one_in_place(float* x, int n);
 

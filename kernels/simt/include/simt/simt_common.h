@@ -39,7 +39,17 @@ struct Config {
   // recorded per barrier phase and RAW/WAR/WAW between unordered threads are race findings.
   // x86-64 Linux only; grids then run on one host thread.
   bool racecheck = false;
+  // What simt::malloc'd memory and dynamic shared memory are filled with (PoisonPattern):
+  // `driftscope verify` runs a candidate under two and calls any output that differs uninitialised.
+  unsigned poison = 0;
 };
+
+// Config::poison's values. Each is a repeating 16-bit word, so f32, f16 and bf16 views all read
+// the same kind of value: 0xFFFF and 0x7FC1 are NaN in all three, 0x4A3D finite in all three.
+enum PoisonPattern : unsigned { poison_default = 0, poison_nan = 1, poison_finite = 2 };
+inline std::uint16_t poison_word(unsigned pattern) {
+  return pattern == poison_nan ? 0x7FC1 : pattern == poison_finite ? 0x4A3D : 0xFFFF;
+}
 
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
 
@@ -99,5 +109,6 @@ struct simt_options {
   int strict_barriers;
   unsigned race_schedules;
   int racecheck;
+  unsigned poison;  // Config::poison
 };
 }

@@ -55,6 +55,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "simt/fiber_hop.h"
 #include "simt/simt_common.h"
 
 // Builtins: rewritten by the scheduler on every fiber switch / block start.
@@ -145,15 +146,75 @@ struct LaunchDesc {
 
 void launch_impl(const LaunchDesc& d);
 
-int barrier(Site s, int pred);  // returns count of threads with pred != 0
-int barrier_and(Site s, int pred);
-int barrier_or(Site s, int pred);
-void syncwarp(Site s, unsigned mask = 0xffffffffu);
-void shfl(Site s, Coll kind, unsigned mask, const void* in, void* out, unsigned size, int b, int width);
-unsigned vote(Site s, Coll kind, unsigned mask, int pred);
+// A CUDA thread suspended at a collective or barrier: its saved context (fiber_hop.h), and the
+// result that completing the collective leaves for it.
+struct LaneSlot {
+  void* ctx;
+  alignas(16) unsigned char out[16];
+};
+// What a thread arriving at a collective or barrier does next: resume the context `to` (null: run
+// on), then read its result in slot->out.
+struct Hop {
+  LaneSlot* slot;
+  void* to;
+};
+// A warp collective's arguments, packed so the call passes all of them in registers:
+// `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
+// `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
+Hop barrier_arrive(Site s, int pred, Coll combine);
+// The same, with the switch made inside the runtime (sanitizer builds and targets other than
+// x86-64, where kernel code does not switch inline).
+void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width);
+int barrier_wait(Site s, int pred, Coll combine);
+
+// Every collective and barrier of a kernel: the runtime records the arrival and picks the next
+// thread, and the switch to it is made here, inline at the kernel's call site (fiber_hop.h says
+// why). `size` is a constant at every call site.
+[[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                  void* out, unsigned size, std::uint64_t b_width) {
+#if SIMT_INLINE_SWITCH
+  const Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  if (size != 0) std::memcpy(out, h.slot->out, size);
+#else
+  (void)size;
+  collective(s, mask_kind_size, in, out, b_width);
+#endif
+}
+[[gnu::always_inline]] inline int run_barrier(Site s, int pred, Coll combine) {
+#if SIMT_INLINE_SWITCH
+  const Hop h = barrier_arrive(s, pred, combine);
+  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  int r = 0;
+  std::memcpy(&r, h.slot->out, sizeof r);
+  return r;
+#else
+  return barrier_wait(s, pred, combine);
+#endif
+}
+
+inline int barrier(Site s, int pred) {
+  return run_barrier(s, pred, Coll::syncwarp);
+}  // threads with pred != 0
+inline int barrier_and(Site s, int pred) { return run_barrier(s, pred, Coll::all); }
+inline int barrier_or(Site s, int pred) { return run_barrier(s, pred, Coll::any); }
+inline void syncwarp(Site s, unsigned mask = 0xffffffffu) {
+  run_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(Coll::syncwarp)} << 32, nullptr, nullptr,
+                 0, std::uint64_t{32} << 32);
+}
+inline unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
+  unsigned r = 0;
+  run_collective(s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{4} << 40,
+                 &pred, &r, 4, std::uint64_t{32} << 32);
+  return r;
+}
 unsigned activemask();
 // `elem_bytes`: the declared element size, how wide the hazard checker records an access.
 void* dynamic_shared(std::size_t elem_bytes);
+// A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
+// Config::poison asks for it, the block's first thread to reach it fills it with the poison.
+void static_shared(void* p, std::size_t bytes);
 
 // Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
 template <Coll kind, class T>
@@ -161,7 +222,9 @@ inline T shfl_as(Site s, unsigned mask, T v, int b, int width) {
   static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
   static_assert(sizeof(T) <= 16, "shuffled type must be at most 16 bytes");
   T r = v;
-  shfl(s, kind, mask, &v, &r, sizeof(T), b, width);
+  run_collective(
+      s, mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{sizeof(T)} << 40, &v, &r,
+      sizeof(T), static_cast<std::uint32_t>(b) | std::uint64_t{static_cast<std::uint32_t>(width)} << 32);
   return r;
 }
 template <class T>
@@ -303,30 +366,42 @@ inline void __stwt(T* p, T v) {
 }
 
 // ---- atomics: relaxed, like the GPU's, but safe across host threads ----
+namespace simt::detail {
+// While the hazard checker runs a block, the addresses its atomics touch (src/block_writes.h):
+// a byte two blocks change only through atomics is no race.
+void note_atomic(const void* p, std::size_t bytes);
+inline thread_local bool tl_note_atomics = false;
+template <class T>
+inline std::atomic_ref<T> atomic_at(T* p) {
+  if (tl_note_atomics) [[unlikely]]
+    note_atomic(p, sizeof(T));
+  return std::atomic_ref<T>(*p);
+}
+}  // namespace simt::detail
 inline int atomicAdd(int* p, int v) {
-  return std::atomic_ref<int>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
-  return std::atomic_ref<unsigned long long>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline float atomicAdd(float* p, float v) {
-  return std::atomic_ref<float>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline double atomicAdd(double* p, double v) {
-  return std::atomic_ref<double>(*p).fetch_add(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_add(v, std::memory_order_relaxed);
 }
 inline int atomicSub(int* p, int v) {
-  return std::atomic_ref<int>(*p).fetch_sub(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_sub(v, std::memory_order_relaxed);
 }
 inline unsigned atomicSub(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).fetch_sub(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).fetch_sub(v, std::memory_order_relaxed);
 }
 template <class T>
 inline T simt_atomic_update(T* p, T v, bool want_max) {
-  std::atomic_ref<T> a(*p);
+  std::atomic_ref<T> a = ::simt::detail::atomic_at(p);
   T old = a.load(std::memory_order_relaxed);
   while ((want_max ? old < v : v < old) && !a.compare_exchange_weak(old, v, std::memory_order_relaxed)) {
   }
@@ -344,7 +419,7 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 }
 template <class T>
 inline T simt_atomic_cas(T* p, T compare, T v) {
-  std::atomic_ref<T>(*p).compare_exchange_strong(compare, v, std::memory_order_relaxed);
+  ::simt::detail::atomic_at(p).compare_exchange_strong(compare, v, std::memory_order_relaxed);
   return compare;  // holds the old value either way
 }
 inline int atomicCAS(int* p, int c, int v) { return simt_atomic_cas(p, c, v); }
@@ -353,16 +428,16 @@ inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c,
   return simt_atomic_cas(p, c, v);
 }
 inline int atomicExch(int* p, int v) {
-  return std::atomic_ref<int>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline unsigned atomicExch(unsigned* p, unsigned v) {
-  return std::atomic_ref<unsigned>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return std::atomic_ref<unsigned long long>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 inline float atomicExch(float* p, float v) {
-  return std::atomic_ref<float>(*p).exchange(v, std::memory_order_relaxed);
+  return ::simt::detail::atomic_at(p).exchange(v, std::memory_order_relaxed);
 }
 
 // ---- math intrinsics: host IEEE functions stand in for the GPU's approximations ----

@@ -1,0 +1,130 @@
+// The mixture-of-experts steps of the cpu candidates (plan in cpu_candidate.cpp): the router
+// projection, the routing rule's top-k and weights, and each token's experts combined, in f32
+// with f16 stage outputs (docs/moe.md). Three planted variants break one rule each.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "cpu_candidate.h"
+#include "mat_io.h"
+
+namespace ds::cpu {
+
+namespace {
+
+std::vector<float> softmax(std::span<const float> x) {
+  const float m = *std::max_element(x.begin(), x.end());
+  std::vector<float> p(x.size());
+  float sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) sum += p[i] = std::exp(x[i] - m);
+  for (float& v : p) v /= sum;
+  return p;
+}
+
+// The k largest, largest first, equal values lower index first (the oracle's documented order).
+std::vector<int> top_k(std::span<const float> v, int k) {
+  std::vector<int> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return v[std::size_t(a)] > v[std::size_t(b)]; });
+  order.resize(std::size_t(k));
+  return order;
+}
+
+// y = W x for one expert's [out, in] block of a stacked [experts, out * in] matrix.
+std::vector<float> expert_matvec(const Mat& stack, int expert, std::int64_t out, std::span<const float> x) {
+  std::vector<float> y(std::size_t(out), 0.0f);
+  const float* w = stack.row(expert);
+  const std::int64_t in = std::int64_t(x.size());
+  for (std::int64_t o = 0; o < out; ++o) {
+    float acc = 0;
+    for (std::int64_t i = 0; i < in; ++i) acc += w[o * in + i] * x[std::size_t(i)];
+    y[std::size_t(o)] = acc;
+  }
+  return y;
+}
+
+}  // namespace
+
+std::vector<KernelStep> moe_steps() {
+  return {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
+          {"router", {"ffn_norm"}, {"router_logits"}},
+          {"topk", {"router_logits"}, {"expert_ids", "expert_weights"}},
+          {"experts", {"ffn_norm", "expert_ids", "expert_weights"}, {"moe_out"}},
+          {"residual_2", {"residual_1", "moe_out"}, {"residual_2"}}};
+}
+
+bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                           TensorMap& outputs) {
+  const ModelConfig& c = cfg_;
+  const int l = ctx.layer;
+  const std::string& s = step.name;
+  if (s != "router" && s != "topk" && s != "experts") return false;
+  auto x = [&](std::string_view n) { return to_mat(input(inputs, n, "cpu candidate")); };
+  const std::int64_t E = c.n_experts, K = c.n_experts_used, D = c.hidden, F = c.expert_ffn;
+  if (s == "router") {
+    outputs["router_logits"] = to_tensor(linear(x("ffn_norm"), w(l, "ffn_gate_inp.weight"), {}), storage_);
+    return true;
+  }
+  if (s == "topk") {
+    const Mat logits = x("router_logits");
+    Tensor ids(DType::f32, {logits.rows, K});
+    Mat weights(logits.rows, K);
+    MoeRouting rule = c.moe_routing;
+    if (bug_ == PlantedBug::moe_rule_swapped)  // the planted bug: the other family's rule
+      rule = rule == MoeRouting::softmax_topk ? MoeRouting::topk_softmax : MoeRouting::softmax_topk;
+    for (std::int64_t t = 0; t < logits.rows; ++t) {
+      const std::span<const float> row(logits.row(t), std::size_t(E));
+      std::vector<float> wt;
+      std::vector<int> chosen;
+      if (rule == MoeRouting::softmax_topk) {
+        const std::vector<float> p = softmax(row);
+        chosen = top_k(p, int(K));
+        float sum = 0;
+        for (int e : chosen) sum += p[std::size_t(e)];
+        const bool renorm = c.moe_norm_topk && bug_ != PlantedBug::moe_no_renorm;  // the planted bug
+        for (int e : chosen) wt.push_back(renorm ? p[std::size_t(e)] / sum : p[std::size_t(e)]);
+      } else {
+        chosen = top_k(row, int(K));
+        std::vector<float> v;
+        for (int e : chosen) v.push_back(row[std::size_t(e)]);
+        wt = softmax(v);
+      }
+      for (std::int64_t j = 0; j < K; ++j) {
+        ids.set(t * K + j, chosen[std::size_t(j)]);
+        weights.row(t)[j] = wt[std::size_t(j)];
+      }
+    }
+    outputs["expert_ids"] = ids;
+    outputs["expert_weights"] = to_tensor(weights, storage_);
+    return true;
+  }
+  // experts: each token's k experts, combined in f32 in slot order.
+  const Mat a = x("ffn_norm"), weights = x("expert_weights");
+  const Tensor& ids = input(inputs, "expert_ids", "cpu candidate");
+  const Mat &gate = w(l, "ffn_gate_exps.weight"), &up = w(l, "ffn_up_exps.weight"),
+            &down = w(l, "ffn_down_exps.weight");
+  Mat out(a.rows, D);
+  for (std::int64_t t = 0; t < a.rows; ++t) {
+    const std::span<const float> xt(a.row(t), std::size_t(D));
+    for (std::int64_t j = 0; j < K; ++j) {
+      int e = int(ids.at(t * K + j));
+      if (e < 0 || e >= E) throw std::out_of_range(fmt::format("cpu candidate: expert id {} of {}", e, E));
+      if (bug_ == PlantedBug::moe_expert_off_by_one) e = int((e + 1) % E);  // the planted bug
+      const std::vector<float> g = expert_matvec(gate, e, F, xt), u = expert_matvec(up, e, F, xt);
+      std::vector<float> act(std::size_t(F), 0.0f);
+      for (std::int64_t f = 0; f < F; ++f) {
+        const float gf = g[std::size_t(f)];
+        act[std::size_t(f)] = gf / (1.0f + std::exp(-gf)) * u[std::size_t(f)];
+      }
+      const std::vector<float> y = expert_matvec(down, e, D, act);
+      for (std::int64_t d = 0; d < D; ++d) out.row(t)[d] += weights.row(t)[j] * y[std::size_t(d)];
+    }
+  }
+  outputs["moe_out"] = to_tensor(out, storage_);
+  return true;
+}
+
+}  // namespace ds::cpu

@@ -1,0 +1,49 @@
+// The battery of `driftscope check`, as parts `verify` runs too (cmd_check.cpp holds the code).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy.h"
+#include "report_options.h"
+#include "result.h"
+#include "run_options.h"
+
+namespace ds::cli::battery {
+
+struct CheckArgs {
+  std::string model = RunOptions{}.model, candidate = RunOptions{}.candidate;
+  std::uint64_t seed = 0;
+  int layers = 0, decode_steps = 3;
+  std::string fill = "none", numerics, trace_dir, json;
+  ReportOptions report;
+};
+
+// One run of the battery: what it is for, and the options beyond the common ones.
+struct Part {
+  std::string name, aim;
+  RunOptions opt;
+  std::string flags;        // what the part adds to the common command line
+  std::string skip_reason;  // non-empty: not run, and why
+};
+
+struct PartOutcome {
+  const Part* part;
+  int exit_code = 0;
+  std::string verdict;                       // one line: the first failing stage, or why it did not run
+  std::optional<StageResult> first_failure;  // the stage that verdict names, when one failed
+};
+
+// SIMT candidates are the ones a schedule rerun, the hazard checker and poison can look into.
+bool runs_on_simt(const std::string& candidate);
+// The run options every part shares: the model, candidate, seed, layers, decode steps, fill and
+// numerics the command was given (no modes: each part sets its own).
+RunOptions common_options(const CheckArgs& a);
+std::vector<Part> plan_parts(const CheckArgs& a);
+PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index);
+// The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
+int worst(const std::vector<PartOutcome>& outs);
+std::string first_line(const std::string& s);
+
+}  // namespace ds::cli::battery

@@ -1,0 +1,364 @@
+// driftscope verify: one verdict for an automated loop that accepts kernels nobody reviewed. It
+// runs the `check` battery, then the candidate under two memory poisons (an output that differs
+// read memory nothing wrote) and on other inputs, and looks in those traces for the cheats public
+// kernel benchmarks were passed by: outputs that ignore their inputs, outputs kept from an earlier
+// call, an input handed back, an error the size of a lower precision than the declared one.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "check_battery.h"
+#include "commands.h"
+#include "report_options.h"
+#include "runner.h"
+#include "verify_findings.h"
+
+namespace ds::cli {
+
+namespace {
+
+using battery::CheckArgs;
+using battery::common_options;
+using verify::Finding;
+
+struct VerifyArgs {
+  CheckArgs check;
+  std::string work_dir, json;
+  bool keep = false;
+  std::vector<std::string> checks;  // empty: all
+};
+
+// The checks verify adds to the battery, in the order they run.
+struct CheckInfo {
+  const char* name;
+  const char* aim;
+};
+constexpr CheckInfo kChecks[] = {
+    {"check", "the `check` battery: both modes, probes, odd widths, schedule races, shared-memory hazards"},
+    {"poison", "reads of memory nothing wrote: device and shared memory under two poisons"},
+    {"perturb", "outputs that do not follow their inputs: a rerun on other prompt tokens"},
+    {"cached", "outputs kept from an earlier call of the same stage"},
+    {"returns-input", "an input handed back as the output"},
+    {"precision", "an error the size of a lower precision than the declared storage dtype"},
+};
+
+// The kind of finding a failing part of the battery is. Every part is a whole run, so a stage that
+// is plainly wrong fails them all: only the schedule and hazard parts' own status (`race`) makes
+// them a race; otherwise what failed is parity, which the first part already reported.
+std::string part_kind(const std::string& part, int exit_code, const std::optional<StageResult>& first) {
+  if (exit_code == kExitCrashed) return "crash";
+  const bool race = first && first->status == Status::race;
+  if (part == "schedule races") return race ? "race" : "parity";
+  if (part == "shared-memory hazards") return race ? "hazard" : "parity";
+  if (part.rfind("probe ", 0) == 0) return "probe";
+  if (part == "odd widths") return "tail";
+  return "parity";
+}
+
+// A temporary directory for the runs' traces unless --work-dir names one; removed at the end
+// unless --keep-traces or the user's own directory.
+class WorkDir {
+ public:
+  explicit WorkDir(const VerifyArgs& a) {
+    if (!a.work_dir.empty()) {
+      path_ = a.work_dir;
+      std::filesystem::create_directories(path_);
+      return;
+    }
+    std::string templ = (std::filesystem::temp_directory_path() / "driftscope-verify-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr)
+      throw InputError("verify: cannot make a temporary directory for its traces (use --work-dir)");
+    path_ = templ;
+    remove_ = !a.keep;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (remove_) std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+  bool remove_ = false;
+};
+
+struct Outcome {
+  std::vector<Finding> findings;
+  nlohmann::json checks = nlohmann::json::array();
+  nlohmann::json parts = nlohmann::json::array();
+  bool refused = false, crashed = false;
+  std::string refusal;
+};
+
+// One run of the candidate for the new checks: isolated (a dump: chained), every step's inputs kept.
+struct TracedRun {
+  RunReport report;
+  std::unique_ptr<trace::TraceReader> trace;
+};
+
+TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::vector<int>& tokens,
+                     const std::string& path, const Policy& policy) {
+  RunOptions o = common_options(a);
+  o.modes = {mode};
+  o.tokens = tokens;
+  if (!tokens.empty()) o.prompt_tokens = int(tokens.size());
+  o.capture = trace::Capture::inputs;
+  o.trace_path = path;
+  o.simt.poison = poison;
+  TracedRun r;
+  r.report = run_parity(o, policy);
+  if (r.report.exit_code == kExitRefused) throw GateRefusal(r.report.verdict);
+  if (r.report.exit_code == kExitUsage) throw InputError(r.report.verdict);
+  try {
+    r.trace = std::make_unique<trace::TraceReader>(path);
+  } catch (const trace::TraceError& e) {
+    throw InputError(e.what());
+  }
+  return r;
+}
+
+Finding crash_finding(const std::string& check, const RunReport& r) {
+  Finding f;
+  f.kind = "crash";
+  f.stage = r.first_failure ? r.first_failure->key.stage : "";
+  if (r.first_failure) {
+    f.step = r.first_failure->key.step;
+    f.layer = r.first_failure->key.layer;
+  }
+  f.evidence = {{"check", check}, {"crash", battery::first_line(r.crash)}};
+  return f;
+}
+
+bool wanted(const VerifyArgs& a, const std::string& name) {
+  return a.checks.empty() || std::find(a.checks.begin(), a.checks.end(), name) != a.checks.end();
+}
+
+void note_check(Outcome& out, const CheckInfo& c, const std::string& skip, std::size_t findings_before) {
+  out.checks.push_back({{"name", c.name},
+                        {"aims_at", c.aim},
+                        {"ran", skip.empty()},
+                        {"skip_reason", skip},
+                        {"findings", out.findings.size() - findings_before}});
+}
+
+void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
+  const std::vector<battery::Part> parts = battery::plan_parts(a.check);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const battery::Part& p = parts[i];
+    if (!p.skip_reason.empty()) {
+      out.parts.push_back({{"name", p.name}, {"skipped", true}, {"verdict", p.skip_reason}});
+      continue;
+    }
+    const battery::PartOutcome o = battery::run_part(p, policy, "", int(i));
+    fmt::print("  check: {:<26} {:<8} {}\n", p.name, exit_word(o.exit_code), battery::first_line(o.verdict));
+    out.parts.push_back({{"name", p.name},
+                         {"skipped", false},
+                         {"exit_code", o.exit_code},
+                         {"verdict", battery::first_line(o.verdict)}});
+    if (o.exit_code == kExitParity) continue;
+    if (o.exit_code == kExitRefused || o.exit_code == kExitUsage) {
+      out.refused = true;
+      if (out.refusal.empty()) out.refusal = battery::first_line(o.verdict);
+      continue;
+    }
+    if (o.exit_code == kExitCrashed) out.crashed = true;
+    Finding f;
+    f.kind = part_kind(p.name, o.exit_code, o.first_failure);
+    if (o.first_failure) {
+      f.stage = o.first_failure->key.stage;
+      f.step = o.first_failure->key.step;
+      f.layer = o.first_failure->key.layer;
+      f.mode = o.first_failure->mode;
+    }
+    // A later part failing where an earlier one already did says nothing new.
+    const bool seen = std::any_of(out.findings.begin(), out.findings.end(), [&](const Finding& g) {
+      return (g.kind == f.kind || (g.kind == "parity" && f.kind != "race" && f.kind != "hazard")) &&
+             g.stage == f.stage;
+    });
+    if (seen) continue;
+    f.evidence = {{"part", p.name},
+                  {"aims_at", p.aim},
+                  {"verdict", battery::first_line(o.verdict)},
+                  {"flags", p.flags}};
+    out.findings.push_back(std::move(f));
+  }
+}
+
+void run_new_checks(const VerifyArgs& a, const Policy& policy, const WorkDir& dir, Outcome& out) {
+  const CheckArgs& c = a.check;
+  const bool dump = c.candidate.rfind("dump:", 0) == 0;
+  const Mode mode = dump ? Mode::chained : Mode::isolated;
+  const bool simt = battery::runs_on_simt(c.candidate);
+  const auto skip_for = [&](const std::string& name) -> std::string {
+    if (!wanted(a, name)) return "not asked for (--checks)";
+    if (dump && (name == "poison" || name == "perturb" || name == "returns-input"))
+      return "a dump replays what its engine computed once: it neither reads memory nor takes new inputs";
+    if (name == "poison" && !simt)
+      return fmt::format("{} does not run on the SIMT runtime, whose memory the poison fills", c.candidate);
+    return "";
+  };
+  const bool any = std::any_of(std::begin(kChecks) + 1, std::end(kChecks),
+                               [&](const CheckInfo& k) { return skip_for(k.name).empty(); });
+  if (!any) {
+    for (auto k = std::begin(kChecks) + 1; k != std::end(kChecks); ++k)
+      note_check(out, *k, skip_for(k->name), out.findings.size());
+    return;
+  }
+  // Run A: the poison of NaN payloads; the base every cheat detector reads.
+  TracedRun run_a = traced_run(c, mode, SimtOptions::kPoisonNan, {}, dir.file("poison-nan.h5"), policy);
+  if (!run_a.report.crash.empty()) {
+    out.crashed = true;
+    out.findings.push_back(crash_finding("poison", run_a.report));
+    return;
+  }
+  for (auto k = std::begin(kChecks) + 1; k != std::end(kChecks); ++k) {
+    const std::string name = k->name;
+    const std::string skip = skip_for(name);
+    const std::size_t before = out.findings.size();
+    if (skip.empty()) {
+      std::vector<Finding> found;
+      if (name == "poison") {
+        const TracedRun run_b =
+            traced_run(c, mode, SimtOptions::kPoisonFinite, {}, dir.file("poison-finite.h5"), policy);
+        if (!run_b.report.crash.empty()) {
+          out.crashed = true;
+          found.push_back(crash_finding(name, run_b.report));
+        } else {
+          found = verify::poison_findings(*run_a.trace, *run_b.trace, run_a.report.launches, mode);
+        }
+      } else if (name == "perturb") {
+        // Every prompt token moved to another id: every stage's input changes.
+        const int vocab = load_config_spec(c.model, c.layers).vocab;
+        std::vector<int> tokens(run_a.report.tokens.begin(),
+                                run_a.report.tokens.begin() + run_a.report.prompt_tokens);
+        for (int& t : tokens) t = (t + 1 + vocab / 2) % vocab;
+        const TracedRun run_p =
+            traced_run(c, mode, SimtOptions::kPoisonNan, tokens, dir.file("perturbed.h5"), policy);
+        if (!run_p.report.crash.empty()) {
+          out.crashed = true;
+          found.push_back(crash_finding(name, run_p.report));
+        } else {
+          found = verify::insensitive_findings(*run_a.trace, *run_p.trace, mode);
+        }
+      } else if (name == "cached") {
+        found = verify::cached_findings(*run_a.trace, mode);
+      } else if (name == "returns-input") {
+        found = verify::returns_input_findings(*run_a.trace, mode);
+      } else if (name == "precision") {
+        found = verify::low_precision_findings(*run_a.trace, mode);
+      }
+      for (Finding& f : found) out.findings.push_back(std::move(f));
+      fmt::print("  {:<33} {} finding(s)\n", name, out.findings.size() - before);
+    } else {
+      fmt::print("  {:<33} SKIPPED  {}\n", name, skip);
+    }
+    note_check(out, *k, skip, before);
+  }
+}
+
+nlohmann::json finding_json(const Finding& f) {
+  return {{"kind", f.kind},        {"stage", f.stage},          {"layer", f.layer},
+          {"step", f.step},        {"mode", mode_name(f.mode)}, {"occurrences", f.occurrences},
+          {"evidence", f.evidence}};
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<VerifyArgs>();
+  CheckArgs& c = args->check;
+  c.decode_steps = 2;
+  CLI::App* cmd = app.add_subcommand(
+      "verify",
+      "Verify a candidate nobody reviewed: the check battery, then runs under two memory poisons "
+      "(uninit), on other inputs (input_insensitive), and the cheat detectors (cached_output, "
+      "returns_input, low_precision); one JSON verdict with every finding's kind, stage and evidence "
+      "(docs/verify.md). Exit 0 pass, 1 findings, 2 bad input, 3 refused by a gate, 4 the candidate crashed");
+  cmd->add_option("--model", c.model, "Model: a synthetic preset, GGUF file or HF directory")
+      ->capture_default_str();
+  cmd->add_option("--candidate", c.candidate, "The candidate to verify (built-in name or PATH.so[:NAME])")
+      ->capture_default_str();
+  cmd->add_option("--seed", c.seed, "Seed of the synthetic weights and the prompt")->capture_default_str();
+  cmd->add_option("--layers", c.layers, "Only the first N layers (0: all)")->capture_default_str();
+  cmd->add_option("--decode-steps", c.decode_steps, "Decode steps of every run")->capture_default_str();
+  cmd->add_option("--fill", c.fill, "reference: stages the candidate does not produce are filled")
+      ->check(CLI::IsMember({"none", "reference"}))
+      ->capture_default_str();
+  cmd->add_option("--numerics", c.numerics, "How the candidate computes (run --help, docs/policies.md)");
+  cmd->add_option("--policy", c.report.policy,
+                  "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
+  std::vector<std::string> names;
+  for (const CheckInfo& k : kChecks) names.push_back(k.name);
+  cmd->add_option("--checks", args->checks, "Only these checks (default: all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+  cmd->add_option("--json", args->json, "Write the verdict here as JSON");
+  cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
+  cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
+  cmd->callback([args, &exit_code] {
+    const CheckArgs& c = args->check;
+    Outcome out;
+    try {
+      const Policy policy = load_policy(c.report);
+      (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
+      const WorkDir dir(*args);
+      fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, c.candidate, c.seed);
+      const std::size_t before = out.findings.size();
+      if (wanted(*args, "check")) run_battery(*args, policy, out);
+      note_check(out, kChecks[0], wanted(*args, "check") ? "" : "not asked for (--checks)", before);
+      if (out.refused || out.crashed) {
+        // Nothing more to learn from running it again: the battery already says why.
+        const std::string why =
+            out.refused ? "the candidate was refused by a gate" : "the candidate crashed in the battery";
+        for (auto k = std::begin(kChecks) + 1; k != std::end(kChecks); ++k)
+          note_check(out, *k, why, out.findings.size());
+      } else {
+        run_new_checks(*args, policy, dir, out);
+      }
+    } catch (const GateRefusal& e) {
+      out.refused = true;
+      out.refusal = battery::first_line(e.what());
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      exit_code = kExitUsage;
+      return;
+    }
+    exit_code = out.crashed             ? kExitCrashed
+                : !out.findings.empty() ? kExitFailure
+                : out.refused           ? kExitRefused
+                                        : kExitParity;
+    for (const Finding& f : out.findings)
+      fmt::print("  FINDING {:<18} {} (layer {}, step {}, {}){}\n", f.kind, f.stage.empty() ? "-" : f.stage,
+                 f.layer, f.step, mode_name(f.mode),
+                 f.occurrences > 1 ? fmt::format(", {} calls", f.occurrences) : "");
+    if (out.refused) fmt::print("  refused: {}\n", out.refusal);
+    fmt::print("VERIFY {}: {} finding(s)\n", exit_word(exit_code), out.findings.size());
+    if (args->json.empty()) return;
+    nlohmann::json j = {{"model", c.model},
+                        {"candidate", c.candidate},
+                        {"seed", c.seed},
+                        {"decode_steps", c.decode_steps},
+                        {"layers", c.layers},
+                        {"verdict", exit_code == kExitParity ? "pass" : "fail"},
+                        {"exit_code", exit_code},
+                        {"exit_word", exit_word(exit_code)},
+                        {"findings", nlohmann::json::array()},
+                        {"checks", out.checks},
+                        {"check_parts", out.parts}};
+    if (out.refused) j["refused"] = out.refusal;
+    for (const Finding& f : out.findings) j["findings"].push_back(finding_json(f));
+    std::ofstream file(args->json);
+    file << j.dump(2) << "\n";
+    if (!file) {
+      fmt::print(stderr, "error: --json {}: cannot write\n", args->json);
+      exit_code = kExitUsage;
+    }
+  });
+}
+
+}  // namespace ds::cli

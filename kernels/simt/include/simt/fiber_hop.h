@@ -1,0 +1,60 @@
+// The CPU backend's fiber switch, shared by the runtime and by kernel code: on x86-64 every
+// collective and barrier switches lanes inline, at its own call site in the kernel
+// (simt_cpu.h). Include simt/simt.h instead of this file.
+#pragma once
+
+// The inline path needs the x86-64 switch below, and none of ASan's fiber annotations, which
+// only the runtime's own switch makes (src/fiber_sched.h tests the same macro).
+#if defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+#define SIMT_INLINE_SWITCH 1
+#else
+#define SIMT_INLINE_SWITCH 0
+#endif
+
+namespace simt::detail {
+
+#if defined(__x86_64__) && defined(__ELF__)
+
+// Saves the calling context in `*save` and resumes the context `to`; returns when some fiber
+// resumes `*save`, with the `data` that switch passed.
+//
+// A context is a stack pointer whose top word is the address to resume at. The switch pushes its
+// own resume address and jumps to the other's; no `call` or `ret` crosses it, so the CPU's
+// return-stack predictor keeps the entries of the frames every fiber shares (fiber_main, the
+// kernel's invoker) and the returns out of them stay predicted. The resuming `jmp` is predicted
+// by the indirect-branch predictor from its last target: the lanes of a warp resume one after
+// another at the same site, so every lane after the first is predicted, even when the switching
+// lane already stands at the next collective (the return-based switch this replaced
+// mispredicted there, once per frame).
+// The asm tells the compiler that every register but rsp and rbp is overwritten: the calling
+// function keeps across the switch only the values it still needs. The red zone below rsp is
+// stepped over first, as the pushes write there.
+[[gnu::always_inline]] inline void* fiber_hop(void** save, void* to, void* data) {
+  asm volatile(
+      "leaq -128(%%rsp), %%rsp\n\t"
+      "pushq %%rbp\n\t"
+      "leaq 1f(%%rip), %%rcx\n\t"
+      "pushq %%rcx\n\t"
+      "movq %%rsp, (%[save])\n\t"
+      "movq %[to], %%rsp\n\t"
+      "popq %%rcx\n\t"
+      "jmpq *%%rcx\n"
+      "1:\n\t"
+      "popq %%rbp\n\t"
+      "leaq 128(%%rsp), %%rsp"
+      : "+a"(data), [save] "+D"(save), [to] "+S"(to)
+      :
+      : "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1", "xmm2",
+        "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+        "xmm15",
+#if defined(__AVX512F__)
+        "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26",
+        "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7",
+#endif
+        "memory", "cc");
+  return data;
+}
+
+#endif
+
+}  // namespace simt::detail

@@ -1,0 +1,58 @@
+"""Every correct candidate of the project passes driftscope verify on every tiny preset it can run
+(a gate's refusal, exit 3, is a candidate that does not claim the model's ops, not a pass).
+
+verify's own checks (poison, perturbed inputs, the cheat detectors) must find nothing, ever: they
+run on every tiny preset for every candidate. The whole of verify, the `check` battery included,
+runs for each candidate on two presets (a dense and a hybrid one): the battery on every preset is
+cli.check's and the battery sweeps' ground, and at 12 parts a preset it would not fit CI's time.
+Usage: test_verify_correct.py DRIFTSCOPE"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+DRIFTSCOPE = sys.argv[1]
+CANDIDATES = ["simt", "cpu-f16", "cpu-f16-v1"]
+OWN_CHECKS = ["poison", "perturb", "cached", "returns-input", "precision"]
+WHOLE_ON = ["qwen2-tiny", "qwen35-tiny"]
+
+
+def tiny_presets():
+    out = subprocess.run([DRIFTSCOPE, "run", "--help"], capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if "Presets:" in l)
+    names = [n.strip() for n in line.split("Presets:")[1].split(",")]
+    return [n for n in names if n.endswith("-tiny")]
+
+
+def main():
+    presets = tiny_presets()
+    assert len(presets) >= 8, presets
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for candidate in CANDIDATES:
+            for preset in presets:
+                out = os.path.join(tmp, f"{candidate}-{preset}.json")
+                only = [] if preset in WHOLE_ON else [a for c in OWN_CHECKS for a in ("--checks", c)]
+                p = subprocess.run([DRIFTSCOPE, "verify", "--model", f"synthetic:{preset}", "--candidate",
+                                    candidate, "--json", out, *only], capture_output=True, text=True, timeout=900)
+                # A refusal is no pass: cpu-f16-v1 claims few ops and simt has no MoE kernels yet;
+                # cpu-f16 serves every family, so it is never refused.
+                if p.returncode == 3 and (candidate != "cpu-f16") and (candidate != "simt" or "moe" in preset
+                                                                       or "mixtral" in preset):
+                    print(f"--   {candidate} on {preset}: refused by the gate (ops it does not claim)")
+                    continue
+                with open(out) as f:
+                    verdict = json.load(f)
+                ok = p.returncode == 0 and verdict["verdict"] == "pass" and not verdict["findings"]
+                print(f"{'ok  ' if ok else 'FAIL'} {candidate} on {preset}: exit {p.returncode}, "
+                      f"{[(x['kind'], x['stage']) for x in verdict['findings']]}")
+                if not ok:
+                    failures.append(f"{candidate} on {preset}")
+                    print(p.stdout[-3000:], p.stderr[-2000:])
+    if failures:
+        print("FAILED:", *failures, sep="\n  ")
+        sys.exit(1)
+
+
+main()

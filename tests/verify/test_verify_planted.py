@@ -1,0 +1,98 @@
+"""driftscope verify's planted table: one plugin (planted_candidate.cpp) of RMSNorm candidates on a
+decoder, the other stages filled by the reference. The correct one passes; each planted bug or
+cheat is named with its kind at the stage it sits in; a candidate that crashes is exit 4.
+Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so SEGV_PLUGIN.so (tests/plugin: segfaults at layer 1)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+DRIFTSCOPE, PLUGIN, SEGV_PLUGIN = sys.argv[1], sys.argv[2], sys.argv[3]
+MODEL = "synthetic:llama-tiny"
+
+# (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
+# the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
+# (`parity`, and the `probe`/`tail` parts where they fail first); no other kind may appear.
+WRONG = {"parity", "probe", "tail"}
+CASES = [
+    ("correct kernel passes", "planted-correct", None, set()),
+    ("reads dynamic shared memory nobody wrote", "planted-uninit-shared", ("uninit", "attn_norm"), WRONG),
+    ("reads static shared memory nobody wrote", "planted-uninit-static-shared", ("uninit", "attn_norm"), WRONG),
+    ("reads a global buffer an earlier call left", "planted-stale-global", ("uninit", "attn_norm"), WRONG),
+    ("global += between blocks without atomicAdd", "planted-lost-update", ("hazard", "attn_norm"), WRONG),
+    ("static __shared__ tree without barriers", "planted-static-shared-race", ("race", "attn_norm"), WRONG),
+    ("computes in f16 while declaring f32", "planted-half-compute", ("low_precision", "attn_norm"), WRONG),
+    ("keeps its output across calls", "planted-cached-output", ("cached_output", "attn_norm"), WRONG),
+    ("returns its input", "planted-returns-input", ("returns_input", "attn_norm"), WRONG),
+    # A constant is also the same output at every call.
+    ("never reads its input", "planted-constant-output", ("input_insensitive", "attn_norm"),
+     WRONG | {"cached_output"}),
+]
+
+
+def verify(candidate, out_json, *extra):
+    cmd = [DRIFTSCOPE, "verify", "--model", MODEL, "--candidate", f"{PLUGIN}:{candidate}", "--fill",
+           "reference", "--seed", "3", "--json", out_json, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    with open(out_json) as f:
+        return p, json.load(f)
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, candidate, expected, also in CASES:
+            p, verdict = verify(candidate, os.path.join(tmp, f"{candidate}.json"))
+            kinds = sorted({(f["kind"], f["stage"]) for f in verdict["findings"]})
+            stray = {k for k, _ in kinds} - also - ({expected[0]} if expected else set())
+            if expected is None:
+                ok = p.returncode == 0 and verdict["verdict"] == "pass" and not verdict["findings"]
+            else:
+                ok = p.returncode == 1 and verdict["verdict"] == "fail" and expected in kinds and not stray
+            print(f"{'ok  ' if ok else 'FAIL'} {case}: exit {p.returncode}, findings {kinds}"
+                  + (f", unexpected kinds {sorted(stray)}" if stray else ""))
+            if not ok:
+                failures.append(case)
+                print(p.stdout[-3000:], p.stderr[-2000:])
+            for f in verdict["findings"]:
+                if not f["kind"] or not isinstance(f["evidence"], dict) or not f["evidence"]:
+                    failures.append(f"{case}: finding without kind or evidence: {f}")
+            if candidate == "planted-uninit-shared":
+                uninit = [f for f in verdict["findings"] if f["kind"] == "uninit"][0]
+                ev = uninit["evidence"]
+                if not any("rmsnorm_kernel" in k for k in ev["kernels"]) or ev["element"] < 0:
+                    failures.append(f"{case}: the uninit finding names no kernel or element: {ev}")
+        # Deterministic for a seed: the same verdict, byte for byte, on a second run.
+        a = verify("planted-stale-global", os.path.join(tmp, "a.json"), "--checks", "poison,cached")[1]
+        b = verify("planted-stale-global", os.path.join(tmp, "b.json"), "--checks", "poison,cached")[1]
+        if a != b:
+            failures.append("two runs of the same seed gave different verdicts")
+        else:
+            print("ok   the verdict is the same on a second run of the seed")
+        # A crash: exit 4, the crash a finding at its stage, and nothing run again after it.
+        out = os.path.join(tmp, "segv.json")
+        p = subprocess.run([DRIFTSCOPE, "verify", "--model", MODEL, "--candidate", SEGV_PLUGIN, "--fill", "reference",
+                            "--json", out], capture_output=True, text=True, timeout=600)
+        with open(out) as f:
+            verdict = json.load(f)
+        crashes = [f for f in verdict["findings"] if f["kind"] == "crash"]
+        skipped = [c for c in verdict["checks"] if not c["ran"]]
+        if p.returncode != 4 or verdict["exit_code"] != 4 or len(crashes) != 1 or crashes[0]["stage"] != "attn_norm" \
+                or len(skipped) != 5:
+            failures.append(f"a crashing candidate: exit {p.returncode}, {verdict['findings']}, {verdict['checks']}")
+        else:
+            print("ok   a crashing candidate is exit 4 with one crash finding at attn_norm")
+        # Bad input: exit 2, naming what is wrong.
+        p = subprocess.run([DRIFTSCOPE, "verify", "--model", "synthetic:no-such", "--candidate", "simt"],
+                           capture_output=True, text=True)
+        if p.returncode != 2 or "no-such" not in p.stderr:
+            failures.append(f"an unknown model: exit {p.returncode}, {p.stderr!r}")
+        else:
+            print("ok   an unknown model is exit 2")
+    if failures:
+        print("FAILED:", *failures, sep="\n  ")
+        sys.exit(1)
+
+
+main()
