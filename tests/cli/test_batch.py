@@ -60,9 +60,14 @@ class Batch(unittest.TestCase):
         for preset in presets:
             for cand in ("cpu-f16", "simt"):
                 with self.subTest(preset=preset, candidate=cand):
+                    # A model the candidate cannot serve is refused before any compute (exit 3),
+                    # batch or not; cpu-f16 serves every family.
+                    served = subprocess.run([DRIFTSCOPE, "gate", "--model", f"synthetic:{preset}", "--candidate", cand],
+                                            capture_output=True).returncode == 0
+                    self.assertTrue(served or cand != "cpu-f16", preset)
                     rc, out, err = run("--model", f"synthetic:{preset}", "--candidate", cand, *RAGGED,
                                        "--mode", "both")
-                    self.assertEqual(rc, 0, out + err)
+                    self.assertEqual(rc, 0 if served else 3, out + err)
 
     def test_every_stage_is_judged_per_sequence_in_the_trace_and_json(self):
         trace, report = self.path("b.h5"), self.path("b.json")
@@ -172,6 +177,28 @@ sequences:
                             "--candidate", "cpu-f16"], capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("a batch run (run --batch) stores no step inputs", p.stderr)
+
+    def test_diff_of_two_batch_traces_matches_and_names_each_sequence(self):
+        base, cur, js = self.path("base.h5"), self.path("cur.h5"), self.path("diff.json")
+        args = ["--model", "synthetic:qwen3-tiny", "--batch", "3", "--batch-prompts", "2,5,3", "--mode", "both"]
+        rc, out, err = run(*args, "--candidate", "cpu-f16", "--trace", base)
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = run(*args, "--candidate", "mutant:batch-seq-offset", "--trace", cur)
+        self.assertEqual(rc, 1, out + err)
+        p = subprocess.run([DRIFTSCOPE, "diff", base, cur, "--json", js], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        # The offset reads its neighbour's cache rows: sequence 1 regresses; sequence 0, whose rows
+        # it never reads, does not (matched with its own rows, not with sequence 1's).
+        self.assertIn("First regression: step 0 layer 0 attn of sequence 1 (isolated", p.stdout)
+        with open(js) as f:
+            d = json.load(f)
+        first = d["first_regression"]
+        self.assertEqual((first["stage"], first["seq"], first["layer"]), ("attn", 1, 0))
+        changes = [c for case in d["cases"] for c in case.get("changes", [])]
+        self.assertTrue(changes)
+        self.assertFalse([c for c in changes if c["regression"] and c["seq"] == 0 and c["layer"] == 0
+                          and c["stage"] == "attn"])
 
     def test_the_leak_check_sees_a_leak_the_oracle_cannot(self):
         # Every seeded prompt starts with the sink token, so sequence 0's one row and its neighbour's
