@@ -30,8 +30,8 @@ bool DiffReport::regressed() const {
 
 namespace {
 
-using Key = std::tuple<int, int, std::string, int>;
-Key key_of(const StageResult& r) { return {r.key.step, r.key.layer, r.key.stage, int(r.mode)}; }
+using Key = std::tuple<int, int, std::string, int, int>;  // step, layer, stage, sequence, mode
+Key key_of(const StageResult& r) { return {r.key.step, r.key.layer, r.key.stage, r.key.seq, int(r.mode)}; }
 
 bool measured(const StageResult& r) {
   return r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||

@@ -74,6 +74,7 @@ hid_t summary_type() {
   DS_FIELD(cand_hash, H5T_NATIVE_UINT64);
   DS_FIELD(bias_slope, H5T_NATIVE_DOUBLE);
   DS_FIELD(bias_se, H5T_NATIVE_DOUBLE);
+  DS_FIELD(seq, H5T_NATIVE_INT32);
 #undef DS_FIELD
   H5Tclose(stage_t);
   H5Tclose(note_t);
@@ -252,12 +253,13 @@ SummaryRow to_row(const StageResult& r) {
   row.cand_hash = r.cand_hash;
   row.bias_slope = r.bias_slope;
   row.bias_se = r.bias_se;
+  row.seq = r.key.seq;
   return row;
 }
 
 StageResult from_row(const SummaryRow& row) {
   StageResult r;
-  r.key = {row.step, row.layer, read_str(row.stage)};
+  r.key = {row.step, row.layer, read_str(row.stage), row.seq};
   r.mode = Mode(row.mode);
   r.status = Status(row.status);
   r.cand_dtype = DType(row.cand_dtype);

@@ -76,6 +76,7 @@ struct SummaryRow {
   double floor_max_abs, floor_rms, floor_mean_abs;  // noise floor; NaN when not computed
   std::uint64_t cand_hash;                          // FNV-1a of the candidate's stored bytes; 0 when none
   double bias_slope, bias_se;                       // systematic error; NaN when not computed
+  std::int32_t seq;                                 // the sequence of a batch run; 0 otherwise
 };
 
 // One captured input tensor of one candidate step (a row of /inputs/index).

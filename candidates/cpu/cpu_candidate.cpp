@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
+#include "cpu_batch.h"
 #include "gdn_steps.h"
 #include "mat_io.h"
 #include "stage_catalog.h"
@@ -64,6 +66,15 @@ const std::vector<CpuVariant>& planted_variants() {
        "cpu-f16 that routes a softmax-then-top-k model with softmax over the top k (and the reverse): "
        "identical when the chosen weights are renormalised, wrong weights when not (caught at "
        "expert_weights on qwen3moe-unnormed-tiny)"},
+      {PlantedBug::batch_seq_offset, "mutant:batch-seq-offset",
+       "cpu-f16 whose batched attention starts each sequence's KV cache one row early: a sequence offset off "
+       "by one, reading the last cache row of its neighbour (run --batch)"},
+      {PlantedBug::batch_wrong_position, "mutant:batch-wrong-position",
+       "cpu-f16 whose batched RoPE rotates each sequence's rows by the next sequence's positions: a position "
+       "taken from the wrong sequence (run --batch; decode steps, where positions differ)"},
+      {PlantedBug::batch_neighbour_row, "mutant:batch-neighbour-row",
+       "cpu-f16 whose batched RMSNorm scales each sequence's last row by the next row's (its neighbour's) "
+       "root mean square: a reduction reading one row of its neighbour (run --batch)"},
   };
   return v;
 }
@@ -221,6 +232,32 @@ void CpuCandidate::crash_if_planted() const {
   }
 }
 
+int CpuCandidate::cache_start(const SeqSpan& q) const {
+  // The planted bug: every sequence after the first starts one row early, in its neighbour's rows.
+  return bug_ == PlantedBug::batch_seq_offset && q.cache_row0 > 0 ? q.cache_row0 - 1 : q.cache_row0;
+}
+
+int CpuCandidate::position_of(const StepContext& ctx, const SeqSpan& q) const {
+  if (bug_ != PlantedBug::batch_wrong_position || ctx.seqs.size() < 2) return q.pos0;
+  // The planted bug: the next sequence's first position.
+  for (std::size_t i = 0; i < ctx.seqs.size(); ++i)
+    if (ctx.seqs[i].row0 == q.row0) return ctx.seqs[(i + 1) % ctx.seqs.size()].pos0;
+  return q.pos0;
+}
+
+void CpuCandidate::plant_neighbour_row(const StepContext& ctx, const Mat& x, const std::vector<float>& w,
+                                       Mat& y) const {
+  // The planted bug: each sequence's last row (but the batch's last) is scaled by the root mean
+  // square of the row after it, the first row of the next sequence.
+  for (std::size_t i = 0; i + 1 < ctx.seqs.size(); ++i) {
+    const std::int64_t row = ctx.seqs[i].row0 + ctx.seqs[i].n_tokens - 1, next = row + 1;
+    double ss = 0;
+    for (std::int64_t j = 0; j < x.cols; ++j) ss += double(x.row(next)[j]) * x.row(next)[j];
+    const float scale = 1.0f / std::sqrt(float(ss / double(x.cols)) + float(cfg_.norm_eps));
+    for (std::int64_t j = 0; j < x.cols; ++j) y.row(row)[j] = x.row(row)[j] * scale * w[std::size_t(j)];
+  }
+}
+
 void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                        TensorMap& outputs) {
   const auto& c = cfg_;
@@ -242,14 +279,18 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
       std::copy_n(table.row(id), table.cols, e.row(t));
     }
-    // GPT-2's learned absolute positions: token t sits at position pos0 + t.
+    // GPT-2's learned absolute positions: a sequence's token t sits at its position pos0 + t.
     if (auto pos = w_.find("position_embd.weight"); pos != w_.end()) {
       const Mat& p = pos->second;
-      if (ctx.pos0 + e.rows > p.rows)
-        throw std::out_of_range(
-            fmt::format("position {} beyond the {} learned positions", ctx.pos0 + e.rows - 1, p.rows));
-      for (std::int64_t t = 0; t < e.rows; ++t)
-        for (std::int64_t i = 0; i < e.cols; ++i) e.row(t)[i] += p.row(ctx.pos0 + t)[i];
+      e = map_seqs(ctx, e, [&](const SeqSpan& q, const Mat& rows) {
+        Mat r = rows;
+        if (q.pos0 + r.rows > p.rows)
+          throw std::out_of_range(
+              fmt::format("position {} beyond the {} learned positions", q.pos0 + r.rows - 1, p.rows));
+        for (std::int64_t t = 0; t < r.rows; ++t)
+          for (std::int64_t i = 0; i < r.cols; ++i) r.row(t)[i] += p.row(q.pos0 + t)[i];
+        return r;
+      });
     }
     out("embed", e);
   } else if (s == "ln_f" || s == "ln_1" || s == "ln_2") {
@@ -268,8 +309,12 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     if (l == 1) crash_if_planted();
     const Mat qkv = x("qkv"), cache = x("cache:qkv");
     const std::int64_t Q = c.q_dim(), KV = c.kv_dim();
-    out("attn", attention(columns(qkv, 0, Q), columns(cache, Q, KV), columns(cache, Q + KV, KV), c.n_heads,
-                          c.n_kv_heads, c.head_dim, ctx.pos0));
+    out("attn", map_seqs(ctx, qkv, [&](const SeqSpan& q, const Mat& rows) {
+          // Each sequence attends to its own cache rows only.
+          const Mat own = row_range(cache, cache_start(q), q.pos0 + q.n_tokens);
+          return attention(columns(rows, 0, Q), columns(own, Q, KV), columns(own, Q + KV, KV), c.n_heads,
+                           c.n_kv_heads, c.head_dim, q.pos0);
+        }));
   } else if (s == "gelu") {
     out("gelu", gelu_tanh(x("fc")));
   } else if (s == "mlp_proj") {
@@ -282,8 +327,11 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out("logits",
         linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
   } else if (s == "attn_norm" || s == "ffn_norm") {
-    out(s, rmsnorm(x(s == "attn_norm" ? "x" : "residual_1"), norm_w(l, fmt::format("{}.weight", s)),
-                   float(c.norm_eps), c.hidden));
+    const Mat in_rows = x(s == "attn_norm" ? "x" : "residual_1");
+    const std::vector<float> nw = norm_w(l, fmt::format("{}.weight", s));
+    Mat y = rmsnorm(in_rows, nw, float(c.norm_eps), c.hidden);
+    if (bug_ == PlantedBug::batch_neighbour_row) plant_neighbour_row(ctx, in_rows, nw, y);
+    out(s, y);
   } else if (s == "qkv") {
     const Mat a = x("attn_norm");
     out("q", linear(a, w(l, "attn_q.weight"), b(l, "attn_q.bias")));
@@ -293,12 +341,18 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), norm_w(l, fmt::format("attn_{}.weight", s)),
                    float(c.norm_eps), c.head_dim));
   } else if (s == "rope_q" || s == "rope_k") {
-    out(step.outputs[0], rope(x(step.inputs[0]), c.head_dim, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
-                              c.rope_mode, c.rope_freq_factors));
+    out(step.outputs[0], map_seqs(ctx, x(step.inputs[0]), [&](const SeqSpan& q, const Mat& rows) {
+          return rope(rows, c.head_dim, c.rotary_dim(), position_of(ctx, q), float(c.rope_theta), c.rope_mode,
+                      c.rope_freq_factors);
+        }));
   } else if (s == "attention") {
     if (l == 1) crash_if_planted();
-    out("attn", attention(x("q_rope"), x("cache:k_rope"), x("cache:v"), c.n_heads, c.n_kv_heads, c.head_dim,
-                          ctx.pos0));
+    const Mat k_cache = x("cache:k_rope"), v_cache = x("cache:v");
+    out("attn", map_seqs(ctx, x("q_rope"), [&](const SeqSpan& q, const Mat& rows) {
+          const std::int64_t n = q.pos0 + q.n_tokens;  // each sequence attends to its own cache rows only
+          return attention(rows, row_range(k_cache, cache_start(q), n), row_range(v_cache, cache_start(q), n),
+                           c.n_heads, c.n_kv_heads, c.head_dim, q.pos0);
+        }));
   } else if (s == "o_proj") {
     out("attn_out", linear(x(step.inputs[0]), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
   } else if (s == "residual_1") {

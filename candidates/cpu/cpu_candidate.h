@@ -32,6 +32,10 @@ enum class PlantedBug {
   moe_no_renorm,          // norm_topk_prob's renormalisation of the chosen weights forgotten
   moe_expert_off_by_one,  // the combine reads expert e + 1's weights for chosen expert e
   moe_rule_swapped,       // softmax after top-k for a softmax-before model (and the reverse)
+  // Batched bug classes (docs/batches.md), each wrong only in a batched call (`run --batch`):
+  batch_seq_offset,      // attention reads a sequence's KV cache one row early (into its neighbour's)
+  batch_wrong_position,  // RoPE rotates a sequence's rows by the next sequence's positions
+  batch_neighbour_row,   // RMSNorm of a sequence's last row takes its scale from the next row
 };
 
 // Every planted variant of cpu-f16, one row each: the name it is registered under and what it
@@ -60,6 +64,9 @@ class CpuCandidate final : public Candidate {
   DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  // Batches every block kind but the GDN layer's (its recurrent state is served one sequence at a
+  // time by the harness); cpu_batch.h.
+  bool batches(BlockKind kind) const override { return kind != BlockKind::gdn; }
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
@@ -74,6 +81,10 @@ class CpuCandidate final : public Candidate {
   // The mixture-of-experts steps (cpu_moe.cpp); false when `step` is not one of them.
   bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
   void crash_if_planted() const;
+  // The batched bug classes' planted lines (PlantedBug::batch_*); correct without them.
+  int cache_start(const SeqSpan& q) const;
+  int position_of(const StepContext& ctx, const SeqSpan& q) const;
+  void plant_neighbour_row(const StepContext& ctx, const Mat& x, const std::vector<float>& w, Mat& y) const;
 
   PlantedBug bug_;
   bool v1_ = false;

@@ -229,6 +229,21 @@ const float* GpuCandidate::need_vec(int layer, std::string_view role) const {
   return vec(layer, role);
 }
 
+std::vector<SeqSpan> GpuCandidate::seq_spans(const StepContext& ctx) {
+  if (!ctx.seqs.empty()) return ctx.seqs;
+  SeqSpan one;
+  one.n_tokens = ctx.n_tokens;
+  one.pos0 = ctx.pos0;
+  return {one};
+}
+
+void GpuCandidate::check_cache_rows(const StepContext& ctx, int rows) const {
+  int want = 0;
+  for (const SeqSpan& q : seq_spans(ctx)) want += q.pos0 + q.n_tokens;
+  if (rows != want)
+    throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, rows, want));
+}
+
 void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                        TensorMap& outputs) {
   const ModelConfig& c = cfg_;
@@ -252,12 +267,16 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
       if (tok.at(t) < 0 || tok.at(t) >= c.vocab)
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tok.at(t), c.vocab));
     const float* pos = vec(kModelLayer, "position_embd.weight");
-    if (pos != nullptr && ctx.pos0 + T > n_positions_)
-      throw std::out_of_range(
-          fmt::format("position {} beyond the {} learned positions", ctx.pos0 + T - 1, n_positions_));
     DevBuf ids(k_, tok), out = buf(std::int64_t(T) * D);
-    k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
-                 static_cast<const std::int32_t*>(ids.get()), pos, ctx.pos0, out.get(), T, D);
+    // One launch per sequence: its tokens sit at its own positions (GPT-2's learned ones).
+    for (const SeqSpan& q : seq_spans(ctx)) {
+      if (pos != nullptr && q.pos0 + q.n_tokens > n_positions_)
+        throw std::out_of_range(fmt::format("position {} beyond the {} learned positions",
+                                            q.pos0 + q.n_tokens - 1, n_positions_));
+      k_.embedding(mat(kModelLayer, "token_embd.weight"), wt_of(kModelLayer, "token_embd.weight"),
+                   static_cast<const std::int32_t*>(ids.get()) + q.row0, pos, q.pos0,
+                   f16_at(out.get(), std::int64_t(q.row0) * D), q.n_tokens, D);
+    }
     outputs["embed"] = out.f16(T, D);
   } else if (s == "ln_f" || s == "ln_1" || s == "ln_2") {
     // GPT-2's LayerNorms: ln_f is output_norm, ln_1 attn_norm, ln_2 ffn_norm (GGUF names).
@@ -300,28 +319,35 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     outputs["k_norm"] = kn.f16(T, KV);
   } else if (s == "rope") {
     DevBuf q = up(step.inputs[0]), k = up(step.inputs[1]);
-    k_.rope(q.get(), k.get(), T, c.n_heads, c.n_kv_heads, hd, c.rotary_dim(), ctx.pos0, float(c.rope_theta),
-            vec(kModelLayer, "rope_freqs"), c.rope_mode == RopeMode::neox);
+    for (const SeqSpan& sq : seq_spans(ctx))  // each sequence's rows at its own positions
+      k_.rope(f16_at(q.get(), std::int64_t(sq.row0) * Q), f16_at(k.get(), std::int64_t(sq.row0) * KV),
+              sq.n_tokens, c.n_heads, c.n_kv_heads, hd, c.rotary_dim(), sq.pos0, float(c.rope_theta),
+              vec(kModelLayer, "rope_freqs"), c.rope_mode == RopeMode::neox);
     outputs["q_rope"] = q.f16(T, Q);
     outputs["k_rope"] = k.f16(T, KV);
   } else if (s == "attention") {
     const Tensor& kc = in(inputs, "cache:k_rope");
-    const int P = int(kc.dim(0));
-    if (P != ctx.pos0 + T)
-      throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
+    check_cache_rows(ctx, int(kc.dim(0)));
     DevBuf q = up("q_rope"), kd = up("cache:k_rope"), vd = up("cache:v"), o = buf(std::int64_t(T) * Q);
-    k_.attention(q.get(), kd.get(), vd.get(), o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV);
+    for (const SeqSpan& sq : seq_spans(ctx)) {  // each sequence attends to its own cache rows only
+      const std::int64_t kv_at = std::int64_t(sq.cache_row0) * KV;
+      k_.attention(f16_at(q.get(), std::int64_t(sq.row0) * Q), f16_at(kd.get(), kv_at),
+                   f16_at(vd.get(), kv_at), f16_at(o.get(), std::int64_t(sq.row0) * Q), sq.n_tokens,
+                   sq.pos0 + sq.n_tokens, sq.pos0, c.n_heads, c.n_kv_heads, hd, Q, KV);
+    }
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "attention_qkv") {
     // GPT-2: q, k and v are column ranges of the c_attn rows [q | k | v], read in place.
     const Tensor& cache = in(inputs, "cache:qkv");
-    const int P = int(cache.dim(0)), ld = Q + 2 * KV;
-    if (P != ctx.pos0 + T)
-      throw std::logic_error(fmt::format("{}: KV cache holds {} rows, expected {}", name_, P, ctx.pos0 + T));
+    const int ld = Q + 2 * KV;
+    check_cache_rows(ctx, int(cache.dim(0)));
     DevBuf qkv = up("qkv"), cd = up("cache:qkv"), o = buf(std::int64_t(T) * Q);
-    const auto* kv = static_cast<const std::uint16_t*>(cd.get());  // f16 elements
-    k_.attention(qkv.get(), kv + Q, kv + Q + KV, o.get(), T, P, ctx.pos0, c.n_heads, c.n_kv_heads, hd, ld,
-                 ld);
+    for (const SeqSpan& sq : seq_spans(ctx)) {
+      const auto* kv = static_cast<const std::uint16_t*>(cd.get()) + std::int64_t(sq.cache_row0) * ld;  // f16
+      k_.attention(f16_at(qkv.get(), std::int64_t(sq.row0) * ld), kv + Q, kv + Q + KV,
+                   f16_at(o.get(), std::int64_t(sq.row0) * Q), sq.n_tokens, sq.pos0 + sq.n_tokens, sq.pos0,
+                   c.n_heads, c.n_kv_heads, hd, ld, ld);
+    }
     outputs["attn"] = o.f16(T, Q);
   } else if (s == "o_proj_add" || s == "out_proj_add" || s == "down_add") {
     // Projection + chain-add: inputs (activation, residual), outputs (projection, new residual).

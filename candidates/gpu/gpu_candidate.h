@@ -94,6 +94,10 @@ class GpuCandidate final : public Candidate {
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
+  // Batches every block kind but the GDN layer's (its state is served one sequence at a time by
+  // the harness): the row-wise kernels run once over every sequence's rows, embedding, RoPE and
+  // attention one launch per sequence on its rows and its own KV cache rows.
+  bool batches(BlockKind kind) const override { return kind != BlockKind::gdn; }
 
   // On SIMT "device" memory is host memory: a weight matrix the kernels can read as stored is
   // read where the model holds it, so the candidate (and its child process, through fork) adds
@@ -107,6 +111,12 @@ class GpuCandidate final : public Candidate {
   std::uint64_t copied_matrix_elements() const { return copied_matrix_elements_; }
 
  private:
+  // The sequences of a call: a batched call's, else the call's one sequence.
+  static std::vector<SeqSpan> seq_spans(const StepContext& ctx);
+  // The KV cache input holds every sequence's pos0 + n_tokens rows, else the step is misfed.
+  void check_cache_rows(const StepContext& ctx, int rows) const;
+  // Element `at` of an f16 device buffer.
+  static void* f16_at(void* p, std::int64_t at) { return static_cast<std::uint16_t*>(p) + at; }
   struct DevTensor {
     void* p = nullptr;
     dsk::WType wt = dsk::WType::f32;

@@ -137,6 +137,10 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     for (Op op : c->capabilities().list()) ops.emplace_back(op_name(op));
     put_strings(out, ops);
     wire::put_str(out, c->unavailable());
+    std::uint64_t batched = 0;  // one bit per block kind it batches
+    for (std::uint64_t k = 0; k <= std::uint64_t(BlockKind::head); ++k)
+      if (c->batches(BlockKind(k))) batched |= std::uint64_t(1) << k;
+    wire::put_u64(out, batched);
     return out;
   });
   std::uint64_t dtype = 0;
@@ -152,6 +156,7 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
       caps_.add(*parsed);
     }
     unavailable_ = r.str();
+    batched_kinds_ = r.u64();
   });
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(

@@ -6,6 +6,7 @@
 // `replay`, load() runs in this process, on purpose.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,8 +20,8 @@ namespace ds {
 
 class PluginCandidate final : public Candidate {
  public:
-  // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such candidate) or
-  // CandidateCrash (it crashed, threw or hung while being opened).
+  // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such
+  // candidate) or CandidateCrash (it crashed, threw or hung while being opened).
   PluginCandidate(const std::string& path, const std::string& name);
   ~PluginCandidate() override;
 
@@ -33,6 +34,9 @@ class PluginCandidate final : public Candidate {
   DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override { return caps_; }
   std::string unavailable() const override { return unavailable_; }
+  bool batches(BlockKind kind) const override {
+    return real_ ? real_->batches(kind) : (batched_kinds_ >> unsigned(kind)) & 1u;
+  }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -45,6 +49,7 @@ class PluginCandidate final : public Candidate {
   DType storage_ = DType::f32;
   OpSet caps_;
   std::string unavailable_;
+  std::uint64_t batched_kinds_ = 0;  // bit k: batches(BlockKind(k)), from the metadata probe
   // Plans probed for one configuration (every block kind it uses), keyed by that configuration.
   mutable std::string plans_key_;
   mutable std::map<BlockKind, std::vector<KernelStep>> plans_;

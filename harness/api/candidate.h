@@ -15,6 +15,22 @@
 //   "prev:<stage>"  that stage of the same layer at the previous model step (recurrent
 //                   state); an empty Tensor before the first step
 //   "tokens"        the token ids of this step (i32 [T])
+//
+// Batches (`run --batch`, docs/batches.md). A candidate whose batches(kind) is true is handed all
+// the sequences of a batch in one call per step: StepContext::seqs lists them, and every input is
+// the sequences' own tensors stacked in that order:
+//   row inputs ("x", "<stage>", "tokens"): sequence i's n_tokens rows start at seqs[i].row0
+//                   (ragged: a prefill of 1, 5, 8 and 13 tokens is 27 rows);
+//   "cache:<stage>": sequence i's pos0 + n_tokens cache rows start at seqs[i].cache_row0 (the
+//                   harness owns the KV cache; each sequence sees only its own);
+//   "prev:<stage>": every sequence's state, all of one shape, stacked along dim 0 in that order
+//                   (sequence i's is the i-th of n equal parts); a sequence with no state yet
+//                   (`fresh`) has zeros there, the state an empty prev: input stands for. Empty
+//                   when no sequence has one.
+// Every output must be stacked the same way: row stages by rows (dim 0 = the sum of n_tokens),
+// a state a later step reads as prev: by sequence (n equal parts of dim 0). A candidate that
+// does not batch a block kind is handed the sequences one call each, with `seqs` empty, exactly
+// as in a run of one sequence.
 #pragma once
 
 #include <map>
@@ -40,12 +56,25 @@ struct KernelStep {
   std::vector<std::string> outputs;  // catalog stage names
 };
 
+// One sequence of a batched call: where its rows sit in the stacked inputs and outputs.
+struct SeqSpan {
+  int seq = 0;         // the sequence's id in the batch (what reports name)
+  int row0 = 0;        // its first row in row inputs and outputs
+  int n_tokens = 0;    // its rows this step (a decode step: 1)
+  int pos0 = 0;        // absolute position of its first row
+  int cache_row0 = 0;  // its first row in "cache:" inputs (it has pos0 + n_tokens of them)
+  bool fresh = false;  // no recurrent state yet: its part of each prev: input is zeros
+  bool operator==(const SeqSpan&) const = default;
+};
+
 struct StepContext {
   const ModelConfig* config = nullptr;
   int step = 0;      // model step: 0 is the prefill, 1.. are decode steps
   int layer = 0;     // kModelLayer for embed / head steps
-  int pos0 = 0;      // absolute position of the first token of this step
-  int n_tokens = 0;  // tokens in this step
+  int pos0 = 0;      // absolute position of the first token of this step (batched: seqs[0]'s)
+  int n_tokens = 0;  // tokens in this step (batched: every sequence's, the stacked rows)
+  // A batched call: the sequences, in the order their rows are stacked. Empty: one sequence.
+  std::vector<SeqSpan> seqs;
 };
 
 class Candidate {
@@ -63,6 +92,9 @@ class Candidate {
   virtual std::string unavailable() const { return {}; }
   // The stage map of one block kind for this model.
   virtual std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const = 0;
+  // Whether run() takes the sequences of a batch in one call for blocks of `kind` (see
+  // "Batches" above). False: the harness serves a batch to it one sequence at a time.
+  virtual bool batches(BlockKind /*kind*/) const { return false; }
   // Called once, after the gates pass: convert and "upload" the weights. `weights` stays alive
   // and unchanged until the candidate is destroyed or loaded again, so a candidate whose device
   // memory is host memory (simt) may read them in place instead of copying.

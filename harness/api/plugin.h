@@ -22,7 +22,8 @@
 #include "candidate.h"
 #include "version.h"
 
-#define DRIFTSCOPE_PLUGIN_ABI_VERSION 1u
+// ABI history: 1, the first; 2, batches (StepContext::seqs, Candidate::batches; docs/batches.md).
+#define DRIFTSCOPE_PLUGIN_ABI_VERSION 2u
 #define DRIFTSCOPE_PLUGIN_ENTRY "driftscope_plugin"
 
 extern "C" {

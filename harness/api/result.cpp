@@ -5,8 +5,9 @@
 namespace ds {
 
 namespace {
-constexpr std::array<std::string_view, 9> kStatus = {
-    "pass", "fail", "nan", "shape-mismatch", "missing", "skipped", "crashed", "filled", "race"};
+constexpr std::array<std::string_view, 11> kStatus = {"pass",    "fail",    "nan",          "shape-mismatch",
+                                                      "missing", "skipped", "crashed",      "filled",
+                                                      "race",    "leak",    "batch-variant"};
 }
 
 std::string_view status_name(Status s) {
@@ -26,6 +27,8 @@ std::optional<Mode> parse_mode(std::string_view s) {
   if (s == "chained") return Mode::chained;
   return std::nullopt;
 }
+
+bool is_run_finding(Status s) { return s == Status::race || s == Status::leak || s == Status::batch_variant; }
 
 bool is_failure(Status s) { return s != Status::pass && s != Status::filled; }
 

@@ -20,7 +20,25 @@ namespace ds {
 // reference`), not by the candidate: never judged, never a failure and never counted as a pass.
 // `race`: a kernel launch of the step that produced the stage gave a different output under another
 // SIMT schedule (`run --race-check`); a failure whatever the values, which a re-judge keeps.
-enum class Status : std::uint8_t { pass, fail, nan, shape_mismatch, missing, skipped, crashed, filled, race };
+// `leak` and `batch_variant` (`run --batch`, docs/batches.md): perturbing another sequence's inputs
+// moved this sequence's stage, or the stage differs from the same sequence run alone by the same
+// candidate; findings of the run like `race`, which a re-judge keeps.
+enum class Status : std::uint8_t {
+  pass,
+  fail,
+  nan,
+  shape_mismatch,
+  missing,
+  skipped,
+  crashed,
+  filled,
+  race,
+  leak,
+  batch_variant
+};
+// A status a run found by rerunning the candidate (race, leak, batch-variant): no tolerance
+// judges it away.
+bool is_run_finding(Status s);
 enum class Mode : std::uint8_t { isolated, chained };
 
 std::string_view status_name(Status s);
@@ -64,6 +82,7 @@ struct StageKey {
   int step = 0;
   int layer = 0;
   std::string stage;
+  int seq = 0;  // the sequence of a batch run (`run --batch`); 0 in a run of one sequence
   bool operator==(const StageKey&) const = default;
 };
 

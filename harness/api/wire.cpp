@@ -150,6 +150,26 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
   }
 }
 
+void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs) {
+  put_u64(buf, seqs.size());
+  for (const SeqSpan& q : seqs)
+    for (int v : {q.seq, q.row0, q.n_tokens, q.pos0, q.cache_row0, int(q.fresh)})
+      put_u64(buf, std::uint64_t(std::int64_t(v)));
+}
+
+std::vector<SeqSpan> read_seqs(Reader& r) {
+  constexpr std::size_t kFields = 6;
+  const std::uint64_t n = r.u64();
+  if (n > (r.buf.size() - r.at) / (kFields * sizeof(std::uint64_t)))
+    throw Malformed(fmt::format("{} sequences in {} bytes", n, r.buf.size() - r.at));
+  std::vector<SeqSpan> seqs(n);
+  for (SeqSpan& q : seqs) {
+    for (int* v : {&q.seq, &q.row0, &q.n_tokens, &q.pos0, &q.cache_row0}) *v = int(std::int64_t(r.u64()));
+    q.fresh = r.u64() != 0;
+  }
+  return seqs;
+}
+
 std::vector<LaunchRecord> Reader::launches() {
   std::vector<LaunchRecord> out;
   for (auto n = u64(); n--;) {

@@ -42,6 +42,8 @@ void put_u64(std::string& buf, std::uint64_t v);
 void put_str(std::string& buf, const std::string& s);
 void put_tensor(std::string& buf, const Tensor& t);
 void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches);
+// A batched step's sequences (StepContext::seqs; empty for one sequence).
+void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs);
 
 // Reads what put_* wrote; throws Malformed on a truncated or malformed message.
 struct Reader {
@@ -53,6 +55,8 @@ struct Reader {
   Tensor tensor(std::uint64_t max_elems = kMaxMessage);
   std::vector<LaunchRecord> launches();
 };
+// What put_seqs wrote; more sequences than the message can hold is Malformed.
+std::vector<SeqSpan> read_seqs(Reader& r);
 
 // A candidate process's answer to one step: its outputs and launch records, or the message of
 // what it threw. read_step_reply() takes nothing it cannot check: a tag other than "ok"/"ex", more

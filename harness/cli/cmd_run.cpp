@@ -289,6 +289,19 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
       "--prompt-tokens seeded ones; an id outside the vocabulary is exit 2. A dump's own tokens win");
   run->add_option("--decode-steps", args->opt.decode_steps, "Incremental decode steps after the prefill")
       ->capture_default_str();
+  run->add_option("--batch", args->opt.batch,
+                  "N sequences fed to the candidate at once (prefill ragged, decode batched), each judged "
+                  "against the reference run alone; or a batch description file (YAML: each sequence's "
+                  "prompt, decode steps, start position, slot). docs/batches.md");
+  run->add_option(
+         "--batch-checks", args->opt.batch_checks,
+         "With --batch: all, none, or invariance,leak. invariance: each batched step's outputs equal "
+         "(bit for bit) the same sequence run alone; leak: perturbing one sequence's inputs moves no "
+         "other sequence's outputs")
+      ->capture_default_str();
+  run->add_option(
+      "--batch-prompts", args->opt.batch_prompts,
+      "With --batch N: each sequence's prompt length, L1,L2,..,LN (default: --prompt-tokens each)");
   {
     std::string names;
     for (const Probe& p : probes()) names += fmt::format("\n  {}: {}", p.name, p.targets);
@@ -308,14 +321,16 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   }
   {
     std::string names;
-    for (const NumericsProfile& p : numerics_profiles()) names += fmt::format("\n  {}: {}", p.name, p.description);
-    run->add_option("--numerics", args->opt.numerics,
-                    fmt::format("How the candidate computes below its storage dtype, so the noise floors model "
-                                "a correct engine of that kind (docs/policies.md): a profile, or key=value pairs "
-                                "(accum, rope, attention, gelu, act-quant, kv-cache), e.g. hf-f32,kv-cache=f16. "
-                                "Default: a dump mapping's numerics:, else f32 for f32 storage and one-rounding "
-                                "below it. Profiles:{}",
-                                names))
+    for (const NumericsProfile& p : numerics_profiles())
+      names += fmt::format("\n  {}: {}", p.name, p.description);
+    run->add_option(
+           "--numerics", args->opt.numerics,
+           fmt::format("How the candidate computes below its storage dtype, so the noise floors model "
+                       "a correct engine of that kind (docs/policies.md): a profile, or key=value pairs "
+                       "(accum, rope, attention, gelu, act-quant, kv-cache), e.g. hf-f32,kv-cache=f16. "
+                       "Default: a dump mapping's numerics:, else f32 for f32 storage and one-rounding "
+                       "below it. Profiles:{}",
+                       names))
         ->check([](const std::string& v) {
           try {
             (void)parse_numerics(v);

@@ -139,7 +139,7 @@ void Policy::judge(StageResult& r) const {
     return;
   }
   // A race is a finding of the run itself, which no tolerance can judge away.
-  if (r.status == Status::shape_mismatch || r.status == Status::crashed || r.status == Status::race) return;
+  if (r.status == Status::shape_mismatch || r.status == Status::crashed || is_run_finding(r.status)) return;
   const Metrics& m = r.m;
   r.note.clear();
   if (m.nan_cand > m.nan_ref || (m.nan_cand > 0 && m.mismatches > 0)) {

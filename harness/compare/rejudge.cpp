@@ -86,6 +86,11 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
   // a re-judge is against that baseline too, and says so.
   if (trace.run().is_object() && trace.run().contains("baseline"))
     report.baseline = json_name(trace.run(), "baseline");
+  // A batch run's reports name each row's sequence (docs/batches.md).
+  if (const auto& run = trace.run(); run.is_object() && run.contains("batch") && run["batch"].is_object() &&
+                                     run["batch"].contains("sequences") &&
+                                     run["batch"]["sequences"].is_array())
+    report.batch_size = std::max<int>(1, int(run["batch"]["sequences"].size()));
   // A rule selecting none of the trace's stages (a typo) would be silently never applied.
   std::vector<StageSite> sites;
   for (const auto& row : trace.rows()) sites.push_back({row.result.key.layer, row.result.key.stage});

@@ -32,11 +32,12 @@ bool measured(Status s) {
   return s != Status::missing && s != Status::shape_mismatch && s != Status::crashed && s != Status::filled;
 }
 
-std::string where(const StageResult& r) {
+// `batched`: the run held several sequences, so the line names which one.
+std::string where(const StageResult& r, bool batched = false) {
   return fmt::format(
-      "{} of {} at step {} ({} mode)", r.key.stage,
+      "{} of {} at step {}{} ({} mode)", r.key.stage,
       r.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", r.key.layer),
-      r.key.step, mode_name(r.mode));
+      r.key.step, batched ? fmt::format(" of sequence {}", r.key.seq) : std::string(), mode_name(r.mode));
 }
 
 // Why an element-wise rule failed, when the policy left no note of its own.
@@ -99,8 +100,8 @@ void print_values(std::FILE* out, const RunReport& report, const StageResult& r,
 // values around it, before any table (issue: a kernel author reads the first screen only).
 void print_cause(std::FILE* out, const RunReport& report) {
   const StageResult& f = *report.first_failure;
-  fmt::print(out, "First failing stage: {}: {}\n", where(f), status_name(f.status));
-  const bool judged = f.status == Status::fail || f.status == Status::nan || f.status == Status::race;
+  fmt::print(out, "First failing stage: {}: {}\n", where(f, report.batch_size > 1), status_name(f.status));
+  const bool judged = f.status == Status::fail || f.status == Status::nan || is_run_finding(f.status);
   if (!f.note.empty() || judged) fmt::print(out, "  why: {}\n", f.note.empty() ? tolerance_note(f) : f.note);
   if (judged)
     if (const std::string e = evidence_text(f); !e.empty()) fmt::print(out, "  {}\n", e);
@@ -109,13 +110,13 @@ void print_cause(std::FILE* out, const RunReport& report) {
 
 // Rows of the chained lane that fail only on the error fed to them (their isolated twin passes).
 std::vector<bool> inherited_rows(const std::vector<StageResult>& results) {
-  std::map<std::tuple<int, int, std::string>, const StageResult*> isolated;
+  std::map<std::tuple<int, int, std::string, int>, const StageResult*> isolated;
   for (const auto& r : results)
-    if (r.mode == Mode::isolated) isolated[{r.key.step, r.key.layer, r.key.stage}] = &r;
+    if (r.mode == Mode::isolated) isolated[{r.key.step, r.key.layer, r.key.stage, r.key.seq}] = &r;
   std::vector<bool> out(results.size(), false);
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
-    const auto it = isolated.find({r.key.step, r.key.layer, r.key.stage});
+    const auto it = isolated.find({r.key.step, r.key.layer, r.key.stage, r.key.seq});
     out[i] = it != isolated.end() && is_inherited_failure(r, *it->second);
   }
   return out;
@@ -229,7 +230,7 @@ std::string format_stage_line(const StageResult& r, bool color) {
       mismatch = fmt::format("NaN at {} ({} of {} NaN)", m.first_nan, m.nan_cand, m.numel);
     else  // a statistical limit: every element inside the band, shown by its largest difference
       mismatch = fmt::format("none outside; max at {} (0 of {})", m.max_abs_index, m.numel);
-  } else if (!measured(r.status) || r.status == Status::race)
+  } else if (!measured(r.status) || is_run_finding(r.status))
     mismatch = r.note;
   const bool shown = measured(r.status);
   return fmt::format("{:>4} {:>5}  {:<12} {:<8} {} {:>10} {:>10} {:>8} {:>12}  {}", r.key.step,

@@ -24,8 +24,10 @@ struct StageChange {
   // Regressed only in chained mode while its isolated twin still passes: drift fed from an
   // earlier stage, not a change of this stage's kernel.
   bool inherited = false;
+  bool batch = false;  // the traces hold several sequences: where names key.seq
 };
-std::string stage_where(const StageChange& c);  // "step 0 layer 0 residual_1 (isolated, chained)"
+// "step 0 layer 0 residual_1 (isolated, chained)"; a batch's "step 0 layer 0 attn of sequence 2 (isolated)"
+std::string stage_where(const StageChange& c);
 
 // One matched case (a single trace is one case): either a stop change or its stage changes.
 struct CaseDiff {

@@ -16,8 +16,8 @@ namespace ds {
 namespace {
 
 using trace::DiffFinding;
-using StageId = std::tuple<int, int, std::string>;  // step, layer, stage
-StageId id_of(const StageKey& k) { return {k.step, k.layer, k.stage}; }
+using StageId = std::tuple<int, int, std::string, int>;  // step, layer, stage, sequence
+StageId id_of(const StageKey& k) { return {k.step, k.layer, k.stage, k.seq}; }
 
 // Most severe first: a NaN or a failure is what a reviewer must see; grown error is a warning
 // sign; changed bits alone are informational.
@@ -46,9 +46,10 @@ std::string build_of(const trace::TraceReader& t) {
 std::string stage_where(const StageChange& c) {
   std::vector<std::string_view> modes;
   for (Mode m : c.modes) modes.push_back(mode_name(m));
-  return fmt::format("step {} {} {} ({})", c.key.step,
+  return fmt::format("step {} {} {}{} ({})", c.key.step,
                      c.key.layer == kModelLayer ? std::string("model") : fmt::format("layer {}", c.key.layer),
-                     c.key.stage, fmt::join(modes, ", "));
+                     c.key.stage, c.batch ? fmt::format(" of sequence {}", c.key.seq) : std::string(),
+                     fmt::join(modes, ", "));
 }
 
 const StageChange* CaseDiff::first_regression() const {
@@ -71,13 +72,15 @@ CaseDiff summarise_diff(const trace::TraceReader& base, const trace::TraceReader
 
   std::map<StageId, std::size_t> run_order;
   for (const auto& row : base.rows()) run_order.try_emplace(id_of(row.result.key), run_order.size());
-  std::map<std::tuple<int, int, std::string, int>, const StageResult*> now;
+  std::map<std::pair<StageId, int>, const StageResult*> now;
+  bool batch = false;  // a batch of several sequences: each change names its sequence
   for (const auto& row : current.rows()) {
     const StageResult& r = row.result;
-    now[{r.key.step, r.key.layer, r.key.stage, int(r.mode)}] = &r;
+    now[{id_of(r.key), int(r.mode)}] = &r;
+    batch |= r.key.seq > 0;
   }
   auto result_now = [&](const StageKey& k, Mode m) -> const StageResult* {
-    const auto it = now.find({k.step, k.layer, k.stage, int(m)});
+    const auto it = now.find({id_of(k), int(m)});
     return it == now.end() ? nullptr : it->second;
   };
 
@@ -90,6 +93,7 @@ CaseDiff summarise_diff(const trace::TraceReader& base, const trace::TraceReader
     StageChange c;
     const DiffFinding& worst = *found.front();
     c.key = worst.key;
+    c.batch = batch;
     c.worst = worst.kind;
     c.evidence = worst.message;
     bool regressed_isolated = false, regressed_chained = false;

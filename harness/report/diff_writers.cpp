@@ -26,6 +26,7 @@ nlohmann::json change_json(const StageChange& c) {
   return {{"step", c.key.step},
           {"layer", layer_json(c.key.layer)},
           {"stage", c.key.stage},
+          {"seq", c.key.seq},
           {"modes", modes},
           {"change", trace::finding_name(c.worst)},
           {"also", c.also},
@@ -124,10 +125,11 @@ std::string diff_junit_xml(const DiffOutcome& d) {
       ++n;
       ++failed;
       body += fmt::format(
-          "    <testcase classname=\"driftscope.diff.step{}.{}\" name=\"{}\">\n"
+          "    <testcase classname=\"driftscope.diff.step{}.{}\" name=\"{}{}\">\n"
           "      <failure type=\"{}\" message=\"{}\"/>\n    </testcase>\n",
           s.key.step, xml_escape(s.key.layer == kModelLayer ? "model" : fmt::format("layer{}", s.key.layer)),
-          xml_escape(s.key.stage), trace::finding_name(s.worst),
+          xml_escape(s.key.stage), s.batch ? fmt::format(".seq{}", s.key.seq) : std::string(),
+          trace::finding_name(s.worst),
           xml_escape(
               fmt::format("{}{}", s.evidence, s.inherited ? " (inherited from an earlier stage)" : "")));
     }
@@ -183,10 +185,10 @@ std::string diff_markdown(const DiffOutcome& d) {
       if (!s.regression) continue;
       std::vector<std::string_view> modes;
       for (Mode m : s.modes) modes.push_back(mode_name(m));
-      out += fmt::format("| {} | {} | `{}` | {} | {} | {} | {}{} |\n", s.key.step, layer_text(s.key.layer),
-                         markdown_cell(s.key.stage), fmt::join(modes, ", "), trace::finding_name(s.worst),
-                         fmt::join(s.also, ", "), markdown_cell(s.evidence),
-                         s.inherited ? " (inherited from an earlier stage)" : "");
+      out += fmt::format("| {} | {} | `{}`{} | {} | {} | {} | {}{} |\n", s.key.step, layer_text(s.key.layer),
+                         markdown_cell(s.key.stage), s.batch ? fmt::format(" (sequence {})", s.key.seq) : "",
+                         fmt::join(modes, ", "), trace::finding_name(s.worst), fmt::join(s.also, ", "),
+                         markdown_cell(s.evidence), s.inherited ? " (inherited from an earlier stage)" : "");
     }
     const std::size_t informational =
         c.changes.size() - std::size_t(std::count_if(c.changes.begin(), c.changes.end(),

@@ -26,6 +26,7 @@ nlohmann::json stage_json(const StageResult& r) {
       {"step", r.key.step},
       {"layer", r.key.layer == kModelLayer ? nlohmann::json(nullptr) : nlohmann::json(r.key.layer)},
       {"stage", r.key.stage},
+      {"seq", r.key.seq},
       {"mode", mode_name(r.mode)},
       {"status", status_name(r.status)},
       {"failure", is_failure(r)},
@@ -34,7 +35,7 @@ nlohmann::json stage_json(const StageResult& r) {
       {"shape", r.shape},
       {"note", r.note}};
   if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||
-      r.status == Status::race) {
+      is_run_finding(r.status)) {
     j["metrics"] = {{"numel", m.numel},
                     {"max_abs", num(m.max_abs)},
                     {"max_abs_index", m.max_abs_index},
@@ -92,6 +93,7 @@ nlohmann::json report_json(const RunReport& report) {
       {"exit_code", report.exit_code},
       {"stop_reason",
        report.stop_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.stop_reason)},
+      {"batch_size", report.batch_size},
       {"judged", counts.judged},
       {"filled", counts.filled},
       {"failed", counts.failed},

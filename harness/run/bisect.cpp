@@ -18,13 +18,14 @@ std::optional<StageResult> find_culprit(const std::vector<StageResult>& results)
 }
 
 int mark_inherited(std::vector<StageResult>& results) {
-  std::map<std::tuple<int, int, std::string>, const StageResult*> local;
+  // The twin is the same stage of the same sequence (a batch run judges each sequence apart).
+  std::map<std::tuple<int, int, std::string, int>, const StageResult*> local;
   for (const auto& r : results)
-    if (r.mode == Mode::isolated) local[{r.key.step, r.key.layer, r.key.stage}] = &r;
+    if (r.mode == Mode::isolated) local[{r.key.step, r.key.layer, r.key.stage, r.key.seq}] = &r;
   int marked = 0;
   for (auto& r : results) {
     if (r.note.find("inherited") != std::string::npos) continue;
-    auto it = local.find({r.key.step, r.key.layer, r.key.stage});
+    auto it = local.find({r.key.step, r.key.layer, r.key.stage, r.key.seq});
     if (it != local.end() && is_inherited_failure(r, *it->second)) {
       if (!r.note.empty()) r.note += "; ";
       r.note += "inherited: local error within policy";

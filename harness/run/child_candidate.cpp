@@ -125,7 +125,8 @@ void ChildCandidate::serve() {
       step.name = r.str();
       for (auto n = r.u64(); n--;) step.inputs.push_back(r.str());
       for (auto n = r.u64(); n--;) step.outputs.push_back(r.str());
-      StepContext ctx{&cfg_, int(r.u64()), int(std::int64_t(r.u64())), int(r.u64()), int(r.u64())};
+      StepContext ctx{&cfg_, int(r.u64()), int(std::int64_t(r.u64())), int(r.u64()), int(r.u64()), {}};
+      ctx.seqs = wire::read_seqs(r);
       TensorMap inputs;
       for (auto n = r.u64(); n--;) {
         std::string name = r.str();
@@ -158,6 +159,7 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
   put_u64(msg, step.outputs.size());
   for (const auto& s : step.outputs) put_str(msg, s);
   for (int v : {ctx.step, ctx.layer, ctx.pos0, ctx.n_tokens}) put_u64(msg, std::uint64_t(std::int64_t(v)));
+  wire::put_seqs(msg, ctx.seqs);
   put_u64(msg, inputs.size());
   for (const auto& [name, t] : inputs) {
     put_str(msg, name);

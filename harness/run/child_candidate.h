@@ -27,6 +27,7 @@ class ChildCandidate final : public Candidate {
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
     return inner_->plan(cfg, kind);
   }
+  bool batches(BlockKind kind) const override { return inner_->batches(kind); }
   // Loads in the parent, then forks: the child inherits the loaded weights copy-on-write.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,

@@ -25,7 +25,7 @@ void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tens
   const Tensor* cand = c.cand;
   const Tensor* floor = c.floor;
   StageResult r;
-  r.key = {c.step, c.layer, std::string(c.stage)};
+  r.key = {c.step, c.layer, std::string(c.stage), c.seq};
   r.mode = c.mode;
   r.cand_dtype = c.storage;
   r.shape = ref.shape();
@@ -60,6 +60,10 @@ void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tens
     r.status = Status::race;
     r.note = race->second;
   }
+  if (c.batch_finding) {
+    r.status = c.batch_finding->status;
+    r.note = c.batch_finding->note;
+  }
   if (is_failure(r) && cand && cand->numel() == ref.numel()) {
     // Around the element the row is shown by (the first mismatch, else the largest difference),
     // where the reader looks, not at elements 0..4.
@@ -74,7 +78,7 @@ void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tens
 
 void record_filled(RunState& s, const StageCall& c) {
   StageResult r;
-  r.key = {c.step, c.layer, std::string(c.stage)};
+  r.key = {c.step, c.layer, std::string(c.stage), c.seq};
   r.mode = c.mode;
   r.status = Status::filled;
   r.cand_dtype = c.storage;

@@ -54,6 +54,7 @@ Loaded load_phase(RunState& s, const ModelConfig& header, CandidatePtr cand) {
     throw InputError(fmt::format("weight-completeness gate: {}", e.what()),
                      fmt::format("weight-completeness gate: {}", e.full()));
   }
+  s.features.batch.note_candidate(s, cfg, *cand);
   if (!opt.trace_path.empty()) s.open_trace(cfg);
   s.event("candidate_load");
   if (const std::string why = launch_sinks::racecheck_unsupported(); opt.simt.racecheck && !why.empty())

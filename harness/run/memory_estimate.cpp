@@ -141,7 +141,9 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
                                const CandidateMemory& cand, const CandidateMemory* baseline) {
   const DType held = held_dtype(bytes_per_weight);
   const std::uint64_t lanes = std::max<std::size_t>(opt.modes.size(), 1);
-  const std::uint64_t references = 1 + lanes;  // the oracle and one noise floor per mode
+  // The oracle and one noise floor per mode, for every sequence of a batch (each computed alone).
+  const std::uint64_t seqs = std::uint64_t(std::max(opt.batch_sequences, 1));
+  const std::uint64_t references = (1 + lanes) * seqs;
   std::uint64_t weights = 0, reference_own = 0, elements = 0;
   for (const auto& w : weights_of(cfg)) {
     const std::uint64_t n = std::uint64_t(numel(w.shape));
@@ -161,8 +163,11 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
   };
   const std::uint64_t candidate = copy_of(cand);
 
-  const std::uint64_t positions = std::uint64_t(opt.prompt_tokens) + std::uint64_t(opt.decode_steps);
-  const std::uint64_t T = std::uint64_t(std::max(opt.prompt_tokens, 1));
+  // A batch: every sequence's positions, in each of its references (counted per sequence above).
+  const std::uint64_t positions =
+      (seqs > 1 ? std::uint64_t(opt.batch_prompt_rows) / seqs + 1 : std::uint64_t(opt.prompt_tokens)) +
+      std::uint64_t(opt.decode_steps);
+  const std::uint64_t T = std::uint64_t(std::max(seqs > 1 ? opt.batch_prompt_rows : opt.prompt_tokens, 1));
   // Every reference's own cache, and the runner's histories of the cached stages.
   const std::uint64_t kv =
       (kv_bytes_per_position(cfg) * positions + recurrent_state_bytes(cfg)) * (references + lanes);

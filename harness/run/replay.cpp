@@ -64,6 +64,12 @@ ReplayResult replay_stage(const ReplayRequest& req, const Policy& policy) {
   if (!row)
     throw InputError(fmt::format("{}: no stage {} of layer {} at step {} ({} mode){}", where, req.stage,
                                  req.layer, req.step, mode_name(req.mode), did_you_mean(req.stage, stages)));
+  // A batched step's inputs are every sequence's: a batch run stores none (docs/batches.md).
+  if (t->run().is_object() && t->run().contains("batch"))
+    throw InputError(
+        fmt::format("{}: a batch run (run --batch) stores no step inputs, so replay has nothing of it "
+                    "to re-run; rerun that sequence as a run of its own",
+                    where));
   const auto captured = t->captured_step(req.step, req.layer, req.mode, req.stage);
   if (!captured)
     throw InputError(

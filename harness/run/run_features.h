@@ -9,6 +9,7 @@
 //   DumpFeature     dump:DIR           x       x     x      x
 //   FillFeature     --fill reference           x            x
 //   BaselineFeature --baseline         x       x     x      x
+//   BatchFeature    --batch            x             x      x
 //
 // In the step loop the stages are held to a Yardstick: the oracle's (the reference's stages and
 // the noise floor) or, with --baseline, the baseline's own run of each block.
@@ -21,6 +22,8 @@
 #include <vector>
 
 #include "baseline_run.h"
+#include "batch_checks.h"
+#include "batch_feature.h"
 #include "candidate.h"
 #include "memory_estimate.h"
 #include "model.h"
@@ -101,6 +104,9 @@ struct StageCall {
   const Tensor& ref;    // the reference's tensor
   const Tensor* cand;   // the candidate's, null when it produced none
   const Tensor* floor;  // the noise floor's, null when it has none
+  int seq = 0;          // the sequence (a batch run judges each apart)
+  // What the batch checks found at this stage of this sequence (batch_checks.h); null: nothing.
+  const BatchFinding* batch_finding = nullptr;
 };
 
 // What the stages of a block are held to (step loop).
@@ -156,6 +162,7 @@ class BaselineFeature final : public Yardstick {
 
 struct RunFeatures {
   BaselineFeature baseline;
+  BatchFeature batch;  // --batch (batch_feature.h)
   OracleYardstick oracle;
   Yardstick& yardstick() { return baseline.active() ? static_cast<Yardstick&>(baseline) : oracle; }
 };

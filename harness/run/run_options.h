@@ -32,6 +32,16 @@ struct RunOptions {
   // seed. A dump candidate's own tokens win over it.
   std::vector<int> tokens;
   int decode_steps = 0;
+  // `--batch N|FILE` and `--batch-prompts L1,L2,..` (batch_spec.h, docs/batches.md): the sequences
+  // fed to the candidate at once; empty: a run of one sequence.
+  std::string batch;
+  std::string batch_prompts;
+  // `--batch-checks` (batch_checks.h): all, none, or invariance,leak.
+  std::string batch_checks = "all";
+  // Set by the settle phase from the batch: its sequences and every sequence's prompt tokens
+  // together (the memory estimate counts a reference and a KV cache per sequence).
+  int batch_sequences = 1;
+  int batch_prompt_rows = 0;
   // `--from-step N`: model steps before N run on the reference only; the candidate runs and is
   // judged from step N on. Isolated mode only, where every step's inputs (the KV cache included)
   // are the reference's: a decode step at a late position without the candidate's long prefill.

@@ -7,7 +7,9 @@
 namespace ds {
 
 nlohmann::json RunState::run_json(const ModelConfig* cfg) const {
-  return ds::run_json(opt, policy, cfg, candidate_json, features.baseline.json());
+  nlohmann::json j = ds::run_json(opt, policy, cfg, candidate_json, features.baseline.json());
+  if (features.batch.active()) j["batch"] = features.batch.json();
+  return j;
 }
 
 void RunState::open_trace(const ModelConfig& cfg) {

@@ -70,6 +70,9 @@ struct RunReport {
   // The steps actually run (a dump's tokens and a probe settle their own), and the first step the
   // candidate ran and was judged at (--from-step).
   int prompt_tokens = 0, decode_steps = 0, from_step = 0;
+  // Sequences in the run (`run --batch`, docs/batches.md); 1: a run of one sequence. Every row
+  // names its sequence (StageKey::seq) and the reports name it where the run had several.
+  int batch_size = 1;
   std::string probe;       // run --probe, or empty
   std::string probe_note;  // what the probe rewrote in the weights, or empty
   std::string numerics;    // what the noise floors modelled (numerics_str)
@@ -126,9 +129,9 @@ RunReport run_parity(const RunOptions& opt, const Policy& policy);
 // "0 of 0 passed" is not parity). Shared by `run` and `report`.
 void conclude(RunReport& report);
 // Where drift begins, from the chained layer outputs of every model step, prefill and decode
-// (bisect.h's earliest_drift with k = 8 x the noise floor, or its steady-growth trend); fills report.drift_start and
-// report.drift. A trend found in a run whose every stage passed turns it into a failure (exit 1,
-// report.drift_failed). Call after conclude().
+// (bisect.h's earliest_drift with k = 8 x the noise floor, or its steady-growth trend); fills
+// report.drift_start and report.drift. A trend found in a run whose every stage passed turns it into a
+// failure (exit 1, report.drift_failed). Call after conclude().
 void locate_drift(RunReport& report);
 
 }  // namespace ds

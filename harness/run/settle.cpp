@@ -60,6 +60,7 @@ void settle_numerics(RunState& s, const Candidate& cand) {
 ModelConfig settle_header(RunState& s) {
   ModelConfig header = load_config_spec(s.opt.model, s.opt.layers);
   ProbeFeature::settle(header, s.opt);
+  s.features.batch.settle(s, header);
   check_bounds(s.opt, header);
   check_selectors(s.opt, header, s.policy);
   header.gdn_fused = gdn_variant_ops(s.opt.gdn_variant);
@@ -70,6 +71,7 @@ ModelConfig settle_header(RunState& s) {
 void settle_candidate(RunState& s, const ModelConfig& header, const Candidate& cand) {
   s.origin = plugin_origin(cand);
   s.candidate_json = candidate_json(s.opt, cand, s.origin);
+  s.features.batch.check_candidate(s, cand);
   settle_prompt(s, header, cand);
   settle_numerics(s, cand);
   s.report.prompt_tokens = s.opt.prompt_tokens;

@@ -2,21 +2,30 @@
 // the reference runs embed, every layer and the head; every lane runs the candidate's plan for
 // the same block, and each catalog stage is judged against the run's yardstick and streamed
 // into the trace, flushed once per layer.
+//
+// A run is a batch of sequences (`run --batch`, batch_feature.h); a run of one sequence is a
+// batch of one. Each sequence has its own reference, noise floors and histories (its KV cache and
+// recurrent state): the reference computes it alone. The candidate is handed the batch's active
+// sequences in one call per step where it batches the block kind, else one call per sequence;
+// every stage is judged per sequence.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
 
+#include "batch_rows.h"
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
 #include "moe_ties.h"
 #include "phases.h"
+#include "prompt.h"
 #include "stage_catalog.h"
 
 namespace ds {
@@ -26,112 +35,270 @@ namespace {
 // The values of `x` once stored in `t`, kept as f64 (what the floor reference consumes).
 Tensor round_values(const Tensor& x, DType t) { return x.to(t).to(DType::f64); }
 
-// The inputs of one block's steps: the step's tokens, the reference's stages and input.
+// One sequence of the run: what the reference computes of it alone, and each lane's history of it.
+struct Seq {
+  int id = 0;
+  std::vector<int> prompt;
+  int decode_steps = 0;
+  int pos = 0;  // positions before this step (the KV cache rows so far)
+  std::unique_ptr<ref::Reference> own_oracle;
+  ref::Reference* oracle = nullptr;
+  std::vector<Lane> lanes;  // one per mode, as run.lanes
+  StageHistory ref_cache, ref_prev, ref_latest;
+  std::vector<int> fed;  // tokens fed so far (prompt, then each greedy next token)
+  // This step: its tokens, and the block being run.
+  int T = 0;
+  Tensor tok;
+  Tensor ref_x;                         // the reference's input to the block
+  TensorMap ref;                        // the reference's stages of the block
+  std::vector<TensorMap> floor_stages;  // per lane, the noise floor's
+  // Per lane: what a lane with its own oracle (Lane::own_oracle, after a MoE near-tie) is held to
+  // instead of `ref`, and that oracle's input to the block.
+  std::vector<TensorMap> own_ref;
+  std::vector<Tensor> own_ref_x;
+  bool active(int step) const { return step <= decode_steps; }
+};
+
+// One block of one lane: each sequence's produced stages.
+using SeqOutputs = std::vector<TensorMap>;
+
+// What one sequence's block in one lane is held to and its isolated steps are fed.
 struct BlockInputs {
-  const TensorMap& ref;    // the reference's stages of this block
-  const TensorMap& floor;  // the noise floor's
-  const Tensor* tokens;
-  const Tensor& ref_x;  // the reference's input to the block
+  const TensorMap* ref;    // the reference's stages of this block
+  const TensorMap* floor;  // the noise floor's
+  const Tensor* ref_x;     // the reference's input to the block
 };
 
 class StepLoop {
  public:
-  StepLoop(RunState& s, Loaded& run) : s_(s), run_(run), against_(s.features.yardstick()) {}
+  StepLoop(RunState& s, Loaded& run) : s_(s), run_(run), against_(s.features.yardstick()) {
+    make_sequences();
+    const ModelConfig& cfg = run_.model->config;
+    const auto note_prev = [&](BlockKind kind) {
+      for (const KernelStep& ks : plan_of(kind))
+        for (const std::string& in : ks.inputs)
+          if (in.rfind("prev:", 0) == 0) states_.insert(in.substr(5));
+    };
+    for (int l = 0; l < cfg.n_layers; ++l) note_prev(cfg.block_kind(l));
+  }
 
   void go() {
-    Candidate& cand = *run_.cand;
     const ModelConfig& cfg = run_.model->config;
-    ref::Reference& reference = *run_.oracle;
-    const DType storage = cand.storage_dtype();
-    int pos0 = 0;
+    const DType storage = run_.cand->storage_dtype();
+    for (auto& q : seqs_) prime(q);
     for (int step = 0; step <= s_.opt.decode_steps; ++step) {
-      const std::vector<int> step_tokens =
-          step == 0 ? run_.tokens : std::vector<int>{s_.report.tokens.back()};
-      const int T = int(step_tokens.size());
       const bool judged = LateStart::judged(s_.opt, step);
-      // What was this step's output becomes the previous step's for recurrent inputs.
-      ref_prev_ = std::exchange(ref_latest_, {});
-      for (auto& lane : run_.lanes) lane.prev = std::exchange(lane.latest, {});
-      Tensor tok(DType::i32, {T});
-      for (int i = 0; i < T; ++i) tok.set(i, step_tokens[std::size_t(i)]);
-      std::vector<std::int32_t> tok32(step_tokens.begin(), step_tokens.end());
+      std::vector<Seq*> active;
+      for (auto& q : seqs_)
+        if (q.active(step)) active.push_back(&q);
+      for (Seq* q : active) {
+        q->T = step == 0 ? int(q->prompt.size()) : 1;
+        const std::vector<int> step_tokens = step == 0 ? q->prompt : std::vector<int>{q->fed.back()};
+        if (step == 0) q->fed = q->prompt;
+        // What was this step's output becomes the previous step's for recurrent inputs.
+        q->ref_prev = std::exchange(q->ref_latest, {});
+        for (auto& lane : q->lanes) lane.prev = std::exchange(lane.latest, {});
+        q->tok = Tensor(DType::i32, {q->T});
+        for (int i = 0; i < q->T; ++i) q->tok.set(i, step_tokens[std::size_t(i)]);
+      }
 
       // Model-level: embed.
-      TensorMap ref_stages = reference.embed(tok32, pos0);
-      for (auto& lane : run_.lanes) {
-        if (!judged) continue;
-        const TensorMap fs = lane.floor->embed(tok32, pos0);
-        TensorMap outs = run_block(BlockKind::embed, kModelLayer, step, pos0, T, lane,
-                                   {ref_stages, fs, &tok, ref_stages.at("embed")});
-        DumpFeature::stand_in_embed(cand, outs, ref_stages.at("embed"));
-        auto e = outs.find("embed");
-        if (e == outs.end()) throw CandidateCrash("embed", "the plan's embed block did not produce 'embed'");
-        lane.x = e->second;
-        lane.floor_x = fs.at("embed");
+      for (Seq* q : active) {
+        const std::vector<std::int32_t> tok32(q->tok.data<std::int32_t>(),
+                                              q->tok.data<std::int32_t>() + q->T);
+        q->ref = q->oracle->embed(tok32, q->pos);
+        q->ref_x = q->ref.at("embed");
+        q->floor_stages.assign(q->lanes.size(), {});
+        for (std::size_t li = 0; li < q->lanes.size(); ++li) {
+          Lane& lane = q->lanes[li];
+          if (judged) q->floor_stages[li] = lane.floor->embed(tok32, q->pos);
+          if (!lane.own_oracle) continue;
+          // The embedding has no state: the same on every path.
+          lane.own_x = q->own_ref_x[li] = q->ref_x;
+          q->own_ref[li] = q->ref;
+        }
       }
-      Tensor ref_x = ref_stages.at("embed");
-      for (auto& lane : run_.lanes)
-        if (lane.own_oracle) lane.own_x = ref_x;  // the embedding has no state: the same on every path
+      for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
+        for_each_group(BlockKind::embed, active, [&](const std::vector<Seq*>& group) {
+          const SeqOutputs outs = run_block(BlockKind::embed, kModelLayer, step, group, li);
+          for (std::size_t i = 0; i < group.size(); ++i) {
+            Seq& q = *group[i];
+            TensorMap o = outs[i];
+            DumpFeature::stand_in_embed(*run_.cand, o, q.ref.at("embed"));
+            auto e = o.find("embed");
+            if (e == o.end()) throw CandidateCrash("embed", "the plan's embed block did not produce 'embed'");
+            q.lanes[li].x = e->second;
+            q.lanes[li].floor_x = q.floor_stages[li].at("embed");
+          }
+        });
       s_.flush();
       for (int l = 0; l < cfg.n_layers; ++l) {
-        s_.event("reference_layer");
-        TensorMap rs = reference.layer(l, ref_x, pos0);
-        record_reference(l, rs);
-        for (auto& lane : run_.lanes) {
-          const bool isolated = lane.mode == Mode::isolated;
-          const Tensor floor_in = isolated ? round_values(ref_x, storage) : lane.floor_x;
-          const TensorMap forced =
-              isolated ? step_inputs_as_given(cfg.block_kind(l), rs, storage) : TensorMap{};
-          const TensorMap fs = lane.floor->layer(l, floor_in, pos0, isolated ? &forced : nullptr);
-          lane.floor_x = fs.at("residual_2");
-          if (!judged) continue;
-          // A chained lane that took a legitimate near-tie choice the oracle did not follows its own
-          // copy of the oracle from there on (settle_moe_tie), given that choice.
-          TensorMap own;
-          Tensor own_in;
-          if (lane.own_oracle) {
-            own_in = lane.own_x;
-            own = lane.own_oracle->layer(l, own_in, pos0);
-            lane.own_x = own.at("residual_2");  // settle_moe_tie replaces it after a further flip
+        for (Seq* q : active) {
+          s_.event("reference_layer");
+          q->ref = q->oracle->layer(l, q->ref_x, q->pos);
+          record_reference(*q, l, q->ref);
+          for (std::size_t li = 0; li < q->lanes.size(); ++li) {
+            Lane& lane = q->lanes[li];
+            const bool isolated = lane.mode == Mode::isolated;
+            const Tensor floor_in = isolated ? round_values(q->ref_x, storage) : lane.floor_x;
+            const TensorMap forced =
+                isolated ? step_inputs_as_given(cfg.block_kind(l), q->ref, storage) : TensorMap{};
+            q->floor_stages[li] = lane.floor->layer(l, floor_in, q->pos, isolated ? &forced : nullptr);
+            lane.floor_x = q->floor_stages[li].at("residual_2");
+            // A chained lane that took a legitimate near-tie choice the oracle did not follows its
+            // own copy of the oracle from there on (settle_moe_tie), given that choice.
+            if (!lane.own_oracle || !judged) continue;
+            q->own_ref_x[li] = lane.own_x;
+            q->own_ref[li] = lane.own_oracle->layer(l, lane.own_x, q->pos);
+            lane.own_x = q->own_ref[li].at("residual_2");  // settle_moe_tie replaces it after a further flip
           }
-          const TensorMap& lane_rs = lane.own_oracle ? own : rs;
-          const Tensor& lane_ref_x = lane.own_oracle ? own_in : ref_x;
-          TensorMap outs =
-              run_block(cfg.block_kind(l), l, step, pos0, T, lane, {lane_rs, fs, &tok, lane_ref_x});
-          auto it = outs.find("residual_2");
-          // A candidate that does not produce the layer output cannot continue its own chain.
-          lane.x = it != outs.end() ? it->second : lane_rs.at("residual_2").to(storage);
         }
-        ref_x = rs.at("residual_2");
+        for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
+          for_each_group(cfg.block_kind(l), active, [&](const std::vector<Seq*>& group) {
+            const SeqOutputs outs = run_block(cfg.block_kind(l), l, step, group, li);
+            for (std::size_t i = 0; i < group.size(); ++i) {
+              Seq& q = *group[i];
+              auto it = outs[i].find("residual_2");
+              // A candidate that does not produce the layer output cannot continue its own chain.
+              q.lanes[li].x =
+                  it != outs[i].end() ? it->second : inputs_of(q, li).ref->at("residual_2").to(storage);
+            }
+          });
+        for (Seq* q : active) q->ref_x = q->ref.at("residual_2");
         s_.flush();
         maybe_test_kill();
       }
-      // A step nobody judges needs only its last row's logits (the next token): a 2050-token
-      // prefill before --from-step would otherwise hold [2050, vocab] doubles for nothing.
-      TensorMap hs = reference.head(judged ? ref_x : ref_x.rows(T - 1, T));
-      for (auto& lane : run_.lanes) {
-        if (!judged) continue;
-        const bool isolated = lane.mode == Mode::isolated;
-        const TensorMap forced = isolated ? step_inputs_as_given(BlockKind::head, hs, storage) : TensorMap{};
-        const TensorMap fs = lane.floor->head(isolated ? round_values(ref_x, storage) : lane.floor_x,
-                                              isolated ? &forced : nullptr);
-        const TensorMap own_hs = lane.own_oracle ? lane.own_oracle->head(lane.own_x) : TensorMap{};
-        const TensorMap& lane_hs = lane.own_oracle ? own_hs : hs;
-        const TensorMap outs = run_block(BlockKind::head, kModelLayer, step, pos0, T, lane,
-                                         {lane_hs, fs, &tok, lane.own_oracle ? lane.own_x : ref_x});
-        const Tensor* held_to = against_.logits(lane_hs);
-        if (!held_to) continue;  // nothing to hold the logits against
-        if (auto it = outs.find("logits"); it != outs.end())
-          note_logits(s_.report, lane.mode, step, *held_to, it->second);
+      for (Seq* q : active) {
+        // A step nobody judges needs only its last row's logits (the next token): a 2050-token
+        // prefill before --from-step would otherwise hold [2050, vocab] doubles for nothing.
+        q->ref = q->oracle->head(judged ? q->ref_x : q->ref_x.rows(q->T - 1, q->T));
+        for (std::size_t li = 0; li < q->lanes.size() && judged; ++li) {
+          Lane& lane = q->lanes[li];
+          const bool isolated = lane.mode == Mode::isolated;
+          const TensorMap forced =
+              isolated ? step_inputs_as_given(BlockKind::head, q->ref, storage) : TensorMap{};
+          q->floor_stages[li] = lane.floor->head(isolated ? round_values(q->ref_x, storage) : lane.floor_x,
+                                                 isolated ? &forced : nullptr);
+          if (!lane.own_oracle) continue;
+          q->own_ref_x[li] = lane.own_x;
+          q->own_ref[li] = lane.own_oracle->head(lane.own_x);
+        }
       }
+      for (std::size_t li = 0; li < run_.lanes.size() && judged; ++li)
+        for_each_group(BlockKind::head, active, [&](const std::vector<Seq*>& group) {
+          const SeqOutputs outs = run_block(BlockKind::head, kModelLayer, step, group, li);
+          for (std::size_t i = 0; i < group.size(); ++i) {
+            const Tensor* held_to = against_.logits(*inputs_of(*group[i], li).ref);
+            if (!held_to) continue;  // nothing to hold the logits against
+            if (auto it = outs[i].find("logits"); it != outs[i].end())
+              note_logits(s_.report, run_.lanes[li].mode, step, *held_to, it->second);
+          }
+        });
       s_.flush();
-      s_.report.tokens.push_back(ref::Reference::greedy_next(hs.at("logits")));
-      pos0 += T;
+      for (Seq* q : active) {
+        q->fed.push_back(ref::Reference::greedy_next(q->ref.at("logits")));
+        q->pos += q->T;
+      }
     }
+    // The first sequence's tokens are the run's (a run of one sequence has no other).
+    s_.report.tokens = seqs_.front().fed;
     s_.report.tokens.pop_back();  // the token after the last step was never fed
   }
 
  private:
+  // Sequence 0 runs on the loaded oracle and lanes; the others get their own (the reference
+  // computes each sequence alone, with a KV cache of its own).
+  void make_sequences() {
+    const BatchFeature& batch = s_.features.batch;
+    const ModelConfig& cfg = run_.model->config;
+    const int n = batch.active() ? int(batch.spec().seqs.size()) : 1;
+    const int first = seeded_prompt_start(s_.opt.model);
+    seqs_.resize(std::size_t(n));
+    for (int i = 0; i < n; ++i) {
+      Seq& q = seqs_[std::size_t(i)];
+      q.id = i;
+      if (i == 0) {
+        q.oracle = run_.oracle.get();
+        q.lanes = std::move(run_.lanes);
+        run_.lanes.clear();
+        for (const Lane& l : q.lanes) run_.lanes.push_back(Lane{l.mode, {}, {}, {}, {}, {}, {}});
+      } else {
+        q.own_oracle = std::make_unique<ref::Reference>(run_.model);
+        q.oracle = q.own_oracle.get();
+        for (const Lane& l : run_.lanes) {
+          q.lanes.push_back(Lane{l.mode, {}, {}, {}, {}, {}, {}});
+          q.lanes.back().floor = std::make_unique<ref::Reference>(
+              run_.model,
+              ref::ReferenceOptions{.storage = run_.cand->storage_dtype(), .numerics = s_.numerics});
+        }
+      }
+      q.own_ref.resize(q.lanes.size());
+      q.own_ref_x.resize(q.lanes.size());
+      if (batch.active()) {
+        const SeqSpec& spec = batch.spec().seqs[std::size_t(i)];
+        q.prompt = batch.prompt(i, cfg, s_.opt.seed, first);
+        q.decode_steps = spec.decode_steps;
+      } else {
+        q.prompt = run_.tokens;
+        q.decode_steps = s_.opt.decode_steps;
+      }
+    }
+  }
+
+  // A sequence that starts at a later position (a batch file's `start`) had a prefix before the
+  // batch: the reference computes it alone, the floors follow it, and both lanes start from the
+  // reference's cache and state of it at the storage dtype (the candidate never saw the prefix).
+  void prime(Seq& q) {
+    const BatchFeature& batch = s_.features.batch;
+    if (!batch.active()) return;
+    const ModelConfig& cfg = run_.model->config;
+    const std::vector<int> prefix = batch.prefix(q.id, cfg, s_.opt.seed, seeded_prompt_start(s_.opt.model));
+    if (prefix.empty()) return;
+    const DType storage = run_.cand->storage_dtype();
+    const std::vector<std::int32_t> tok32(prefix.begin(), prefix.end());
+    Tensor x = q.oracle->embed(tok32, 0).at("embed");
+    std::vector<Tensor> floor_x;
+    for (auto& lane : q.lanes) floor_x.push_back(lane.floor->embed(tok32, 0).at("embed"));
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      const TensorMap rs = q.oracle->layer(l, x, 0);
+      record_reference(q, l, rs);
+      for (std::size_t li = 0; li < q.lanes.size(); ++li) {
+        Lane& lane = q.lanes[li];
+        const bool isolated = lane.mode == Mode::isolated;
+        const TensorMap forced =
+            isolated ? step_inputs_as_given(cfg.block_kind(l), rs, storage) : TensorMap{};
+        floor_x[li] =
+            lane.floor
+                ->layer(l, isolated ? round_values(x, storage) : floor_x[li], 0, isolated ? &forced : nullptr)
+                .at("residual_2");
+      }
+      x = rs.at("residual_2");
+    }
+    for (auto& lane : q.lanes) {
+      for (const auto& [key, t] : q.ref_cache) lane.cache[key] = t.to(storage);
+      for (const auto& [key, t] : q.ref_latest) lane.latest[key] = t.to(storage);
+    }
+    q.pos = int(prefix.size());
+  }
+
+  // The calls a block takes: every active sequence in one where the candidate batches the kind
+  // (and the run is a batch), else one call per sequence.
+  template <class Fn>
+  void for_each_group(BlockKind kind, const std::vector<Seq*>& active, Fn&& fn) {
+    if (s_.features.batch.active() && run_.cand->batches(kind)) {
+      fn(active);
+      return;
+    }
+    for (Seq* q : active) fn(std::vector<Seq*>{q});
+  }
+
+  // The candidate's plan for a kind of block (a function of the model and the kind: asked once).
+  const std::vector<KernelStep>& plan_of(BlockKind kind) {
+    auto it = plans_.find(kind);
+    if (it == plans_.end()) it = plans_.emplace(kind, run_.cand->plan(run_.model->config, kind)).first;
+    return it->second;
+  }
+
   // The reference's stages that the candidate's kernel steps of this block read, as isolated
   // mode hands them over (rounded to storage). The isolated floor consumes these too, so each
   // stage's floor is what its own kernel step adds, not a chain of rounding through the layer
@@ -139,9 +306,9 @@ class StepLoop {
   // two diverge by more than the statistical limit allows).
   // A `cache:X` input is the reference's X of every step so far, so the floor's cache takes its X.
   // (A `prev:` state is not forced: the floor carries its own recurrent state.)
-  TensorMap step_inputs_as_given(BlockKind kind, const TensorMap& ref, DType storage) const {
+  TensorMap step_inputs_as_given(BlockKind kind, const TensorMap& ref, DType storage) {
     TensorMap given;
-    for (const KernelStep& ks : run_.cand->plan(run_.model->config, kind))
+    for (const KernelStep& ks : plan_of(kind))
       for (std::string_view name : ks.inputs) {
         if (name.starts_with("cache:")) name.remove_prefix(6);
         if (auto it = ref.find(name); it != ref.end() && !given.count(name))
@@ -150,88 +317,159 @@ class StepLoop {
     return given;
   }
 
-  // Runs the candidate's plan for one block in one lane and judges every catalog stage.
-  TensorMap run_block(BlockKind kind, int layer, int step, int pos0, int T, Lane& lane,
-                      const BlockInputs& given) {
-    // What the block's stages are held to and its isolated steps are fed: the oracle's stages, or
-    // after a legitimate near-tie in a MoE router, the oracle's given the candidate's choice.
-    std::unique_ptr<TieInputs> tie;
-    const BlockInputs* cur = &given;
+  // What a sequence's block in one lane is held to: the oracle's stages, or where the lane
+  // follows its own oracle after a MoE near-tie, that one's.
+  static BlockInputs inputs_of(const Seq& q, std::size_t li) {
+    const bool own = q.lanes[li].own_oracle != nullptr;
+    return {own ? &q.own_ref[li] : &q.ref, &q.floor_stages[li], own ? &q.own_ref_x[li] : &q.ref_x};
+  }
+
+  // Runs the candidate's plan for one block in one lane, for the sequences of `group` in one call
+  // each step, and judges every catalog stage of each sequence.
+  SeqOutputs run_block(BlockKind kind, int layer, int step, const std::vector<Seq*>& group, std::size_t li) {
     Candidate& cand = *run_.cand;
     const ModelConfig& cfg = run_.model->config;
     const DType storage = cand.storage_dtype();
-    TensorMap produced;
+    const Mode mode = run_.lanes[li].mode;
+    const bool batched = s_.features.batch.active() && cand.batches(kind);
+    SeqOutputs produced(group.size());
     std::set<std::string, std::less<>> filled;  // stages a fill step computed
-    StepContext ctx{&cfg, step, layer, pos0, T};
-    const std::vector<KernelStep> plan = cand.plan(cfg, kind);
+    StepContext ctx{&cfg, step, layer, group.front()->pos, 0, {}};
+    int cache_rows = 0;
+    for (const Seq* q : group) {
+      if (batched)
+        ctx.seqs.push_back(SeqSpan{q->id, ctx.n_tokens, q->T, q->pos, cache_rows, q->lanes[li].prev.empty()});
+      ctx.n_tokens += q->T;
+      cache_rows += q->pos + q->T;
+    }
+    const std::vector<KernelStep>& plan = plan_of(kind);
+    // What each sequence's stages are held to and its isolated steps are fed: the oracle's stages,
+    // or after a legitimate near-tie in a MoE router, the oracle's given the candidate's choice.
+    std::vector<BlockInputs> in(group.size());
+    std::vector<std::unique_ptr<TieInputs>> ties(group.size());
+    for (std::size_t i = 0; i < group.size(); ++i) in[i] = inputs_of(*group[i], li);
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
     races_.clear();
+    findings_.clear();
     for (const KernelStep& ks : plan) {
-      const BlockInputs& in = *cur;
       TensorMap& inputs = step_inputs.emplace_back();
-      for (const std::string& name : ks.inputs)
-        inputs[name] = resolve(ks.name, name, lane, layer, in, produced, storage);
+      std::vector<TensorMap> alone(group.size());  // each sequence's own inputs (the batch checks)
+      for (const std::string& name : ks.inputs) {
+        for (std::size_t i = 0; i < group.size(); ++i)
+          alone[i][name] = resolve(ks.name, name, *group[i], li, layer, in[i], produced[i], storage);
+        std::vector<Tensor> parts;
+        for (auto& a : alone) parts.push_back(a[name]);
+        inputs[name] = group.size() == 1             ? std::move(parts.front())
+                       : name.rfind("prev:", 0) == 0 ? stack_states(parts)
+                                                     : stack_rows(parts);
+      }
       TensorMap outs;
       try {
         s_.event("candidate_step");
         cand.run(ks, ctx, inputs, outs);
-        file_launches(ks, ctx, lane.mode);
+        file_launches(ks, ctx, mode);
+        if (batched && !FillFeature::fills(ks) && has_outputs(ks, outs))
+          check_batch_call(cand,
+                           {ks, ctx, inputs, outs, alone, states_,
+                            [this](const std::string& n) { return index_range(n); }},
+                           s_.features.batch.checks(), findings_);
       } catch (const CandidateCrash& crash) {
         // The stage it was in is crashed; everything judged before stays in the report and trace.
-        for (const std::string& o : ks.outputs)
-          record_crashed(step, layer, o, lane.mode, storage, in.ref,
-                         fmt::format("{}: {}", ks.name, crash.what()));
-        if (s_.trace) s_.trace->append_inputs(step, layer, lane.mode, pos0, T, ks.name, ks.outputs, inputs);
+        for (const Seq* q : group)
+          for (const std::string& o : ks.outputs)
+            record_crashed(step, layer, *q, o, mode, storage, fmt::format("{}: {}", ks.name, crash.what()));
+        if (s_.trace && !s_.features.batch.active())
+          s_.trace->append_inputs(step, layer, mode, ctx.pos0, ctx.n_tokens, ks.name, ks.outputs, inputs);
         throw;
       }
       for (const std::string& o : ks.outputs) {
         auto it = outs.find(o);
         if (it == outs.end()) {
           // A broken contract stops the run like a crash: the stage is recorded, nothing aborts.
-          record_crashed(step, layer, o, lane.mode, storage, in.ref,
-                         fmt::format("{}: declared '{}' as an output but did not produce it", ks.name, o));
+          for (const Seq* q : group)
+            record_crashed(step, layer, *q, o, mode, storage,
+                           fmt::format("{}: declared '{}' as an output but did not produce it", ks.name, o));
           throw CandidateCrash(ks.name, fmt::format("did not produce its declared output '{}'", o));
         }
         if (FillFeature::fills(ks)) filled.insert(o);
-        record_history(lane, layer, o, it->second);
-        produced[o] = std::move(it->second);
+        for (std::size_t i = 0; i < group.size(); ++i) {
+          Tensor part = !batched           ? it->second
+                        : states_.count(o) ? state_part(it->second, i, group.size(), ks.name, o)
+                                           : row_part(it->second, ctx.seqs[i], ctx.n_tokens, ks.name, o);
+          record_history(*group[i], li, layer, o, part);
+          produced[i][o] = std::move(part);
+        }
       }
-      if (!tie && cfg.moe() && kind == BlockKind::decoder && produced.count("expert_ids"))
-        if ((tie = settle_moe_tie(step, layer, lane, in, produced.at("expert_ids")))) cur = &tie->inputs;
+      if (!cfg.moe() || kind != BlockKind::decoder) continue;
+      for (std::size_t i = 0; i < group.size(); ++i)
+        if (!ties[i] && produced[i].count("expert_ids"))
+          if ((ties[i] = settle_moe_tie(step, layer, *group[i], li, in[i], produced[i].at("expert_ids"))))
+            in[i] = ties[i]->inputs;
     }
-    const BlockInputs& in = *cur;
-    // The yardstick's own run of this block on the same inputs (--baseline), if it has one.
-    against_.block_ran(s_, {kind, step, layer, pos0, T, lane.mode, in.ref},
-                       [&](const std::string& st, const std::string& name, DType dt) {
-                         return resolve(st, name, lane, layer, in, produced, dt);
-                       });
-    // Judge in catalog order; a catalog stage the candidate never produced is missing.
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      Seq& q = *group[i];
+      // The yardstick's own run of this block on the same inputs (--baseline), if it has one.
+      against_.block_ran(s_, {kind, step, layer, q.pos, q.T, mode, *in[i].ref},
+                         [&](const std::string& st, const std::string& name, DType dt) {
+                           return resolve(st, name, q, li, layer, in[i], produced[i], dt);
+                         });
+      judge_block(kind, layer, step, q, li, in[i], produced[i], filled, plan, step_inputs);
+    }
+    return produced;
+  }
+
+  // The range of an index input (token ids, chosen expert ids); 0 for a value input.
+  std::int64_t index_range(const std::string& input) const {
+    const ModelConfig& cfg = run_.model->config;
+    if (input == "tokens") return cfg.vocab;
+    if (input == "expert_ids") return cfg.n_experts;
+    return 0;
+  }
+
+  // Whether the step produced every output it declared (one that did not stops the run below).
+  static bool has_outputs(const KernelStep& ks, const TensorMap& outs) {
+    return std::all_of(ks.outputs.begin(), ks.outputs.end(),
+                       [&](const std::string& o) { return outs.count(o) > 0; });
+  }
+
+  // Judges one sequence's stages of a block in catalog order; a catalog stage the candidate never
+  // produced is missing.
+  void judge_block(BlockKind kind, int layer, int step, const Seq& q, std::size_t li, const BlockInputs& in,
+                   const TensorMap& produced, const std::set<std::string, std::less<>>& filled,
+                   const std::vector<KernelStep>& plan, const std::vector<TensorMap>& step_inputs) {
+    const ModelConfig& cfg = run_.model->config;
+    const Mode mode = run_.lanes[li].mode;
     const std::size_t judged_from = s_.report.results.size();
     std::vector<std::string_view> expected;
     if (layer == kModelLayer)
       for (const auto& st : block_stages(kind)) expected.push_back(st.name);
     else
       expected = stages_for(cfg, layer);
+    const TensorMap& floor = *in.floor;
     for (std::string_view stage : expected) {
-      auto r = in.ref.find(stage);
-      if (r == in.ref.end()) continue;
+      auto r = in.ref->find(stage);
+      if (r == in.ref->end()) continue;
       auto c = produced.find(stage);
-      auto f = in.floor.find(stage);
+      auto f = floor.find(stage);
+      auto found = findings_.find(std::make_pair(q.id, std::string(stage)));
       const StageCall call{step,
                            layer,
                            stage,
-                           lane.mode,
-                           storage,
+                           mode,
+                           run_.cand->storage_dtype(),
                            r->second,
                            c == produced.end() ? nullptr : &c->second,
-                           f == in.floor.end() ? nullptr : &f->second};
+                           f == floor.end() ? nullptr : &f->second,
+                           q.id,
+                           found == findings_.end() ? nullptr : &found->second};
       if (filled.count(stage))
         record_filled(s_, call);
       else
         against_.judge(s_, races_, call);
     }
-    capture_failing_inputs(judged_from, plan, step_inputs, step, layer, lane.mode, pos0, T);
-    return produced;
+    // A batched step's inputs are every sequence's: replay re-runs one sequence's steps only.
+    if (!s_.features.batch.active())
+      capture_failing_inputs(judged_from, plan, step_inputs, step, layer, mode, q.pos, q.T);
   }
 
   // The reference and floor stages of a MoE layer given other expert ids, and the inputs over them.
@@ -239,51 +477,55 @@ class StepLoop {
     TensorMap ref, floor;
     BlockInputs inputs;
     TieInputs(TensorMap r, TensorMap f, const BlockInputs& in)
-        : ref(std::move(r)), floor(std::move(f)), inputs{ref, floor, in.tokens, in.ref_x} {}
+        : ref(std::move(r)), floor(std::move(f)), inputs{&ref, &floor, in.ref_x} {}
     TieInputs(const TieInputs&) = delete;
   };
 
-  // Where the candidate's expert_ids differ from the oracle's only at near-ties of the oracle's
-  // router logits (moe_ties.h): notes each such row and returns the oracle's (and the noise
-  // floor's) stages given the candidate's choice. The floor's own choice is brought to the judged
-  // one too, so a flip of the floor itself never widens a tolerance.
-  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Lane& lane, const BlockInputs& in,
-                                            const Tensor& cand_ids) {
+  // Where the candidate's expert_ids for a sequence differ from the oracle's only at near-ties of
+  // the oracle's router logits (moe_ties.h): notes each such row and returns the oracle's (and the
+  // noise floor's) stages given the candidate's choice. The floor's own choice is brought to the
+  // judged one too, so a flip of the floor itself never widens a tolerance.
+  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Seq& q, std::size_t li,
+                                            const BlockInputs& in, const Tensor& cand_ids) {
     const ModelConfig& cfg = run_.model->config;
-    auto r = in.ref.find("expert_ids");
-    auto rl = in.ref.find("router_logits");
-    if (r == in.ref.end() || rl == in.ref.end()) return nullptr;
-    const auto fl = in.floor.find("router_logits");
-    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor.end() ? nullptr : &fl->second,
+    Lane& lane = q.lanes[li];
+    auto r = in.ref->find("expert_ids");
+    auto rl = in.ref->find("router_logits");
+    if (r == in.ref->end() || rl == in.ref->end()) return nullptr;
+    const auto fl = in.floor->find("router_logits");
+    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor->end() ? nullptr : &fl->second,
                                             r->second, cand_ids, run_.cand->storage_dtype());
     const Tensor& judged = check ? check->ids : r->second;
-    const auto fi = in.floor.find("expert_ids");
-    const bool floor_differs = fi != in.floor.end() && lane.floor &&
+    const auto fi = in.floor->find("expert_ids");
+    const bool floor_differs = fi != in.floor->end() && lane.floor &&
                                fi->second.to(DType::f64).to_f64() != judged.to(DType::f64).to_f64();
     if (!check && !floor_differs) return nullptr;
     if (check)
-      for (const TieFlip& f : check->flips)
-        s_.report.notes.push_back(tie_note(f, cfg, step, layer, lane.mode, rl->second));
+      for (const TieFlip& f : check->flips) {
+        std::string note = tie_note(f, cfg, step, layer, lane.mode, rl->second);
+        if (s_.features.batch.active()) note += fmt::format(" (sequence {})", q.id);
+        s_.report.notes.push_back(std::move(note));
+      }
     // A chained lane carries its choice into the layers after: from here on it follows its own copy
-    // of the oracle, taken now (this layer's state included), given that choice.
+    // of the sequence's oracle, taken now (this layer's state included), given that choice.
     if (check && lane.mode == Mode::chained && !lane.own_oracle)
-      lane.own_oracle = std::make_unique<ref::Reference>(*run_.oracle);
-    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *run_.oracle;
-    TensorMap ref = check ? oracle.moe_given_ids(layer, in.ref, judged) : in.ref;
+      lane.own_oracle = std::make_unique<ref::Reference>(*q.oracle);
+    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *q.oracle;
+    TensorMap ref = check ? oracle.moe_given_ids(layer, *in.ref, judged) : *in.ref;
     if (check && lane.own_oracle) lane.own_x = ref.at("residual_2");
-    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, in.floor, judged) : in.floor;
+    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, *in.floor, judged) : *in.floor;
     return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
   }
 
-  void record_crashed(int step, int layer, const std::string& stage, Mode mode, DType storage,
-                      const TensorMap& ref, std::string note) {
+  void record_crashed(int step, int layer, const Seq& q, const std::string& stage, Mode mode, DType storage,
+                      std::string note) {
     StageResult r;
-    r.key = {step, layer, stage};
+    r.key = {step, layer, stage, q.id};
     r.mode = mode;
     r.status = Status::crashed;
     r.cand_dtype = storage;
     r.note = std::move(note);
-    if (auto it = ref.find(stage); it != ref.end()) r.shape = it->second.shape();
+    if (auto it = q.ref.find(stage); it != q.ref.end()) r.shape = it->second.shape();
     s_.record(std::move(r), nullptr, nullptr);
   }
 
@@ -318,24 +560,25 @@ class StepLoop {
     }
   }
 
-  // One input of a candidate step: isolated mode feeds the reference's tensors at the storage
-  // dtype, chained mode the lane's own outputs.
-  Tensor resolve(const std::string& step, const std::string& name, Lane& lane, int layer,
+  // One input of a candidate step for one sequence: isolated mode feeds the reference's tensors
+  // at the storage dtype, chained mode the lane's own outputs.
+  Tensor resolve(const std::string& step, const std::string& name, Seq& q, std::size_t li, int layer,
                  const BlockInputs& in, const TensorMap& produced, DType storage) {
+    Lane& lane = q.lanes[li];
     const bool isolated = lane.mode == Mode::isolated;
-    if (name == "tokens") return *in.tokens;
-    if (name == "x") return isolated ? in.ref_x.to(storage) : lane.x;
+    if (name == "tokens") return q.tok;
+    if (name == "x") return isolated ? in.ref_x->to(storage) : lane.x;
     if (name.rfind("cache:", 0) == 0 || name.rfind("prev:", 0) == 0) {
       const bool is_cache = name[0] == 'c';
       const std::string stage = name.substr(name.find(':') + 1);
-      auto& hist = is_cache ? (isolated ? ref_cache_ : lane.cache) : (isolated ? ref_prev_ : lane.prev);
+      auto& hist = is_cache ? (isolated ? q.ref_cache : lane.cache) : (isolated ? q.ref_prev : lane.prev);
       auto it = hist.find({layer, stage});
       if (it == hist.end()) return Tensor{};
       return it->second.to(storage);
     }
     if (isolated) {
-      auto it = in.ref.find(name);
-      if (it == in.ref.end())
+      auto it = in.ref->find(name);
+      if (it == in.ref->end())
         throw CandidateCrash(step, fmt::format("reads '{}', which the reference has not", name));
       return it->second.to(storage);
     }
@@ -345,7 +588,8 @@ class StepLoop {
     return it->second;
   }
 
-  void record_history(Lane& lane, int layer, const std::string& stage, const Tensor& t) {
+  void record_history(Seq& q, std::size_t li, int layer, const std::string& stage, const Tensor& t) {
+    Lane& lane = q.lanes[li];
     auto key = std::make_pair(layer, stage);
     if (run_.cached.count(stage))
       lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
@@ -353,12 +597,12 @@ class StepLoop {
   }
 
   // The reference's own history feeds isolated mode's cache: and prev: inputs.
-  void record_reference(int layer, const TensorMap& rs) {
+  void record_reference(Seq& q, int layer, const TensorMap& rs) {
     for (const auto& [stage, t] : rs) {
       auto key = std::make_pair(layer, stage);
       if (run_.cached.count(stage))
-        ref_cache_[key] = Tensor::concat_rows(ref_cache_.count(key) ? ref_cache_[key] : Tensor{}, t);
-      ref_latest_[key] = t;
+        q.ref_cache[key] = Tensor::concat_rows(q.ref_cache.count(key) ? q.ref_cache[key] : Tensor{}, t);
+      q.ref_latest[key] = t;
     }
   }
 
@@ -372,9 +616,12 @@ class StepLoop {
   RunState& s_;
   Loaded& run_;
   Yardstick& against_;  // what the stages are held to: the oracle, or the baseline
-  StageHistory ref_cache_, ref_prev_, ref_latest_;
+  std::vector<Seq> seqs_;
+  std::set<std::string, std::less<>> states_;                  // stages some step reads as prev:
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   Races races_;                                                // this block's racing stages: why
+  BatchFindings findings_;  // this block's batch-check findings, per sequence and stage
+  std::map<BlockKind, std::vector<KernelStep>> plans_;  // plan_of's
   int layers_flushed_ = 0;
 };
 

@@ -4,7 +4,7 @@
 //   segv       "test-segv": segfaults in its step of layer 1
 //   plan-segv  "test-plan-segv": segfaults when asked for its plan
 //   bad-plan   "test-bad-plan": its plan produces "attn-norm", which is no stage
-//   abi        declares plugin ABI 999
+//   abi        declares the plugin ABI before this SDK's (a plugin built for the previous ABI)
 //   no-entry   a shared library without the entry point
 #include <cmath>
 #include <csignal>
@@ -89,7 +89,7 @@ extern "C" __attribute__((visibility("default"))) const ds_plugin* driftscope_pl
   static const ds_plugin_candidate c[] = {{"test-abi", []() -> ds::Candidate* {
                                              return new TestRmsnorm("test-abi", false, false, false, false);
                                            }}};
-  static const ds_plugin p = {999u, "9.9.9", "test", 1, c};
+  static const ds_plugin p = {DRIFTSCOPE_PLUGIN_ABI_VERSION - 1, "0.9.0", "test", 1, c};
   return &p;
 }
 #elif defined(PLUGIN_FLAVOUR_NO_ENTRY)

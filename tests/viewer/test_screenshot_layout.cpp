@@ -289,3 +289,34 @@ TEST(ScreenshotLayout, ChainedPanelMarksTheDriftWithAStripAndABadge) {
 
 }  // namespace
 }  // namespace ds::view
+
+namespace ds::view {
+
+// A batch trace (a real run: the planted sequence offset fails sequence 1 only): the overview and
+// drift tabs have a sequence picker beside the step slider naming the sequence shown and its
+// failing stages; --seq opens another one, and a sequence the trace lacks is exit 2.
+TEST(ScreenshotLayout, ABatchTraceHasASequencePicker) {
+  REQUIRE_XVFB();
+  const std::string trace = trace_of("batch.h5",
+                                     "--model synthetic:qwen3-tiny --candidate mutant:batch-seq-offset "
+                                     "--batch 3 --batch-prompts 2,5,3 --mode both");
+  for (const std::string view : {"overview", "drift"}) {
+    const std::string first = shoot(trace + " --view " + view, "1400x900", "batch0_" + view + ".png");
+    const auto picker0 = line_after(first, view + " sequence picker: ");
+    ASSERT_TRUE(picker0) << first;
+    EXPECT_NE(picker0->find("showing sequence 0 of 3 sequences"), std::string::npos) << *picker0;
+  }
+  const std::string second = shoot(trace + " --seq 1", "1400x900", "batch1.png");
+  const auto picker1 = line_after(second, "overview sequence picker: ");
+  ASSERT_TRUE(picker1) << second;
+  EXPECT_NE(picker1->find("showing sequence 1 ("), std::string::npos) << *picker1;
+  EXPECT_NE(picker1->find(" failing) of 3 sequences"), std::string::npos) << *picker1;
+  // A run of one sequence has no picker.
+  const std::string single = shoot(mutant_trace("batch_single.h5"), "1400x900", "single.png");
+  EXPECT_FALSE(line_after(single, "overview sequence picker: ")) << single;
+  EXPECT_EQ(run(xvfb() + DRIFTSCOPE_VIEW_EXE + " " + trace + " --seq 5 --screenshot " +
+                (dir() / "bad.png").string() + " > /dev/null 2>&1"),
+            2);
+}
+
+}  // namespace ds::view

@@ -67,6 +67,44 @@ TEST(TraceModel, BuildsGridsWithFailingAndNanCells) {
   }
 }
 
+// A batch run holds every stage once per sequence: the model shows one sequence at a time, and
+// the sequence that failed is told apart from the ones that passed.
+TEST(TraceModel, ABatchShowsOneSequenceAtATime) {
+  FixtureSpec spec;
+  spec.seqs = 3;
+  spec.fail_seq = 2;
+  std::string err;
+  auto m = TraceModel::open(write_fixture("vm_batch.h5", spec), err);
+  ASSERT_TRUE(m) << err;
+  EXPECT_EQ(m->seqs(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(m->seq(), 0);
+  EXPECT_EQ(m->failing(0, 0), 0);
+  EXPECT_EQ(m->failing(0, 1), 0);
+  EXPECT_GT(m->failing(0, 2), 0);
+  EXPECT_EQ(m->grid(0, Mode::isolated)->n_fail, 0);
+  EXPECT_FALSE(m->cell(0, Mode::isolated, 2, stage_name(3))->failing);
+  m->select_seq(2);
+  EXPECT_EQ(m->seq(), 2);
+  EXPECT_EQ(m->grid(0, Mode::isolated)->n_fail, 1);
+  EXPECT_TRUE(m->cell(0, Mode::isolated, 2, stage_name(3))->failing);
+  const trace::TraceRow* row = m->row(0, Mode::isolated, 2, stage_name(3));
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->result.key.seq, 2);
+  EXPECT_EQ(row->result.status, Status::fail);
+  // Inherited failures are found within each sequence: seq 2's chained stages after the bug.
+  EXPECT_GT(m->grid(0, Mode::chained)->n_inherited, 0);
+  m->select_seq(7);  // not in the trace: the selection stays
+  EXPECT_EQ(m->seq(), 2);
+}
+
+// A finding of the run (a race, a leak, batch variance) fails its stage whatever its values, and
+// is drawn as hot as a crash, not by its (possibly tiny) error.
+TEST(TraceModel, RunFindingsAreDrawnAsHotAsACrash) {
+  const Rgba hot = cell_colour(0, Status::crashed, false);
+  for (Status s : {Status::race, Status::leak, Status::batch_variant})
+    EXPECT_EQ(cell_colour(1e-6, s, false).packed(), hot.packed()) << status_name(s);
+}
+
 // The fixture fails stage 3 of layer 2 in both modes (a local failure) and every later chained
 // stage, whose isolated twins pass: those only carry the error they were fed.
 TEST(TraceModel, ChainedFailuresWithAPassingIsolatedTwinAreInherited) {

@@ -22,42 +22,45 @@ std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   if (!spec.probe.empty()) run["probe"] = spec.probe;
   trace::TraceWriter w(path, {{"schema_note", "viewer test"}}, run);
   const Shape shape{4, 8};
-  for (int step = 0; step < spec.steps; ++step)
-    for (int layer = 0; layer < spec.layers; ++layer)
-      for (Mode mode : {Mode::isolated, Mode::chained})
-        for (int s = 0; s < spec.stages && (spec.chained || mode == Mode::isolated); ++s) {
-          StageResult r;
-          r.key = {step, layer, stage_name(s)};
-          r.mode = mode;
-          r.shape = shape;
-          r.m.numel = 32;
-          r.m.atol = 1e-3;
-          r.m.rtol = 1e-3;
-          r.m.ref_rms = 1;
-          const bool fails = (layer == spec.fail_layer && s == spec.fail_stage) ||
-                             (mode == Mode::chained &&
-                              (layer > spec.fail_layer || (layer == spec.fail_layer && s > spec.fail_stage)));
-          const bool nan = mode == Mode::chained && layer == spec.nan_layer && s == 0;
-          r.m.max_abs =
-              fails ? 0.05 * (layer + 1)
-                    : 1e-5 * (s + 1) * (mode == Mode::chained ? std::pow(spec.chained_growth, layer) : 1);
-          r.m.mean_abs = r.m.max_abs / 4;
-          r.m.max_ulp = fails ? 300 : 1;
-          r.m.cosine = fails ? 0.99 : 1 - 1e-9;
-          r.status = nan ? Status::nan : fails ? Status::fail : Status::pass;
-          if (nan) r.m.nan_cand = 1;
-          if (spec.floors) r.floor_max_abs = 5e-6 * (layer + 1), r.floor_mean_abs = r.floor_max_abs / 4;
-          r.m.mismatches = fails ? 3 : 0;
-          r.m.first_mismatch = fails ? 9 : -1;
-          std::vector<double> ref(32), cand(32);
-          for (int i = 0; i < 32; ++i)
-            ref[std::size_t(i)] = std::sin(i + layer), cand[std::size_t(i)] = ref[std::size_t(i)];
-          if (fails) cand[9] += r.m.max_abs;
-          if (nan) cand[5] = std::nan("");
-          r.per_token_rel = {1e-4, 2e-4, fails ? 0.05 : 1e-4, 1e-4};
-          const Tensor tr = Tensor::from_f64(shape, ref), tc = Tensor::from_f64(shape, cand);
-          w.append(r, &tr, &tc);
-        }
+  for (int seq = 0; seq < spec.seqs; ++seq)
+    for (int step = 0; step < spec.steps; ++step)
+      for (int layer = 0; layer < spec.layers; ++layer)
+        for (Mode mode : {Mode::isolated, Mode::chained})
+          for (int s = 0; s < spec.stages && (spec.chained || mode == Mode::isolated); ++s) {
+            StageResult r;
+            r.key = {step, layer, stage_name(s), seq};
+            r.mode = mode;
+            r.shape = shape;
+            r.m.numel = 32;
+            r.m.atol = 1e-3;
+            r.m.rtol = 1e-3;
+            r.m.ref_rms = 1;
+            const bool fails =
+                (spec.fail_seq < 0 || seq == spec.fail_seq) &&
+                ((layer == spec.fail_layer && s == spec.fail_stage) ||
+                 (mode == Mode::chained &&
+                  (layer > spec.fail_layer || (layer == spec.fail_layer && s > spec.fail_stage))));
+            const bool nan = mode == Mode::chained && layer == spec.nan_layer && s == 0;
+            r.m.max_abs =
+                fails ? 0.05 * (layer + 1)
+                      : 1e-5 * (s + 1) * (mode == Mode::chained ? std::pow(spec.chained_growth, layer) : 1);
+            r.m.mean_abs = r.m.max_abs / 4;
+            r.m.max_ulp = fails ? 300 : 1;
+            r.m.cosine = fails ? 0.99 : 1 - 1e-9;
+            r.status = nan ? Status::nan : fails ? Status::fail : Status::pass;
+            if (nan) r.m.nan_cand = 1;
+            if (spec.floors) r.floor_max_abs = 5e-6 * (layer + 1), r.floor_mean_abs = r.floor_max_abs / 4;
+            r.m.mismatches = fails ? 3 : 0;
+            r.m.first_mismatch = fails ? 9 : -1;
+            std::vector<double> ref(32), cand(32);
+            for (int i = 0; i < 32; ++i)
+              ref[std::size_t(i)] = std::sin(i + layer), cand[std::size_t(i)] = ref[std::size_t(i)];
+            if (fails) cand[9] += r.m.max_abs;
+            if (nan) cand[5] = std::nan("");
+            r.per_token_rel = {1e-4, 2e-4, fails ? 0.05 : 1e-4, 1e-4};
+            const Tensor tr = Tensor::from_f64(shape, ref), tc = Tensor::from_f64(shape, cand);
+            w.append(r, &tr, &tc);
+          }
   nlohmann::json result = {{"verdict", spec.verdict},
                            {"first_failure",
                             {{"stage", stage_name(spec.fail_stage)},

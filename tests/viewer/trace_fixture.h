@@ -18,6 +18,8 @@ struct FixtureSpec {
   bool chained = true;                     // false: an isolated-only run (no chained rows)
   double chained_growth = 1;               // passing chained stages' error grows this much per layer
   std::string verdict = "FAIL: fixture";   // the result JSON's verdict
+  int seqs = 1;                            // a batch run's sequences (`run --batch`)
+  int fail_seq = -1;                       // only this sequence fails; -1: every one
 };
 
 // Returns the path written (under the test's temporary directory).

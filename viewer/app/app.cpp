@@ -30,6 +30,17 @@ void App::open(const std::string& trace, const std::string& compare_trace, int c
   }
 }
 
+void App::show_seq(int seq) {
+  if (!model || seq == model->seq()) return;
+  model->select_seq(seq);
+  if (compare) {
+    compare->select_seq(seq);
+    compare_cells = compare_grids(*model, *compare);
+  }
+  inspection.reset();  // the inspector's stage is now the other sequence's
+  diff_dirty = true;
+}
+
 int App::step() const {
   if (!model || model->steps().empty()) return 0;
   return model->steps()[std::size_t(std::clamp<int>(state.step_index, 0, int(model->steps().size()) - 1))];
@@ -112,6 +123,28 @@ void step_slider(App& app, const char* where, float width) {
   const ImVec2 s0 = ImGui::GetItemRectMin(), s1 = ImGui::GetItemRectMax();
   app.shown.push_back(fmt::format("{} step slider: label {} slider {}", where,
                                   rect_str({l0.x, l0.y, l1.x, l1.y}), rect_str({s0.x, s0.y, s1.x, s1.y})));
+}
+
+void seq_picker(App& app, const char* where, float width) {
+  const TraceModel& m = *app.model;
+  if (m.seqs().size() < 2) return;
+  const auto label = [&](int seq) {
+    const int n = m.failing(app.step(), seq);
+    return n ? fmt::format("sequence {} ({} failing)", seq, n) : fmt::format("sequence {}", seq);
+  };
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("sequence");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(width);
+  if (ImGui::BeginCombo(fmt::format("##seq_{}", where).c_str(), label(m.seq()).c_str())) {
+    for (int seq : m.seqs())
+      if (ImGui::Selectable(label(seq).c_str(), seq == m.seq())) app.show_seq(seq);
+    ImGui::EndCombo();
+  }
+  const ImVec2 c0 = ImGui::GetItemRectMin(), c1 = ImGui::GetItemRectMax();
+  app.shown.push_back(fmt::format("{} sequence picker: showing {} of {} sequences, combo {}", where,
+                                  label(app.model->seq()), m.seqs().size(),
+                                  rect_str({c0.x, c0.y, c1.x, c1.y})));
 }
 
 namespace {

@@ -39,6 +39,8 @@ struct App {
   // (model, candidate, seed), or its only case.
   void open(const std::string& trace, const std::string& compare_trace, int case_index = 0);
   void select(const InspectTarget& t);  // opens a stage in the inspector
+  // Shows one sequence of a batch run in every panel (the compared trace's too).
+  void show_seq(int seq);
   void frame(float width, float height);
   int step() const;
 };
@@ -53,6 +55,10 @@ void draw_run_info(App& app, const TraceModel& m, const char* label);
 // "step" and a slider over the trace's model steps, side by side in `width` pixels; says where
 // both went (--print-state "step slider:").
 void step_slider(App& app, const char* where, float width);
+// A batch run's sequence picker ("sequence" and a combo naming each one's failing stages at this
+// step), beside the step slider; draws nothing for a run of one sequence (--print-state
+// "sequence picker:").
+void seq_picker(App& app, const char* where, float width);
 
 }  // namespace ds::view
 

@@ -83,6 +83,7 @@ void draw_drift(App& app, float width, float height) {
   ImGui::SameLine();
   ImGui::Checkbox("chained", &st.show_chained);
   step_slider(app, "drift", ImGui::GetContentRegionAvail().x);
+  seq_picker(app, "drift", 240);
   ImGui::Separator();
   ImGui::TextUnformatted("Stages");
   int checked = 0;  // curves are coloured by their order among the chosen stages

@@ -28,7 +28,7 @@ void glfw_error(int code, const char* what) {
 int main(int argc, char** argv) {
   CLI::App cli{"driftscope-view: see where drift begins in a Driftscope trace"};
   std::string trace, compare, screenshot, view = "overview", size = "1600x1000";
-  int frames = 4, case_index = 0;
+  int frames = 4, case_index = 0, seq = -1;
   std::vector<std::string> click_args;
   bool print_state = false;
   cli.add_option("trace", trace, "Trace file (HDF5) to open; the baseline with --compare")->required();
@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   cli.add_option("--frames", frames, "Frames rendered before the screenshot")->capture_default_str();
   cli.add_option("--case", case_index, "Which case of a merged file (driftscope merge) to show, from 0")
       ->capture_default_str();
+  cli.add_option("--seq", seq, "Which sequence of a batch run (driftscope run --batch) to show first");
   cli.add_option("--click", click_args,
                  "Headless: click at X,Y (window pixels) before the screenshot; repeat for several clicks, "
                  "played in order")
@@ -80,6 +81,14 @@ int main(int argc, char** argv) {
   }
   ds::view::App app;
   app.open(trace, compare, case_index);
+  if (seq >= 0 && app.model) {
+    if (std::find(app.model->seqs().begin(), app.model->seqs().end(), seq) == app.model->seqs().end()) {
+      fmt::print(stderr, "driftscope-view: --seq {}: {} holds sequences {}\n", seq, trace,
+                 fmt::join(app.model->seqs(), ", "));
+      return 2;
+    }
+    app.show_seq(seq);
+  }
   if (!app.model && app.error.rfind("--case", 0) == 0) {
     // A case that is not there is a usage error, in a window or not.
     fmt::print(stderr, "driftscope-view: {}\n", app.error);

@@ -186,15 +186,17 @@ void draw_overview(App& app, float width, float height) {
   const TraceModel& m = *app.model;
   draw_run_info(app, m, "trace");
   step_slider(app, "overview", 320);
+  seq_picker(app, "overview", 240);
   const OverviewLayout o = layout_overview(m, width, height, ImGui::GetCursorScreenPos().y + 4);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   for (const auto& p : o.panels) {
     const Grid* g = m.grid(app.step(), p.mode);
     if (!g) continue;
-    const std::string title =
-        fmt::format("{} mode  |  step {}  |  {} failing ({} inherited), {} NaN of {} stages",
-                    mode_name(p.mode), app.step(), g->n_fail, g->n_inherited, g->n_nan,
-                    m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size()));
+    const std::string title = fmt::format(
+        "{} mode  |  step {}{}  |  {} failing ({} inherited), {} NaN of {} stages", mode_name(p.mode),
+        app.step(), m.seqs().size() > 1 ? fmt::format("  |  sequence {}", m.seq()) : std::string(), g->n_fail,
+        g->n_inherited, g->n_nan,
+        m.rows().size() / std::max<std::size_t>(1, m.modes().size() * m.steps().size() * m.seqs().size()));
     const int labelled = draw_heatmap_frame(dl, p.map, m, title, m.info().drift_start_layer);
     app.shown.push_back(fmt::format("overview {} rows: {} of {} labelled, cells {}", mode_name(p.mode),
                                     labelled, p.map.n_rows, rect_str(p.map.cells)));

@@ -82,9 +82,10 @@ Rgba cell_colour(double score, Status status, bool nan) {
   if (nan) return kNanColour;
   if (status == Status::skipped) return kSkippedColour;
   if (status == Status::filled) return kFilledColour;
-  // A race is as bad as it gets whatever its values: the output depends on the schedule.
+  // A run finding (a race, a leak, batch variance) is as bad as it gets whatever its values: the
+  // output depends on the schedule or on the neighbours.
   if (status == Status::missing || status == Status::crashed || status == Status::shape_mismatch ||
-      status == Status::race)
+      is_run_finding(status))
     return error_colour(std::pow(10.0, kFailDecades));
   if (is_failure(status)) return error_colour(std::isnan(score) ? std::pow(10.0, kFailDecades) : score);
   return error_colour(std::isnan(score) ? 0.0 : std::min(score, 0.999));
@@ -126,20 +127,25 @@ void TraceModel::build() {
     if (std::find(stages_.begin(), stages_.end(), k.stage) == stages_.end()) stages_.push_back(k.stage);
     if (std::find(layers_.begin(), layers_.end(), k.layer) == layers_.end()) layers_.push_back(k.layer);
     if (std::find(steps_.begin(), steps_.end(), k.step) == steps_.end()) steps_.push_back(k.step);
+    if (std::find(seqs_.begin(), seqs_.end(), k.seq) == seqs_.end()) seqs_.push_back(k.seq);
     if (std::find(modes_.begin(), modes_.end(), row.result.mode) == modes_.end())
       modes_.push_back(row.result.mode);
   }
   std::sort(layers_.begin(), layers_.end());
   std::sort(steps_.begin(), steps_.end());
   std::sort(modes_.begin(), modes_.end());
+  std::sort(seqs_.begin(), seqs_.end());
+  if (seqs_.empty()) seqs_.push_back(0);
+  seq_ = seqs_.front();
   const std::size_t n_cells = stages_.size() * layers_.size();
   for (int step : steps_)
-    for (Mode mode : modes_) grids_.push_back({step, mode, 0, 0, 0, std::vector<Cell>(n_cells)});
+    for (Mode mode : modes_)
+      for (int seq : seqs_) grids_.push_back({step, mode, seq, 0, 0, 0, std::vector<Cell>(n_cells)});
   for (std::size_t i = 0; i < rs.size(); ++i) {
     const auto& r = rs[i].result;
     const int si = stage_index(r.key.stage), li = layer_index(r.key.layer);
-    index_[{r.key.step, int(r.mode), r.key.layer, si}] = int(i);
-    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode));
+    index_[{r.key.step, int(r.mode), r.key.layer, si, r.key.seq}] = int(i);
+    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode, r.key.seq));
     Cell& c = g->cells[std::size_t(si) * layers_.size() + std::size_t(li)];
     c.row = int(i);
     c.status = r.status;
@@ -154,10 +160,10 @@ void TraceModel::build() {
   for (const auto& row : rs) {
     const StageResult& r = row.result;
     if (r.mode != Mode::chained || !is_failure(r.status)) continue;
-    const trace::TraceRow* twin = this->row(r.key.step, Mode::isolated, r.key.layer, r.key.stage);
+    const trace::TraceRow* twin = this->row(r.key.step, Mode::isolated, r.key.layer, r.key.stage, r.key.seq);
     if (!(twin && is_inherited_failure(r, twin->result)) && r.note.find("inherited") == std::string::npos)
       continue;
-    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode));
+    auto* g = const_cast<Grid*>(grid(r.key.step, r.mode, r.key.seq));
     Cell& c = g->cells[std::size_t(stage_index(r.key.stage)) * layers_.size() +
                        std::size_t(layer_index(r.key.layer))];
     c.inherited = true;
@@ -176,9 +182,20 @@ int TraceModel::stage_index(const std::string& stage) const {
   return it == stages_.end() ? -1 : int(it - stages_.begin());
 }
 
-const Grid* TraceModel::grid(int step, Mode mode) const {
+void TraceModel::select_seq(int seq) {
+  if (std::find(seqs_.begin(), seqs_.end(), seq) != seqs_.end()) seq_ = seq;
+}
+
+int TraceModel::failing(int step, int seq) const {
+  int n = 0;
+  for (Mode mode : modes_)
+    if (const Grid* g = grid(step, mode, seq)) n += g->n_fail;
+  return n;
+}
+
+const Grid* TraceModel::grid(int step, Mode mode, int seq) const {
   for (const auto& g : grids_)
-    if (g.step == step && g.mode == mode) return &g;
+    if (g.step == step && g.mode == mode && g.seq == seq) return &g;
   return nullptr;
 }
 
@@ -189,8 +206,9 @@ const Cell* TraceModel::cell(int step, Mode mode, int layer, const std::string& 
   return &g->cells[std::size_t(si) * layers_.size() + std::size_t(li)];
 }
 
-const trace::TraceRow* TraceModel::row(int step, Mode mode, int layer, const std::string& stage) const {
-  const auto it = index_.find({step, int(mode), layer, stage_index(stage)});
+const trace::TraceRow* TraceModel::row(int step, Mode mode, int layer, const std::string& stage,
+                                       int seq) const {
+  const auto it = index_.find({step, int(mode), layer, stage_index(stage), seq});
   return it == index_.end() ? nullptr : &rows()[std::size_t(it->second)];
 }
 

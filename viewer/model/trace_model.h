@@ -46,6 +46,7 @@ struct Cell {
 struct Grid {
   int step = 0;
   Mode mode = Mode::isolated;
+  int seq = 0;  // the sequence of a batch run (`run --batch`); 0 otherwise
   int n_fail = 0, n_nan = 0, n_inherited = 0;
   std::vector<Cell> cells;  // stage-major: cells[stage * n_layers + layer_index]
 };
@@ -78,9 +79,21 @@ class TraceModel {
   int layer_index(int layer) const;
   int stage_index(const std::string& stage) const;
 
-  const Grid* grid(int step, Mode mode) const;
+  // A batch run's sequences (one, 0, for any other run). Grids, cells and rows are those of the
+  // selected sequence: every panel shows one sequence at a time.
+  const std::vector<int>& seqs() const { return seqs_; }
+  int seq() const { return seq_; }
+  void select_seq(int seq);  // a sequence the trace does not hold leaves the selection as it is
+  // How many stages fail in a sequence at a step, over every mode (the sequence picker's counts).
+  int failing(int step, int seq) const;
+
+  const Grid* grid(int step, Mode mode) const { return grid(step, mode, seq_); }
+  const Grid* grid(int step, Mode mode, int seq) const;
   const Cell* cell(int step, Mode mode, int layer, const std::string& stage) const;
-  const trace::TraceRow* row(int step, Mode mode, int layer, const std::string& stage) const;
+  const trace::TraceRow* row(int step, Mode mode, int layer, const std::string& stage) const {
+    return row(step, mode, layer, stage, seq_);
+  }
+  const trace::TraceRow* row(int step, Mode mode, int layer, const std::string& stage, int seq) const;
   // The candidate's kernel launches (/launches); nullopt for a trace older than launch records.
   const std::optional<std::vector<StepLaunch>>& launches() const { return launches_; }
   // Extra numeric /summary fields (noise floors); empty when the trace has none.
@@ -92,12 +105,13 @@ class TraceModel {
 
   std::unique_ptr<trace::TraceReader> reader_;
   RunInfo info_;
-  std::vector<int> steps_, layers_;
+  std::vector<int> steps_, layers_, seqs_;
+  int seq_ = 0;
   std::vector<Mode> modes_;
   std::vector<std::string> stages_;
   std::vector<Grid> grids_;
-  std::map<std::tuple<int, int, int, int>, int> index_;
-  std::optional<std::vector<StepLaunch>> launches_;  // (step, mode, layer, stage index) -> row
+  std::map<std::tuple<int, int, int, int, int>, int> index_;  // (step, mode, layer, stage index, seq) -> row
+  std::optional<std::vector<StepLaunch>> launches_;
   std::map<std::string, std::vector<double>> extras_;
 };
 
