@@ -1,4 +1,4 @@
-# driftscope_add_simt_kernel(<target> SOURCES a.cu [b.cu ...] [LINK libs...] [NO_LINE_INFO])
+# driftscope_add_simt_kernel(<target> SOURCES a.cu [b.cu ...] [LINK libs...] [NO_LINE_INFO] [CHECKED])
 #
 # Builds the same .cu sources two ways:
 #   <target>       STATIC library compiled by the host compiler against the SIMT CPU runtime
@@ -7,6 +7,11 @@
 #   <target>_cuda  STATIC library of those objects with the CUDA runtime, both only when the
 #                  CUDA language is enabled in the calling project (enable_language(CUDA)) and
 #                  the CUDA toolkit's runtime library is found.
+#   <target>_checked  with CHECKED: the host build again, its loads and stores instrumented with
+#                  access hooks (GCC/Clang -fsanitize=thread, linked without the TSan runtime: the
+#                  SIMT runtime defines the hooks) for the hazard checker (Config::racecheck) to see
+#                  every access at a function call's cost. A module links one of <target> and
+#                  <target>_checked (both define the same kernels); <target> is unchanged by it.
 # Both are built with debug line info in every build type (-g for the host compiler, -lineinfo
 # for nvcc): the hazard checker and race reports then name the kernel's file:line instead of
 # lib.so+0x..., and the generated code is the same. NO_LINE_INFO leaves it to the build type.
@@ -22,7 +27,7 @@
 # LANGUAGE CXX instead is per directory and would also change the nvcc target.) The generated
 # files see simt/cuda_compat/ first on their include path: the CPU's <cooperative_groups.h>.
 function(driftscope_add_simt_kernel target)
-  cmake_parse_arguments(ARG "NO_LINE_INFO" "" "SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(ARG "NO_LINE_INFO;CHECKED" "" "SOURCES;LINK" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "driftscope_add_simt_kernel(${target}): SOURCES is required")
   endif()
@@ -44,16 +49,36 @@ function(driftscope_add_simt_kernel target)
       VERBATIM)
     list(APPEND wrappers "${out}")
   endforeach()
-  add_library(${target} STATIC ${wrappers})
-  target_include_directories(${target} BEFORE PRIVATE
-    $<TARGET_PROPERTY:driftscope::simt_cuda_compat,INTERFACE_INCLUDE_DIRECTORIES>)
-  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  target_link_libraries(${target} PUBLIC driftscope::simt ${ARG_LINK})
-  if(TARGET driftscope_warnings)
-    target_link_libraries(${target} PRIVATE driftscope_warnings)
+  set(host_targets ${target})
+  if(ARG_CHECKED)
+    list(APPEND host_targets ${target}_checked)
   endif()
-  if(NOT ARG_NO_LINE_INFO AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${target} PRIVATE -g)
+  foreach(host_target IN LISTS host_targets)
+    add_library(${host_target} STATIC ${wrappers})
+    target_include_directories(${host_target} BEFORE PRIVATE
+      $<TARGET_PROPERTY:driftscope::simt_cuda_compat,INTERFACE_INCLUDE_DIRECTORIES>)
+    set_target_properties(${host_target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    target_link_libraries(${host_target} PUBLIC driftscope::simt ${ARG_LINK})
+    if(TARGET driftscope_warnings)
+      target_link_libraries(${host_target} PRIVATE driftscope_warnings)
+    endif()
+    if(NOT ARG_NO_LINE_INFO AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+      target_compile_options(${host_target} PRIVATE -g)
+    endif()
+  endforeach()
+  if(ARG_CHECKED)
+    # Instrumentation only: no -fsanitize=thread at link time, so no TSan runtime. Function
+    # entry/exit hooks are off (nothing uses them); GCC must not turn loops into memset/memcpy
+    # calls, which no hook sees; and it warns that TSan ignores fences (-Wtsan), which is moot here.
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${target}_checked PRIVATE -fsanitize=thread --param=tsan-instrument-func-entry-exit=0
+        -fno-tree-loop-distribute-patterns -Wno-tsan)
+    elseif(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+      target_compile_options(${target}_checked PRIVATE -fsanitize=thread
+        "SHELL:-mllvm -tsan-instrument-func-entry-exit=false")
+    else()
+      message(FATAL_ERROR "driftscope_add_simt_kernel(${target} CHECKED): needs GCC or Clang")
+    endif()
   endif()
   if(CMAKE_CUDA_COMPILER_LOADED AND NOT TARGET CUDA::cudart_static)
     find_package(CUDAToolkit QUIET)

@@ -54,9 +54,24 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "simt/fiber_hop.h"
 #include "simt/simt_common.h"
+
+// A translation unit compiled with access hooks (-fsanitize=thread, linked without the TSan runtime:
+// the CHECKED flavour of driftscope_add_simt_kernel): its launches tell the runtime so, and the
+// hazard checker then sees every access through the hooks instead of page faults.
+#if defined(__SANITIZE_THREAD__)
+#define SIMT_ACCESS_HOOKS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SIMT_ACCESS_HOOKS 1
+#endif
+#endif
+#ifndef SIMT_ACCESS_HOOKS
+#define SIMT_ACCESS_HOOKS 0
+#endif
 
 // Builtins: rewritten by the scheduler on every fiber switch / block start.
 inline thread_local uint3 threadIdx;
@@ -84,6 +99,9 @@ Config config();
 unsigned default_host_threads();
 // Empty when Config::racecheck (the shared-memory hazard checker) runs here; otherwise why not.
 std::string racecheck_unsupported();
+// Reads of shared memory no thread of the block had written, found by the hazard checker in
+// kernels built with access hooks (the CHECKED flavour) since the last call: kernel and file:line.
+std::vector<std::string> take_uninit_reads();
 
 void* malloc(std::size_t bytes);
 void free(void* p);
@@ -142,6 +160,7 @@ struct LaunchDesc {
   void* pack;
   const PtrArg* ptr_args = nullptr;
   std::size_t n_ptr_args = 0;
+  bool access_hooks = false;  // the kernel's accesses reach the hooks (SIMT_ACCESS_HOOKS)
 };
 
 void launch_impl(const LaunchDesc& d);
@@ -282,6 +301,11 @@ struct KernelPack {
 
 }  // namespace detail
 
+// The checked flavour's launch is a different function (an inline namespace changes its mangled
+// name): a binary holding both flavours of a kernel signature keeps both, each saying what it is.
+#if SIMT_ACCESS_HOOKS
+inline namespace access_hooked {
+#endif
 // Runs the whole grid before returning (the stream is ignored). Arguments are
 // converted to the kernel's parameter types once and copied into every thread.
 template <class... KArgs, class... Args>
@@ -290,8 +314,12 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
   detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
   const auto ptrs = pack.ptr_args();
   detail::launch_impl({reinterpret_cast<void (*)()>(kernel), grid, block, dyn_smem_bytes,
-                       &detail::KernelPack<KArgs...>::invoke, &pack, ptrs.data(), ptrs.size()});
+                       &detail::KernelPack<KArgs...>::invoke, &pack, ptrs.data(), ptrs.size(),
+                       SIMT_ACCESS_HOOKS != 0});
 }
+#if SIMT_ACCESS_HOOKS
+}  // namespace access_hooked
+#endif
 
 }  // namespace simt
 

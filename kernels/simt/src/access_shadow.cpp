@@ -1,0 +1,253 @@
+#include "access_shadow.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "allocations.h"
+#include "launch_sink.h"
+#include "source_lines.h"
+
+namespace simt::detail {
+
+constinit thread_local AccessShadow* tl_access_shadow = nullptr;
+
+namespace {
+
+constexpr std::size_t kKept = 8;  // distinct findings (kind and both sites) worded per launch
+constexpr std::uint16_t kAtomic = 0x8000;
+constexpr std::uint16_t kThreadMask = 0x7fff;
+
+// Code addresses are stored as 32-bit offsets from a function of this module: the hooks, and so
+// the kernels that call them, are linked into the same module as this file.
+[[gnu::noinline]] void pc_anchor() { asm volatile(""); }
+
+std::int32_t pc_offset(const void* pc) {
+  const std::intptr_t d = reinterpret_cast<std::intptr_t>(pc) - reinterpret_cast<std::intptr_t>(&pc_anchor);
+  return d > INT32_MIN && d <= INT32_MAX && d != 0 ? static_cast<std::int32_t>(d) : 0;
+}
+
+const void* pc_of(std::int32_t off) {
+  return off == 0 ? nullptr
+                  : reinterpret_cast<const void*>(reinterpret_cast<std::intptr_t>(&pc_anchor) + off);
+}
+
+std::string site_text(std::int32_t off) {
+  const void* pc = pc_of(off);
+  if (pc == nullptr) return "an unknown site";
+  std::string line = source_line(pc);
+  if (!line.empty()) return line;
+  const auto m = module_address(pc);
+  return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
+}
+
+std::string xyz(std::uint64_t linear, dim3 d) {
+  return fmt::format("({},{},{})", linear % d.x, (linear / d.x) % d.y, linear / (std::uint64_t(d.x) * d.y));
+}
+
+}  // namespace
+
+AccessShadow::~AccessShadow() { (void)end_launch(); }
+
+void AccessShadow::begin_launch(const LaunchDesc& d, AccessCtxFn ctx) {
+  (void)end_launch();
+  ctx_ = ctx;
+  launch_ = &d;
+  kernel_ = kernel_name(d.kernel);
+  grid_dim_ = d.grid;
+  first_serial_ = serial_ + 1;
+  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
+    const PtrArg& a = d.ptr_args[i];
+    if (!a.writable || a.ptr == nullptr) continue;
+    const auto alloc = allocation_of(a.ptr);
+    if (!alloc) continue;  // not device memory the runtime handed out
+    const bool seen =
+        std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) { return r.lo == alloc->base; });
+    if (seen) continue;
+    // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
+    const std::size_t bytes = std::max<std::size_t>(alloc->bytes, 1) * sizeof(Cell);
+    void* m =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    regions_.push_back(
+        Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global, &a, bytes});
+  }
+  n_global_ = regions_.size();
+}
+
+std::vector<std::string> AccessShadow::end_launch() {
+  for (std::size_t i = 0; i < n_global_; ++i) ::munmap(regions_[i].cells, regions_[i].mapped_bytes);
+  regions_.clear();
+  n_global_ = 0;
+  std::vector<std::string> out;
+  for (const Finding& f : findings_) out.push_back(word(f));
+  for (const Finding& f : uninit_)
+    if (uninit_words_.size() < kKept) uninit_words_.push_back(fmt::format("{}: {}", kernel_, word(f)));
+  uninit_.clear();
+  if (more_ != 0) out.push_back(fmt::format("and {} more finding(s) at the same or other sites", more_));
+  findings_.clear();
+  more_ = 0;
+  launch_ = nullptr;
+  return out;
+}
+
+std::vector<std::string> AccessShadow::take_uninit_reads() {
+  std::vector<std::string> out = std::move(uninit_words_);
+  uninit_words_.clear();
+  return out;
+}
+
+void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
+  ++serial_;
+  block_dim_ = block_dim;
+  regions_.resize(n_global_);
+  if (bytes != 0) {
+    if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
+    regions_.push_back(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, nullptr});
+  }
+}
+
+void AccessShadow::end_block() { regions_.resize(n_global_); }
+
+void AccessShadow::static_shared(void* p, std::size_t bytes) {
+  auto* lo = static_cast<unsigned char*>(p);
+  for (std::size_t i = n_global_; i < regions_.size(); ++i)
+    if (regions_[i].lo == lo) return;  // already watched in this block
+  auto it =
+      std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
+  if (it == statics_.end()) {
+    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes)});
+    it = statics_.end() - 1;
+  }
+  regions_.push_back(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, nullptr});
+}
+
+void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, bool atomic, const void* pc) {
+  const auto* a = static_cast<const unsigned char*>(addr);
+  for (const Region& r : regions_) {
+    if (a < r.lo || a >= r.hi) continue;
+    const AccessCtx c = ctx_();
+    Access me;
+    me.block = serial_;
+    me.phase = static_cast<std::uint32_t>(c.phase);
+    me.thread = static_cast<std::uint16_t>(c.thread | (atomic ? kAtomic : 0));
+    me.sync = static_cast<std::uint16_t>(c.warp_sync);
+    // The hook's return address is the instruction after the call: step back into the call.
+    me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+    const std::size_t from = static_cast<std::size_t>(a - r.lo);
+    const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
+    for (std::size_t off = from; off < to; ++off) check(r, off, write, me);
+    return;
+  }
+}
+
+void AccessShadow::check(const Region& r, std::size_t off, bool write, const Access& me) {
+  Cell& c = r.cells[off];
+  const bool global = r.kind == Kind::global;
+  const std::uint16_t my_thread = me.thread & kThreadMask;
+  const bool my_atomic = (me.thread & kAtomic) != 0;
+  // Shared memory lives for one block; global shadows for one launch.
+  const auto live = [&](const Access& x) {
+    return x.block != 0 && (global ? x.block >= first_serial_ : x.block == me.block);
+  };
+  const auto races = [&](const Access& x) {
+    if (!live(x)) return false;
+    const bool both_atomic = my_atomic && (x.thread & kAtomic) != 0;
+    if (x.block != me.block) return !both_atomic;  // other blocks: only global memory gets here
+    const std::uint16_t t = x.thread & kThreadMask;
+    if (x.phase != me.phase || t == my_thread || both_atomic) return false;
+    return !(t / 32 == my_thread / 32 && x.sync != me.sync);  // a warp collective between: ordered
+  };
+  if (write) {
+    if (races(c.w))
+      note("WAW", r, off, c.w, true, me, true);
+    else if (races(c.r1))
+      note("WAR", r, off, c.r1, false, me, true);
+    else if (races(c.r2))
+      note("WAR", r, off, c.r2, false, me, true);
+    c.w = me;
+    c.r1 = Access{};
+    c.r2 = Access{};
+    return;
+  }
+  if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);
+  if (races(c.w)) note("RAW", r, off, c.w, true, me, false);
+  // Keep up to two readers: a reader of this block's earlier phase, or this thread's own earlier
+  // read, gives way; two readers of one block give way to one of another block.
+  const auto gives_way = [&](const Access& x) {
+    return !live(x) ||
+           (x.block == me.block && (x.phase != me.phase || (x.thread & kThreadMask) == my_thread));
+  };
+  if (gives_way(c.r1))
+    c.r1 = me;
+  else if (gives_way(c.r2))
+    c.r2 = me;
+  else if (c.r1.block == c.r2.block && c.r1.block != me.block)
+    c.r2 = me;
+}
+
+void AccessShadow::note(const char* kind, const Region& r, std::size_t off, const Access& first,
+                        bool first_write, const Access& second, bool second_write) {
+  const bool uninit = std::strcmp(kind, "uninit") == 0;
+  std::vector<Finding>& into = uninit ? uninit_ : findings_;
+  for (const Finding& f : into)
+    if (std::strcmp(f.kind, kind) == 0 && f.first.pc == first.pc && f.second.pc == second.pc) return;
+  if (into.size() >= kKept) {
+    more_ += uninit ? 0 : 1;
+    return;
+  }
+  Finding f{};
+  std::strncpy(f.kind, kind, sizeof f.kind - 1);
+  f.region = r.kind;
+  f.offset = off;
+  f.arg = r.arg;
+  if (r.kind == Kind::global && r.arg != nullptr) {
+    const auto* arg_base = static_cast<const unsigned char*>(r.arg->ptr);
+    f.offset = static_cast<std::size_t>((r.lo + off) - arg_base);  // may wrap: checked in word()
+  }
+  f.first = first;
+  f.second = second;
+  f.first_write = first_write;
+  f.second_write = second_write;
+  into.push_back(f);
+}
+
+std::string AccessShadow::word(const Finding& f) const {
+  std::string where;
+  switch (f.region) {
+    case Kind::dynamic_shared: where = fmt::format("dynamic shared memory byte {}", f.offset); break;
+    case Kind::static_shared: where = fmt::format("static shared memory byte {}", f.offset); break;
+    case Kind::global: {
+      const auto off = static_cast<std::ptrdiff_t>(f.offset);
+      where = off >= 0 && f.arg != nullptr
+                  ? fmt::format("global memory element {} of argument #{}",
+                                off / std::ptrdiff_t(f.arg->elem_size), f.arg->index)
+                  : fmt::format("global memory of argument #{}", f.arg != nullptr ? f.arg->index : 0);
+      break;
+    }
+  }
+  const auto thread = [&](const Access& a) { return xyz(a.thread & kThreadMask, block_dim_); };
+  const auto block = [&](const Access& a) { return xyz(a.block - first_serial_, grid_dim_); };
+  if (std::strcmp(f.kind, "uninit") == 0)
+    return fmt::format("uninit read of {} no thread of the block wrote: thread {} read at {} [block {}]",
+                       where, thread(f.second), site_text(f.second.pc), block(f.second));
+  const char* first_verb =
+      f.first_write ? ((f.first.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
+  const char* second_verb =
+      f.second_write ? ((f.second.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
+  if (f.first.block != f.second.block)
+    return fmt::format(
+        "{} race between blocks on {}: thread {} of block {} {} at {}, then thread {} of block {} {} at {}, "
+        "without an atomic between them (blocks run at once on a GPU)",
+        f.kind, where, thread(f.first), block(f.first), first_verb, site_text(f.first.pc), thread(f.second),
+        block(f.second), second_verb, site_text(f.second.pc));
+  return fmt::format(
+      "{} hazard on {}: thread {} {} at {}, then thread {} {} at {}, with no barrier between [block {}]",
+      f.kind, where, thread(f.first), first_verb, site_text(f.first.pc), thread(f.second), second_verb,
+      site_text(f.second.pc), block(f.second));
+}
+
+}  // namespace simt::detail
