@@ -151,6 +151,10 @@ struct CheckedGemv {
 const CheckedGemv& checked_gemv() {
   static const CheckedGemv m = [] {
     CheckedGemv c;
+#ifndef BENCH_CHECKED_GEMV_MODULE
+    c.error = "no checked flavour in this build (a sanitizer build, or not GCC/Clang on x86-64)";
+    return c;
+#else
     void* h = ::dlopen(BENCH_CHECKED_GEMV_MODULE, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
       c.error = ::dlerror();
@@ -160,6 +164,7 @@ const CheckedGemv& checked_gemv() {
     c.run = reinterpret_cast<decltype(c.run)>(::dlsym(h, "bench_checked_gemv_run"));
     if (c.setup == nullptr || c.run == nullptr) c.error = "bench_checked_gemv_* not found in the module";
     return c;
+#endif
   }();
   return m;
 }

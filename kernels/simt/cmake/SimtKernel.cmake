@@ -7,11 +7,13 @@
 #   <target>_cuda  STATIC library of those objects with the CUDA runtime, both only when the
 #                  CUDA language is enabled in the calling project (enable_language(CUDA)) and
 #                  the CUDA toolkit's runtime library is found.
-#   <target>_checked  with CHECKED: the host build again, its loads and stores instrumented with
-#                  access hooks (GCC/Clang -fsanitize=thread, linked without the TSan runtime: the
-#                  SIMT runtime defines the hooks) for the hazard checker (Config::racecheck) to see
-#                  every access at a function call's cost. A module links one of <target> and
-#                  <target>_checked (both define the same kernels); <target> is unchanged by it.
+#   <target>_checked  with CHECKED: the host build again, every load and store checked inline
+#                  against a shadow (AddressSanitizer's instrumentation, linked without its
+#                  runtime: the SIMT runtime defines its functions) so that the hazard checker
+#                  (Config::racecheck) sees each access to the memory it watches through a call.
+#                  A module links one of <target> and <target>_checked (both define the same
+#                  kernels); <target> is unchanged by it. x86-64 GCC/Clang only, and not in a build
+#                  that already sanitizes (then no <target>_checked target exists).
 # Both are built with debug line info in every build type (-g for the host compiler, -lineinfo
 # for nvcc): the hazard checker and race reports then name the kernel's file:line instead of
 # lib.so+0x..., and the generated code is the same. NO_LINE_INFO leaves it to the build type.
@@ -38,6 +40,7 @@ function(driftscope_add_simt_kernel target)
     set(rewrite_tool "$<TARGET_FILE:driftscope::simt_rewrite>")
   endif()
   set(wrappers "")
+  set(checked_wrappers "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(stem "${src}" NAME_WE)
@@ -48,13 +51,32 @@ function(driftscope_add_simt_kernel target)
       COMMENT "SIMT: ${src} for the CPU runtime"
       VERBATIM)
     list(APPEND wrappers "${out}")
+    set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_simt/${stem}.simt_checked.cpp")
+    add_custom_command(OUTPUT "${out}"
+      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" --access-hooks "${abs}" "${out}"
+      DEPENDS "${abs}" ${rewrite_tool}
+      COMMENT "SIMT: ${src} for the CPU runtime, checked flavour"
+      VERBATIM)
+    list(APPEND checked_wrappers "${out}")
   endforeach()
+  # The checked flavour is ASan's instrumentation without its runtime: not in a build that already
+  # sanitizes (the asan and fuzz presets), nor with a compiler other than GCC or Clang on x86-64.
+  if(ARG_CHECKED AND (CMAKE_CXX_FLAGS MATCHES "-fsanitize" OR NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
+                      OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64"))
+    message(STATUS "driftscope_add_simt_kernel(${target}): no ${target}_checked in this build "
+      "(a sanitizer build, or not GCC/Clang on x86-64)")
+    set(ARG_CHECKED OFF)
+  endif()
   set(host_targets ${target})
   if(ARG_CHECKED)
     list(APPEND host_targets ${target}_checked)
   endif()
   foreach(host_target IN LISTS host_targets)
-    add_library(${host_target} STATIC ${wrappers})
+    if(host_target STREQUAL target)
+      add_library(${host_target} STATIC ${wrappers})
+    else()
+      add_library(${host_target} STATIC ${checked_wrappers})
+    endif()
     target_include_directories(${host_target} BEFORE PRIVATE
       $<TARGET_PROPERTY:driftscope::simt_cuda_compat,INTERFACE_INCLUDE_DIRECTORIES>)
     set_target_properties(${host_target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
@@ -67,17 +89,19 @@ function(driftscope_add_simt_kernel target)
     endif()
   endforeach()
   if(ARG_CHECKED)
-    # Instrumentation only: no -fsanitize=thread at link time, so no TSan runtime. Function
-    # entry/exit hooks are off (nothing uses them); GCC must not turn loops into memset/memcpy
-    # calls, which no hook sees; and it warns that TSan ignores fences (-Wtsan), which is moot here.
+    # AddressSanitizer's inline access checks without its runtime (the SIMT runtime's
+    # src/access_hooks.cpp stands in): every load and store reads a shadow byte and calls a hook
+    # only for memory the hazard checker watches. No stack or global redzones, no use-after-scope
+    # poisoning: nothing but the checks. The hooks return, so -fsanitize-recover.
+    target_compile_definitions(${target}_checked PRIVATE SIMT_ACCESS_HOOKS=1)
     if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-      target_compile_options(${target}_checked PRIVATE -fsanitize=thread --param=tsan-instrument-func-entry-exit=0
-        -fno-tree-loop-distribute-patterns -Wno-tsan)
+      target_compile_options(${target}_checked PRIVATE -fsanitize=address -fsanitize-recover=address
+        --param=asan-stack=0 --param=asan-globals=0 --param=asan-use-after-return=0
+        --param=asan-instrument-allocas=0 -fno-sanitize-address-use-after-scope)
     elseif(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
-      target_compile_options(${target}_checked PRIVATE -fsanitize=thread
-        "SHELL:-mllvm -tsan-instrument-func-entry-exit=false")
-    else()
-      message(FATAL_ERROR "driftscope_add_simt_kernel(${target} CHECKED): needs GCC or Clang")
+      target_compile_options(${target}_checked PRIVATE -fsanitize=address -fsanitize-recover=address
+        -fno-sanitize-address-use-after-scope "SHELL:-mllvm -asan-stack=0" "SHELL:-mllvm -asan-globals=0"
+        "SHELL:-mllvm -asan-use-after-return=never" "SHELL:-mllvm -asan-instrument-dynamic-allocas=0")
     endif()
   endif()
   if(CMAKE_CUDA_COMPILER_LOADED AND NOT TARGET CUDA::cudart_static)

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "allocations.h"
+#include "fiber_sched.h"
 #include "launch_sink.h"
 #include "source_lines.h"
 
@@ -52,9 +53,8 @@ std::string xyz(std::uint64_t linear, dim3 d) {
 
 AccessShadow::~AccessShadow() { (void)end_launch(); }
 
-void AccessShadow::begin_launch(const LaunchDesc& d, AccessCtxFn ctx) {
+void AccessShadow::begin_launch(const LaunchDesc& d) {
   (void)end_launch();
-  ctx_ = ctx;
   launch_ = &d;
   kernel_ = kernel_name(d.kernel);
   grid_dim_ = d.grid;
@@ -72,15 +72,15 @@ void AccessShadow::begin_launch(const LaunchDesc& d, AccessCtxFn ctx) {
     void* m =
         ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
-    regions_.push_back(
-        Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global, &a, bytes});
+    add_region(Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global, &a, bytes});
   }
   n_global_ = regions_.size();
 }
 
 std::vector<std::string> AccessShadow::end_launch() {
-  for (std::size_t i = 0; i < n_global_; ++i) ::munmap(regions_[i].cells, regions_[i].mapped_bytes);
-  regions_.clear();
+  std::vector<Region> globals(regions_.begin(), regions_.begin() + static_cast<std::ptrdiff_t>(n_global_));
+  drop_regions(0);
+  for (const Region& r : globals) ::munmap(r.cells, r.mapped_bytes);
   n_global_ = 0;
   std::vector<std::string> out;
   for (const Finding& f : findings_) out.push_back(word(f));
@@ -103,33 +103,91 @@ std::vector<std::string> AccessShadow::take_uninit_reads() {
 void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
   ++serial_;
   block_dim_ = block_dim;
-  regions_.resize(n_global_);
+  drop_regions(n_global_);
   if (bytes != 0) {
     if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
-    regions_.push_back(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, nullptr});
+    dyn_copy_.assign(smem, smem + bytes);
+    add_region(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, nullptr, 0, dyn_copy_.data()});
   }
 }
 
-void AccessShadow::end_block() { regions_.resize(n_global_); }
+void AccessShadow::end_block() {
+  replay_reads();
+  drop_regions(n_global_);
+}
+
+void AccessShadow::replay_reads() {
+  for (const LoggedRead& l : reads_) {
+    const Region& r = regions_[l.region];
+    for (std::uint32_t k = 0; k < l.size; ++k)
+      if (r.lo[l.offset + k] != l.bytes[k]) unchecked_store(r, l.offset + k, l.who);
+  }
+  reads_.clear();
+  for (std::size_t i = n_global_; i < regions_.size(); ++i) {
+    const Region& r = regions_[i];
+    const auto n = static_cast<std::size_t>(r.hi - r.lo);
+    if (std::memcmp(r.copy, r.lo, n) == 0) continue;
+    for (std::size_t off = 0; off < n; ++off) {
+      if (r.copy[off] == r.lo[off]) continue;
+      r.copy[off] = r.lo[off];
+      const Cell& c = r.cells[off];
+      // The reader of this phase: this block's, the latest phase's (phases only grow in a block).
+      const Access& reader = c.r2.block == serial_ && c.r2.phase >= c.r1.phase ? c.r2 : c.r1;
+      unchecked_store(r, off, reader);
+    }
+  }
+}
+
+void AccessShadow::unchecked_store(const Region& r, std::size_t off, const Access& reader) {
+  if (reader.block != serial_) return;  // nobody of this block read it: a runtime fill, not a store
+  const Access& w = r.cells[off].w;
+  if (w.block == reader.block && w.phase == reader.phase) return;  // a checked write of this phase
+  check(r, off, true, reader);
+}
 
 void AccessShadow::static_shared(void* p, std::size_t bytes) {
   auto* lo = static_cast<unsigned char*>(p);
   for (std::size_t i = n_global_; i < regions_.size(); ++i)
     if (regions_[i].lo == lo) return;  // already watched in this block
-  auto it =
-      std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
+  auto it = std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
   if (it == statics_.end()) {
-    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes)});
+    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes), std::vector<unsigned char>(bytes)});
     it = statics_.end() - 1;
   }
-  regions_.push_back(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, nullptr});
+  std::memcpy(it->copy.data(), lo, bytes);
+  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, nullptr, 0, it->copy.data()});
 }
 
-void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, bool atomic, const void* pc) {
+void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
+  if (hi <= lo) return;
+  const auto shadow = [](const unsigned char* p) {
+    return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) >> 3) + kShadowOffset);
+  };
+  // Any negative value makes every access to the granule report, whatever its size and offset.
+  std::memset(shadow(lo), watched ? 0xF8 : 0, static_cast<std::size_t>(shadow(hi - 1) - shadow(lo)) + 1);
+}
+
+void AccessShadow::add_region(const Region& r) {
+  regions_.push_back(r);
+  mark(r.lo, r.hi, true);
+}
+
+void AccessShadow::drop_regions(std::size_t from) {
+  for (std::size_t i = from; i < regions_.size(); ++i) mark(regions_[i].lo, regions_[i].hi, false);
+  regions_.resize(from);
+  // A dropped region may have shared its first or last 8-byte granule with one still watched.
+  for (const Region& r : regions_) {
+    mark(r.lo, std::min(r.hi, r.lo + 8), true);
+    mark(std::max(r.lo, r.hi - 8), r.hi, true);
+  }
+}
+
+void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
   const auto* a = static_cast<const unsigned char*>(addr);
   for (const Region& r : regions_) {
-    if (a < r.lo || a >= r.hi) continue;
-    const AccessCtx c = ctx_();
+    if (a < r.lo || a >= r.hi) continue;  // a neighbour sharing an 8-byte granule with a watched region
+    const AccessCtx c = tl_sched->access_ctx();
+    const bool atomic = addr == tl_atomic_target && c.thread == tl_atomic_thread;
     Access me;
     me.block = serial_;
     me.phase = static_cast<std::uint32_t>(c.phase);
@@ -140,6 +198,14 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, bo
     const std::size_t from = static_cast<std::size_t>(a - r.lo);
     const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
     for (std::size_t off = from; off < to; ++off) check(r, off, write, me);
+    if (!write && r.kind == Kind::global) {
+      LoggedRead& l = reads_.emplace_back();
+      l.region = static_cast<std::uint32_t>(&r - regions_.data());
+      l.offset = static_cast<std::uint32_t>(from);
+      l.size = static_cast<std::uint32_t>(std::min<std::size_t>(to - from, sizeof l.bytes));
+      l.who = me;
+      std::memcpy(l.bytes, r.lo + from, l.size);
+    }
     return;
   }
 }

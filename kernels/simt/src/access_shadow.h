@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@
 #include "simt/simt_cpu.h"
 
 namespace simt::detail {
+
+// AddressSanitizer's shadow on x86-64 Linux: byte (address / 8 + kShadowOffset) describes the 8
+// bytes at address & ~7; instrumented code calls a hook for an access whose shadow is not zero.
+constexpr std::uintptr_t kShadowOffset = 0x7fff8000;
 
 class AccessShadow {
  public:
@@ -38,7 +43,7 @@ class AccessShadow {
   ~AccessShadow();
 
   // A checked launch: watches the allocations the writable pointer arguments of `d` point into.
-  void begin_launch(const LaunchDesc& d, AccessCtxFn ctx);
+  void begin_launch(const LaunchDesc& d);
   // Drops the launch's global shadows and returns the races it found, worded with file:line.
   std::vector<std::string> end_launch();
   // The reads of never-written shared memory found since the last call, worded with file:line.
@@ -46,11 +51,16 @@ class AccessShadow {
   // A block of the launch starts (its dynamic shared memory at [smem, smem + bytes)) or ends.
   void begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 block_idx);
   void end_block();
+  // A barrier released the running block's threads: see the stores of this phase the
+  // instrumentation did not check (below).
+  void end_phase() { replay_reads(); }
   // A static __shared__ array reached by a thread of the running block.
   void static_shared(void* p, std::size_t bytes);
 
-  // Every instrumented access (access_hooks.cpp). `pc`: the instruction that made it.
-  void on_access(const void* addr, std::size_t bytes, bool write, bool atomic, const void* pc);
+  // An access of instrumented code to watched memory (access_hooks.cpp). `pc`: the return
+  // address of the hook's call. An access at the address of the calling thread's last atomic
+  // (simt_cpu.h's atomic_at) counts as atomic.
+  void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
 
  private:
   struct Access {              // one recorded access; block 0: none
@@ -72,6 +82,7 @@ class AccessShadow {
     Kind kind;
     const PtrArg* arg;             // global: the first writable argument pointing into it
     std::size_t mapped_bytes = 0;  // global: the shadow's own mapping, unmapped at the launch's end
+    unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
   };
   struct Finding {
     char kind[8];  // "RAW", "WAR", "WAW", "uninit"
@@ -81,18 +92,42 @@ class AccessShadow {
     Access first, second;
     bool first_write, second_write;
   };
+  // GCC's instrumentation checks one access per address and basic block: the store of `x += v`
+  // follows the checked load of x and is not checked itself. Such a store shows as a change of
+  // bytes a thread read, found at the next barrier (or the end of the block): a change that no
+  // checked write of the same phase explains is checked as a write by the thread that read the
+  // byte in that phase, at the read's line. Shared memory is compared with a copy taken at the
+  // start of the phase (it is small, and read often); global memory through a log of its reads
+  // (outputs are large, and seldom read).
+  struct LoggedRead {
+    std::uint32_t region;
+    std::uint32_t offset;
+    std::uint32_t size;  // at most 16
+    Access who;
+    unsigned char bytes[16];
+  };
+  void replay_reads();
+  // A change of byte `off` of `r` that no checked write explains: a store by the thread that read
+  // it in this phase, if any.
+  void unchecked_store(const Region& r, std::size_t off, const Access& reader);
+
   struct StaticShadow {
     void* addr;
     std::size_t bytes;
     std::vector<Cell> cells;
+    std::vector<unsigned char> copy;
   };
 
+  // Makes accesses to [lo, hi) reach the hooks (watched) or not.
+  static void mark(const unsigned char* lo, const unsigned char* hi, bool watched);
+  void add_region(const Region& r);
+  // Stops watching regions_[from, end) and drops them.
+  void drop_regions(std::size_t from);
   void check(const Region& r, std::size_t off, bool write, const Access& me);
   void note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
             const Access& second, bool second_write);
   std::string word(const Finding& f) const;
 
-  AccessCtxFn ctx_ = nullptr;
   const LaunchDesc* launch_ = nullptr;
   std::string kernel_;              // its name, for the uninit reads kept past the launch
   std::uint32_t serial_ = 0;        // of the running block
@@ -102,10 +137,12 @@ class AccessShadow {
   std::vector<Region> regions_;  // [0, n_global_): the launch's allocations; then this block's
   std::size_t n_global_ = 0;
   std::vector<Cell> dyn_cells_;
+  std::vector<unsigned char> dyn_copy_;
   std::vector<StaticShadow> statics_;
   std::vector<Finding> findings_;
   std::size_t more_ = 0;
-  std::vector<Finding> uninit_;  // of the running launch
+  std::vector<LoggedRead> reads_;  // of global memory, since the last barrier
+  std::vector<Finding> uninit_;    // of the running launch
   std::vector<std::string> uninit_words_;
 };
 

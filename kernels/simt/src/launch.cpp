@@ -209,7 +209,7 @@ void launch_impl(const LaunchDesc& d) {
     if (cfg.race_schedules == 0) {
       std::optional<BlockWrites> writes;
       if (hooked) {
-        access_shadow().begin_launch(d, &current_access_ctx);
+        access_shadow().begin_launch(d);
         tl_access_shadow = &access_shadow();
       } else if (cfg.racecheck) {
         writes.emplace(d);

@@ -338,6 +338,7 @@ void Sched::release_barrier(Fiber* self) {
   }
   const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
+  if (tl_access_shadow != nullptr) tl_access_shadow->end_phase();
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
   // Every thread that has not exited waits here and none is runnable, so each warp's runnable
@@ -440,11 +441,12 @@ void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_by
 void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes); }
 
 void Sched::static_smem(void* p, std::size_t bytes) {
-  if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes);
-  if (cfg_.poison == 0) return;
-  if (std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) != static_smem_seen_.end()) return;
-  static_smem_seen_.push_back(p);
-  fill_poison(p, bytes, cfg_.poison);
+  if (cfg_.poison != 0 &&
+      std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) == static_smem_seen_.end()) {
+    static_smem_seen_.push_back(p);
+    fill_poison(p, bytes, cfg_.poison);
+  }
+  if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes);  // after the fill
 }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }

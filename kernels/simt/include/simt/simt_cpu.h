@@ -59,16 +59,9 @@
 #include "simt/fiber_hop.h"
 #include "simt/simt_common.h"
 
-// A translation unit compiled with access hooks (-fsanitize=thread, linked without the TSan runtime:
-// the CHECKED flavour of driftscope_add_simt_kernel): its launches tell the runtime so, and the
-// hazard checker then sees every access through the hooks instead of page faults.
-#if defined(__SANITIZE_THREAD__)
-#define SIMT_ACCESS_HOOKS 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SIMT_ACCESS_HOOKS 1
-#endif
-#endif
+// A translation unit compiled with access hooks (the CHECKED flavour of driftscope_add_simt_kernel
+// defines SIMT_ACCESS_HOOKS=1): its launches tell the runtime so, and the hazard checker then sees
+// the kernel's accesses through the hooks instead of page faults.
 #ifndef SIMT_ACCESS_HOOKS
 #define SIMT_ACCESS_HOOKS 0
 #endif
@@ -234,6 +227,16 @@ void* dynamic_shared(std::size_t elem_bytes);
 // A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
 // Config::poison asks for it, the block's first thread to reach it fills it with the poison.
 void static_shared(void* p, std::size_t bytes);
+// The same for the checked flavour, whose rewrite declares the array under another name and
+// reaches it through the reference this returns: through a pointer the compiler cannot follow,
+// so every access, at a constant index too, is checked against the access shadow.
+template <class T>
+inline T& watched_static_shared(T& x) {
+  static_shared(&x, sizeof(T));
+  T* p = &x;
+  asm volatile("" : "+r"(p));
+  return *p;
+}
 
 // Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
 template <Coll kind, class T>
@@ -399,10 +402,18 @@ namespace simt::detail {
 // a byte two blocks change only through atomics is no race.
 void note_atomic(const void* p, std::size_t bytes);
 inline thread_local bool tl_note_atomics = false;
+// The address of the running thread's last atomic and that thread (linear index): under access
+// hooks its accesses there count as atomic (src/access_shadow.h).
+inline thread_local const void* tl_atomic_target = nullptr;
+inline thread_local std::uint32_t tl_atomic_thread = 0;
 template <class T>
 inline std::atomic_ref<T> atomic_at(T* p) {
   if (tl_note_atomics) [[unlikely]]
     note_atomic(p, sizeof(T));
+#if SIMT_ACCESS_HOOKS
+  tl_atomic_target = p;
+  tl_atomic_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#endif
   return std::atomic_ref<T>(*p);
 }
 }  // namespace simt::detail
