@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <new>
 
@@ -45,6 +46,11 @@ std::string site_text(std::int32_t off) {
   return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
 }
 
+// log2 of the cell width for `elem`-byte elements: a power of two up to 8, else bytes.
+unsigned shift_for(std::size_t elem) {
+  return elem != 0 && elem <= 8 && (elem & (elem - 1)) == 0 ? static_cast<unsigned>(std::countr_zero(elem)) : 0;
+}
+
 std::string xyz(std::uint64_t linear, dim3 d) {
   return fmt::format("({},{},{})", linear % d.x, (linear / d.x) % d.y, linear / (std::uint64_t(d.x) * d.y));
 }
@@ -72,7 +78,8 @@ void AccessShadow::begin_launch(const LaunchDesc& d) {
     void* m =
         ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) throw std::bad_alloc();
-    add_region(Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global, &a, bytes});
+    add_region(Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global,
+                      shift_for(a.elem_size), &a, bytes});
   }
   n_global_ = regions_.size();
 }
@@ -102,50 +109,70 @@ std::vector<std::string> AccessShadow::take_uninit_reads() {
 
 void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
   ++serial_;
+  sched_ = tl_sched;
   block_dim_ = block_dim;
   drop_regions(n_global_);
+  dyn_accessed_ = false;
   if (bytes != 0) {
     if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
     dyn_copy_.assign(smem, smem + bytes);
-    add_region(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, nullptr, 0, dyn_copy_.data()});
+    // Bytes until the kernel declares its element type (dynamic_shared_elem).
+    add_region(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0, dyn_copy_.data()});
   }
+}
+
+void AccessShadow::dynamic_shared_elem(std::size_t elem) {
+  if (dyn_accessed_) return;  // cells already recorded at the width in force: keep it
+  for (std::size_t i = n_global_; i < regions_.size(); ++i) {
+    Region& r = regions_[i];
+    if (r.kind != Kind::dynamic_shared) continue;
+    const unsigned shift = shift_for(elem);  // the smallest type declared
+    if (!dyn_declared_ || shift < r.shift) r.shift = shift;
+  }
+  dyn_declared_ = true;
 }
 
 void AccessShadow::end_block() {
   replay_reads();
   drop_regions(n_global_);
+  dyn_declared_ = false;
 }
 
 void AccessShadow::replay_reads() {
   for (const LoggedRead& l : reads_) {
     const Region& r = regions_[l.region];
-    for (std::uint32_t k = 0; k < l.size; ++k)
-      if (r.lo[l.offset + k] != l.bytes[k]) unchecked_store(r, l.offset + k, l.who);
+    if (std::memcmp(r.lo + l.offset, l.bytes, l.size) == 0) continue;
+    for (std::size_t cell = l.offset >> r.shift; cell <= (l.offset + l.size - 1) >> r.shift; ++cell)
+      unchecked_store(r, cell, l.who);
   }
   reads_.clear();
   for (std::size_t i = n_global_; i < regions_.size(); ++i) {
     const Region& r = regions_[i];
     const auto n = static_cast<std::size_t>(r.hi - r.lo);
     if (std::memcmp(r.copy, r.lo, n) == 0) continue;
+    std::size_t last = ~std::size_t{0};
     for (std::size_t off = 0; off < n; ++off) {
       if (r.copy[off] == r.lo[off]) continue;
       r.copy[off] = r.lo[off];
-      const Cell& c = r.cells[off];
+      const std::size_t cell = off >> r.shift;
+      if (cell == last) continue;  // one store per element
+      last = cell;
+      const Cell& c = r.cells[cell];
       // The reader of this phase: this block's, the latest phase's (phases only grow in a block).
       const Access& reader = c.r2.block == serial_ && c.r2.phase >= c.r1.phase ? c.r2 : c.r1;
-      unchecked_store(r, off, reader);
+      unchecked_store(r, cell, reader);
     }
   }
 }
 
-void AccessShadow::unchecked_store(const Region& r, std::size_t off, const Access& reader) {
+void AccessShadow::unchecked_store(const Region& r, std::size_t cell, const Access& reader) {
   if (reader.block != serial_) return;  // nobody of this block read it: a runtime fill, not a store
-  const Access& w = r.cells[off].w;
+  const Access& w = r.cells[cell].w;
   if (w.block == reader.block && w.phase == reader.phase) return;  // a checked write of this phase
-  check(r, off, true, reader);
+  check(r, cell, true, reader);
 }
 
-void AccessShadow::static_shared(void* p, std::size_t bytes) {
+void AccessShadow::static_shared(void* p, std::size_t bytes, std::size_t elem) {
   auto* lo = static_cast<unsigned char*>(p);
   for (std::size_t i = n_global_; i < regions_.size(); ++i)
     if (regions_[i].lo == lo) return;  // already watched in this block
@@ -155,7 +182,7 @@ void AccessShadow::static_shared(void* p, std::size_t bytes) {
     it = statics_.end() - 1;
   }
   std::memcpy(it->copy.data(), lo, bytes);
-  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, nullptr, 0, it->copy.data()});
+  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, shift_for(elem), nullptr, 0, it->copy.data()});
 }
 
 void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
@@ -184,9 +211,10 @@ void AccessShadow::drop_regions(std::size_t from) {
 
 void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
   const auto* a = static_cast<const unsigned char*>(addr);
-  for (const Region& r : regions_) {
+  for (Region& r : regions_) {
     if (a < r.lo || a >= r.hi) continue;  // a neighbour sharing an 8-byte granule with a watched region
-    const AccessCtx c = tl_sched->access_ctx();
+    dyn_accessed_ = dyn_accessed_ || r.kind == Kind::dynamic_shared;
+    const AccessCtx c = sched_->access_ctx();
     const bool atomic = addr == tl_atomic_target && c.thread == tl_atomic_thread;
     Access me;
     me.block = serial_;
@@ -197,7 +225,7 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
     me.pc = pc_offset(static_cast<const char*>(pc) - 1);
     const std::size_t from = static_cast<std::size_t>(a - r.lo);
     const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
-    for (std::size_t off = from; off < to; ++off) check(r, off, write, me);
+    for (std::size_t cell = from >> r.shift; cell <= (to - 1) >> r.shift; ++cell) check(r, cell, write, me);
     if (!write && r.kind == Kind::global) {
       LoggedRead& l = reads_.emplace_back();
       l.region = static_cast<std::uint32_t>(&r - regions_.data());
@@ -210,8 +238,9 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
   }
 }
 
-void AccessShadow::check(const Region& r, std::size_t off, bool write, const Access& me) {
-  Cell& c = r.cells[off];
+void AccessShadow::check(const Region& r, std::size_t cell, bool write, const Access& me) {
+  Cell& c = r.cells[cell];
+  const std::size_t off = cell << r.shift;  // its first byte, for the report
   const bool global = r.kind == Kind::global;
   const std::uint16_t my_thread = me.thread & kThreadMask;
   const bool my_atomic = (me.thread & kAtomic) != 0;

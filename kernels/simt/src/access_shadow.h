@@ -29,7 +29,10 @@
 #include "hazards.h"
 #include "simt/simt_cpu.h"
 
+
 namespace simt::detail {
+
+class Sched;
 
 // AddressSanitizer's shadow on x86-64 Linux: byte (address / 8 + kShadowOffset) describes the 8
 // bytes at address & ~7; instrumented code calls a hook for an access whose shadow is not zero.
@@ -54,8 +57,10 @@ class AccessShadow {
   // A barrier released the running block's threads: see the stores of this phase the
   // instrumentation did not check (below).
   void end_phase() { replay_reads(); }
-  // A static __shared__ array reached by a thread of the running block.
-  void static_shared(void* p, std::size_t bytes);
+  // A static __shared__ array of `elem`-byte elements reached by a thread of the running block.
+  void static_shared(void* p, std::size_t bytes, std::size_t elem);
+  // A SIMT_DYNAMIC_SHARED declaration of `elem`-byte elements in the running block.
+  void dynamic_shared_elem(std::size_t elem);
 
   // An access of instrumented code to watched memory (access_hooks.cpp). `pc`: the return
   // address of the hook's call. An access at the address of the calling thread's last atomic
@@ -75,11 +80,16 @@ class AccessShadow {
     Access r1, r2;  // reads since it, of up to two different threads
   };
   enum class Kind : std::uint8_t { dynamic_shared, static_shared, global };
+  // Accesses are recorded per element of the memory's type (a cell per `1 << shift` bytes, at
+  // most 8): as wide as a global argument's element type, the smallest SIMT_DYNAMIC_SHARED type
+  // declared before the block's first access, a static __shared__ array's element type. An access
+  // of part of an element counts for the whole element.
   struct Region {
     unsigned char* lo;
     unsigned char* hi;
     Cell* cells;
     Kind kind;
+    unsigned shift;
     const PtrArg* arg;             // global: the first writable argument pointing into it
     std::size_t mapped_bytes = 0;  // global: the shadow's own mapping, unmapped at the launch's end
     unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
@@ -107,9 +117,9 @@ class AccessShadow {
     unsigned char bytes[16];
   };
   void replay_reads();
-  // A change of byte `off` of `r` that no checked write explains: a store by the thread that read
-  // it in this phase, if any.
-  void unchecked_store(const Region& r, std::size_t off, const Access& reader);
+  // A change of element `cell` of `r` that no checked write explains: a store by the thread that
+  // read it in this phase, if any.
+  void unchecked_store(const Region& r, std::size_t cell, const Access& reader);
 
   struct StaticShadow {
     void* addr;
@@ -123,7 +133,7 @@ class AccessShadow {
   void add_region(const Region& r);
   // Stops watching regions_[from, end) and drops them.
   void drop_regions(std::size_t from);
-  void check(const Region& r, std::size_t off, bool write, const Access& me);
+  void check(const Region& r, std::size_t cell, bool write, const Access& me);
   void note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
             const Access& second, bool second_write);
   std::string word(const Finding& f) const;
@@ -136,7 +146,10 @@ class AccessShadow {
   dim3 grid_dim_{1, 1, 1};
   std::vector<Region> regions_;  // [0, n_global_): the launch's allocations; then this block's
   std::size_t n_global_ = 0;
+  Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
   std::vector<Cell> dyn_cells_;
+  bool dyn_accessed_ = false;  // the block accessed its dynamic shared memory: its shift is fixed
+  bool dyn_declared_ = false;  // a SIMT_DYNAMIC_SHARED declaration set its shift
   std::vector<unsigned char> dyn_copy_;
   std::vector<StaticShadow> statics_;
   std::vector<Finding> findings_;

@@ -122,14 +122,11 @@ class Sched {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
   }
-  void* dyn_smem(std::size_t elem) {
-    if (faulting_check_) hazards_.note_elem(elem);
-    return smem_;
-  }
+  void* dyn_smem(std::size_t elem);
   // A static __shared__ array reached by a thread: under Config::poison the first thread of the
   // block to reach it fills it, so a read before the block's own writes sees the poison; the
   // checker of hooked kernels watches it for the rest of the block.
-  void static_smem(void* p, std::size_t bytes);
+  void static_smem(void* p, std::size_t bytes, std::size_t elem);
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }

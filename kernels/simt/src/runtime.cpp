@@ -438,15 +438,22 @@ int barrier_wait(Site s, int pred, Coll combine) {
 
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
-void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes); }
+void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes, 1); }
+void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) { tl_sched->static_smem(p, bytes, elem); }
 
-void Sched::static_smem(void* p, std::size_t bytes) {
+void* Sched::dyn_smem(std::size_t elem) {
+  if (faulting_check_) hazards_.note_elem(elem);
+  if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  return smem_;
+}
+
+void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
   if (cfg_.poison != 0 &&
       std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) == static_smem_seen_.end()) {
     static_smem_seen_.push_back(p);
     fill_poison(p, bytes, cfg_.poison);
   }
-  if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes);  // after the fill
+  if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes, elem);  // after the fill
 }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }

@@ -230,9 +230,10 @@ void static_shared(void* p, std::size_t bytes);
 // The same for the checked flavour, whose rewrite declares the array under another name and
 // reaches it through the reference this returns: through a pointer the compiler cannot follow,
 // so every access, at a constant index too, is checked against the access shadow.
+void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
 template <class T>
 inline T& watched_static_shared(T& x) {
-  static_shared(&x, sizeof(T));
+  watch_static_shared(&x, sizeof(T), sizeof(std::remove_all_extents_t<T>));
   T* p = &x;
   asm volatile("" : "+r"(p));
   return *p;
