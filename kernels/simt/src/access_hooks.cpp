@@ -62,10 +62,10 @@ extern "C" void __asan_version_mismatch_check_v8() {}
 extern "C" void __asan_handle_no_return() {}
 
 #define SIMT_PC __builtin_return_address(0)
-#define SIMT_REPORT_HOOKS(n)                                                                            \
-  extern "C" void __asan_report_load##n##_noabort(void* p) { seen(p, n, false, SIMT_PC); }               \
-  extern "C" void __asan_report_store##n##_noabort(void* p) { seen(p, n, true, SIMT_PC); }               \
-  extern "C" void __asan_report_load##n(void* p) { seen(p, n, false, SIMT_PC); }                         \
+#define SIMT_REPORT_HOOKS(n)                                                               \
+  extern "C" void __asan_report_load##n##_noabort(void* p) { seen(p, n, false, SIMT_PC); } \
+  extern "C" void __asan_report_store##n##_noabort(void* p) { seen(p, n, true, SIMT_PC); } \
+  extern "C" void __asan_report_load##n(void* p) { seen(p, n, false, SIMT_PC); }           \
   extern "C" void __asan_report_store##n(void* p) { seen(p, n, true, SIMT_PC); }
 SIMT_REPORT_HOOKS(1)
 SIMT_REPORT_HOOKS(2)

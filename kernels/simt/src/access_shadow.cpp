@@ -48,7 +48,8 @@ std::string site_text(std::int32_t off) {
 
 // log2 of the cell width for `elem`-byte elements: a power of two up to 8, else bytes.
 unsigned shift_for(std::size_t elem) {
-  return elem != 0 && elem <= 8 && (elem & (elem - 1)) == 0 ? static_cast<unsigned>(std::countr_zero(elem)) : 0;
+  return elem != 0 && elem <= 8 && (elem & (elem - 1)) == 0 ? static_cast<unsigned>(std::countr_zero(elem))
+                                                            : 0;
 }
 
 std::string xyz(std::uint64_t linear, dim3 d) {
@@ -117,7 +118,8 @@ void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 bloc
     if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
     dyn_copy_.assign(smem, smem + bytes);
     // Bytes until the kernel declares its element type (dynamic_shared_elem).
-    add_region(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0, dyn_copy_.data()});
+    add_region(
+        Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0, dyn_copy_.data()});
   }
 }
 
@@ -176,13 +178,15 @@ void AccessShadow::static_shared(void* p, std::size_t bytes, std::size_t elem) {
   auto* lo = static_cast<unsigned char*>(p);
   for (std::size_t i = n_global_; i < regions_.size(); ++i)
     if (regions_[i].lo == lo) return;  // already watched in this block
-  auto it = std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
+  auto it =
+      std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
   if (it == statics_.end()) {
     statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes), std::vector<unsigned char>(bytes)});
     it = statics_.end() - 1;
   }
   std::memcpy(it->copy.data(), lo, bytes);
-  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, shift_for(elem), nullptr, 0, it->copy.data()});
+  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, shift_for(elem), nullptr, 0,
+                    it->copy.data()});
 }
 
 void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
@@ -214,13 +218,14 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
   for (Region& r : regions_) {
     if (a < r.lo || a >= r.hi) continue;  // a neighbour sharing an 8-byte granule with a watched region
     dyn_accessed_ = dyn_accessed_ || r.kind == Kind::dynamic_shared;
-    const AccessCtx c = sched_->access_ctx();
-    const bool atomic = addr == tl_atomic_target && c.thread == tl_atomic_thread;
+    const ThreadRec* t = sched_->current_thread();
+    const unsigned thread = t->warp * 32u + t->lane;
+    const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
     Access me;
     me.block = serial_;
-    me.phase = static_cast<std::uint32_t>(c.phase);
-    me.thread = static_cast<std::uint16_t>(c.thread | (atomic ? kAtomic : 0));
-    me.sync = static_cast<std::uint16_t>(c.warp_sync);
+    me.phase = static_cast<std::uint32_t>(sched_->phase());
+    me.thread = static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0));
+    me.sync = static_cast<std::uint16_t>(t->wr->syncs);
     // The hook's return address is the instruction after the call: step back into the call.
     me.pc = pc_offset(static_cast<const char*>(pc) - 1);
     const std::size_t from = static_cast<std::size_t>(a - r.lo);

@@ -29,7 +29,6 @@
 #include "hazards.h"
 #include "simt/simt_cpu.h"
 
-
 namespace simt::detail {
 
 class Sched;
@@ -90,8 +89,8 @@ class AccessShadow {
     Cell* cells;
     Kind kind;
     unsigned shift;
-    const PtrArg* arg;             // global: the first writable argument pointing into it
-    std::size_t mapped_bytes = 0;  // global: the shadow's own mapping, unmapped at the launch's end
+    const PtrArg* arg;              // global: the first writable argument pointing into it
+    std::size_t mapped_bytes = 0;   // global: the shadow's own mapping, unmapped at the launch's end
     unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
   };
   struct Finding {

@@ -127,6 +127,9 @@ class Sched {
   // block to reach it fills it, so a read before the block's own writes sees the poison; the
   // checker of hooked kernels watches it for the rest of the block.
   void static_smem(void* p, std::size_t bytes, std::size_t elem);
+  // The running thread and the block's barrier phases, for the access shadow's hot path.
+  const ThreadRec* current_thread() const { return cur_; }
+  std::uint64_t phase() const { return phase_; }
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }

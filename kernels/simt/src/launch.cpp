@@ -195,6 +195,9 @@ void launch_impl(const LaunchDesc& d) {
   std::optional<HazardSignals> signals;  // the checker's fault and trap handlers, for this launch only
   // A kernel built with access hooks is checked through them (no faults, any platform).
   const bool hooked = cfg.racecheck && d.access_hooks;
+  // A kernel with access hooks runs on one host thread, checked or not: its atomics note their
+  // address in a plain global (simt_cpu.h's atomic_at), and its static __shared__ arrays may be.
+  if (d.access_hooks) cfg.host_threads = 1;
   if (cfg.racecheck) {
     if (const std::string why = racecheck_unsupported(); !why.empty() && !hooked) throw KernelError(why);
     cfg.host_threads = 1;  // one scheduler, one watched arena

@@ -439,7 +439,9 @@ int barrier_wait(Site s, int pred, Coll combine) {
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
 void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes, 1); }
-void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) { tl_sched->static_smem(p, bytes, elem); }
+void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
+  tl_sched->static_smem(p, bytes, elem);
+}
 
 void* Sched::dyn_smem(std::size_t elem) {
   if (faulting_check_) hazards_.note_elem(elem);

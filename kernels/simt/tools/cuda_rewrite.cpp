@@ -356,7 +356,8 @@ class Rewriter {
     const std::string name = m[2].str();
     if (in_.access_hooks) {  // declared under another name, reached through `name`
       decl.insert(name_at - at + name.size(), "__simt_static");
-      out_ += fmt::format("{0}; auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static)", decl, name);
+      out_ +=
+          fmt::format("{0}; auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static)", decl, name);
     } else {
       out_ += fmt::format("{0}; ::simt::detail::static_shared(&{1}, sizeof({1}))", decl, name);
     }
@@ -369,7 +370,8 @@ class Rewriter {
     std::size_t found = to;
     for (std::size_t i = from; i + word.size() <= to; ++i) {
       if (kind_[i] != Kind::code || s_.compare(i, word.size(), word) != 0) continue;
-      if ((i > 0 && ident(s_[i - 1])) || (i + word.size() < s_.size() && ident(s_[i + word.size()]))) continue;
+      if ((i > 0 && ident(s_[i - 1])) || (i + word.size() < s_.size() && ident(s_[i + word.size()])))
+        continue;
       found = i;
     }
     return found;

@@ -1,5 +1,5 @@
-// driftscope-simt-rewrite [--access-hooks] IN.cu OUT.cpp: the build step of driftscope_add_simt_kernel() that turns
-// a .cu written for nvcc into the C++ the SIMT CPU runtime compiles (cuda_rewrite.h). IN.cu is only
+// driftscope-simt-rewrite [--access-hooks] IN.cu OUT.cpp: the build step of driftscope_add_simt_kernel() that
+// turns a .cu written for nvcc into the C++ the SIMT CPU runtime compiles (cuda_rewrite.h). IN.cu is only
 // read; OUT.cpp is replaced only when its content changes, so an unchanged kernel does not rebuild.
 #include <fmt/format.h>
 
@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "driftscope-simt-rewrite: cannot read {}: not a readable file\n", in.string());
     return 2;
   }
-  const std::string text = simt::rewrite::rewrite_cuda_source({source, in.string(), [](const std::string& p) {
+  const std::string text = simt::rewrite::rewrite_cuda_source({source, in.string(),
+                                                               [](const std::string& p) {
                                                                  std::error_code e;
                                                                  return fs::is_regular_file(p, e);
                                                                },

@@ -404,16 +404,17 @@ namespace simt::detail {
 void note_atomic(const void* p, std::size_t bytes);
 inline thread_local bool tl_note_atomics = false;
 // The address of the running thread's last atomic and that thread (linear index): under access
-// hooks its accesses there count as atomic (src/access_shadow.h).
-inline thread_local const void* tl_atomic_target = nullptr;
-inline thread_local std::uint32_t tl_atomic_thread = 0;
+// hooks its accesses there count as atomic (src/access_shadow.h). Kernels with access hooks run
+// on one host thread (launch.cpp), so these need not be thread_local.
+inline const void* g_atomic_target = nullptr;
+inline std::uint32_t g_atomic_thread = 0;
 template <class T>
 inline std::atomic_ref<T> atomic_at(T* p) {
   if (tl_note_atomics) [[unlikely]]
     note_atomic(p, sizeof(T));
 #if SIMT_ACCESS_HOOKS
-  tl_atomic_target = p;
-  tl_atomic_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  g_atomic_target = p;
+  g_atomic_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 #endif
   return std::atomic_ref<T>(*p);
 }
