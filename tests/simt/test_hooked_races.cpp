@@ -135,6 +135,11 @@ const HookedCase kCases[] = {
      {},
      "uninit read of static shared memory byte 128 no thread of the block wrote: thread (32,0,0)",
      "@uninit-static-read"},
+    // A read-modify-write whose store the instrumentation does not check, found at the barrier.
+    {"shared_plus_equals", hazard(HazardKernel::shared_plus_equals), 64, "hazard_kernels.cu",
+     {"hazard on dynamic shared memory byte 0: thread (0,0,0) ", "then thread (32,0,0) "},
+     {"@shared-plus-equals"}},
+    {"shared_tree_ok", hazard(HazardKernel::shared_tree_ok), 64, "hazard_kernels.cu", {}, {}},
 };
 
 std::vector<float> run(const HookedCase& c, bool racecheck) {

@@ -48,6 +48,32 @@ __global__ void uninit_static_kernel(const float* in, float* out) {
   out[t] = slot[t];  // @uninit-static-read
 }
 
+// out[t] = in[t] + in[t ^ 32] through slot t % 32: threads t and t + 32 both `slot += ` with no
+// barrier between, a lost update on a GPU. The instrumentation checks the load of `+=`, not its
+// store.
+__global__ void shared_plus_equals_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) slot[t] = 0.0f;
+  __syncthreads();
+  slot[t % 32] += in[t];  // @shared-plus-equals
+  __syncthreads();
+  out[t] = slot[t % 32];
+}
+
+// out[t] = the sum of in, by a tree in shared memory with a barrier after every level.
+__global__ void shared_tree_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, s);
+  const int t = static_cast<int>(threadIdx.x);
+  s[t] = in[t];
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  out[t] = s[0];
+}
+
 }  // namespace
 
 void hazard_kernel(HazardKernel k, const float* in, float* out) {
@@ -70,6 +96,12 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::uninit_static_shared:
       simt::launch(uninit_static_kernel, one, block, 0, nullptr, in, out);
+      break;
+    case HazardKernel::shared_plus_equals:
+      simt::launch(shared_plus_equals_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+    case HazardKernel::shared_tree_ok:
+      simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
       break;
   }
 }

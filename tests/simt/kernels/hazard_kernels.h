@@ -13,6 +13,8 @@ enum class HazardKernel {
   own_output,                // 4 blocks: block b writes out[b], then reads it back
   uninit_dynamic_shared,     // stages 32 of 64 dynamic shared slots, then reads all 64
   uninit_static_shared,      // the same in a static __shared__ array
+  shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
+  shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
 };
 
 void hazard_kernel(HazardKernel k, const float* in, float* out);
