@@ -165,7 +165,11 @@ TEST_P(HookedRaces, NamesEachRaceWithTheLinesOfBothAccesses) {
   const std::vector<float> plain = run(c, false);
   RaceFindings findings;
   const std::vector<float> checked = run(c, true);
-  EXPECT_TRUE(bitwise_equal(plain, checked)) << "the checker does not change what the kernel computes";
+  // A kernel that reads nothing unwritten computes the same with the checker on (one that does may
+  // read what an earlier launch left in a static __shared__ array).
+  if (c.uninit == nullptr) {
+    EXPECT_TRUE(bitwise_equal(plain, checked)) << "the checker does not change what the kernel computes";
+  }
   const std::vector<std::string> uninit = simt::take_uninit_reads();
   if (c.uninit == nullptr) {
     EXPECT_TRUE(uninit.empty()) << uninit.front();
