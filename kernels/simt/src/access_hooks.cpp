@@ -25,10 +25,9 @@
 
 namespace {
 
-using simt::detail::tl_access_shadow;
-
 [[gnu::always_inline]] inline void seen(const void* p, std::size_t n, bool write, const void* pc) {
-  if (simt::detail::AccessShadow* s = tl_access_shadow) [[likely]]
+  if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))
+      [[likely]]
     s->on_access(p, n, write, pc);
 }
 

@@ -16,6 +16,7 @@
 namespace simt::detail {
 
 constinit thread_local AccessShadow* tl_access_shadow = nullptr;
+std::atomic<AccessShadow*> g_access_shadow{nullptr};
 
 namespace {
 

@@ -20,6 +20,7 @@
 // the block's serial number.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -160,5 +161,8 @@ class AccessShadow {
 
 // The shadow of the checked launch running on this host thread (null: none, the hooks return).
 extern constinit thread_local AccessShadow* tl_access_shadow;
+// The same for the hooks' hot path, without a thread-local lookup (a call into the loader in a
+// shared library): checked launches run one at a time, on their launching thread.
+extern std::atomic<AccessShadow*> g_access_shadow;
 
 }  // namespace simt::detail

@@ -214,6 +214,7 @@ void launch_impl(const LaunchDesc& d) {
       if (hooked) {
         access_shadow().begin_launch(d);
         tl_access_shadow = &access_shadow();
+        g_access_shadow.store(&access_shadow(), std::memory_order_relaxed);
       } else if (cfg.racecheck) {
         writes.emplace(d);
         g_block_writes = &*writes;
@@ -225,6 +226,7 @@ void launch_impl(const LaunchDesc& d) {
           tl_note_atomics = false;
           if (tl_access_shadow != nullptr) {
             tl_access_shadow = nullptr;
+            g_access_shadow.store(nullptr, std::memory_order_relaxed);
             (void)access_shadow().end_launch();  // a failed launch's record must not leak either
           }
         }
@@ -233,6 +235,7 @@ void launch_impl(const LaunchDesc& d) {
       if (writes) block_races = writes->take();
       if (hooked) {
         tl_access_shadow = nullptr;
+        g_access_shadow.store(nullptr, std::memory_order_relaxed);
         block_races = access_shadow().end_launch();
       }
       if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
