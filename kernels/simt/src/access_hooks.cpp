@@ -76,3 +76,20 @@ extern "C" void __asan_report_load_n_noabort(void* p, std::size_t n) { seen(p, n
 extern "C" void __asan_report_store_n_noabort(void* p, std::size_t n) { seen(p, n, true, SIMT_PC); }
 extern "C" void __asan_report_load_n(void* p, std::size_t n) { seen(p, n, false, SIMT_PC); }
 extern "C" void __asan_report_store_n(void* p, std::size_t n) { seen(p, n, true, SIMT_PC); }
+
+// Clang's instrumentation calls these for memory intrinsics (GCC checks their ranges inline): the
+// copy is the hook's to make.
+extern "C" void* __asan_memcpy(void* d, const void* s, std::size_t n) {
+  seen(s, n, false, SIMT_PC);
+  seen(d, n, true, SIMT_PC);
+  return std::memcpy(d, s, n);
+}
+extern "C" void* __asan_memmove(void* d, const void* s, std::size_t n) {
+  seen(s, n, false, SIMT_PC);
+  seen(d, n, true, SIMT_PC);
+  return std::memmove(d, s, n);
+}
+extern "C" void* __asan_memset(void* d, int c, std::size_t n) {
+  seen(d, n, true, SIMT_PC);
+  return std::memset(d, c, n);
+}
