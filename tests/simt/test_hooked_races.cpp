@@ -136,7 +136,10 @@ const HookedCase kCases[] = {
      "uninit read of static shared memory byte 128 no thread of the block wrote: thread (32,0,0)",
      "@uninit-static-read"},
     // A read-modify-write whose store the instrumentation does not check, found at the barrier.
-    {"shared_plus_equals", hazard(HazardKernel::shared_plus_equals), 64, "hazard_kernels.cu",
+    {"shared_plus_equals",
+     hazard(HazardKernel::shared_plus_equals),
+     64,
+     "hazard_kernels.cu",
      {"hazard on dynamic shared memory byte 0: thread (0,0,0) ", "then thread (32,0,0) "},
      {"@shared-plus-equals"}},
     {"shared_tree_ok", hazard(HazardKernel::shared_tree_ok), 64, "hazard_kernels.cu", {}, {}},
@@ -203,6 +206,36 @@ TEST(HookedRaces, NothingIsReportedWithTheCheckerOff) {
   const std::vector<float> out = run(kCases[1], false);
   EXPECT_TRUE(findings.messages.empty());
   EXPECT_TRUE(simt::take_uninit_reads().empty());
+}
+
+// The schedule rerun works on the checked flavour as on the plain one (the hooked checker is off
+// there): the order-dependent output of a missing barrier is still found.
+TEST(HookedRaces, ScheduleRerunStillFindsOrderDependentOutputs) {
+  RaceFindings findings;
+  simt::Config cfg;
+  cfg.race_schedules = 3;
+  simt::ScopedConfig scoped(cfg);
+  simt::DeviceBuffer<float> in(random_floats(64, 7)), out(64);
+  race_kernel(RaceKernel::reduce_no_barrier, in.data(), out.data());
+  ASSERT_EQ(findings.messages.size(), 1u);
+  EXPECT_NE(findings.messages[0].find("output differs between schedules forward and "), std::string::npos)
+      << findings.messages[0];
+}
+
+// A checked kernel runs on one host thread whatever the configuration asks: its output does not
+// depend on it.
+TEST(HookedRaces, AnyHostThreadCountGivesTheSameBits) {
+  std::vector<std::vector<float>> outs;
+  for (unsigned host_threads : {1u, 3u, 0u}) {
+    simt::Config cfg;
+    cfg.host_threads = host_threads;
+    simt::ScopedConfig scoped(cfg);
+    simt::DeviceBuffer<float> in(random_floats(64, 7)), out(std::vector<float>(8, 0.0f));
+    hazard_kernel(HazardKernel::own_output, in.data(), out.data());
+    outs.push_back(out.to_host());
+  }
+  EXPECT_TRUE(bitwise_equal(outs[0], outs[1]));
+  EXPECT_TRUE(bitwise_equal(outs[0], outs[2]));
 }
 
 }  // namespace
