@@ -31,6 +31,24 @@ namespace {
     s->on_access(p, n, write, pc);
 }
 
+// Whether /proc/self/maps lists an anonymous read-write mapping of exactly [lo, hi): the shadow
+// another checked module of this process (a plugin with its own copy of the runtime) mapped.
+bool mapped_as_shadow(std::uintptr_t lo, std::uintptr_t hi) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (f == nullptr) return false;
+  char line[512];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+    unsigned long long a = 0, b = 0, offset = 0, inode = 0;
+    char perms[8] = {};
+    char dev[16] = {};
+    if (std::sscanf(line, "%llx-%llx %7s %llx %15s %llu", &a, &b, perms, &offset, dev, &inode) != 6) continue;
+    found = a == lo && b == hi && perms[0] == 'r' && perms[1] == 'w' && inode == 0;
+  }
+  std::fclose(f);
+  return found;
+}
+
 // Maps [lo, hi) of the shadow, or says why not and stops: instrumented code reads the shadow at
 // every access, so it cannot run without it.
 void map_shadow(std::uintptr_t lo, std::uintptr_t hi) {
@@ -38,6 +56,7 @@ void map_shadow(std::uintptr_t lo, std::uintptr_t hi) {
   void* got = ::mmap(want, hi - lo, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (got == want) return;
+  if (got == MAP_FAILED && errno == EEXIST && mapped_as_shadow(lo, hi)) return;
   std::fprintf(stderr,
                "simt: the checked kernel flavour cannot map its access shadow at [%#zx, %#zx): %s (it needs "
                "that address range free and memory overcommit, as AddressSanitizer does)\n",
