@@ -7,16 +7,23 @@
 //                         against the same one-core loop.
 //   RacecheckVsPlainRun   the same textbook GEMV under the shared-memory hazard checker
 //                         (Config::racecheck, run --simt-racecheck) against a plain SIMT run of
-//                         it, both one host thread, timed in the same process: the checker's cost.
+//                         it, both one host thread, timed in the same process: the checker's cost
+//                         where the kernel is built without access hooks (page faults).
+//   HookedRacecheckVsPlainRun  the same GEMV built with access hooks (the CHECKED flavour, loaded
+//                         from checked_gemv_module.cpp's module) under the hazard checker, against
+//                         the plain flavour's SIMT run of it in this process: the checker's cost
+//                         where kernels are built for it (issue 38: at most 5x).
 //   FusedGemvVsPlainLoop  the product's fused GEMV (kernels/gemv.cu, what the simt candidate runs
 //                         for every projection) on bf16 weights and T tokens, one host thread,
 //                         against the plain loop over the same bf16 weights.
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -135,6 +142,68 @@ void RacecheckVsPlainRun(benchmark::State& state) {
   state.counters["cpu_ratio"] = checked.cpu / plain.cpu;
 }
 
+// The checked GEMV's module (checked_gemv_module.cpp), loaded once.
+struct CheckedGemv {
+  void (*setup)(const float* W, const float* x, int rows, int cols) = nullptr;
+  int (*run)(int racecheck, float* y_out) = nullptr;
+  std::string error;
+};
+const CheckedGemv& checked_gemv() {
+  static const CheckedGemv m = [] {
+    CheckedGemv c;
+#ifndef BENCH_CHECKED_GEMV_MODULE
+    c.error = "no checked flavour in this build (a sanitizer build, or not GCC/Clang on x86-64)";
+    return c;
+#else
+    void* h = ::dlopen(BENCH_CHECKED_GEMV_MODULE, RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      c.error = ::dlerror();
+      return c;
+    }
+    c.setup = reinterpret_cast<decltype(c.setup)>(::dlsym(h, "bench_checked_gemv_setup"));
+    c.run = reinterpret_cast<decltype(c.run)>(::dlsym(h, "bench_checked_gemv_run"));
+    if (c.setup == nullptr || c.run == nullptr) c.error = "bench_checked_gemv_* not found in the module";
+    return c;
+#endif
+  }();
+  return m;
+}
+
+void HookedRacecheckVsPlainRun(benchmark::State& state) {
+  const CheckedGemv& m = checked_gemv();
+  if (!m.error.empty()) {
+    state.SkipWithError(m.error.c_str());
+    return;
+  }
+  const int rows = static_cast<int>(state.range(0));
+  const int cols = static_cast<int>(state.range(1));
+  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
+  const auto x = random_floats(cols, 2);
+  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
+  simt::Config cfg;
+  cfg.host_threads = 1;
+  simt::set_config(cfg);
+  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
+  plain_run();  // warm the fiber pool
+  m.setup(W.data(), x.data(), rows, cols);
+  std::vector<float> checked_y(rows);
+  int reports = m.run(1, checked_y.data());  // warm the module's fiber pool
+  if (reports != 0 || checked_y != dy.to_host()) {
+    state.SkipWithError("the checked GEMV reported a race or computed other bits than the plain one");
+    return;
+  }
+  const Best plain = best_of_15(plain_run);
+  const Best hooks_off = best_of_15([&] { (void)m.run(0, nullptr); });
+  const Best checked = best_of_state(state, [&] { reports += m.run(1, nullptr); });
+  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  state.counters["racecheck_best_ms"] = checked.wall * 1e3;
+  state.counters["ratio"] = checked.wall / plain.wall;
+  state.counters["cpu_ratio"] = checked.cpu / plain.cpu;
+  // The checked flavour with the checker off: what the hooks alone cost.
+  state.counters["hooks_off_cpu_ratio"] = hooks_off.cpu / plain.cpu;
+  state.counters["race_reports"] = reports;
+}
+
 // y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
 // reference would write it.
 __attribute__((noinline)) void plain_gemv_bf16(const __nv_bfloat16* W, const float* x, float* y, int T,
@@ -206,6 +275,14 @@ BENCHMARK(GemvVsPlainLoop)
 BENCHMARK(RacecheckVsPlainRun)
     ->ArgNames({"rows", "cols"})
     ->Args({64, 896})
+    ->Args({37, 100})
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(HookedRacecheckVsPlainRun)
+    ->ArgNames({"rows", "cols"})
+    ->Args({64, 896})
+    ->Args({896, 896})
+    ->Args({4864, 896})
     ->Args({37, 100})
     ->Unit(benchmark::kMillisecond);
 

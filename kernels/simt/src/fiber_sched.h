@@ -122,18 +122,14 @@ class Sched {
     const WarpRec& w = warps_[cur_->warp];
     return w.exists & ~w.exited;
   }
-  void* dyn_smem(std::size_t elem) {
-    if (cfg_.racecheck) hazards_.note_elem(elem);
-    return smem_;
-  }
+  void* dyn_smem(std::size_t elem);
   // A static __shared__ array reached by a thread: under Config::poison the first thread of the
-  // block to reach it fills it, so a read before the block's own writes sees the poison.
-  void static_smem(void* p, std::size_t bytes) {
-    if (cfg_.poison == 0) return;
-    if (std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) != static_smem_seen_.end()) return;
-    static_smem_seen_.push_back(p);
-    fill_poison(p, bytes, cfg_.poison);
-  }
+  // block to reach it fills it, so a read before the block's own writes sees the poison; the
+  // checker of hooked kernels watches it for the rest of the block.
+  void static_smem(void* p, std::size_t bytes, std::size_t elem);
+  // The running thread and the block's barrier phases, for the access shadow's hot path.
+  const ThreadRec* current_thread() const { return cur_; }
+  std::uint64_t phase() const { return phase_; }
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
@@ -217,6 +213,7 @@ class Sched {
   bool dyn_allocated_ = false;
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
+  bool faulting_check_ = false;  // hazards_ watches this block (Config::racecheck, a kernel without hooks)
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };
 

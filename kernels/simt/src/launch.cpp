@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "access_shadow.h"
 #include "allocations.h"
 #include "block_writes.h"
 #include "hazards.h"
@@ -132,6 +133,13 @@ std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
 // thread, the launching one); null otherwise. Guarded by g_launch_mutex.
 BlockWrites* g_block_writes = nullptr;
 
+// The hazard checker of kernels built with access hooks (access_shadow.h), for the launching
+// thread's checked launches. Guarded by g_launch_mutex.
+AccessShadow& access_shadow() {
+  static AccessShadow* s = new AccessShadow();  // leaked on purpose, like the workers
+  return *s;
+}
+
 // Every block of the grid under `cfg`; throws what the lowest failing block reported.
 void run_grid(const LaunchDesc& d, const Config& cfg) {
   const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
@@ -185,12 +193,17 @@ void launch_impl(const LaunchDesc& d) {
   }
   Config cfg = config();
   std::optional<HazardSignals> signals;  // the checker's fault and trap handlers, for this launch only
+  // A kernel built with access hooks is checked through them (no faults, any platform).
+  const bool hooked = cfg.racecheck && d.access_hooks;
+  // A kernel with access hooks runs on one host thread, checked or not: its atomics note their
+  // address in a plain global (simt_cpu.h's atomic_at), and its static __shared__ arrays may be.
+  if (d.access_hooks) cfg.host_threads = 1;
   if (cfg.racecheck) {
-    if (const std::string why = racecheck_unsupported(); !why.empty()) throw KernelError(why);
+    if (const std::string why = racecheck_unsupported(); !why.empty() && !hooked) throw KernelError(why);
     cfg.host_threads = 1;  // one scheduler, one watched arena
   }
   std::lock_guard lock(g_launch_mutex);
-  if (cfg.racecheck) signals.emplace();
+  if (cfg.racecheck && !hooked) signals.emplace();
   const bool timed = launch_sink_installed();
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double seconds = 0;
@@ -198,7 +211,11 @@ void launch_impl(const LaunchDesc& d) {
   try {
     if (cfg.race_schedules == 0) {
       std::optional<BlockWrites> writes;
-      if (cfg.racecheck) {
+      if (hooked) {
+        access_shadow().begin_launch(d);
+        tl_access_shadow = &access_shadow();
+        g_access_shadow.store(&access_shadow(), std::memory_order_relaxed);
+      } else if (cfg.racecheck) {
         writes.emplace(d);
         g_block_writes = &*writes;
         tl_note_atomics = true;
@@ -207,10 +224,20 @@ void launch_impl(const LaunchDesc& d) {
         ~Unwatch() {
           g_block_writes = nullptr;
           tl_note_atomics = false;
+          if (tl_access_shadow != nullptr) {
+            tl_access_shadow = nullptr;
+            g_access_shadow.store(nullptr, std::memory_order_relaxed);
+            (void)access_shadow().end_launch();  // a failed launch's record must not leak either
+          }
         }
       } unwatch;
       run_grid(d, cfg);
       if (writes) block_races = writes->take();
+      if (hooked) {
+        tl_access_shadow = nullptr;
+        g_access_shadow.store(nullptr, std::memory_order_relaxed);
+        block_races = access_shadow().end_launch();
+      }
       if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
       seconds = run_race_checked(d, cfg, &run_grid);
@@ -228,12 +255,20 @@ void launch_impl(const LaunchDesc& d) {
   if (timed) report_launch(d, seconds);
 }
 
+std::vector<std::string> take_uninit_reads_impl() {
+  std::lock_guard lock(g_launch_mutex);
+  return access_shadow().take_uninit_reads();
+}
+
 void note_atomic(const void* p, std::size_t bytes) {
   if (g_block_writes != nullptr)
     g_block_writes->atomics.emplace_back(reinterpret_cast<std::uintptr_t>(p), bytes);
 }
 
 }  // namespace detail
+
+std::vector<std::string> take_uninit_reads() { return detail::take_uninit_reads_impl(); }
+
 }  // namespace simt
 
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "access_shadow.h"
 #include "fiber_sched.h"
 #include "sched.h"
 
@@ -251,12 +252,14 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   fill_poison(dyn_, dyn_size_, cfg.poison);
   static_smem_seen_.clear();
   smem_ = dyn_;
-  if (cfg.racecheck) {  // watched in a page-aligned arena of its own (hazards.h)
+  faulting_check_ = cfg.racecheck && !d.access_hooks;
+  if (faulting_check_) {  // watched in a page-aligned arena of its own (hazards.h)
     smem_ = hazards_.arena(d.dyn_smem_bytes);
     fill_poison(smem_, d.dyn_smem_bytes, cfg.poison);
     set_current_checker(&hazards_);
     hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
   }
+  if (tl_access_shadow != nullptr) tl_access_shadow->begin_block(smem_, d.dyn_smem_bytes, d.block, blockIdx);
 
   threads_.resize(nthreads_);
   warps_.resize(nwarps_);
@@ -289,10 +292,11 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
 
   transfer(&host_, take_next());
   // Back on the host: the block finished or a diagnostic fired.
-  if (cfg.racecheck) {
+  if (faulting_check_) {
     hazards_.end_block(blockIdx);
     set_current_checker(nullptr);
   }
+  if (tl_access_shadow != nullptr) tl_access_shadow->end_block();
   if (!failed_) return true;
   if (failed_fiber_ != nullptr && failed_fiber_->thread == nullptr) {
     reset_fiber(failed_fiber_);
@@ -334,6 +338,7 @@ void Sched::release_barrier(Fiber* self) {
   }
   const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
+  if (tl_access_shadow != nullptr) tl_access_shadow->end_phase();
   ++phase_;
   if (cfg_.order == Order::random) make_order(phase_);
   // Every thread that has not exited waits here and none is runnable, so each warp's runnable
@@ -433,7 +438,25 @@ int barrier_wait(Site s, int pred, Coll combine) {
 
 unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
-void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes); }
+void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes, 1); }
+void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
+  tl_sched->static_smem(p, bytes, elem);
+}
+
+void* Sched::dyn_smem(std::size_t elem) {
+  if (faulting_check_) hazards_.note_elem(elem);
+  if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  return smem_;
+}
+
+void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
+  if (cfg_.poison != 0 &&
+      std::find(static_smem_seen_.begin(), static_smem_seen_.end(), p) == static_smem_seen_.end()) {
+    static_smem_seen_.push_back(p);
+    fill_poison(p, bytes, cfg_.poison);
+  }
+  if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes, elem);  // after the fill
+}
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }
 

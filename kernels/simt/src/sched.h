@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hazards.h"
 #include "simt/simt_cpu.h"
 
 namespace simt::detail {
@@ -14,6 +15,8 @@ namespace simt::detail {
 // then `error` (a diagnostic) or `exception` (thrown by kernel code) says why.
 bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_block, std::string& error,
                std::exception_ptr& exception);
+// Who is running on this host thread's scheduler, for the hazard checkers.
+AccessCtx current_access_ctx();
 // The shared-memory hazards the calling host thread's scheduler found since the last call.
 std::vector<std::string> take_hazards();
 

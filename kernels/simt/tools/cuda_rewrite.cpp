@@ -338,16 +338,43 @@ class Rewriter {
     std::string text;
     for (std::size_t i = at; i < semi; ++i)
       if (kind_[i] == Kind::code) text += s_[i] == '\n' ? ' ' : s_[i];
-    out_ += s_.substr(at, semi - at);
-    if (semi >= s_.size() || s_[semi] != ';') return semi;
+    std::string decl(s_.substr(at, semi - at));
+    if (semi >= s_.size() || s_[semi] != ';') {
+      out_ += decl;
+      return semi;
+    }
     static const std::regex attrs(R"re(\b(__align__|alignas)\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))re");
     text = std::regex_replace(text, attrs, " ");
     static const std::regex shape(
         R"re(^__shared__\s+([^=,]*[^=,\s])\s+([A-Za-z_]\w*)\s*((\[[^\]]*\]\s*)*)$)re");
     std::smatch m;
-    if (!std::regex_match(text, m, shape)) return semi;
-    out_ += fmt::format("; ::simt::detail::static_shared(&{0}, sizeof({0}))", m[2].str());
+    const std::size_t name_at = std::regex_match(text, m, shape) ? last_word(at, semi, m[2].str()) : semi;
+    if (name_at == semi) {
+      out_ += decl;
+      return semi;
+    }
+    const std::string name = m[2].str();
+    if (in_.access_hooks) {  // declared under another name, reached through `name`
+      decl.insert(name_at - at + name.size(), "__simt_static");
+      out_ +=
+          fmt::format("{0}; auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static)", decl, name);
+    } else {
+      out_ += fmt::format("{0}; ::simt::detail::static_shared(&{1}, sizeof({1}))", decl, name);
+    }
     return semi;  // the ';' is copied by the main loop
+  }
+
+  // Where the last whole-word `word` in the code of [from, to) starts; `to` when nowhere.
+  std::size_t last_word(std::size_t from, std::size_t to, const std::string& word) const {
+    const auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+    std::size_t found = to;
+    for (std::size_t i = from; i + word.size() <= to; ++i) {
+      if (kind_[i] != Kind::code || s_.compare(i, word.size(), word) != 0) continue;
+      if ((i > 0 && ident(s_[i - 1])) || (i + word.size() < s_.size() && ident(s_[i + word.size()])))
+        continue;
+      found = i;
+    }
+    return found;
   }
 
   const Input& in_;

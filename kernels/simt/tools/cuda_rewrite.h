@@ -22,6 +22,10 @@ struct Input {
   std::string path;  // absolute path of the .cu: #line, and where quoted includes are resolved
   // Whether a file exists (quoted includes are rewritten only when they resolve next to the .cu).
   std::function<bool(const std::string&)> file_exists;
+  // For the checked flavour (access hooks): a static __shared__ array is reached through a
+  // reference the compiler cannot see through, so its instrumentation checks every access (it
+  // skips accesses to a named static variable at a constant index).
+  bool access_hooks = false;
 };
 
 std::string rewrite_cuda_source(const Input& in);

@@ -1,5 +1,5 @@
-// driftscope-simt-rewrite IN.cu OUT.cpp: the build step of driftscope_add_simt_kernel() that turns
-// a .cu written for nvcc into the C++ the SIMT CPU runtime compiles (cuda_rewrite.h). IN.cu is only
+// driftscope-simt-rewrite [--access-hooks] IN.cu OUT.cpp: the build step of driftscope_add_simt_kernel() that
+// turns a .cu written for nvcc into the C++ the SIMT CPU runtime compiles (cuda_rewrite.h). IN.cu is only
 // read; OUT.cpp is replaced only when its content changes, so an unchanged kernel does not rebuild.
 #include <fmt/format.h>
 
@@ -28,22 +28,26 @@ bool read_file(const fs::path& path, std::string& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fmt::print(stderr, "usage: driftscope-simt-rewrite IN.cu OUT.cpp\n");
+  // --access-hooks: the source of the checked flavour (cuda_rewrite.h's Input::access_hooks).
+  const bool access_hooks = argc == 4 && std::string(argv[1]) == "--access-hooks";
+  if (argc != 3 && !access_hooks) {
+    fmt::print(stderr, "usage: driftscope-simt-rewrite [--access-hooks] IN.cu OUT.cpp\n");
     return 2;
   }
   std::error_code ec;
-  const fs::path in = fs::absolute(argv[1], ec).lexically_normal();
-  const fs::path out = argv[2];
+  const fs::path in = fs::absolute(argv[argc - 2], ec).lexically_normal();
+  const fs::path out = argv[argc - 1];
   std::string source;
   if (ec || !fs::is_regular_file(in, ec) || !read_file(in, source)) {
     fmt::print(stderr, "driftscope-simt-rewrite: cannot read {}: not a readable file\n", in.string());
     return 2;
   }
-  const std::string text = simt::rewrite::rewrite_cuda_source({source, in.string(), [](const std::string& p) {
+  const std::string text = simt::rewrite::rewrite_cuda_source({source, in.string(),
+                                                               [](const std::string& p) {
                                                                  std::error_code e;
                                                                  return fs::is_regular_file(p, e);
-                                                               }});
+                                                               },
+                                                               access_hooks});
   std::string old;
   if (read_file(out, old) && old == text) return 0;
   fs::create_directories(out.parent_path().empty() ? fs::path(".") : out.parent_path(), ec);

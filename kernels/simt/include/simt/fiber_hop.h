@@ -4,8 +4,10 @@
 #pragma once
 
 // The inline path needs the x86-64 switch below, and none of ASan's fiber annotations, which
-// only the runtime's own switch makes (src/fiber_sched.h tests the same macro).
-#if defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
+// only the runtime's own switch makes (src/fiber_sched.h tests the same macro). The checked
+// flavour (SIMT_ACCESS_HOOKS) has ASan's instrumentation without its runtime: nothing to annotate.
+#if defined(__x86_64__) && defined(__ELF__) && \
+    (!defined(__SANITIZE_ADDRESS__) || (defined(SIMT_ACCESS_HOOKS) && SIMT_ACCESS_HOOKS))
 #define SIMT_INLINE_SWITCH 1
 #else
 #define SIMT_INLINE_SWITCH 0

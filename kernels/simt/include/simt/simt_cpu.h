@@ -54,9 +54,17 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "simt/fiber_hop.h"
 #include "simt/simt_common.h"
+
+// A translation unit compiled with access hooks (the CHECKED flavour of driftscope_add_simt_kernel
+// defines SIMT_ACCESS_HOOKS=1): its launches tell the runtime so, and the hazard checker then sees
+// the kernel's accesses through the hooks instead of page faults.
+#ifndef SIMT_ACCESS_HOOKS
+#define SIMT_ACCESS_HOOKS 0
+#endif
 
 // Builtins: rewritten by the scheduler on every fiber switch / block start.
 inline thread_local uint3 threadIdx;
@@ -84,6 +92,9 @@ Config config();
 unsigned default_host_threads();
 // Empty when Config::racecheck (the shared-memory hazard checker) runs here; otherwise why not.
 std::string racecheck_unsupported();
+// Reads of shared memory no thread of the block had written, found by the hazard checker in
+// kernels built with access hooks (the CHECKED flavour) since the last call: kernel and file:line.
+std::vector<std::string> take_uninit_reads();
 
 void* malloc(std::size_t bytes);
 void free(void* p);
@@ -142,6 +153,7 @@ struct LaunchDesc {
   void* pack;
   const PtrArg* ptr_args = nullptr;
   std::size_t n_ptr_args = 0;
+  bool access_hooks = false;  // the kernel's accesses reach the hooks (SIMT_ACCESS_HOOKS)
 };
 
 void launch_impl(const LaunchDesc& d);
@@ -215,6 +227,17 @@ void* dynamic_shared(std::size_t elem_bytes);
 // A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
 // Config::poison asks for it, the block's first thread to reach it fills it with the poison.
 void static_shared(void* p, std::size_t bytes);
+// The same for the checked flavour, whose rewrite declares the array under another name and
+// reaches it through the reference this returns: through a pointer the compiler cannot follow,
+// so every access, at a constant index too, is checked against the access shadow.
+void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
+template <class T>
+inline T& watched_static_shared(T& x) {
+  watch_static_shared(&x, sizeof(T), sizeof(std::remove_all_extents_t<T>));
+  T* p = &x;
+  asm volatile("" : "+r"(p));
+  return *p;
+}
 
 // Every __shfl*_sync: `b` is the source lane, the delta or the lane mask, as `kind` reads it.
 template <Coll kind, class T>
@@ -282,6 +305,11 @@ struct KernelPack {
 
 }  // namespace detail
 
+// The checked flavour's launch is a different function (an inline namespace changes its mangled
+// name): a binary holding both flavours of a kernel signature keeps both, each saying what it is.
+#if SIMT_ACCESS_HOOKS
+inline namespace access_hooked {
+#endif
 // Runs the whole grid before returning (the stream is ignored). Arguments are
 // converted to the kernel's parameter types once and copied into every thread.
 template <class... KArgs, class... Args>
@@ -290,8 +318,12 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
   detail::KernelPack<KArgs...> pack{kernel, std::tuple<std::decay_t<KArgs>...>(std::forward<Args>(args)...)};
   const auto ptrs = pack.ptr_args();
   detail::launch_impl({reinterpret_cast<void (*)()>(kernel), grid, block, dyn_smem_bytes,
-                       &detail::KernelPack<KArgs...>::invoke, &pack, ptrs.data(), ptrs.size()});
+                       &detail::KernelPack<KArgs...>::invoke, &pack, ptrs.data(), ptrs.size(),
+                       SIMT_ACCESS_HOOKS != 0});
 }
+#if SIMT_ACCESS_HOOKS
+}  // namespace access_hooked
+#endif
 
 }  // namespace simt
 
@@ -371,10 +403,19 @@ namespace simt::detail {
 // a byte two blocks change only through atomics is no race.
 void note_atomic(const void* p, std::size_t bytes);
 inline thread_local bool tl_note_atomics = false;
+// The address of the running thread's last atomic and that thread (linear index): under access
+// hooks its accesses there count as atomic (src/access_shadow.h). Kernels with access hooks run
+// on one host thread (launch.cpp), so these need not be thread_local.
+inline const void* g_atomic_target = nullptr;
+inline std::uint32_t g_atomic_thread = 0;
 template <class T>
 inline std::atomic_ref<T> atomic_at(T* p) {
   if (tl_note_atomics) [[unlikely]]
     note_atomic(p, sizeof(T));
+#if SIMT_ACCESS_HOOKS
+  g_atomic_target = p;
+  g_atomic_thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#endif
   return std::atomic_ref<T>(*p);
 }
 }  // namespace simt::detail

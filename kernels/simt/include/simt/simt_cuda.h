@@ -33,6 +33,9 @@ namespace simt::detail {
 // from their types, as nvcc does. The launch runs the grid before it returns (streams are ignored);
 // a kernel fault throws simt::KernelError from this line, where a GPU would report it at the next
 // synchronising call.
+#if SIMT_ACCESS_HOOKS
+inline namespace access_hooked {  // as simt::launch (simt_cpu.h): one instance per flavour
+#endif
 template <class... Args>
 class ChevronCall {
  public:
@@ -62,6 +65,9 @@ class ChevronCall {
   std::size_t smem_;
   std::tuple<Args&&...> args_;
 };
+#if SIMT_ACCESS_HOOKS
+}  // namespace access_hooked
+#endif
 
 class Chevron {
  public:

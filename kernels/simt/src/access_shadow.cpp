@@ -1,0 +1,354 @@
+#include "access_shadow.h"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <new>
+
+#include "allocations.h"
+#include "fiber_sched.h"
+#include "launch_sink.h"
+#include "source_lines.h"
+
+namespace simt::detail {
+
+constinit thread_local AccessShadow* tl_access_shadow = nullptr;
+std::atomic<AccessShadow*> g_access_shadow{nullptr};
+
+namespace {
+
+constexpr std::size_t kKept = 8;  // distinct findings (kind and both sites) worded per launch
+constexpr std::uint16_t kAtomic = 0x8000;
+constexpr std::uint16_t kThreadMask = 0x7fff;
+
+// Code addresses are stored as 32-bit offsets from a function of this module: the hooks, and so
+// the kernels that call them, are linked into the same module as this file.
+[[gnu::noinline]] void pc_anchor() { asm volatile(""); }
+
+std::int32_t pc_offset(const void* pc) {
+  const std::intptr_t d = reinterpret_cast<std::intptr_t>(pc) - reinterpret_cast<std::intptr_t>(&pc_anchor);
+  return d > INT32_MIN && d <= INT32_MAX && d != 0 ? static_cast<std::int32_t>(d) : 0;
+}
+
+const void* pc_of(std::int32_t off) {
+  return off == 0 ? nullptr
+                  : reinterpret_cast<const void*>(reinterpret_cast<std::intptr_t>(&pc_anchor) + off);
+}
+
+std::string site_text(std::int32_t off) {
+  const void* pc = pc_of(off);
+  if (pc == nullptr) return "an unknown site";
+  std::string line = source_line(pc);
+  if (!line.empty()) return line;
+  const auto m = module_address(pc);
+  return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
+}
+
+// log2 of the cell width for `elem`-byte elements: a power of two up to 8, else bytes.
+unsigned shift_for(std::size_t elem) {
+  return elem != 0 && elem <= 8 && (elem & (elem - 1)) == 0 ? static_cast<unsigned>(std::countr_zero(elem))
+                                                            : 0;
+}
+
+std::string xyz(std::uint64_t linear, dim3 d) {
+  return fmt::format("({},{},{})", linear % d.x, (linear / d.x) % d.y, linear / (std::uint64_t(d.x) * d.y));
+}
+
+}  // namespace
+
+AccessShadow::~AccessShadow() { (void)end_launch(); }
+
+void AccessShadow::begin_launch(const LaunchDesc& d) {
+  (void)end_launch();
+  launch_ = &d;
+  kernel_ = kernel_name(d.kernel);
+  grid_dim_ = d.grid;
+  first_serial_ = serial_ + 1;
+  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
+    const PtrArg& a = d.ptr_args[i];
+    if (!a.writable || a.ptr == nullptr) continue;
+    const auto alloc = allocation_of(a.ptr);
+    if (!alloc) continue;  // not device memory the runtime handed out
+    const bool seen =
+        std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) { return r.lo == alloc->base; });
+    if (seen) continue;
+    // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
+    const std::size_t bytes = std::max<std::size_t>(alloc->bytes, 1) * sizeof(Cell);
+    void* m =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) throw std::bad_alloc();
+    add_region(Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global,
+                      shift_for(a.elem_size), &a, bytes});
+  }
+  n_global_ = regions_.size();
+}
+
+std::vector<std::string> AccessShadow::end_launch() {
+  std::vector<Region> globals(regions_.begin(), regions_.begin() + static_cast<std::ptrdiff_t>(n_global_));
+  drop_regions(0);
+  for (const Region& r : globals) ::munmap(r.cells, r.mapped_bytes);
+  n_global_ = 0;
+  std::vector<std::string> out;
+  for (const Finding& f : findings_) out.push_back(word(f));
+  for (const Finding& f : uninit_)
+    if (uninit_words_.size() < kKept) uninit_words_.push_back(fmt::format("{}: {}", kernel_, word(f)));
+  uninit_.clear();
+  if (more_ != 0) out.push_back(fmt::format("and {} more finding(s) at the same or other sites", more_));
+  findings_.clear();
+  more_ = 0;
+  launch_ = nullptr;
+  return out;
+}
+
+std::vector<std::string> AccessShadow::take_uninit_reads() {
+  std::vector<std::string> out = std::move(uninit_words_);
+  uninit_words_.clear();
+  return out;
+}
+
+void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
+  ++serial_;
+  sched_ = tl_sched;
+  block_dim_ = block_dim;
+  drop_regions(n_global_);
+  dyn_accessed_ = false;
+  if (bytes != 0) {
+    if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
+    dyn_copy_.assign(smem, smem + bytes);
+    // Bytes until the kernel declares its element type (dynamic_shared_elem).
+    add_region(
+        Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0, dyn_copy_.data()});
+  }
+}
+
+void AccessShadow::dynamic_shared_elem(std::size_t elem) {
+  if (dyn_accessed_) return;  // cells already recorded at the width in force: keep it
+  for (std::size_t i = n_global_; i < regions_.size(); ++i) {
+    Region& r = regions_[i];
+    if (r.kind != Kind::dynamic_shared) continue;
+    const unsigned shift = shift_for(elem);  // the smallest type declared
+    if (!dyn_declared_ || shift < r.shift) r.shift = shift;
+  }
+  dyn_declared_ = true;
+}
+
+void AccessShadow::end_block() {
+  replay_reads();
+  drop_regions(n_global_);
+  dyn_declared_ = false;
+}
+
+void AccessShadow::replay_reads() {
+  for (const LoggedRead& l : reads_) {
+    const Region& r = regions_[l.region];
+    if (std::memcmp(r.lo + l.offset, l.bytes, l.size) == 0) continue;
+    for (std::size_t cell = l.offset >> r.shift; cell <= (l.offset + l.size - 1) >> r.shift; ++cell)
+      unchecked_store(r, cell, l.who);
+  }
+  reads_.clear();
+  for (std::size_t i = n_global_; i < regions_.size(); ++i) {
+    const Region& r = regions_[i];
+    const auto n = static_cast<std::size_t>(r.hi - r.lo);
+    if (std::memcmp(r.copy, r.lo, n) == 0) continue;
+    std::size_t last = ~std::size_t{0};
+    for (std::size_t off = 0; off < n; ++off) {
+      if (r.copy[off] == r.lo[off]) continue;
+      r.copy[off] = r.lo[off];
+      const std::size_t cell = off >> r.shift;
+      if (cell == last) continue;  // one store per element
+      last = cell;
+      const Cell& c = r.cells[cell];
+      // The reader of this phase: this block's, the latest phase's (phases only grow in a block).
+      const Access& reader = c.r2.block == serial_ && c.r2.phase >= c.r1.phase ? c.r2 : c.r1;
+      unchecked_store(r, cell, reader);
+    }
+  }
+}
+
+void AccessShadow::unchecked_store(const Region& r, std::size_t cell, const Access& reader) {
+  if (reader.block != serial_) return;  // nobody of this block read it: a runtime fill, not a store
+  const Access& w = r.cells[cell].w;
+  if (w.block == reader.block && w.phase == reader.phase) return;  // a checked write of this phase
+  check(r, cell, true, reader);
+}
+
+void AccessShadow::static_shared(void* p, std::size_t bytes, std::size_t elem) {
+  auto* lo = static_cast<unsigned char*>(p);
+  for (std::size_t i = n_global_; i < regions_.size(); ++i)
+    if (regions_[i].lo == lo) return;  // already watched in this block
+  auto it =
+      std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
+  if (it == statics_.end()) {
+    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes), std::vector<unsigned char>(bytes)});
+    it = statics_.end() - 1;
+  }
+  std::memcpy(it->copy.data(), lo, bytes);
+  add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, shift_for(elem), nullptr, 0,
+                    it->copy.data()});
+}
+
+void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
+  if (hi <= lo) return;
+  const auto shadow = [](const unsigned char* p) {
+    return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) >> 3) + kShadowOffset);
+  };
+  // Any negative value makes every access to the granule report, whatever its size and offset.
+  std::memset(shadow(lo), watched ? 0xF8 : 0, static_cast<std::size_t>(shadow(hi - 1) - shadow(lo)) + 1);
+}
+
+void AccessShadow::add_region(const Region& r) {
+  regions_.push_back(r);
+  mark(r.lo, r.hi, true);
+}
+
+void AccessShadow::drop_regions(std::size_t from) {
+  for (std::size_t i = from; i < regions_.size(); ++i) mark(regions_[i].lo, regions_[i].hi, false);
+  regions_.resize(from);
+  // A dropped region may have shared its first or last 8-byte granule with one still watched.
+  for (const Region& r : regions_) {
+    mark(r.lo, std::min(r.hi, r.lo + 8), true);
+    mark(std::max(r.lo, r.hi - 8), r.hi, true);
+  }
+}
+
+void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
+  const auto* a = static_cast<const unsigned char*>(addr);
+  for (Region& r : regions_) {
+    if (a < r.lo || a >= r.hi) continue;  // a neighbour sharing an 8-byte granule with a watched region
+    dyn_accessed_ = dyn_accessed_ || r.kind == Kind::dynamic_shared;
+    const ThreadRec* t = sched_->current_thread();
+    const unsigned thread = t->warp * 32u + t->lane;
+    const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
+    Access me;
+    me.block = serial_;
+    me.phase = static_cast<std::uint32_t>(sched_->phase());
+    me.thread = static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0));
+    me.sync = static_cast<std::uint16_t>(t->wr->syncs);
+    // The hook's return address is the instruction after the call: step back into the call.
+    me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+    const std::size_t from = static_cast<std::size_t>(a - r.lo);
+    const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
+    for (std::size_t cell = from >> r.shift; cell <= (to - 1) >> r.shift; ++cell) check(r, cell, write, me);
+    if (!write && r.kind == Kind::global) {
+      LoggedRead& l = reads_.emplace_back();
+      l.region = static_cast<std::uint32_t>(&r - regions_.data());
+      l.offset = static_cast<std::uint32_t>(from);
+      l.size = static_cast<std::uint32_t>(std::min<std::size_t>(to - from, sizeof l.bytes));
+      l.who = me;
+      std::memcpy(l.bytes, r.lo + from, l.size);
+    }
+    return;
+  }
+}
+
+void AccessShadow::check(const Region& r, std::size_t cell, bool write, const Access& me) {
+  Cell& c = r.cells[cell];
+  const std::size_t off = cell << r.shift;  // its first byte, for the report
+  const bool global = r.kind == Kind::global;
+  const std::uint16_t my_thread = me.thread & kThreadMask;
+  const bool my_atomic = (me.thread & kAtomic) != 0;
+  // Shared memory lives for one block; global shadows for one launch.
+  const auto live = [&](const Access& x) {
+    return x.block != 0 && (global ? x.block >= first_serial_ : x.block == me.block);
+  };
+  const auto races = [&](const Access& x) {
+    if (!live(x)) return false;
+    const bool both_atomic = my_atomic && (x.thread & kAtomic) != 0;
+    if (x.block != me.block) return !both_atomic;  // other blocks: only global memory gets here
+    const std::uint16_t t = x.thread & kThreadMask;
+    if (x.phase != me.phase || t == my_thread || both_atomic) return false;
+    return !(t / 32 == my_thread / 32 && x.sync != me.sync);  // a warp collective between: ordered
+  };
+  if (write) {
+    if (races(c.w))
+      note("WAW", r, off, c.w, true, me, true);
+    else if (races(c.r1))
+      note("WAR", r, off, c.r1, false, me, true);
+    else if (races(c.r2))
+      note("WAR", r, off, c.r2, false, me, true);
+    c.w = me;
+    c.r1 = Access{};
+    c.r2 = Access{};
+    return;
+  }
+  if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);
+  if (races(c.w)) note("RAW", r, off, c.w, true, me, false);
+  // Keep up to two readers: a reader of this block's earlier phase, or this thread's own earlier
+  // read, gives way; two readers of one block give way to one of another block.
+  const auto gives_way = [&](const Access& x) {
+    return !live(x) ||
+           (x.block == me.block && (x.phase != me.phase || (x.thread & kThreadMask) == my_thread));
+  };
+  if (gives_way(c.r1))
+    c.r1 = me;
+  else if (gives_way(c.r2))
+    c.r2 = me;
+  else if (c.r1.block == c.r2.block && c.r1.block != me.block)
+    c.r2 = me;
+}
+
+void AccessShadow::note(const char* kind, const Region& r, std::size_t off, const Access& first,
+                        bool first_write, const Access& second, bool second_write) {
+  const bool uninit = std::strcmp(kind, "uninit") == 0;
+  std::vector<Finding>& into = uninit ? uninit_ : findings_;
+  for (const Finding& f : into)
+    if (std::strcmp(f.kind, kind) == 0 && f.first.pc == first.pc && f.second.pc == second.pc) return;
+  if (into.size() >= kKept) {
+    more_ += uninit ? 0 : 1;
+    return;
+  }
+  Finding f{};
+  std::strncpy(f.kind, kind, sizeof f.kind - 1);
+  f.region = r.kind;
+  f.offset = off;
+  f.arg = r.arg;
+  if (r.kind == Kind::global && r.arg != nullptr) {
+    const auto* arg_base = static_cast<const unsigned char*>(r.arg->ptr);
+    f.offset = static_cast<std::size_t>((r.lo + off) - arg_base);  // may wrap: checked in word()
+  }
+  f.first = first;
+  f.second = second;
+  f.first_write = first_write;
+  f.second_write = second_write;
+  into.push_back(f);
+}
+
+std::string AccessShadow::word(const Finding& f) const {
+  std::string where;
+  switch (f.region) {
+    case Kind::dynamic_shared: where = fmt::format("dynamic shared memory byte {}", f.offset); break;
+    case Kind::static_shared: where = fmt::format("static shared memory byte {}", f.offset); break;
+    case Kind::global: {
+      const auto off = static_cast<std::ptrdiff_t>(f.offset);
+      where = off >= 0 && f.arg != nullptr
+                  ? fmt::format("global memory element {} of argument #{}",
+                                off / std::ptrdiff_t(f.arg->elem_size), f.arg->index)
+                  : fmt::format("global memory of argument #{}", f.arg != nullptr ? f.arg->index : 0);
+      break;
+    }
+  }
+  const auto thread = [&](const Access& a) { return xyz(a.thread & kThreadMask, block_dim_); };
+  const auto block = [&](const Access& a) { return xyz(a.block - first_serial_, grid_dim_); };
+  if (std::strcmp(f.kind, "uninit") == 0)
+    return fmt::format("uninit read of {} no thread of the block wrote: thread {} read at {} [block {}]",
+                       where, thread(f.second), site_text(f.second.pc), block(f.second));
+  const char* first_verb =
+      f.first_write ? ((f.first.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
+  const char* second_verb =
+      f.second_write ? ((f.second.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
+  if (f.first.block != f.second.block)
+    return fmt::format(
+        "{} race between blocks on {}: thread {} of block {} {} at {}, then thread {} of block {} {} at {}, "
+        "without an atomic between them (blocks run at once on a GPU)",
+        f.kind, where, thread(f.first), block(f.first), first_verb, site_text(f.first.pc), thread(f.second),
+        block(f.second), second_verb, site_text(f.second.pc));
+  return fmt::format(
+      "{} hazard on {}: thread {} {} at {}, then thread {} {} at {}, with no barrier between [block {}]",
+      f.kind, where, thread(f.first), first_verb, site_text(f.first.pc), thread(f.second), second_verb,
+      site_text(f.second.pc), block(f.second));
+}
+
+}  // namespace simt::detail

@@ -1,0 +1,168 @@
+// The hazard checker for kernels built with access hooks (Config::racecheck on a kernel library
+// built by driftscope_add_simt_kernel(... CHECKED)): the compiler calls a hook at every load and
+// store of the kernel (GCC/Clang -fsanitize=thread instrumentation, linked without the TSan
+// runtime: access_hooks.cpp defines the hooks), and the hook looks the address up in the regions
+// this launch watches and updates a shadow of the last write and the reads of every byte.
+//
+// Watched: the block's dynamic shared memory, each static __shared__ array the block reaches, and
+// every simt::malloc allocation a writable pointer argument of the launch points into. Two
+// accesses to one byte, at least one a write, race when
+//  - shared memory or global memory, same block: different threads in the same barrier phase that
+//    no warp collective of their warp separates (as the fault-based checker of hazards.h);
+//  - global memory, different blocks: always, unless both are atomics (blocks run at once on a
+//    GPU, and nothing but an atomic orders them within a launch).
+// Each race is reported with both accesses' file:line (the hook's return address). A read of a
+// shared-memory byte the block never wrote is kept apart (take_uninit_reads), with its file:line.
+//
+// Cost: one call per access of the kernel, a scan of a few regions, and for watched bytes one
+// 48-byte shadow cell per byte touched. Global shadows live for one launch (mapped lazily, so only
+// pages of the outputs actually touched cost anything); shared ones are reused and told apart by
+// the block's serial number.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hazards.h"
+#include "simt/simt_cpu.h"
+
+namespace simt::detail {
+
+class Sched;
+
+// AddressSanitizer's shadow on x86-64 Linux: byte (address / 8 + kShadowOffset) describes the 8
+// bytes at address & ~7; instrumented code calls a hook for an access whose shadow is not zero.
+constexpr std::uintptr_t kShadowOffset = 0x7fff8000;
+
+class AccessShadow {
+ public:
+  AccessShadow() = default;
+  AccessShadow(const AccessShadow&) = delete;
+  AccessShadow& operator=(const AccessShadow&) = delete;
+  ~AccessShadow();
+
+  // A checked launch: watches the allocations the writable pointer arguments of `d` point into.
+  void begin_launch(const LaunchDesc& d);
+  // Drops the launch's global shadows and returns the races it found, worded with file:line.
+  std::vector<std::string> end_launch();
+  // The reads of never-written shared memory found since the last call, worded with file:line.
+  std::vector<std::string> take_uninit_reads();
+  // A block of the launch starts (its dynamic shared memory at [smem, smem + bytes)) or ends.
+  void begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 block_idx);
+  void end_block();
+  // A barrier released the running block's threads: see the stores of this phase the
+  // instrumentation did not check (below).
+  void end_phase() { replay_reads(); }
+  // A static __shared__ array of `elem`-byte elements reached by a thread of the running block.
+  void static_shared(void* p, std::size_t bytes, std::size_t elem);
+  // A SIMT_DYNAMIC_SHARED declaration of `elem`-byte elements in the running block.
+  void dynamic_shared_elem(std::size_t elem);
+
+  // An access of instrumented code to watched memory (access_hooks.cpp). `pc`: the return
+  // address of the hook's call. An access at the address of the calling thread's last atomic
+  // (simt_cpu.h's atomic_at) counts as atomic.
+  void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
+
+ private:
+  struct Access {              // one recorded access; block 0: none
+    std::uint32_t block = 0;   // the block's serial number (1, 2, ... over the checker's life)
+    std::uint32_t phase = 0;   // barrier phases the block had completed
+    std::uint16_t thread = 0;  // linear thread index in the block | kAtomic for an atomic
+    std::uint16_t sync = 0;    // warp collectives the thread's warp had completed (low bits)
+    std::int32_t pc = 0;       // from kPcAnchor (pc_offset); 0: unknown
+  };
+  struct Cell {
+    Access w;       // the last write
+    Access r1, r2;  // reads since it, of up to two different threads
+  };
+  enum class Kind : std::uint8_t { dynamic_shared, static_shared, global };
+  // Accesses are recorded per element of the memory's type (a cell per `1 << shift` bytes, at
+  // most 8): as wide as a global argument's element type, the smallest SIMT_DYNAMIC_SHARED type
+  // declared before the block's first access, a static __shared__ array's element type. An access
+  // of part of an element counts for the whole element.
+  struct Region {
+    unsigned char* lo;
+    unsigned char* hi;
+    Cell* cells;
+    Kind kind;
+    unsigned shift;
+    const PtrArg* arg;              // global: the first writable argument pointing into it
+    std::size_t mapped_bytes = 0;   // global: the shadow's own mapping, unmapped at the launch's end
+    unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
+  };
+  struct Finding {
+    char kind[8];  // "RAW", "WAR", "WAW", "uninit"
+    Kind region;
+    std::size_t offset;  // in its region (global: from the argument's pointer)
+    const PtrArg* arg;
+    Access first, second;
+    bool first_write, second_write;
+  };
+  // GCC's instrumentation checks one access per address and basic block: the store of `x += v`
+  // follows the checked load of x and is not checked itself. Such a store shows as a change of
+  // bytes a thread read, found at the next barrier (or the end of the block): a change that no
+  // checked write of the same phase explains is checked as a write by the thread that read the
+  // byte in that phase, at the read's line. Shared memory is compared with a copy taken at the
+  // start of the phase (it is small, and read often); global memory through a log of its reads
+  // (outputs are large, and seldom read).
+  struct LoggedRead {
+    std::uint32_t region;
+    std::uint32_t offset;
+    std::uint32_t size;  // at most 16
+    Access who;
+    unsigned char bytes[16];
+  };
+  void replay_reads();
+  // A change of element `cell` of `r` that no checked write explains: a store by the thread that
+  // read it in this phase, if any.
+  void unchecked_store(const Region& r, std::size_t cell, const Access& reader);
+
+  struct StaticShadow {
+    void* addr;
+    std::size_t bytes;
+    std::vector<Cell> cells;
+    std::vector<unsigned char> copy;
+  };
+
+  // Makes accesses to [lo, hi) reach the hooks (watched) or not.
+  static void mark(const unsigned char* lo, const unsigned char* hi, bool watched);
+  void add_region(const Region& r);
+  // Stops watching regions_[from, end) and drops them.
+  void drop_regions(std::size_t from);
+  void check(const Region& r, std::size_t cell, bool write, const Access& me);
+  void note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
+            const Access& second, bool second_write);
+  std::string word(const Finding& f) const;
+
+  const LaunchDesc* launch_ = nullptr;
+  std::string kernel_;              // its name, for the uninit reads kept past the launch
+  std::uint32_t serial_ = 0;        // of the running block
+  std::uint32_t first_serial_ = 0;  // of the launch's first block
+  dim3 block_dim_{1, 1, 1};
+  dim3 grid_dim_{1, 1, 1};
+  std::vector<Region> regions_;  // [0, n_global_): the launch's allocations; then this block's
+  std::size_t n_global_ = 0;
+  Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
+  std::vector<Cell> dyn_cells_;
+  bool dyn_accessed_ = false;  // the block accessed its dynamic shared memory: its shift is fixed
+  bool dyn_declared_ = false;  // a SIMT_DYNAMIC_SHARED declaration set its shift
+  std::vector<unsigned char> dyn_copy_;
+  std::vector<StaticShadow> statics_;
+  std::vector<Finding> findings_;
+  std::size_t more_ = 0;
+  std::vector<LoggedRead> reads_;  // of global memory, since the last barrier
+  std::vector<Finding> uninit_;    // of the running launch
+  std::vector<std::string> uninit_words_;
+};
+
+// The shadow of the checked launch running on this host thread (null: none, the hooks return).
+extern constinit thread_local AccessShadow* tl_access_shadow;
+// The same for the hooks' hot path, without a thread-local lookup (a call into the loader in a
+// shared library): checked launches run one at a time, on their launching thread.
+extern std::atomic<AccessShadow*> g_access_shadow;
+
+}  // namespace simt::detail

@@ -1,0 +1,109 @@
+// Hazard test kernels for the access-hooked checker: static shared memory, global memory read by
+// one block and written by another, and reads of shared memory nothing wrote. The `// @` markers
+// name the lines the findings must point at.
+#include "simt/simt.h"
+
+#include "hazard_kernels.h"
+
+namespace simt_test {
+namespace {
+
+constexpr int kThreads = 64;
+
+// out[t] = in[t] + the two warps' sums of in, through a static __shared__ array.
+__global__ void static_reduce_kernel(const float* in, float* out, int skip_barrier) {
+  __shared__ float partial[2];
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32, warp = t / 32;
+  float v = in[t];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) partial[warp] = v;  // @static-write
+  if (!skip_barrier) __syncthreads();
+  out[t] = in[t] + partial[0] + partial[1];  // @static-read
+}
+
+// Block b (thread 0) writes out[b], then reads out[b + 1], which another block writes: on a GPU
+// the blocks run at once and the read sees either value.
+__global__ void neighbour_kernel(const float* in, float* out, int own) {
+  if (threadIdx.x != 0) return;
+  const int b = static_cast<int>(blockIdx.x), n = static_cast<int>(gridDim.x);
+  out[b] = in[b];  // @neighbour-write
+  const int other = own != 0 ? b : (b + 1) % n;
+  out[n + b] = out[other] * 2.0f;  // @neighbour-read
+}
+
+// out[t] = slot[t] after only threads 0..31 staged their slot: half the reads see no write.
+__global__ void uninit_dynamic_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) slot[t] = in[t];
+  __syncthreads();
+  out[t] = slot[t];  // @uninit-dynamic-read
+}
+
+__global__ void uninit_static_kernel(const float* in, float* out) {
+  __shared__ float slot[kThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) slot[t] = in[t];
+  __syncthreads();
+  out[t] = slot[t];  // @uninit-static-read
+}
+
+// out[t] = in[t] + in[t ^ 32] through slot t % 32: threads t and t + 32 both `slot += ` with no
+// barrier between, a lost update on a GPU. The instrumentation checks the load of `+=`, not its
+// store.
+__global__ void shared_plus_equals_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, slot);
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) slot[t] = 0.0f;
+  __syncthreads();
+  slot[t % 32] += in[t];  // @shared-plus-equals
+  __syncthreads();
+  out[t] = slot[t % 32];
+}
+
+// out[t] = the sum of in, by a tree in shared memory with a barrier after every level.
+__global__ void shared_tree_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, s);
+  const int t = static_cast<int>(threadIdx.x);
+  s[t] = in[t];
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) s[t] += s[t + stride];
+    __syncthreads();
+  }
+  out[t] = s[0];
+}
+
+}  // namespace
+
+void hazard_kernel(HazardKernel k, const float* in, float* out) {
+  const dim3 one(1), block(kThreads), four(4);
+  switch (k) {
+    case HazardKernel::static_shared_ok:
+      simt::launch(static_reduce_kernel, one, block, 0, nullptr, in, out, 0);
+      break;
+    case HazardKernel::static_shared_no_barrier:
+      simt::launch(static_reduce_kernel, one, block, 0, nullptr, in, out, 1);
+      break;
+    case HazardKernel::neighbour_output:
+      simt::launch(neighbour_kernel, four, dim3(32), 0, nullptr, in, out, 0);
+      break;
+    case HazardKernel::own_output:
+      simt::launch(neighbour_kernel, four, dim3(32), 0, nullptr, in, out, 1);
+      break;
+    case HazardKernel::uninit_dynamic_shared:
+      simt::launch(uninit_dynamic_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+    case HazardKernel::uninit_static_shared:
+      simt::launch(uninit_static_kernel, one, block, 0, nullptr, in, out);
+      break;
+    case HazardKernel::shared_plus_equals:
+      simt::launch(shared_plus_equals_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+    case HazardKernel::shared_tree_ok:
+      simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+  }
+}
+
+}  // namespace simt_test

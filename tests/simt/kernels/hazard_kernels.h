@@ -1,0 +1,22 @@
+// Host launchers of the hazard test kernels (hazard_kernels.cu): races the access-hooked checker
+// (the CHECKED flavour, Config::racecheck) finds and the fault-based one does not, and their
+// race-free twins.
+#pragma once
+
+namespace simt_test {
+
+// Each reads in[0 .. 64) and writes out[0 .. 64).
+enum class HazardKernel {
+  static_shared_ok,          // warp partials in a static __shared__ array, barrier, reads
+  static_shared_no_barrier,  // the same with no barrier between the partials' writes and reads
+  neighbour_output,          // 4 blocks: block b writes out[b], then reads out[b + 1] (another block's)
+  own_output,                // 4 blocks: block b writes out[b], then reads it back
+  uninit_dynamic_shared,     // stages 32 of 64 dynamic shared slots, then reads all 64
+  uninit_static_shared,      // the same in a static __shared__ array
+  shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
+  shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
+};
+
+void hazard_kernel(HazardKernel k, const float* in, float* out);
+
+}  // namespace simt_test
