@@ -224,9 +224,16 @@ sequences:
                            "--batch", self.slot_batch(), "--batch-checks", "leak", "--json", report)
         self.assertEqual(rc, 1, out + err)
         with open(report) as f:
-            first = json.load(f)["first_failure"]
+            j = json.load(f)
+        first = j["first_failure"]
         self.assertEqual((first["stage"], first["step"], first["seq"], first["mode"]), ("conv", 2, 1, "isolated"),
                          first)
+        # Sequence 2, a reset in the same call, reads sequence 1's prior state (its destination slot 1)
+        # instead of the zeroed slot: the leak check names the pair.
+        leak = [s for s in j["stages"] if (s["step"], s["layer"], s["stage"], s["seq"], s["mode"]) ==
+                (2, 0, "conv", 2, "isolated")]
+        self.assertEqual([s["status"] for s in leak], ["leak"])
+        self.assertIn("perturbing sequence 1's inputs moved sequence 2's conv", leak[0]["note"])
         self.assertEqual(first["layer"], 0)  # qwen35-tiny: layers 0 and 2 are GDN layers
         self.assertIn("at step 2 of sequence 1", out)
         # The correct kernels on the same batch pass (the test above); so does the mutant on a batch
