@@ -60,7 +60,7 @@ void check_spec(const BatchSpec& b) {
                       "sequence joins a running batch)",
                       b.source, next, b.seqs[next].join, step));
     }
-  b.slot_plan();  // a joining sequence's slot must be free
+  b.slot_plan();  // a waiting sequence's slot must stay unwritten until it joins
 }
 
 }  // namespace
@@ -87,6 +87,7 @@ std::vector<SlotMove> BatchSpec::slot_plan() const {
     for (std::size_t i = 0; i < seqs.size(); ++i) {
       if (!seqs[i].active(step)) continue;
       const SlotMove m{step, int(i), last[i], int(plan.size() - first)};
+      // Unreachable while no call writes a waiting sequence's slot (below); kept as the invariant.
       if (m.from >= 0 && !read_by.emplace(m.from, m.seq).second)
         throw InputError(fmt::format(
             "{}: sequence {}: slot {} (when it joins at step {}, sequence {}'s state is in that slot)",
@@ -94,6 +95,14 @@ std::vector<SlotMove> BatchSpec::slot_plan() const {
       plan.push_back(m);
     }
     for (std::size_t k = first; k < plan.size(); ++k) last[std::size_t(plan[k].seq)] = plan[k].to;
+    // A sequence still to join keeps its prefix's state in its slot: no call may write it before.
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      for (std::size_t k = first; k < plan.size(); ++k)
+        if (seqs[i].start > 0 && seqs[i].join > step && plan[k].to == seqs[i].slot)
+          throw InputError(
+              fmt::format("{}: sequence {}: slot {} (step {} writes sequence {}'s state there "
+                          "before it joins at step {})",
+                          source, i, seqs[i].slot, step, plan[k].seq, seqs[i].join));
   }
   return plan;
 }

@@ -48,7 +48,7 @@ struct BatchSpec {
   // Every sequence's (start + prompt + decode) positions; the most any one needs.
   int max_positions() const;
   // Every step's slot moves, step by step, sequences in batch order. Throws InputError where a
-  // joining sequence's `slot` holds another sequence's state at that step.
+  // call writes a waiting sequence's `slot` before it joins.
   std::vector<SlotMove> slot_plan() const;
   nlohmann::json json() const;
 };

@@ -299,10 +299,10 @@ sequences:
             "a join into an empty batch": (
                 ["--batch", self.write("g.yaml", "sequences:\n  - prompt: 2\n  - prompt: 1\n    join: 3\n")],
                 "sequence 1: join 3"),
-            "a joining slot still in use": (
+            "a joining slot written before it joins": (
                 ["--batch", self.write("c.yaml", "sequences:\n  - prompt: 2\n    decode: 3\n    slot: 5\n"
                                        "  - prompt: 1\n    start: 2\n    join: 2\n    slot: 0\n")],
-                "sequence 1: slot 0 (when it joins at step 2, sequence 0's state is in that slot)"),
+                "sequence 1: slot 0 (step 0 writes sequence 0's state there before it joins at step 2)"),
         }
         for name, (args, needle) in cases.items():
             with self.subTest(name):
