@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "mat_io.h"
+
 namespace ds::cpu {
 
 std::vector<SeqSpan> seq_spans(const StepContext& ctx) {
@@ -34,6 +36,23 @@ Mat map_seqs(const StepContext& ctx, const Mat& x,
     if (out.cols == 0) out = Mat(0, part.cols);
     out.v.insert(out.v.end(), part.v.begin(), part.v.end());
     out.rows += part.rows;
+  }
+  return out;
+}
+
+Mat state_part(const Tensor& stacked, const StepContext& ctx, std::size_t i) {
+  if (stacked.empty()) return {};
+  if (ctx.seqs.empty()) return to_mat(stacked);
+  if (ctx.seqs.at(i).fresh) return {};
+  const std::int64_t rows = stacked.dim(0) / std::int64_t(ctx.seqs.size());
+  return to_mat(stacked.rows(std::int64_t(i) * rows, std::int64_t(i + 1) * rows));
+}
+
+Mat stack_mats(const std::vector<Mat>& parts) {
+  Mat out(0, parts.empty() ? 0 : parts.front().cols);
+  for (const Mat& p : parts) {
+    out.v.insert(out.v.end(), p.v.begin(), p.v.end());
+    out.rows += p.rows;
   }
   return out;
 }

@@ -64,9 +64,8 @@ class CpuCandidate final : public Candidate {
   DType storage_dtype() const override { return storage_; }
   OpSet capabilities() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
-  // Batches every block kind but the GDN layer's (its recurrent state is served one sequence at a
-  // time by the harness); cpu_batch.h.
-  bool batches(BlockKind kind) const override { return kind != BlockKind::gdn; }
+  // Batches every block kind (cpu_batch.h).
+  bool batches(BlockKind /*kind*/) const override { return true; }
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;

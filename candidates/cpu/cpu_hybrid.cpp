@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cpu_batch.h"
 #include "cpu_candidate.h"
 #include "cpu_gdn_ops.h"
 #include "mat_io.h"
@@ -44,11 +45,19 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     out("beta", gdn_beta(linear(a, w(l, "ssm_beta.weight"), {})));
     out("g", gdn_decay(linear(a, w(l, "ssm_alpha.weight"), {}), w(l, "ssm_a").v, w(l, "ssm_dt.bias").v));
   } else if (s == "conv") {
+    // Per sequence, on its rows and its own conv state (cpu_batch.h).
     const Tensor& prev = input(inputs, "prev:conv_state", "cpu candidate");
-    Mat next;
-    out("conv", conv_silu(x("qkv_mixed"), w(l, "ssm_conv1d.weight"), prev.empty() ? Mat{} : to_mat(prev),
-                          c.conv_state_rows(), next));
-    out("conv_state", next);
+    const Mat xs = x("qkv_mixed");
+    const std::vector<SeqSpan> spans = seq_spans(ctx);
+    std::vector<Mat> convs, states;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      Mat next;
+      convs.push_back(conv_silu(row_range(xs, spans[i].row0, spans[i].n_tokens), w(l, "ssm_conv1d.weight"),
+                                state_part(prev, ctx, i), c.conv_state_rows(), next));
+      states.push_back(std::move(next));
+    }
+    out("conv", stack_mats(convs));
+    out("conv_state", stack_mats(states));
   } else if (s == "l2norm") {
     const Mat cv = x("conv");
     const int kd = c.gdn_key_dim(), dk = c.gdn_k_dim;
@@ -57,10 +66,19 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     out("k_l2", l2norm(columns(cv, kd, kd), dk, 1.0f, eps));
   } else if (s == "gdn") {
     const Tensor& prev = input(inputs, "prev:gdn_state", "cpu candidate");
-    std::vector<float> state = prev.empty() ? std::vector<float>{} : gdn_state_from_stage(c, to_mat(prev));
     const Mat v = columns(x("conv"), 2 * std::int64_t(c.gdn_key_dim()), c.gdn_value_dim());
-    out("gdn_out", gdn_recurrence(c, x("q_l2"), x("k_l2"), v, x("g"), x("beta"), state));
-    out("gdn_state", gdn_state_stage(c, state));
+    const Mat q = x("q_l2"), k = x("k_l2"), g = x("g"), beta = x("beta");
+    const std::vector<SeqSpan> spans = seq_spans(ctx);
+    std::vector<Mat> outs, states;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      const Mat p = state_part(prev, ctx, i);
+      std::vector<float> state = p.rows == 0 ? std::vector<float>{} : gdn_state_from_stage(c, p);
+      const auto rows = [&](const Mat& m) { return row_range(m, spans[i].row0, spans[i].n_tokens); };
+      outs.push_back(gdn_recurrence(c, rows(q), rows(k), rows(v), rows(g), rows(beta), state));
+      states.push_back(gdn_state_stage(c, state));
+    }
+    out("gdn_out", stack_mats(outs));
+    out("gdn_state", stack_mats(states));
   } else if (s == "gated_norm") {
     out("gated_norm",
         gated_rmsnorm(x("gdn_out"), x("z_gate"), w(l, "ssm_norm.weight").v, float(c.norm_eps), c.gdn_v_dim));

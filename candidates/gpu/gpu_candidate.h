@@ -94,10 +94,12 @@ class GpuCandidate final : public Candidate {
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
-  // Batches every block kind but the GDN layer's (its state is served one sequence at a time by
-  // the harness): the row-wise kernels run once over every sequence's rows, embedding, RoPE and
-  // attention one launch per sequence on its rows and its own KV cache rows.
-  bool batches(BlockKind kind) const override { return kind != BlockKind::gdn; }
+  // Batches every block kind: the row-wise kernels run once over every sequence's rows;
+  // embedding, RoPE and attention one launch per sequence on its rows and its own KV cache rows;
+  // the GDN conv and recurrence one launch of fused op D / op B over every sequence of a decode
+  // call, through a slot cache laid out by the call's `ids` (SeqSpan::state_slot), else one
+  // launch per sequence.
+  bool batches(BlockKind /*kind*/) const override { return true; }
 
   // On SIMT "device" memory is host memory: a weight matrix the kernels can read as stored is
   // read where the model holds it, so the candidate (and its child process, through fork) adds
@@ -134,6 +136,15 @@ class GpuCandidate final : public Candidate {
                   TensorMap& outputs);
   void conv_step(int layer, int step, const Tensor& x, const Tensor& prev, TensorMap& out) const;
   void gdn_step(int step, const TensorMap& inputs, TensorMap& out) const;
+  // The same two steps of a batched call (gpu_gdn_batch.cpp).
+  void conv_batch(int layer, const StepContext& ctx, const TensorMap& inputs, TensorMap& out) const;
+  void gdn_batch(const StepContext& ctx, const TensorMap& inputs, TensorMap& out) const;
+  // The states between the stage layout and the kernels': conv taps [C, K-1] (zeros for an empty
+  // prev) and the GDN state [nv, dk, dv], and back to their stages (f16).
+  std::vector<float> conv_taps(const Tensor& prev) const;
+  Tensor conv_state_stage(const std::vector<float>& taps) const;
+  std::vector<float> gdn_slot(const Tensor& prev) const;
+  Tensor gdn_state_stage(const std::vector<float>& state) const;
   float norm_offset() const { return cfg_.norm_plus_one ? 1.0f : 0.0f; }  // (1 + w) norms
   void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts);
   void upload_vector(const std::string& key, const Tensor& t);

@@ -107,8 +107,12 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     outputs["beta"] = beta.f16(T, nv);
     outputs["g"] = g.f16(T, nv);
   } else if (s == "conv") {
-    const Tensor* prev = prev_state(inputs, "prev:conv_state");
-    conv_step(l, ctx.step, step_input(inputs, "qkv_mixed"), prev != nullptr ? *prev : Tensor{}, outputs);
+    if (!ctx.seqs.empty()) {
+      conv_batch(l, ctx, inputs, outputs);
+    } else {
+      const Tensor* prev = prev_state(inputs, "prev:conv_state");
+      conv_step(l, ctx.step, step_input(inputs, "qkv_mixed"), prev != nullptr ? *prev : Tensor{}, outputs);
+    }
   } else if (s == "l2norm") {
     const int C = c.gdn_conv_dim(), KD = c.gdn_key_dim();
     DevBuf cv = up("conv"), q = buf(std::int64_t(T) * KD), k = buf(std::int64_t(T) * KD);
@@ -117,7 +121,10 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     outputs["q_l2"] = q.f16(T, KD);
     outputs["k_l2"] = k.f16(T, KD);
   } else if (s == "gdn") {
-    gdn_step(ctx.step, inputs, outputs);
+    if (!ctx.seqs.empty())
+      gdn_batch(ctx, inputs, outputs);
+    else
+      gdn_step(ctx.step, inputs, outputs);
   } else if (s == "gated_norm") {
     const int V = c.gdn_value_dim();
     DevBuf o = up("gdn_out"), z = up("z_gate"), y = buf(std::int64_t(T) * V);
@@ -136,13 +143,8 @@ void GpuCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor
                              TensorMap& out) const {
   const int T = int(xt.dim(0)), C = cfg_.gdn_conv_dim(), K = cfg_.conv_kernel, S = K - 1;
   const std::size_t slot = std::size_t(C) * S;
-  std::vector<float> taps = zeros(slot);  // [C, S], oldest first
-  if (!prev.empty()) {
-    const std::vector<float> p = widen(prev);  // [S, C]
-    for (int r = 0; r < S; ++r)
-      for (int c = 0; c < C; ++c) taps[std::size_t(c) * S + r] = p[std::size_t(r) * C + c];
-  }
-  const std::vector<float> x = widen(xt);  // [T, C]
+  const std::vector<float> taps = conv_taps(prev);  // [C, S], oldest first
+  const std::vector<float> x = widen(xt);           // [T, C]
   const float* w = vec(layer, "ssm_conv1d.weight");
   const DevBuf y(k_, std::size_t(T) * C * sizeof(float));
   std::vector<float> next(slot);
@@ -172,11 +174,26 @@ void GpuCandidate::conv_step(int layer, int step, const Tensor& xt, const Tensor
     k_.ssm_conv(sxd.f32(), w, y.f32(), 1, T, C, K, true);
   }
   k_.synchronize();
-  std::vector<float> st(slot);  // the conv_state stage: [S, C], oldest row first
-  for (int r = 0; r < S; ++r)
-    for (int c = 0; c < C; ++c) st[std::size_t(r) * C + c] = next[std::size_t(c) * S + r];
   out["conv"] = f32_stage(y.floats(), T, C);
-  out["conv_state"] = f32_stage(st, S, C);
+  out["conv_state"] = conv_state_stage(next);
+}
+
+std::vector<float> GpuCandidate::conv_taps(const Tensor& prev) const {
+  const int C = cfg_.gdn_conv_dim(), S = cfg_.conv_kernel - 1;
+  std::vector<float> taps = zeros(std::size_t(C) * S);
+  if (prev.empty()) return taps;
+  const std::vector<float> p = widen(prev);  // [S, C]
+  for (int r = 0; r < S; ++r)
+    for (int c = 0; c < C; ++c) taps[std::size_t(c) * S + r] = p[std::size_t(r) * C + c];
+  return taps;
+}
+
+Tensor GpuCandidate::conv_state_stage(const std::vector<float>& taps) const {
+  const int C = cfg_.gdn_conv_dim(), S = cfg_.conv_kernel - 1;
+  std::vector<float> st(std::size_t(C) * S);  // [S, C], oldest row first
+  for (int r = 0; r < S; ++r)
+    for (int c = 0; c < C; ++c) st[std::size_t(r) * C + c] = taps[std::size_t(c) * S + r];
+  return f32_stage(st, S, C);
 }
 
 // The recurrence of one layer; the state in the kernels' [nv, dk, dv] layout.
@@ -190,16 +207,8 @@ void GpuCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
   for (int t = 0; t < T; ++t)
     std::copy_n(cv.begin() + std::ptrdiff_t(std::size_t(t) * C + v0), V, v.begin() + std::ptrdiff_t(t) * V);
   const std::size_t slot = std::size_t(nv) * dk * dv;
-  const bool key_major = cfg_.gdn_state_layout == GdnStateLayout::key_major;
-  std::vector<float> s0 = zeros(slot);
-  if (const Tensor* prev = prev_state(inputs, "prev:gdn_state")) {
-    const std::vector<float> p = widen(*prev);
-    for (int h = 0; h < nv; ++h)
-      for (int i = 0; i < dk; ++i)
-        for (int j = 0; j < dv; ++j)
-          s0[(std::size_t(h) * dk + i) * dv + j] =
-              p[key_major ? (std::size_t(h) * dk + i) * dv + j : (std::size_t(h) * dv + j) * dk + i];
-  }
+  const Tensor* prev = prev_state(inputs, "prev:gdn_state");
+  const std::vector<float> s0 = gdn_slot(prev != nullptr ? *prev : Tensor{});
   const DevBuf qd(k_, widen(step_input(inputs, "q_l2"))), kd(k_, widen(step_input(inputs, "k_l2"))),
       vd(k_, v), gd(k_, widen(step_input(inputs, "g"))), bd(k_, widen(step_input(inputs, "beta"))),
       o(k_, std::size_t(T) * V * sizeof(float));
@@ -225,15 +234,34 @@ void GpuCandidate::gdn_step(int step, const TensorMap& inputs, TensorMap& out) c
     s1 = so.floats();
   }
   k_.synchronize();
-  std::vector<float> st(slot);
+  out["gdn_out"] = f32_stage(o.floats(), T, V);
+  out["gdn_state"] = gdn_state_stage(s1);
+}
+
+std::vector<float> GpuCandidate::gdn_slot(const Tensor& prev) const {
+  const int nv = cfg_.gdn_v_heads, dk = cfg_.gdn_k_dim, dv = cfg_.gdn_v_dim;
+  const bool key_major = cfg_.gdn_state_layout == GdnStateLayout::key_major;
+  std::vector<float> s0 = zeros(std::size_t(nv) * dk * dv);
+  if (prev.empty()) return s0;
+  const std::vector<float> p = widen(prev);
+  for (int h = 0; h < nv; ++h)
+    for (int i = 0; i < dk; ++i)
+      for (int j = 0; j < dv; ++j)
+        s0[(std::size_t(h) * dk + i) * dv + j] =
+            p[key_major ? (std::size_t(h) * dk + i) * dv + j : (std::size_t(h) * dv + j) * dk + i];
+  return s0;
+}
+
+Tensor GpuCandidate::gdn_state_stage(const std::vector<float>& s1) const {
+  const int nv = cfg_.gdn_v_heads, dk = cfg_.gdn_k_dim, dv = cfg_.gdn_v_dim;
+  const bool key_major = cfg_.gdn_state_layout == GdnStateLayout::key_major;
+  std::vector<float> st(std::size_t(nv) * dk * dv);
   for (int h = 0; h < nv; ++h)
     for (int i = 0; i < dk; ++i)
       for (int j = 0; j < dv; ++j)
         st[key_major ? (std::size_t(h) * dk + i) * dv + j : (std::size_t(h) * dv + j) * dk + i] =
             s1[(std::size_t(h) * dk + i) * dv + j];
-  out["gdn_out"] = f32_stage(o.floats(), T, V);
-  out["gdn_state"] =
-      f32_stage(st, key_major ? std::int64_t(nv) * dk : std::int64_t(nv) * dv, key_major ? dv : dk);
+  return f32_stage(st, key_major ? std::int64_t(nv) * dk : std::int64_t(nv) * dv, key_major ? dv : dk);
 }
 
 }  // namespace ds::gpu

@@ -26,7 +26,8 @@
 //   "prev:<stage>": every sequence's state, all of one shape, stacked along dim 0 in that order
 //                   (sequence i's is the i-th of n equal parts); a sequence with no state yet
 //                   (`fresh`) has zeros there, the state an empty prev: input stands for. Empty
-//                   when no sequence has one.
+//                   when no sequence has one. seqs[i].state_slot says which slot of an engine's
+//                   recurrent-state cache held it (the `ids` map; docs/batches.md, "State slots").
 // Every output must be stacked the same way: row stages by rows (dim 0 = the sum of n_tokens),
 // a state a later step reads as prev: by sequence (n equal parts of dim 0). A candidate that
 // does not batch a block kind is handed the sequences one call each, with `seqs` empty, exactly
@@ -64,6 +65,10 @@ struct SeqSpan {
   int pos0 = 0;        // absolute position of its first row
   int cache_row0 = 0;  // its first row in "cache:" inputs (it has pos0 + n_tokens of them)
   bool fresh = false;  // no recurrent state yet: its part of each prev: input is zeros
+  // The recurrent-state slot its prior state was last written to (the `ids` entry of fused GDN /
+  // conv decode ops); the call writes sequence i's new state to slot i (rs_head 0). -1 when fresh
+  // (a reset: it starts from a zeroed slot). Its state itself is still its part of prev: inputs.
+  int state_slot = -1;
   bool operator==(const SeqSpan&) const = default;
 };
 

@@ -153,12 +153,12 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
 void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs) {
   put_u64(buf, seqs.size());
   for (const SeqSpan& q : seqs)
-    for (int v : {q.seq, q.row0, q.n_tokens, q.pos0, q.cache_row0, int(q.fresh)})
+    for (int v : {q.seq, q.row0, q.n_tokens, q.pos0, q.cache_row0, int(q.fresh), q.state_slot})
       put_u64(buf, std::uint64_t(std::int64_t(v)));
 }
 
 std::vector<SeqSpan> read_seqs(Reader& r) {
-  constexpr std::size_t kFields = 6;
+  constexpr std::size_t kFields = 7;
   const std::uint64_t n = r.u64();
   if (n > (r.buf.size() - r.at) / (kFields * sizeof(std::uint64_t)))
     throw Malformed(fmt::format("{} sequences in {} bytes", n, r.buf.size() - r.at));
@@ -166,6 +166,7 @@ std::vector<SeqSpan> read_seqs(Reader& r) {
   for (SeqSpan& q : seqs) {
     for (int* v : {&q.seq, &q.row0, &q.n_tokens, &q.pos0, &q.cache_row0}) *v = int(std::int64_t(r.u64()));
     q.fresh = r.u64() != 0;
+    q.state_slot = int(std::int64_t(r.u64()));
   }
   return seqs;
 }

@@ -292,7 +292,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option("--batch", args->opt.batch,
                   "N sequences fed to the candidate at once (prefill ragged, decode batched), each judged "
                   "against the reference run alone; or a batch description file (YAML: each sequence's "
-                  "prompt, decode steps, start position, slot). docs/batches.md");
+                  "prompt, decode steps, start position, state slot, join step). docs/batches.md");
   run->add_option(
          "--batch-checks", args->opt.batch_checks,
          "With --batch: all, none, or invariance,leak. invariance: each batched step's outputs equal "

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <set>
 
 #include "prompt.h"
@@ -42,16 +43,31 @@ void check_spec(const BatchSpec& b) {
     if (q.decode_steps < 0) throw bad("decode", q.decode_steps, "must be 0 or more");
     if (q.start < 0) throw bad("start", q.start, "must be 0 or more");
     if (q.slot < 0) throw bad("slot", q.slot, "must be 0 or more");
+    if (q.join < 0) throw bad("join", q.join, "must be 0 or more");
     if (!slots.insert(q.slot).second)
       throw bad("slot", q.slot, "another sequence already holds it: each sequence has a slot of its own");
   }
+  // Every model step needs a sequence in the batch: a join past the moment the batch emptied
+  // would run steps of nobody.
+  for (int step = 0; step <= b.steps(); ++step)
+    if (std::none_of(b.seqs.begin(), b.seqs.end(), [&](const SeqSpec& q) { return q.active(step); })) {
+      // The sequence joining first after the gap (one exists: steps() ends at a sequence's last).
+      std::size_t next = b.seqs.size();
+      for (std::size_t i = 0; i < b.seqs.size(); ++i)
+        if (b.seqs[i].join > step && (next == b.seqs.size() || b.seqs[i].join < b.seqs[next].join)) next = i;
+      throw InputError(
+          fmt::format("{}: sequence {}: join {} (no sequence is in the batch at step {}: a "
+                      "sequence joins a running batch)",
+                      b.source, next, b.seqs[next].join, step));
+    }
+  b.slot_plan();  // a waiting sequence's slot must stay unwritten until it joins
 }
 
 }  // namespace
 
 int BatchSpec::steps() const {
   int n = 0;
-  for (const SeqSpec& q : seqs) n = std::max(n, q.decode_steps);
+  for (const SeqSpec& q : seqs) n = std::max(n, q.join + q.decode_steps);
   return n;
 }
 
@@ -61,6 +77,36 @@ int BatchSpec::max_positions() const {
   return n;
 }
 
+std::vector<SlotMove> BatchSpec::slot_plan() const {
+  std::vector<int> last(seqs.size());  // the slot each sequence's state was last written to
+  for (std::size_t i = 0; i < seqs.size(); ++i) last[i] = seqs[i].start > 0 ? seqs[i].slot : -1;
+  std::vector<SlotMove> plan;
+  for (int step = 0; step <= steps(); ++step) {
+    const std::size_t first = plan.size();
+    std::map<int, int> read_by;  // slot -> the sequence reading it this step
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      if (!seqs[i].active(step)) continue;
+      const SlotMove m{step, int(i), last[i], int(plan.size() - first)};
+      // Unreachable while no call writes a waiting sequence's slot (below); kept as the invariant.
+      if (m.from >= 0 && !read_by.emplace(m.from, m.seq).second)
+        throw InputError(fmt::format(
+            "{}: sequence {}: slot {} (when it joins at step {}, sequence {}'s state is in that slot)",
+            source, i, seqs[i].slot, step, read_by.at(m.from)));
+      plan.push_back(m);
+    }
+    for (std::size_t k = first; k < plan.size(); ++k) last[std::size_t(plan[k].seq)] = plan[k].to;
+    // A sequence still to join keeps its prefix's state in its slot: no call may write it before.
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+      for (std::size_t k = first; k < plan.size(); ++k)
+        if (seqs[i].start > 0 && seqs[i].join > step && plan[k].to == seqs[i].slot)
+          throw InputError(
+              fmt::format("{}: sequence {}: slot {} (step {} writes sequence {}'s state there "
+                          "before it joins at step {})",
+                          source, i, seqs[i].slot, step, plan[k].seq, seqs[i].join));
+  }
+  return plan;
+}
+
 nlohmann::json BatchSpec::json() const {
   nlohmann::json seq_list = nlohmann::json::array();
   for (std::size_t i = 0; i < seqs.size(); ++i)
@@ -68,8 +114,16 @@ nlohmann::json BatchSpec::json() const {
                         {"prompt_tokens", seqs[i].prompt_tokens},
                         {"decode_steps", seqs[i].decode_steps},
                         {"start", seqs[i].start},
-                        {"slot", seqs[i].slot}});
-  return {{"source", source}, {"sequences", seq_list}};
+                        {"slot", seqs[i].slot},
+                        {"join", seqs[i].join}});
+  nlohmann::json moves = nlohmann::json::array();
+  for (const SlotMove& m : slot_plan())
+    moves.push_back({{"step", m.step},
+                     {"seq", m.seq},
+                     {"from_slot", m.from < 0 ? nlohmann::json(nullptr) : nlohmann::json(m.from)},
+                     {"to_slot", m.to},
+                     {"kind", m.kind()}});
+  return {{"source", source}, {"sequences", seq_list}, {"slots", moves}};
 }
 
 BatchSpec batch_from_flags(int n, const std::string& prompts, int prompt_tokens, int decode_steps) {
@@ -123,9 +177,10 @@ BatchSpec batch_from_file(const std::string& path) {
     if (!n.IsMap()) throw InputError(fmt::format("{}: sequence {}: expected a map", path, index));
     for (const auto& kv : n) {
       const std::string key = kv.first.as<std::string>("");
-      if (key != "prompt" && key != "tokens" && key != "decode" && key != "start" && key != "slot")
-        throw InputError(
-            fmt::format("{}: unknown field '{}' (prompt, tokens, decode, start, slot)", where(key), key));
+      if (key != "prompt" && key != "tokens" && key != "decode" && key != "start" && key != "slot" &&
+          key != "join")
+        throw InputError(fmt::format("{}: unknown field '{}' (prompt, tokens, decode, start, slot, join)",
+                                     where(key), key));
     }
     const auto integer = [&](const char* field, int fallback) {
       const YAML::Node v = n[field];
@@ -152,6 +207,7 @@ BatchSpec batch_from_file(const std::string& path) {
     q.decode_steps = integer("decode", 0);
     q.start = integer("start", 0);
     q.slot = integer("slot", index);
+    q.join = integer("join", 0);
     b.seqs.push_back(std::move(q));
     ++index;
   }

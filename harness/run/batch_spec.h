@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ds {
@@ -18,17 +19,37 @@ struct SeqSpec {
   // conversation). The reference computes it alone and both lanes start from the reference's
   // cache and state of it, so the batch's first step of this sequence sits at position `start`.
   int start = 0;
-  int slot = 0;  // its recurrent-state slot (GDN / conv state); the sequence's index by default
+  // The slot of the recurrent-state cache holding its `start` prefix's state before its first
+  // call (the `ids` entry that call hands over); the sequence's index by default.
+  int slot = 0;
+  // The model step it enters the batch at (continuous batching): its prompt runs at that step
+  // while the others decode. Its own step 0 is its prefill; it leaves after join + decode_steps.
+  int join = 0;
+  bool active(int step) const { return step >= join && step <= join + decode_steps; }
+};
+
+// Where one sequence's recurrent state moves in one model step (docs/batches.md, "State
+// slots"): each call writes sequence i's new state to slot i (rs_head 0); it reads its prior
+// state from the slot its last call wrote (`ids`), or for its first call the slot its `start`
+// prefix's state sits in. A sequence with no state yet starts from a zeroed slot (a reset).
+struct SlotMove {
+  int step = 0, seq = 0;
+  int from = -1;  // the slot its prior state is read from; -1: none (a reset)
+  int to = 0;     // the slot its new state is written to
+  std::string_view kind() const { return from < 0 ? "reset" : from == to ? "identity" : "moved"; }
 };
 
 struct BatchSpec {
   std::vector<SeqSpec> seqs;  // empty: a run of one sequence
   std::string source;         // "--batch 4" or the file, for messages
   bool active() const { return !seqs.empty(); }
-  // The model steps the batch runs: the prefill and the longest sequence's decode steps.
+  // The model steps after the first (step 0) the batch runs: until its last sequence leaves.
   int steps() const;
   // Every sequence's (start + prompt + decode) positions; the most any one needs.
   int max_positions() const;
+  // Every step's slot moves, step by step, sequences in batch order. Throws InputError where a
+  // call writes a waiting sequence's `slot` before it joins.
+  std::vector<SlotMove> slot_plan() const;
   nlohmann::json json() const;
 };
 

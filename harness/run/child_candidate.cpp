@@ -200,7 +200,8 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
 
 std::uint64_t ChildCandidate::max_output_elems(const ModelConfig& c, const StepContext& ctx) {
   // No stage is wider per token than the widest of these (fused rows included), and no
-  // per-sequence value (a recurrent or conv state) larger than the GDN state plus the conv state.
+  // per-sequence value (a recurrent or conv state) larger than the GDN state plus the conv state;
+  // a batched call's states hold one per sequence.
   const std::int64_t widths[] = {c.vocab, c.hidden, std::int64_t(c.q_dim()) * 2 + 2 * c.kv_dim(),
                                  2 * std::int64_t(c.ffn),
                                  std::int64_t(c.gdn_conv_dim()) + 2 * c.gdn_value_dim() + 2 * c.gdn_v_heads};
@@ -208,7 +209,8 @@ std::uint64_t ChildCandidate::max_output_elems(const ModelConfig& c, const StepC
   const std::int64_t state = std::int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
                              std::int64_t(c.conv_kernel) * c.gdn_conv_dim();
   const std::int64_t positions = std::max(1, ctx.pos0 + ctx.n_tokens);
-  return std::uint64_t(positions * row + state);
+  const std::int64_t seqs = std::max<std::int64_t>(1, std::int64_t(ctx.seqs.size()));
+  return std::uint64_t(positions * row + seqs * state);
 }
 
 }  // namespace ds

@@ -40,7 +40,8 @@ struct Seq {
   int id = 0;
   std::vector<int> prompt;
   int decode_steps = 0;
-  int pos = 0;  // positions before this step (the KV cache rows so far)
+  int join = 0;  // the model step of its prefill (a batch file's `join`)
+  int pos = 0;   // positions before this step (the KV cache rows so far)
   std::unique_ptr<ref::Reference> own_oracle;
   ref::Reference* oracle = nullptr;
   std::vector<Lane> lanes;  // one per mode, as run.lanes
@@ -56,7 +57,9 @@ struct Seq {
   // instead of `ref`, and that oracle's input to the block.
   std::vector<TensorMap> own_ref;
   std::vector<Tensor> own_ref_x;
-  bool active(int step) const { return step <= decode_steps; }
+  // This step's recurrent-state slot it reads (-1: none, a reset), as BatchSpec::slot_plan says.
+  int state_slot = -1;
+  bool active(int step) const { return step >= join && step <= join + decode_steps; }
 };
 
 // One block of one lane: each sequence's produced stages.
@@ -91,10 +94,13 @@ class StepLoop {
       std::vector<Seq*> active;
       for (auto& q : seqs_)
         if (q.active(step)) active.push_back(&q);
+      for (const SlotMove& m : slot_plan_)
+        if (m.step == step) seqs_[std::size_t(m.seq)].state_slot = m.from;
       for (Seq* q : active) {
-        q->T = step == 0 ? int(q->prompt.size()) : 1;
-        const std::vector<int> step_tokens = step == 0 ? q->prompt : std::vector<int>{q->fed.back()};
-        if (step == 0) q->fed = q->prompt;
+        const bool prefill = step == q->join;
+        q->T = prefill ? int(q->prompt.size()) : 1;
+        const std::vector<int> step_tokens = prefill ? q->prompt : std::vector<int>{q->fed.back()};
+        if (prefill) q->fed = q->prompt;
         // What was this step's output becomes the previous step's for recurrent inputs.
         q->ref_prev = std::exchange(q->ref_latest, {});
         for (auto& lane : q->lanes) lane.prev = std::exchange(lane.latest, {});
@@ -213,6 +219,7 @@ class StepLoop {
     const ModelConfig& cfg = run_.model->config;
     const int n = batch.active() ? int(batch.spec().seqs.size()) : 1;
     const int first = seeded_prompt_start(s_.opt.model);
+    if (batch.active()) slot_plan_ = batch.spec().slot_plan();
     seqs_.resize(std::size_t(n));
     for (int i = 0; i < n; ++i) {
       Seq& q = seqs_[std::size_t(i)];
@@ -238,6 +245,7 @@ class StepLoop {
         const SeqSpec& spec = batch.spec().seqs[std::size_t(i)];
         q.prompt = batch.prompt(i, cfg, s_.opt.seed, first);
         q.decode_steps = spec.decode_steps;
+        q.join = spec.join;
       } else {
         q.prompt = run_.tokens;
         q.decode_steps = s_.opt.decode_steps;
@@ -338,7 +346,8 @@ class StepLoop {
     int cache_rows = 0;
     for (const Seq* q : group) {
       if (batched)
-        ctx.seqs.push_back(SeqSpan{q->id, ctx.n_tokens, q->T, q->pos, cache_rows, q->lanes[li].prev.empty()});
+        ctx.seqs.push_back(SeqSpan{q->id, ctx.n_tokens, q->T, q->pos, cache_rows, q->lanes[li].prev.empty(),
+                                   q->lanes[li].prev.empty() ? -1 : q->state_slot});
       ctx.n_tokens += q->T;
       cache_rows += q->pos + q->T;
     }
@@ -617,7 +626,8 @@ class StepLoop {
   Loaded& run_;
   Yardstick& against_;  // what the stages are held to: the oracle, or the baseline
   std::vector<Seq> seqs_;
-  std::set<std::string, std::less<>> states_;                  // stages some step reads as prev:
+  std::vector<SlotMove> slot_plan_;            // the batch's state slots, step by step (empty: one sequence)
+  std::set<std::string, std::less<>> states_;  // stages some step reads as prev:
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
   Races races_;                                                // this block's racing stages: why
   BatchFindings findings_;  // this block's batch-check findings, per sequence and stage

@@ -14,6 +14,26 @@ import h5py
 
 DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 RAGGED = ["--batch", "4", "--batch-prompts", "1,5,8,13", "--decode-steps", "3"]
+# The hybrid's fused decode ops with ids: B (GDN) and D (conv), docs/batches.md "State slots".
+IDS_VARIANT = ["--gdn-variant", "ids,conv-update-ids"]
+SLOT_BATCH = """
+sequences:
+  - prompt: 3
+    decode: 1
+  - prompt: 5
+    decode: 3
+  - prompt: 1
+    join: 2
+    decode: 2
+"""
+# (step, seq) -> (from_slot, to_slot, kind) of SLOT_BATCH
+EXPECTED_SLOTS = {
+    (0, 0): (None, 0, "reset"), (0, 1): (None, 1, "reset"),
+    (1, 0): (0, 0, "identity"), (1, 1): (1, 1, "identity"),
+    (2, 1): (1, 0, "moved"), (2, 2): (None, 1, "reset"),
+    (3, 1): (0, 0, "identity"), (3, 2): (1, 1, "identity"),
+    (4, 2): (1, 0, "moved"),
+}
 
 
 def run(*args, timeout=300):
@@ -57,6 +77,8 @@ class Batch(unittest.TestCase):
         presets = tiny_presets()
         self.assertIn("qwen35-tiny", presets)  # the hybrid: GDN layers served per sequence
         self.assertIn("gpt2-tiny", presets)  # learned positions per sequence
+        self.assertIn("qwen3moe-tiny", presets)
+        self.assertIn("mixtral-tiny", presets)
         for preset in presets:
             for cand in ("cpu-f16", "simt"):
                 with self.subTest(preset=preset, candidate=cand):
@@ -90,13 +112,44 @@ class Batch(unittest.TestCase):
         self.assertEqual(j["batch_size"], 4)
         self.assertEqual(sorted({s["seq"] for s in j["stages"]}), [0, 1, 2, 3])
 
-    def test_the_hybrid_serves_its_gdn_layers_per_sequence(self):
+    def test_the_hybrid_batches_its_gdn_layers(self):
         trace = self.path("h.h5")
-        rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", "simt", *RAGGED, "--trace", trace)
+        for cand in ("cpu-f16", "simt"):
+            with self.subTest(cand):
+                rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", cand, *RAGGED,
+                                   "--trace", trace)
+                self.assertEqual(rc, 0, out + err)
+                served = run_attrs(trace)["batch"]["served"]
+                self.assertEqual((served["gdn"], served["gated_attn"]), ("batched", "batched"))
+
+    def slot_batch(self):
+        return self.write("slots.yaml", SLOT_BATCH)
+
+    def test_a_moved_and_a_reset_sequence_run_fused_ops_b_and_d(self):
+        # Sequence 0 leaves after step 1, so sequence 1's state moves from slot 1 to slot 0 at step 2;
+        # sequence 2 joins at step 2 with one token: a reset in that decode call.
+        trace = self.path("slots.h5")
+        # cpu-f16 has no fused ops (the plain recurrence per sequence); simt runs ops B and D.
+        for cand, variant in (("cpu-f16", []), ("simt", IDS_VARIANT)):
+            with self.subTest(cand):
+                rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", cand, *variant,
+                                   "--batch", self.slot_batch(), "--mode", "both", "--trace", trace)
+                self.assertEqual(rc, 0, out + err)
+                slots = {(m["step"], m["seq"]): (m["from_slot"], m["to_slot"], m["kind"])
+                         for m in run_attrs(trace)["batch"]["slots"]}
+                self.assertEqual(slots, EXPECTED_SLOTS)
+        # simt's launches: every decode call of layer 0 (a GDN layer) is one launch of op D and one of
+        # op B over all its sequences (each launches its gather first); the prefill runs the plain ops.
+        rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", "simt", *IDS_VARIANT,
+                           "--batch", self.slot_batch(), "--batch-checks", "none", "--trace", trace)
         self.assertEqual(rc, 0, out + err)
-        served = run_attrs(trace)["batch"]["served"]
-        self.assertEqual(served["gdn"], "per-sequence")
-        self.assertEqual(served["gated_attn"], "batched")
+        with h5py.File(trace, "r") as f:
+            launches = f["launches"][:]
+        gathers = {}
+        for row in launches:
+            if b"gather_nonident" in row["kernel"] and int(row["layer"]) == 0 and int(row["mode"]) == 0:
+                gathers.setdefault(int(row["step"]), []).append(row["stages"].decode())
+        self.assertEqual(gathers, {step: ["conv,conv_state", "gdn_out,gdn_state"] for step in (1, 2, 3, 4)})
 
     def test_sequence_zero_of_a_batch_is_the_run_of_one_sequence(self):
         # Same seed and length: sequence 0's prompt is the single run's, and so are its tokens.
@@ -162,6 +215,33 @@ sequences:
                 # A run of one sequence never makes the batched call the bug is planted in.
                 rc, out, err = run("--model", "synthetic:qwen3-tiny", "--candidate", mutant, "--decode-steps", "3")
                 self.assertEqual(rc, 0, out + err)
+
+    def test_gdn_ids_ignored_is_caught_at_the_moved_sequence(self):
+        # Op D (the conv) runs before op B: reading sequence 1's destination slot 0 (stale, sequence 0
+        # left) instead of slot 1 fails its conv at step 2. The leak check alone: the invariance
+        # check's lone call is a run of one sequence's, whose odd steps stage the state in another slot.
+        report = self.path("ids.json")
+        rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", "mutant:gdn-ids-ignored", *IDS_VARIANT,
+                           "--batch", self.slot_batch(), "--batch-checks", "leak", "--json", report)
+        self.assertEqual(rc, 1, out + err)
+        with open(report) as f:
+            j = json.load(f)
+        first = j["first_failure"]
+        self.assertEqual((first["stage"], first["step"], first["seq"], first["mode"]), ("conv", 2, 1, "isolated"),
+                         first)
+        # Sequence 2, a reset in the same call, reads sequence 1's prior state (its destination slot 1)
+        # instead of the zeroed slot: the leak check names the pair.
+        leak = [s for s in j["stages"] if (s["step"], s["layer"], s["stage"], s["seq"], s["mode"]) ==
+                (2, 0, "conv", 2, "isolated")]
+        self.assertEqual([s["status"] for s in leak], ["leak"])
+        self.assertIn("perturbing sequence 1's inputs moved sequence 2's conv", leak[0]["note"])
+        self.assertEqual(first["layer"], 0)  # qwen35-tiny: layers 0 and 2 are GDN layers
+        self.assertIn("at step 2 of sequence 1", out)
+        # The correct kernels on the same batch pass (the test above); so does the mutant on a batch
+        # whose every decode call is an identity for every sequence and no sequence resets.
+        rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", "mutant:gdn-ids-ignored", *IDS_VARIANT,
+                           "--batch", "2", "--batch-prompts", "3,4", "--decode-steps", "2", "--batch-checks", "leak")
+        self.assertEqual(rc, 0, out + err)
 
     def test_a_rejudged_trace_keeps_the_leak_and_names_the_sequence(self):
         trace = self.path("leak.h5")
@@ -237,6 +317,15 @@ sequences:
             "with --tokens": (["--batch", "2", "--tokens", "1,2"], "--tokens with --batch"),
             "an unknown check": (["--batch", "2", "--batch-checks", "leaks"], "'leaks' is not a check"),
             "checks without a batch": (["--batch-checks", "leak"], "--batch-checks"),
+            "a negative join": (["--batch", self.write("j.yaml", "sequences:\n  - prompt: 2\n    join: -1\n")],
+                                "sequence 0: join -1"),
+            "a join into an empty batch": (
+                ["--batch", self.write("g.yaml", "sequences:\n  - prompt: 2\n  - prompt: 1\n    join: 3\n")],
+                "sequence 1: join 3"),
+            "a joining slot written before it joins": (
+                ["--batch", self.write("c.yaml", "sequences:\n  - prompt: 2\n    decode: 3\n    slot: 5\n"
+                                       "  - prompt: 1\n    start: 2\n    join: 2\n    slot: 0\n")],
+                "sequence 1: slot 0 (step 0 writes sequence 0's state there before it joins at step 2)"),
         }
         for name, (args, needle) in cases.items():
             with self.subTest(name):
