@@ -75,7 +75,7 @@ class Batch(unittest.TestCase):
 
     def test_a_ragged_batch_passes_on_every_tiny_preset_for_the_correct_kernels(self):
         presets = tiny_presets()
-        self.assertIn("qwen35-tiny", presets)  # the hybrid: GDN layers served per sequence
+        self.assertIn("qwen35-tiny", presets)  # the hybrid: GDN layers batched through state slots
         self.assertIn("gpt2-tiny", presets)  # learned positions per sequence
         self.assertIn("qwen3moe-tiny", presets)
         self.assertIn("mixtral-tiny", presets)
