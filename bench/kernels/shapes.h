@@ -76,7 +76,7 @@ inline Decoder ffn_7b(bool smoke) {
 // value heads of 128, conv kernel 4): the repo's only qwen3next preset is the tiny one, which
 // is the smoke shape.
 inline Gdn gdn_shape(bool smoke) {
-  if (smoke) return gdn_from_preset("qwen3next-tiny");
+  if (smoke) return gdn_from_preset("qwen35-tiny");
   return {"qwen3-next-80b", 16, 32, 128, 128, 4, 2048};
 }
 

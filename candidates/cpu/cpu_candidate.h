@@ -29,9 +29,11 @@ enum class PlantedBug {
   // squares nears 1e-6 (the probe tiny-gdn-qk drives it there).
   l2norm_no_eps,
   // Mixture-of-experts routing and combine bugs (docs/moe.md), one rule broken each.
-  moe_no_renorm,          // norm_topk_prob's renormalisation of the chosen weights forgotten
-  moe_expert_off_by_one,  // the combine reads expert e + 1's weights for chosen expert e
-  moe_rule_swapped,       // softmax after top-k for a softmax-before model (and the reverse)
+  moe_no_renorm,           // norm_topk_prob's renormalisation of the chosen weights forgotten
+  moe_expert_off_by_one,   // the combine reads expert e + 1's weights for chosen expert e
+  moe_rule_swapped,        // softmax after top-k for a softmax-before model (and the reverse)
+  moe_shexp_gate_dropped,  // the shared expert added ungated: ffn_out = moe_out + shexp_out
+  moe_shexp_gate_raw,      // the shared-expert gate's logit used without its sigmoid
 };
 
 // Every planted variant of cpu-f16, one row each: the name it is registered under and what it
@@ -42,8 +44,9 @@ struct CpuVariant {
   const char* what;
 };
 const std::vector<CpuVariant>& planted_variants();
-// A MoE decoder layer's FFN steps, ffn_norm .. residual_2 (cpu_moe.cpp).
-std::vector<KernelStep> moe_steps();
+// A MoE layer's FFN steps, ffn_norm .. residual_2, with the shared expert's when it has one
+// (cpu_moe.cpp).
+std::vector<KernelStep> moe_steps(bool shared_expert);
 
 class CpuCandidate final : public Candidate {
  public:
@@ -73,6 +76,8 @@ class CpuCandidate final : public Candidate {
                   TensorMap& outputs);
   // The mixture-of-experts steps (cpu_moe.cpp); false when `step` is not one of them.
   bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
+  bool run_shared_expert(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                         TensorMap& outputs);
   void crash_if_planted() const;
 
   PlantedBug bug_;

@@ -196,7 +196,7 @@ class StepLoop {
         record_history(lane, layer, o, it->second);
         produced[o] = std::move(it->second);
       }
-      if (!tie && cfg.moe() && kind == BlockKind::decoder && produced.count("expert_ids"))
+      if (!tie && cfg.moe() && kind != BlockKind::gpt2 && produced.count("expert_ids"))
         if ((tie = settle_moe_tie(step, layer, lane, in, produced.at("expert_ids")))) cur = &tie->inputs;
     }
     const BlockInputs& in = *cur;
