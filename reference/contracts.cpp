@@ -204,12 +204,15 @@ OpSet required_ops(const ModelConfig& cfg) {
   return ops;
 }
 
-// The dense MLP's roles swapped for the MoE FFN's with a shared expert (Qwen3-Next's layers).
-void swap_dense_mlp_for_moe(std::vector<std::string>& roles) {
+namespace {
+// The dense MLP's roles swapped for the MoE FFN's (with the shared expert's, as in Qwen3-Next).
+void swap_dense_mlp_for_moe(std::vector<std::string>& roles, bool shared_expert) {
   std::erase_if(roles,
                 [](const std::string& r) { return r == "ffn_gate" || r == "ffn_up" || r == "ffn_down"; });
-  append(roles, kMoeShexpFfn);
+  for (std::string_view r : kMoeShexpFfn)
+    if (shared_expert || r.find("_shexp") == std::string_view::npos) roles.emplace_back(r);
 }
+}  // namespace
 
 std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind) {
   std::vector<std::string> out;
@@ -228,7 +231,7 @@ std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind
     default: break;
   }
   if (c.layout == Layout::hybrid_gdn_moe && (kind == BlockKind::gdn || kind == BlockKind::gated_attn))
-    swap_dense_mlp_for_moe(out);
+    swap_dense_mlp_for_moe(out, c.shared_expert);
   return sorted(std::move(out));
 }
 
