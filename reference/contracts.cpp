@@ -26,16 +26,17 @@ constexpr Alias kAliases[] = {
     {"qwen2_5", "qwen2"},
     {"qwen3", "qwen3"},
     {"gpt2", "gpt2"},
-    // The dense Qwen3.5 hybrid; "qwen3next" was its name here before it was llama.cpp's (whose
-    // qwen3next is the MoE model: its experts are refused when a file has them).
+    // The dense Qwen3.5 hybrid. "qwen3next" was its name here before; a qwen3next file without
+    // experts (this project's older GGUFs) still loads as it (loaders/gguf_reader.cpp).
     {"qwen35", "qwen35"},
-    {"qwen3next", "qwen35"},
-    {"qwen3_next", "qwen35"},
     {"qwen3_5", "qwen35"},
     {"qwen3.5", "qwen35"},
     {"qwen3_5_text", "qwen35"},
     {"qwen3moe", "qwen3moe"},
     {"qwen3_moe", "qwen3moe"},
+    // Qwen3-Next: the hybrid with a MoE FFN and a gated shared expert in every layer.
+    {"qwen3next", "qwen3next"},
+    {"qwen3_next", "qwen3next"},
     // Mixtral is llama with experts: llama.cpp writes its GGUF as `llama` with expert_count.
     {"mixtral", "mixtral"},
 };
@@ -47,6 +48,10 @@ constexpr std::array<std::string_view, 9> kBase = {
 constexpr std::array<std::string_view, 10> kMoeBase = {
     "attn_norm", "attn_q",       "attn_k",        "attn_v",      "attn_output",
     "ffn_norm",  "ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+// Qwen3-Next's FFN in every layer: the router, the stacked experts, the shared expert and its gate.
+constexpr std::array<std::string_view, 8> kMoeShexpFfn = {
+    "ffn_gate_inp",   "ffn_gate_exps", "ffn_up_exps",    "ffn_down_exps",
+    "ffn_gate_shexp", "ffn_up_shexp",  "ffn_down_shexp", "ffn_gate_inp_shexp"};
 constexpr std::array<std::string_view, 2> kQkNorm = {"attn_q_norm", "attn_k_norm"};
 constexpr std::array<std::string_view, 3> kBias = {"attn_q_bias", "attn_k_bias", "attn_v_bias"};
 constexpr std::array<std::string_view, 12> kGpt2 = {
@@ -74,6 +79,7 @@ std::string_view layout_name(Layout l) {
     case Layout::gpt2: return "gpt2";
     case Layout::hybrid_gdn: return "hybrid_gdn";
     case Layout::decoder_moe: return "decoder_moe";
+    case Layout::hybrid_gdn_moe: return "hybrid_gdn_moe";
   }
   return "?";
 }
@@ -85,7 +91,7 @@ std::string canonical_architecture(std::string_view arch) {
 }
 
 std::vector<std::string> known_architectures() {
-  return {"llama", "qwen2", "qwen3", "gpt2", "qwen35", "qwen3moe", "mixtral"};
+  return {"llama", "qwen2", "qwen3", "gpt2", "qwen35", "qwen3moe", "mixtral", "qwen3next"};
 }
 
 ArchConstraints from_architecture(std::string_view arch) {
@@ -114,13 +120,21 @@ ArchConstraints from_architecture(std::string_view arch) {
     c.has_bias = true;
     c.layout = Layout::gpt2;
   }
-  if (canon == "qwen35") {
+  if (canon == "qwen35" || canon == "qwen3next") {
     c.has_qk_norm = true;
     c.norm_plus_one = true;
     c.partial_rope = true;
     c.attn_output_gate = true;
     c.gated_delta_net = true;
     c.layout = Layout::hybrid_gdn;
+  }
+  if (canon == "qwen3next") {
+    // Qwen3-Next-80B-A3B ships norm_topk_prob true; llama.cpp's qwen3next graph renormalises
+    // unconditionally. Every layer adds the gated shared expert.
+    c.layout = Layout::hybrid_gdn_moe;
+    c.moe_routing = "softmax_topk";
+    c.moe_norm_topk = true;
+    c.shared_expert = true;
   }
   return c;
 }
@@ -133,7 +147,8 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
       c = from_architecture("gpt2");
       c.attention_type = cfg.n_kv_heads < cfg.n_heads ? "gqa" : "mha";
       return c;
-    case Family::qwen35: c.layout = Layout::hybrid_gdn; break;
+    case Family::qwen35:
+    case Family::qwen3next: c.layout = Layout::hybrid_gdn; break;
     default: c.layout = Layout::decoder; break;
   }
   c.rope_type = cfg.rope_mode == RopeMode::neox ? "neox" : "normal";
@@ -148,9 +163,10 @@ ArchConstraints constraints_of(const ModelConfig& cfg) {
   }
   c.gdn_tiled_heads = c.gated_delta_net && cfg.gdn_head_map == GdnHeadMap::tiled;
   if (cfg.moe()) {
-    c.layout = Layout::decoder_moe;
+    c.layout = c.layout == Layout::hybrid_gdn ? Layout::hybrid_gdn_moe : Layout::decoder_moe;
     c.moe_routing = std::string(moe_routing_name(cfg.moe_routing));
     c.moe_norm_topk = cfg.moe_routing == MoeRouting::softmax_topk && cfg.moe_norm_topk;
+    c.shared_expert = cfg.shared_expert();
   }
   return c;
 }
@@ -177,6 +193,7 @@ OpSet required_ops(const ArchConstraints& c) {
     ops.add(Op::MoeExperts);
     ops.add(c.moe_routing == "topk_softmax" ? Op::MoeTopKSoftmax : Op::MoeSoftmaxTopK);
     if (c.moe_norm_topk) ops.add(Op::MoeNormTopK);
+    if (c.shared_expert) ops.add(Op::MoeSharedExpert);
   }
   return ops;
 }
@@ -186,6 +203,16 @@ OpSet required_ops(const ModelConfig& cfg) {
   for (Op op : cfg.gdn_fused.list()) ops.add(op);  // the fused decode variants a run requests
   return ops;
 }
+
+namespace {
+// The dense MLP's roles swapped for the MoE FFN's (with the shared expert's, as in Qwen3-Next).
+void swap_dense_mlp_for_moe(std::vector<std::string>& roles, bool shared_expert) {
+  std::erase_if(roles,
+                [](const std::string& r) { return r == "ffn_gate" || r == "ffn_up" || r == "ffn_down"; });
+  for (std::string_view r : kMoeShexpFfn)
+    if (shared_expert || r.find("_shexp") == std::string_view::npos) roles.emplace_back(r);
+}
+}  // namespace
 
 std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind) {
   std::vector<std::string> out;
@@ -203,13 +230,16 @@ std::vector<std::string> required_roles(const ArchConstraints& c, BlockKind kind
       break;
     default: break;
   }
+  if (c.layout == Layout::hybrid_gdn_moe && (kind == BlockKind::gdn || kind == BlockKind::gated_attn))
+    swap_dense_mlp_for_moe(out, c.shared_expert);
   return sorted(std::move(out));
 }
 
 std::vector<std::string> required_roles(const ArchConstraints& c) {
   switch (c.layout) {
     case Layout::gpt2: return required_roles(c, BlockKind::gpt2);
-    case Layout::hybrid_gdn: return required_roles(c, BlockKind::gdn);
+    case Layout::hybrid_gdn:
+    case Layout::hybrid_gdn_moe: return required_roles(c, BlockKind::gdn);
     case Layout::decoder:
     case Layout::decoder_moe: break;
   }
@@ -231,7 +261,9 @@ std::vector<std::string> required_model_roles(const ArchConstraints& c) {
 
 std::vector<std::string> optional_roles(const ArchConstraints& c, BlockKind kind) {
   std::vector<std::string> out;
-  if (kind == BlockKind::decoder && c.layout == Layout::decoder_moe) {
+  const bool moe_layer = (kind == BlockKind::decoder && c.layout == Layout::decoder_moe) ||
+                         (kind == BlockKind::gated_attn && c.layout == Layout::hybrid_gdn_moe);
+  if (moe_layer) {
     out = {"attn_output_bias"};  // the experts carry no biases in any MoE checkpoint read here
     if (!c.has_bias) append(out, kBias);
   } else if (kind == BlockKind::decoder || kind == BlockKind::gated_attn) {

@@ -16,8 +16,9 @@ namespace ds::ref {
 
 // How a layer is laid out: the seed's decoder matrix (base / +qk_norm / +bias), GPT-2's fused
 // LayerNorm block, the Qwen3-Next hybrid (GDN layers + gated full attention), or the decoder
-// with a mixture-of-experts FFN (router + stacked experts in place of ffn_gate/up/down).
-enum class Layout { decoder, gpt2, hybrid_gdn, decoder_moe };
+// with a mixture-of-experts FFN (router + stacked experts in place of ffn_gate/up/down), or the
+// hybrid whose every FFN is one, plus a gated shared expert (Qwen3-Next).
+enum class Layout { decoder, gpt2, hybrid_gdn, decoder_moe, hybrid_gdn_moe };
 
 struct ArchConstraints {
   std::string attention_type = "gqa";        // gqa | mha
@@ -35,13 +36,14 @@ struct ArchConstraints {
   bool gdn_tiled_heads = false;  // GDN value head h reads key head h mod n_k (not floor(h / rho))
   std::string moe_routing;       // "" (dense MLP) | softmax_topk | topk_softmax (moe_routing_name)
   bool moe_norm_topk = false;    // softmax_topk's chosen weights renormalised (norm_topk_prob)
+  bool shared_expert = false;    // a SwiGLU shared expert behind a sigmoid gate (Qwen3-Next)
   Layout layout = Layout::decoder;
   bool operator==(const ArchConstraints&) const = default;
 };
 
 std::string_view layout_name(Layout l);
-// Resolves aliases ("llama3", "mistral" -> llama; "qwen", "qwen2.5" -> qwen2; "qwen3next",
-// "qwen3_next" -> qwen35; "qwen3_moe" -> qwen3moe). An unknown architecture gets the default (base)
+// Resolves aliases ("llama3", "mistral" -> llama; "qwen", "qwen2.5" -> qwen2; "qwen3_5" -> qwen35;
+// "qwen3_next" -> qwen3next; "qwen3_moe" -> qwen3moe). An unknown architecture gets the default (base)
 // constraints.
 ArchConstraints from_architecture(std::string_view arch);
 // The canonical architecture an alias resolves to; empty when unknown.

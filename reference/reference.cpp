@@ -103,7 +103,7 @@ TensorMap Reference::layer(int layer, const Tensor& x, int pos0, const TensorMap
 }
 
 TensorMap Reference::moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const {
-  if (!cfg_.moe() || cfg_.block_kind(layer) != BlockKind::decoder)
+  if (!cfg_.moe() || cfg_.block_kind(layer) == BlockKind::gpt2)
     throw std::invalid_argument(fmt::format("reference: layer {} has no experts", layer));
   const BlockContext c{cfg_, weights(), layer, opt_.storage, opt_.numerics, *model_};
   moe_combine(c, stages, ids);

@@ -102,6 +102,23 @@ const LayerShape kLayer[] = {
      [](const ModelConfig& c, BlockKind) {
        return Shape{c.n_experts, c.hidden, c.expert_ffn};
      }},
+    // Qwen3-Next's shared expert and its gate (a linear of one output; GGUF stores it 1-D).
+    {"ffn_gate_inp_shexp.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{1, c.hidden};
+     }},
+    {"ffn_gate_shexp.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.shared_expert_ffn, c.hidden};
+     }},
+    {"ffn_up_shexp.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.shared_expert_ffn, c.hidden};
+     }},
+    {"ffn_down_shexp.weight",
+     [](const ModelConfig& c, BlockKind) {
+       return Shape{c.hidden, c.shared_expert_ffn};
+     }},
 };
 }  // namespace
 

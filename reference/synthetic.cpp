@@ -90,13 +90,22 @@ ModelConfig moe(ModelConfig c, int experts, int used, int expert_ffn) {
   c.n_experts = experts;
   c.n_experts_used = used;
   c.expert_ffn = expert_ffn;
-  if (c.family == Family::qwen3moe) {
+  if (c.family == Family::qwen3moe || c.family == Family::qwen3next) {
     c.moe_routing = MoeRouting::softmax_topk;
     c.moe_norm_topk = true;
   } else {  // Mixtral: llama with experts
     c.arch = "mixtral";
     c.moe_routing = MoeRouting::topk_softmax;
   }
+  return c;
+}
+
+// Qwen3-Next: the Qwen3.5 hybrid `c` with every FFN a MoE of `experts` (top `used`, renormalised)
+// plus a shared expert of width `shared_ffn` behind its sigmoid gate.
+ModelConfig qwen3next(ModelConfig c, int experts, int used, int expert_ffn, int shared_ffn) {
+  c.family = Family::qwen3next;
+  c = moe(c, experts, used, expert_ffn);
+  c.shared_expert_ffn = shared_ffn;
   return c;
 }
 
@@ -128,6 +137,10 @@ const Preset kPresets[] = {
        c.moe_norm_topk = false;
        return c;
      }},
+    // Qwen3-Next at tiny size: qwen35-tiny's hybrid with 16 experts of width 32, top-4, and a
+    // shared expert of width 48 (another width than the experts', so the two cannot be swapped).
+    {"qwen3next-tiny",
+     [] { return qwen3next(qwen35(4, 2, 64, 4, 2, 16, 128, 256, 2, 4, 16, 16), 16, 4, 32, 48); }},
     {"qwen2.5-0.5b", [] { return tied(decoder(Family::qwen2, 24, 896, 14, 2, 64, 4864, 151936)); }},
     {"qwen3-0.6b", [] { return tied(decoder(Family::qwen3, 28, 1024, 16, 8, 128, 3072, 151936)); }},
     {"llama3.2-1b",
@@ -142,6 +155,14 @@ const Preset kPresets[] = {
     // is unused by its all-MoE layers. 60 GB in bf16: run it with --layers 1.
     {"qwen3-30b-a3b",
      [] { return moe(decoder(Family::qwen3moe, 48, 2048, 32, 4, 128, 6144, 151936), 128, 8, 768); }},
+    // Qwen3-Next-80B-A3B's config.json: 48 layers (every 4th gated full attention), hidden 2048,
+    // 16 q / 2 kv heads of 256, GDN 16 key / 32 value heads of 128, 512 experts of width 512, 10
+    // per token, norm_topk_prob true, a shared expert of 512, vocab 151936; intermediate_size 5120
+    // is unused by its all-MoE layers. 160 GB in bf16: run it with --layers 1.
+    {"qwen3-next-80b-a3b",
+     [] {
+       return qwen3next(qwen35(48, 4, 2048, 16, 2, 256, 5120, 151936, 16, 32, 128, 128), 512, 10, 512, 512);
+     }},
     // Llama-3 RoPE scaling at tiny size. Its factors slow the low-frequency pairs, which only shows
     // at long positions: a candidate that drops them passes short prompts and fails past ~2048.
     {"llama3-tiny",
@@ -163,7 +184,8 @@ const Preset kPresets[] = {
     {"qwen3-tails-tiny", [] { return decoder(Family::qwen3, 2, 90, 5, 1, 26, 170, 300); }},
     {"gpt2-tails-tiny", [] { return gpt2(2, 90, 5, 170, 300, 64); }},
     // And Qwen3-MoE's: 7 experts of width 170, 3 per token (no power of two anywhere in the routing).
-    {"qwen3moe-tails-tiny", [] { return moe(decoder(Family::qwen3moe, 2, 90, 5, 1, 26, 170, 300), 7, 3, 170); }},
+    {"qwen3moe-tails-tiny",
+     [] { return moe(decoder(Family::qwen3moe, 2, 90, 5, 1, 26, 170, 300), 7, 3, 170); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (a fused epilogue that adds the bias twice).
     {"qwen2-bias-tiny",
@@ -205,23 +227,6 @@ double NormalStream::next() {
   return r * std::cos(2 * M_PI * u2);
 }
 
-namespace {
-
-// Names presets had before, still accepted (traces, scripts and CI lines carry them); the
-// weights are keyed by tensor name and seed, so an alias gives the same model.
-struct PresetAlias {
-  std::string_view alias, preset;
-};
-constexpr PresetAlias kPresetAliases[] = {{"qwen3next-tiny", "qwen35-tiny"}};
-
-std::string_view resolve_preset(std::string_view name) {
-  for (const auto& a : kPresetAliases)
-    if (a.alias == name) return a.preset;
-  return name;
-}
-
-}  // namespace
-
 std::vector<std::string> synthetic_presets() {
   std::vector<std::string> out;
   for (const auto& p : kPresets) out.emplace_back(p.name);
@@ -240,7 +245,7 @@ std::string synthetic_tails_preset(std::string_view preset) {
 
 ModelConfig synthetic_config(std::string_view preset) {
   for (const auto& p : kPresets)
-    if (p.name == resolve_preset(preset)) {
+    if (p.name == preset) {
       ModelConfig c = p.make();
       c.name = fmt::format("synthetic:{}", preset);
       return c;
@@ -411,8 +416,20 @@ void moe_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const Synt
   fill(ws, g, n("ffn_gate_inp.weight"), {E, D}, 0.0, reading(1.0, D));
   fill(ws, g, n("ffn_gate_exps.weight"), {E, F, D}, 0.0, reading(1.0, D));
   fill(ws, g, n("ffn_up_exps.weight"), {E, F, D}, 0.0, reading(1.0, D));
+  // With a shared expert the layer's write is split between the two halves: the routed experts'
+  // by sqrt(2) less, the shared expert's by sqrt(2) more, its sigmoid gate (logits of std about
+  // 1, so about 0.5 on average) taking half of that back.
+  const double share = c.shared_expert() ? std::sqrt(0.5) : 1.0;
   fill(ws, g, n("ffn_down_exps.weight"), {E, D, F}, 0.0,
-       s.write[std::size_t(l)] * std::sqrt(double(c.n_experts_used)) / (kSiluMulRms * std::sqrt(double(F))));
+       share * s.write[std::size_t(l)] * std::sqrt(double(c.n_experts_used)) /
+           (kSiluMulRms * std::sqrt(double(F))));
+  if (!c.shared_expert()) return;
+  const std::int64_t S = c.shared_expert_ffn;
+  fill(ws, g, n("ffn_gate_shexp.weight"), {S, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_up_shexp.weight"), {S, D}, 0.0, reading(1.0, D));
+  fill(ws, g, n("ffn_down_shexp.weight"), {D, S}, 0.0,
+       std::sqrt(2.0) * s.write[std::size_t(l)] / (kSiluMulRms * std::sqrt(double(S))));
+  fill(ws, g, n("ffn_gate_inp_shexp.weight"), {1, D}, 0.0, reading(1.0, D));
 }
 
 void gpt2_weights(WeightStore& ws, const Gen& g, const ModelConfig& c, const SyntheticScales& s, int l) {

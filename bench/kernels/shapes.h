@@ -73,10 +73,10 @@ inline Decoder ffn_7b(bool smoke) {
 }
 
 // Qwen3-Next-80B-A3B's linear-attention layer (its published config.json: 16 key heads and 32
-// value heads of 128, conv kernel 4): the repo's only qwen3next preset is the tiny one, which
-// is the smoke shape.
+// value heads of 128, conv kernel 4, as the qwen3-next-80b-a3b preset has it); the smoke shape
+// is the dense hybrid's tiny preset, whose GDN layer is qwen3next-tiny's.
 inline Gdn gdn_shape(bool smoke) {
-  if (smoke) return gdn_from_preset("qwen3next-tiny");
+  if (smoke) return gdn_from_preset("qwen35-tiny");
   return {"qwen3-next-80b", 16, 32, 128, 128, 4, 2048};
 }
 

@@ -66,6 +66,11 @@ const std::vector<CpuVariant>& planted_variants() {
        "cpu-f16 that routes a softmax-then-top-k model with softmax over the top k (and the reverse): "
        "identical when the chosen weights are renormalised, wrong weights when not (caught at "
        "expert_weights on qwen3moe-unnormed-tiny)"},
+      {PlantedBug::moe_shexp_gate_dropped, "mutant:moe-shexp-gate-dropped",
+       "cpu-f16 that adds Qwen3-Next's shared expert to the routed output without its sigmoid gate "
+       "(caught at ffn_out)"},
+      {PlantedBug::moe_shexp_gate_raw, "mutant:moe-shexp-gate-raw",
+       "cpu-f16 whose Qwen3-Next shared-expert gate is the raw logit, no sigmoid (caught at shexp_gate)"},
       {PlantedBug::batch_seq_offset, "mutant:batch-seq-offset",
        "cpu-f16 whose batched attention starts each sequence's KV cache one row early: a sequence offset off "
        "by one, reading the last cache row of its neighbour (run --batch)"},
@@ -129,7 +134,8 @@ OpSet CpuCandidate::capabilities() const {
           Op::MoeSoftmaxTopK,
           Op::MoeTopKSoftmax,
           Op::MoeNormTopK,
-          Op::MoeExperts};
+          Op::MoeExperts,
+          Op::MoeSharedExpert};
 }
 
 std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
@@ -184,8 +190,8 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
     }
     default: return {};  // not supported: the capability gate refuses such models first
   }
-  if (kind == BlockKind::decoder && cfg.moe()) {
-    const std::vector<KernelStep> experts = moe_steps();
+  if (cfg.moe()) {
+    const std::vector<KernelStep> experts = moe_steps(cfg.shared_expert());
     p.insert(p.end(), experts.begin(), experts.end());
     return p;
   }

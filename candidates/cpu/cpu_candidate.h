@@ -29,9 +29,11 @@ enum class PlantedBug {
   // squares nears 1e-6 (the probe tiny-gdn-qk drives it there).
   l2norm_no_eps,
   // Mixture-of-experts routing and combine bugs (docs/moe.md), one rule broken each.
-  moe_no_renorm,          // norm_topk_prob's renormalisation of the chosen weights forgotten
-  moe_expert_off_by_one,  // the combine reads expert e + 1's weights for chosen expert e
-  moe_rule_swapped,       // softmax after top-k for a softmax-before model (and the reverse)
+  moe_no_renorm,           // norm_topk_prob's renormalisation of the chosen weights forgotten
+  moe_expert_off_by_one,   // the combine reads expert e + 1's weights for chosen expert e
+  moe_rule_swapped,        // softmax after top-k for a softmax-before model (and the reverse)
+  moe_shexp_gate_dropped,  // the shared expert added ungated: ffn_out = moe_out + shexp_out
+  moe_shexp_gate_raw,      // the shared-expert gate's logit used without its sigmoid
   // Batched bug classes (docs/batches.md), each wrong only in a batched call (`run --batch`):
   batch_seq_offset,      // attention reads a sequence's KV cache one row early (into its neighbour's)
   batch_wrong_position,  // RoPE rotates a sequence's rows by the next sequence's positions
@@ -46,8 +48,9 @@ struct CpuVariant {
   const char* what;
 };
 const std::vector<CpuVariant>& planted_variants();
-// A MoE decoder layer's FFN steps, ffn_norm .. residual_2 (cpu_moe.cpp).
-std::vector<KernelStep> moe_steps();
+// A MoE layer's FFN steps, ffn_norm .. residual_2, with the shared expert's when it has one
+// (cpu_moe.cpp).
+std::vector<KernelStep> moe_steps(bool shared_expert);
 
 class CpuCandidate final : public Candidate {
  public:
@@ -79,6 +82,8 @@ class CpuCandidate final : public Candidate {
                   TensorMap& outputs);
   // The mixture-of-experts steps (cpu_moe.cpp); false when `step` is not one of them.
   bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
+  bool run_shared_expert(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                         TensorMap& outputs);
   void crash_if_planted() const;
   // The batched bug classes' planted lines (PlantedBug::batch_*); correct without them.
   int cache_start(const SeqSpan& q) const;

@@ -48,12 +48,20 @@ std::vector<float> expert_matvec(const Mat& stack, int expert, std::int64_t out,
 
 }  // namespace
 
-std::vector<KernelStep> moe_steps() {
-  return {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
-          {"router", {"ffn_norm"}, {"router_logits"}},
-          {"topk", {"router_logits"}, {"expert_ids", "expert_weights"}},
-          {"experts", {"ffn_norm", "expert_ids", "expert_weights"}, {"moe_out"}},
-          {"residual_2", {"residual_1", "moe_out"}, {"residual_2"}}};
+std::vector<KernelStep> moe_steps(bool shared_expert) {
+  std::vector<KernelStep> p = {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
+                               {"router", {"ffn_norm"}, {"router_logits"}},
+                               {"topk", {"router_logits"}, {"expert_ids", "expert_weights"}},
+                               {"experts", {"ffn_norm", "expert_ids", "expert_weights"}, {"moe_out"}}};
+  if (!shared_expert) {
+    p.push_back({"residual_2", {"residual_1", "moe_out"}, {"residual_2"}});
+    return p;
+  }
+  p.push_back({"shexp", {"ffn_norm"}, {"shexp_out"}});
+  p.push_back({"shexp_gate", {"ffn_norm"}, {"shexp_gate"}});
+  p.push_back({"shexp_add", {"moe_out", "shexp_gate", "shexp_out"}, {"ffn_out"}});
+  p.push_back({"residual_2", {"residual_1", "ffn_out"}, {"residual_2"}});
+  return p;
 }
 
 bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -61,6 +69,8 @@ bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
   const ModelConfig& c = cfg_;
   const int l = ctx.layer;
   const std::string& s = step.name;
+  if (s == "shexp" || s == "shexp_gate" || s == "shexp_add")
+    return run_shared_expert(step, ctx, inputs, outputs);
   if (s != "router" && s != "topk" && s != "experts") return false;
   auto x = [&](std::string_view n) { return to_mat(input(inputs, n, "cpu candidate")); };
   const std::int64_t E = c.n_experts, K = c.n_experts_used, D = c.hidden, F = c.expert_ffn;
@@ -124,6 +134,34 @@ bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
     }
   }
   outputs["moe_out"] = to_tensor(out, storage_);
+  return true;
+}
+
+// Qwen3-Next's shared expert: a SwiGLU MLP of ffn_norm, its gate sigmoid(ffn_norm . w) [T, 1],
+// and the routed output plus the gated shared one, in f32.
+bool CpuCandidate::run_shared_expert(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                                     TensorMap& outputs) {
+  const int l = ctx.layer;
+  auto x = [&](std::string_view n) { return to_mat(input(inputs, n, "cpu candidate")); };
+  if (step.name == "shexp") {
+    const Mat a = x("ffn_norm");
+    const Mat act =
+        silu_mul(linear(a, w(l, "ffn_gate_shexp.weight"), {}), linear(a, w(l, "ffn_up_shexp.weight"), {}));
+    outputs["shexp_out"] = to_tensor(linear(act, w(l, "ffn_down_shexp.weight"), {}), storage_);
+  } else if (step.name == "shexp_gate") {
+    Mat g = linear(x("ffn_norm"), w(l, "ffn_gate_inp_shexp.weight"), {});
+    if (bug_ != PlantedBug::moe_shexp_gate_raw)  // the planted bug: the logit as the gate
+      for (float& v : g.v) v = 1.0f / (1.0f + std::exp(-v));
+    outputs["shexp_gate"] = to_tensor(g, storage_);
+  } else {
+    const Mat moe = x("moe_out"), gate = x("shexp_gate"), sh = x("shexp_out");
+    Mat out(moe.rows, moe.cols);
+    for (std::int64_t t = 0; t < moe.rows; ++t) {
+      const float g = bug_ == PlantedBug::moe_shexp_gate_dropped ? 1.0f : gate.row(t)[0];  // the planted bug
+      for (std::int64_t d = 0; d < moe.cols; ++d) out.row(t)[d] = moe.row(t)[d] + g * sh.row(t)[d];
+    }
+    outputs["ffn_out"] = to_tensor(out, storage_);
+  }
   return true;
 }
 

@@ -35,8 +35,9 @@ int permute_heads_of(const ModelConfig& cfg, const Source& src) {
 
 std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view s) {
   const std::int64_t hidden = cfg.hidden, q = cfg.q_dim(), kv = cfg.kv_dim(), ffn = cfg.ffn;
-  for (std::string_view h : {"embed", "final_norm", "attn_norm", "attn_out", "residual_1", "ffn_norm", "down",
-                             "residual_2", "ln_1", "ln_2", "proj", "out_proj"})
+  for (std::string_view h :
+       {"embed", "final_norm", "attn_norm", "attn_out", "residual_1", "ffn_norm", "down", "residual_2",
+        "ln_1", "ln_2", "proj", "out_proj", "moe_out", "shexp_out", "ffn_out"})
     if (s == h) return hidden;
   for (std::string_view h : {"q", "q_norm", "q_rope", "attn", "attn_gate", "attn_gated"})
     if (s == h) return q;
@@ -50,6 +51,11 @@ std::optional<std::int64_t> stage_width(const ModelConfig& cfg, std::string_view
   if (s == "z_gate" || s == "gdn_out" || s == "gated_norm") return cfg.gdn_value_dim();
   if (s == "q_l2" || s == "k_l2") return cfg.gdn_key_dim();
   if (s == "beta" || s == "g") return cfg.gdn_v_heads;
+  // Mixture of experts (docs/moe.md): the router's logits, the chosen experts and their weights,
+  // the shared expert's gate.
+  if (s == "router_logits") return cfg.n_experts;
+  if (s == "expert_ids" || s == "expert_weights") return cfg.n_experts_used;
+  if (s == "shexp_gate") return 1;
   return std::nullopt;
 }
 

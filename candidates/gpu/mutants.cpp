@@ -48,12 +48,12 @@ std::span<const MutantInfo> mutants() {
        "attention's block reduction writes its partials before every warp has read the previous "
        "reduction's: shared memory reused too early (write-after-read)",
        0, "hazard", "dsk_simt::mutant_reduce_war::attention_kernel", "WAR"},
-      {"norm-no-offset", "synthetic:qwen3next-tiny", "attn_norm", 0, "isolated", "default",
+      {"norm-no-offset", "synthetic:qwen35-tiny", "attn_norm", 0, "isolated", "default",
        "RMSNorm scales by w where Qwen3-Next needs (1 + w): a plain norm kernel reused on weights stored "
        "around 0"},
-      {"attn-gate-raw", "synthetic:qwen3next-tiny", "attn_gated", 1, "isolated", "default",
+      {"attn-gate-raw", "synthetic:qwen35-tiny", "attn_gated", 1, "isolated", "default",
        "Qwen3-Next's attention output gate multiplied in raw, without its sigmoid"},
-      {"gdn-gates-no-dt-bias", "synthetic:qwen3next-tiny", "g", 0, "isolated", "default",
+      {"gdn-gates-no-dt-bias", "synthetic:qwen35-tiny", "g", 0, "isolated", "default",
        "GDN decay gate computed as softplus(a) without dt_bias: a bias dropped"},
       // The rows below set fields past `what`: every field is named, so each reads as what it sets.
       {.name = "rope-no-scaling",

@@ -36,7 +36,7 @@ struct MutantInfo {
 std::span<const MutantInfo> mutants();
 
 // The GDN kernel mutants (mutant:gdn-<name>), run by the simt candidate on
-// synthetic:qwen3next-tiny, isolated mode, default policy, with `--gdn-variant gdn_variant`;
+// synthetic:qwen35-tiny, isolated mode, default policy, with `--gdn-variant gdn_variant`;
 // first caught at first_stage of first_layer at model step first_step (docs/mutants.md).
 struct GdnMutantInfo {
   std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.cu

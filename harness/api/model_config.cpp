@@ -14,6 +14,7 @@ std::string_view family_name(Family f) {
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return "qwen35";
     case Family::qwen3moe: return "qwen3moe";
+    case Family::qwen3next: return "qwen3next";
   }
   return "?";
 }
@@ -77,9 +78,12 @@ void ModelConfig::validate() const {
   if (moe()) {
     if (n_experts_used <= 0 || n_experts_used > n_experts) fail("n_experts_used", n_experts_used);
     if (expert_ffn <= 0) fail("expert_ffn", expert_ffn);
+    if (shared_expert_ffn < 0) fail("shared_expert_ffn", shared_expert_ffn);
     for (BlockKind k : layer_kinds)
-      if (k != BlockKind::decoder)
-        fail("layer_kinds (experts serve decoder layers only)", block_kind_name(k));
+      if (k == BlockKind::gpt2)
+        fail("layer_kinds (experts serve decoder, gdn and gated_attn layers)", block_kind_name(k));
+  } else if (shared_expert_ffn != 0) {
+    fail("shared_expert_ffn (a shared expert without routed experts)", shared_expert_ffn);
   }
   for (BlockKind k : layer_kinds) {
     if (k != BlockKind::gdn) continue;

@@ -11,11 +11,12 @@
 
 namespace ds {
 
-// qwen35: the dense Qwen3.5 hybrid (Gated DeltaNet + gated attention, dense MLP), llama.cpp's `qwen35`;
-// "qwen3next" names it too (the name it had before), see contracts.cpp. qwen3moe: Qwen3 attention
+// qwen35: the dense Qwen3.5 hybrid (Gated DeltaNet + gated attention, dense MLP), llama.cpp's `qwen35`.
+// qwen3next: the same hybrid with a mixture-of-experts FFN plus a gated shared expert in every
+// layer (Qwen3-Next-80B-A3B; llama.cpp's `qwen3next`). qwen3moe: Qwen3 attention
 // with a mixture-of-experts FFN in every layer (llama.cpp's `qwen3moe`). Mixtral is the llama
 // family with experts (llama.cpp writes it as `llama` with expert_count > 0).
-enum class Family { llama, qwen2, qwen3, gpt2, qwen35, qwen3moe };
+enum class Family { llama, qwen2, qwen3, gpt2, qwen35, qwen3moe, qwen3next };
 // What one layer computes. `embed` and `head` are the model-level pseudo blocks.
 enum class BlockKind { decoder, gpt2, gdn, gated_attn, embed, head };
 enum class RopeMode { normal, neox };      // pairs (2i, 2i+1) vs (i, i + R/2)
@@ -98,11 +99,15 @@ struct ModelConfig {
   int expert_ffn = 0;      // HF moe_intermediate_size (Mixtral: intermediate_size)
   MoeRouting moe_routing = MoeRouting::softmax_topk;
   bool moe_norm_topk = false;  // renormalise the chosen softmax_topk weights to sum 1
+  // Qwen3-Next's shared expert: a SwiGLU MLP of this width every token runs through, scaled by
+  // sigmoid(x . shared_expert_gate) and added to the routed output. 0: none.
+  int shared_expert_ffn = 0;
 
   std::vector<BlockKind> layer_kinds;  // one per layer
 
   BlockKind block_kind(int layer) const;
   bool moe() const { return n_experts > 0; }
+  bool shared_expert() const { return moe() && shared_expert_ffn > 0; }
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }
   int rotary_dim() const;

@@ -34,7 +34,8 @@ constexpr std::array<std::string_view, unsigned(Op::kCount)> kOpNames = {"RoPE",
                                                                          "MoeSoftmaxTopK",
                                                                          "MoeTopKSoftmax",
                                                                          "MoeNormTopK",
-                                                                         "MoeExperts"};
+                                                                         "MoeExperts",
+                                                                         "MoeSharedExpert"};
 }  // namespace
 
 std::string_view op_name(Op op) { return kOpNames[unsigned(op)]; }

@@ -38,10 +38,11 @@ enum class Op : unsigned {
   GdnTiledHeads,     // GDN value head h reads key head h mod n_k (the ggml broadcast of Qwen3.5 GGUFs)
   // Mixture-of-experts routing rules (docs/moe.md), one op each, so a kernel that implements one
   // rule is never handed the other: a wrong rule gives plausible weights, not a crash.
-  MoeSoftmaxTopK,  // softmax over all router logits, then top-k (Qwen3-MoE)
-  MoeTopKSoftmax,  // top-k of the router logits, then softmax over the chosen (Mixtral)
-  MoeNormTopK,     // the chosen softmax_topk weights renormalised to sum 1 (norm_topk_prob)
-  MoeExperts,      // per-expert SwiGLU MLPs, combined by the routing weights
+  MoeSoftmaxTopK,   // softmax over all router logits, then top-k (Qwen3-MoE)
+  MoeTopKSoftmax,   // top-k of the router logits, then softmax over the chosen (Mixtral)
+  MoeNormTopK,      // the chosen softmax_topk weights renormalised to sum 1 (norm_topk_prob)
+  MoeExperts,       // per-expert SwiGLU MLPs, combined by the routing weights
+  MoeSharedExpert,  // a SwiGLU shared expert behind a sigmoid gate, added to the routed output (Qwen3-Next)
   kCount
 };
 

@@ -31,6 +31,10 @@ constexpr StageInfo kDecoder[] = {
     {"expert_ids", "MoE chosen experts per token [T, k], highest weight first, ties to the lower index"},
     {"expert_weights", "MoE routing weights of the chosen experts [T, k], in expert_ids' order"},
     {"moe_out", "sum over the chosen experts of weight * down_e(silu(gate_e x) * up_e x)"},
+    // ...and with a shared expert (Qwen3-Next), these after moe_out.
+    {"shexp_out", "shared expert: down_s(silu(gate_s x) * up_s x) of ffn_norm"},
+    {"shexp_gate", "shared-expert gate sigmoid(ffn_norm . ffn_gate_inp_shexp) [T, 1]"},
+    {"ffn_out", "moe_out + shexp_gate * shexp_out (the FFN output)"},
     {"residual_2", "residual_1 + MLP output (the layer output)"},
 };
 
@@ -67,6 +71,15 @@ constexpr StageInfo kGdn[] = {
     {"up", "MLP up projection"},
     {"ffn_act", "silu(gate) * up"},
     {"down", "MLP down projection"},
+    // Mixture-of-experts layers (cfg.moe()) have these in place of gate .. down (docs/moe.md).
+    {"router_logits", "MoE router logits: ffn_norm x ffn_gate_inp^T [T, experts]"},
+    {"expert_ids", "MoE chosen experts per token [T, k], highest weight first, ties to the lower index"},
+    {"expert_weights", "MoE routing weights of the chosen experts [T, k], in expert_ids' order"},
+    {"moe_out", "sum over the chosen experts of weight * down_e(silu(gate_e x) * up_e x)"},
+    // ...and with a shared expert (Qwen3-Next), these after moe_out.
+    {"shexp_out", "shared expert: down_s(silu(gate_s x) * up_s x) of ffn_norm"},
+    {"shexp_gate", "shared-expert gate sigmoid(ffn_norm . ffn_gate_inp_shexp) [T, 1]"},
+    {"ffn_out", "moe_out + shexp_gate * shexp_out (the FFN output)"},
     {"residual_2", "residual_1 + MLP output (the layer output)"},
 };
 
@@ -89,6 +102,15 @@ constexpr StageInfo kGatedAttn[] = {
     {"up", "MLP up projection"},
     {"ffn_act", "silu(gate) * up"},
     {"down", "MLP down projection"},
+    // Mixture-of-experts layers (cfg.moe()) have these in place of gate .. down (docs/moe.md).
+    {"router_logits", "MoE router logits: ffn_norm x ffn_gate_inp^T [T, experts]"},
+    {"expert_ids", "MoE chosen experts per token [T, k], highest weight first, ties to the lower index"},
+    {"expert_weights", "MoE routing weights of the chosen experts [T, k], in expert_ids' order"},
+    {"moe_out", "sum over the chosen experts of weight * down_e(silu(gate_e x) * up_e x)"},
+    // ...and with a shared expert (Qwen3-Next), these after moe_out.
+    {"shexp_out", "shared expert: down_s(silu(gate_s x) * up_s x) of ffn_norm"},
+    {"shexp_gate", "shared-expert gate sigmoid(ffn_norm . ffn_gate_inp_shexp) [T, 1]"},
+    {"ffn_out", "moe_out + shexp_gate * shexp_out (the FFN output)"},
     {"residual_2", "residual_1 + MLP output (the layer output)"},
 };
 
@@ -117,7 +139,12 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name) {
 }
 
 bool is_moe_stage(std::string_view stage) {
-  return stage == "router_logits" || stage == "expert_ids" || stage == "expert_weights" || stage == "moe_out";
+  return stage == "router_logits" || stage == "expert_ids" || stage == "expert_weights" ||
+         stage == "moe_out" || is_shared_expert_stage(stage);
+}
+
+bool is_shared_expert_stage(std::string_view stage) {
+  return stage == "shexp_out" || stage == "shexp_gate" || stage == "ffn_out";
 }
 
 bool is_discrete_stage(std::string_view stage) { return stage == "expert_ids"; }
@@ -153,6 +180,8 @@ OpSet stage_ops(BlockKind kind, std::string_view s) {
     ops = {Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK};
   else if (s == "moe_out")
     ops = {Op::MoeExperts, Op::SwiGLU};
+  else if (is_shared_expert_stage(s))
+    ops = {Op::MoeSharedExpert, Op::SwiGLU};
   // Projections: only the ones whose family carries a bias.
   if (s == "q" || s == "k" || s == "v" ||
       (gpt2 && (s == "qkv" || s == "attn_out" || s == "fc" || s == "proj")))
@@ -171,9 +200,11 @@ std::vector<std::string_view> stages_for(const ModelConfig& cfg, int layer) {
   for (const auto& s : block_stages(kind)) {
     const bool qk = s.name == "q_norm" || s.name == "k_norm";
     if (qk && !cfg.qk_norm) continue;
-    // A MoE layer's experts replace the dense MLP's gate .. down.
+    // A MoE layer's experts replace the dense MLP's gate .. down; the shared-expert stages
+    // exist only with a shared expert.
     const bool dense_mlp = s.name == "gate" || s.name == "up" || s.name == "ffn_act" || s.name == "down";
-    if (kind == BlockKind::decoder && (cfg.moe() ? dense_mlp : is_moe_stage(s.name))) continue;
+    if (cfg.moe() ? dense_mlp : is_moe_stage(s.name)) continue;
+    if (is_shared_expert_stage(s.name) && !cfg.shared_expert()) continue;
     out.push_back(s.name);
   }
   return out;

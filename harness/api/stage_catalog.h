@@ -34,6 +34,8 @@ OpSet stage_ops(BlockKind kind, std::string_view stage);
 inline constexpr int kModelLayer = -1;
 // Whether `stage` is one of a mixture-of-experts layer's stages (router_logits .. moe_out).
 bool is_moe_stage(std::string_view stage);
+// Whether `stage` is one of the shared expert's (shexp_out, shexp_gate, ffn_out; Qwen3-Next).
+bool is_shared_expert_stage(std::string_view stage);
 // Whether `stage` holds discrete decisions (a MoE router's expert_ids), compared exactly under
 // every policy: a near miss is a different decision, not a rounding error.
 bool is_discrete_stage(std::string_view stage);

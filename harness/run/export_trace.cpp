@@ -42,8 +42,8 @@ ModelConfig config_of(const nlohmann::json& run, const std::string& trace) {
     c.head_dim = m.at("head_dim").get<int>();
     c.ffn = m.at("ffn").get<int>();
     c.vocab = m.at("vocab").get<int>();
-    for (Family f :
-         {Family::llama, Family::qwen2, Family::qwen3, Family::gpt2, Family::qwen35, Family::qwen3moe})
+    for (Family f : {Family::llama, Family::qwen2, Family::qwen3, Family::gpt2, Family::qwen35,
+                     Family::qwen3moe, Family::qwen3next})
       if (m.value("family", std::string()) == family_name(f)) c.family = f;
     // A hybrid's GDN dimensions; a trace written before they were recorded has none, and a
     // mapping that needs them says so (export_shape.h).

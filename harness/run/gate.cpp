@@ -26,7 +26,8 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
   a.have = cand.capabilities();
   // A dense-only candidate's plan holds a dense MLP, which the plan check below would report as
   // stages a MoE model lacks: the missing routing ops are the reason, so they are named first.
-  const OpSet moe_ops{Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts};
+  const OpSet moe_ops{Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts,
+                      Op::MoeSharedExpert};
   if (!fill && !a.have.contains(required.intersect(moe_ops))) {
     a.pass = false;
     a.need = required;

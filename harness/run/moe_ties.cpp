@@ -74,10 +74,11 @@ std::string tie_note(const TieFlip& f, const ModelConfig& cfg, int step, int lay
       "near-tie in the MoE router, step {} layer {} token {} ({}): the candidate chose expert {}, the "
       "oracle's "
       "logits {:.3g} apart, within the tie band {:.3g} ({}x the noise floor's logit error); expert_ids [{}] "
-      "accepted for the oracle's [{}], and expert_weights, moe_out and residual_2 judged against the oracle "
+      "accepted for the oracle's [{}], and expert_weights, moe_out{} and residual_2 judged against the "
+      "oracle "
       "given that choice",
       step, layer, f.token, mode_name(mode), fmt::join(pairs, ", "), f.margin, f.band, kTieFloorK,
-      fmt::join(f.candidate, ", "), fmt::join(f.oracle, ", "));
+      fmt::join(f.candidate, ", "), fmt::join(f.oracle, ", "), cfg.shared_expert() ? ", ffn_out" : "");
 }
 
 }  // namespace ds

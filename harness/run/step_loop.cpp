@@ -409,7 +409,7 @@ class StepLoop {
           produced[i][o] = std::move(part);
         }
       }
-      if (!cfg.moe() || kind != BlockKind::decoder) continue;
+      if (!cfg.moe() || kind == BlockKind::gpt2) continue;
       for (std::size_t i = 0; i < group.size(); ++i)
         if (!ties[i] && produced[i].count("expert_ids"))
           if ((ties[i] = settle_moe_tie(step, layer, *group[i], li, in[i], produced[i].at("expert_ids"))))

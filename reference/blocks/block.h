@@ -85,13 +85,16 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
 TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
 
 // Shared pieces.
+// ffn_norm .. residual_2 from s["residual_1"]: the mixture-of-experts FFN when the model has
+// experts (any layer kind: Qwen3-Next's GDN and gated-attention layers too), else the dense MLP.
+void ffn(const BlockContext& c, TensorMap& s);
 // ffn_norm .. residual_2 from s["residual_1"] (SwiGLU, optional biases).
 void swiglu_mlp(const BlockContext& c, TensorMap& s);
 // ffn_norm, router_logits .. moe_out, residual_2 from s["residual_1"]: the mixture-of-experts FFN.
 void moe_mlp(const BlockContext& c, TensorMap& s);
 // expert_ids .. residual_2 of a MoE layer whose experts are `ids` [T, k] (the router's choice, or
 // a candidate's at a near-tie, to judge what follows it), from s's ffn_norm, router_logits and
-// residual_1.
+// residual_1; with a shared expert, its shexp_out, shexp_gate and the sum ffn_out too.
 void moe_combine(const BlockContext& c, TensorMap& s, const Tensor& ids);
 
 }  // namespace ds::ref

@@ -28,6 +28,13 @@ void BlockContext::check_position(const LayerState& st, int pos0) const {
                     st.positions));
 }
 
+void ffn(const BlockContext& c, TensorMap& s) {
+  if (c.cfg.moe())
+    moe_mlp(c, s);
+  else
+    swiglu_mlp(c, s);
+}
+
 void swiglu_mlp(const BlockContext& c, TensorMap& s) {
   const auto& cfg = c.cfg;
   c.put(s, "ffn_norm", c.rmsnorm(s["residual_1"], "ffn_norm", cfg.hidden));

@@ -32,10 +32,7 @@ TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerS
                     cfg.sliding_window));
   c.put(s, "attn_out", c.linear(s["attn"], "attn_output"));
   c.put(s, "residual_1", add(x, s["attn_out"]));
-  if (cfg.moe())
-    moe_mlp(c, s);
-  else
-    swiglu_mlp(c, s);
+  ffn(c, s);
   st.positions += int(x.dim(0));
   return s;
 }

@@ -33,7 +33,7 @@ TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, Lay
   c.put(s, "attn_gated", sigmoid_mul(s["attn"], s["attn_gate"]));
   c.put(s, "attn_out", c.linear(s["attn_gated"], "attn_output"));
   c.put(s, "residual_1", add(x, s["attn_out"]));
-  swiglu_mlp(c, s);
+  ffn(c, s);
   st.positions += int(x.dim(0));
   return s;
 }

@@ -59,7 +59,7 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
         gated_rmsnorm(s["gdn_out"], s["z_gate"], c.lw("ssm_norm.weight"), cfg.norm_eps, cfg.gdn_v_dim));
   c.put(s, "out_proj", c.linear(s["gated_norm"], "ssm_out"));
   c.put(s, "residual_1", add(x, s["out_proj"]));
-  swiglu_mlp(c, s);
+  ffn(c, s);
   st.positions += int(x.dim(0));
   return s;
 }

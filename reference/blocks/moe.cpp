@@ -1,6 +1,7 @@
-// The mixture-of-experts FFN (docs/moe.md), in place of swiglu_mlp in a MoE model's decoder
-// layers: router logits, the routing rule's top-k choice and weights, each chosen expert's
-// SwiGLU MLP on the tokens routed to it, and the weighted combine.
+// The mixture-of-experts FFN (docs/moe.md), in place of swiglu_mlp in a MoE model's layers:
+// router logits, the routing rule's top-k choice and weights, each chosen expert's SwiGLU MLP on
+// the tokens routed to it, the weighted combine, and (Qwen3-Next) the shared expert behind its
+// sigmoid gate.
 #include <fmt/format.h>
 
 #include "block.h"
@@ -20,6 +21,29 @@ Tensor expert_matrix(const BlockContext& c, std::string_view role, int e) {
 Tensor expert_linear(const BlockContext& c, const Tensor& x, std::string_view role, int e) {
   const std::string name = layer_weight(c.layer, fmt::format("{}.weight", role));
   return numerics_linear(x, expert_matrix(c, role, e), nullptr, c.numerics, c.model.file_type(name));
+}
+
+// Qwen3-Next (HF Qwen3NextSparseMoeBlock, llama.cpp's qwen3next build_layer_ffn): every token
+// also runs through a dense SwiGLU expert, scaled by sigmoid(x . w) of a one-output linear, and
+// the result is added to the routed combine.
+void shared_expert(const BlockContext& c, TensorMap& s) {
+  const Tensor& x = s.at("ffn_norm");
+  const Tensor gate = c.stage(c.linear(x, "ffn_gate_shexp"));
+  const Tensor up = c.stage(c.linear(x, "ffn_up_shexp"));
+  c.put(s, "shexp_out", c.linear(c.stage(silu_mul(gate, up)), "ffn_down_shexp"));
+  const Tensor logit = c.stage(c.linear(x, "ffn_gate_inp_shexp"));  // [T, 1]
+  Tensor g(DType::f64, {logit.dim(0), 1});
+  for (std::int64_t t = 0; t < logit.dim(0); ++t) g.data<double>()[t] = sigmoid(logit.at(t));
+  c.put(s, "shexp_gate", g);
+  const Tensor& moe = s.at("moe_out");
+  const Tensor& sh = s.at("shexp_out");
+  const Tensor& gs = s.at("shexp_gate");
+  const std::int64_t T = moe.dim(0), D = moe.dim(1);
+  Tensor out(DType::f64, {T, D});
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t d = 0; d < D; ++d)
+      out.data<double>()[t * D + d] = moe.at(t * D + d) + gs.at(t) * sh.at(t * D + d);
+  c.put(s, "ffn_out", out);
 }
 
 }  // namespace
@@ -84,7 +108,12 @@ void moe_combine(const BlockContext& c, TensorMap& s, const Tensor& ids) {
       for (std::int64_t d = 0; d < D; ++d)
         out.data<double>()[t * D + d] += slot_out[std::size_t((t * K + j) * D + d)];
   c.put(s, "moe_out", out);
-  c.put(s, "residual_2", add(s.at("residual_1"), s["moe_out"]));
+  if (cfg.shared_expert()) {
+    shared_expert(c, s);
+    c.put(s, "residual_2", add(s.at("residual_1"), s["ffn_out"]));
+  } else {
+    c.put(s, "residual_2", add(s.at("residual_1"), s["moe_out"]));
+  }
 }
 
 }  // namespace ds::ref

@@ -26,6 +26,9 @@ std::optional<Family> family_of(std::string_view arch);
 // Whether the reference implements a mixture-of-experts FFN for the family (qwen3moe; llama with
 // experts is Mixtral). Other families' expert tensors and counts are refused by name.
 bool family_has_experts(Family f);
+// Whether the family is the Gated DeltaNet hybrid (qwen35 dense, qwen3next with experts): the
+// GDN tensor layouts, keys and head maps apply to both.
+bool is_gdn_hybrid(Family f);
 // Sets the family's hard-coded flags and, from full_attention_interval, the layer kinds.
 void apply_family(ModelConfig& c);
 // Keeps the first `layers` layers (0 keeps all).

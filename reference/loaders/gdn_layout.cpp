@@ -65,6 +65,24 @@ Tensor gather_rows(const Tensor& t, std::int64_t groups, std::int64_t block, std
   return out;
 }
 
+// Rows of `parts` interleaved group by group: for each of `groups` groups, each part's
+// `count` rows of that group in turn (the inverse of gather_rows over the parts).
+Tensor interleave_rows(const std::vector<std::pair<const Tensor*, std::int64_t>>& parts,
+                       std::int64_t groups) {
+  std::int64_t block = 0;
+  for (const auto& [t, count] : parts) block += count;
+  const Tensor& first = *parts.front().first;
+  Tensor out(first.dtype(), {groups * block, first.dim(1)});
+  const std::size_t row = first.nbytes() / std::size_t(first.dim(0));
+  std::size_t at = 0;
+  for (std::int64_t g = 0; g < groups; ++g)
+    for (const auto& [t, count] : parts) {
+      std::memcpy(out.raw() + at, t->raw() + std::size_t(g * count) * row, std::size_t(count) * row);
+      at += std::size_t(count) * row;
+    }
+  return out;
+}
+
 }  // namespace
 
 int gdn_value_head_position(const ModelConfig& c, int h, GdnHeadMap from, GdnHeadMap to) {
@@ -117,6 +135,27 @@ void split_fused_gdn(Model& m, const std::string& source) {
       m.weights.put(layer_weight(l, "ssm_alpha.weight"), gather_rows(*w, nk, 2 * rho, rho, rho));
       m.weights.erase(ba);
     }
+  }
+}
+
+void fuse_gdn_projections(WeightStore& w, const ModelConfig& c) {
+  const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, key_dim = c.gdn_key_dim(),
+                     rv = std::int64_t(c.gdn_v_heads / c.gdn_k_heads) * c.gdn_v_dim,
+                     rho = c.gdn_v_heads / c.gdn_k_heads;
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (c.block_kind(l) != BlockKind::gdn) continue;
+    const std::string qkv_name = layer_weight(l, "attn_qkv.weight"),
+                      z_name = layer_weight(l, "attn_gate.weight"),
+                      b_name = layer_weight(l, "ssm_beta.weight"),
+                      a_name = layer_weight(l, "ssm_alpha.weight");
+    const Tensor qkv = w.get(qkv_name);
+    const Tensor q = qkv.rows(0, key_dim), k = qkv.rows(key_dim, 2 * key_dim),
+                 v = qkv.rows(2 * key_dim, qkv.dim(0));
+    w.put(layer_weight(l, "ssm_in.weight"),
+          interleave_rows({{&q, dk}, {&k, dk}, {&v, rv}, {&w.get(z_name), rv}}, nk));
+    w.put(layer_weight(l, "ssm_beta_alpha.weight"),
+          interleave_rows({{&w.get(b_name), rho}, {&w.get(a_name), rho}}, nk));
+    for (const auto& n : {qkv_name, z_name, b_name, a_name}) w.erase(n);
   }
 }
 

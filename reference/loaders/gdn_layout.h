@@ -31,4 +31,9 @@ int gdn_value_head_position(const ModelConfig& c, int h, GdnHeadMap from, GdnHea
 // ssm_alpha, value heads in grouped order. `source` names the file or directory in errors.
 void split_fused_gdn(Model& m, const std::string& source);
 
+// The inverse, as llama.cpp's Qwen3-Next GGUFs store it: every GDN layer's attn_qkv, attn_gate,
+// ssm_beta and ssm_alpha of `w` (value heads grouped) replaced by blk.N.ssm_in.weight and
+// blk.N.ssm_beta_alpha.weight.
+void fuse_gdn_projections(WeightStore& w, const ModelConfig& c);
+
 }  // namespace ds::ref

@@ -77,7 +77,8 @@ struct GgufWriteOptions {
 };
 // Writes `model` the way llama.cpp's converter would lay it out (LLaMA Q/K permuted; for qwen35
 // (1 + w) norms pre-added, the post-attention norm name, GDN value heads tiled and
-// rope.dimension_sections).
+// rope.dimension_sections; for qwen3next the same norms, value heads grouped, the GDN input
+// projections fused into ssm_in / ssm_beta_alpha, the shared-expert gate a vector).
 void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options = {});
 
 }  // namespace ds::ref

@@ -298,17 +298,18 @@ class ConfigReader {
 };
 
 // Router and expert tensors (llama.cpp's names) in a family whose MoE FFN the reference does not
-// implement, and shared experts (*_shexp, Qwen3-Next / Qwen2-MoE), which none of its MoE blocks
-// has yet. Refused from the header, before any tensor is read or anything computed.
+// implement, and shared experts (*_shexp) outside Qwen3-Next (Qwen2-MoE's have no reference block).
+// Refused from the header, before any tensor is read or anything computed.
 void refuse_experts(const GgufFile& f, Family family) {
   for (const auto& t : f.tensors()) {
     const bool routed =
         t.name.find(".ffn_gate_inp.") != std::string::npos || t.name.find("_exps.") != std::string::npos;
-    if (t.name.find("_shexp.") != std::string::npos || (routed && !family_has_experts(family)))
+    const bool shared = t.name.find("_shexp.") != std::string::npos;
+    if ((shared && family != Family::qwen3next) || (routed && !family_has_experts(family)))
       throw ModelError(fmt::format(
           "{}: tensor {}: a mixture-of-experts model the reference does not implement (routed experts are "
-          "supported for qwen3moe and llama/Mixtral, shared experts *_shexp not at all; llama.cpp's "
-          "qwen3next is the MoE Qwen3-Next, the dense hybrid is qwen35)",
+          "supported for qwen3moe, qwen3next and llama/Mixtral, shared experts *_shexp for qwen3next only; "
+          "llama.cpp's qwen3next is the MoE Qwen3-Next, the dense hybrid is qwen35)",
           f.path(), t.name));
   }
 }
@@ -331,11 +332,12 @@ void read_experts(const GgufFile& f, const ConfigReader& r, ModelConfig& c) {
   if (experts && *experts > 0 && !family_has_experts(c.family))
     throw ModelError(
         fmt::format("{}: {} = {}: mixture-of-experts MLPs are not supported for {} (the reference "
-                    "implements them for qwen3moe and llama/Mixtral)",
+                    "implements them for qwen3moe, qwen3next and llama/Mixtral)",
                     f.path(), r.full("expert_count"), *experts, c.arch));
   if (c.family == Family::qwen3moe && !(experts && *experts > 0))
     throw ModelError(
         fmt::format("{}: missing metadata {} (qwen3moe is all experts)", f.path(), r.full("expert_count")));
+  // (A qwen3next file without experts was read as the dense qwen35 hybrid: read_config.)
   if (!experts || *experts == 0) return;
   c.n_experts = *experts;
   c.n_experts_used = r.bounded("expert_used_count", c.n_experts).value_or(0);
@@ -343,11 +345,15 @@ void read_experts(const GgufFile& f, const ConfigReader& r, ModelConfig& c) {
     throw ModelError(fmt::format("{}: missing metadata {}", f.path(), r.full("expert_used_count")));
   // llama.cpp: qwen3moe's experts are expert_feed_forward_length wide (else n_ff / n_used), a
   // llama MoE's (Mixtral) are feed_forward_length wide.
-  const int fallback = c.family == Family::qwen3moe ? c.ffn / c.n_experts_used : c.ffn;
+  const int fallback = c.family == Family::llama ? c.ffn : c.ffn / c.n_experts_used;
   c.expert_ffn = r.bounded("expert_feed_forward_length", kMaxDim).value_or(fallback);
   // llama.cpp's qwen3moe graph renormalises the chosen weights unconditionally; a file that says
   // otherwise (expert_weights_norm false, from a checkpoint with norm_topk_prob false) is read as it says.
   c.moe_norm_topk = r.integer("expert_weights_norm").value_or(1) != 0;
+  // llama.cpp's qwen3next: the shared expert is expert_shared_feed_forward_length wide, else
+  // feed_forward_length.
+  if (c.family == Family::qwen3next)
+    c.shared_expert_ffn = r.bounded("expert_shared_feed_forward_length", kMaxDim).value_or(c.ffn);
 }
 
 ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
@@ -355,11 +361,15 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
   if (!a || a->type != 8)
     throw ModelError(fmt::format("{}: missing metadata general.architecture", f.path()));
   const std::string arch = a->s;
-  const auto family = family_of(arch);
+  auto family = family_of(arch);
   if (!family)
     throw ModelError(fmt::format("{}: general.architecture '{}' is not supported", f.path(), arch));
-  refuse_experts(f, *family);
   const ConfigReader r(f, arch);
+  // A qwen3next file without experts is the dense hybrid as this project wrote it before it was
+  // llama.cpp's qwen35 (fixtures/legacy); llama.cpp itself refuses such a file.
+  if (*family == Family::qwen3next && r.bounded("expert_count", kMaxExperts, 0).value_or(0) == 0)
+    family = Family::qwen35;
+  refuse_experts(f, *family);
   ModelConfig c;
   c.name = f.path();
   c.arch = arch;
@@ -408,7 +418,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
     c.rope_mode = RopeMode::normal;
     c.qk_rows_permuted = true;
   }
-  if (c.family == Family::qwen35) {
+  if (is_gdn_hybrid(c.family)) {
     c.conv_kernel = r.require_int("ssm.conv_kernel", kMaxDim);
     c.gdn_k_dim = r.require_int("ssm.state_size", kMaxDim);
     c.gdn_k_heads = r.require_int("ssm.group_count", kMaxHeads);
@@ -434,7 +444,7 @@ ModelConfig read_config(const GgufFile& f, const LoadOptions& opt) {
 std::string canonical_name(const ModelConfig& c, const std::string& name) {
   if (name == "pos_embd.weight") return "position_embd.weight";
   if (name == "rope_freqs.weight") return {};  // read into ModelConfig::rope_freq_factors
-  if (c.family == Family::qwen35) {
+  if (is_gdn_hybrid(c.family)) {
     // llama.cpp's fused Qwen3-Next layout: split after loading (gdn_layout.h).
     for (const auto& [fused, role] : {std::pair{".ssm_in.weight", ".fused_qkvz.weight"},
                                       std::pair{".ssm_beta_alpha.weight", ".fused_ba.weight"}})
@@ -520,7 +530,14 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
     m.weights.put(name, f.read(t));
     if (const auto info = ggml_type_info(t.type)) m.file_types[name] = std::string(info->name);
   }
-  if (m.config.family == Family::qwen35) split_fused(m, path);
+  if (is_gdn_hybrid(m.config.family)) split_fused(m, path);
+  // llama.cpp's qwen3next shared-expert gate is a vector {n_embd}: the reference's is a linear of
+  // one output, [1, hidden].
+  for (int l = 0; l < m.config.n_layers; ++l) {
+    const std::string gate = layer_weight(l, "ffn_gate_inp_shexp.weight");
+    if (const Tensor* t = m.weights.find(gate); t && t->rank() == 1)
+      m.weights.put(gate, t->reshaped({1, t->numel()}));
+  }
   auto& c = m.config;
   if (const Tensor* e = m.weights.find("token_embd.weight")) {
     if (c.vocab == 0 && e->dim(0) > kMaxVocab)

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "family.h"
 #include "gdn_layout.h"
 #include "gguf.h"
 #include "qk_permute.h"
@@ -62,6 +63,7 @@ std::string gguf_arch(const ModelConfig& c, const GgufWriteOptions& o) {
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return o.gdn_layout == GgufGdnLayout::legacy_grouped ? "qwen3next" : "qwen35";
     case Family::qwen3moe: return "qwen3moe";
+    case Family::qwen3next: return "qwen3next";
   }
   return "?";
 }
@@ -111,13 +113,15 @@ std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
     // llama.cpp's keys; a llama MoE (Mixtral) takes its expert width from feed_forward_length.
     kv.push_back(u("expert_count", c.n_experts));
     kv.push_back(u("expert_used_count", c.n_experts_used));
-    if (c.family == Family::qwen3moe) {
+    if (c.family == Family::qwen3moe || c.family == Family::qwen3next) {
       kv.push_back(u("expert_feed_forward_length", c.expert_ffn));
       kv.push_back({a + ".expert_weights_norm", 7, std::uint32_t(c.moe_norm_topk)});
     }
+    if (c.shared_expert()) kv.push_back(u("expert_shared_feed_forward_length", c.shared_expert_ffn));
   }
-  if (c.family == Family::qwen35) {
+  if (c.family == Family::qwen35)
     kv.push_back({a + ".rope.dimension_sections", 9, 0, 0, {}, rope_sections(c)});
+  if (is_gdn_hybrid(c.family)) {
     kv.push_back(u("ssm.conv_kernel", c.conv_kernel));
     kv.push_back(u("ssm.state_size", c.gdn_k_dim));
     kv.push_back(u("ssm.group_count", c.gdn_k_heads));
@@ -141,9 +145,11 @@ WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
     if (plus_one_norm)
       for (std::int64_t i = 0; i < v.numel(); ++i)
         v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
-    if (c.family == Family::qwen35)
+    if (is_gdn_hybrid(c.family))
       if (auto at = out.find(".ffn_norm."); at != std::string::npos)
         out.replace(at, 10, ".post_attention_norm.");
+    // llama.cpp's qwen3next loads the shared-expert gate as a vector {n_embd}.
+    if (name.ends_with(".ffn_gate_inp_shexp.weight")) v = v.reshaped({v.numel()});
     w.put(out, std::move(v));
   }
   if (!c.rope_freq_factors.empty() && !linear_rope_factor(c)) {
@@ -156,6 +162,12 @@ WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
     reorder_gdn_value_heads(
         w, c, c.gdn_head_map,
         o.gdn_layout == GgufGdnLayout::legacy_grouped ? GdnHeadMap::grouped : GdnHeadMap::tiled);
+  // llama.cpp's qwen3next: value heads grouped (its graph repeats each key head over its group),
+  // q|k|v|z and b|a fused per key head in ssm_in and ssm_beta_alpha.
+  if (c.family == Family::qwen3next) {
+    reorder_gdn_value_heads(w, c, c.gdn_head_map, GdnHeadMap::grouped);
+    fuse_gdn_projections(w, c);
+  }
   if (c.family == Family::llama && !c.qk_rows_permuted)
     for (int l = 0; l < c.n_layers; ++l) {
       permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);

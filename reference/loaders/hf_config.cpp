@@ -62,6 +62,7 @@ std::string hf_model_type(Family f) {
     case Family::gpt2: return "gpt2";
     case Family::qwen35: return "qwen3_5_text";  // separate in_proj_qkv / z / b / a
     case Family::qwen3moe: return "qwen3_moe";
+    case Family::qwen3next: return "qwen3_next";  // fused in_proj_qkvz / in_proj_ba, as released
   }
   return "?";
 }
@@ -76,8 +77,12 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
   if (!j.contains("model_type") || !j["model_type"].is_string())
     throw ModelError(fmt::format("{}: missing field model_type", file));
   const std::string type = j["model_type"].get<std::string>();
-  const auto family = family_of(type);
+  auto family = family_of(type);
   if (!family) throw ModelError(fmt::format("{}: model_type '{}' is not supported", file, type));
+  // A qwen3_next config without experts is the dense hybrid (this project's fixtures before).
+  if (*family == Family::qwen3next &&
+      !(f.has("num_experts") && j["num_experts"].is_number() && j["num_experts"].get<double>() > 0))
+    family = Family::qwen35;
   ModelConfig c;
   c.name = file;
   c.arch = type;
@@ -150,7 +155,8 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
           fmt::format("{}: field use_sliding_window = true (per-layer windows) is not supported", file));
     if (f.boolean("mlp_bias", false)) c.mlp_bias = true;
   }
-  if (family_has_experts(c.family) && (type == "qwen3_moe" || type == "qwen3moe" || type == "mixtral")) {
+  if (family_has_experts(c.family) &&
+      (type == "qwen3_moe" || type == "qwen3moe" || type == "mixtral" || c.family == Family::qwen3next)) {
     // Qwen3-MoE: num_experts of moe_intermediate_size; Mixtral: num_local_experts of intermediate_size.
     const bool mixtral = c.family == Family::llama;
     c.n_experts = f.integer(mixtral ? "num_local_experts" : "num_experts", kMaxExperts);
@@ -159,7 +165,11 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
       throw ModelError(fmt::format("{}: field num_experts_per_tok = {} is more than the {} experts", file,
                                    c.n_experts_used, c.n_experts));
     c.expert_ffn = mixtral ? c.ffn : f.integer("moe_intermediate_size", kMaxDim);
-    c.moe_norm_topk = !mixtral && f.boolean("norm_topk_prob", false);
+    // transformers' defaults: Qwen3MoeConfig false, Qwen3NextConfig true.
+    c.moe_norm_topk = !mixtral && f.boolean("norm_topk_prob", c.family == Family::qwen3next);
+    // Qwen3-Next's shared expert (transformers' Qwen3NextConfig default width 512).
+    if (c.family == Family::qwen3next)
+      c.shared_expert_ffn = f.integer("shared_expert_intermediate_size", 512, kMaxDim);
     // Every layer sparse: decoder_sparse_step 1 and no dense mlp_only_layers (as every released
     // Qwen3-MoE); a mix of dense and MoE layers is refused rather than read as all-MoE.
     if (!mixtral && f.integer("decoder_sparse_step", 1, kMaxLayers) != 1)
@@ -177,10 +187,10 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
       if (f.has(key) && f.at(key).is_number() && f.at(key).get<double>() > 0)
         throw ModelError(fmt::format(
             "{}: field {} = {}: mixture-of-experts MLPs are not supported for model_type {} (they "
-            "are for qwen3_moe and mixtral)",
+            "are for qwen3_moe, qwen3_next and mixtral)",
             file, key, f.at(key).dump(), type));
   }
-  if (c.family == Family::qwen35) {
+  if (is_gdn_hybrid(c.family)) {
     c.gdn_k_heads = f.integer("linear_num_key_heads", kMaxHeads);
     c.gdn_v_heads = f.integer("linear_num_value_heads", kMaxHeads);
     c.gdn_k_dim = f.integer("linear_key_head_dim", kMaxDim);
@@ -191,7 +201,7 @@ ModelConfig hf_config(const nlohmann::json& root, const std::string& file) {
     c.gdn_head_map = GdnHeadMap::grouped;
   }
   apply_family(c);
-  if (c.family == Family::qwen35 && f.has("layer_types")) {
+  if (is_gdn_hybrid(c.family) && f.has("layer_types")) {
     const auto& types = f.at("layer_types");
     if (!types.is_array() || int(types.size()) != c.n_layers)
       throw ModelError(fmt::format("{}: field layer_types must list {} layers", file, c.n_layers));
@@ -249,8 +259,9 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
     j["norm_topk_prob"] = c.moe_norm_topk;
     j["decoder_sparse_step"] = 1;
     j["mlp_only_layers"] = nlohmann::json::array();
+    if (c.shared_expert()) j["shared_expert_intermediate_size"] = c.shared_expert_ffn;
   }
-  if (c.family == Family::qwen35) {
+  if (is_gdn_hybrid(c.family)) {
     j["linear_num_key_heads"] = c.gdn_k_heads;
     j["linear_num_value_heads"] = c.gdn_v_heads;
     j["linear_key_head_dim"] = c.gdn_k_dim;

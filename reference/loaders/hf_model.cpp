@@ -134,7 +134,7 @@ Model load_hf(const std::string& dir, int layers, const LoadOptions& options) {
         });
   }
   stack_experts(m, experts, dir);
-  if (family == Family::qwen35) split_fused_gdn(m, dir);
+  if (is_gdn_hybrid(family)) split_fused_gdn(m, dir);
   // HF would initialise a random head here (and only warn): a run against it judges nothing real.
   if (!m.config.tied_embeddings && !m.weights.has("output.weight"))
     throw ModelError(
@@ -157,10 +157,21 @@ void write_hf(const Model& model, const std::string& dir) {
   // has them tiled.
   WeightStore grouped;
   const WeightStore* weights = &model.weights;
-  if (model.config.gdn_head_map == GdnHeadMap::tiled) {
+  if (model.config.gdn_head_map == GdnHeadMap::tiled || model.config.family == Family::qwen3next) {
     grouped = model.weights;
-    reorder_gdn_value_heads(grouped, model.config, GdnHeadMap::tiled, GdnHeadMap::grouped);
+    reorder_gdn_value_heads(grouped, model.config, model.config.gdn_head_map, GdnHeadMap::grouped);
     weights = &grouped;
+  }
+  // Qwen3-Next checkpoints fuse the GDN input projections (in_proj_qkvz, in_proj_ba).
+  if (model.config.family == Family::qwen3next) {
+    fuse_gdn_projections(grouped, model.config);
+    for (int l = 0; l < model.config.n_layers; ++l)
+      for (const auto& [from, to] : {std::pair{"ssm_in.weight", "fused_qkvz.weight"},
+                                     std::pair{"ssm_beta_alpha.weight", "fused_ba.weight"}})
+        if (const Tensor* t = grouped.find(layer_weight(l, from))) {
+          grouped.put(layer_weight(l, to), *t);
+          grouped.erase(layer_weight(l, from));
+        }
   }
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, t] : weights->all()) {

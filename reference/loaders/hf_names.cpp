@@ -35,6 +35,11 @@ constexpr Rule kLayer[] = {
     // MoE routers: Qwen3-MoE's mlp.gate, Mixtral's block_sparse_moe.gate.
     {"mlp.gate.weight", "ffn_gate_inp.weight"},
     {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+    // Qwen3-Next's shared expert and its gate (a Linear(hidden, 1)).
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
     {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight"},
     {"linear_attn.in_proj_z.weight", "attn_gate.weight"},
     {"linear_attn.in_proj_b.weight", "ssm_beta.weight"},

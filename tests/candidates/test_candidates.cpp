@@ -117,7 +117,7 @@ TEST(SimtCandidate, DeclaresEveryOpItsKernelsImplement) {
 // output before o_proj; the GDN layer's projections, conv, recurrence and gated norm.
 TEST(SimtCandidate, Qwen3NextStepsMapToCatalogStages) {
   const CandidatePtr c = make_candidate("simt");
-  const ModelConfig cfg = load_config_spec("synthetic:qwen3next-tiny", 0);
+  const ModelConfig cfg = load_config_spec("synthetic:qwen35-tiny", 0);
   std::map<std::string, KernelStep> steps;
   for (const auto& s : c->plan(cfg, BlockKind::gated_attn)) steps[s.name] = s;
   for (const auto& s : c->plan(cfg, BlockKind::gdn)) steps[s.name] = s;
@@ -332,7 +332,7 @@ const CleanCase kCleanCases[] = {{"llama_tiny", "synthetic:llama-tiny", "simt"},
                                  {"qwen2_tiny", "synthetic:qwen2-tiny", "simt"},
                                  {"qwen3_tiny", "synthetic:qwen3-tiny", "simt"},
                                  {"gpt2_tiny", "synthetic:gpt2-tiny", "simt"},
-                                 {"qwen3next_tiny", "synthetic:qwen3next-tiny", "simt-gdn"}};
+                                 {"qwen3next_tiny", "synthetic:qwen35-tiny", "simt-gdn"}};
 INSTANTIATE_TEST_SUITE_P(TinyPresets, RaceCheck, testing::ValuesIn(kCleanCases),
                          [](const testing::TestParamInfo<CleanCase>& i) {
                            return std::string(i.param.name);

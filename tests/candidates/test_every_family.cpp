@@ -124,7 +124,7 @@ TEST(EveryFamily, OldQwen3NextNamesAreAliasesOfTheOneCandidate) {
 // the grouped map only, so the gate refuses simt by name (exit 3) instead of passing it and
 // stopping at load; cpu-f16 has both maps.
 TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
-  ModelConfig tiled = load_config_spec("synthetic:qwen3next-tiny", 0);
+  ModelConfig tiled = load_config_spec("synthetic:qwen35-tiny", 0);
   EXPECT_FALSE(capability_refusal(tiled, *make_candidate("simt")).has_value());
   tiled.gdn_head_map = GdnHeadMap::tiled;
   const auto refusal = capability_refusal(tiled, *make_candidate("simt"));
@@ -137,7 +137,7 @@ TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
 // candidate (simt has no MoE kernels yet; cpu-f16-v1, a first kernel set) is refused before any
 // weight is loaded, the rule named.
 TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
-  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny"})
+  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"})
     for (const char* candidate : {"simt", "cpu-f16-v1"}) {
       SCOPED_TRACE(fmt::format("{} on {}", candidate, preset));
       const ModelConfig cfg = load_config_spec(preset, 0);
@@ -147,7 +147,13 @@ TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
           refusal->find(cfg.moe_routing == MoeRouting::softmax_topk ? "MoeSoftmaxTopK" : "MoeTopKSoftmax"),
           std::string::npos)
           << *refusal;
+      // Qwen3-Next's shared expert is named too: routed-expert kernels alone do not serve it.
+      if (cfg.shared_expert()) {
+        EXPECT_NE(refusal->find("MoeSharedExpert"), std::string::npos) << *refusal;
+      }
     }
+  EXPECT_FALSE(capability_refusal(load_config_spec("synthetic:qwen3next-tiny", 0), *make_candidate("cpu-f16"))
+                   .has_value());
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ int router_ties(const RunReport& r) {
 
 TEST(Moe, CpuF16PassesEveryMoePresetOverTenSeedsInBothModes) {
   const std::vector<std::string> presets = moe_tiny_presets();
-  ASSERT_EQ(presets.size(), 4u);
+  ASSERT_EQ(presets.size(), 5u);  // qwen3moe (normed, unnormed, tails), mixtral, qwen3next
   int ties = 0;
   for (const std::string& preset : presets)
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
@@ -123,6 +123,14 @@ INSTANTIATE_TEST_SUITE_P(
                    "mutant:moe-rule-swapped", nullptr},
         // Without norm_topk_prob there is no renormalisation to forget.
         MutantCase{"no_renorm_on_an_unnormed_model", "qwen3moe-unnormed-tiny", "mutant:moe-no-renorm",
+                   nullptr},
+        // Qwen3-Next's shared expert: added without its gate (the sum is wrong, the gate itself is
+        // right), or gated by the raw logit (the gate is wrong).
+        MutantCase{"shexp_gate_dropped", "qwen3next-tiny", "mutant:moe-shexp-gate-dropped", "ffn_out"},
+        MutantCase{"shexp_gate_raw", "qwen3next-tiny", "mutant:moe-shexp-gate-raw", "shexp_gate"},
+        MutantCase{"no_renorm_qwen3next", "qwen3next-tiny", "mutant:moe-no-renorm", "expert_weights"},
+        // A model without a shared expert has no gate to drop.
+        MutantCase{"shexp_gate_dropped_on_qwen3moe", "qwen3moe-tiny", "mutant:moe-shexp-gate-dropped",
                    nullptr}),
     [](const auto& i) { return std::string(i.param.name); });
 

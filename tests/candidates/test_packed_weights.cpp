@@ -31,7 +31,7 @@ TEST_P(PackedWeights, LoadCopiesExactlyThePackedRoles) {
   EXPECT_EQ(packed == 0, m.config.family == Family::gpt2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, PackedWeights, ::testing::Values("qwen2-tiny", "qwen3next-tiny", "gpt2-tiny"),
+INSTANTIATE_TEST_SUITE_P(Table, PackedWeights, ::testing::Values("qwen2-tiny", "qwen35-tiny", "gpt2-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

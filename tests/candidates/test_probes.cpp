@@ -43,7 +43,7 @@ TEST_P(Probes, CorrectKernelsPassInBothModes) {
 std::vector<ProbeCase> probe_cases() {
   std::vector<ProbeCase> out;
   for (const char* preset : {"llama-tiny", "llama3-tiny", "qwen2-bias-tiny", "qwen3-tiny", "gpt2-tiny",
-                             "qwen3next-tiny", "qwen2-tails-tiny"})
+                             "qwen35-tiny", "qwen2-tails-tiny"})
     for (const Probe& p : probes()) out.push_back({preset, std::string(p.name)});
   return out;
 }
@@ -85,8 +85,8 @@ TEST_P(ProbeMutant, PassesWithoutItsProbeAndFailsAtItsStageWithIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Probes, ProbeMutant,
-                         testing::Values(ProbeMutantCase{"l2norm_without_epsilon", "qwen35-tiny", "tiny-gdn-qk",
-                                                         "mutant:l2norm-no-eps", "q_l2"}),
+                         testing::Values(ProbeMutantCase{"l2norm_without_epsilon", "qwen35-tiny",
+                                                         "tiny-gdn-qk", "mutant:l2norm-no-eps", "q_l2"}),
                          [](const auto& i) { return std::string(i.param.name); });
 
 TEST(ProbeOptions, UnknownProbeAndGivenTokensAreBadInput) {

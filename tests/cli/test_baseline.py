@@ -40,11 +40,11 @@ JUDGED = [
     ("half_before_bias_from_step_2", "synthetic:qwen2-tiny", "mutant:half-before-bias", "simt",
      ["--decode-steps", "2", "--from-step", "2"], 1, (2, 0, "q")),
     # The fused GDN decode ops against the plain ones (the baseline runs plain by default).
-    ("gdn_inplace_vs_plain", "synthetic:qwen3next-tiny", "simt", "simt-gdn-plain",
+    ("gdn_inplace_vs_plain", "synthetic:qwen35-tiny", "simt", "simt-gdn-plain",
      ["--gdn-variant", "inplace", "--decode-steps", "2"], 0, None),
-    ("gdn_conv_update_vs_plain", "synthetic:qwen3next-tiny", "simt", "simt",
+    ("gdn_conv_update_vs_plain", "synthetic:qwen35-tiny", "simt", "simt",
      ["--gdn-variant", "conv-update", "--decode-steps", "2"], 0, None),
-    ("gdn_ids_ignored_vs_plain", "synthetic:qwen3next-tiny", "mutant:gdn-ids-ignored", "simt",
+    ("gdn_ids_ignored_vs_plain", "synthetic:qwen35-tiny", "mutant:gdn-ids-ignored", "simt",
      ["--gdn-variant", "ids,conv-update-ids", "--decode-steps", "2"], 1, (1, 0, "conv")),
 ]
 
@@ -107,7 +107,7 @@ class Judged(unittest.TestCase):
 
 class Refused(unittest.TestCase):
     def test_a_baseline_lacking_an_op_is_refused_naming_it(self):
-        rc, out, err = run("run", "--model", "synthetic:qwen3next-tiny", "--candidate", "simt", "--baseline",
+        rc, out, err = run("run", "--model", "synthetic:qwen35-tiny", "--candidate", "simt", "--baseline",
                            "simt-gdn-plain", "--baseline-gdn-variant", "inplace")
         self.assertEqual(rc, 3, out + err)
         self.assertIn("--baseline simt-gdn-plain", err)

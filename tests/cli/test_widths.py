@@ -51,7 +51,7 @@ class Widths(unittest.TestCase):
     def test_refusals_name_what_to_run_instead(self):
         cases = [  # (model, words the error must hold)
             (os.path.join(FIXTURES, "qwen3-tiny.gguf"), ["synthetic presets only", "synthetic:qwen3-tails-tiny"]),
-            ("synthetic:qwen3next-tiny", ["--widths odd", "no -tails-tiny preset"]),
+            ("synthetic:qwen35-tiny", ["--widths odd", "no -tails-tiny preset"]),
         ]
         for model, words in cases:
             with self.subTest(model=model):

@@ -1,4 +1,4 @@
-// Qwen3-Next on simt end to end: synthetic:qwen3next-tiny against the reference over a
+// Qwen3-Next on simt end to end: synthetic:qwen35-tiny against the reference over a
 // multi-step decode with every --gdn-variant; the capability gate refusing simt-gdn-plain (simt
 // declaring only the plain GDN ops) when a fused variant is requested (naming it); and the
 // mutant:gdn-<name> table (gpu::gdn_mutants()).
@@ -21,7 +21,7 @@ namespace {
 
 RunOptions options(std::string candidate, std::string variant, int decode_steps = 8) {
   RunOptions o;
-  o.model = "synthetic:qwen3next-tiny";
+  o.model = "synthetic:qwen35-tiny";
   o.candidate = std::move(candidate);
   o.prompt_tokens = 4;
   o.decode_steps = decode_steps;

@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Judges, SystematicMutant,
 TEST(SystematicJudge, NoFalseAlarmOnCorrectCandidates) {
   const Policy policy = Policy::dtype_defaults();
   for (const char* preset : {"llama-tiny", "qwen2-tiny", "llama-deep-tiny", "qwen3-tiny", "gpt2-tiny",
-                             "qwen3next-tiny", "qwen2-tails-tiny", "llama3-tiny", "qwen2-bias-tiny"})
+                             "qwen35-tiny", "qwen2-tails-tiny", "llama3-tiny", "qwen2-bias-tiny"})
     for (const char* candidate : {"cpu-f16", "simt"})
       for (std::uint64_t seed = 0; seed < 10; ++seed) {
         RunOptions o;

@@ -173,7 +173,7 @@ class Plugins(unittest.TestCase):
         rc, out, err = run("gate", "--model", "synthetic:qwen2-tiny", "--candidate", PLUGINS["good"], "--fill", "reference")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("fills 17 stage(s)", out)
-        rc, out, err = run("gate", "--model", "synthetic:qwen3next-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
+        rc, out, err = run("gate", "--model", "synthetic:qwen35-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",
                            "--fill", "reference")
         self.assertEqual(rc, 3, out + err)  # Qwen3-Next needs the (1 + w) norm the plugin does not declare
         rc, out, err = run("run", "--model", "synthetic:gpt2-tiny", "--candidate", PLUGINS["good"] + ":test-rmsnorm",

@@ -30,7 +30,8 @@ bool contains_all(const Roles& big, const Roles& small) {
 }
 
 Layout parse_layout(const std::string& s) {
-  for (Layout l : {Layout::decoder, Layout::gpt2, Layout::hybrid_gdn, Layout::decoder_moe})
+  for (Layout l :
+       {Layout::decoder, Layout::gpt2, Layout::hybrid_gdn, Layout::decoder_moe, Layout::hybrid_gdn_moe})
     if (layout_name(l) == s) return l;
   throw std::invalid_argument("unknown layout " + s);
 }
@@ -52,6 +53,7 @@ ArchConstraints parse_constraints(const YAML::Node& n) {
   // Dense families leave the MoE keys out.
   if (n["moe_routing"]) c.moe_routing = n["moe_routing"].as<std::string>();
   if (n["moe_norm_topk"]) c.moe_norm_topk = n["moe_norm_topk"].as<bool>();
+  if (n["shared_expert"]) c.shared_expert = n["shared_expert"].as<bool>();
   return c;
 }
 
@@ -197,8 +199,8 @@ TEST(Contracts, Arch007_LlamaAndMistralBaseOnly) {
 
 // FALSIFY-ARCH-008: removing any single required tensor is refused before any computation.
 TEST(Contracts, Arch008_AnyMissingRequiredTensorIsRefused) {
-  for (const char* preset : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny",
-                             "qwen3moe-tiny", "mixtral-tiny"}) {
+  for (const char* preset : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen35-tiny",
+                             "qwen3next-tiny", "qwen3moe-tiny", "mixtral-tiny"}) {
     const Model full = make_synthetic(preset, 1);
     ASSERT_TRUE(check_completeness(full).empty()) << preset;
     const ArchConstraints c = constraints_of(full.config);
@@ -223,7 +225,8 @@ TEST(Contracts, Arch008_AnyMissingRequiredTensorIsRefused) {
 
 // FALSIFY-ARCH-009: optional roles never reject.
 TEST(Contracts, Arch009_OptionalRolesDoNotReject) {
-  for (const char* preset : {"llama-tiny", "qwen3-tiny", "qwen3next-tiny", "qwen3moe-tiny", "mixtral-tiny"}) {
+  for (const char* preset :
+       {"llama-tiny", "qwen3-tiny", "qwen35-tiny", "qwen3next-tiny", "qwen3moe-tiny", "mixtral-tiny"}) {
     Model m = make_synthetic(preset, 1);
     m.weights.erase("output.weight");  // tied fallback to token_embd
     for (int l = 0; l < m.config.n_layers; ++l)
@@ -250,7 +253,9 @@ TEST(Contracts, Arch011_AliasesAreEquivalent) {
   EXPECT_EQ(from_architecture("llama"), from_architecture("mistral"));
   EXPECT_EQ(from_architecture("qwen2"), from_architecture("qwen2.5"));
   EXPECT_EQ(from_architecture("qwen2"), from_architecture("qwen"));
-  EXPECT_EQ(from_architecture("qwen3next"), from_architecture("qwen35"));
+  // qwen3next was the dense hybrid's name here; it is Qwen3-Next's (the hybrid with experts) now.
+  EXPECT_NE(from_architecture("qwen3next"), from_architecture("qwen35"));
+  EXPECT_EQ(from_architecture("qwen3next"), from_architecture("qwen3_next"));
   for (const auto& f : families()) {
     const auto aliases = f.y["aliases"].as<std::vector<std::string>>();
     for (const auto& a : aliases) {

@@ -42,7 +42,7 @@ const Case kCases[] = {
     {"llama-tiny/bf16/floor-bf16", "llama-tiny", 0, DType::bf16, DType::bf16},
     {"gpt2-tiny/f32/oracle", "gpt2-tiny", 0, DType::f32, DType::f64},
     {"gpt2-tiny/f16/floor-f16", "gpt2-tiny", 0, DType::f16, DType::f16},
-    {"qwen3next-tiny/bf16/oracle", "qwen3next-tiny", 0, DType::bf16, DType::f64},
+    {"qwen35-tiny/bf16/oracle", "qwen35-tiny", 0, DType::bf16, DType::f64},
     {"qwen2.5-0.5b-l1/bf16/oracle", "qwen2.5-0.5b", 1, DType::f32, DType::f64},
     {"qwen2.5-0.5b-l1/bf16/floor-f16", "qwen2.5-0.5b", 1, DType::f32, DType::f16},
 };

@@ -230,7 +230,7 @@ TEST(Safetensors, MissingConfigFieldIsNamed) {
 TEST(Safetensors, Qwen3NextFusedProjectionsAreSplit) {
   // Build the Qwen3-Next checkpoint layout (in_proj_qkvz / in_proj_ba, grouped by key head)
   // from the canonical tensors, and check the loader takes it back apart.
-  const Model syn = make_synthetic("qwen3next-tiny", 1);
+  const Model syn = make_synthetic("qwen35-tiny", 1);
   const auto& c = syn.config;
   const std::int64_t nk = c.gdn_k_heads, dk = c.gdn_k_dim, rho = c.gdn_v_heads / c.gdn_k_heads,
                      rv = rho * c.gdn_v_dim;
@@ -305,7 +305,7 @@ TEST(Shapes, WrongShapeIsRefusedNamingTheTensor) {
   } catch (const ModelError& e) {
     EXPECT_NE(std::string(e.what()).find("blk.0.attn_k.weight"), std::string::npos) << e.what();
   }
-  for (const char* p : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"}) {
+  for (const char* p : {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen35-tiny"}) {
     const Model ok = make_synthetic(p, 1);
     for (const auto& [name, t] : ok.weights.all())
       EXPECT_TRUE(expected_shape(ok.config, name).has_value()) << p << " " << name;
@@ -572,7 +572,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, HalfFiles, ::testing::Values(DType::bf16, DType
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Contracts, RequiredRolesOfAConcreteLayer) {
-  const ModelConfig c = synthetic_config("qwen3next-tiny");
+  const ModelConfig c = synthetic_config("qwen35-tiny");
   EXPECT_EQ(required_roles(c, 0), required_roles(constraints_of(c), BlockKind::gdn));
   EXPECT_EQ(required_roles(c, 1), required_roles(constraints_of(c), BlockKind::gated_attn));
   EXPECT_EQ(required_roles(c, -1), required_model_roles(constraints_of(c)));

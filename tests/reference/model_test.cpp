@@ -15,7 +15,7 @@
 namespace ds::ref {
 namespace {
 
-const char* const kTiny[] = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen3next-tiny"};
+const char* const kTiny[] = {"llama-tiny", "qwen2-tiny", "qwen3-tiny", "gpt2-tiny", "qwen35-tiny"};
 
 std::string param_name(const ::testing::TestParamInfo<const char*>& info) {
   std::string s = info.param;
@@ -181,7 +181,7 @@ Tensor run_logits(const Model& m, int n_prefill) {
 }
 
 TEST(Qwen3Next, ConvStateLengthChangesOnlyTheStage) {
-  Model k1 = make_synthetic("qwen3next-tiny", 1), k = k1;
+  Model k1 = make_synthetic("qwen35-tiny", 1), k = k1;
   k.config.conv_state_len = ConvStateLen::k;
   EXPECT_EQ(test::max_abs_diff(run_logits(k1, 3), run_logits(k, 3)), 0.0);
   Reference r(k);
@@ -192,7 +192,7 @@ TEST(Qwen3Next, ConvStateLengthChangesOnlyTheStage) {
 }
 
 TEST(Qwen3Next, StateLayoutsAreTransposes) {
-  Model a = make_synthetic("qwen3next-tiny", 1), b = a;
+  Model a = make_synthetic("qwen35-tiny", 1), b = a;
   b.config.gdn_state_layout = GdnStateLayout::value_major;
   const auto tokens = test::token_ids(3, a.config.vocab, 2);
   Reference ra(a), rb(b);
@@ -208,13 +208,13 @@ TEST(Qwen3Next, StateLayoutsAreTransposes) {
 }
 
 TEST(Qwen3Next, HeadMapMatters) {
-  Model a = make_synthetic("qwen3next-tiny", 1), b = a;
+  Model a = make_synthetic("qwen35-tiny", 1), b = a;
   b.config.gdn_head_map = GdnHeadMap::tiled;
   EXPECT_GT(test::max_abs_diff(run_logits(a, 6), run_logits(b, 6)), 1e-6);
 }
 
 TEST(Qwen3Next, LayerKindsAlternate) {
-  const ModelConfig c = synthetic_config("qwen3next-tiny");
+  const ModelConfig c = synthetic_config("qwen35-tiny");
   EXPECT_EQ(c.block_kind(0), BlockKind::gdn);
   EXPECT_EQ(c.block_kind(1), BlockKind::gated_attn);
   EXPECT_EQ(c.rotary_dim(), 4);
@@ -247,7 +247,7 @@ TEST(Presets, RealShapePresetRunsTruncated) {
 TEST(Presets, GeneratedInTheDtypeTheirCheckpointsShip) {
   const std::pair<const char*, DType> table[] = {
       {"qwen2.5-0.5b", DType::bf16}, {"qwen3-0.6b", DType::bf16}, {"llama3.2-1b", DType::bf16},
-      {"gpt2-small", DType::f32},    {"llama-tiny", DType::f32},  {"qwen3next-tiny", DType::f32},
+      {"gpt2-small", DType::f32},    {"llama-tiny", DType::f32},  {"qwen35-tiny", DType::f32},
   };
   for (const auto& [preset, dtype] : table) EXPECT_EQ(synthetic_dtype(preset), dtype) << preset;
   const Model m = make_synthetic("qwen2.5-0.5b", 1, 1);

@@ -2,7 +2,8 @@
 //
 //   moe_dump block PRESET SEED OUT_DIR [--no-norm]
 //     writes the synthetic model as OUT_DIR/model/{config.json, model.safetensors} and, for every
-//     layer of a 7-token prefill, its ffn_norm (the MoE input) and the MoE stages, OUT_DIR/stages.json.
+//     layer of a 7-token prefill, its ffn_norm (the MoE input) and the MoE stages (with a shared
+//     expert, its shexp_out, shexp_gate and ffn_out too), OUT_DIR/stages.json.
 //     --no-norm: the same model with norm_topk_prob false (softmax_topk presets).
 //   moe_dump route RULE NORM K < ROWS.json
 //     route_experts on each row of logits (a JSON array of arrays); prints [{ids, weights}, ...].
@@ -41,8 +42,9 @@ int block(const std::string& preset, std::uint64_t seed, const std::filesystem::
   for (int l = 0; l < m.config.n_layers; ++l) {
     const ds::TensorMap s = ref.layer(l, x, 0);
     nlohmann::json j;
-    for (const char* stage : {"ffn_norm", "router_logits", "expert_ids", "expert_weights", "moe_out"})
-      j[stage] = rows(s.at(stage));
+    for (const char* stage : {"ffn_norm", "router_logits", "expert_ids", "expert_weights", "moe_out",
+                              "shexp_out", "shexp_gate", "ffn_out"})
+      if (s.count(stage)) j[stage] = rows(s.at(stage));  // the shared expert's: Qwen3-Next only
     layers.push_back(j);
     x = s.at("residual_2");
   }

@@ -117,7 +117,7 @@ TEST(Qwen35Gguf, TiledFileComputesTheGroupedModelAfterTheHeadReorder) {
   EXPECT_EQ(grouped.config.family, Family::qwen35);
   expect_same_stages(tiled, grouped, 1e-12);
   // And the synthetic preset by its old name is that grouped model.
-  expect_same_stages(make_synthetic("qwen3next-tiny", 1), grouped, 0.0);
+  expect_same_stages(make_synthetic("qwen35-tiny", 1), grouped, 0.0);
 }
 
 // llama.cpp's qwen35-tiny.gguf (shared peers) is the legacy fixture's bytes relabelled qwen35,

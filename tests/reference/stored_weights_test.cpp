@@ -83,8 +83,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"Qwen3Bf16FloorF16", "qwen3-tiny", DType::bf16, DType::f16},
                       Case{"Gpt2F32", "gpt2-tiny", DType::f32, DType::f64},
                       Case{"Gpt2F16FloorBf16", "gpt2-tiny", DType::f16, DType::bf16},
-                      Case{"Qwen3NextBf16", "qwen3next-tiny", DType::bf16, DType::f64},
-                      Case{"Qwen3NextF32FloorF16", "qwen3next-tiny", DType::f32, DType::f16},
+                      Case{"Qwen3NextBf16", "qwen35-tiny", DType::bf16, DType::f64},
+                      Case{"Qwen3NextF32FloorF16", "qwen35-tiny", DType::f32, DType::f16},
                       Case{"Llama3RopeScalingBf16", "llama3-tiny", DType::bf16, DType::f64}),
     [](const auto& info) { return std::string(info.param.name); });
 

@@ -6,7 +6,8 @@ For each MoE preset (and Qwen3-MoE with norm_topk_prob false), moe_dump writes t
 safetensors checkpoint and the reference's MoE stages of every layer. This script reads the weights
 by the checkpoint's HF names and recomputes, from the reference's ffn_norm, the router logits, the
 routing (config.json's rule), each expert's SwiGLU and the weighted combine, and requires agreement
-to float64 rounding. Hand-built rows of logits with exact ties check the documented tie order
+to float64 rounding; for Qwen3-Next (model_type qwen3_next) also the shared expert, its sigmoid gate
+and their sum with the routed output. Hand-built rows of logits with exact ties check the documented tie order
 (lower expert index first) and both rules' weights.
 """
 import json
@@ -78,6 +79,16 @@ def moe_layer(x, w, layer, cfg):
     return logits, np.array(ids), np.array(weights), out
 
 
+def shared_expert(x, w, layer):
+    """Qwen3NextSparseMoeBlock's shared expert: sigmoid(x . shared_expert_gate) * SwiGLU(x)."""
+    pre = f"model.layers.{layer}.mlp"
+    g = x @ w[f"{pre}.shared_expert.gate_proj.weight"].T
+    u = x @ w[f"{pre}.shared_expert.up_proj.weight"].T
+    out = (silu(g) * u) @ w[f"{pre}.shared_expert.down_proj.weight"].T
+    gate = 1.0 / (1.0 + np.exp(-(x @ w[f"{pre}.shared_expert_gate.weight"].T)))
+    return out, gate
+
+
 def close(name, got, want, failures, case):
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     if got.shape != want.shape:
@@ -108,6 +119,13 @@ def check_block(dump, tmp, preset, extra, failures):
             continue
         close("expert_weights", s["expert_weights"], weights, failures, f"{case} layer {layer}")
         close("moe_out", s["moe_out"], moe, failures, f"{case} layer {layer}")
+        if cfg["model_type"] == "qwen3_next":
+            sh, gate = shared_expert(x, w, layer)
+            close("shexp_out", s["shexp_out"], sh, failures, f"{case} layer {layer}")
+            close("shexp_gate", s["shexp_gate"], gate, failures, f"{case} layer {layer}")
+            close("ffn_out", s["ffn_out"], np.array(s["moe_out"]) + gate * sh, failures, f"{case} layer {layer}")
+        elif "shexp_out" in s:
+            failures.append(f"{case} layer {layer}: a shared expert in a {cfg['model_type']} model")
         picked += len(set(ids.flatten().tolist()))
     print(f"{case}: {len(stages)} layers, {picked} (layer, expert) pairs used, "
           f"rule {'topk_softmax' if cfg['model_type'] == 'mixtral' else 'softmax_topk'}, "
@@ -139,7 +157,7 @@ def main():
     tmp.mkdir(parents=True, exist_ok=True)
     failures = []
     for preset, extra in [("qwen3moe-tiny", []), ("qwen3moe-tiny", ["--no-norm"]), ("qwen3moe-tails-tiny", []),
-                          ("mixtral-tiny", [])]:
+                          ("mixtral-tiny", []), ("qwen3next-tiny", [])]:
         check_block(dump, tmp, preset, extra, failures)
     check_ties(dump, failures)
     for f in failures:

@@ -39,7 +39,8 @@ def main():
                 # A refusal is no pass: cpu-f16-v1 claims few ops and simt has no MoE kernels yet;
                 # cpu-f16 serves every family, so it is never refused.
                 if p.returncode == 3 and (candidate != "cpu-f16") and (candidate != "simt" or "moe" in preset
-                                                                       or "mixtral" in preset):
+                                                                       or "mixtral" in preset
+                                                                       or "qwen3next" in preset):
                     print(f"--   {candidate} on {preset}: refused by the gate (ops it does not claim)")
                     continue
                 with open(out) as f:
