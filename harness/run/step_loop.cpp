@@ -265,21 +265,16 @@ class StepLoop {
     const DType storage = run_.cand->storage_dtype();
     const std::vector<std::int32_t> tok32(prefix.begin(), prefix.end());
     Tensor x = q.oracle->embed(tok32, 0).at("embed");
-    std::vector<Tensor> floor_x;
-    for (auto& lane : q.lanes) floor_x.push_back(lane.floor->embed(tok32, 0).at("embed"));
+    for (auto& lane : q.lanes) lane.floor->embed(tok32, 0);
     for (int l = 0; l < cfg.n_layers; ++l) {
       const TensorMap rs = q.oracle->layer(l, x, 0);
       record_reference(q, l, rs);
-      for (std::size_t li = 0; li < q.lanes.size(); ++li) {
-        Lane& lane = q.lanes[li];
-        const bool isolated = lane.mode == Mode::isolated;
-        const TensorMap forced =
-            isolated ? step_inputs_as_given(cfg.block_kind(l), rs, storage) : TensorMap{};
-        floor_x[li] =
-            lane.floor
-                ->layer(l, isolated ? round_values(x, storage) : floor_x[li], 0, isolated ? &forced : nullptr)
-                .at("residual_2");
-      }
+      // Both lanes start from the reference's prefix as stored (below), so every floor computes
+      // the prefix as the isolated floor computes a step: from the reference's values as handed
+      // over. A chained floor run on its own outputs would start the sequence with the prefix's
+      // compounded error the candidate never had, and its chained error would look like drift.
+      const TensorMap forced = step_inputs_as_given(cfg.block_kind(l), rs, storage);
+      for (auto& lane : q.lanes) lane.floor->layer(l, round_values(x, storage), 0, &forced);
       x = rs.at("residual_2");
     }
     for (auto& lane : q.lanes) {

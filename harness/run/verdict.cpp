@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,38 +40,56 @@ void locate_drift(RunReport& report) {
   constexpr double kBand = kDefaultFloorFactor;  // the band the chained policy judges by
   // Relative chained error of each layer's output at every step, and the floor's, raised like
   // the policy's: the prefill's rows and every decode row, not only the last step's one token.
-  std::map<int, std::map<int, std::pair<double, double>>> by_step;
+  // A batch's sequences drift each on its own (each is its own chain): never mixed.
+  std::map<int, std::map<int, std::map<int, std::pair<double, double>>>> by_seq;  // seq, step, layer
   DType dtype = DType::f16;
   for (const auto& r : report.results) {
     if (r.mode != Mode::chained || r.key.stage != "residual_2" || r.key.layer < 0) continue;
     if (r.status == Status::crashed || r.status == Status::missing || std::isnan(r.floor_rms)) continue;
     const double scale = r.m.ref_rms > 0 ? r.m.ref_rms : 1.0;
     dtype = r.cand_dtype;
-    by_step[r.key.step][r.key.layer] = {r.m.rms / scale,
-                                        floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms) / scale};
+    by_seq[r.key.seq][r.key.step][r.key.layer] = {r.m.rms / scale,
+                                                  floor_of(r.floor_rms, r.cand_dtype, r.m.ref_rms) / scale};
   }
-  if (by_step.empty()) return;
+  if (by_seq.empty()) return;
+  const bool batch = by_seq.size() > 1;
+  // Each sequence's steps; the drift reported is the sequence's whose drift begins earliest.
   std::vector<StepLayers> steps;
-  for (const auto& [step, layers] : by_step) {
-    StepLayers& s = steps.emplace_back();
-    s.step = step;
-    for (const auto& [layer, ef] : layers) {
-      s.layers.push_back(layer);
-      s.error.push_back(ef.first);
-      s.floor.push_back(ef.second);
+  std::optional<DriftFinding> found;
+  int drift_seq = 0;
+  for (const auto& [seq, by_step] : by_seq) {
+    std::vector<StepLayers> seq_steps;
+    for (const auto& [step, layers] : by_step) {
+      StepLayers& s = seq_steps.emplace_back();
+      s.step = step;
+      for (const auto& [layer, ef] : layers) {
+        s.layers.push_back(layer);
+        s.error.push_back(ef.first);
+        s.floor.push_back(ef.second);
+      }
+    }
+    const auto f = earliest_drift(seq_steps, kBand);
+    const auto layer_of = [](const std::vector<StepLayers>& ss, const DriftFinding& d) {
+      return ss[d.step_index].layers[d.at];
+    };
+    if (steps.empty() || (f && (!found || layer_of(seq_steps, *f) < layer_of(steps, *found)))) {
+      steps = std::move(seq_steps);
+      found = f;
+      drift_seq = seq;
     }
   }
   const std::string read = steps.size() == 1
                                ? fmt::format("step {}", steps.front().step)
                                : fmt::format("steps {}..{}", steps.front().step, steps.back().step);
-  const auto found = earliest_drift(steps, kBand);
   if (!found) {
     report.drift = fmt::format(
         "No drift: the chained error of every layer output stays within {:g}x the {} noise floor, with no "
-        "steady growth across layers ({}, layers {}..{}).",
-        kBand, dtype_name(dtype), read, steps.front().layers.front(), steps.front().layers.back());
+        "steady growth across layers ({}, layers {}..{}{}).",
+        kBand, dtype_name(dtype), read, steps.front().layers.front(), steps.front().layers.back(),
+        batch ? ", every sequence" : "");
     return;
   }
+  const std::string of_seq = batch ? fmt::format(" of sequence {}", drift_seq) : std::string();
   const StepLayers& s = steps[found->step_index];
   const std::size_t i = found->at;
   const double from = s.error[i] / s.floor[i], to = s.error.back() / s.floor.back();
@@ -79,24 +98,25 @@ void locate_drift(RunReport& report) {
                                               : fmt::format("step {}, the earliest; {} read", s.step, read);
   if (!found->trend) {
     report.drift = fmt::format(
-        "Drift begins at layer {}: from there the chained error of the layer output stays above {:g}x the {} "
+        "Drift begins at layer {}{}: from there the chained error of the layer output stays above {:g}x the "
+        "{} "
         "noise floor, {} ({}).",
-        s.layers[i], kBand, dtype_name(dtype), course(from, to, s.layers[i], s.layers.back()), where);
+        s.layers[i], of_seq, kBand, dtype_name(dtype), course(from, to, s.layers[i], s.layers.back()), where);
     return;
   }
   report.drift = fmt::format(
-      "Drift begins at layer {}: inside the {:g}x band but compounding, the chained error of the layer "
+      "Drift begins at layer {}{}: inside the {:g}x band but compounding, the chained error of the layer "
       "output grows steadily against the {} noise floor, from {:.2g}x the floor to {:.2g}x by layer {} ({}).",
-      s.layers[i], kBand, dtype_name(dtype), from, to, s.layers.back(), where);
+      s.layers[i], of_seq, kBand, dtype_name(dtype), from, to, s.layers.back(), where);
   // Every stage passing does not make this parity: an error that compounds layer after layer is
   // a systematic bias (24 layers can drift 10x past fp16 noise with every stage inside its band).
   if (report.exit_code == kExitParity) {
     report.exit_code = kExitFailure;
     report.drift_failed = true;
     report.verdict = fmt::format(
-        "FAIL: drift begins at layer {} (every stage within policy, but the chained error compounds "
+        "FAIL: drift begins at layer {}{} (every stage within policy, but the chained error compounds "
         "across layers, {:.2g}x to {:.2g}x the noise floor at step {})",
-        s.layers[i], from, to, s.step);
+        s.layers[i], of_seq, from, to, s.step);
     report.verdict += baseline_note(report);
   }
 }

@@ -258,6 +258,25 @@ sequences:
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("a batch run (run --batch) stores no step inputs", p.stderr)
 
+    def test_drift_is_located_per_sequence(self):
+        # A sequence continued from a prefix (start) with a one-token prompt: the candidate's lanes
+        # start from the reference's prefix, and so do the noise floors. A chained floor that ran
+        # the prefix on its own outputs started with compounded error and made correct simt "drift".
+        batch = self.write("start.yaml", "sequences:\n  - prompt: 5\n    decode: 3\n"
+                                         "  - prompt: 1\n    decode: 3\n    start: 2\n"
+                                         "  - prompt: 8\n    decode: 2\n")
+        for cand in ("simt", "cpu-f16"):
+            rc, out, err = run("--model", "synthetic:qwen35-tiny", "--candidate", cand, "--batch", batch,
+                               "--mode", "both")
+            self.assertEqual(rc, 0, out + err)
+            self.assertIn("No drift:", out)
+            self.assertIn("every sequence", out)
+        # Each sequence is its own chain: the drift names the sequence it was found in.
+        rc, out, err = run("--model", "synthetic:llama-deep-tiny", "--candidate", "mutant:drift-from-layer3",
+                           "--batch", "2", "--mode", "chained")
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("Drift begins at layer 3 of sequence 0:", out)
+
     def test_diff_of_two_batch_traces_matches_and_names_each_sequence(self):
         base, cur, js = self.path("base.h5"), self.path("cur.h5"), self.path("diff.json")
         args = ["--model", "synthetic:qwen3-tiny", "--batch", "3", "--batch-prompts", "2,5,3", "--mode", "both"]
