@@ -106,6 +106,9 @@ std::span<const MutantInfo> mutants() {
       {"moe-half-combine", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "strict",
        "the weighted combine of the k experts accumulated in half: each expert output, product and sum "
        "rounded to f16"},
+      {"moe-slots-transposed", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "default",
+       "grouped gate/up GEMV reads slot s's token as s % T ([k, T] slots) where the ids are [T, k] (s / k): "
+       "right in a decode step, wrong in a prefill"},
   };
   return kMutants;
 }

@@ -2,7 +2,7 @@
 // kernels/moe_experts.cu): the fused routing against the reference's own rules
 // (reference/ops_moe.cpp: route_experts, routing_weights) on the double logits of the same f16
 // inputs, exact ties to the lower expert index; the grouped experts and their f32 combine against
-// a double computation; bitwise identical under every SIMT thread order; and the two MoE kernel
+// a double computation; bitwise identical under every SIMT thread order; and the MoE kernel
 // mutants differing from them exactly where their bug bites.
 #include <gtest/gtest.h>
 
@@ -249,7 +249,10 @@ INSTANTIATE_TEST_SUITE_P(
         MutantCase{"capacity_drop_over_subscribed", "moe-capacity-drop", 8, true},
         // One token's k distinct experts never exceed a capacity of 1: nothing to drop.
         MutantCase{"capacity_drop_one_token", "moe-capacity-drop", 1, false},
-        MutantCase{"half_combine", "moe-half-combine", 8, true}),
+        MutantCase{"half_combine", "moe-half-combine", 8, true},
+        // Slot s's token read as s % T: wrong for a prefill, the same for one token (s % 1 == s / k == 0).
+        MutantCase{"slots_transposed_prefill", "moe-slots-transposed", 8, true},
+        MutantCase{"slots_transposed_one_token", "moe-slots-transposed", 1, false}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace
