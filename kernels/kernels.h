@@ -38,13 +38,13 @@ enum class MoeRule : int { softmax_topk = 0, topk_softmax = 1 };
 inline constexpr int kMoeMaxTopK = 16;
 inline constexpr int kMoeMaxExperts = 1024;
 // Device scratch the grouped expert kernels (kernels/moe_experts.cu) need for T tokens of k
-// experts each: the per-expert slot lists, each slot's SwiGLU activation (f16 [T k, F]) and its
+// experts each: the per-expert slot lists, each slot's SwiGLU activation (f32 [T k, F]) and its
 // expert's output before the combine (f32 [T k, D]), each part 256-byte aligned.
 inline std::size_t moe_scratch_bytes(int T, int k, int E, int F, int D) {
   const auto part = [](std::size_t b) { return (b + 255) / 256 * 256; };
   const std::size_t slots = static_cast<std::size_t>(T) * static_cast<std::size_t>(k);
   return part((2 * static_cast<std::size_t>(E) + 2 + 2 * slots) * 4) +
-         part(slots * static_cast<std::size_t>(F) * 2) + part(slots * static_cast<std::size_t>(D) * 4);
+         part(slots * static_cast<std::size_t>(F) * 4) + part(slots * static_cast<std::size_t>(D) * 4);
 }
 
 struct KernelTable {

@@ -1,7 +1,7 @@
 // Grouped mixture-of-experts FFN with a weighted f32 combine (docs/moe.md). The T tokens chose k
 // experts each (moe_route.cu): T k slots s = t k + j. Each expert runs once over all the slots
 // routed to it, so its weights are read once per launch however many tokens chose it:
-//   act[s, :] = half(silu(W_gate[e] x[t, :]) * (W_up[e] x[t, :]))      e = ids[s], t = s / k
+//   act[s, :] = silu(W_gate[e] x[t, :]) * (W_up[e] x[t, :])            f32; e = ids[s], t = s / k
 //   y[s, :]   = W_down[e] act[s, :]                                     f32
 //   out[t, :] = half(sum_j weights[t, j] * y[t k + j, :])               f32, slot order
 //   resid[t, :] = half(resid[t, :] + that f32 sum)                      with resid (chain-add)
@@ -35,13 +35,13 @@ MoeScratch moe_scratch(void* scratch, int T, int k, int E, int F) {
   const std::size_t n = static_cast<std::size_t>(T) * static_cast<std::size_t>(k);
   int* ints = static_cast<int*>(scratch);
   char* act = static_cast<char*>(scratch) + part_bytes((2 * static_cast<std::size_t>(E) + 2 + 2 * n) * 4);
-  char* y = act + part_bytes(n * static_cast<std::size_t>(F) * 2);
+  char* y = act + part_bytes(n * static_cast<std::size_t>(F) * 4);
   return {ints,
           ints + E + 1,
           ints + 2 * E + 1,
           ints + 2 * E + 2,
           ints + 2 * E + 2 + n,
-          reinterpret_cast<__half*>(act),
+          reinterpret_cast<float*>(act),
           reinterpret_cast<float*>(y)};
 }
 
@@ -78,10 +78,10 @@ __global__ void moe_group_kernel(const std::int32_t* __restrict__ ids, int n, in
 
 // One block: rows [blockIdx.x kGemvRows, +kGemvRows) of expert active[blockIdx.y]'s matrix (Wa,
 // and Wb for SwiGLU's up half) against the source rows src[slot / src_div] of its slots.
-template <class W, bool kSwiGLU>
+template <class W, class S, bool kSwiGLU>
 __global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict__ Wb,
-                                   const __half* __restrict__ src, int src_div, MoeScratch s, int rows,
-                                   int cols, int nt) {
+                                   const S* __restrict__ src, int src_div, MoeScratch s, int rows, int cols,
+                                   int nt) {
   SIMT_DYNAMIC_SHARED(float, xs);  // [nt][cols]
   const int a = static_cast<int>(blockIdx.y);
   if (a >= *s.n_active) return;  // uniform over the block
@@ -95,7 +95,7 @@ __global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict
     __syncthreads();  // the previous group's rows read by every warp before they are replaced
     for (int i = tid; i < n * cols; i += bd) {
       const int p = i / cols, c = i % cols;
-      xs[i] = __half2float(src[static_cast<std::size_t>(s.slots[s0 + p] / src_div) * cols + c]);
+      xs[i] = to_f(src[static_cast<std::size_t>(s.slots[s0 + p] / src_div) * cols + c]);
     }
     __syncthreads();
     float acc_a[kGemvTokens], acc_b[kGemvTokens];
@@ -110,7 +110,7 @@ __global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict
       if (lane != 0 || row >= rows) continue;
       const std::size_t o = static_cast<std::size_t>(s.slots[s0 + p]) * rows + row;
       if (kSwiGLU)
-        s.act[o] = __float2half_rn(g / (1.0f + expf(-g)) * u);
+        s.act[o] = g / (1.0f + expf(-g)) * u;
       else
         s.y[o] = g;
     }
@@ -135,35 +135,37 @@ void moe_group(const std::int32_t* ids, int n, int E, const MoeScratch& s) {
   simt::launch(moe_group_kernel, dim3(1), dim3(kMoeThreads), 0, nullptr, ids, n, E, s);
 }
 
-template <class W, bool kSwiGLU>
-static void launch_grouped(const void* Wa, const void* Wb, const void* src, int src_div, const MoeScratch& s,
+template <class W, class S, bool kSwiGLU>
+static void launch_grouped(const void* Wa, const void* Wb, const S* src, int src_div, const MoeScratch& s,
                            int n, int E, int rows, int cols) {
   const int nt = grouped_tokens(cols);
   const dim3 grid((rows + kGemvRows - 1) / kGemvRows, E < n ? E : n), block(32 * kGemvRows);
-  simt::launch(moe_grouped_kernel<W, kSwiGLU>, grid, block,
+  simt::launch(moe_grouped_kernel<W, S, kSwiGLU>, grid, block,
                static_cast<std::size_t>(nt) * cols * sizeof(float), nullptr, static_cast<const W*>(Wa),
-               static_cast<const W*>(Wb), static_cast<const __half*>(src), src_div, s, rows, cols, nt);
+               static_cast<const W*>(Wb), src, src_div, s, rows, cols, nt);
 }
 
-template <bool kSwiGLU>
-static void grouped(const void* Wa, const void* Wb, dsk::WType wt, const void* src, int src_div,
+template <class S, bool kSwiGLU>
+static void grouped(const void* Wa, const void* Wb, dsk::WType wt, const S* src, int src_div,
                     const MoeScratch& s, int n, int E, int rows, int cols) {
   switch (wt) {
-    case dsk::WType::f32: launch_grouped<float, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols); break;
-    case dsk::WType::f16: launch_grouped<__half, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols); break;
+    case dsk::WType::f32: launch_grouped<float, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols); break;
+    case dsk::WType::f16:
+      launch_grouped<__half, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols);
+      break;
     case dsk::WType::bf16:
-      launch_grouped<__nv_bfloat16, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols);
+      launch_grouped<__nv_bfloat16, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols);
       break;
   }
 }
 
 void moe_gate_up(const void* W_gate, const void* W_up, dsk::WType wt, const void* x, int k,
                  const MoeScratch& s, int n, int E, int F, int D) {
-  grouped<true>(W_gate, W_up, wt, x, k, s, n, E, F, D);
+  grouped<__half, true>(W_gate, W_up, wt, static_cast<const __half*>(x), k, s, n, E, F, D);
 }
 
 void moe_down(const void* W_down, dsk::WType wt, const MoeScratch& s, int n, int E, int F, int D) {
-  grouped<false>(W_down, nullptr, wt, s.act, 1, s, n, E, D, F);
+  grouped<float, false>(W_down, nullptr, wt, s.act, 1, s, n, E, D, F);
 }
 
 void moe_combine(const void* weights, void* out, void* resid, const MoeScratch& s, int T, int k, int D) {

@@ -13,14 +13,14 @@ struct MoeScratch {
   int* n_active;  // [1]
   int* slots;     // [T k] slot indices t * k + j, grouped by expert, ascending within one
   int* kept;      // [T k] 1 where the slot's expert runs on it
-  __half* act;    // [T k, F] the slot's SwiGLU activation
+  float* act;     // [T k, F] the slot's SwiGLU activation, f32 like the GEMVs' sums
   float* y;       // [T k, D] the slot's expert output, before the routing weight
 };
 MoeScratch moe_scratch(void* scratch, int T, int k, int E, int F);
 
 // Every slot of ids [n] listed under its expert (moe_group_kernel).
 void moe_group(const std::int32_t* ids, int n, int E, const MoeScratch& s);
-// act[s, :] = half(silu(W_gate[e] x[s / k]) * (W_up[e] x[s / k])) for every listed slot s of expert e.
+// act[s, :] = silu(W_gate[e] x[s / k]) * (W_up[e] x[s / k]) in f32 for every listed slot s of expert e.
 void moe_gate_up(const void* W_gate, const void* W_up, dsk::WType wt, const void* x, int k,
                  const MoeScratch& s, int n, int E, int F, int D);
 // y[s, :] = W_down[e] act[s, :] in f32 for every listed slot s of expert e.

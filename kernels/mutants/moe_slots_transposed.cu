@@ -40,8 +40,7 @@ __global__ void moe_gate_up_kernel(const W* __restrict__ Wa, const W* __restrict
       const float g = warp_sum(acc_a[p]);
       const float u = warp_sum(acc_b[p]);
       if (lane != 0 || row >= rows) continue;
-      s.act[static_cast<std::size_t>(s.slots[s0 + p]) * rows + row] =
-          __float2half_rn(g / (1.0f + expf(-g)) * u);
+      s.act[static_cast<std::size_t>(s.slots[s0 + p]) * rows + row] = g / (1.0f + expf(-g)) * u;
     }
   }
 }
