@@ -29,6 +29,24 @@ inline constexpr int kGemvRows = 8;
 inline constexpr int kGdnMaxDk = 256;
 inline constexpr int kConvMaxK = 8;
 
+// Mixture-of-experts routing rules (kernels/moe_route.cu), as the reference's MoeRouting:
+// softmax over every router logit then the top k (Qwen3-MoE), or the top k logits then a softmax
+// over those k (Mixtral).
+enum class MoeRule : int { softmax_topk = 0, topk_softmax = 1 };
+// Largest top-k the routing kernel keeps (its chosen experts sit in a fixed shared array) and
+// largest expert count it ranks: what the simt / cuda candidates declare to the capability gate.
+inline constexpr int kMoeMaxTopK = 16;
+inline constexpr int kMoeMaxExperts = 1024;
+// Device scratch the grouped expert kernels (kernels/moe_experts.cu) need for T tokens of k
+// experts each: the per-expert slot lists, each slot's SwiGLU activation (f32 [T k, F]) and its
+// expert's output before the combine (f32 [T k, D]), each part 256-byte aligned.
+inline std::size_t moe_scratch_bytes(int T, int k, int E, int F, int D) {
+  const auto part = [](std::size_t b) { return (b + 255) / 256 * 256; };
+  const std::size_t slots = static_cast<std::size_t>(T) * static_cast<std::size_t>(k);
+  return part((2 * static_cast<std::size_t>(E) + 2 + 2 * slots) * 4) +
+         part(slots * static_cast<std::size_t>(F) * 4) + part(slots * static_cast<std::size_t>(D) * 4);
+}
+
 struct KernelTable {
   const char* backend;  // "simt" or "cuda"
   // Empty when kernels can run; otherwise why not ("no CUDA device: ...").
@@ -122,6 +140,25 @@ struct KernelTable {
   // Op D: C reading sequence s's taps from cache[ids[s]], ring into cache[rs_head + s].
   void (*ssm_conv_update_ids)(float* cache, const std::int32_t* ids, int rs_head, float* scratch,
                               const float* w, const float* x, float* y, int n_seqs, int C, int K, bool silu);
+
+  // ---- Mixture-of-experts FFN (docs/moe.md), f16 activations.
+  // Fused routing (moe_route.cu), one block per token: logits[t, :] = half(W_router x[t, :])
+  // (W_router [E, cols]), then the rule's top k of the f32 logits, ranked by probability
+  // (softmax_topk) or logit (topk_softmax), equal values to the lower expert index, into
+  // ids[t, 0:k] (int32, highest first) and weights[t, 0:k] = half(routing weight): p_e (divided by
+  // the chosen p's sum when norm_topk) or the softmax over the k chosen logits.
+  // k <= kMoeMaxTopK, E <= kMoeMaxExperts.
+  void (*moe_route)(const void* W_router, WType wt, const void* x, void* logits, std::int32_t* ids,
+                    void* weights, int T, int E, int cols, int k, MoeRule rule, bool norm_topk);
+  // Grouped experts and combine (moe_experts.cu): the T k (token, slot) pairs grouped by expert, each
+  // expert's SwiGLU MLP run once over its tokens (W_gate / W_up [E, F, D], W_down [E, D, F]
+  // stacked, in wt), and out[t, :] = half(sum_j weights[t, j] * y_j) accumulated in f32 in slot
+  // order; with `resid`, also resid[t, :] = half(resid + that f32 sum) in place. ids int32 [T, k]
+  // (an id outside [0, E) contributes nothing), weights f16 [T, k], x / out / resid f16 [T, D];
+  // scratch: moe_scratch_bytes(T, k, E, F, D).
+  void (*moe_experts)(const void* W_gate, const void* W_up, const void* W_down, WType wt, const void* x,
+                      const std::int32_t* ids, const void* weights, void* out, void* resid, void* scratch,
+                      int T, int k, int E, int F, int D);
 };
 
 }  // namespace dsk

@@ -32,6 +32,10 @@ void ssm_conv(const float*, const float*, float*, int, int, int, int, bool);
 void ssm_conv_update(const float*, const float*, const float*, float*, float*, int, int, int, bool);
 void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*, const float*, float*, int,
                          int, int, bool);
+void moe_route(const void*, dsk::WType, const void*, void*, std::int32_t*, void*, int, int, int, int,
+               dsk::MoeRule, bool);
+void moe_experts(const void*, const void*, const void*, dsk::WType, const void*, const std::int32_t*,
+                 const void*, void*, void*, void*, int, int, int, int, int);
 
 namespace {
 
@@ -85,7 +89,9 @@ const dsk::KernelTable& table() {
                                      gdn_inplace_ids,
                                      ssm_conv,
                                      ssm_conv_update,
-                                     ssm_conv_update_ids};
+                                     ssm_conv_update_ids,
+                                     moe_route,
+                                     moe_experts};
   return t;
 }
 

@@ -1,6 +1,6 @@
-// Over 600 lines on purpose: one flat catalogue of a case per kernel (inputs, bytes, host check), read case by case.
-// bench/kernels: one Google Benchmark case per kernel of dsk::KernelTable (kernels/*.cu), at
-// the shapes of shapes.h, for decode (one token) and prefill.
+// Over 600 lines on purpose: one flat catalogue of a case per kernel (inputs, bytes, host check), read case
+// by case. bench/kernels: one Google Benchmark case per kernel of dsk::KernelTable (kernels/*.cu), at the
+// shapes of shapes.h, for decode (one token) and prefill.
 //
 // At decode every one of these kernels is memory bound, so each case reports
 //   bytes       the fewest bytes the launch must move: each input read once, each output
@@ -752,6 +752,88 @@ Prepared gated_rmsnorm(Arena& a, const Gdn& m, int T) {
   return p;
 }
 
+// ---- mixture-of-experts kernels (moe_route.cu, moe_experts.cu), activations [T, width] f16
+
+// The router logits are checked: the top-k and the weights follow from them by rules
+// tests/kernels/test_moe_kernels.cpp checks against the reference's.
+Prepared moe_route(Arena& a, const Moe& m, int T) {
+  const int D = m.hidden, E = m.experts, K = m.top_k;
+  const float ws = std::sqrt(3.0f / static_cast<float>(D));
+  Buf& W = a.upload(kWeight, a.uniform(std::size_t(E) * D, -ws, ws));
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& logits = a.alloc(DType::f16, std::size_t(T) * E);
+  Buf& ids = a.alloc(DType::i32, std::size_t(T) * K);
+  Buf& weights = a.alloc(DType::f16, std::size_t(T) * K);
+  Prepared p;
+  p.bytes = double(W.bytes() + x.bytes() + logits.bytes() + ids.bytes() + weights.bytes());
+  p.launch = [&a, &W, &x, &logits, &ids, &weights, T, m] {
+    a.k.moe_route(W.dev, kWType, x.dev, logits.dev, ids.as<std::int32_t>(), weights.dev, T, m.experts,
+                  m.hidden, m.top_k, m.softmax_topk ? dsk::MoeRule::softmax_topk : dsk::MoeRule::topk_softmax,
+                  m.norm_topk);
+  };
+  p.checks.push_back({"logits", &logits, [&W, &x, D, E](std::size_t i) {
+                        return dot(W.host.data() + i % E * D, x.host.data() + i / E * D, D);
+                      }});
+  return p;
+}
+
+// Each token's experts spread over the layer (token t, slot j: expert (t * 7 + j * 13) mod E, distinct
+// while k * 13 < E), equal weights 1 / k, the residual updated in place. The bytes are the experts' weights
+// the launch must read once each.
+Prepared moe_experts(Arena& a, const Moe& m, int T) {
+  const int D = m.hidden, E = m.experts, K = m.top_k, F = m.expert_ffn;
+  const float wg = std::sqrt(3.0f / static_cast<float>(D)), wd = std::sqrt(3.0f / static_cast<float>(F));
+  Buf& Wg = a.upload(kWeight, a.uniform(std::size_t(E) * F * D, -wg, wg));
+  Buf& Wu = a.upload(kWeight, a.uniform(std::size_t(E) * F * D, -wg, wg));
+  Buf& Wd = a.upload(kWeight, a.uniform(std::size_t(E) * D * F, -wd, wd));
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  std::vector<float> id(std::size_t(T) * K);
+  std::vector<bool> used(std::size_t(E), false);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < K; ++j) {
+      const int e = (t * 7 + j * 13) % E;
+      id[std::size_t(t) * K + j] = static_cast<float>(e);
+      used[std::size_t(e)] = true;
+    }
+  Buf& ids = a.upload(DType::i32, id);
+  Buf& w = a.upload(DType::f16, std::vector<float>(std::size_t(T) * K, 1.0f / static_cast<float>(K)));
+  Buf& resid = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& out = a.alloc(DType::f16, std::size_t(T) * D);
+  Buf& scratch = a.alloc(DType::f32, (dsk::moe_scratch_bytes(T, K, E, F, D) + 3) / 4);  // raw bytes
+  const double n_used = double(std::count(used.begin(), used.end(), true));
+  Prepared p;
+  p.bytes = n_used * 3 * F * D * ds::dtype_size(kWeight) +
+            double(x.bytes() + ids.bytes() + w.bytes() + 2 * resid.bytes() + out.bytes());
+  p.launch = [&a, &Wg, &Wu, &Wd, &x, &ids, &w, &out, &resid, &scratch, T, K, E, F, D] {
+    a.k.moe_experts(Wg.dev, Wu.dev, Wd.dev, kWType, x.dev, ids.as<std::int32_t>(), w.dev, out.dev, resid.dev,
+                    scratch.dev, T, K, E, F, D);
+  };
+  // Each (token, slot)'s SwiGLU activation, computed once when a checked element first needs it.
+  auto acts = std::make_shared<std::vector<std::vector<double>>>(std::size_t(T) * K);
+  auto want = [&Wg, &Wu, &Wd, &x, &ids, &w, acts, K, F, D](std::size_t i) {
+    const std::size_t t = i / std::size_t(D), d = i % std::size_t(D);
+    double y = 0;
+    for (int j = 0; j < K; ++j) {
+      const std::size_t slot = t * std::size_t(K) + std::size_t(j), e = std::size_t(ids.host[slot]);
+      std::vector<double>& act = (*acts)[slot];
+      if (act.empty())
+        for (int f = 0; f < F; ++f) {
+          const float* xr = x.host.data() + t * std::size_t(D);
+          act.push_back(silu(dot(Wg.host.data() + (e * F + std::size_t(f)) * D, xr, D)) *
+                        dot(Wu.host.data() + (e * F + std::size_t(f)) * D, xr, D));
+        }
+      double down = 0;
+      for (int f = 0; f < F; ++f)
+        down += Wd.host[(e * D + d) * std::size_t(F) + std::size_t(f)] * act[std::size_t(f)];
+      y += w.host[slot] * down;
+    }
+    return y;
+  };
+  p.checks.push_back({"out", &out, want});
+  p.checks.push_back({"resid", &resid, [&resid, want](std::size_t i) { return resid.host[i] + want(i); }});
+  return p;
+}
+
 // ----------------------------------------------------------------------------------------
 // Cases, timing, registration
 
@@ -797,6 +879,13 @@ std::vector<Case> cases(bool smoke) {
       if (!m.ffn_only && T == 1)
         add(name("gemv.lm_head"), [m](Arena& a) { return gemv(a, 1, m.vocab, m.hidden, false, false); });
     }
+  }
+  const Moe moe = moe_shape(smoke);
+  for (const auto& [mode, T] : {std::pair{std::string("decode"), 1},
+                                std::pair{fmt::format("prefill{}", st.prefill_T), st.prefill_T}}) {
+    add(fmt::format("{}/moe_route/{}", moe.name, mode), [moe, T](Arena& a) { return moe_route(a, moe, T); });
+    add(fmt::format("{}/moe_experts/{}", moe.name, mode),
+        [moe, T](Arena& a) { return moe_experts(a, moe, T); });
   }
   const Gdn g = gdn_shape(smoke);
   const int n = st.n_seqs, T = st.prefill_T;

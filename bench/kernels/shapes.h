@@ -80,6 +80,22 @@ inline Gdn gdn_shape(bool smoke) {
   return {"qwen3-next-80b", 16, 32, 128, 128, 4, 2048};
 }
 
+// A mixture-of-experts FFN: the router over `experts`, the top `top_k` of them per token, each a
+// SwiGLU MLP of width expert_ffn (qwen3-30b-a3b; qwen3moe-tiny its smoke sibling).
+struct Moe {
+  std::string name;
+  int hidden = 0, experts = 0, top_k = 0, expert_ffn = 0;
+  bool softmax_topk = true, norm_topk = true;
+};
+
+inline Moe moe_shape(bool smoke) {
+  const char* preset = smoke ? "qwen3moe-tiny" : "qwen3-30b-a3b";
+  const ds::ModelConfig c = ds::ref::synthetic_config(preset);
+  return {preset,           c.hidden,     c.n_experts,
+          c.n_experts_used, c.expert_ffn, c.moe_routing == ds::MoeRouting::softmax_topk,
+          c.moe_norm_topk};
+}
+
 inline std::vector<Decoder> decoder_shapes(bool smoke) {
   // llama3-tiny, not llama-tiny: llama3.2-1b's RoPE has Llama-3 frequency factors, and so does it.
   if (smoke) return {from_preset("qwen2-tiny"), from_preset("llama3-tiny"), ffn_7b(true)};

@@ -37,11 +37,12 @@ void GpuCandidate::free_all() {
 
 OpSet GpuCandidate::capabilities() const {
   // Exactly what kernels/*.cu implement and plan() routes, for every family the reference has.
-  OpSet ops{Op::RoPE,          Op::RoPENeox, Op::RoPEPartial,    Op::RoPEFreqFactors,
-            Op::GQA,           Op::MHA,      Op::CausalMask,     Op::SwiGLU,
-            Op::GeluMlp,       Op::RMSNorm,  Op::RMSNormPlusOne, Op::LayerNorm,
-            Op::BiasAdd,       Op::QkNorm,   Op::AbsolutePos,    Op::AttnOutputGate,
-            Op::GatedDeltaNet, Op::SsmConv};
+  OpSet ops{Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA, Op::MHA, Op::CausalMask,
+            Op::SwiGLU, Op::GeluMlp, Op::RMSNorm, Op::RMSNormPlusOne, Op::LayerNorm, Op::BiasAdd, Op::QkNorm,
+            Op::AbsolutePos, Op::AttnOutputGate, Op::GatedDeltaNet, Op::SsmConv,
+            // kernels/moe_route.cu's two rules and renormalisation, kernels/moe_experts.cu's experts;
+            // the top-k and expert count it can serve are moe_limits().
+            Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts};
   if (fused_gdn_ops_)
     for (Op op : {Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds}) ops.add(op);
   return ops;
@@ -90,7 +91,12 @@ std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
       break;
     default: return {};  // refused by the capability gate first
   }
-  p.insert(p.end(), mlp.begin(), mlp.end());
+  if (cfg.moe()) {
+    const std::vector<KernelStep> moe = moe_steps();
+    p.insert(p.end(), moe.begin(), moe.end());
+  } else {
+    p.insert(p.end(), mlp.begin(), mlp.end());
+  }
   return p;
 }
 
@@ -182,7 +188,10 @@ void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
   for (std::string_view v : {"attn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
                              "attn_k.bias", "attn_v.bias", "attn_output.bias"})
     if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
-  load_mlp(l, weights);
+  if (cfg_.moe())
+    load_moe(l, weights);
+  else
+    load_mlp(l, weights);
 }
 
 void GpuCandidate::load_mlp(int l, const WeightStore& weights) {
@@ -261,6 +270,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
 
   if (run_hybrid(step, ctx, inputs, outputs)) {
     // a Qwen3-Next step (gpu_hybrid.cpp)
+  } else if (run_moe(step, ctx, inputs, outputs)) {
+    // a mixture-of-experts step (gpu_moe.cpp)
   } else if (s == "embedding") {
     const Tensor& tok = in(inputs, "tokens");
     for (std::int64_t t = 0; t < tok.numel(); ++t)

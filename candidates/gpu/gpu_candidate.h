@@ -59,6 +59,15 @@
 // rewrites the cache in place; with ids, odd decode steps put the prior state in the OTHER
 // slot, so the gather path runs, not only the identity one.
 //
+// Stage map (mixture-of-experts decoder layer, qwen3moe and Mixtral; gpu_moe.cpp): the decoder's
+// attention steps, then
+//   ffn_norm         rmsnorm                      residual_1 -> ffn_norm
+//   moe_route        moe_route: router GEMV, the rule's softmax and top-k, the routing weights
+//                                                 ffn_norm -> router_logits, expert_ids, expert_weights
+//   moe_experts_add  moe_experts: grouped SwiGLU experts, f32 weighted combine + chain-add
+//                                                 ffn_norm, expert_ids, expert_weights, residual_1
+//                                                 -> moe_out, residual_2
+//
 // Model level: embedding (+ learned positions pos0.. for GPT-2) tokens -> embed;
 // final_norm (rmsnorm, (1 + w) for Qwen3-Next) or ln_f (GPT-2 layernorm) x -> final_norm;
 // lm_head gemv -> logits.
@@ -88,6 +97,7 @@ class GpuCandidate final : public Candidate {
   std::string description() const override { return description_; }
   DType storage_dtype() const override { return DType::f16; }
   OpSet capabilities() const override;
+  MoeLimits moe_limits() const override { return {dsk::kMoeMaxTopK, dsk::kMoeMaxExperts}; }
   std::string unavailable() const override;
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   // Throws std::runtime_error("no CUDA device: ...") when the table cannot run kernels.
@@ -131,6 +141,10 @@ class GpuCandidate final : public Candidate {
   void load_gpt2_layer(int l, const WeightStore& weights);
   void load_mlp(int l, const WeightStore& weights);
   void load_gdn_layer(int l, const WeightStore& weights);  // gpu_hybrid.cpp
+  void load_moe(int l, const WeightStore& weights);        // gpu_moe.cpp
+  static std::vector<KernelStep> moe_steps();              // gpu_moe.cpp
+  // The MoE steps (gpu_moe.cpp); false when `step` is not one of them.
+  bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
   // The Qwen3-Next steps (gpu_hybrid.cpp); false when `step` is not one of them.
   bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                   TensorMap& outputs);

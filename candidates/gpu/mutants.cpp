@@ -99,6 +99,16 @@ std::span<const MutantInfo> mutants() {
        .policy = "default",
        .what = "chain-add epilogue stores the residual rounded toward zero: half an ULP lost a store, always "
                "toward zero, carried from layer to layer"},
+      // Mixture-of-experts kernels (kernels/moe_experts.cu; docs/moe.md).
+      {"moe-capacity-drop", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "default",
+       "grouped experts with a capacity of ceil(T k / E) slots per expert: the tokens past it on an "
+       "over-subscribed expert dropped, their share of moe_out lost"},
+      {"moe-half-combine", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "strict",
+       "the weighted combine of the k experts accumulated in half: each expert output, product and sum "
+       "rounded to f16"},
+      {"moe-slots-transposed", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "default",
+       "grouped gate/up GEMV reads slot s's token as s % T ([k, T] slots) where the ids are [T, k] (s / k): "
+       "right in a decode step, wrong in a prefill"},
   };
   return kMutants;
 }

@@ -82,6 +82,15 @@ struct StepContext {
   std::vector<SeqSpan> seqs;
 };
 
+// What a candidate's mixture-of-experts kernels can serve beyond the ops they declare: the largest
+// top-k (experts chosen per token) and expert count; 0 means no limit. The capability gate refuses
+// a MoE model past either by name, as it does a missing op (a kernel with a fixed-size top-k
+// array would otherwise run past it).
+struct MoeLimits {
+  int max_top_k = 0;
+  int max_experts = 0;
+};
+
 class Candidate {
  public:
   virtual ~Candidate() = default;
@@ -91,6 +100,7 @@ class Candidate {
   // The dtype activations are stored in between steps; inputs are handed over in it.
   virtual DType storage_dtype() const = 0;
   virtual OpSet capabilities() const = 0;
+  virtual MoeLimits moe_limits() const { return {}; }
   // Empty when the candidate can run on this machine; otherwise why not ("no CUDA device: ...").
   // The gate answers UNAVAILABLE with it before anything is loaded. Asked in a forked child, so
   // it may initialise a device runtime without the harness ever holding a device context.

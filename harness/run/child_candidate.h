@@ -23,6 +23,7 @@ class ChildCandidate final : public Candidate {
   std::string description() const override { return inner_->description(); }
   DType storage_dtype() const override { return inner_->storage_dtype(); }
   OpSet capabilities() const override { return inner_->capabilities(); }
+  MoeLimits moe_limits() const override { return inner_->moe_limits(); }
   std::string unavailable() const override { return inner_->unavailable(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
     return inner_->plan(cfg, kind);

@@ -25,6 +25,7 @@ class DeclaredFill final : public Candidate {
   std::string description() const override { return fill_->description(); }
   DType storage_dtype() const override { return fill_->storage_dtype(); }
   OpSet capabilities() const override { return fill_->capabilities(); }
+  MoeLimits moe_limits() const override { return fill_->moe_limits(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override {
     std::vector<KernelStep> out;
     for (KernelStep s : fill_->plan(cfg, kind)) {

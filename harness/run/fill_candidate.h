@@ -19,6 +19,7 @@ class FilledCandidate final : public Candidate {
   std::string description() const override;
   DType storage_dtype() const override { return own_->storage_dtype(); }
   OpSet capabilities() const override { return own_->capabilities(); }
+  MoeLimits moe_limits() const override { return own_->moe_limits(); }
   std::string unavailable() const override { return own_->unavailable(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;

@@ -2,12 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <utility>
+
 #include "contracts.h"
 #include "registry.h"
 #include "runner.h"
 #include "wire.h"
 
 namespace ds {
+
+namespace {
+
+// A MoE model past the top-k or expert count the candidate's kernels declare (Candidate::moe_limits):
+// the full refusal and its one-line reason, or nullopt.
+std::optional<std::pair<std::string, std::string>> moe_limit_refusal(const ModelConfig& cfg,
+                                                                     const Candidate& cand) {
+  if (!cfg.moe()) return std::nullopt;
+  const MoeLimits lim = cand.moe_limits();
+  std::string why;
+  if (lim.max_top_k > 0 && cfg.n_experts_used > lim.max_top_k)
+    why = fmt::format("top-{} routing, past the top-{} its MoE kernels keep", cfg.n_experts_used,
+                      lim.max_top_k);
+  else if (lim.max_experts > 0 && cfg.n_experts > lim.max_experts)
+    why = fmt::format("{} experts, past the {} its MoE kernels rank", cfg.n_experts, lim.max_experts);
+  if (why.empty()) return std::nullopt;
+  return std::pair{
+      fmt::format("REFUSED by the capability gate: {} cannot serve {} ({}): {} ({} routing). "
+                  "Nothing was computed.",
+                  cand.name(), cfg.name, family_name(cfg.family), why, moe_routing_name(cfg.moe_routing)),
+      why};
+}
+
+}  // namespace
 
 GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fill) {
   GateAnswer a;
@@ -34,6 +61,13 @@ GateAnswer gate_candidate(const ModelConfig& cfg, const Candidate& cand, bool fi
     a.missing = required.minus(a.have);
     a.refusal = capability_refusal(cfg, cand, required).value_or("");
     a.reason = fmt::format("missing ops {}", a.missing.str());
+    return a;
+  }
+  if (auto refusal = moe_limit_refusal(cfg, cand)) {
+    a.pass = false;
+    a.need = required;
+    a.refusal = refusal->first;
+    a.reason = refusal->second;
     return a;
   }
   a.coverage = plan_coverage(cfg, cand);

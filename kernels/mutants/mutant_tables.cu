@@ -65,6 +65,15 @@ void plant(dsk::KernelTable&);
 namespace mutant_layernorm_no_mean_sub {
 void plant(dsk::KernelTable&);
 }
+namespace mutant_moe_capacity_drop {
+void plant(dsk::KernelTable&);
+}
+namespace mutant_moe_half_combine {
+void plant(dsk::KernelTable&);
+}
+namespace mutant_moe_slots_transposed {
+void plant(dsk::KernelTable&);
+}
 namespace mutant_norm_eps_outside {
 void plant(dsk::KernelTable&);
 }
@@ -120,6 +129,9 @@ const MutantRow kMutants[] = {
     {"half-before-bias", mutant_half_before_bias::plant},
     {"layernorm-as-rmsnorm", mutant_layernorm_as_rmsnorm::plant},
     {"layernorm-no-mean-sub", mutant_layernorm_no_mean_sub::plant},
+    {"moe-capacity-drop", mutant_moe_capacity_drop::plant},
+    {"moe-half-combine", mutant_moe_half_combine::plant},
+    {"moe-slots-transposed", mutant_moe_slots_transposed::plant},
     {"norm-eps-outside", mutant_norm_eps_outside::plant},
     {"norm-no-offset", mutant_norm_no_offset::plant},
     {"pos-no-offset", mutant_pos_no_offset::plant},

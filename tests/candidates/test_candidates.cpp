@@ -408,8 +408,8 @@ TEST(CudaCandidate, CliExitsNonZeroNamingTheMissingDevice) {
 // a CUDA context does not survive the harness's fork).
 TEST(CudaCandidate, WithDevicePassesEveryTinyPresetItServes) {
   if (!have_cuda_device()) GTEST_SKIP() << "no CUDA device";
-  for (const char* model :
-       {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny", "synthetic:gpt2-tiny"}) {
+  for (const char* model : {"synthetic:llama-tiny", "synthetic:qwen2-tiny", "synthetic:qwen3-tiny",
+                            "synthetic:gpt2-tiny", "synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny"}) {
     RunOptions o = options(model, "cuda");
     o.decode_steps = 2;
     const RunReport r = run_parity(o, Policy::dtype_defaults());

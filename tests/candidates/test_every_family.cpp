@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gate.h"
 #include "registry.h"
 #include "runner.h"
 #include "stage_catalog.h"
@@ -59,10 +60,9 @@ std::vector<FamilyCase> cases() {
   std::vector<FamilyCase> out;
   for (const auto& [stem, spec] : models()) {
     const ModelConfig cfg = load_config_spec(spec, 0);
-    // A qwen35 GGUF's tiled value heads and MoE models are refused on simt by name (the tests
-    // below): kernels/ has neither the tiled GDN map nor MoE kernels yet.
-    if (cfg.gdn_head_map != GdnHeadMap::tiled && !cfg.moe())
-      out.push_back({identifier("simt_" + stem), spec, "simt"});
+    // A qwen35 GGUF's tiled value heads are refused on simt by name (the test below): kernels/ has
+    // no tiled GDN map. MoE models run on kernels/moe_route.cu and kernels/moe_experts.cu.
+    if (cfg.gdn_head_map != GdnHeadMap::tiled) out.push_back({identifier("simt_" + stem), spec, "simt"});
     const Family f = cfg.family;
     // cpu-f16 where its code is its own: Qwen3-Next's GDN layers and GPT-2's blocks.
     if (f == Family::qwen35 || f == Family::gpt2)
@@ -134,27 +134,61 @@ TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
 }
 
 // A mixture-of-experts model needs its routing rule (and the experts) by name: a dense-only
-// candidate (simt has no MoE kernels yet; cpu-f16-v1, a first kernel set) is refused before any
-// weight is loaded, the rule named.
+// candidate (cpu-f16-v1, a first kernel set) is refused before any weight is loaded, the rule
+// named. simt and cpu-f16 declare both rules and serve them.
 TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
-  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"})
-    for (const char* candidate : {"simt", "cpu-f16-v1"}) {
-      SCOPED_TRACE(fmt::format("{} on {}", candidate, preset));
-      const ModelConfig cfg = load_config_spec(preset, 0);
-      const auto refusal = capability_refusal(cfg, *make_candidate(candidate));
-      ASSERT_TRUE(refusal.has_value());
-      EXPECT_NE(
-          refusal->find(cfg.moe_routing == MoeRouting::softmax_topk ? "MoeSoftmaxTopK" : "MoeTopKSoftmax"),
-          std::string::npos)
-          << *refusal;
-      // Qwen3-Next's shared expert is named too: routed-expert kernels alone do not serve it.
-      if (cfg.shared_expert()) {
-        EXPECT_NE(refusal->find("MoeSharedExpert"), std::string::npos) << *refusal;
-      }
+  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"}) {
+    SCOPED_TRACE(preset);
+    const ModelConfig cfg = load_config_spec(preset, 0);
+    const auto refusal = capability_refusal(cfg, *make_candidate("cpu-f16-v1"));
+    ASSERT_TRUE(refusal.has_value());
+    EXPECT_NE(
+        refusal->find(cfg.moe_routing == MoeRouting::softmax_topk ? "MoeSoftmaxTopK" : "MoeTopKSoftmax"),
+        std::string::npos)
+        << *refusal;
+    EXPECT_FALSE(capability_refusal(cfg, *make_candidate("cpu-f16")).has_value());
+    // simt's routed-expert kernels serve every routing rule, but not Qwen3-Next's shared expert,
+    // which is named.
+    const auto simt = capability_refusal(cfg, *make_candidate("simt"));
+    EXPECT_EQ(simt.has_value(), cfg.shared_expert());
+    if (simt) {
+      EXPECT_NE(simt->find("MoeSharedExpert"), std::string::npos) << *simt;
+      EXPECT_EQ(simt->find("MoeExperts,"), std::string::npos) << *simt;
     }
-  EXPECT_FALSE(capability_refusal(load_config_spec("synthetic:qwen3next-tiny", 0), *make_candidate("cpu-f16"))
-                   .has_value());
+  }
 }
+
+// A candidate that declares MoE limits (Candidate::moe_limits: simt's routing kernel keeps a fixed
+// top-k array) is refused by name for a model past them, before anything is loaded; one that
+// declares none (cpu-f16) is not.
+struct MoeLimitCase {
+  const char* name;
+  int top_k, experts;
+  const char* refused_naming;  // nullptr: passes the gate
+};
+void PrintTo(const MoeLimitCase& c, std::ostream* os) { *os << c.name; }
+class MoeLimitGate : public testing::TestWithParam<MoeLimitCase> {};
+
+TEST_P(MoeLimitGate, RefusesPastTheDeclaredLimitsByName) {
+  const MoeLimitCase& c = GetParam();
+  ModelConfig cfg = load_config_spec("synthetic:qwen3moe-tiny", 0);
+  cfg.n_experts = c.experts;
+  cfg.n_experts_used = c.top_k;
+  const GateAnswer simt = gate_candidate(cfg, *make_candidate("simt"), false);
+  EXPECT_EQ(simt.pass, c.refused_naming == nullptr) << simt.refusal;
+  if (c.refused_naming) {
+    EXPECT_NE(simt.refusal.find(c.refused_naming), std::string::npos) << simt.refusal;
+    EXPECT_NE(simt.refusal.find("REFUSED by the capability gate: simt"), std::string::npos) << simt.refusal;
+  }
+  EXPECT_TRUE(gate_candidate(cfg, *make_candidate("cpu-f16"), false).pass) << "cpu-f16 declares no limits";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryFamilyGate, MoeLimitGate,
+    testing::Values(MoeLimitCase{"top_k_at_the_limit", 16, 64, nullptr},
+                    MoeLimitCase{"top_k_past_the_limit", 17, 64, "top-17 routing, past the top-16"},
+                    MoeLimitCase{"experts_past_the_limit", 4, 2048, "2048 experts, past the 1024"}),
+    [](const auto& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace ds

@@ -36,10 +36,8 @@ void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<GoldenCase> cases() {
   std::vector<GoldenCase> out;
-  // MoE presets: simt has no MoE kernels yet (the gate refuses it, test_every_family).
   for (const std::string& p : ref::synthetic_presets())
-    if (ref::synthetic_config(p).hidden <= 1024 && ref::synthetic_config(p).vocab <= 1024 &&
-        !ref::synthetic_config(p).moe())
+    if (ref::synthetic_config(p).hidden <= 1024 && ref::synthetic_config(p).vocab <= 1024)
       out.push_back({"simt_" + p, "synthetic:" + p, "simt"});
   for (const char* m :
        {"chain-add-idx", "chain-add-rz", "dim-flip", "gemv-no-tail", "gemv-half-accum", "half-before-bias"})

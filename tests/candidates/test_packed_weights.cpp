@@ -1,7 +1,8 @@
 // The simt candidate reads every weight matrix in place except the ones it packs from several
 // stored tensors. GpuCandidate::packed_roles names those for the memory estimate; this table
 // holds it to what load() really copies, for each block kind (decoder, gated attention + GDN,
-// GPT-2), so the estimate cannot drift from the loader.
+// GPT-2, a MoE decoder whose stacked experts and router are read in place), so the estimate
+// cannot drift from the loader.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -31,7 +32,8 @@ TEST_P(PackedWeights, LoadCopiesExactlyThePackedRoles) {
   EXPECT_EQ(packed == 0, m.config.family == Family::gpt2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, PackedWeights, ::testing::Values("qwen2-tiny", "qwen35-tiny", "gpt2-tiny"),
+INSTANTIATE_TEST_SUITE_P(Table, PackedWeights,
+                         ::testing::Values("qwen2-tiny", "qwen35-tiny", "gpt2-tiny", "qwen3moe-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
