@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "dev_buf.h"
+#include "f32_stage.h"
 #include "gpu_candidate.h"
 
 namespace ds::gpu {
@@ -34,18 +35,6 @@ Tensor stack(const std::vector<Tensor>& parts) {
   Tensor out = parts.front();
   for (std::size_t i = 1; i < parts.size(); ++i) out = Tensor::concat_rows(out, parts[i]);
   return out;
-}
-
-std::vector<float> widen(const Tensor& t) {
-  const Tensor f = t.to(DType::f32);
-  const float* p = f.data<float>();
-  return {p, p + f.numel()};
-}
-
-Tensor f32_stage(const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
-  Tensor t(DType::f32, {rows, cols});
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t.to(DType::f16);
 }
 
 const Tensor& prev_input(const TensorMap& inputs, std::string_view name) {

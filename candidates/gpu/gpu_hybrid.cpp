@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "dev_buf.h"
+#include "f32_stage.h"
 #include "gpu_candidate.h"
 #include "stage_catalog.h"
 
@@ -16,19 +17,6 @@ namespace ds::gpu {
 namespace {
 
 std::vector<float> zeros(std::size_t n) { return std::vector<float>(n, 0.0f); }
-
-// An f16 stage input widened to f32 (exactly) for the f32 GDN kernels.
-std::vector<float> widen(const Tensor& t) {
-  const Tensor f = t.to(DType::f32);
-  const float* p = f.data<float>();
-  return {p, p + f.numel()};
-}
-
-Tensor f32_stage(const std::vector<float>& v, std::int64_t rows, std::int64_t cols) {
-  Tensor t(DType::f32, {rows, cols});
-  std::copy(v.begin(), v.end(), t.data<float>());
-  return t.to(DType::f16);
-}
 
 // prev:<state> is empty at the prefill (zero state).
 const Tensor* prev_state(const TensorMap& inputs, std::string_view name) {

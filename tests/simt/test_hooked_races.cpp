@@ -20,20 +20,6 @@
 namespace simt_test {
 namespace {
 
-class RaceFindings {
- public:
-  RaceFindings() { driftscope_simt_set_race_sink(&collect, this); }
-  ~RaceFindings() { driftscope_simt_set_race_sink(nullptr, nullptr); }
-  RaceFindings(const RaceFindings&) = delete;
-  RaceFindings& operator=(const RaceFindings&) = delete;
-  std::vector<std::string> messages;
-
- private:
-  static void collect(const simt_race_info* info, void* user) {
-    static_cast<RaceFindings*>(user)->messages.emplace_back(info->message);
-  }
-};
-
 bool have_symbolizer() {
   return std::system(
              "command -v llvm-symbolizer > /dev/null 2>&1 || command -v addr2line > /dev/null 2>&1") == 0;

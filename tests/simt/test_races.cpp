@@ -15,21 +15,6 @@
 namespace simt_test {
 namespace {
 
-// Collects what the runtime reports to the race sink while it lives.
-class RaceFindings {
- public:
-  RaceFindings() { driftscope_simt_set_race_sink(&collect, this); }
-  ~RaceFindings() { driftscope_simt_set_race_sink(nullptr, nullptr); }
-  RaceFindings(const RaceFindings&) = delete;
-  RaceFindings& operator=(const RaceFindings&) = delete;
-  std::vector<std::string> messages;
-
- private:
-  static void collect(const simt_race_info* info, void* user) {
-    static_cast<RaceFindings*>(user)->messages.emplace_back(info->message);
-  }
-};
-
 struct RaceCase {
   const char* name;
   RaceKernel kernel;

@@ -33,4 +33,19 @@ inline simt::Config to_config(const Schedule& s) {
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b);
 
+// Collects what the runtime reports to the race sink while it lives.
+class RaceFindings {
+ public:
+  RaceFindings() { driftscope_simt_set_race_sink(&collect, this); }
+  ~RaceFindings() { driftscope_simt_set_race_sink(nullptr, nullptr); }
+  RaceFindings(const RaceFindings&) = delete;
+  RaceFindings& operator=(const RaceFindings&) = delete;
+  std::vector<std::string> messages;
+
+ private:
+  static void collect(const simt_race_info* info, void* user) {
+    static_cast<RaceFindings*>(user)->messages.emplace_back(info->message);
+  }
+};
+
 }  // namespace simt_test
