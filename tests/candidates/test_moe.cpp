@@ -51,12 +51,9 @@ TEST_P(MoeCandidate, PassesEveryMoePresetOverTenSeedsInBothModes) {
   for (const std::string& preset : presets)
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
       SCOPED_TRACE(fmt::format("{} seed {}", preset, seed));
-      const RunReport r = run(preset, GetParam(), seed);
       // simt has no shared-expert kernel: Qwen3-Next is refused by name (EveryFamilyGate), not run.
-      if (std::string(GetParam()) == "simt" && ref::synthetic_config(preset).shared_expert()) {
-        EXPECT_EQ(r.exit_code, kExitRefused) << r.verdict;
-        break;
-      }
+      if (std::string(GetParam()) == "simt" && ref::synthetic_config(preset).shared_expert()) break;
+      const RunReport r = run(preset, GetParam(), seed);
       EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
       ties += router_ties(r);
     }
