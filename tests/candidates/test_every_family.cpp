@@ -139,7 +139,8 @@ TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
 // candidate (cpu-f16-v1, a first kernel set) is refused before any weight is loaded, the rule
 // named. simt and cpu-f16 declare both rules and serve them.
 TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
-  for (const char* preset : {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"}) {
+  for (const char* preset :
+       {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"}) {
     SCOPED_TRACE(preset);
     const ModelConfig cfg = load_config_spec(preset, 0);
     const auto refusal = capability_refusal(cfg, *make_candidate("cpu-f16-v1"));
