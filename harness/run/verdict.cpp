@@ -78,9 +78,15 @@ void locate_drift(RunReport& report) {
       drift_seq = seq;
     }
   }
-  const std::string read = steps.size() == 1
-                               ? fmt::format("step {}", steps.front().step)
-                               : fmt::format("steps {}..{}", steps.front().step, steps.back().step);
+  // The steps read: the drifting sequence's, or with no drift every sequence's.
+  int first_step = steps.front().step, last_step = steps.back().step;
+  if (!found)
+    for (const auto& [seq, by_step] : by_seq) {
+      first_step = std::min(first_step, by_step.begin()->first);
+      last_step = std::max(last_step, by_step.rbegin()->first);
+    }
+  const std::string read = first_step == last_step ? fmt::format("step {}", first_step)
+                                                   : fmt::format("steps {}..{}", first_step, last_step);
   if (!found) {
     report.drift = fmt::format(
         "No drift: the chained error of every layer output stays within {:g}x the {} noise floor, with no "

@@ -16,16 +16,9 @@ DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 RAGGED = ["--batch", "4", "--batch-prompts", "1,5,8,13", "--decode-steps", "3"]
 # The hybrid's fused decode ops with ids: B (GDN) and D (conv), docs/batches.md "State slots".
 IDS_VARIANT = ["--gdn-variant", "ids,conv-update-ids"]
-SLOT_BATCH = """
-sequences:
-  - prompt: 3
-    decode: 1
-  - prompt: 5
-    decode: 3
-  - prompt: 1
-    join: 2
-    decode: 2
-"""
+# The shipped example (README, docs/batches.md "State slots"): a moved and a reset sequence.
+SLOT_BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "batches",
+                          "moved-and-reset.yaml")
 # (step, seq) -> (from_slot, to_slot, kind) of SLOT_BATCH
 EXPECTED_SLOTS = {
     (0, 0): (None, 0, "reset"), (0, 1): (None, 1, "reset"),
@@ -123,7 +116,7 @@ class Batch(unittest.TestCase):
                 self.assertEqual((served["gdn"], served["gated_attn"]), ("batched", "batched"))
 
     def slot_batch(self):
-        return self.write("slots.yaml", SLOT_BATCH)
+        return SLOT_BATCH
 
     def test_a_moved_and_a_reset_sequence_run_fused_ops_b_and_d(self):
         # Sequence 0 leaves after step 1, so sequence 1's state moves from slot 1 to slot 0 at step 2;
