@@ -80,6 +80,13 @@ const std::vector<CpuVariant>& planted_variants() {
       {PlantedBug::batch_neighbour_row, "mutant:batch-neighbour-row",
        "cpu-f16 whose batched RMSNorm scales each sequence's last row by the next row's (its neighbour's) "
        "root mean square: a reduction reading one row of its neighbour (run --batch)"},
+      {PlantedBug::batch_split_k, "cpu-f16-split-k",
+       "cpu-f16 whose dense projections, in a batched call of n sequences, sum each output as n split-K "
+       "partial sums (an engine that picks its split by the batch's size): correct, and declared "
+       "(Candidate::batch_order_varies), so batch invariance holds it within the noise floor"},
+      {PlantedBug::batch_split_k_undeclared, "mutant:batch-order-undeclared",
+       "cpu-f16-split-k without its declaration: its batched outputs differ from the same sequence run "
+       "alone in the last bit, which the bit-exact batch invariance check names (run --batch)"},
   };
   return v;
 }
@@ -264,6 +271,12 @@ void CpuCandidate::plant_neighbour_row(const StepContext& ctx, const Mat& x, con
   }
 }
 
+Mat CpuCandidate::project(const StepContext& ctx, const Mat& x, const Mat& w,
+                          std::span<const float> bias) const {
+  const bool split = bug_ == PlantedBug::batch_split_k || bug_ == PlantedBug::batch_split_k_undeclared;
+  return split && ctx.seqs.size() > 1 ? linear_split_k(x, w, bias, int(ctx.seqs.size())) : linear(x, w, bias);
+}
+
 void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                        TensorMap& outputs) {
   const auto& c = cfg_;
@@ -308,8 +321,8 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
                                    w(layer, fmt::format("{}.bias", role)).v, float(c.norm_eps), ddof));
   } else if (s == "c_attn" || s == "c_fc") {
     const std::string_view role = s == "c_attn" ? "attn_qkv" : "ffn_up";
-    out(step.outputs[0], linear(x(step.inputs[0]), w(l, fmt::format("{}.weight", role)),
-                                w(l, fmt::format("{}.bias", role)).v));
+    out(step.outputs[0], project(ctx, x(step.inputs[0]), w(l, fmt::format("{}.weight", role)),
+                                 w(l, fmt::format("{}.bias", role)).v));
   } else if (s == "attention_qkv") {
     // GPT-2: q, k and v are the column ranges [0, Q), [Q, Q + KV), [Q + KV, Q + 2 KV) of c_attn.
     if (l == 1) crash_if_planted();
@@ -324,14 +337,14 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "gelu") {
     out("gelu", gelu_tanh(x("fc")));
   } else if (s == "mlp_proj") {
-    out("proj", linear(x("gelu"), w(l, "ffn_down.weight"), w(l, "ffn_down.bias").v));
+    out("proj", project(ctx, x("gelu"), w(l, "ffn_down.weight"), w(l, "ffn_down.bias").v));
   } else if (s == "final_norm") {
     out("final_norm",
         rmsnorm(x("x"), norm_w(kModelLayer, "output_norm.weight"), float(c.norm_eps), c.hidden));
   } else if (s == "lm_head") {
     auto it = w_.find("output.weight");
     out("logits",
-        linear(x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
+        project(ctx, x("final_norm"), it != w_.end() ? it->second : w(kModelLayer, "token_embd.weight"), {}));
   } else if (s == "attn_norm" || s == "ffn_norm") {
     const Mat in_rows = x(s == "attn_norm" ? "x" : "residual_1");
     const std::vector<float> nw = norm_w(l, fmt::format("{}.weight", s));
@@ -340,9 +353,9 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out(s, y);
   } else if (s == "qkv") {
     const Mat a = x("attn_norm");
-    out("q", linear(a, w(l, "attn_q.weight"), b(l, "attn_q.bias")));
-    out("k", linear(a, w(l, "attn_k.weight"), b(l, "attn_k.bias")));
-    out("v", linear(a, w(l, "attn_v.weight"), b(l, "attn_v.bias")));
+    out("q", project(ctx, a, w(l, "attn_q.weight"), b(l, "attn_q.bias")));
+    out("k", project(ctx, a, w(l, "attn_k.weight"), b(l, "attn_k.bias")));
+    out("v", project(ctx, a, w(l, "attn_v.weight"), b(l, "attn_v.bias")));
   } else if (s == "q_norm" || s == "k_norm") {
     out(s, rmsnorm(x(s == "q_norm" ? "q" : "k"), norm_w(l, fmt::format("attn_{}.weight", s)),
                    float(c.norm_eps), c.head_dim));
@@ -360,7 +373,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
                            c.n_heads, c.n_kv_heads, c.head_dim, q.pos0);
         }));
   } else if (s == "o_proj") {
-    out("attn_out", linear(x(step.inputs[0]), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
+    out("attn_out", project(ctx, x(step.inputs[0]), w(l, "attn_output.weight"), b(l, "attn_output.bias")));
   } else if (s == "residual_1") {
     Mat r1 = add(x(step.inputs[0]), x(step.inputs[1]));
     if (bug_ == PlantedBug::residual_scale)
@@ -368,12 +381,12 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     out("residual_1", r1);
   } else if (s == "gate_up") {
     const Mat a = x("ffn_norm");
-    out("gate", linear(a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));
-    out("up", linear(a, w(l, "ffn_up.weight"), b(l, "ffn_up.bias")));
+    out("gate", project(ctx, a, w(l, "ffn_gate.weight"), b(l, "ffn_gate.bias")));
+    out("up", project(ctx, a, w(l, "ffn_up.weight"), b(l, "ffn_up.bias")));
   } else if (s == "swiglu") {
     out("ffn_act", silu_mul(x("gate"), x("up")));
   } else if (s == "down") {
-    out("down", linear(x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
+    out("down", project(ctx, x("ffn_act"), w(l, "ffn_down.weight"), b(l, "ffn_down.bias")));
   } else if (s == "residual_2") {
     Mat r2 = add(x(step.inputs[0]), x(step.inputs[1]));
     if (bug_ == PlantedBug::drift_from_layer3 && l >= 3)

@@ -38,6 +38,10 @@ enum class PlantedBug {
   batch_seq_offset,      // attention reads a sequence's KV cache one row early (into its neighbour's)
   batch_wrong_position,  // RoPE rotates a sequence's rows by the next sequence's positions
   batch_neighbour_row,   // RMSNorm of a sequence's last row takes its scale from the next row
+  // Not a bug: a batched call's dense projections split-K over as many chunks as the batch has
+  // sequences (another order of the same sums), declared by Candidate::batch_order_varies.
+  batch_split_k,
+  batch_split_k_undeclared,  // the same order, not declared: batch invariance holds it bit for bit
 };
 
 // Every planted variant of cpu-f16, one row each: the name it is registered under and what it
@@ -69,6 +73,9 @@ class CpuCandidate final : public Candidate {
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   // Batches every block kind (cpu_batch.h).
   bool batches(BlockKind /*kind*/) const override { return true; }
+  bool batch_order_varies(BlockKind kind) const override {
+    return bug_ == PlantedBug::batch_split_k && kind != BlockKind::embed;  // an embedding sums nothing
+  }
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;
@@ -88,6 +95,8 @@ class CpuCandidate final : public Candidate {
   // The batched bug classes' planted lines (PlantedBug::batch_*); correct without them.
   int cache_start(const SeqSpan& q) const;
   int position_of(const StepContext& ctx, const SeqSpan& q) const;
+  // A dense projection: linear, split-K by the batch's size in the batch_split_k variants.
+  Mat project(const StepContext& ctx, const Mat& x, const Mat& w, std::span<const float> bias) const;
   void plant_neighbour_row(const StepContext& ctx, const Mat& x, const std::vector<float>& w, Mat& y) const;
 
   PlantedBug bug_;

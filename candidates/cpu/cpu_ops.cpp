@@ -100,6 +100,20 @@ Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
   return y;
 }
 
+Mat linear_split_k(const Mat& x, const Mat& w, std::span<const float> bias, int splits) {
+  if (x.cols != w.cols) throw std::invalid_argument("cpu linear: input width does not match the weight");
+  Mat y(x.rows, w.rows);
+  const std::int64_t n = x.cols, chunk = (n + splits - 1) / splits;
+  for (std::int64_t r = 0; r < x.rows; ++r)
+    for (std::int64_t o = 0; o < w.rows; ++o) {
+      float acc = 0;
+      for (std::int64_t c0 = 0; c0 < n; c0 += chunk)
+        acc += dot_in_order(w.row(o) + c0, x.row(r) + c0, std::min(chunk, n - c0));
+      y.row(r)[o] = acc + (bias.empty() ? 0.0f : bias[std::size_t(o)]);
+    }
+  return y;
+}
+
 Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,
          const std::vector<double>& freq_factors) {
   Mat y = x;

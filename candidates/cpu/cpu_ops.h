@@ -25,6 +25,10 @@ Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
 // The variance divides by N - ddof: 0 is the biased variance LayerNorm takes (1 only for a mutant).
 Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps, int ddof = 0);
 Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
+// linear's sums split over the input: each output is `splits` in-order partial sums of consecutive
+// chunks of the input width, added in order (a split-K GEMV). Another order of the same products,
+// so other roundings: what an engine that picks its split by the batch size computes.
+Mat linear_split_k(const Mat& x, const Mat& w, std::span<const float> bias, int splits);
 // `freq_factors` (empty: none) divides pair i's frequency, as Llama-3 and linear RoPE scaling do.
 Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,
          const std::vector<double>& freq_factors);

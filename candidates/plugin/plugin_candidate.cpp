@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "launch_sinks.h"
 #include "stage_catalog.h"
@@ -137,10 +138,16 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     for (Op op : c->capabilities().list()) ops.emplace_back(op_name(op));
     put_strings(out, ops);
     wire::put_str(out, c->unavailable());
-    std::uint64_t batched = 0;  // one bit per block kind it batches
-    for (std::uint64_t k = 0; k <= std::uint64_t(BlockKind::head); ++k)
+    std::uint64_t batched = 0, order_varies = 0;  // one bit per block kind
+    for (std::uint64_t k = 0; k <= std::uint64_t(BlockKind::head); ++k) {
       if (c->batches(BlockKind(k))) batched |= std::uint64_t(1) << k;
+      if (c->batch_order_varies(BlockKind(k))) order_varies |= std::uint64_t(1) << k;
+    }
     wire::put_u64(out, batched);
+    wire::put_u64(out, order_varies);
+    const MoeLimits limits = c->moe_limits();
+    wire::put_u64(out, std::uint64_t(std::max(limits.max_top_k, 0)));
+    wire::put_u64(out, std::uint64_t(std::max(limits.max_experts, 0)));
     return out;
   });
   std::uint64_t dtype = 0;
@@ -157,6 +164,12 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     }
     unavailable_ = r.str();
     batched_kinds_ = r.u64();
+    order_varies_kinds_ = r.u64();
+    const std::uint64_t top_k = r.u64(), experts = r.u64();
+    if (top_k > std::uint64_t(std::numeric_limits<int>::max()) ||
+        experts > std::uint64_t(std::numeric_limits<int>::max()))
+      throw wire::Malformed(fmt::format("MoE limits {} / {} out of range", top_k, experts));
+    moe_limits_ = {int(top_k), int(experts)};
   });
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(

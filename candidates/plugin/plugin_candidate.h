@@ -37,6 +37,10 @@ class PluginCandidate final : public Candidate {
   bool batches(BlockKind kind) const override {
     return real_ ? real_->batches(kind) : (batched_kinds_ >> unsigned(kind)) & 1u;
   }
+  bool batch_order_varies(BlockKind kind) const override {
+    return real_ ? real_->batch_order_varies(kind) : (order_varies_kinds_ >> unsigned(kind)) & 1u;
+  }
+  MoeLimits moe_limits() const override { return real_ ? real_->moe_limits() : moe_limits_; }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -49,7 +53,9 @@ class PluginCandidate final : public Candidate {
   DType storage_ = DType::f32;
   OpSet caps_;
   std::string unavailable_;
-  std::uint64_t batched_kinds_ = 0;  // bit k: batches(BlockKind(k)), from the metadata probe
+  std::uint64_t batched_kinds_ = 0;       // bit k: batches(BlockKind(k)), from the metadata probe
+  std::uint64_t order_varies_kinds_ = 0;  // bit k: batch_order_varies(BlockKind(k)), likewise
+  MoeLimits moe_limits_;                  // likewise
   // Plans probed for one configuration (every block kind it uses), keyed by that configuration.
   mutable std::string plans_key_;
   mutable std::map<BlockKind, std::vector<KernelStep>> plans_;

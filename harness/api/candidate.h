@@ -110,6 +110,11 @@ class Candidate {
   // Whether run() takes the sequences of a batch in one call for blocks of `kind` (see
   // "Batches" above). False: the harness serves a batch to it one sequence at a time.
   virtual bool batches(BlockKind /*kind*/) const { return false; }
+  // Whether a batched call of `kind` may reduce a sequence's values in another order than a call
+  // of that sequence alone (an engine that picks its split-K or tile by the batch's size): the
+  // batch invariance check then holds each sequence's outputs within the noise floor of the
+  // same sequence run alone instead of bit for bit (docs/batches.md). False: bit for bit.
+  virtual bool batch_order_varies(BlockKind /*kind*/) const { return false; }
   // Called once, after the gates pass: convert and "upload" the weights. `weights` stays alive
   // and unchanged until the candidate is destroyed or loaded again, so a candidate whose device
   // memory is host memory (simt) may read them in place instead of copying.

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "batch_rows.h"
 #include "launch_log.h"
+#include "policy.h"
 #include "runner.h"
 
 namespace ds {
@@ -20,6 +22,18 @@ std::int64_t first_difference(const Tensor& a, const Tensor& b) {
   for (std::int64_t i = 0; i < a.numel(); ++i)
     if (std::memcmp(a.raw() + std::size_t(i) * size, b.raw() + std::size_t(i) * size, size) != 0) return i;
   return -1;
+}
+
+// The element where `a` and `b` differ by the most, and by how much: {-1, 0} when they are equal
+// (NaN counts as the largest difference). Only for tensors of one shape and dtype.
+std::pair<std::int64_t, double> largest_difference(const Tensor& a, const Tensor& b) {
+  std::pair<std::int64_t, double> worst{-1, 0.0};
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    const double d = std::fabs(a.at(i) - b.at(i));
+    if (std::isnan(d)) return {i, d};
+    if (d > worst.second) worst = {i, d};
+  }
+  return worst;
 }
 
 bool is_state(const BatchCall& c, const std::string& stage) { return c.states.count(stage) > 0; }
@@ -74,6 +88,23 @@ void invariance(Candidate& cand, const BatchCall& c, BatchFindings& found) {
       const Tensor& own = outs.at(stage);
       const std::int64_t at = first_difference(batched, own);
       if (at < 0) continue;
+      if (c.order_varies && batched.dtype() == own.dtype() && batched.shape() == own.shape()) {
+        const double limit = c.floor_limit(i, stage);
+        if (!std::isnan(limit)) {
+          const auto [worst, by] = largest_difference(batched, own);
+          if (!(by > limit)) continue;  // a different order of the same sums, within the floor
+          found.try_emplace(
+              {q.seq, stage},
+              BatchFinding{Status::batch_variant,
+                           fmt::format("batch-variant: sequence {}'s {} in the batch differs from the same "
+                                       "sequence run alone by {:.3g} at flat index {} (batched {:.7g}, alone "
+                                       "{:.7g}), above {:.3g}, what the batch-dependent reduction order the "
+                                       "candidate declares may move it ({:g} x its noise floor)",
+                                       q.seq, stage, by, worst, batched.at(worst), own.at(worst), limit,
+                                       kDefaultFloorFactor)});
+          continue;
+        }
+      }
       found.try_emplace(
           {q.seq, stage},
           BatchFinding{Status::batch_variant,

@@ -2,7 +2,9 @@
 // leaks"). After the candidate ran one kernel step on a batch, the same step runs again on the
 // same inputs:
 //   invariance  each sequence alone (a plain call, as a run of one sequence makes): its outputs
-//               must equal, bit for bit, its part of the batched outputs;
+//               must equal, bit for bit, its part of the batched outputs (within the stage's
+//               noise floor where the candidate declares a batch-dependent reduction order,
+//               Candidate::batch_order_varies);
 //   leak        with one sequence's inputs perturbed, each sequence in turn: every other
 //               sequence's part of the outputs must not move.
 // A step checked this way localises a batched bug to the kernel step, the stage, the sequence and
@@ -50,6 +52,11 @@ struct BatchCall {
   const std::set<std::string, std::less<>>& states;  // stages read as prev: (split per sequence)
   // An index input stays a valid index when perturbed: it moves to the next one within its range.
   std::function<std::int64_t(const std::string& input)> index_range;  // 0: not an index
+  // The candidate declares a batch-dependent reduction order for this block kind: a sequence's
+  // batched and alone outputs may differ by up to `floor_limit` (of sequence i, stage), the most a
+  // correct order moves that stage (k x its noise floor); NaN where none is recorded (bit for bit).
+  bool order_varies = false;
+  std::function<double(std::size_t i, const std::string& stage)> floor_limit;
 };
 
 // Runs the checks `which` asks for on `call` and adds what they find to `found`. The extra

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "policy.h"
 #include "prompt.h"
 #include "run_state.h"
 
@@ -72,11 +73,13 @@ void BatchFeature::note_candidate(RunState& s, const ModelConfig& cfg, const Can
   std::vector<BlockKind> kinds = {BlockKind::embed, BlockKind::head};
   for (int l = 0; l < cfg.n_layers; ++l) kinds.push_back(cfg.block_kind(l));
   std::vector<std::string> batched, single;
+  order_varies_.clear();
   for (BlockKind k : kinds) {
     const std::string name(block_kind_name(k));
     if (served_.count(name)) continue;
     served_[name] = cand.batches(k) ? "batched" : "per-sequence";
     (cand.batches(k) ? batched : single).push_back(name);
+    if (cand.batches(k) && cand.batch_order_varies(k)) order_varies_.push_back(name);
   }
   std::vector<std::string> prompts, decodes;
   bool started = false;
@@ -96,6 +99,11 @@ void BatchFeature::note_candidate(RunState& s, const ModelConfig& cfg, const Can
       single.empty()
           ? std::string()
           : fmt::format("; the harness serves it {} one sequence at a time", fmt::join(single, ", "))));
+  if (!order_varies_.empty() && checks_.invariance)
+    s.report.notes.push_back(fmt::format(
+        "{} declares a batch-dependent reduction order for {}: the invariance check holds each sequence "
+        "there within {:g} x its noise floor of the same sequence run alone, not bit for bit",
+        cand.name(), fmt::join(order_varies_, ", "), kDefaultFloorFactor));
 }
 
 std::vector<int> BatchFeature::prompt(int seq, const ModelConfig& cfg, std::uint64_t seed,
@@ -122,6 +130,7 @@ nlohmann::json BatchFeature::json() const {
   if (checks_.invariance) checks.emplace_back("invariance");
   if (checks_.leak) checks.emplace_back("leak");
   j["checks"] = checks;
+  j["order_varies"] = order_varies_;
   return j;
 }
 

@@ -46,6 +46,7 @@ class BatchFeature {
   BatchSpec spec_;
   BatchChecks checks_;
   std::map<std::string, std::string> served_;  // block kind -> "batched" | "per-sequence"
+  std::vector<std::string> order_varies_;      // block kinds batched in a batch-dependent order
 };
 
 }  // namespace ds

@@ -29,6 +29,7 @@ class ChildCandidate final : public Candidate {
     return inner_->plan(cfg, kind);
   }
   bool batches(BlockKind kind) const override { return inner_->batches(kind); }
+  bool batch_order_varies(BlockKind kind) const override { return inner_->batch_order_varies(kind); }
   // Loads in the parent, then forks: the child inherits the loaded weights copy-on-write.
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,

@@ -22,6 +22,9 @@ class FilledCandidate final : public Candidate {
   MoeLimits moe_limits() const override { return own_->moe_limits(); }
   std::string unavailable() const override { return own_->unavailable(); }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
+  // A batched call goes to both: the candidate's steps and the fill's share one StepContext.
+  bool batches(BlockKind kind) const override { return own_->batches(kind) && fill_->batches(kind); }
+  bool batch_order_varies(BlockKind kind) const override { return own_->batch_order_varies(kind); }
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
            TensorMap& outputs) override;

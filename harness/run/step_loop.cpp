@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <map>
@@ -23,7 +24,9 @@
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
+#include "metrics.h"
 #include "moe_ties.h"
+#include "policy.h"
 #include "phases.h"
 #include "prompt.h"
 #include "stage_catalog.h"
@@ -373,10 +376,12 @@ class StepLoop {
         cand.run(ks, ctx, inputs, outs);
         file_launches(ks, ctx, mode);
         if (batched && !FillFeature::fills(ks) && has_outputs(ks, outs))
-          check_batch_call(cand,
-                           {ks, ctx, inputs, outs, alone, states_,
-                            [this](const std::string& n) { return index_range(n); }},
-                           s_.features.batch.checks(), findings_);
+          check_batch_call(
+              cand,
+              {ks, ctx, inputs, outs, alone, states_, [this](const std::string& n) { return index_range(n); },
+               cand.batch_order_varies(kind),
+               [&](std::size_t i, const std::string& st) { return floor_limit(in[i], st, storage); }},
+              s_.features.batch.checks(), findings_);
       } catch (const CandidateCrash& crash) {
         // The stage it was in is crashed; everything judged before stays in the report and trace.
         for (const Seq* q : group)
@@ -428,6 +433,17 @@ class StepLoop {
     if (input == "tokens") return cfg.vocab;
     if (input == "expert_ids") return cfg.n_experts;
     return 0;
+  }
+
+  // The most a correct batch-dependent reduction order may move `stage` of a sequence whose
+  // stages are held to `in` (Candidate::batch_order_varies): k x its noise floor, as the chained
+  // rule allows it against the oracle. NaN where no floor of the stage is recorded.
+  static double floor_limit(const BlockInputs& in, const std::string& stage, DType storage) {
+    const auto r = in.ref->find(stage);
+    const auto f = in.floor->find(stage);
+    if (r == in.ref->end() || f == in.floor->end() || r->second.numel() != f->second.numel()) return NAN;
+    const Metrics m = compute_metrics(r->second.view(), f->second.view(), storage, {});
+    return kDefaultFloorFactor * floor_of(m.max_abs, storage, rms(r->second.view()));
   }
 
   // Whether the step produced every output it declared (one that did not stops the run below).

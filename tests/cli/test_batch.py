@@ -209,6 +209,32 @@ sequences:
                 rc, out, err = run("--model", "synthetic:qwen3-tiny", "--candidate", mutant, "--decode-steps", "3")
                 self.assertEqual(rc, 0, out + err)
 
+    def test_a_declared_batch_dependent_order_is_held_within_the_floor(self):
+        # cpu-f16-split-k sums its dense projections split-K by the batch's size and declares it:
+        # correct, held within the floor. The same order undeclared is held bit for bit, and fails.
+        for preset in ("qwen3-tiny", "llama-tiny", "gpt2-tiny"):
+            with self.subTest(preset=preset):
+                trace = self.path("o.h5")
+                rc, out, err = run("--model", f"synthetic:{preset}", "--candidate", "cpu-f16-split-k", *RAGGED,
+                                   "--mode", "both", "--trace", trace)
+                self.assertEqual(rc, 0, out + err)
+                self.assertIn("cpu-f16-split-k declares a batch-dependent reduction order for", out)
+                self.assertIn("decoder" if preset != "gpt2-tiny" else "gpt2", run_attrs(trace)["batch"]["order_varies"])
+        report = self.path("u.json")
+        rc, out, err = run("--model", "synthetic:qwen3-tiny", "--candidate", "mutant:batch-order-undeclared", *RAGGED,
+                           "--json", report)
+        self.assertEqual(rc, 1, out + err)
+        with open(report) as f:
+            j = json.load(f)
+        self.assertEqual(j["first_failure"]["status"], "batch-variant", j["first_failure"])
+        self.assertIn("differs from the same sequence run alone", j["first_failure"]["note"])
+        self.assertEqual(j["batch_size"], 4)
+        variant = [s for s in j["stages"] if s["status"] == "batch-variant"]
+        self.assertTrue(variant)
+        # Every variant is a projection's output, the stages the split order changes.
+        self.assertLessEqual({s["stage"] for s in variant},
+                             {"q", "k", "v", "attn_out", "gate", "up", "down", "logits"})
+
     def test_gdn_ids_ignored_is_caught_at_the_moved_sequence(self):
         # Op D (the conv) runs before op B: reading sequence 1's destination slot 0 (stale, sequence 0
         # left) instead of slot 1 fails its conv at step 2. The leak check alone: the invariance

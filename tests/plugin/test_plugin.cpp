@@ -27,6 +27,11 @@ class TestRmsnorm final : public ds::Candidate {
   std::string description() const override { return "test plugin: RMSNorm (attn_norm) in plain C++"; }
   ds::DType storage_dtype() const override { return ds::DType::f16; }
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
+  // Metadata the harness reads through the probe (plugin ABI 3): it takes decoder blocks batched,
+  // in a batch-dependent order, and its (notional) MoE kernels serve at most top-4 of 64 experts.
+  bool batches(ds::BlockKind kind) const override { return kind == ds::BlockKind::decoder; }
+  bool batch_order_varies(ds::BlockKind kind) const override { return kind == ds::BlockKind::decoder; }
+  ds::MoeLimits moe_limits() const override { return {4, 64}; }
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (segv_plan_) std::raise(SIGSEGV);
     if (kind != ds::BlockKind::decoder) return {};

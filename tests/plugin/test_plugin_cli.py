@@ -53,10 +53,11 @@ class Plugins(unittest.TestCase):
         self.assert_not_a_plugin(libm, "no entry point 'driftscope_plugin'")
 
     def test_a_plugin_built_for_the_previous_abi_is_refused_naming_both_versions(self):
-        # ABI 2 added batches (StepContext::seqs): a plugin built for ABI 1 lays them out differently.
-        self.assert_not_a_plugin(PLUGINS["abi"], "built for plugin ABI 1, but this driftscope")
+        # ABI 3 added Candidate::batch_order_varies and moe_limits: a plugin built for ABI 2 has
+        # another vtable.
+        self.assert_not_a_plugin(PLUGINS["abi"], "built for plugin ABI 2, but this driftscope")
         rc, out, err = run("candidates", PLUGINS["abi"])
-        self.assertIn("speaks plugin ABI 2", err)
+        self.assertIn("speaks plugin ABI 3", err)
 
     def test_a_missing_file_is_named(self):
         self.assert_not_a_plugin(self.path("nowhere.so"), "no such file")

@@ -1,5 +1,7 @@
 // Partial plugin candidates through the runner: refused without --fill before anything runs,
 // judged with it (filled stages never judged), and a crash in the plugin is exit 4.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,6 +49,29 @@ TEST(PluginRun, WithFillOnlyTheCandidatesStagesAreJudged) {
   for (const auto& s : r.results)
     EXPECT_EQ(s.status == Status::filled, s.key.stage != "attn_norm") << s.key.stage;
   EXPECT_NE(r.verdict.find("filled by the reference, not judged"), std::string::npos) << r.verdict;
+}
+
+TEST(PluginRun, ItsBatchAndMoeDeclarationsCrossTheProbe) {
+  const CandidatePtr c = make_candidate(std::string(DS_PLUGIN_GOOD) + ":test-rmsnorm");
+  EXPECT_TRUE(c->batches(BlockKind::decoder));
+  EXPECT_FALSE(c->batches(BlockKind::head));
+  EXPECT_TRUE(c->batch_order_varies(BlockKind::decoder));
+  EXPECT_FALSE(c->batch_order_varies(BlockKind::embed));
+  EXPECT_EQ(c->moe_limits().max_top_k, 4);
+  EXPECT_EQ(c->moe_limits().max_experts, 64);
+}
+
+TEST(PluginRun, ABatchedPluginWithABatchDependentOrderIsHeldWithinTheFloor) {
+  RunOptions o = options(std::string(DS_PLUGIN_GOOD) + ":test-rmsnorm", nullptr);
+  o.fill = true;
+  o.batch = "3";
+  o.batch_prompts = "1,4,6";
+  o.decode_steps = 1;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+  EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) {
+    return n.find("test-rmsnorm declares a batch-dependent reduction order for decoder") != std::string::npos;
+  })) << fmt::format("{}", fmt::join(r.notes, "\n"));
 }
 
 TEST(PluginRun, ABugInThePluginsKernelIsNamedAtItsStage) {
