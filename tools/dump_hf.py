@@ -111,6 +111,14 @@ def copy_mapping(src, out, force):
     shutil.copy(src, dst)
 
 
+def stale_steps(out, decode_steps):
+    """stepN.safetensors an earlier, longer dump left in the directory: judged with more decode
+    steps they would silently mix two dumps."""
+    step = re.compile(r"step(\d+)\.safetensors")
+    found = [(int(m.group(1)), f) for f in os.listdir(out) if (m := step.fullmatch(f))]
+    return [f for n, f in sorted(found) if n > decode_steps]
+
+
 def first_state(states):
     """A layer's state 0 where the cache keeps several per layer (transformers 5.2x: a dict or list
     by state index), else the tensor itself."""
@@ -221,6 +229,9 @@ def main(argv=None):
 
     os.makedirs(args.out, exist_ok=True)
     copy_mapping(mapping, args.out, args.force)
+    for f in stale_steps(args.out, args.decode_steps):
+        os.remove(os.path.join(args.out, f))
+        print(f"removed {f} of an earlier dump from {args.out}")
     save_file({"input_ids": torch.tensor([args.prompt], dtype=torch.int64)},
               os.path.join(args.out, "tokens.safetensors"))
     inp, past, fed = torch.tensor([args.prompt]), None, []

@@ -8,8 +8,8 @@ no abort, judged in the dtype it ran in, and no argument the installed transform
 used. Each dump is compared with the real HF dump of the same fixture, prompt and steps in the
 HF peer folder (made by an extended dumper, transformers 5.24): the same tensor names, and values
 equal to within the rounding of the dtype. --decode-tokens feeds the engine the reference's greedy
-tokens (the case it is for: f16/bf16) or any others (the judge then fails at step 1's embed), and a
-re-dump beside another mapping.yaml is refused. Table-driven: (case, fixture, dtype, peer dump).
+tokens (the case it is for: f16/bf16) or any others (the judge then fails at step 1's embed), a
+re-dump beside another mapping.yaml is refused, and a longer earlier dump's extra steps removed. Table-driven: (case, fixture, dtype, peer dump).
 
 Usage: test_dump_hf_run.py DRIFTSCOPE HF_PYTHON HF_PEERS. HF_PYTHON (or the environment's
 DRIFTSCOPE_HF_PYTHON) must import torch, transformers and safetensors, else the test is skipped
@@ -140,8 +140,11 @@ class DumpHfRun(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
             self.assertIn("mapping.yaml exists and differs", p.stderr)
             self.assertEqual(os.listdir(d), ["mapping.yaml"], "nothing written beside the refused mapping")
+            open(os.path.join(d, f"step{STEPS + 3}.safetensors"), "w").close()  # from a longer dump
             p = dump(model, d, "--force")
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn(f"removed step{STEPS + 3}.safetensors of an earlier dump", p.stdout)
+            self.assertNotIn(f"step{STEPS + 3}.safetensors", os.listdir(d))
             with open(os.path.join(d, "mapping.yaml")) as f:
                 self.assertIn("engine: HF transformers (Qwen2ForCausalLM)", f.read())
 

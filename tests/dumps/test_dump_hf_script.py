@@ -81,6 +81,26 @@ class MappingCopy(unittest.TestCase):
                     self.assertEqual(f.read(), after)
 
 
+# (case, files in the dump directory, decode steps, the stale ones)
+STALE = [
+    ("an empty directory", [], 2, []),
+    ("the same steps again", ["step0.safetensors", "step1.safetensors", "mapping.yaml"], 1, []),
+    ("an earlier, longer dump", ["step0.safetensors", "step1.safetensors", "step2.safetensors",
+                                 "step10.safetensors", "tokens.safetensors"], 1,
+     ["step2.safetensors", "step10.safetensors"]),
+    ("names that only look like steps", ["step3.safetensors.bak", "step_3.safetensors", "step3.npy"], 0, []),
+]
+
+
+class StaleSteps(unittest.TestCase):
+    def test_an_earlier_longer_dumps_steps_are_found(self):
+        for name, files, steps, stale in STALE:
+            with self.subTest(name), tempfile.TemporaryDirectory() as tmp:
+                for f in files:
+                    open(os.path.join(tmp, f), "w").close()
+                self.assertEqual(dump_hf.stale_steps(tmp, steps), stale)
+
+
 # (model_type, family or None: refused naming it)
 FAMILIES = [("llama", "llama"), ("mistral", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3"), ("gpt2", "gpt2"),
             ("qwen3_5_text", "qwen35"), ("qwen3_5", "qwen35"), ("qwen3_next", None), ("phi3", None)]
