@@ -48,6 +48,9 @@ MODULES = {
                    "linear_attn.out_proj", "self_attn.q_norm")),
 }
 MODULES["qwen2"] = MODULES["llama"]
+# Where each family's decoder layers are: a model whose module names differ (a multimodal wrapper's
+# model.language_model.layers, a renamed port) would otherwise be dumped with every layer missing.
+LAYER_MODULES = {"gpt2": "transformer.h"}
 MODULES["qwen3"] = (MODULES["llama"][0].replace(r"|mlp\.", r"|self_attn\.(q|k)_norm|mlp\."), MODULES["llama"][1])
 
 
@@ -117,6 +120,13 @@ def stale_steps(out, decode_steps):
     step = re.compile(r"step(\d+)\.safetensors")
     found = [(int(m.group(1)), f) for f in os.listdir(out) if (m := step.fullmatch(f))]
     return [f for n, f in sorted(found) if n > decode_steps]
+
+
+def unhooked_layers(hooked, family, n_layers):
+    """The decoder layers of the model whose module the family's hooks did not find; hooked: the
+    names hooked."""
+    prefix = LAYER_MODULES.get(family, "model.layers")
+    return [f"{prefix}.{i}" for i in range(n_layers) if f"{prefix}.{i}" not in hooked]
 
 
 def first_state(states):
@@ -196,8 +206,9 @@ def main(argv=None):
 
     config = AutoConfig.from_pretrained(args.model)
     family = family_of(config.model_type)
-    if getattr(config, "vocab_size", None):
-        check_vocab(args, config.vocab_size)
+    text = config.get_text_config()  # a multimodal config keeps the decoder's settings in its text config
+    if getattr(text, "vocab_size", None):
+        check_vocab(args, text.vocab_size)
     mapping = args.mapping or os.path.join(MAPPINGS, f"hf-{family}.yaml")
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=getattr(torch, args.dtype))
     model.eval()
@@ -214,7 +225,7 @@ def main(argv=None):
         def save(module, ins, output):
             out = output[0] if isinstance(output, tuple) else output
             if family == "qwen35" and name.endswith("self_attn.q_proj"):
-                query, gate = split_query_gate(out, config.head_dim)
+                query, gate = split_query_gate(out, text.head_dim)
                 keep(name + ".q", query)
                 keep(name + ".gate", gate)
             keep(name, out)
@@ -222,10 +233,17 @@ def main(argv=None):
                 keep(name + "@input", ins[0])
         return save
 
+    hooked = set()
     for name, module in model.named_modules():
         if modules.fullmatch(name):
             module.register_forward_hook(hook(name))
-    gdn_layers = [i for i, t in enumerate(getattr(config, "layer_types", None) or []) if t == "linear_attention"]
+            hooked.add(name)
+    missing = unhooked_layers(hooked, family, text.num_hidden_layers)
+    if missing:
+        sys.exit(f"{type(model).__name__} has no module {missing[0]} ({len(missing)} of {text.num_hidden_layers} "
+                 f"decoder layers not found): its module names are not the {family} family's; write a mapping "
+                 "and hooks for them (docs/dumps.md)")
+    gdn_layers = [i for i, t in enumerate(getattr(text, "layer_types", None) or []) if t == "linear_attention"]
 
     os.makedirs(args.out, exist_ok=True)
     copy_mapping(mapping, args.out, args.force)

@@ -9,7 +9,8 @@ used. Each dump is compared with the real HF dump of the same fixture, prompt an
 HF peer folder (made by an extended dumper, transformers 5.24): the same tensor names, and values
 equal to within the rounding of the dtype. --decode-tokens feeds the engine the reference's greedy
 tokens (the case it is for: f16/bf16) or any others (the judge then fails at step 1's embed), a
-re-dump beside another mapping.yaml is refused, and a longer earlier dump's extra steps removed. Table-driven: (case, fixture, dtype, peer dump).
+re-dump beside another mapping.yaml is refused, and a longer earlier dump's extra steps removed.
+The hybrid dumps the same under a multimodal checkpoint's config (model_type qwen3_5, text_config). Table-driven: (case, fixture, dtype, peer dump).
 
 Usage: test_dump_hf_run.py DRIFTSCOPE HF_PYTHON HF_PEERS. HF_PYTHON (or the environment's
 DRIFTSCOPE_HF_PYTHON) must import torch, transformers and safetensors, else the test is skipped
@@ -118,6 +119,28 @@ class DumpHfRun(unittest.TestCase):
                 diff = np.abs(a.astype(np.float64).ravel() - b.astype(np.float64).ravel()).max()
                 scale = max(np.abs(b.astype(np.float64)).max(), 1e-30)
                 self.assertLessEqual(diff, tol * scale, f"{f}: {n} differs from the HF peer dump by {diff:.3g}")
+
+    def test_the_hybrid_under_a_multimodal_config(self):
+        # Qwen3.5 checkpoints ship as model_type qwen3_5 with the decoder's settings in text_config:
+        # the same weights must give the same dump.
+        with tempfile.TemporaryDirectory() as tmp:
+            fixture = os.path.join(ROOT, "fixtures", "models", "qwen35-tiny")
+            model, d = os.path.join(tmp, "qwen3_5"), os.path.join(tmp, "dump")
+            os.mkdir(model)
+            with open(os.path.join(fixture, "config.json")) as f:
+                text = json.load(f)
+            with open(os.path.join(model, "config.json"), "w") as f:
+                json.dump({"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"],
+                           "text_config": text, "tie_word_embeddings": text.get("tie_word_embeddings", False)}, f)
+            os.symlink(os.path.join(fixture, "model.safetensors"), os.path.join(model, "model.safetensors"))
+            p = dump(model, d)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("of qwen35 (float32)", p.stdout)
+            p, log, result = self.judged(fixture, d, tmp)
+            self.assertEqual(p.returncode, 0, log)
+            self.assertEqual([s["stage"] for s in result["stages"] if s["status"] == "missing"], [], log)
+            if os.path.isdir(os.path.join(PEERS, "dumps/qwen3next-f32")):
+                self.same_as_peer(d, os.path.join(PEERS, "dumps/qwen3next-f32"), TOLERANCE["float32"])
 
     def test_other_decode_tokens_are_fed(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -149,6 +149,23 @@ class FamiliesAndModules(unittest.TestCase):
                 self.assertEqual(hooked and name.endswith(inputs), with_input)
 
 
+# (case, family, names hooked, layers, the layers not found)
+LAYERS_FOUND = [
+    ("every llama layer", "llama", {"model.layers.0", "model.layers.1", "model.layers.0.mlp.up_proj"}, 2, []),
+    ("every gpt2 layer", "gpt2", {"transformer.h.0", "transformer.h.1"}, 2, []),
+    ("a multimodal wrapper's names", "qwen35", {"lm_head", "model.language_model.layers.0"}, 2,
+     ["model.layers.0", "model.layers.1"]),
+    ("gpt2 named as llama", "gpt2", {"model.layers.0"}, 1, ["transformer.h.0"]),
+]
+
+
+class LayersFound(unittest.TestCase):
+    def test_a_model_whose_layers_the_hooks_miss_is_named(self):
+        for name, family, hooked, n, missing in LAYERS_FOUND:
+            with self.subTest(name):
+                self.assertEqual(dump_hf.unhooked_layers(hooked, family, n), missing)
+
+
 class QueryGateSplit(unittest.TestCase):
     def test_per_head_query_then_gate(self):
         # (case, leading shape): HF's [1, T, ...] and a bare [T, ...]
