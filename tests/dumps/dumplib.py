@@ -115,6 +115,7 @@ def write_safetensors(path, tensors):
 
 
 def read_safetensors(path):
+    """{name: array}; BF16 tensors are widened to f32 exactly."""
     names = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64, "I32": np.int32}
     with open(path, "rb") as f:
         data = f.read()
@@ -125,6 +126,10 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         b, end = e["data_offsets"]
+        if e["dtype"] == "BF16":  # numpy has no bfloat16: its bits are an f32's upper half
+            bits = np.frombuffer(data[8 + n + b:8 + n + end], dtype=np.uint16).astype(np.uint32) << 16
+            out[name] = bits.view(np.float32).reshape(e["shape"])
+            continue
         out[name] = np.frombuffer(data[8 + n + b:8 + n + end], dtype=names[e["dtype"]]).reshape(e["shape"])
     return out
 
