@@ -173,3 +173,17 @@ def summary_rows(trace):
     with h5py.File(trace, "r") as f:
         return [(int(r["step"]), int(r["layer"]), r["stage"].decode(), int(r["status"]), float(r["max_ulp"]))
                 for r in f["summary"][:]]
+
+
+def hf_python_missing(python):
+    """Why `python` cannot run tools/dump_hf.py (None when it imports torch, transformers and
+    safetensors: their versions are printed)."""
+    probe = "import torch, transformers, safetensors; print(torch.__version__, transformers.__version__)"
+    try:
+        p = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=300)
+    except OSError as e:
+        return f"{python}: {e}"
+    if p.returncode != 0:
+        return f"{python} cannot import torch, transformers and safetensors ({p.stderr.strip().splitlines()[-1]})"
+    print(f"{python}: torch {p.stdout.split()[0]}, transformers {p.stdout.split()[1]}")
+    return None

@@ -27,7 +27,7 @@ import unittest
 import h5py
 import numpy as np
 
-from dumplib import read_safetensors
+from dumplib import hf_python_missing, read_safetensors
 
 DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 HF_PYTHON = sys.argv.pop(1) if len(sys.argv) > 1 else "python3"
@@ -172,20 +172,8 @@ class DumpHfRun(unittest.TestCase):
                 self.assertIn("engine: HF transformers (Qwen2ForCausalLM)", f.read())
 
 
-def hf_python_missing():
-    probe = "import torch, transformers, safetensors; print(torch.__version__, transformers.__version__)"
-    try:
-        p = subprocess.run([HF_PYTHON, "-c", probe], capture_output=True, text=True, timeout=300)
-    except OSError as e:
-        return f"{HF_PYTHON}: {e}"
-    if p.returncode != 0:
-        return f"{HF_PYTHON} cannot import torch, transformers and safetensors ({p.stderr.strip().splitlines()[-1]})"
-    print(f"{HF_PYTHON}: torch {p.stdout.split()[0]}, transformers {p.stdout.split()[1]}")
-    return None
-
-
 if __name__ == "__main__":
-    why = hf_python_missing()
+    why = hf_python_missing(HF_PYTHON)
     if why:
         print(f"SKIP: {why}; configure with -DDRIFTSCOPE_HF_PYTHON=PYTHON or set DRIFTSCOPE_HF_PYTHON")
         sys.exit(77)
