@@ -30,50 +30,11 @@
 #include "phases.h"
 #include "prompt.h"
 #include "stage_catalog.h"
+#include "step_seq.h"
 
 namespace ds {
 
 namespace {
-
-// The values of `x` once stored in `t`, kept as f64 (what the floor reference consumes).
-Tensor round_values(const Tensor& x, DType t) { return x.to(t).to(DType::f64); }
-
-// One sequence of the run: what the reference computes of it alone, and each lane's history of it.
-struct Seq {
-  int id = 0;
-  std::vector<int> prompt;
-  int decode_steps = 0;
-  int join = 0;  // the model step of its prefill (a batch file's `join`)
-  int pos = 0;   // positions before this step (the KV cache rows so far)
-  std::unique_ptr<ref::Reference> own_oracle;
-  ref::Reference* oracle = nullptr;
-  std::vector<Lane> lanes;  // one per mode, as run.lanes
-  StageHistory ref_cache, ref_prev, ref_latest;
-  std::vector<int> fed;  // tokens fed so far (prompt, then each greedy next token)
-  // This step: its tokens, and the block being run.
-  int T = 0;
-  Tensor tok;
-  Tensor ref_x;                         // the reference's input to the block
-  TensorMap ref;                        // the reference's stages of the block
-  std::vector<TensorMap> floor_stages;  // per lane, the noise floor's
-  // Per lane: what a lane with its own oracle (Lane::own_oracle, after a MoE near-tie) is held to
-  // instead of `ref`, and that oracle's input to the block.
-  std::vector<TensorMap> own_ref;
-  std::vector<Tensor> own_ref_x;
-  // This step's recurrent-state slot it reads (-1: none, a reset), as BatchSpec::slot_plan says.
-  int state_slot = -1;
-  bool active(int step) const { return step >= join && step <= join + decode_steps; }
-};
-
-// One block of one lane: each sequence's produced stages.
-using SeqOutputs = std::vector<TensorMap>;
-
-// What one sequence's block in one lane is held to and its isolated steps are fed.
-struct BlockInputs {
-  const TensorMap* ref;    // the reference's stages of this block
-  const TensorMap* floor;  // the noise floor's
-  const Tensor* ref_x;     // the reference's input to the block
-};
 
 class StepLoop {
  public:
@@ -492,49 +453,10 @@ class StepLoop {
       capture_failing_inputs(judged_from, plan, step_inputs, step, layer, mode, q.pos, q.T);
   }
 
-  // The reference and floor stages of a MoE layer given other expert ids, and the inputs over them.
-  struct TieInputs {
-    TensorMap ref, floor;
-    BlockInputs inputs;
-    TieInputs(TensorMap r, TensorMap f, const BlockInputs& in)
-        : ref(std::move(r)), floor(std::move(f)), inputs{&ref, &floor, in.ref_x} {}
-    TieInputs(const TieInputs&) = delete;
-  };
-
-  // Where the candidate's expert_ids for a sequence differ from the oracle's only at near-ties of
-  // the oracle's router logits (moe_ties.h): notes each such row and returns the oracle's (and the
-  // noise floor's) stages given the candidate's choice. The floor's own choice is brought to the
-  // judged one too, so a flip of the floor itself never widens a tolerance.
   std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Seq& q, std::size_t li,
                                             const BlockInputs& in, const Tensor& cand_ids) {
-    const ModelConfig& cfg = run_.model->config;
-    Lane& lane = q.lanes[li];
-    auto r = in.ref->find("expert_ids");
-    auto rl = in.ref->find("router_logits");
-    if (r == in.ref->end() || rl == in.ref->end()) return nullptr;
-    const auto fl = in.floor->find("router_logits");
-    const auto check = legitimate_tie_flips(cfg, rl->second, fl == in.floor->end() ? nullptr : &fl->second,
-                                            r->second, cand_ids, run_.cand->storage_dtype());
-    const Tensor& judged = check ? check->ids : r->second;
-    const auto fi = in.floor->find("expert_ids");
-    const bool floor_differs = fi != in.floor->end() && lane.floor &&
-                               fi->second.to(DType::f64).to_f64() != judged.to(DType::f64).to_f64();
-    if (!check && !floor_differs) return nullptr;
-    if (check)
-      for (const TieFlip& f : check->flips) {
-        std::string note = tie_note(f, cfg, step, layer, lane.mode, rl->second);
-        if (s_.features.batch.active()) note += fmt::format(" (sequence {})", q.id);
-        s_.report.notes.push_back(std::move(note));
-      }
-    // A chained lane carries its choice into the layers after: from here on it follows its own copy
-    // of the sequence's oracle, taken now (this layer's state included), given that choice.
-    if (check && lane.mode == Mode::chained && !lane.own_oracle)
-      lane.own_oracle = std::make_unique<ref::Reference>(*q.oracle);
-    const ref::Reference& oracle = lane.own_oracle ? *lane.own_oracle : *q.oracle;
-    TensorMap ref = check ? oracle.moe_given_ids(layer, *in.ref, judged) : *in.ref;
-    if (check && lane.own_oracle) lane.own_x = ref.at("residual_2");
-    TensorMap floor = floor_differs ? lane.floor->moe_given_ids(layer, *in.floor, judged) : *in.floor;
-    return std::make_unique<TieInputs>(std::move(ref), std::move(floor), in);
+    return ds::settle_moe_tie(s_, run_.model->config, run_.cand->storage_dtype(), step, layer, q, li, in,
+                              cand_ids);
   }
 
   void record_crashed(int step, int layer, const Seq& q, const std::string& stage, Mode mode, DType storage,
