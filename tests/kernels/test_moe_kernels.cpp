@@ -276,6 +276,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MoeShexp,
                                          ShexpCase{"qwen3next_80b_hidden_bf16", WType::bf16, 3, 2048, true}),
                          [](const auto& info) { return info.param.name; });
 
+// mutant:moe-shexp-gate-no-sigmoid against the production kernel on the same inputs: every gate is
+// the raw logit (so it differs wherever sigmoid(u) and u round apart, which is every row here), and
+// ffn_out and the residual move with it.
+TEST(MoeKernelMutant, ShexpGateNoSigmoidStoresAndAppliesTheLogit) {
+  const int T = 8, D = 64;
+  const Weights wg = make_weights(WType::f32, D, 91);
+  const Bits xb = to_f16(normal(std::size_t(T) * D, 20.0 / std::sqrt(double(D)), 92)),
+             mb = to_f16(normal(std::size_t(T) * D, 0.5, 93)),
+             sb = to_f16(normal(std::size_t(T) * D, 0.5, 94)),
+             rb = to_f16(normal(std::size_t(T) * D, 1.0, 95));
+  auto run = [&](const dsk::KernelTable& kt) {
+    Buf dw(wg.bytes), dx(xb), dm(mb), ds(sb), dr(rb), dg(std::size_t(T) * 2), dout(std::size_t(T) * D * 2);
+    kt.moe_shexp_gate_add(dw.p, WType::f32, dx.p, dm.p, ds.p, dg.p, dout.p, dr.p, T, D);
+    return std::vector<Bits>{dg.bits(), dout.bits(), dr.bits()};
+  };
+  const std::vector<Bits> good = run(K()), bad = run(Mutant("moe-shexp-gate-no-sigmoid"));
+  const auto x = f16_values(xb);
+  for (int t = 0; t < T; ++t) {
+    double u = 0;
+    for (int c = 0; c < D; ++c) u += wg.values[std::size_t(c)] * x[std::size_t(t * D + c)];
+    EXPECT_NE(good[0][std::size_t(t)], bad[0][std::size_t(t)]) << "token " << t;
+    expect_close(Bits{bad[0][std::size_t(t)]}, {u}, 1e-6, "the mutant's gate is the logit");
+  }
+  EXPECT_NE(good[1], bad[1]);
+  EXPECT_NE(good[2], bad[2]);
+}
+
 // ---------------------------------------------------------------------------------------
 
 // The MoE kernel mutants (kernels/mutants/moe_*.cu) against the production kernels on the same
