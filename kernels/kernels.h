@@ -159,6 +159,13 @@ struct KernelTable {
   void (*moe_experts)(const void* W_gate, const void* W_up, const void* W_down, WType wt, const void* x,
                       const std::int32_t* ids, const void* weights, void* out, void* resid, void* scratch,
                       int T, int k, int E, int F, int D);
+  // Qwen3-Next's shared-expert gate and sum (moe_shexp.cu), one block per token: g = sigmoid(W_gate x[t, :])
+  // in f32 (W_gate [1, D] in wt, x = ffn_norm), gate[t] = half(g), ffn_out[t, :] = half(moe_out[t, :] +
+  // g * shexp_out[t, :]) in f32; with `resid`, also resid[t, :] = half(resid + that f32 sum) in place.
+  // gate f16 [T, 1]; x / moe_out / shexp_out / ffn_out / resid f16 [T, D]. The shared expert's MLP
+  // itself runs on moe_experts as one expert of top-1 at weight 1.
+  void (*moe_shexp_gate_add)(const void* W_gate, WType wt, const void* x, const void* moe_out,
+                             const void* shexp_out, void* gate, void* ffn_out, void* resid, int T, int D);
 };
 
 }  // namespace dsk

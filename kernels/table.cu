@@ -36,6 +36,8 @@ void moe_route(const void*, dsk::WType, const void*, void*, std::int32_t*, void*
                dsk::MoeRule, bool);
 void moe_experts(const void*, const void*, const void*, dsk::WType, const void*, const std::int32_t*,
                  const void*, void*, void*, void*, int, int, int, int, int);
+void moe_shexp_gate_add(const void*, dsk::WType, const void*, const void*, const void*, void*, void*, void*,
+                        int, int);
 
 namespace {
 
@@ -91,7 +93,8 @@ const dsk::KernelTable& table() {
                                      ssm_conv_update,
                                      ssm_conv_update_ids,
                                      moe_route,
-                                     moe_experts};
+                                     moe_experts,
+                                     moe_shexp_gate_add};
   return t;
 }
 

@@ -752,7 +752,7 @@ Prepared gated_rmsnorm(Arena& a, const Gdn& m, int T) {
   return p;
 }
 
-// ---- mixture-of-experts kernels (moe_route.cu, moe_experts.cu), activations [T, width] f16
+// ---- mixture-of-experts kernels (moe_route.cu, moe_experts.cu, moe_shexp.cu), activations [T, width] f16
 
 // The router logits are checked: the top-k and the weights follow from them by rules
 // tests/kernels/test_moe_kernels.cpp checks against the reference's.
@@ -834,6 +834,34 @@ Prepared moe_experts(Arena& a, const Moe& m, int T) {
   return p;
 }
 
+// Qwen3-Next's shared-expert gate and the FFN's sum (moe_shexp.cu): the gate row, ffn_norm, the two
+// FFN halves and the residual read, the gate, ffn_out and the residual written.
+Prepared moe_shexp(Arena& a, const Moe& m, int T) {
+  const int D = m.hidden;
+  const float ws = std::sqrt(3.0f / static_cast<float>(D));
+  Buf& W = a.upload(kWeight, a.uniform(std::size_t(D), -ws, ws));
+  Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& moe = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& sh = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& resid = a.upload(DType::f16, a.uniform(std::size_t(T) * D, -1, 1));
+  Buf& gate = a.alloc(DType::f16, std::size_t(T));
+  Buf& out = a.alloc(DType::f16, std::size_t(T) * D);
+  Prepared p;
+  p.bytes = double(W.bytes() + x.bytes() + moe.bytes() + sh.bytes() + 2 * resid.bytes() + gate.bytes() +
+                   out.bytes());
+  p.launch = [&a, &W, &x, &moe, &sh, &gate, &out, &resid, T, D] {
+    a.k.moe_shexp_gate_add(W.dev, kWType, x.dev, moe.dev, sh.dev, gate.dev, out.dev, resid.dev, T, D);
+  };
+  auto g = [&W, &x, D](std::size_t t) {
+    return 1 / (1 + std::exp(-dot(W.host.data(), x.host.data() + t * std::size_t(D), D)));
+  };
+  auto want = [&moe, &sh, g, D](std::size_t i) { return moe.host[i] + g(i / std::size_t(D)) * sh.host[i]; };
+  p.checks.push_back({"gate", &gate, g});
+  p.checks.push_back({"out", &out, want});
+  p.checks.push_back({"resid", &resid, [&resid, want](std::size_t i) { return resid.host[i] + want(i); }});
+  return p;
+}
+
 // ----------------------------------------------------------------------------------------
 // Cases, timing, registration
 
@@ -886,6 +914,7 @@ std::vector<Case> cases(bool smoke) {
     add(fmt::format("{}/moe_route/{}", moe.name, mode), [moe, T](Arena& a) { return moe_route(a, moe, T); });
     add(fmt::format("{}/moe_experts/{}", moe.name, mode),
         [moe, T](Arena& a) { return moe_experts(a, moe, T); });
+    add(fmt::format("{}/moe_shexp/{}", moe.name, mode), [moe, T](Arena& a) { return moe_shexp(a, moe, T); });
   }
   const Gdn g = gdn_shape(smoke);
   const int n = st.n_seqs, T = st.prefill_T;

@@ -40,9 +40,10 @@ OpSet GpuCandidate::capabilities() const {
   OpSet ops{Op::RoPE, Op::RoPENeox, Op::RoPEPartial, Op::RoPEFreqFactors, Op::GQA, Op::MHA, Op::CausalMask,
             Op::SwiGLU, Op::GeluMlp, Op::RMSNorm, Op::RMSNormPlusOne, Op::LayerNorm, Op::BiasAdd, Op::QkNorm,
             Op::AbsolutePos, Op::AttnOutputGate, Op::GatedDeltaNet, Op::SsmConv,
-            // kernels/moe_route.cu's two rules and renormalisation, kernels/moe_experts.cu's experts;
-            // the top-k and expert count it can serve are moe_limits().
-            Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts};
+            // kernels/moe_route.cu's two rules and renormalisation, kernels/moe_experts.cu's experts
+            // (the shared expert's MLP too) and kernels/moe_shexp.cu's gate; the top-k and expert
+            // count it can serve are moe_limits().
+            Op::MoeSoftmaxTopK, Op::MoeTopKSoftmax, Op::MoeNormTopK, Op::MoeExperts, Op::MoeSharedExpert};
   if (fused_gdn_ops_)
     for (Op op : {Op::GdnInplace, Op::GdnInplaceIds, Op::SsmConvUpdate, Op::SsmConvUpdateIds}) ops.add(op);
   return ops;
@@ -92,7 +93,7 @@ std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
     default: return {};  // refused by the capability gate first
   }
   if (cfg.moe()) {
-    const std::vector<KernelStep> moe = moe_steps();
+    const std::vector<KernelStep> moe = moe_steps(cfg.shared_expert());
     p.insert(p.end(), moe.begin(), moe.end());
   } else {
     p.insert(p.end(), mlp.begin(), mlp.end());

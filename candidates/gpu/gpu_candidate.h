@@ -67,6 +67,13 @@
 //   moe_experts_add  moe_experts: grouped SwiGLU experts, f32 weighted combine + chain-add
 //                                                 ffn_norm, expert_ids, expert_weights, residual_1
 //                                                 -> moe_out, residual_2
+// With Qwen3-Next's shared expert (in both of its layer kinds) the last step becomes
+//   moe_experts      moe_experts, no chain-add    ffn_norm, expert_ids, expert_weights -> moe_out
+//   shexp            moe_experts as one expert of top-1 at weight 1 (f32 activation)
+//                                                 ffn_norm -> shexp_out
+//   shexp_gate_add   moe_shexp_gate_add: the gate's sigmoid GEMV row, the f32 sum + chain-add
+//                                                 ffn_norm, moe_out, shexp_out, residual_1
+//                                                 -> shexp_gate, ffn_out, residual_2
 //
 // Model level: embedding (+ learned positions pos0.. for GPT-2) tokens -> embed;
 // final_norm (rmsnorm, (1 + w) for Qwen3-Next) or ln_f (GPT-2 layernorm) x -> final_norm;
@@ -140,11 +147,13 @@ class GpuCandidate final : public Candidate {
   void load_decoder_layer(int l, const WeightStore& weights);
   void load_gpt2_layer(int l, const WeightStore& weights);
   void load_mlp(int l, const WeightStore& weights);
-  void load_gdn_layer(int l, const WeightStore& weights);  // gpu_hybrid.cpp
-  void load_moe(int l, const WeightStore& weights);        // gpu_moe.cpp
-  static std::vector<KernelStep> moe_steps();              // gpu_moe.cpp
+  void load_gdn_layer(int l, const WeightStore& weights);        // gpu_hybrid.cpp
+  void load_moe(int l, const WeightStore& weights);              // gpu_moe.cpp
+  static std::vector<KernelStep> moe_steps(bool shared_expert);  // gpu_moe.cpp
   // The MoE steps (gpu_moe.cpp); false when `step` is not one of them.
   bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
+  bool run_shared_expert(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                         TensorMap& outputs);
   // The Qwen3-Next steps (gpu_hybrid.cpp); false when `step` is not one of them.
   bool run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                   TensorMap& outputs);

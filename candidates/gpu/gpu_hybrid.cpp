@@ -45,7 +45,10 @@ void GpuCandidate::load_gdn_layer(int l, const WeightStore& weights) {
   for (std::string_view v :
        {"attn_norm.weight", "ssm_a", "ssm_dt.bias", "ssm_conv1d.weight", "ssm_norm.weight"})
     upload_vector(n(v), weights.layer(l, v));
-  load_mlp(l, weights);
+  if (cfg_.moe())
+    load_moe(l, weights);
+  else
+    load_mlp(l, weights);
 }
 
 bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,

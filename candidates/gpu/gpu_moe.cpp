@@ -1,6 +1,8 @@
 // The mixture-of-experts steps of the gpu candidates (stage map in gpu_candidate.h; docs/moe.md):
 // the fused routing kernel (kernels/moe_route.cu) and the grouped experts with the f32 combine and
 // its chain-add epilogue (kernels/moe_experts.cu). The norm before them is the decoder's ffn_norm.
+// Qwen3-Next's shared expert runs on the same grouped experts kernel as one expert every token
+// chose at weight 1, and its gate, the FFN's sum and the residual add on kernels/moe_shexp.cu.
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -10,12 +12,23 @@
 
 namespace ds::gpu {
 
-std::vector<KernelStep> GpuCandidate::moe_steps() {
-  return {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
-          {"moe_route", {"ffn_norm"}, {"router_logits", "expert_ids", "expert_weights"}},
-          {"moe_experts_add",
-           {"ffn_norm", "expert_ids", "expert_weights", "residual_1"},
-           {"moe_out", "residual_2"}}};
+std::vector<KernelStep> GpuCandidate::moe_steps(bool shared_expert) {
+  std::vector<KernelStep> p = {
+      {"ffn_norm", {"residual_1"}, {"ffn_norm"}},
+      {"moe_route", {"ffn_norm"}, {"router_logits", "expert_ids", "expert_weights"}}};
+  if (!shared_expert) {
+    p.push_back({"moe_experts_add",
+                 {"ffn_norm", "expert_ids", "expert_weights", "residual_1"},
+                 {"moe_out", "residual_2"}});
+    return p;
+  }
+  // The residual add moves to the last step: it adds ffn_out, not moe_out.
+  p.push_back({"moe_experts", {"ffn_norm", "expert_ids", "expert_weights"}, {"moe_out"}});
+  p.push_back({"shexp", {"ffn_norm"}, {"shexp_out"}});
+  p.push_back({"shexp_gate_add",
+               {"ffn_norm", "moe_out", "shexp_out", "residual_1"},
+               {"shexp_gate", "ffn_out", "residual_2"}});
+  return p;
 }
 
 void GpuCandidate::load_moe(int l, const WeightStore& weights) {
@@ -28,19 +41,30 @@ void GpuCandidate::load_moe(int l, const WeightStore& weights) {
        {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
     upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
   upload_vector(layer_weight(l, "ffn_norm.weight"), weights.layer(l, "ffn_norm.weight"));
-  const dsk::WType wt = dev_.at(layer_weight(l, "ffn_gate_exps.weight")).wt;
-  for (std::string_view m : {"ffn_up_exps.weight", "ffn_down_exps.weight"})
-    if (dev_.at(layer_weight(l, m)).wt != wt)
-      throw std::runtime_error(
-          fmt::format("{}: layer {}'s expert matrices are stored in different dtypes; "
-                      "kernels/moe_experts.cu reads all three in one",
-                      name_, l));
+  auto same_dtype = [&](std::string_view gate, std::string_view up, std::string_view down) {
+    const dsk::WType wt = dev_.at(layer_weight(l, gate)).wt;
+    for (std::string_view m : {up, down})
+      if (dev_.at(layer_weight(l, m)).wt != wt)
+        throw std::runtime_error(
+            fmt::format("{}: layer {}'s {} and {} are stored in different dtypes; "
+                        "kernels/moe_experts.cu reads all three in one",
+                        name_, l, gate, m));
+  };
+  same_dtype("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight");
+  if (!cfg_.shared_expert()) return;
+  // The shared expert's [F, D] / [D, F] matrices are the stacked [1, F, D] / [1, D, F] of one
+  // expert as stored, read in place on SIMT like the routed ones; the gate [1, D] likewise.
+  for (std::string_view m :
+       {"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight"})
+    upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
+  same_dtype("ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight");
 }
 
 bool GpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                            TensorMap& outputs) {
   const std::string& s = step.name;
-  if (s != "moe_route" && s != "moe_experts_add") return false;
+  if (s == "shexp" || s == "shexp_gate_add") return run_shared_expert(step, ctx, inputs, outputs);
+  if (s != "moe_route" && s != "moe_experts_add" && s != "moe_experts") return false;
   const ModelConfig& c = cfg_;
   const int l = ctx.layer, T = ctx.n_tokens, D = c.hidden, E = c.n_experts, K = c.n_experts_used;
   auto wt_of = [&](std::string_view role) { return dev_.at(layer_weight(l, role)).wt; };
@@ -62,7 +86,7 @@ bool GpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
     outputs["expert_weights"] = weights.f16(T, K);
     return true;
   }
-  // moe_experts_add: the ids arrive as the lane holds them (f16 in isolated mode, our f32 chained).
+  // moe_experts(_add): the ids arrive as the lane holds them (f16 in isolated mode, our f32 chained).
   const auto id_input = inputs.find("expert_ids");
   if (id_input == inputs.end())
     throw std::logic_error(fmt::format("{}: input 'expert_ids' not provided", name_));
@@ -77,14 +101,47 @@ bool GpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
       throw std::out_of_range(fmt::format("{}: expert id {} of {}", name_, e, E));
     ids[i] = std::int32_t(e);
   }
+  const bool add = s == "moe_experts_add";  // the residual add fused, as without a shared expert
   DevBuf x(k_, step_input(inputs, "ffn_norm")), w(k_, step_input(inputs, "expert_weights")),
-      resid(k_, step_input(inputs, "residual_1")), id_dev(k_, ids), out(k_, std::size_t(T) * D * 2),
+      resid = add ? DevBuf(k_, step_input(inputs, "residual_1")) : DevBuf(k_, std::size_t(0)),
+      id_dev(k_, ids), out(k_, std::size_t(T) * D * 2),
       scratch(k_, dsk::moe_scratch_bytes(T, K, E, c.expert_ffn, D));
   k_.moe_experts(mat(l, "ffn_gate_exps.weight"), mat(l, "ffn_up_exps.weight"), mat(l, "ffn_down_exps.weight"),
-                 wt_of("ffn_gate_exps.weight"), x.get(), id_dev.i32(), w.get(), out.get(), resid.get(),
-                 scratch.get(), T, K, E, c.expert_ffn, D);
+                 wt_of("ffn_gate_exps.weight"), x.get(), id_dev.i32(), w.get(), out.get(),
+                 add ? resid.get() : nullptr, scratch.get(), T, K, E, c.expert_ffn, D);
   k_.synchronize();
   outputs["moe_out"] = out.f16(T, D);
+  if (add) outputs["residual_2"] = resid.f16(T, D);
+  return true;
+}
+
+bool GpuCandidate::run_shared_expert(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
+                                     TensorMap& outputs) {
+  const int l = ctx.layer, T = ctx.n_tokens, D = cfg_.hidden, F = cfg_.shared_expert_ffn;
+  auto wt_of = [&](std::string_view role) { return dev_.at(layer_weight(l, role)).wt; };
+  DevBuf x(k_, step_input(inputs, "ffn_norm"));
+  if (step.name == "shexp") {
+    // One expert (E = 1) that each token chose once (k = 1) at weight 1 (exact in half): the
+    // combine is then the expert's f32 output itself, rounded once.
+    const std::vector<std::int32_t> only(std::size_t(T), 0);
+    const Tensor ones = Tensor::from_f64({T, 1}, std::vector<double>(std::size_t(T), 1.0), DType::f16);
+    DevBuf ids(k_, only), w(k_, ones), out(k_, std::size_t(T) * D * 2),
+        scratch(k_, dsk::moe_scratch_bytes(T, 1, 1, F, D));
+    k_.moe_experts(mat(l, "ffn_gate_shexp.weight"), mat(l, "ffn_up_shexp.weight"),
+                   mat(l, "ffn_down_shexp.weight"), wt_of("ffn_gate_shexp.weight"), x.get(), ids.i32(),
+                   w.get(), out.get(), nullptr, scratch.get(), T, 1, 1, F, D);
+    k_.synchronize();
+    outputs["shexp_out"] = out.f16(T, D);
+    return true;
+  }
+  DevBuf moe(k_, step_input(inputs, "moe_out")), sh(k_, step_input(inputs, "shexp_out")),
+      resid(k_, step_input(inputs, "residual_1")), gate(k_, std::size_t(T) * 2),
+      out(k_, std::size_t(T) * D * 2);
+  k_.moe_shexp_gate_add(mat(l, "ffn_gate_inp_shexp.weight"), wt_of("ffn_gate_inp_shexp.weight"), x.get(),
+                        moe.get(), sh.get(), gate.get(), out.get(), resid.get(), T, D);
+  k_.synchronize();
+  outputs["shexp_gate"] = gate.f16(T, 1);
+  outputs["ffn_out"] = out.f16(T, D);
   outputs["residual_2"] = resid.f16(T, D);
   return true;
 }

@@ -109,6 +109,9 @@ std::span<const MutantInfo> mutants() {
       {"moe-slots-transposed", "synthetic:qwen3moe-tiny", "moe_out", 0, "isolated", "default",
        "grouped gate/up GEMV reads slot s's token as s % T ([k, T] slots) where the ids are [T, k] (s / k): "
        "right in a decode step, wrong in a prefill"},
+      {"moe-shexp-gate-no-sigmoid", "synthetic:qwen3next-tiny", "shexp_gate", 0, "isolated", "default",
+       "Qwen3-Next's shared-expert gate (kernels/moe_shexp.cu) taken as its raw logit, no sigmoid: the logit "
+       "stored as shexp_gate and scaling the shared expert in ffn_out"},
   };
   return kMutants;
 }

@@ -71,6 +71,9 @@ void plant(dsk::KernelTable&);
 namespace mutant_moe_half_combine {
 void plant(dsk::KernelTable&);
 }
+namespace mutant_moe_shexp_gate_no_sigmoid {
+void plant(dsk::KernelTable&);
+}
 namespace mutant_moe_slots_transposed {
 void plant(dsk::KernelTable&);
 }
@@ -131,6 +134,7 @@ const MutantRow kMutants[] = {
     {"layernorm-no-mean-sub", mutant_layernorm_no_mean_sub::plant},
     {"moe-capacity-drop", mutant_moe_capacity_drop::plant},
     {"moe-half-combine", mutant_moe_half_combine::plant},
+    {"moe-shexp-gate-no-sigmoid", mutant_moe_shexp_gate_no_sigmoid::plant},
     {"moe-slots-transposed", mutant_moe_slots_transposed::plant},
     {"norm-eps-outside", mutant_norm_eps_outside::plant},
     {"norm-no-offset", mutant_norm_no_offset::plant},

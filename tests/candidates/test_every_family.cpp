@@ -61,10 +61,9 @@ std::vector<FamilyCase> cases() {
   for (const auto& [stem, spec] : models()) {
     const ModelConfig cfg = load_config_spec(spec, 0);
     // A qwen35 GGUF's tiled value heads are refused on simt by name (the test below): kernels/ has
-    // no tiled GDN map. MoE models run on kernels/moe_route.cu and kernels/moe_experts.cu; a shared
-    // expert (Qwen3-Next) has no kernel yet and is refused by name (EveryFamilyGate).
-    if (cfg.gdn_head_map != GdnHeadMap::tiled && !cfg.shared_expert())
-      out.push_back({identifier("simt_" + stem), spec, "simt"});
+    // no tiled GDN map. MoE models run on kernels/moe_route.cu and kernels/moe_experts.cu, a shared
+    // expert (Qwen3-Next) on the latter and kernels/moe_shexp.cu.
+    if (cfg.gdn_head_map != GdnHeadMap::tiled) out.push_back({identifier("simt_" + stem), spec, "simt"});
     const Family f = cfg.family;
     // cpu-f16 where its code is its own: the GDN layers, the shared expert and GPT-2's blocks.
     if (f == Family::qwen35 || f == Family::qwen3next || f == Family::gpt2)
@@ -137,7 +136,8 @@ TEST(EveryFamilyGate, TiledGdnHeadsAreRefusedByNameOnSimt) {
 
 // A mixture-of-experts model needs its routing rule (and the experts) by name: a dense-only
 // candidate (cpu-f16-v1, a first kernel set) is refused before any weight is loaded, the rule
-// named. simt and cpu-f16 declare both rules and serve them.
+// named, and Qwen3-Next's shared expert named too. simt and cpu-f16 declare both rules and the
+// shared expert and serve them all.
 TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
   for (const char* preset :
        {"synthetic:qwen3moe-tiny", "synthetic:mixtral-tiny", "synthetic:qwen3next-tiny"}) {
@@ -149,17 +149,40 @@ TEST(EveryFamilyGate, MoeModelsAreRefusedByNameOnDenseCandidates) {
         refusal->find(cfg.moe_routing == MoeRouting::softmax_topk ? "MoeSoftmaxTopK" : "MoeTopKSoftmax"),
         std::string::npos)
         << *refusal;
-    EXPECT_FALSE(capability_refusal(cfg, *make_candidate("cpu-f16")).has_value());
-    // simt's routed-expert kernels serve every routing rule, but not Qwen3-Next's shared expert,
-    // which is named.
-    const auto simt = capability_refusal(cfg, *make_candidate("simt"));
-    EXPECT_EQ(simt.has_value(), cfg.shared_expert());
-    if (simt) {
-      const std::string missing = simt->substr(simt->find("Missing:"));
-      EXPECT_NE(missing.find("MoeSharedExpert"), std::string::npos) << *simt;
-      EXPECT_EQ(missing.substr(0, missing.find('\n')).find("MoeExperts"), std::string::npos) << *simt;
+    if (cfg.shared_expert()) {
+      EXPECT_NE(refusal->find("MoeSharedExpert"), std::string::npos) << *refusal;
     }
+    EXPECT_FALSE(capability_refusal(cfg, *make_candidate("cpu-f16")).has_value());
+    // simt's kernels serve every routing rule and Qwen3-Next's shared expert.
+    const auto simt = capability_refusal(cfg, *make_candidate("simt"));
+    EXPECT_FALSE(simt.has_value()) << *simt;
   }
+}
+
+// A kernel set with routed experts only (simt's ops without MoeSharedExpert) is refused on
+// Qwen3-Next naming the shared expert and nothing it has, and serves a MoE model without one.
+class RoutedExpertsOnly final : public Candidate {
+ public:
+  std::string name() const override { return "routed-experts-only"; }
+  std::string description() const override { return "simt's ops without the shared expert"; }
+  DType storage_dtype() const override { return DType::f16; }
+  OpSet capabilities() const override {
+    return make_candidate("simt")->capabilities().minus({Op::MoeSharedExpert});
+  }
+  std::vector<KernelStep> plan(const ModelConfig&, BlockKind) const override { return {}; }
+  void load(const ModelConfig&, const WeightStore&) override {}
+  void run(const KernelStep&, const StepContext&, const TensorMap&, TensorMap&) override {}
+};
+
+TEST(EveryFamilyGate, SharedExpertIsRefusedByNameWithoutItsOp) {
+  const auto refusal =
+      capability_refusal(load_config_spec("synthetic:qwen3next-tiny", 0), RoutedExpertsOnly{});
+  ASSERT_TRUE(refusal.has_value());
+  const std::string missing = refusal->substr(refusal->find("Missing:"));
+  EXPECT_NE(missing.find("MoeSharedExpert"), std::string::npos) << *refusal;
+  EXPECT_EQ(missing.substr(0, missing.find('\n')).find("MoeExperts"), std::string::npos) << *refusal;
+  EXPECT_FALSE(
+      capability_refusal(load_config_spec("synthetic:qwen3moe-tiny", 0), RoutedExpertsOnly{}).has_value());
 }
 
 // A candidate that declares MoE limits (Candidate::moe_limits: simt's routing kernel keeps a fixed

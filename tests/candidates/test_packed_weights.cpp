@@ -1,8 +1,8 @@
 // The simt candidate reads every weight matrix in place except the ones it packs from several
 // stored tensors. GpuCandidate::packed_roles names those for the memory estimate; this table
 // holds it to what load() really copies, for each block kind (decoder, gated attention + GDN,
-// GPT-2, a MoE decoder whose stacked experts and router are read in place), so the estimate
-// cannot drift from the loader.
+// GPT-2, a MoE decoder whose stacked experts and router are read in place, Qwen3-Next whose shared
+// expert is too), so the estimate cannot drift from the loader.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -33,7 +33,8 @@ TEST_P(PackedWeights, LoadCopiesExactlyThePackedRoles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, PackedWeights,
-                         ::testing::Values("qwen2-tiny", "qwen35-tiny", "gpt2-tiny", "qwen3moe-tiny"),
+                         ::testing::Values("qwen2-tiny", "qwen35-tiny", "gpt2-tiny", "qwen3moe-tiny",
+                                           "qwen3next-tiny"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

@@ -1,6 +1,7 @@
 """Qwen3-Next through the real CLI (docs/moe.md): the tiny preset on cpu-f16 in both modes passes
-over seeds 0-9 (the issue's command line), simt is refused by the gate naming the MoE ops it lacks
-(the shared expert's included), and the real-shape `qwen3-next-80b-a3b` with `--layers 1` runs to
+over seeds 0-9 (the issue's command line), simt serves it too (its seeds are in test_moe_simt.py),
+cpu-f16-v1 is refused by the gate naming the MoE ops it lacks (the shared expert's included), and
+the real-shape `qwen3-next-80b-a3b` with `--layers 1` runs to
 exit 0 with its measured peak memory within the estimate it prints (the sampling of
 test_memory.py). The real-shape case needs about 13 GiB: skipped where the machine has not 16 GiB
 available."""
@@ -28,8 +29,13 @@ class Qwen3NextRuns(unittest.TestCase):
                 self.assertEqual(rc, 0, out[-3000:])
                 self.assertRegex(out, r"PASS: \d+ stages within policy")
 
-    def test_simt_is_refused_naming_the_missing_moe_ops(self):
+    def test_simt_passes_the_issues_command_line(self):
         rc, out = run("run", *TINY, "--candidate", "simt")
+        self.assertEqual(rc, 0, out[-3000:])
+        self.assertRegex(out, r"PASS: \d+ stages within policy")
+
+    def test_a_dense_kernel_set_is_refused_naming_the_missing_moe_ops(self):
+        rc, out = run("run", *TINY, "--candidate", "cpu-f16-v1")
         self.assertEqual(rc, 3, out[-3000:])
         for op in ("MoeSoftmaxTopK", "MoeNormTopK", "MoeExperts", "MoeSharedExpert"):
             self.assertIn(op, out)

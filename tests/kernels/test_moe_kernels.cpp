@@ -1,9 +1,9 @@
 // The mixture-of-experts kernels alone, through the SIMT runtime (kernels/moe_route.cu,
-// kernels/moe_experts.cu): the fused routing against the reference's own rules
+// kernels/moe_experts.cu, kernels/moe_shexp.cu): the fused routing against the reference's own rules
 // (reference/ops_moe.cpp: route_experts, routing_weights) on the double logits of the same f16
 // inputs, exact ties to the lower expert index; the grouped experts and their f32 combine against
-// a double computation; bitwise identical under every SIMT thread order; and the MoE kernel
-// mutants differing from them exactly where their bug bites.
+// a double computation; Qwen3-Next's shared-expert gate and sum against double; bitwise identical under every
+// SIMT thread order; and the MoE kernel mutants differing from them exactly where their bug bites.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -212,8 +212,96 @@ INSTANTIATE_TEST_SUITE_P(
                     ExpertsCase{"qwen3moe_tiny_decode", WType::f32, 1, 4, 16, 32, 64, true},
                     ExpertsCase{"mixtral_tiny_no_chain_add", WType::f32, 8, 2, 8, 64, 64, false},
                     ExpertsCase{"tails_odd_widths_bf16", WType::bf16, 5, 3, 7, 170, 90, true},
-                    ExpertsCase{"more_slots_than_a_group_f16", WType::f16, 12, 2, 4, 24, 40, true}),
+                    ExpertsCase{"more_slots_than_a_group_f16", WType::f16, 12, 2, 4, 24, 40, true},
+                    // Qwen3-Next's shared expert as the candidate runs it: one expert, top-1.
+                    ExpertsCase{"shared_expert_one_expert_top1_bf16", WType::bf16, 8, 1, 1, 48, 64, false}),
     [](const auto& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------
+
+struct ShexpCase {
+  std::string name;
+  WType wt;
+  int T, D;
+  bool chain_add;
+};
+void PrintTo(const ShexpCase& c, std::ostream* os) { *os << c.name; }
+class MoeShexp : public testing::TestWithParam<ShexpCase> {};
+
+// kernels/moe_shexp.cu: the gate sigmoid(w . x) and ffn_out = moe_out + gate * shexp_out (+ the
+// residual) against double on the same f16 inputs; the gate never rounds to f16 before it scales.
+TEST_P(MoeShexp, MatchesDoubleAndIsOrderIndependent) {
+  const auto& p = GetParam();
+  const std::size_t T = std::size_t(p.T), D = std::size_t(p.D);
+  // Gate weights of std 1/sqrt(D) over inputs of std 1: logits of std about 1, both sides of 0.
+  Weights wg = make_weights(p.wt, D, 81);
+  const Bits xb = to_f16(normal(T * D, 20.0 / std::sqrt(double(D)), 82)), mb = to_f16(normal(T * D, 0.5, 83)),
+             sb = to_f16(normal(T * D, 0.5, 84)), rb = to_f16(normal(T * D, 1.0, 85));
+  Bits gate, out, resid;
+  same_under_every_order(
+      [&] {
+        Buf dw(wg.bytes), dx(xb), dm(mb), ds(sb), dr(rb), dg(T * 2), dout(T * D * 2);
+        K().moe_shexp_gate_add(dw.p, p.wt, dx.p, dm.p, ds.p, dg.p, dout.p, p.chain_add ? dr.p : nullptr, p.T,
+                               p.D);
+        gate = dg.bits();
+        out = dout.bits();
+        resid = dr.bits();
+      },
+      [&] {
+        Bits b = gate;
+        b.insert(b.end(), out.begin(), out.end());
+        b.insert(b.end(), resid.begin(), resid.end());
+        return b;
+      });
+  const auto x = f16_values(xb), m = f16_values(mb), sh = f16_values(sb), r = f16_values(rb);
+  std::vector<double> ref_gate(T), ref_out(T * D), ref_resid(r);
+  for (std::size_t t = 0; t < T; ++t) {
+    double u = 0;
+    for (std::size_t c = 0; c < D; ++c) u += wg.values[c] * x[t * D + c];
+    ref_gate[t] = 1.0 / (1.0 + std::exp(-u));
+    for (std::size_t d = 0; d < D; ++d) {
+      ref_out[t * D + d] = m[t * D + d] + ref_gate[t] * sh[t * D + d];
+      if (p.chain_add) ref_resid[t * D + d] += ref_out[t * D + d];
+    }
+  }
+  expect_close(gate, ref_gate, 1e-6, "shexp_gate");
+  expect_close(out, ref_out, 1e-6, "ffn_out");
+  expect_close(resid, ref_resid, 1e-6, p.chain_add ? "residual_2" : "residual untouched");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MoeShexp,
+                         testing::Values(ShexpCase{"qwen3next_tiny_prefill", WType::f32, 8, 64, true},
+                                         ShexpCase{"qwen3next_tiny_decode", WType::f32, 1, 64, true},
+                                         ShexpCase{"odd_width_f16_no_chain_add", WType::f16, 5, 90, false},
+                                         ShexpCase{"qwen3next_80b_hidden_bf16", WType::bf16, 3, 2048, true}),
+                         [](const auto& info) { return info.param.name; });
+
+// mutant:moe-shexp-gate-no-sigmoid against the production kernel on the same inputs: every gate is
+// the raw logit (so it differs wherever sigmoid(u) and u round apart, which is every row here), and
+// ffn_out and the residual move with it.
+TEST(MoeKernelMutant, ShexpGateNoSigmoidStoresAndAppliesTheLogit) {
+  const int T = 8, D = 64;
+  const Weights wg = make_weights(WType::f32, D, 91);
+  const Bits xb = to_f16(normal(std::size_t(T) * D, 20.0 / std::sqrt(double(D)), 92)),
+             mb = to_f16(normal(std::size_t(T) * D, 0.5, 93)),
+             sb = to_f16(normal(std::size_t(T) * D, 0.5, 94)),
+             rb = to_f16(normal(std::size_t(T) * D, 1.0, 95));
+  auto run = [&](const dsk::KernelTable& kt) {
+    Buf dw(wg.bytes), dx(xb), dm(mb), ds(sb), dr(rb), dg(std::size_t(T) * 2), dout(std::size_t(T) * D * 2);
+    kt.moe_shexp_gate_add(dw.p, WType::f32, dx.p, dm.p, ds.p, dg.p, dout.p, dr.p, T, D);
+    return std::vector<Bits>{dg.bits(), dout.bits(), dr.bits()};
+  };
+  const std::vector<Bits> good = run(K()), bad = run(Mutant("moe-shexp-gate-no-sigmoid"));
+  const auto x = f16_values(xb);
+  for (int t = 0; t < T; ++t) {
+    double u = 0;
+    for (int c = 0; c < D; ++c) u += wg.values[std::size_t(c)] * x[std::size_t(t * D + c)];
+    EXPECT_NE(good[0][std::size_t(t)], bad[0][std::size_t(t)]) << "token " << t;
+    expect_close(Bits{bad[0][std::size_t(t)]}, {u}, 1e-6, "the mutant's gate is the logit");
+  }
+  EXPECT_NE(good[1], bad[1]);
+  EXPECT_NE(good[2], bad[2]);
+}
 
 // ---------------------------------------------------------------------------------------
 
