@@ -52,7 +52,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void fiber_entry(void* from);
 
-constinit thread_local Sched* tl_sched = nullptr;
+constinit thread_local Sched* tl_sched [[gnu::tls_model("initial-exec")]] = nullptr;
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
@@ -284,6 +284,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
         t.idx = uint3{x, y, z};
         t.warp = static_cast<std::uint16_t>(linear / 32);
         t.lane = static_cast<std::uint8_t>(linear % 32);
+        t.lane_bit = 1u << t.lane;
         t.wr = &warps_[t.warp];
         set_runnable(t);
       }

@@ -43,6 +43,8 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }
 }  // namespace
 
+// The general arrival: checks every argument, copies a value of any size, and hands over to a
+// thread of any state. collective_arrive() comes here for everything but its usual case.
 inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                     std::uint64_t b_width) {
   ThreadRec& t = *cur_;
@@ -63,20 +65,56 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
   t.site = s;
   if (size != 0) copy_value(t.in, in, size);
   w.arrived |= me;
-  if ((w.arrived & mask) != mask && w.runnable_r != 0) [[likely]] {
-    // Not the last lane: the next is this warp's next runnable lane, usually suspended at the same
-    // collective, so the switch needs nothing prepare() would look up.
-    ThreadRec* next = take_from(w);
-    if (Fiber* f = next->fiber; f != nullptr && f != self) [[likely]] {
-      next->state = State::running;
-      cur_ = next;
-      threadIdx = next->idx;
-      switching_to_ = f;
-      return {&t.slot, next->slot.ctx};
-    }
-    return hand_over(t, next);
-  }
+  if ((w.arrived & mask) != mask && w.runnable_r != 0) return hand_over(t, take_from(w));
   return complete_arrival(t, w, mask);
+}
+
+// The usual arrival, a lane that is not the last of its collective handing over to the next lane
+// of its warp, already suspended mid-kernel, with a value of 0, 4 or 8 bytes: the same effects as
+// arrive_collective's, in a leaf function (no frame, no callee-saved register). Everything else
+// (and every argument that arrive_collective would refuse) returns a null slot before any state
+// changes, and the kernel calls collective_arrive_general (simt_cpu.h).
+inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  ThreadRec& t = *cur_;
+  // The arguments are recorded first, so that few values stay live (this function runs in the
+  // caller-saved registers alone): if this turns out not to be the usual case, arrive_collective
+  // records the same again, and nothing reads them before.
+  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
+  if (size == 4) {
+    std::memcpy(t.in, in, 4);
+  } else if (size == 8) {
+    std::memcpy(t.in, in, 8);
+  } else if (size != 0) [[unlikely]] {
+    return {nullptr, nullptr};
+  }
+  const unsigned width = static_cast<unsigned>(b_width >> 32);
+  t.signature = mask_kind_size | std::uint64_t{width} << kSigWidthShift;
+  t.b = static_cast<int>(b_width);
+  t.site = s;
+  WarpRec& w = *t.wr;
+  const unsigned mask = static_cast<unsigned>(mask_kind_size);
+  const unsigned me = t.lane_bit;
+  const unsigned arrived = w.arrived | me;
+  const unsigned runnable = w.runnable_r;
+  // The argument checks of arrive_collective, the lane not the last of `mask`, a runnable lane
+  // left in this warp: one branch for all of them.
+  const bool args_ok = (mask & me) != 0 && (mask & (w.exited | ~w.exists)) == 0 && width - 1 < 32u &&
+                       (width & (width - 1)) == 0;
+  if (!args_ok || (arrived & mask) == mask || runnable == 0) [[unlikely]]
+    return {nullptr, nullptr};
+  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
+  Fiber* f = next->fiber;
+  if (f == nullptr || f == t.fiber) [[unlikely]]
+    return {nullptr, nullptr};
+  t.state = State::at_warp;
+  w.arrived = arrived;
+  w.runnable_r = runnable & (runnable - 1);
+  if (w.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  next->state = State::running;
+  cur_ = next;
+  *thread_idx_ = next->idx;
+  switching_to_ = f;
+  return {&t.slot, next->slot.ctx};
 }
 
 Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
@@ -246,6 +284,10 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
 }
 
 Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, mask_kind_size, in, b_width);
+}
+
+Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
   return tl_sched->arrive_collective(s, mask_kind_size, in, b_width);
 }
 
