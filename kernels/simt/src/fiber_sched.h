@@ -199,6 +199,11 @@ class Sched {
   unsigned fibers_made_ = 0;
   std::vector<ThreadRec> threads_;
   std::vector<WarpRec> warps_;
+  struct OrderKey {  // what make_order's tables were last made for
+    const ThreadRec* threads = nullptr;
+    unsigned nthreads = 0;
+    Order order = Order::forward;
+  } ordered_;
   std::uint8_t warp_of_rank_[32];
   std::uint8_t rank_of_warp_[32];
   unsigned warp_runnable_r_ = 0;

@@ -273,7 +273,13 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     wr.base = w * 32;
     wr.syncs = 0;
   }
-  make_order(0);
+  // A fixed order's tables depend on the block's shape alone (and point into threads_): blocks of
+  // one launch, and launches of one shape, reuse them. Random order differs from block to block.
+  if (cfg.order == Order::random || ordered_.threads != threads_.data() || ordered_.nthreads != nthreads_ ||
+      ordered_.order != cfg.order) {
+    make_order(0);
+    ordered_ = {threads_.data(), nthreads_, cfg.order};
+  }
   warp_runnable_r_ = 0;
   unsigned linear = 0;
   for (unsigned z = 0; z < d.block.z; ++z) {

@@ -69,16 +69,16 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
   return complete_arrival(t, w, mask);
 }
 
-// The usual arrival, a lane that is not the last of its collective handing over to the next lane
-// of its warp, already suspended mid-kernel, with a value of 0, 4 or 8 bytes: the same effects as
-// arrive_collective's, in a leaf function (no frame, no callee-saved register). Everything else
-// (and every argument that arrive_collective would refuse) returns a null slot before any state
-// changes, and the kernel calls collective_arrive_general (simt_cpu.h).
+// The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
+// exited, width 32), with a value of 0, 4 or 8 bytes, reached by a lane that is not the last to
+// arrive, handing over to the next lane of its warp, already suspended mid-kernel. The same
+// effects as arrive_collective's, in a leaf function (no frame, no callee-saved register).
+// Everything else (every argument that arrive_collective would refuse among it) returns a null
+// slot before any state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
 inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
   ThreadRec& t = *cur_;
-  // The arguments are recorded first, so that few values stay live (this function runs in the
-  // caller-saved registers alone): if this turns out not to be the usual case, arrive_collective
-  // records the same again, and nothing reads them before.
+  // The arguments are recorded first, so that few values stay live: if this turns out not to be
+  // the usual case, arrive_collective records the same again, and nothing reads them before.
   const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
   if (size == 4) {
     std::memcpy(t.in, in, 4);
@@ -87,24 +87,20 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void*
   } else if (size != 0) [[unlikely]] {
     return {nullptr, nullptr};
   }
-  const unsigned width = static_cast<unsigned>(b_width >> 32);
-  t.signature = mask_kind_size | std::uint64_t{width} << kSigWidthShift;
+  t.signature = mask_kind_size | (b_width >> 32) << kSigWidthShift;
   t.b = static_cast<int>(b_width);
   t.site = s;
   WarpRec& w = *t.wr;
-  const unsigned mask = static_cast<unsigned>(mask_kind_size);
-  const unsigned me = t.lane_bit;
-  const unsigned arrived = w.arrived | me;
+  const unsigned arrived = w.arrived | t.lane_bit;
   const unsigned runnable = w.runnable_r;
-  // The argument checks of arrive_collective, the lane not the last of `mask`, a runnable lane
-  // left in this warp: one branch for all of them.
-  const bool args_ok = (mask & me) != 0 && (mask & (w.exited | ~w.exists)) == 0 && width - 1 < 32u &&
-                       (width & (width - 1)) == 0;
-  if (!args_ok || (arrived & mask) == mask || runnable == 0) [[unlikely]]
+  // Mask, exits and width in one test; then not the last lane, and a lane left to run here.
+  if (((static_cast<unsigned>(mask_kind_size) ^ w.exists) | w.exited | ((b_width >> 32) ^ 32u)) != 0 ||
+      arrived == w.exists || runnable == 0) [[unlikely]]
     return {nullptr, nullptr};
+  // A lane that is not running and has a fiber is suspended mid-kernel: another thread's fiber.
   ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
   Fiber* f = next->fiber;
-  if (f == nullptr || f == t.fiber) [[unlikely]]
+  if (f == nullptr) [[unlikely]]
     return {nullptr, nullptr};
   t.state = State::at_warp;
   w.arrived = arrived;
