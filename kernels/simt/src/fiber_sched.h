@@ -115,6 +115,9 @@ class Sched {
   [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in,
                                                  std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
+  // The same for its usual case only (runtime.cpp says which), making no call; a null slot: not
+  // the usual case, nothing recorded.
+  [[gnu::always_inline]] inline Hop arrive_barrier_usual(Site s, int pred, Coll combine);
   // arrive_collective's rest, for the last lane of a collective or a warp with no lane left to run.
   [[gnu::noinline]] Hop complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask);
   // prepare() for `next` on behalf of `t`, out of line so that arrive_collective's usual path makes
@@ -229,6 +232,10 @@ class Sched {
   bool faulting_check_ = false;  // hazards_ watches this block (Config::racecheck, a kernel without hooks)
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };
+
+// barrier_arrive's general case (Sched::arrive_barrier), out of line so that the usual one needs
+// no frame.
+[[gnu::noinline]] Hop barrier_arrive_general(Site s, int pred, Coll combine);
 
 // Kernel code only runs inside run_block, which created this thread's Sched. Initial-exec: every
 // collective reads it, and the general model reads it through a call (__tls_get_addr, in a shared

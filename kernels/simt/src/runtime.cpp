@@ -431,7 +431,52 @@ bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_bloc
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-Hop barrier_arrive(Site s, int pred, Coll combine) { return tl_sched->arrive_barrier(s, pred, combine); }
+// arrive_barrier's usual case: not the last thread to arrive, and the next to run is in the same
+// warp, suspended mid-kernel or not started (a fiber from the pool). The same effects, in a
+// function that makes no call; anything else returns a null slot having changed nothing.
+inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
+  ThreadRec& t = *cur_;
+  WarpRec& w = *t.wr;
+  const unsigned runnable = w.runnable_r;
+  if (at_barrier_ + 1 + exited_ == nthreads_ || runnable == 0) [[unlikely]]
+    return {nullptr, nullptr};
+  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
+  Fiber* f = next->fiber;
+  void* to = nullptr;
+  if (f != nullptr) {
+    to = next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+  } else {
+    if (pool_.empty()) [[unlikely]]
+      return {nullptr, nullptr};
+    f = pool_.back();  // parked: its context is its own
+    pool_.pop_back();
+    f->thread = next;
+    next->fiber = f;
+    to = f->ctx;
+  }
+  t.state = State::at_barrier;
+  t.site = s;
+  t.pred = pred;
+  t.signature = signature_of(combine, 0, 0, 0);
+  ++at_barrier_;
+  w.runnable_r = runnable & (runnable - 1);
+  if (w.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  next->state = State::running;
+  cur_ = next;
+  *thread_idx_ = next->idx;
+  switching_to_ = f;
+  return {&t.slot, to};
+}
+
+Hop barrier_arrive(Site s, int pred, Coll combine) {
+  if (const Hop h = tl_sched->arrive_barrier_usual(s, pred, combine); h.slot != nullptr) [[likely]]
+    return h;
+  return barrier_arrive_general(s, pred, combine);
+}
+
+Hop barrier_arrive_general(Site s, int pred, Coll combine) {
+  return tl_sched->arrive_barrier(s, pred, combine);
+}
 
 int barrier_wait(Site s, int pred, Coll combine) {
   Sched& sched = *tl_sched;

@@ -165,10 +165,14 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
 }
 
 // The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
-// the mask, so each lane's source is one line of index arithmetic.
+// the mask, so each lane's source is one line of index arithmetic. The same pass compares every
+// lane's signature with `sig`: nonzero when some lane reached another collective (resolve then
+// names it, and no lane reads what this wrote).
 template <Coll kind, unsigned kSize>
-void shuffle_full_warp(ThreadRec* lanes) {
+std::uint64_t shuffle_full_warp(ThreadRec* lanes, std::uint64_t sig) {
+  std::uint64_t differ = 0;
   for (int lane = 0; lane < 32; ++lane) {
+    differ |= lanes[lane].signature ^ sig;
     const int bval = lanes[lane].b & 31;
     int j = lane;
     if constexpr (kind == Coll::shfl_up) {
@@ -182,24 +186,36 @@ void shuffle_full_warp(ThreadRec* lanes) {
     }
     std::memcpy(lanes[lane].slot.out, lanes[j].in, kSize);
   }
+  return differ;
+}
+
+// Every lane's signature compared with `sig` alone, for a full warp without a full-warp shuffle.
+std::uint64_t differ_full_warp(const ThreadRec* lanes, std::uint64_t sig) {
+  std::uint64_t differ = 0;
+  for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ sig;
+  return differ;
 }
 
 // Returns false when the case has no full-warp instantiation (a value size other than 4 or 8).
 template <Coll kind>
-bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size) {
+bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size, std::uint64_t sig, std::uint64_t& differ) {
   switch (size) {
-    case 4: shuffle_full_warp<kind, 4>(lanes); return true;
-    case 8: shuffle_full_warp<kind, 8>(lanes); return true;
+    case 4: differ = shuffle_full_warp<kind, 4>(lanes, sig); return true;
+    case 8: differ = shuffle_full_warp<kind, 8>(lanes, sig); return true;
     default: return false;
   }
 }
 
-bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size) {
+// A full warp's shuffle at width 32 of a 4- or 8-byte value, with the signatures compared in the
+// same pass (`differ`); false, having done neither, for any other collective.
+bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size, std::uint64_t sig,
+                           std::uint64_t& differ) {
   switch (kind) {
-    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size);
-    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size);
-    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size);
-    default: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size);
+    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size, sig, differ);
+    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size, sig, differ);
+    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size, sig, differ);
+    case Coll::shfl_idx: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size, sig, differ);
+    default: return false;
   }
 }
 
@@ -229,8 +245,13 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   const ThreadRec& ref = *cur_;
   const bool full_warp = mask == kFullMask;
   std::uint64_t differ = 0;
-  if (full_warp) {  // the usual case: one pass without branches, the loop below only to name the lane
-    for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ ref.signature;
+  // The usual case, a full warp: one pass without branches (the shuffle's own, for a shuffle at
+  // width 32), the loop below only to name the lane.
+  bool shuffled = false;
+  if (full_warp) {
+    shuffled =
+        ref.width() == 32 && shuffle_full_warp_any(ref.kind(), lanes, ref.size(), ref.signature, differ);
+    if (!shuffled) differ = differ_full_warp(lanes, ref.signature);
   }
   for (unsigned m = differ != 0 || !full_warp ? mask : 0; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
@@ -255,8 +276,7 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1)
       std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
-  } else if (kind != Coll::syncwarp &&
-             !(full_warp && ref.width() == 32 && shuffle_full_warp_any(kind, lanes, ref.size()))) {
+  } else if (kind != Coll::syncwarp && !shuffled) {
     int src = 0;
     if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
       error_ =
