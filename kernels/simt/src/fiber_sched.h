@@ -207,6 +207,10 @@ class Sched {
     unsigned nthreads = 0;
     Order order = Order::forward;
   } ordered_;
+  struct LayoutKey {  // the block shape threads_' indices were last set for
+    const ThreadRec* threads = nullptr;
+    dim3 block{0, 0, 0};
+  } laid_out_;
   std::uint8_t warp_of_rank_[32];
   std::uint8_t rank_of_warp_[32];
   unsigned warp_runnable_r_ = 0;

@@ -280,22 +280,34 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     make_order(0);
     ordered_ = {threads_.data(), nthreads_, cfg.order};
   }
-  warp_runnable_r_ = 0;
-  unsigned linear = 0;
-  for (unsigned z = 0; z < d.block.z; ++z) {
-    for (unsigned y = 0; y < d.block.y; ++y) {
-      for (unsigned x = 0; x < d.block.x; ++x, ++linear) {
-        ThreadRec& t = threads_[linear];
-        t.fiber = nullptr;
-        t.idx = uint3{x, y, z};
-        t.warp = static_cast<std::uint16_t>(linear / 32);
-        t.lane = static_cast<std::uint8_t>(linear % 32);
-        t.lane_bit = 1u << t.lane;
-        t.wr = &warps_[t.warp];
-        set_runnable(t);
+  // A thread's index, warp and lane depend on the block's shape alone: set when it changes. Every
+  // thread's fiber is null here (the last block's threads exited, or run_block reset them).
+  if (laid_out_.threads != threads_.data() || laid_out_.block.x != d.block.x ||
+      laid_out_.block.y != d.block.y || laid_out_.block.z != d.block.z) {
+    unsigned linear = 0;
+    for (unsigned z = 0; z < d.block.z; ++z) {
+      for (unsigned y = 0; y < d.block.y; ++y) {
+        for (unsigned x = 0; x < d.block.x; ++x, ++linear) {
+          ThreadRec& t = threads_[linear];
+          t.fiber = nullptr;
+          t.idx = uint3{x, y, z};
+          t.warp = static_cast<std::uint16_t>(linear / 32);
+          t.lane = static_cast<std::uint8_t>(linear % 32);
+          t.lane_bit = 1u << t.lane;
+          t.wr = &warps_[t.warp];
+        }
       }
     }
+    laid_out_ = {threads_.data(), d.block};
   }
+  // Every thread runnable: make_order gives the existing warps, and each warp's existing lanes,
+  // the lowest ranks.
+  for (ThreadRec& t : threads_) t.state = State::runnable;
+  for (WarpRec& w : warps_) {
+    const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
+    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+  }
+  warp_runnable_r_ = nwarps_ == 32 ? kFullMask : (1u << nwarps_) - 1;
 
   transfer(&host_, take_next());
   // Back on the host: the block finished or a diagnostic fired.
