@@ -233,6 +233,7 @@ class Sched {
   bool dyn_allocated_ = false;
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
+  bool smem_watched_ = false;    // a checker watches this block's shared memory (either kind)
   bool faulting_check_ = false;  // hazards_ watches this block (Config::racecheck, a kernel without hooks)
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };

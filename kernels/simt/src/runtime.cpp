@@ -260,6 +260,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->begin_block(smem_, d.dyn_smem_bytes, d.block, blockIdx);
+  smem_watched_ = faulting_check_ || tl_access_shadow != nullptr;
 
   threads_.resize(nthreads_);
   warps_.resize(nwarps_);
@@ -303,10 +304,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   // Every thread runnable: make_order gives the existing warps, and each warp's existing lanes,
   // the lowest ranks.
   for (ThreadRec& t : threads_) t.state = State::runnable;
-  for (WarpRec& w : warps_) {
-    const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
-    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
-  }
+  for (WarpRec& w : warps_) w.runnable_r = w.exists;  // ranks 0..n-1 of its n lanes: the same low bits
   warp_runnable_r_ = nwarps_ == 32 ? kFullMask : (1u << nwarps_) - 1;
 
   transfer(&host_, take_next());
@@ -372,8 +370,7 @@ void Sched::release_barrier(Fiber* self) {
       std::memcpy(t.slot.out, &result, sizeof result);
     }
     if (w.exited == 0) {
-      const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
-      w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+      w.runnable_r = w.exists;  // ranks 0..n-1 of its n lanes: the same low bits
     } else {
       for (unsigned m = live; m != 0; m &= m - 1) w.runnable_r |= 1u << w.rank_of_lane[std::countr_zero(m)];
     }
@@ -508,8 +505,10 @@ void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
 }
 
 void* Sched::dyn_smem(std::size_t elem) {
-  if (faulting_check_) hazards_.note_elem(elem);
-  if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  if (smem_watched_) [[unlikely]] {
+    if (faulting_check_) hazards_.note_elem(elem);
+    if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  }
   return smem_;
 }
 

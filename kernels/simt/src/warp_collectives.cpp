@@ -291,9 +291,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     // The whole warp, the usual case: its lanes hold ranks 0..n-1 (make_order) and none of them was
     // runnable. They stay State::at_warp until transfer() runs them; only a stall reads the state,
     // and nothing stalls while they are runnable.
-    const unsigned n = static_cast<unsigned>(std::popcount(mask));
     if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[ref.warp];
-    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+    w.runnable_r = mask;  // ranks 0..n-1 of its n lanes: the same low bits as the lanes themselves
   } else {
     for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
   }
