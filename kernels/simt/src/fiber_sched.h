@@ -64,6 +64,7 @@ struct ThreadRec {
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
+  unsigned lane_bit = 0;  // 1 << lane
   // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
   // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;
@@ -109,7 +110,14 @@ class Sched {
   // `mask_kind_size` and `b_width` as simt::detail::collective_arrive packs them (simt_cpu.h).
   [[gnu::always_inline]] inline Hop arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                       std::uint64_t b_width);
+  // The same for the usual case only (warp_collectives.cpp says which), making no call: kernel
+  // code's collective_arrive. A null slot: not the usual case, nothing recorded.
+  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                 std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
+  // The same for its usual case only (runtime.cpp says which), making no call; a null slot: not
+  // the usual case, nothing recorded.
+  [[gnu::always_inline]] inline Hop arrive_barrier_usual(Site s, int pred, Coll combine);
   // arrive_collective's rest, for the last lane of a collective or a warp with no lane left to run.
   [[gnu::noinline]] Hop complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask);
   // prepare() for `next` on behalf of `t`, out of line so that arrive_collective's usual path makes
@@ -194,6 +202,15 @@ class Sched {
   unsigned fibers_made_ = 0;
   std::vector<ThreadRec> threads_;
   std::vector<WarpRec> warps_;
+  struct OrderKey {  // what make_order's tables were last made for
+    const ThreadRec* threads = nullptr;
+    unsigned nthreads = 0;
+    Order order = Order::forward;
+  } ordered_;
+  struct LayoutKey {  // the block shape threads_' indices were last set for
+    const ThreadRec* threads = nullptr;
+    dim3 block{0, 0, 0};
+  } laid_out_;
   std::uint8_t warp_of_rank_[32];
   std::uint8_t rank_of_warp_[32];
   unsigned warp_runnable_r_ = 0;
@@ -204,6 +221,9 @@ class Sched {
   std::uint64_t phase_ = 0;
   std::uint64_t block_seed_ = 0;
   ThreadRec* cur_ = nullptr;
+  // This host thread's threadIdx, the builtin kernel code reads: written at every switch, through
+  // this pointer rather than a thread-local access (a call, where the runtime is in a plugin).
+  uint3* thread_idx_ = &threadIdx;
   const LaunchDesc* desc_ = nullptr;
   Config cfg_;
   bool failed_ = false;
@@ -213,12 +233,21 @@ class Sched {
   bool dyn_allocated_ = false;
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
+  bool smem_watched_ = false;    // a checker watches this block's shared memory (either kind)
   bool faulting_check_ = false;  // hazards_ watches this block (Config::racecheck, a kernel without hooks)
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
 };
 
-// Kernel code only runs inside run_block, which created this thread's Sched.
-extern constinit thread_local Sched* tl_sched;
+// barrier_arrive's general case (Sched::arrive_barrier), out of line so that the usual one needs
+// no frame.
+[[gnu::noinline]] Hop barrier_arrive_general(Site s, int pred, Coll combine);
+
+// Kernel code only runs inside run_block, which created this thread's Sched. Initial-exec: every
+// collective reads it, and the general model reads it through a call (__tls_get_addr, in a shared
+// library) that also makes the compiler keep a collective's arguments in callee-saved registers;
+// 8 bytes of the static TLS block that glibc keeps for libraries loaded later, where the runtime
+// is part of a plugin.
+extern constinit thread_local Sched* tl_sched [[gnu::tls_model("initial-exec")]];
 
 // Saves the running context in `*save` (the fiber's own slot, or its thread's when the thread
 // suspends mid-kernel) and resumes the context `to`, which belongs to fiber `to_fiber`.
@@ -249,7 +278,7 @@ inline void Sched::switch_to(Fiber* from, Fiber* to) {
 inline void* Sched::prepare(Fiber* self, ThreadRec* next) {
   next->state = State::running;
   cur_ = next;
-  threadIdx = next->idx;
+  *thread_idx_ = next->idx;
   if (next->fiber == self) return nullptr;
   if (next->fiber == nullptr) {
     if (!self->is_host && self->thread == nullptr) {

@@ -52,7 +52,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void fiber_entry(void* from);
 
-constinit thread_local Sched* tl_sched = nullptr;
+constinit thread_local Sched* tl_sched [[gnu::tls_model("initial-exec")]] = nullptr;
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
@@ -260,6 +260,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     hazards_.begin_block(smem_, d.dyn_smem_bytes, nthreads_, d.block, &current_access_ctx);
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->begin_block(smem_, d.dyn_smem_bytes, d.block, blockIdx);
+  smem_watched_ = faulting_check_ || tl_access_shadow != nullptr;
 
   threads_.resize(nthreads_);
   warps_.resize(nwarps_);
@@ -273,22 +274,38 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     wr.base = w * 32;
     wr.syncs = 0;
   }
-  make_order(0);
-  warp_runnable_r_ = 0;
-  unsigned linear = 0;
-  for (unsigned z = 0; z < d.block.z; ++z) {
-    for (unsigned y = 0; y < d.block.y; ++y) {
-      for (unsigned x = 0; x < d.block.x; ++x, ++linear) {
-        ThreadRec& t = threads_[linear];
-        t.fiber = nullptr;
-        t.idx = uint3{x, y, z};
-        t.warp = static_cast<std::uint16_t>(linear / 32);
-        t.lane = static_cast<std::uint8_t>(linear % 32);
-        t.wr = &warps_[t.warp];
-        set_runnable(t);
+  // A fixed order's tables depend on the block's shape alone (and point into threads_): blocks of
+  // one launch, and launches of one shape, reuse them. Random order differs from block to block.
+  if (cfg.order == Order::random || ordered_.threads != threads_.data() || ordered_.nthreads != nthreads_ ||
+      ordered_.order != cfg.order) {
+    make_order(0);
+    ordered_ = {threads_.data(), nthreads_, cfg.order};
+  }
+  // A thread's index, warp and lane depend on the block's shape alone: set when it changes. Every
+  // thread's fiber is null here (the last block's threads exited, or run_block reset them).
+  if (laid_out_.threads != threads_.data() || laid_out_.block.x != d.block.x ||
+      laid_out_.block.y != d.block.y || laid_out_.block.z != d.block.z) {
+    unsigned linear = 0;
+    for (unsigned z = 0; z < d.block.z; ++z) {
+      for (unsigned y = 0; y < d.block.y; ++y) {
+        for (unsigned x = 0; x < d.block.x; ++x, ++linear) {
+          ThreadRec& t = threads_[linear];
+          t.fiber = nullptr;
+          t.idx = uint3{x, y, z};
+          t.warp = static_cast<std::uint16_t>(linear / 32);
+          t.lane = static_cast<std::uint8_t>(linear % 32);
+          t.lane_bit = 1u << t.lane;
+          t.wr = &warps_[t.warp];
+        }
       }
     }
+    laid_out_ = {threads_.data(), d.block};
   }
+  // Every thread runnable: make_order gives the existing warps, and each warp's existing lanes,
+  // the lowest ranks.
+  for (ThreadRec& t : threads_) t.state = State::runnable;
+  for (WarpRec& w : warps_) w.runnable_r = w.exists;  // ranks 0..n-1 of its n lanes: the same low bits
+  warp_runnable_r_ = nwarps_ == 32 ? kFullMask : (1u << nwarps_) - 1;
 
   transfer(&host_, take_next());
   // Back on the host: the block finished or a diagnostic fired.
@@ -353,8 +370,7 @@ void Sched::release_barrier(Fiber* self) {
       std::memcpy(t.slot.out, &result, sizeof result);
     }
     if (w.exited == 0) {
-      const unsigned n = static_cast<unsigned>(std::popcount(w.exists));
-      w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+      w.runnable_r = w.exists;  // ranks 0..n-1 of its n lanes: the same low bits
     } else {
       for (unsigned m = live; m != 0; m &= m - 1) w.runnable_r |= 1u << w.rank_of_lane[std::countr_zero(m)];
     }
@@ -424,7 +440,52 @@ bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_bloc
 }
 
 // Kernel code only runs inside run_block, which created this thread's Sched.
-Hop barrier_arrive(Site s, int pred, Coll combine) { return tl_sched->arrive_barrier(s, pred, combine); }
+// arrive_barrier's usual case: not the last thread to arrive, and the next to run is in the same
+// warp, suspended mid-kernel or not started (a fiber from the pool). The same effects, in a
+// function that makes no call; anything else returns a null slot having changed nothing.
+inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
+  ThreadRec& t = *cur_;
+  WarpRec& w = *t.wr;
+  const unsigned runnable = w.runnable_r;
+  if (at_barrier_ + 1 + exited_ == nthreads_ || runnable == 0) [[unlikely]]
+    return {nullptr, nullptr};
+  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
+  Fiber* f = next->fiber;
+  void* to = nullptr;
+  if (f != nullptr) {
+    to = next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+  } else {
+    if (pool_.empty()) [[unlikely]]
+      return {nullptr, nullptr};
+    f = pool_.back();  // parked: its context is its own
+    pool_.pop_back();
+    f->thread = next;
+    next->fiber = f;
+    to = f->ctx;
+  }
+  t.state = State::at_barrier;
+  t.site = s;
+  t.pred = pred;
+  t.signature = signature_of(combine, 0, 0, 0);
+  ++at_barrier_;
+  w.runnable_r = runnable & (runnable - 1);
+  if (w.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  next->state = State::running;
+  cur_ = next;
+  *thread_idx_ = next->idx;
+  switching_to_ = f;
+  return {&t.slot, to};
+}
+
+Hop barrier_arrive(Site s, int pred, Coll combine) {
+  if (const Hop h = tl_sched->arrive_barrier_usual(s, pred, combine); h.slot != nullptr) [[likely]]
+    return h;
+  return barrier_arrive_general(s, pred, combine);
+}
+
+Hop barrier_arrive_general(Site s, int pred, Coll combine) {
+  return tl_sched->arrive_barrier(s, pred, combine);
+}
 
 int barrier_wait(Site s, int pred, Coll combine) {
   Sched& sched = *tl_sched;
@@ -444,8 +505,10 @@ void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
 }
 
 void* Sched::dyn_smem(std::size_t elem) {
-  if (faulting_check_) hazards_.note_elem(elem);
-  if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  if (smem_watched_) [[unlikely]] {
+    if (faulting_check_) hazards_.note_elem(elem);
+    if (tl_access_shadow != nullptr) tl_access_shadow->dynamic_shared_elem(elem);
+  }
   return smem_;
 }
 

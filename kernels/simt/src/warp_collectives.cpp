@@ -43,6 +43,8 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }
 }  // namespace
 
+// The general arrival: checks every argument, copies a value of any size, and hands over to a
+// thread of any state. collective_arrive() comes here for everything but its usual case.
 inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                     std::uint64_t b_width) {
   ThreadRec& t = *cur_;
@@ -63,20 +65,52 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
   t.site = s;
   if (size != 0) copy_value(t.in, in, size);
   w.arrived |= me;
-  if ((w.arrived & mask) != mask && w.runnable_r != 0) [[likely]] {
-    // Not the last lane: the next is this warp's next runnable lane, usually suspended at the same
-    // collective, so the switch needs nothing prepare() would look up.
-    ThreadRec* next = take_from(w);
-    if (Fiber* f = next->fiber; f != nullptr && f != self) [[likely]] {
-      next->state = State::running;
-      cur_ = next;
-      threadIdx = next->idx;
-      switching_to_ = f;
-      return {&t.slot, next->slot.ctx};
-    }
-    return hand_over(t, next);
-  }
+  if ((w.arrived & mask) != mask && w.runnable_r != 0) return hand_over(t, take_from(w));
   return complete_arrival(t, w, mask);
+}
+
+// The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
+// exited, width 32), with a value of 0, 4 or 8 bytes, reached by a lane that is not the last to
+// arrive, handing over to the next lane of its warp, already suspended mid-kernel. The same
+// effects as arrive_collective's, in a leaf function (no frame, no callee-saved register).
+// Everything else (every argument that arrive_collective would refuse among it) returns a null
+// slot before any state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
+inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  ThreadRec& t = *cur_;
+  // The arguments are recorded first, so that few values stay live: if this turns out not to be
+  // the usual case, arrive_collective records the same again, and nothing reads them before.
+  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
+  if (size == 4) {
+    std::memcpy(t.in, in, 4);
+  } else if (size == 8) {
+    std::memcpy(t.in, in, 8);
+  } else if (size != 0) [[unlikely]] {
+    return {nullptr, nullptr};
+  }
+  t.signature = mask_kind_size | (b_width >> 32) << kSigWidthShift;
+  t.b = static_cast<int>(b_width);
+  t.site = s;
+  WarpRec& w = *t.wr;
+  const unsigned arrived = w.arrived | t.lane_bit;
+  const unsigned runnable = w.runnable_r;
+  // Mask, exits and width in one test; then not the last lane, and a lane left to run here.
+  if (((static_cast<unsigned>(mask_kind_size) ^ w.exists) | w.exited | ((b_width >> 32) ^ 32u)) != 0 ||
+      arrived == w.exists || runnable == 0) [[unlikely]]
+    return {nullptr, nullptr};
+  // A lane that is not running and has a fiber is suspended mid-kernel: another thread's fiber.
+  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
+  Fiber* f = next->fiber;
+  if (f == nullptr) [[unlikely]]
+    return {nullptr, nullptr};
+  t.state = State::at_warp;
+  w.arrived = arrived;
+  w.runnable_r = runnable & (runnable - 1);
+  if (w.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  next->state = State::running;
+  cur_ = next;
+  *thread_idx_ = next->idx;
+  switching_to_ = f;
+  return {&t.slot, next->slot.ctx};
 }
 
 Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
@@ -131,10 +165,14 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
 }
 
 // The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
-// the mask, so each lane's source is one line of index arithmetic.
+// the mask, so each lane's source is one line of index arithmetic. The same pass compares every
+// lane's signature with `sig`: nonzero when some lane reached another collective (resolve then
+// names it, and no lane reads what this wrote).
 template <Coll kind, unsigned kSize>
-void shuffle_full_warp(ThreadRec* lanes) {
+std::uint64_t shuffle_full_warp(ThreadRec* lanes, std::uint64_t sig) {
+  std::uint64_t differ = 0;
   for (int lane = 0; lane < 32; ++lane) {
+    differ |= lanes[lane].signature ^ sig;
     const int bval = lanes[lane].b & 31;
     int j = lane;
     if constexpr (kind == Coll::shfl_up) {
@@ -148,24 +186,36 @@ void shuffle_full_warp(ThreadRec* lanes) {
     }
     std::memcpy(lanes[lane].slot.out, lanes[j].in, kSize);
   }
+  return differ;
+}
+
+// Every lane's signature compared with `sig` alone, for a full warp without a full-warp shuffle.
+std::uint64_t differ_full_warp(const ThreadRec* lanes, std::uint64_t sig) {
+  std::uint64_t differ = 0;
+  for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ sig;
+  return differ;
 }
 
 // Returns false when the case has no full-warp instantiation (a value size other than 4 or 8).
 template <Coll kind>
-bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size) {
+bool shuffle_full_warp_sized(ThreadRec* lanes, unsigned size, std::uint64_t sig, std::uint64_t& differ) {
   switch (size) {
-    case 4: shuffle_full_warp<kind, 4>(lanes); return true;
-    case 8: shuffle_full_warp<kind, 8>(lanes); return true;
+    case 4: differ = shuffle_full_warp<kind, 4>(lanes, sig); return true;
+    case 8: differ = shuffle_full_warp<kind, 8>(lanes, sig); return true;
     default: return false;
   }
 }
 
-bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size) {
+// A full warp's shuffle at width 32 of a 4- or 8-byte value, with the signatures compared in the
+// same pass (`differ`); false, having done neither, for any other collective.
+bool shuffle_full_warp_any(Coll kind, ThreadRec* lanes, unsigned size, std::uint64_t sig,
+                           std::uint64_t& differ) {
   switch (kind) {
-    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size);
-    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size);
-    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size);
-    default: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size);
+    case Coll::shfl_up: return shuffle_full_warp_sized<Coll::shfl_up>(lanes, size, sig, differ);
+    case Coll::shfl_down: return shuffle_full_warp_sized<Coll::shfl_down>(lanes, size, sig, differ);
+    case Coll::shfl_xor: return shuffle_full_warp_sized<Coll::shfl_xor>(lanes, size, sig, differ);
+    case Coll::shfl_idx: return shuffle_full_warp_sized<Coll::shfl_idx>(lanes, size, sig, differ);
+    default: return false;
   }
 }
 
@@ -195,8 +245,13 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   const ThreadRec& ref = *cur_;
   const bool full_warp = mask == kFullMask;
   std::uint64_t differ = 0;
-  if (full_warp) {  // the usual case: one pass without branches, the loop below only to name the lane
-    for (int l = 0; l < 32; ++l) differ |= lanes[l].signature ^ ref.signature;
+  // The usual case, a full warp: one pass without branches (the shuffle's own, for a shuffle at
+  // width 32), the loop below only to name the lane.
+  bool shuffled = false;
+  if (full_warp) {
+    shuffled =
+        ref.width() == 32 && shuffle_full_warp_any(ref.kind(), lanes, ref.size(), ref.signature, differ);
+    if (!shuffled) differ = differ_full_warp(lanes, ref.signature);
   }
   for (unsigned m = differ != 0 || !full_warp ? mask : 0; m != 0; m &= m - 1) {
     const ThreadRec& o = lanes[std::countr_zero(m)];
@@ -221,8 +276,7 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1)
       std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
-  } else if (kind != Coll::syncwarp &&
-             !(full_warp && ref.width() == 32 && shuffle_full_warp_any(kind, lanes, ref.size()))) {
+  } else if (kind != Coll::syncwarp && !shuffled) {
     int src = 0;
     if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
       error_ =
@@ -237,15 +291,18 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     // The whole warp, the usual case: its lanes hold ranks 0..n-1 (make_order) and none of them was
     // runnable. They stay State::at_warp until transfer() runs them; only a stall reads the state,
     // and nothing stalls while they are runnable.
-    const unsigned n = static_cast<unsigned>(std::popcount(mask));
     if (w.runnable_r == 0) warp_runnable_r_ |= 1u << rank_of_warp_[ref.warp];
-    w.runnable_r = n == 32 ? kFullMask : (1u << n) - 1;
+    w.runnable_r = mask;  // ranks 0..n-1 of its n lanes: the same low bits as the lanes themselves
   } else {
     for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
   }
 }
 
 Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, mask_kind_size, in, b_width);
+}
+
+Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
   return tl_sched->arrive_collective(s, mask_kind_size, in, b_width);
 }
 

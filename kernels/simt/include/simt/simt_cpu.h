@@ -172,7 +172,11 @@ struct Hop {
 };
 // A warp collective's arguments, packed so the call passes all of them in registers:
 // `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
+// collective_arrive handles the usual arrival only, in a function that makes no call (so needs no
+// frame); for anything else it records nothing and returns a null slot, and the kernel calls
+// collective_arrive_general with the same arguments.
 Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
+Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
 // `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
 Hop barrier_arrive(Site s, int pred, Coll combine);
 // The same, with the switch made inside the runtime (sanitizer builds and targets other than
@@ -186,7 +190,9 @@ int barrier_wait(Site s, int pred, Coll combine);
 [[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                   void* out, unsigned size, std::uint64_t b_width) {
 #if SIMT_INLINE_SWITCH
-  const Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  if (h.slot == nullptr) [[unlikely]]
+    h = collective_arrive_general(s, mask_kind_size, in, b_width);
   if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
   if (size != 0) std::memcpy(out, h.slot->out, size);
 #else
