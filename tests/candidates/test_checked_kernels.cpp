@@ -65,10 +65,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, CheckedChoice, testing::ValuesIn(kChoices),
                          });
 
 // Every tiny preset the simt candidate serves, run isolated under the checked kernels' hazard
-// checker: no race, the same pass as a plain run.
+// checker: no race, no read of shared memory nothing wrote, the same pass as a plain run.
 class CheckedClean : public testing::TestWithParam<std::string> {};
 
-TEST_P(CheckedClean, ProductionKernelsHaveNoHazard) {
+TEST_P(CheckedClean, ProductionKernelsHaveNoHazardNorUninitRead) {
   if (!has_checked_module()) GTEST_SKIP() << "no checked kernel module in this build";
   RunOptions o;
   o.model = "synthetic:" + GetParam();
@@ -86,6 +86,8 @@ TEST_P(CheckedClean, ProductionKernelsHaveNoHazard) {
   }
   EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
   for (const StageResult& s : r.results) EXPECT_NE(s.status, Status::race) << s.key.stage << ": " << s.note;
+  ASSERT_FALSE(r.launches.empty());
+  for (const StepLaunch& l : r.launches) EXPECT_EQ(l.launch.uninit, "") << l.kernel_step;
 }
 
 std::vector<std::string> tiny_presets() {
