@@ -2,8 +2,13 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "launch_sinks.h"
@@ -34,8 +39,34 @@ std::vector<std::filesystem::path> module_paths() {
   return out;
 }
 
+// The checked runtime maps AddressSanitizer's shadow ranges (x86-64 Linux layout) as it loads, and
+// stops the process where it cannot (kernels/simt/src/access_hooks.cpp's __asan_init). Asked first,
+// driftscope falls back to the page-fault checker with the reason instead. A range mapped already
+// is another checked module's shadow (a plugin's), which the runtime shares.
+std::string shadow_unavailable() {
+  constexpr std::pair<std::uintptr_t, std::uintptr_t> kRanges[] = {{0x7fff8000ull, 0x8fff7000ull},
+                                                                   {0x02008fff7000ull, 0x10007fff8000ull}};
+  for (const auto& [lo, hi] : kRanges) {
+    void* want = reinterpret_cast<void*>(lo);
+    void* got = ::mmap(want, hi - lo, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    const int err = errno;
+    if (got != MAP_FAILED) ::munmap(got, hi - lo);
+    if (got == want || (got == MAP_FAILED && err == EEXIST)) continue;
+    return fmt::format(
+        "its access shadow [{:#x}, {:#x}) cannot be mapped: {} (it needs that address range "
+        "free and memory overcommit, as AddressSanitizer does)",
+        lo, hi, got == MAP_FAILED ? std::strerror(err) : "the range is in use");
+  }
+  return {};
+}
+
 Module open_module() {
   Module m;
+  if (std::string why = shadow_unavailable(); !why.empty()) {
+    m.why = "the checked kernel flavour cannot run here: " + why;
+    return m;
+  }
   const std::vector<std::filesystem::path> paths = module_paths();
   if (paths.empty()) {
     m.why = "this driftscope was built without the checked kernel flavour (a sanitizer build)";
