@@ -42,7 +42,7 @@ void to_pending_race(const simt_race_info* info, void* /*user*/) {
   g_pending_race += (g_pending_race.empty() ? "" : "; ") + std::string(info->message);
 }
 
-// A runtime's driftscope_simt_take_uninit_reads (simt_cpu.h), the launch sink's `user` where the
+// A runtime's driftscope_simt_take_uninit_reads (its src/launch_sink.h), the launch sink's `user` where the
 // library has one: the launch just reported is the last one, so what it returns is that launch's.
 using TakeUninit = void (*)(void (*)(const char*, void*), void*);
 
