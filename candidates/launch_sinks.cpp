@@ -42,12 +42,23 @@ void to_pending_race(const simt_race_info* info, void* /*user*/) {
   g_pending_race += (g_pending_race.empty() ? "" : "; ") + std::string(info->message);
 }
 
-void to_launch_log(const simt_launch_info* info, void* /*user*/) {
+// A runtime's driftscope_simt_take_uninit_reads (its src/launch_sink.h), the launch sink's `user` where the
+// library has one: the launch just reported is the last one, so what it returns is that launch's.
+using TakeUninit = void (*)(void (*)(const char*, void*), void*);
+
+void to_launch_log(const simt_launch_info* info, void* user) {
   LaunchRecord r;
   {
     std::lock_guard lock(g_mutex);
     r.race = std::exchange(g_pending_race, {});
   }
+  if (user != nullptr)
+    reinterpret_cast<TakeUninit>(user)(
+        [](const char* m, void* into) {
+          std::string& s = *static_cast<std::string*>(into);
+          s += (s.empty() ? "" : "; ") + std::string(m);
+        },
+        &r.uninit);
   r.kernel = info->kernel;
   r.backend = "simt";
   for (int i = 0; i < 3; ++i) {
@@ -66,7 +77,7 @@ bool install_in_library(void* dl_handle) {
   using Setter = void (*)(simt_launch_sink, void*);
   void* sym = ::dlsym(dl_handle, "driftscope_simt_set_launch_sink");
   if (sym == nullptr) return false;
-  reinterpret_cast<Setter>(sym)(&to_launch_log, nullptr);
+  reinterpret_cast<Setter>(sym)(&to_launch_log, ::dlsym(dl_handle, "driftscope_simt_take_uninit_reads"));
   using RaceSetter = void (*)(simt_race_sink, void*);
   using OptionsSetter = void (*)(const simt_options*);
   void* race = ::dlsym(dl_handle, "driftscope_simt_set_race_sink");

@@ -40,5 +40,10 @@ foreach(program driftscope driftscope-view)
     install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
+# The checked kernel module --simt-racecheck loads (candidates/gpu/checked_kernels.cpp looks for it
+# in PREFIX/<libdir>/driftscope).
+if(TARGET driftscope AND TARGET ds_kernels_checked_module)
+  install(TARGETS ds_kernels_checked_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/driftscope)
+endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/policies ${CMAKE_SOURCE_DIR}/fixtures/dumps
   DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope FILES_MATCHING PATTERN "*.yaml")

@@ -5,9 +5,11 @@
 #include <stdexcept>
 #include <utility>
 
+#include "checked_kernels.h"
 #include "dev_buf.h"
 #include "gdn_steps.h"
 #include "launch_sinks.h"
+#include "simt/simt.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
@@ -22,7 +24,8 @@ std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
 
 GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
                            bool fused_gdn_ops)
-    : k_(table),
+    : made_with_(&table),
+      table_(table),
       name_(std::move(name)),
       description_(std::move(description)),
       fused_gdn_ops_(fused_gdn_ops) {}
@@ -138,9 +141,10 @@ void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
 std::string GpuCandidate::unavailable() const { return k_.device_error(); }
 
 void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
+  free_all();  // through the table that allocated it, before choosing again
+  choose_kernels();
   if (const std::string why = k_.device_error(); !why.empty()) throw std::runtime_error(why);
   launch_sinks::start(k_.backend);
-  free_all();
   cfg_ = cfg;
   n_positions_ = 0;
   copied_matrix_elements_ = 0;
@@ -165,6 +169,29 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
       default: load_decoder_layer(l, weights); break;  // decoder and gated_attn
     }
   }
+}
+
+void GpuCandidate::choose_kernels() {
+  table_ = *made_with_;
+  checked_ = false;
+  // The access-hooked checker serves only the checker alone: a schedule rerun (--race-check) does
+  // not watch a checked kernel (docs/simt.md). Mutants keep their plain tables and its fault-based
+  // checker.
+  const simt::Config c = simt::config();  // as launch_sinks::configure left it for this run
+  if (made_with_ != &dsk_simt::table() || !c.racecheck || c.race_schedules > 0) return;
+  std::string why;
+  if (const dsk::KernelTable* checked = checked_kernels(why)) {
+    table_ = *checked;
+    checked_ = true;
+    return;
+  }
+  static const bool said =
+      (fmt::print(stderr,
+                  "driftscope: --simt-racecheck runs {} on the page-fault hazard checker "
+                  "(no file:line for global memory or static shared memory): {}\n",
+                  name_, why),
+       true);
+  (void)said;
 }
 
 std::vector<std::string_view> GpuCandidate::packed_roles(BlockKind kind) {

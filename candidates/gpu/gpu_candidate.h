@@ -126,6 +126,9 @@ class GpuCandidate final : public Candidate {
   // [gate | up], GDN's [qkv | z] and [beta | alpha]), by block kind. On SIMT every other matrix
   // is read in place and these are copied: the memory estimate counts them.
   static std::vector<std::string_view> packed_roles(BlockKind kind);
+  // Whether the last load() chose the checked flavour of the kernels (gpu/checked_kernels.h): the
+  // simt candidate under the hazard checker alone (`--simt-racecheck` without `--race-check`).
+  bool runs_checked_kernels() const { return checked_; }
   // Elements of the matrices the last load() copied (the test holding packed_roles to it).
   std::uint64_t copied_matrix_elements() const { return copied_matrix_elements_; }
 
@@ -173,7 +176,13 @@ class GpuCandidate final : public Candidate {
   void upload_vector(const std::string& key, const Tensor& t);
   void free_all();
 
-  const dsk::KernelTable& k_;
+  // The kernels load() chose (choose_kernels): the table the candidate was made with, or for this
+  // build's SIMT kernels under the hazard checker their checked flavour (gpu/checked_kernels.h).
+  void choose_kernels();
+  const dsk::KernelTable* made_with_;
+  dsk::KernelTable table_;
+  const dsk::KernelTable& k_ = table_;
+  bool checked_ = false;
   std::string name_, description_;
   bool fused_gdn_ops_;
   ModelConfig cfg_;

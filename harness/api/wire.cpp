@@ -147,6 +147,7 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     put_u64(buf, std::bit_cast<std::uint64_t>(l.duration_us));
     put_u64(buf, l.emulated ? 1 : 0);
     put_str(buf, l.race);
+    put_str(buf, l.uninit);
   }
 }
 
@@ -183,6 +184,7 @@ std::vector<LaunchRecord> Reader::launches() {
     l.duration_us = std::bit_cast<double>(u64());
     l.emulated = u64() != 0;
     l.race = str();
+    l.uninit = str();
   }
   return out;
 }

@@ -90,10 +90,12 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   Part races{"schedule races", "results that depend on the order threads and blocks run in", base,
              "--mode both --race-check 2", ""};
   races.opt.simt.race_check = 2;
-  Part hazards{"shared-memory hazards",
-               "reads and writes of shared memory without a barrier between; global memory two blocks write "
-               "without an atomic",
-               base, "--simt-racecheck --decode-steps 1", ""};
+  Part hazards{
+      "shared-memory hazards",
+      "reads and writes of shared memory without a barrier between; global memory two blocks write "
+      "without an atomic (kernels built CHECKED, simt's among them: every access, both lines, global "
+      "reads too)",
+      base, "--simt-racecheck --decode-steps 1", ""};
   hazards.opt.simt.racecheck = true;
   hazards.opt.modes = {Mode::isolated};
   hazards.opt.decode_steps = std::min(a.decode_steps, 1);

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "check_battery.h"
 #include "commands.h"
@@ -122,6 +124,54 @@ TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::
   return r;
 }
 
+// The source lines behind poison findings: one more run, under the hazard checker, whose kernels
+// built CHECKED (the simt candidate's checked module, a plugin built from a `_checked` kernel
+// library) name every read of shared memory no thread of the block had written. Each finding gets
+// the reads of its stage's launches (`reads`, `read_lines`), or `reads_note` saying why none.
+void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::vector<Finding>& found) {
+  if (found.empty()) return;
+  RunOptions o = common_options(a);
+  o.modes = {mode};
+  o.simt.racecheck = true;
+  std::string why;
+  RunReport r;
+  try {
+    r = run_parity(o, policy);
+    if (!r.crash.empty()) why = "the run under the hazard checker crashed: " + battery::first_line(r.crash);
+  } catch (const std::exception& e) {
+    why = battery::first_line(e.what());
+  }
+  for (Finding& f : found) {
+    std::vector<std::string> reads, lines;
+    for (const StepLaunch& l : r.launches) {
+      if (l.launch.uninit.empty() || l.step != f.step || l.layer != f.layer || l.mode != f.mode ||
+          std::find(l.stages.begin(), l.stages.end(), f.stage) == l.stages.end())
+        continue;
+      for (std::size_t from = 0; from < l.launch.uninit.size();) {
+        const std::size_t to = std::min(l.launch.uninit.find("; ", from), l.launch.uninit.size());
+        const std::string read = l.launch.uninit.substr(from, to - from);
+        if (reads.size() < 4) reads.push_back(read);
+        // "... read at FILE:LINE [block (x,y,z)]": the line of the read.
+        if (const std::size_t at = read.rfind(" read at "); at != std::string::npos) {
+          const std::string line = read.substr(at + 9, read.find(" [", at) - at - 9);
+          if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+        }
+        from = to + 2;
+      }
+    }
+    if (!reads.empty()) {
+      f.evidence["reads"] = reads;
+      f.evidence["read_lines"] = lines;
+    } else {
+      f.evidence["reads_note"] =
+          !why.empty()
+              ? why
+              : "the hazard checker named no read of unwritten shared memory at this call: the kernels are "
+                "not built CHECKED, or the read is of global memory (docs/verify.md)";
+    }
+  }
+}
+
 Finding crash_finding(const std::string& check, const RunReport& r) {
   Finding f;
   f.kind = "crash";
@@ -230,6 +280,7 @@ void run_new_checks(const VerifyArgs& a, const Policy& policy, const WorkDir& di
           found.push_back(crash_finding(name, run_b.report));
         } else {
           found = verify::poison_findings(*run_a.trace, *run_b.trace, run_a.report.launches, mode);
+          add_uninit_lines(c, mode, policy, found);
         }
       } else if (name == "perturb") {
         // Every prompt token moved to another id: every stage's input changes.

@@ -1,10 +1,10 @@
 """Every correct candidate of the project passes driftscope verify on every tiny preset it can run
 (a gate's refusal, exit 3, is a candidate that does not claim the model's ops, not a pass).
 
-verify's own checks (poison, perturbed inputs, the cheat detectors) must find nothing, ever: they
-run on every tiny preset for every candidate. The whole of verify, the `check` battery included,
-runs for each candidate on two presets (a dense and a hybrid one): the battery on every preset is
-cli.check's and the battery sweeps' ground, and at 12 parts a preset it would not fit CI's time.
+The whole of verify, the `check` battery included, runs for each candidate on every tiny preset:
+the battery's own checks and verify's (poison, perturbed inputs, the cheat detectors) must find
+nothing. It fits CI's time since the battery's hazard part runs the simt candidate on its checked
+kernels (about 1 s a preset; the page-fault checker took about a minute).
 Usage: test_verify_correct.py DRIFTSCOPE"""
 import json
 import os
@@ -14,8 +14,6 @@ import tempfile
 
 DRIFTSCOPE = sys.argv[1]
 CANDIDATES = ["simt", "cpu-f16", "cpu-f16-v1"]
-OWN_CHECKS = ["poison", "perturb", "cached", "returns-input", "precision"]
-WHOLE_ON = ["qwen2-tiny", "qwen35-tiny"]
 
 
 def tiny_presets():
@@ -33,9 +31,8 @@ def main():
         for candidate in CANDIDATES:
             for preset in presets:
                 out = os.path.join(tmp, f"{candidate}-{preset}.json")
-                only = [] if preset in WHOLE_ON else [a for c in OWN_CHECKS for a in ("--checks", c)]
                 p = subprocess.run([DRIFTSCOPE, "verify", "--model", f"synthetic:{preset}", "--candidate",
-                                    candidate, "--json", out, *only], capture_output=True, text=True, timeout=900)
+                                    candidate, "--json", out], capture_output=True, text=True, timeout=900)
                 # A refusal is no pass: cpu-f16-v1 claims few ops; cpu-f16 and simt serve every
                 # family (Qwen3-Next's shared expert included), so they are never refused.
                 if p.returncode == 3 and candidate == "cpu-f16-v1":

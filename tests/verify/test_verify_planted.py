@@ -1,15 +1,22 @@
 """driftscope verify's planted table: one plugin (planted_candidate.cpp) of RMSNorm candidates on a
 decoder, the other stages filled by the reference. The correct one passes; each planted bug or
 cheat is named with its kind at the stage it sits in; a candidate that crashes is exit 4.
-Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so SEGV_PLUGIN.so (tests/plugin: segfaults at layer 1)"""
+With the plugin built from the kernels' CHECKED flavour (FLAVOUR "checked"), the hazard checker sees
+every access: the races are named with the file:line of both accesses, the static-shared race by the
+checker too (kind `hazard` beside the schedule's `race`), and the uninit findings name the line of
+the read of shared memory.
+Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so SEGV_PLUGIN.so FLAVOUR
+(SEGV_PLUGIN: tests/plugin, segfaults at layer 1; FLAVOUR: "checked" or "plain")"""
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
-DRIFTSCOPE, PLUGIN, SEGV_PLUGIN = sys.argv[1], sys.argv[2], sys.argv[3]
+DRIFTSCOPE, PLUGIN, SEGV_PLUGIN, FLAVOUR = sys.argv[1:5]
+CHECKED = FLAVOUR == "checked"
 MODEL = "synthetic:llama-tiny"
+SOURCE = "planted.cu:"
 
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
 # the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
@@ -21,7 +28,8 @@ CASES = [
     ("reads static shared memory nobody wrote", "planted-uninit-static-shared", ("uninit", "attn_norm"), WRONG),
     ("reads a global buffer an earlier call left", "planted-stale-global", ("uninit", "attn_norm"), WRONG),
     ("global += between blocks without atomicAdd", "planted-lost-update", ("hazard", "attn_norm"), WRONG),
-    ("static __shared__ tree without barriers", "planted-static-shared-race", ("race", "attn_norm"), WRONG),
+    ("static __shared__ tree without barriers", "planted-static-shared-race", ("race", "attn_norm"),
+     WRONG | {"hazard"}),
     ("computes in f16 while declaring f32", "planted-half-compute", ("low_precision", "attn_norm"), WRONG),
     ("keeps its output across calls", "planted-cached-output", ("cached_output", "attn_norm"), WRONG),
     ("returns its input", "planted-returns-input", ("returns_input", "attn_norm"), WRONG),
@@ -37,6 +45,33 @@ def verify(candidate, out_json, *extra):
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     with open(out_json) as f:
         return p, json.load(f)
+
+
+def checked_evidence(candidate, findings):
+    """What the hazard checker of the checked flavour adds: file:line of the races' two accesses and
+    of the uninit reads. Returns what is missing."""
+    if not CHECKED:
+        return []
+    by_kind = {f["kind"]: f["evidence"] for f in findings if f["stage"] == "attn_norm"}
+    wrong = []
+    if candidate in ("planted-lost-update", "planted-static-shared-race"):
+        ev = by_kind.get("hazard", {})
+        memory = "between blocks on global memory" if candidate == "planted-lost-update" else "static shared memory"
+        verdict = ev.get("verdict", "")
+        if memory not in verdict or verdict.count(SOURCE) < 2:
+            wrong.append(f"the hazard finding names no '{memory}' race with two lines of {SOURCE}: {ev}")
+        else:
+            print(f"       hazard: {verdict[verdict.find(memory) - 12:][:160]}...")
+    if candidate in ("planted-uninit-shared", "planted-uninit-static-shared"):
+        ev = by_kind.get("uninit", {})
+        lines = ev.get("read_lines", [])
+        if not lines or not all(SOURCE in l for l in lines):
+            wrong.append(f"the uninit finding names no read line in {SOURCE}: {ev}")
+        else:
+            print(f"       uninit read at {', '.join(lines)}")
+    if candidate == "planted-stale-global" and "reads_note" not in by_kind.get("uninit", {}):
+        wrong.append(f"a global-memory uninit read has no reads_note saying why no line: {by_kind}")
+    return wrong
 
 
 def main():
@@ -63,6 +98,7 @@ def main():
                 ev = uninit["evidence"]
                 if not any("rmsnorm_kernel" in k for k in ev["kernels"]) or ev["element"] < 0:
                     failures.append(f"{case}: the uninit finding names no kernel or element: {ev}")
+            failures += [f"{case}: {w}" for w in checked_evidence(candidate, verdict["findings"])]
         # Deterministic for a seed: the same verdict, byte for byte, on a second run.
         a = verify("planted-stale-global", os.path.join(tmp, "a.json"), "--checks", "poison,cached")[1]
         b = verify("planted-stale-global", os.path.join(tmp, "b.json"), "--checks", "poison,cached")[1]

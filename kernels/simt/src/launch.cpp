@@ -133,6 +133,10 @@ std::mutex g_launch_mutex;  // one grid at a time: workers and config are global
 // thread, the launching one); null otherwise. Guarded by g_launch_mutex.
 BlockWrites* g_block_writes = nullptr;
 
+// Set on the launching thread while it reports its launch to the launch sink, g_launch_mutex held:
+// a sink taking that launch's uninit reads (driftscope_simt_take_uninit_reads) must not lock again.
+thread_local bool tl_reporting_launch = false;
+
 // The hazard checker of kernels built with access hooks (access_shadow.h), for the launching
 // thread's checked launches. Guarded by g_launch_mutex.
 AccessShadow& access_shadow() {
@@ -252,10 +256,17 @@ void launch_impl(const LaunchDesc& d) {
     if (!hazards.empty())
       report_race(d, fmt::format("{}: {}", kernel_name(d.kernel), fmt::join(hazards, "; ")));
   }
-  if (timed) report_launch(d, seconds);
+  if (timed) {
+    struct Reporting {
+      Reporting() { tl_reporting_launch = true; }
+      ~Reporting() { tl_reporting_launch = false; }
+    } reporting;
+    report_launch(d, seconds);
+  }
 }
 
 std::vector<std::string> take_uninit_reads_impl() {
+  if (tl_reporting_launch) return access_shadow().take_uninit_reads();
   std::lock_guard lock(g_launch_mutex);
   return access_shadow().take_uninit_reads();
 }
@@ -270,6 +281,11 @@ void note_atomic(const void* p, std::size_t bytes) {
 std::vector<std::string> take_uninit_reads() { return detail::take_uninit_reads_impl(); }
 
 }  // namespace simt
+
+extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* message, void* user), void* user) {
+  if (each == nullptr) return;
+  for (const std::string& m : simt::take_uninit_reads()) each(m.c_str(), user);
+}
 
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;

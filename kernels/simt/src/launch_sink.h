@@ -5,6 +5,11 @@
 
 #include <string>
 
+// simt::take_uninit_reads through plain C: every message handed to `each` (valid only during its
+// call). Not in the public headers: a host finds it with dlsym in the runtime copy of a dlopen'ed
+// checked module or plugin (driftscope's launch sinks call it for each launch they are told of).
+extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* message, void* user), void* user);
+
 namespace simt::detail {
 
 // True when a sink is installed; launch_impl times a launch only then.
