@@ -242,12 +242,14 @@ class Sched {
 // no frame.
 [[gnu::noinline]] Hop barrier_arrive_general(Site s, int pred, Coll combine);
 
-// Kernel code only runs inside run_block, which created this thread's Sched. Initial-exec: every
-// collective reads it, and the general model reads it through a call (__tls_get_addr, in a shared
-// library) that also makes the compiler keep a collective's arguments in callee-saved registers;
-// 8 bytes of the static TLS block that glibc keeps for libraries loaded later, where the runtime
-// is part of a plugin.
-extern constinit thread_local Sched* tl_sched [[gnu::tls_model("initial-exec")]];
+// Kernel code only runs inside run_block, which created this thread's Sched. Every collective
+// reads it. Not initial-exec: that marks every module holding the runtime STATIC_TLS, and glibc
+// then has to fit the module's whole TLS block (a kernel's static __shared__ arrays are
+// thread_local: 5 KiB in the checked kernel module) into the few hundred bytes it keeps for
+// libraries loaded later, so dlopen fails. The runtime is built with TLS descriptors
+// (-mtls-dialect=gnu2) instead: in a shared library the access is a call that clobbers no
+// register but its result, and an executable's link relaxes it to a plain offset.
+extern constinit thread_local Sched* tl_sched;
 
 // Saves the running context in `*save` (the fiber's own slot, or its thread's when the thread
 // suspends mid-kernel) and resumes the context `to`, which belongs to fiber `to_fiber`.

@@ -52,7 +52,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 
 void fiber_entry(void* from);
 
-constinit thread_local Sched* tl_sched [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local Sched* tl_sched = nullptr;
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
