@@ -54,10 +54,7 @@ void to_launch_log(const simt_launch_info* info, void* user) {
   }
   if (user != nullptr)
     reinterpret_cast<TakeUninit>(user)(
-        [](const char* m, void* into) {
-          std::string& s = *static_cast<std::string*>(into);
-          s += (s.empty() ? "" : "; ") + std::string(m);
-        },
+        [](const char* m, void* into) { static_cast<std::vector<std::string>*>(into)->emplace_back(m); },
         &r.uninit);
   r.kernel = info->kernel;
   r.backend = "simt";

@@ -24,9 +24,9 @@ struct LaunchRecord {
   // Non-empty: `--race-check` found this launch's output to depend on the schedule (the SIMT
   // runtime's finding: the two schedules, the argument and its first differing element).
   std::string race;
-  // Non-empty: reads of shared memory no thread of the block had written, each with its file:line
-  // ("; "-separated), found by the hazard checker in a kernel built CHECKED (`--simt-racecheck`).
-  std::string uninit;
+  // Reads of shared memory no thread of the block had written, one message each with its
+  // file:line, found by the hazard checker in a kernel built CHECKED (`--simt-racecheck`).
+  std::vector<std::string> uninit;
 };
 
 // A launch filed under the candidate step that made it: model step, layer, lane, the step's name

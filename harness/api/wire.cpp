@@ -147,7 +147,8 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     put_u64(buf, std::bit_cast<std::uint64_t>(l.duration_us));
     put_u64(buf, l.emulated ? 1 : 0);
     put_str(buf, l.race);
-    put_str(buf, l.uninit);
+    put_u64(buf, l.uninit.size());
+    for (const std::string& m : l.uninit) put_str(buf, m);
   }
 }
 
@@ -184,7 +185,7 @@ std::vector<LaunchRecord> Reader::launches() {
     l.duration_us = std::bit_cast<double>(u64());
     l.emulated = u64() != 0;
     l.race = str();
-    l.uninit = str();
+    for (std::uint64_t n = u64(); n--;) l.uninit.push_back(str());
   }
   return out;
 }

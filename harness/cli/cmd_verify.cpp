@@ -147,16 +147,13 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
       if (l.launch.uninit.empty() || l.step != f.step || l.layer != f.layer || l.mode != f.mode ||
           std::find(l.stages.begin(), l.stages.end(), f.stage) == l.stages.end())
         continue;
-      for (std::size_t from = 0; from < l.launch.uninit.size();) {
-        const std::size_t to = std::min(l.launch.uninit.find("; ", from), l.launch.uninit.size());
-        const std::string read = l.launch.uninit.substr(from, to - from);
+      for (const std::string& read : l.launch.uninit) {
         if (reads.size() < 4) reads.push_back(read);
         // "... read at FILE:LINE [block (x,y,z)]": the line of the read.
         if (const std::size_t at = read.rfind(" read at "); at != std::string::npos) {
           const std::string line = read.substr(at + 9, read.find(" [", at) - at - 9);
           if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
         }
-        from = to + 2;
       }
     }
     if (!reads.empty()) {

@@ -373,7 +373,8 @@ class StepLoop {
       if (!cfg.moe() || kind == BlockKind::gpt2) continue;
       for (std::size_t i = 0; i < group.size(); ++i)
         if (!ties[i] && produced[i].count("expert_ids"))
-          if ((ties[i] = settle_moe_tie(step, layer, *group[i], li, in[i], produced[i].at("expert_ids"))))
+          if ((ties[i] = settle_moe_tie(s_, cfg, cand.storage_dtype(), step, layer, *group[i], li, in[i],
+                                        produced[i].at("expert_ids"))))
             in[i] = ties[i]->inputs;
     }
     for (std::size_t i = 0; i < group.size(); ++i) {
@@ -451,12 +452,6 @@ class StepLoop {
     // A batched step's inputs are every sequence's: replay re-runs one sequence's steps only.
     if (!s_.features.batch.active())
       capture_failing_inputs(judged_from, plan, step_inputs, step, layer, mode, q.pos, q.T);
-  }
-
-  std::unique_ptr<TieInputs> settle_moe_tie(int step, int layer, Seq& q, std::size_t li,
-                                            const BlockInputs& in, const Tensor& cand_ids) {
-    return ds::settle_moe_tie(s_, run_.model->config, run_.cand->storage_dtype(), step, layer, q, li, in,
-                              cand_ids);
   }
 
   void record_crashed(int step, int layer, const Seq& q, const std::string& stage, Mode mode, DType storage,
