@@ -164,7 +164,8 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
           !why.empty()
               ? why
               : "the hazard checker named no read of unwritten shared memory at this call: the kernels are "
-                "not built CHECKED, or the read is of global memory (docs/verify.md)";
+                "not built CHECKED, or the read is of global memory or of a local declared without an "
+                "initializer, which lives in a register (docs/verify.md)";
     }
   }
 }

@@ -83,6 +83,29 @@ const RewriteCase kCases[] = {
      true},
     {"checked_static_shared_of_two_names_stays_as_written", "void k() { __shared__ float a[2], b[2]; }\n",
      "void k() { __shared__ float a[2], b[2]; }\n", true},
+    // Locals declared without an initializer start as the poison under Config::poison.
+    {"uninitialized_local_scalar_and_array", "__global__ void k() {\n  float acc;\n  float v[4][2];\n}\n",
+     "__global__ void k() {\n  float acc; ::simt::detail::poison_local(acc);\n  float v[4][2]; "
+     "::simt::detail::poison_local(v);\n}\n"},
+    {"uninitialized_locals_of_several_names_and_words",
+     "void k() { unsigned long long a, b[kN]; __half2 h; }\n",
+     "void k() { unsigned long long a, b[kN]; ::simt::detail::poison_local(a); "
+     "::simt::detail::poison_local(b); __half2 h; ::simt::detail::poison_local(h); }\n"},
+    {"uninitialized_local_over_lines_keeps_its_newlines", "void k() {\n  float4 lo,\n         hi;\n}\n",
+     "void k() {\n  float4 lo,\n         hi; ::simt::detail::poison_local(lo); "
+     "::simt::detail::poison_local(hi);\n}\n"},
+    {"uninitialized_local_in_a_lambda_body", "void k() { auto f = [&](int i) { float x; return i; }; }\n",
+     "void k() { auto f = [&](int i) { float x; ::simt::detail::poison_local(x); return i; }; }\n"},
+    {"initialized_pointer_and_loop_locals_stay",
+     "void k() { float a = 0.f; float b{1}; float* p; const float c = 2; for (int i; i < 2;) {} "
+     "float f(int); int* q, r; T t; }\n",
+     "void k() { float a = 0.f; float b{1}; float* p; const float c = 2; for (int i; i < 2;) {} "
+     "float f(int); int* q, r; T t; }\n"},
+    {"members_and_namespace_variables_stay",
+     "template <class W>\nstruct Row {\n  int rows, row;\n};\nstruct __align__(8) P { float x; };\n"
+     "float g;\nvoid k() { struct L { float y; }; union { int i; float f; } u; }\n",
+     "template <class W>\nstruct Row {\n  int rows, row;\n};\nstruct __align__(8) P { float x; };\n"
+     "float g;\nvoid k() { struct L { float y; }; union { int i; float f; } u; }\n"},
     {"extern_c_block_stays", "extern \"C\" {\nint f();\n}\n", "extern \"C\" {\nint f();\n}\n"},
     {"pragma_unroll_becomes_a_comment", "  #pragma unroll 4\nfor (;;) {}\n",
      "  // #pragma unroll 4  (simt: no unrolling hint on the CPU)\nfor (;;) {}\n"},

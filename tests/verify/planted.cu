@@ -108,6 +108,27 @@ __global__ void static_uninit_kernel(const float* x, const float* w, float* y, i
   for (int c = threadIdx.x; c < cols; c += blockDim.x) y[at + c] = x[at + c] * inv * w[c];
 }
 
+// Four strided partial sums per thread, one per slice of blockDim.x columns; a slice past the
+// row's end is never written (no `else part[j] = 0`), so its partial is whatever the local held.
+__global__ void uninit_local_kernel(const float* x, const float* w, float* y, int cols, float eps) {
+  __shared__ float partial[kThreads];
+  const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  float part[4];
+  for (int j = 0; j < 4; ++j) {
+    const int c = static_cast<int>(threadIdx.x) + j * static_cast<int>(blockDim.x);
+    if (c < cols) part[j] = xr[c] * xr[c];
+  }
+  partial[threadIdx.x] = part[0] + part[1] + part[2] + part[3];
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const float inv = rsqrtf(partial[0] / cols + eps);
+  const size_t at = static_cast<size_t>(blockIdx.x) * cols;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) y[at + c] = x[at + c] * inv * w[c];
+}
+
 // Declared f32, computed in f16: every input, product and output rounded to half.
 __global__ void half_kernel(const float* x, const float* w, float* y, int cols, float eps) {
   const float ss = row_sumsq(x, cols, blockDim.x);
@@ -172,6 +193,9 @@ void planted_rmsnorm(PlantedKernel k, float* out, const float* x, const float* w
       break;
     case PlantedKernel::uninit_static_shared:
       static_uninit_kernel<<<rows, kThreads>>>(d.x, d.w, d.y, cols, eps);
+      break;
+    case PlantedKernel::uninit_local:
+      uninit_local_kernel<<<rows, kThreads>>>(d.x, d.w, d.y, cols, eps);
       break;
     case PlantedKernel::half_compute: half_kernel<<<rows, kThreads, smem>>>(d.x, d.w, d.y, cols, eps); break;
   }

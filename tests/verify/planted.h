@@ -8,7 +8,8 @@ enum class PlantedKernel {
   stale_global,
   lost_update,
   static_shared_race,
-  half_compute
+  half_compute,
+  uninit_local
 };
 
 // A device buffer of per-row sums a candidate keeps across its calls.

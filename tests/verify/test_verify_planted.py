@@ -27,6 +27,9 @@ CASES = [
     ("reads dynamic shared memory nobody wrote", "planted-uninit-shared", ("uninit", "attn_norm"), WRONG),
     ("reads static shared memory nobody wrote", "planted-uninit-static-shared", ("uninit", "attn_norm"), WRONG),
     ("reads a global buffer an earlier call left", "planted-stale-global", ("uninit", "attn_norm"), WRONG),
+    # What an uninitialised register holds depends on what ran before on the host thread: the
+    # schedules differ too.
+    ("a local partial sum nobody wrote", "planted-uninit-local", ("uninit", "attn_norm"), WRONG | {"race"}),
     ("global += between blocks without atomicAdd", "planted-lost-update", ("hazard", "attn_norm"), WRONG),
     ("static __shared__ tree without barriers", "planted-static-shared-race", ("race", "attn_norm"),
      WRONG | {"hazard"}),
@@ -71,6 +74,8 @@ def checked_evidence(candidate, findings):
             print(f"       uninit read at {', '.join(lines)}")
     if candidate == "planted-stale-global" and "reads_note" not in by_kind.get("uninit", {}):
         wrong.append(f"a global-memory uninit read has no reads_note saying why no line: {by_kind}")
+    if candidate == "planted-uninit-local" and "local" not in by_kind.get("uninit", {}).get("reads_note", ""):
+        wrong.append(f"a poisoned local's uninit finding has no reads_note naming locals: {by_kind}")
     return wrong
 
 

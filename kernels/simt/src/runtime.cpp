@@ -53,6 +53,7 @@ std::uint64_t splitmix(std::uint64_t& s) {
 void fiber_entry(void* from);
 
 constinit thread_local Sched* tl_sched = nullptr;
+std::atomic<std::uint16_t> g_local_poison{0};
 
 AccessCtx current_access_ctx() { return tl_sched->access_ctx(); }
 
@@ -251,6 +252,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   }
   fill_poison(dyn_, dyn_size_, cfg.poison);
   static_smem_seen_.clear();
+  g_local_poison.store(cfg.poison != 0 ? poison_word(cfg.poison) : 0, std::memory_order_relaxed);
   smem_ = dyn_;
   faulting_check_ = cfg.racecheck && !d.access_hooks;
   if (faulting_check_) {  // watched in a page-aligned arena of its own (hazards.h)

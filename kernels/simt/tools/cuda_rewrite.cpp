@@ -120,9 +120,13 @@ class Rewriter {
         i = extern_shared(i);
       } else if (word_at(i, "__shared__") && at_block_scope()) {
         i = static_shared(i);
+      } else if (const std::size_t semi = uninitialized_local(i); semi != std::string_view::npos) {
+        i = semi;
       } else {
         if (c == '{') {
-          braces_.push_back(opens_namespace());
+          braces_.push_back(opens_namespace() ? Brace::namespace_body
+                            : opens_class()   ? Brace::class_body
+                                              : Brace::block);
           statement_.clear();
         } else if (c == '}') {
           if (!braces_.empty()) braces_.pop_back();
@@ -157,7 +161,7 @@ class Rewriter {
     return s_.substr(i, e - i);
   }
   bool at_block_scope() const {
-    return std::any_of(braces_.begin(), braces_.end(), [](bool ns) { return !ns; });
+    return std::any_of(braces_.begin(), braces_.end(), [](Brace b) { return b != Brace::namespace_body; });
   }
   // Whether the `{` about to be pushed opens a namespace (or extern "C"): declarations directly in
   // it are at namespace scope.
@@ -165,6 +169,64 @@ class Rewriter {
     static const std::regex ns(
         R"re(^\s*(inline\s+)?namespace(\s+[\w:]+)?\s*$|^\s*extern\s*"C(\+\+)?"\s*$)re");
     return std::regex_match(statement_, ns);
+  }
+  // Whether it opens a class, union or enum: declarations directly in it are members.
+  bool opens_class() const {
+    static const std::regex attrs(R"re(\b(__align__|alignas)\s*\([^)]*\)|__attribute__\s*\(\([^)]*\)\))re");
+    static const std::regex cls(
+        R"re(^\s*(template\s*<[^{]*>\s*)?(typedef\s+)?(struct|class|union|enum)\b[^(){};=]*$)re");
+    std::string text = std::regex_replace(statement_, attrs, " ");
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return std::regex_match(text, cls);
+  }
+
+  // A local of a function body declared without an initializer, of an arithmetic, half or CUDA
+  // vector type (`float acc;`, `unsigned a, b[4];`): kept as written, followed on the same line by
+  // a ::simt::poison_local call per name, so Config::poison fills it (verify's poison runs) and a
+  // read before the first write shows. Returns the index of its ';', or npos for anything else
+  // (left to the main loop): an initializer, a pointer, a template parameter's type, a member.
+  std::size_t uninitialized_local(std::size_t at) {
+    if (braces_.empty() || braces_.back() != Brace::block) return std::string_view::npos;
+    if ((at > 0 && is_ident(s_[at - 1])) || !is_ident(s_[at]) ||
+        std::any_of(statement_.begin(), statement_.end(),
+                    [](char c) { return std::isspace(static_cast<unsigned char>(c)) == 0; }))
+      return std::string_view::npos;
+    static const std::string type_word =
+        R"re((?:unsigned|signed|short|long|int|char|bool|float|double|size_t|half2?|__half2?|)re"
+        R"re(__nv_bfloat162?|nv_bfloat162?|u?int(?:8|16|32|64)_t|)re"
+        R"re((?:u?char|u?short|u?int|u?long|u?longlong|float|double)[1-4])\b)re";
+    static const std::regex first(type_word);
+    if (!std::regex_search(s_.data() + at, s_.data() + s_.size(), first,
+                           std::regex_constants::match_continuous))
+      return std::string_view::npos;
+    std::size_t semi = at;
+    for (; semi < s_.size(); ++semi)
+      if (kind_[semi] == Kind::code && (s_[semi] == ';' || s_[semi] == '{' || s_[semi] == '}')) break;
+    if (semi >= s_.size() || s_[semi] != ';') return std::string_view::npos;
+    std::string text;
+    for (std::size_t i = at; i < semi; ++i)
+      if (kind_[i] == Kind::code)
+        text += s_[i] == '\n' ? ' ' : s_[i];
+      else if (kind_[i] == Kind::literal)
+        return std::string_view::npos;
+    static const std::string declarator = R"re([A-Za-z_]\w*(?:\s*\[[^\]=]*\])*)re";
+    static const std::regex shape("^(" + type_word + "(?:\\s+" + type_word + ")*)\\s+(" + declarator +
+                                  "(?:\\s*,\\s*" + declarator + ")*)\\s*$");
+    std::smatch m;
+    if (!std::regex_match(text, m, shape)) return std::string_view::npos;
+    std::string calls;
+    static const std::regex name(R"re(([A-Za-z_]\w*)(?:\s*\[[^\]]*\])*\s*(,|$))re");
+    static const std::regex keyword("^" + type_word + "$");
+    const std::string names = m[2].str();
+    for (auto it = std::sregex_iterator(names.begin(), names.end(), name); it != std::sregex_iterator();
+         ++it) {
+      const std::string n = (*it)[1].str();
+      if (std::regex_match(n, keyword)) return std::string_view::npos;
+      calls += fmt::format("; ::simt::detail::poison_local({})", n);
+    }
+    out_ += s_.substr(at, semi - at);
+    out_ += calls;
+    return semi;  // the ';' is copied by the main loop
   }
 
   // One preprocessor line (with its continuations), copied or rewritten.
@@ -382,8 +444,9 @@ class Rewriter {
   std::vector<Kind> kind_;
   std::string dir_;
   std::string out_;
-  std::vector<bool> braces_;  // per open brace: whether it opens a namespace
-  std::string statement_;     // code since the last ; { or }
+  enum class Brace : unsigned char { namespace_body, class_body, block };
+  std::vector<Brace> braces_;  // per open brace: what it opens
+  std::string statement_;      // code since the last ; { or }
 };
 
 }  // namespace

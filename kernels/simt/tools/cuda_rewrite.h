@@ -8,6 +8,10 @@
 //   #include "local.cuh"                              -> the same file by its absolute path (the
 //                                                        generated file lives in the build tree)
 //   #pragma unroll [N]                                -> a comment (g++ has no such pragma)
+//   __shared__ T name[N]; in a function               -> kept, announced to the runtime (poison)
+//   float acc; float v[4]; in a function body         -> kept, then ::simt::detail::poison_local
+//     (arithmetic, half/bfloat16 and CUDA vector types without an initializer: under
+//     Config::poison they start as the poison, so verify sees a read before the first write)
 // A construct the runtime cannot take becomes a compile-time error naming it, at its line.
 #pragma once
 

@@ -237,6 +237,25 @@ void static_shared(void* p, std::size_t bytes);
 // reaches it through the reference this returns: through a pointer the compiler cannot follow,
 // so every access, at a constant index too, is checked against the access shadow.
 void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
+// The 16-bit poison word of the running launch's Config::poison, 0 when it sets none: what a
+// local declared without an initializer starts as (poison_local).
+extern std::atomic<std::uint16_t> g_local_poison;
+// A local of a .cu kernel declared without an initializer (`float acc;`, `float v[4];`): the
+// rewriter adds the call after the declaration, so under Config::poison it starts as the poison
+// and a read before the first write shows in the output. Assigned through a copy, not a call
+// taking its address, so the optimizer keeps such a local in a register as before; off, one load.
+template <class T>
+inline void poison_local(T& x) {
+  const std::uint16_t word = g_local_poison.load(std::memory_order_relaxed);
+  if (word == 0) [[likely]]
+    return;
+  if constexpr (std::is_trivially_copyable_v<T>) {
+    unsigned char bytes[sizeof(T)];
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+      bytes[i] = static_cast<unsigned char>(i % 2 == 0 ? word & 0xFFu : word >> 8);
+    std::memcpy(static_cast<void*>(&x), bytes, sizeof(T));
+  }
+}
 template <class T>
 inline T& watched_static_shared(T& x) {
   watch_static_shared(&x, sizeof(T), sizeof(std::remove_all_extents_t<T>));
