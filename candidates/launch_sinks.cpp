@@ -105,6 +105,11 @@ std::string racecheck_unsupported() {
 #endif
 }
 
+SimtOptions configured() {
+  std::lock_guard lock(g_mutex);
+  return g_options;
+}
+
 void configure(const SimtOptions& o) {
   {
     std::lock_guard lock(g_mutex);

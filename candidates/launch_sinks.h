@@ -22,6 +22,8 @@ bool install_in_library(void* dl_handle);
 // process inherits them through fork) and, by install_in_library, to every plugin's. With a race
 // check, the runtime's race findings go into the launch records (LaunchRecord::race).
 void configure(const SimtOptions& o);
+// What configure() set last.
+SimtOptions configured();
 // configure(o) for as long as it lives, then the defaults again: a run's settings never leak into
 // later launches of the same process (tests run many runs in one).
 class ScopedOptions {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <limits>
 
@@ -232,8 +233,22 @@ std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind 
   return plans_.at(kind);
 }
 
+std::string checked_twin(const std::string& plugin_path) {
+  namespace fs = std::filesystem;
+  const fs::path p(plugin_path);
+  if (p.extension() != ".so") return {};
+  const fs::path twin = p.parent_path() / (p.stem().string() + "_checked.so");
+  std::error_code ec;
+  const auto twin_time = fs::last_write_time(twin, ec);
+  if (ec) return {};
+  const auto plugin_time = fs::last_write_time(p, ec);
+  if (ec || twin_time < plugin_time) return {};
+  return twin.string();
+}
+
 void PluginCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
-  lib_ = std::make_unique<PluginLibrary>(path_);
+  const std::string twin = launch_sinks::configured().racecheck ? checked_twin(path_) : std::string();
+  lib_ = std::make_unique<PluginLibrary>(twin.empty() ? path_ : twin);
   launch_sinks::install_in_library(lib_->handle());  // kernels built on the SIMT runtime report launches
   real_ = lib_->make(name_);
   real_->load(cfg, weights);

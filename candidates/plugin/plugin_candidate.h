@@ -18,6 +18,13 @@
 
 namespace ds {
 
+// The plugin's checked twin: STEM_checked.so beside STEM.so, the same candidate linked against its
+// kernels' CHECKED flavour (the scaffold of `driftscope new-candidate` builds both). A run under
+// the hazard checker (--simt-racecheck, the hazard part of check and verify) loads it instead of
+// the plugin, so its kernels are checked access by access, with file:line, instead of through page
+// faults. Empty when there is none, or when it is older than the plugin (a stale build).
+std::string checked_twin(const std::string& plugin_path);
+
 class PluginCandidate final : public Candidate {
  public:
   // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such

@@ -98,6 +98,7 @@ nlohmann::json report_json(const RunReport& report) {
       {"filled", counts.filled},
       {"failed", counts.failed},
       {"stages", stages}};
+  if (!report.checked_twin.empty()) j["checked_twin"] = report.checked_twin;
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   // Drift across layers: checked only by a chained lane. `start_layer` null and `checked` false is an
   // isolated-only run that says nothing about drift, not "no drift".

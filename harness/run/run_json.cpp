@@ -9,6 +9,7 @@
 #include "build_info.h"
 #include "contracts.h"
 #include "load_model.h"
+#include "plugin/plugin_candidate.h"
 #include "simt_options.h"
 
 namespace ds {
@@ -36,6 +37,9 @@ nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
                    {"sha256", origin->sha256},
                    {"version", origin->plugin_version},
                    {"sdk_version", origin->sdk_version}};
+  if (origin && opt.simt.racecheck)
+    if (const std::string twin = checked_twin(origin->path); !twin.empty())
+      j["plugin"]["checked_twin"] = twin;
   return j;
 }
 

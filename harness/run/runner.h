@@ -89,6 +89,8 @@ struct RunReport {
   // Why a run stopped before any stage, in full (a gate's report, every missing tensor); empty
   // when it ran.
   std::string stop_reason;
+  // The plugin's checked twin this run loaded in its place (a run under the hazard checker).
+  std::string checked_twin;
   // Set when the trace re-judged here holds no stored result (its run was killed, hung, or took
   // the harness down): INCOMPLETE, never a pass. The sentence naming the last stage flushed, and
   // that stage.

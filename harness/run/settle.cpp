@@ -4,6 +4,7 @@
 
 #include "phases.h"
 #include "prompt.h"
+#include "plugin/plugin_candidate.h"
 #include "registry.h"
 #include "run_json.h"
 #include "selector_check.h"
@@ -71,6 +72,7 @@ ModelConfig settle_header(RunState& s) {
 void settle_candidate(RunState& s, const ModelConfig& header, const Candidate& cand) {
   s.origin = plugin_origin(cand);
   s.candidate_json = candidate_json(s.opt, cand, s.origin);
+  if (s.origin && s.opt.simt.racecheck) s.report.checked_twin = checked_twin(s.origin->path);
   s.features.batch.check_candidate(s, cand);
   settle_prompt(s, header, cand);
   settle_numerics(s, cand);

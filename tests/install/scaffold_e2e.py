@@ -92,6 +92,25 @@ def main():
                 or "rmsnorm_kernel" not in races[0]["note"]:
             sys.exit(f"FAILED: the planted race was not reported as a race at attn_norm of layer 0:\n{p.stdout}")
         print("planted race in the plugin reported as race at attn_norm of layer 0")
+
+        # The hazard checker loads the scaffold's checked twin: a race on the kernel's static
+        # __shared__ array, which the page-fault checker of a plain build cannot see, is named with
+        # the lines of both accesses in rmsnorm.cu.
+        twin = os.path.join(proj, "build", "libmy_rmsnorm_checked.so")
+        if not os.path.exists(twin):
+            sys.exit(f"FAILED: the scaffold built no checked twin {twin}")
+        report = os.path.join(work, "hazard.json")
+        p = sh(ds, "run", "--model", "synthetic:qwen2-tiny", "--candidate", lib, "--fill", "reference",
+               "--simt-racecheck", "--decode-steps", "1", "--json", report, cwd=work, ok=(1,))
+        with open(report) as f:
+            run = json.load(f)
+        if os.path.realpath(run.get("checked_twin", "")) != os.path.realpath(twin):
+            sys.exit(f"FAILED: the run does not name the checked twin it loaded: {run.get('checked_twin')}")
+        races = [s for s in run["stages"] if s["status"] == "race"]
+        if not races or (races[0]["step"], races[0]["layer"], races[0]["stage"]) != (0, 0, "attn_norm") \
+                or "static shared memory" not in races[0]["note"] or races[0]["note"].count("rmsnorm.cu:") < 2:
+            sys.exit(f"FAILED: the checked twin's hazard was not named at attn_norm with two lines:\n{p.stdout}")
+        print(f"checked twin: {races[0]['note'][:200]}")
         print("scaffold ok")
     finally:
         shutil.rmtree(work, ignore_errors=True)
