@@ -2,8 +2,8 @@
 // src/access_shadow.h): every race the fault-based checker finds in race_kernels.cu, plus what it
 // cannot see (static shared memory, global memory read by one block and written by another, reads
 // of shared memory nothing wrote, and under a poison of global memory nothing wrote), each named
-// with the file:line of both accesses. This binary
-// links only the checked flavour of the test kernels.
+// with the file:line of both accesses. This binary links only the checked flavour of the test
+// kernels.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -211,8 +211,7 @@ const GlobalReadCase kGlobalReads[] = {
      "@global-input-read"},
     {"input_half_filled_by_host", GlobalReadKernel::read_input, simt::poison_nan, 32,
      "uninit read of global memory element 32 of argument #0, which still holds the poison the allocation "
-     "was "
-     "filled with (nothing wrote it): thread (32,0,0)",
+     "was filled with (nothing wrote it): thread (32,0,0)",
      "@global-input-read"},
     {"input_filled_by_host", GlobalReadKernel::read_input, simt::poison_nan, 64, nullptr, nullptr},
     // Without a poison (check's hazard part) reads of global memory are not looked at.
@@ -221,8 +220,7 @@ const GlobalReadCase kGlobalReads[] = {
      nullptr, nullptr},
     {"scratch_read_past_what_the_launch_wrote", GlobalReadKernel::read_back_half, simt::poison_nan, 64,
      "uninit read of global memory element 32 of argument #1, which still holds the poison the allocation "
-     "was "
-     "filled with (nothing wrote it): thread (32,0,0)",
+     "was filled with (nothing wrote it): thread (32,0,0)",
      "@global-read-back"},
 };
 
