@@ -124,15 +124,17 @@ TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::
   return r;
 }
 
-// The source lines behind poison findings: one more run, under the hazard checker, whose kernels
-// built CHECKED (the simt candidate's checked module, a plugin built from a `_checked` kernel
-// library) name every read of shared memory no thread of the block had written. Each finding gets
-// the reads of its stage's launches (`reads`, `read_lines`), or `reads_note` saying why none.
+// The source lines behind poison findings: one more run, under the hazard checker and the NaN
+// poison, whose kernels built CHECKED (the simt candidate's checked module, a plugin built from a
+// `_checked` kernel library) name every read of shared memory no thread of the block had written
+// and every read of global memory that still holds the poison. Each finding gets the reads of its
+// stage's launches (`reads`, `read_lines`), or `reads_note` saying why none.
 void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::vector<Finding>& found) {
   if (found.empty()) return;
   RunOptions o = common_options(a);
   o.modes = {mode};
   o.simt.racecheck = true;
+  o.simt.poison = SimtOptions::kPoisonNan;  // what tells the checker which global bytes nothing wrote
   std::string why;
   RunReport r;
   try {
@@ -163,9 +165,9 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
       f.evidence["reads_note"] =
           !why.empty()
               ? why
-              : "the hazard checker named no read of unwritten shared memory at this call: the kernels are "
-                "not built CHECKED, or the read is of global memory or of a local declared without an "
-                "initializer, which lives in a register (docs/verify.md)";
+              : "the hazard checker named no read of unwritten memory at this call: the kernels are not "
+                "built CHECKED, or the read is of memory it does not watch or of a local declared without "
+                "an initializer, which lives in a register (docs/verify.md)";
     }
   }
 }

@@ -1,12 +1,15 @@
 // The hazard checker on kernels built with access hooks (driftscope_add_simt_kernel(... CHECKED),
 // src/access_shadow.h): every race the fault-based checker finds in race_kernels.cu, plus what it
 // cannot see (static shared memory, global memory read by one block and written by another, reads
-// of shared memory nothing wrote), each named with the file:line of both accesses. This binary
-// links only the checked flavour of the test kernels.
+// of shared memory nothing wrote, and under a poison of global memory nothing wrote), each named
+// with the file:line of both accesses. This binary links only the checked flavour of the test
+// kernels.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <functional>
 #include <ostream>
@@ -182,6 +185,76 @@ TEST_P(HookedRaces, NamesEachRaceWithTheLinesOfBothAccesses) {
 
 INSTANTIATE_TEST_SUITE_P(Table, HookedRaces, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<HookedCase>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// Under a poison (verify's runs) a read of global memory whose bytes still hold the poison
+// simt::malloc filled them with, and that no store of the launch wrote, is an uninit read with its
+// line; memory the host filled, or the kernel wrote first, is not.
+struct GlobalReadCase {
+  const char* name;
+  GlobalReadKernel kernel;
+  unsigned poison;       // Config::poison
+  std::size_t uploaded;  // input floats the host filled (of 64)
+  const char* uninit;    // what the first uninit read must say; null: none
+  const char* marker;    // the line it must name
+};
+void PrintTo(const GlobalReadCase& c, std::ostream* os) { *os << c.name; }
+
+const GlobalReadCase kGlobalReads[] = {
+    {"input_never_written_nan_poison", GlobalReadKernel::read_input, simt::poison_nan, 0,
+     "uninit read of global memory element 0 of argument #0, which still holds the poison the allocation was "
+     "filled with (nothing wrote it): thread (0,0,0) read at ",
+     "@global-input-read"},
+    {"input_never_written_finite_poison", GlobalReadKernel::read_input, simt::poison_finite, 0,
+     "uninit read of global memory element 0 of argument #0, which still holds the poison",
+     "@global-input-read"},
+    {"input_half_filled_by_host", GlobalReadKernel::read_input, simt::poison_nan, 32,
+     "uninit read of global memory element 32 of argument #0, which still holds the poison the allocation "
+     "was filled with (nothing wrote it): thread (32,0,0)",
+     "@global-input-read"},
+    {"input_filled_by_host", GlobalReadKernel::read_input, simt::poison_nan, 64, nullptr, nullptr},
+    // Without a poison (check's hazard part) reads of global memory are not looked at.
+    {"input_never_written_no_poison", GlobalReadKernel::read_input, 0, 0, nullptr, nullptr},
+    {"scratch_read_after_the_launch_wrote_it", GlobalReadKernel::read_back_own_write, simt::poison_nan, 64,
+     nullptr, nullptr},
+    {"scratch_read_past_what_the_launch_wrote", GlobalReadKernel::read_back_half, simt::poison_nan, 64,
+     "uninit read of global memory element 32 of argument #1, which still holds the poison the allocation "
+     "was filled with (nothing wrote it): thread (32,0,0)",
+     "@global-read-back"},
+};
+
+class GlobalUninitReads : public testing::TestWithParam<GlobalReadCase> {};
+
+TEST_P(GlobalUninitReads, NamesReadsOfThePoisonWithTheirLine) {
+  const GlobalReadCase& c = GetParam();
+  (void)simt::take_uninit_reads();
+  RaceFindings findings;
+  {
+    simt::Config cfg;
+    cfg.racecheck = true;
+    cfg.poison = c.poison;
+    simt::ScopedConfig scoped(cfg);
+    simt::DeviceBuffer<float> in(64), scratch(64), out(64);  // filled with the poison
+    const std::vector<float> host = random_floats(64, 7);
+    in.upload(host.data(), c.uploaded);
+    global_read_kernel(c.kernel, in.data(), scratch.data(), out.data());
+  }
+  EXPECT_TRUE(findings.messages.empty()) << "no race in these kernels: " << findings.messages.front();
+  const std::vector<std::string> uninit = simt::take_uninit_reads();
+  if (c.uninit == nullptr) {
+    EXPECT_TRUE(uninit.empty()) << uninit.front();
+    return;
+  }
+  ASSERT_EQ(uninit.size(), 1u) << "one read site: " << fmt::format("{}", fmt::join(uninit, "\n"));
+  RecordProperty("uninit", uninit[0]);
+  EXPECT_NE(uninit[0].find(c.uninit), std::string::npos) << uninit[0];
+  if (!have_symbolizer()) GTEST_SKIP() << "no llvm-symbolizer or addr2line: findings name module+offset";
+  expect_lines(uninit[0], "hazard_kernels.cu", {c.marker});
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, GlobalUninitReads, testing::ValuesIn(kGlobalReads),
+                         [](const testing::TestParamInfo<GlobalReadCase>& i) {
                            return std::string(i.param.name);
                          });
 

@@ -50,7 +50,7 @@ __global__ void sumsq_kernel(const float* x, float* sums, int cols, int rows_wri
 
 __global__ void scale_kernel(const float* x, const float* sums, const float* w, float* y, int cols,
                              float eps) {
-  const float inv = rsqrtf(sums[blockIdx.x] / cols + eps);
+  const float inv = rsqrtf(sums[blockIdx.x] / cols + eps);  // @stale-read: planted-stale-global's last row
   const size_t at = static_cast<size_t>(blockIdx.x) * cols;
   for (int c = threadIdx.x; c < cols; c += blockDim.x) y[at + c] = x[at + c] * inv * w[c];
 }

@@ -4,7 +4,7 @@ cheat is named with its kind at the stage it sits in; a candidate that crashes i
 With the plugin built from the kernels' CHECKED flavour (FLAVOUR "checked"), the hazard checker sees
 every access: the races are named with the file:line of both accesses, the static-shared race by the
 checker too (kind `hazard` beside the schedule's `race`), and the uninit findings name the line of
-the read of shared memory.
+the read (of shared memory, and of the stale global buffer).
 Usage: test_verify_planted.py DRIFTSCOPE PLUGIN.so SEGV_PLUGIN.so FLAVOUR
 (SEGV_PLUGIN: tests/plugin, segfaults at layer 1; FLAVOUR: "checked" or "plain")"""
 import json
@@ -17,6 +17,18 @@ DRIFTSCOPE, PLUGIN, SEGV_PLUGIN, FLAVOUR = sys.argv[1:5]
 CHECKED = FLAVOUR == "checked"
 MODEL = "synthetic:llama-tiny"
 SOURCE = "planted.cu:"
+
+
+def marked_line(marker):
+    """'planted.cu:N' of the line of planted.cu holding `marker`."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted.cu")) as f:
+        for n, text in enumerate(f, 1):
+            if marker in text:
+                return f"{SOURCE}{n}"
+    raise SystemExit(f"planted.cu has no line marked {marker}")
+
+
+STALE_READ = marked_line("@stale-read")
 
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
 # the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
@@ -72,8 +84,15 @@ def checked_evidence(candidate, findings):
             wrong.append(f"the uninit finding names no read line in {SOURCE}: {ev}")
         else:
             print(f"       uninit read at {', '.join(lines)}")
-    if candidate == "planted-stale-global" and "reads_note" not in by_kind.get("uninit", {}):
-        wrong.append(f"a global-memory uninit read has no reads_note saying why no line: {by_kind}")
+    if candidate == "planted-stale-global":
+        # The read of the sum nothing wrote, in the global buffer kept across calls.
+        ev = by_kind.get("uninit", {})
+        lines, reads = ev.get("read_lines", []), ev.get("reads", [])
+        if not any(l.endswith(STALE_READ) for l in lines) or not all(SOURCE in l for l in lines) \
+                or not any("scale_kernel" in r and "global memory" in r for r in reads):
+            wrong.append(f"the stale-global uninit finding names no global read at {STALE_READ}: {ev}")
+        else:
+            print(f"       uninit read at {', '.join(lines)}")
     if candidate == "planted-uninit-local" and "local" not in by_kind.get("uninit", {}).get("reads_note", ""):
         wrong.append(f"a poisoned local's uninit finding has no reads_note naming locals: {by_kind}")
     return wrong

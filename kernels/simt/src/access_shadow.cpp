@@ -61,27 +61,35 @@ std::string xyz(std::uint64_t linear, dim3 d) {
 
 AccessShadow::~AccessShadow() { (void)end_launch(); }
 
-void AccessShadow::begin_launch(const LaunchDesc& d) {
+void AccessShadow::begin_launch(const LaunchDesc& d, unsigned poison) {
   (void)end_launch();
   launch_ = &d;
   kernel_ = kernel_name(d.kernel);
   grid_dim_ = d.grid;
   first_serial_ = serial_ + 1;
-  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
-    const PtrArg& a = d.ptr_args[i];
-    if (!a.writable || a.ptr == nullptr) continue;
-    const auto alloc = allocation_of(a.ptr);
-    if (!alloc) continue;  // not device memory the runtime handed out
-    const bool seen =
-        std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) { return r.lo == alloc->base; });
-    if (seen) continue;
-    // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
-    const std::size_t bytes = std::max<std::size_t>(alloc->bytes, 1) * sizeof(Cell);
-    void* m =
-        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) throw std::bad_alloc();
-    add_region(Region{alloc->base, alloc->base + alloc->bytes, static_cast<Cell*>(m), Kind::global,
-                      shift_for(a.elem_size), &a, bytes});
+  poison_ = poison != 0 ? poison_word(poison) : 0;
+  // Writable arguments first: an allocation a read-only argument shares with one is tracked in full.
+  for (const bool writable : {true, false}) {
+    if (!writable && poison_ == 0) break;  // read-only memory matters only for reads of the poison
+    for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
+      const PtrArg& a = d.ptr_args[i];
+      if (a.writable != writable || a.ptr == nullptr) continue;
+      const auto alloc = allocation_of(a.ptr);
+      if (!alloc) continue;  // not device memory the runtime handed out
+      const bool seen =
+          std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) { return r.lo == alloc->base; });
+      if (seen) continue;
+      Region r{alloc->base, alloc->base + alloc->bytes, nullptr, Kind::global, shift_for(a.elem_size), &a};
+      if (writable) {
+        // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
+        r.mapped_bytes = std::max<std::size_t>(alloc->bytes, 1) * sizeof(Cell);
+        void* m = ::mmap(nullptr, r.mapped_bytes, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        r.cells = static_cast<Cell*>(m);
+      }
+      add_region(r);
+    }
   }
   n_global_ = regions_.size();
 }
@@ -89,7 +97,8 @@ void AccessShadow::begin_launch(const LaunchDesc& d) {
 std::vector<std::string> AccessShadow::end_launch() {
   std::vector<Region> globals(regions_.begin(), regions_.begin() + static_cast<std::ptrdiff_t>(n_global_));
   drop_regions(0);
-  for (const Region& r : globals) ::munmap(r.cells, r.mapped_bytes);
+  for (const Region& r : globals)
+    if (r.cells != nullptr) ::munmap(r.cells, r.mapped_bytes);
   n_global_ = 0;
   std::vector<std::string> out;
   for (const Finding& f : findings_) out.push_back(word(f));
@@ -231,8 +240,13 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
     me.pc = pc_offset(static_cast<const char*>(pc) - 1);
     const std::size_t from = static_cast<std::size_t>(a - r.lo);
     const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
+    if (r.cells == nullptr) {  // read-only arguments' memory: only its reads of the poison
+      if (!write) check_poison_read(r, from, to, me);
+      return;
+    }
     for (std::size_t cell = from >> r.shift; cell <= (to - 1) >> r.shift; ++cell) check(r, cell, write, me);
     if (!write && r.kind == Kind::global) {
+      if (poison_ != 0) check_poison_read(r, from, to, me);
       LoggedRead& l = reads_.emplace_back();
       l.region = static_cast<std::uint32_t>(&r - regions_.data());
       l.offset = static_cast<std::uint32_t>(from);
@@ -290,6 +304,25 @@ void AccessShadow::check(const Region& r, std::size_t cell, bool write, const Ac
     c.r2 = me;
 }
 
+void AccessShadow::check_poison_read(const Region& r, std::size_t from, std::size_t to, const Access& me) {
+  if (poison_ == 0) return;
+  // Whole elements, and at least a 4-byte word: two bytes of data match the poison by chance once
+  // in 65536, four once in 2^32. fill_poison writes the word from the allocation's first byte.
+  const std::size_t size = static_cast<std::size_t>(r.hi - r.lo);
+  const std::size_t width = std::max<std::size_t>(std::size_t{1} << r.shift, 4);
+  const std::size_t lo = from / width * width, hi = std::min((to + width - 1) / width * width, size);
+  const auto lo_byte = static_cast<unsigned char>(poison_ & 0xFF),
+             hi_byte = static_cast<unsigned char>(poison_ >> 8);
+  for (std::size_t i = lo; i < hi; ++i)
+    if (r.lo[i] != ((i & 1) == 0 ? lo_byte : hi_byte)) return;
+  if (r.cells != nullptr)
+    for (std::size_t cell = from >> r.shift; cell <= (to - 1) >> r.shift; ++cell) {
+      const Access& w = r.cells[cell].w;
+      if (w.block != 0 && w.block >= first_serial_) return;  // the launch wrote the poison's bits itself
+    }
+  note("uninit", r, (from >> r.shift) << r.shift, me, false, me, false);
+}
+
 void AccessShadow::note(const char* kind, const Region& r, std::size_t off, const Access& first,
                         bool first_write, const Access& second, bool second_write) {
   const bool uninit = std::strcmp(kind, "uninit") == 0;
@@ -332,6 +365,11 @@ std::string AccessShadow::word(const Finding& f) const {
   }
   const auto thread = [&](const Access& a) { return xyz(a.thread & kThreadMask, block_dim_); };
   const auto block = [&](const Access& a) { return xyz(a.block - first_serial_, grid_dim_); };
+  if (std::strcmp(f.kind, "uninit") == 0 && f.region == Kind::global)
+    return fmt::format(
+        "uninit read of {}, which still holds the poison the allocation was filled with (nothing wrote it): "
+        "thread {} read at {} [block {}]",
+        where, thread(f.second), site_text(f.second.pc), block(f.second));
   if (std::strcmp(f.kind, "uninit") == 0)
     return fmt::format("uninit read of {} no thread of the block wrote: thread {} read at {} [block {}]",
                        where, thread(f.second), site_text(f.second.pc), block(f.second));

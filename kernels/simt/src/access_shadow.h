@@ -5,19 +5,26 @@
 // this launch watches and updates a shadow of the last write and the reads of every byte.
 //
 // Watched: the block's dynamic shared memory, each static __shared__ array the block reaches, and
-// every simt::malloc allocation a writable pointer argument of the launch points into. Two
-// accesses to one byte, at least one a write, race when
+// every simt::malloc allocation a writable pointer argument of the launch points into; under a
+// poison (Config::poison != 0: verify's runs) also those only read-only arguments point into, for
+// uninit reads alone (below). Two accesses to one byte, at least one a write, race when
 //  - shared memory or global memory, same block: different threads in the same barrier phase that
 //    no warp collective of their warp separates (as the fault-based checker of hazards.h);
 //  - global memory, different blocks: always, unless both are atomics (blocks run at once on a
 //    GPU, and nothing but an atomic orders them within a launch).
 // Each race is reported with both accesses' file:line (the hook's return address). A read of a
-// shared-memory byte the block never wrote is kept apart (take_uninit_reads), with its file:line.
+// shared-memory byte the block never wrote is kept apart (take_uninit_reads), with its file:line;
+// so, under a poison, is a read of global bytes that still hold the poison as simt::malloc filled
+// them and that no checked store of the launch wrote. Global writes are not tracked across
+// launches or by the host: the poison's bits are the record that nothing wrote them (a NaN with
+// payload 0x7FC1 does not come out of arithmetic on real data; data could hold the finite
+// 0x4A3D4A3D).
 //
 // Cost: one call per access of the kernel, a scan of a few regions, and for watched bytes one
 // 48-byte shadow cell per byte touched. Global shadows live for one launch (mapped lazily, so only
 // pages of the outputs actually touched cost anything); shared ones are reused and told apart by
-// the block's serial number.
+// the block's serial number. Under a poison the reads of read-only arguments' memory (weights,
+// inputs) cost a call and a compare of the bytes read, no shadow cells.
 #pragma once
 
 #include <atomic>
@@ -45,11 +52,13 @@ class AccessShadow {
   AccessShadow& operator=(const AccessShadow&) = delete;
   ~AccessShadow();
 
-  // A checked launch: watches the allocations the writable pointer arguments of `d` point into.
-  void begin_launch(const LaunchDesc& d);
+  // A checked launch: watches the allocations the writable pointer arguments of `d` point into,
+  // and under `poison` (Config::poison, 0: none) those of its read-only ones, for uninit reads.
+  void begin_launch(const LaunchDesc& d, unsigned poison);
   // Drops the launch's global shadows and returns the races it found, worded with file:line.
   std::vector<std::string> end_launch();
-  // The reads of never-written shared memory found since the last call, worded with file:line.
+  // The reads of never-written shared memory (and, under a poison, global memory) found since the
+  // last call, worded with file:line.
   std::vector<std::string> take_uninit_reads();
   // A block of the launch starts (its dynamic shared memory at [smem, smem + bytes)) or ends.
   void begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 block_idx);
@@ -87,7 +96,7 @@ class AccessShadow {
   struct Region {
     unsigned char* lo;
     unsigned char* hi;
-    Cell* cells;
+    Cell* cells;  // global: null where only read-only arguments point (no races, uninit reads only)
     Kind kind;
     unsigned shift;
     const PtrArg* arg;              // global: the first writable argument pointing into it
@@ -134,11 +143,15 @@ class AccessShadow {
   // Stops watching regions_[from, end) and drops them.
   void drop_regions(std::size_t from);
   void check(const Region& r, std::size_t cell, bool write, const Access& me);
+  // A read of global [from, to) of `r` under a poison: an uninit read where its bytes, widened to
+  // whole elements and at least 4 bytes, all hold the poison and no checked store wrote them.
+  void check_poison_read(const Region& r, std::size_t from, std::size_t to, const Access& me);
   void note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
             const Access& second, bool second_write);
   std::string word(const Finding& f) const;
 
   const LaunchDesc* launch_ = nullptr;
+  std::uint16_t poison_ = 0;        // the launch's poison word (poison_word); 0: no poison, no check
   std::string kernel_;              // its name, for the uninit reads kept past the launch
   std::uint32_t serial_ = 0;        // of the running block
   std::uint32_t first_serial_ = 0;  // of the launch's first block

@@ -216,7 +216,7 @@ void launch_impl(const LaunchDesc& d) {
     if (cfg.race_schedules == 0) {
       std::optional<BlockWrites> writes;
       if (hooked) {
-        access_shadow().begin_launch(d);
+        access_shadow().begin_launch(d, cfg.poison);
         tl_access_shadow = &access_shadow();
         g_access_shadow.store(&access_shadow(), std::memory_order_relaxed);
       } else if (cfg.racecheck) {

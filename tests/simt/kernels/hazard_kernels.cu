@@ -1,6 +1,6 @@
 // Hazard test kernels for the access-hooked checker: static shared memory, global memory read by
-// one block and written by another, and reads of shared memory nothing wrote. The `// @` markers
-// name the lines the findings must point at.
+// one block and written by another, and reads of shared memory (and, under a poison, global
+// memory) nothing wrote. The `// @` markers name the lines the findings must point at.
 #include "simt/simt.h"
 
 #include "hazard_kernels.h"
@@ -74,7 +74,36 @@ __global__ void shared_tree_kernel(const float* in, float* out) {
   out[t] = s[0];
 }
 
+__global__ void read_input_kernel(const float* in, float* out) {
+  const int t = static_cast<int>(threadIdx.x);
+  out[t] = 2.0f * in[t];  // @global-input-read
+}
+
+// Threads below `staged` stage their element in scratch; after the barrier every thread reads one
+// back (another thread's, when all staged theirs).
+__global__ void read_back_kernel(const float* in, float* scratch, float* out, int staged) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < staged) scratch[t] = in[t];
+  __syncthreads();
+  out[t] = scratch[staged == kThreads ? kThreads - 1 - t : t];  // @global-read-back
+}
+
 }  // namespace
+
+void global_read_kernel(GlobalReadKernel k, const float* in, float* scratch, float* out) {
+  const dim3 one(1), block(kThreads);
+  switch (k) {
+    case GlobalReadKernel::read_input:
+      simt::launch(read_input_kernel, one, block, 0, nullptr, in, out);
+      break;
+    case GlobalReadKernel::read_back_own_write:
+      simt::launch(read_back_kernel, one, block, 0, nullptr, in, scratch, out, kThreads);
+      break;
+    case GlobalReadKernel::read_back_half:
+      simt::launch(read_back_kernel, one, block, 0, nullptr, in, scratch, out, kThreads / 2);
+      break;
+  }
+}
 
 void hazard_kernel(HazardKernel k, const float* in, float* out) {
   const dim3 one(1), block(kThreads), four(4);

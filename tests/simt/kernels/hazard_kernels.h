@@ -19,4 +19,14 @@ enum class HazardKernel {
 
 void hazard_kernel(HazardKernel k, const float* in, float* out);
 
+// Reads of global memory under a poison (Config::poison): one block of 64 threads, each writes
+// out[t]; `scratch` holds 64 floats.
+enum class GlobalReadKernel {
+  read_input,           // out[t] = 2 * in[t]
+  read_back_own_write,  // scratch[t] = in[t], barrier, out[t] = scratch[63 - t]
+  read_back_half,       // scratch[t] = in[t] for t < 32 only, barrier, out[t] = scratch[t]
+};
+
+void global_read_kernel(GlobalReadKernel k, const float* in, float* scratch, float* out);
+
 }  // namespace simt_test
