@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "access_shadow.h"
+#include "interleave.h"
 #include "allocations.h"
 #include "block_writes.h"
 #include "hazards.h"
@@ -146,6 +147,22 @@ AccessShadow& access_shadow() {
 
 // Every block of the grid under `cfg`; throws what the lowest failing block reported.
 void run_grid(const LaunchDesc& d, const Config& cfg) {
+  // Config::interleave on a kernel with access hooks, unless the hazard checker watches the launch
+  // (it takes every hooked access): the interleaver marks what the launch writes for the hooks.
+  struct Interleaving {
+    Interleaver* on = nullptr;
+    ~Interleaving() {
+      if (on == nullptr) return;
+      g_interleaver.store(nullptr, std::memory_order_relaxed);
+      on->end_launch();
+    }
+  } interleaving;
+  if (cfg.interleave && d.access_hooks && g_access_shadow.load(std::memory_order_relaxed) == nullptr) {
+    static Interleaver* const interleaver = new Interleaver();  // leaked on purpose, like the workers
+    interleaving.on = interleaver;
+    interleaver->begin_launch(d);
+    g_interleaver.store(interleaver, std::memory_order_relaxed);
+  }
   const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> abort{false};
@@ -290,7 +307,7 @@ extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* messa
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
@@ -300,5 +317,6 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   c.race_schedules = v.race_schedules;
   c.racecheck = v.racecheck != 0;
   c.poison = v.poison;
+  c.interleave = v.interleave != 0;
   simt::set_config(c);
 }

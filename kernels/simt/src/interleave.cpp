@@ -1,0 +1,145 @@
+#include "interleave.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "access_shadow.h"
+#include "allocations.h"
+#include "fiber_sched.h"
+
+namespace simt::detail {
+
+std::atomic<Interleaver*> g_interleaver{nullptr};
+
+namespace {
+
+// Marks [lo, hi) in the access shadow so that every access to it reaches a hook (as the hazard
+// checker marks what it watches: a negative shadow byte reports any access to its granule), or
+// unmarks it.
+void mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
+  if (hi <= lo) return;
+  const auto shadow = [](const unsigned char* p) {
+    return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) >> 3) + kShadowOffset);
+  };
+  std::memset(shadow(lo), watched ? 0xF8 : 0, static_cast<std::size_t>(shadow(hi - 1) - shadow(lo)) + 1);
+}
+
+}  // namespace
+
+void Interleaver::watch(unsigned char* lo, unsigned char* hi) {
+  launch_ranges_.push_back({lo, hi});
+  mark(lo, hi, true);
+}
+
+void Interleaver::begin_launch(const LaunchDesc& d) {
+  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
+    const PtrArg& a = d.ptr_args[i];
+    if (!a.writable || a.ptr == nullptr) continue;
+    const auto alloc = allocation_of(a.ptr);
+    if (!alloc) continue;  // not device memory the runtime handed out
+    const bool seen = std::any_of(launch_ranges_.begin(), launch_ranges_.end(),
+                                  [&](const Range& r) { return r.lo == alloc->base; });
+    if (!seen) watch(alloc->base, alloc->base + alloc->bytes);
+  }
+}
+
+void Interleaver::end_launch() {
+  settle();
+  for (const Range& r : launch_ranges_) mark(r.lo, r.hi, false);
+  launch_ranges_.clear();
+}
+
+void Interleaver::begin_block(unsigned char* smem, std::size_t bytes) {
+  block_range_ = {smem, smem + bytes};
+  mark(block_range_.lo, block_range_.hi, true);
+}
+
+void Interleaver::end_block() {
+  settle();
+  mark(block_range_.lo, block_range_.hi, false);
+  block_range_ = {nullptr, nullptr};
+}
+
+void Interleaver::static_shared(void* p, std::size_t bytes) {
+  auto* lo = static_cast<unsigned char*>(p);
+  const bool seen =
+      std::any_of(launch_ranges_.begin(), launch_ranges_.end(), [&](const Range& r) { return r.lo == lo; });
+  if (!seen) watch(lo, lo + bytes);
+}
+
+void Interleaver::settle() {
+  if (at_ == nullptr) return;
+  if (std::memcmp(at_, stale_, size_) == 0) std::memcpy(at_, newer_, size_);
+  at_ = nullptr;
+}
+
+void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
+  settle();
+  Sched& s = *tl_sched;
+  auto* p = static_cast<unsigned char*>(const_cast<void*>(addr));
+  const ThreadRec& t = *s.current_thread();
+  // The running thread's last atomic, which the threads that run meanwhile overwrite.
+  const void* const atomic_target = g_atomic_target;
+  const std::uint32_t atomic_thread = g_atomic_thread;
+  const bool atomic = addr == atomic_target && t.warp * 32u + t.lane == atomic_thread;
+  const bool may_be_stale = !write && !atomic && bytes <= sizeof stale_;
+  unsigned char before[sizeof stale_];
+  if (may_be_stale) std::memcpy(before, p, bytes);
+  if (!s.yield_at_access()) return;
+  g_atomic_target = atomic_target;
+  g_atomic_thread = atomic_thread;
+  if (!may_be_stale || std::memcmp(p, before, bytes) == 0) return;
+  settle();  // a stale load of a thread that ran meanwhile and left without another hooked access
+  at_ = p;
+  size_ = bytes;
+  std::memcpy(newer_, p, bytes);
+  std::memcpy(stale_, before, bytes);
+  std::memcpy(p, before, bytes);
+}
+
+// Suspends the running thread (it stays runnable) and runs another runnable thread of the block,
+// both chosen by the block's interleave generator. The scheduler's fast paths take the next thread
+// from the running thread's warp, relying on no runnable warp ranking below it (fiber_sched.h
+// take_next_after): the chosen thread's warp swaps ranks with the lowest-ranked runnable one.
+bool Sched::yield_at_access() {
+  if ((splitmix(interleave_rng_) & 1u) == 0) return false;
+  unsigned others = 0;
+  for (const WarpRec& w : warps_) others += static_cast<unsigned>(std::popcount(w.runnable_r));
+  if (others == 0) return false;
+  auto k = static_cast<unsigned>(splitmix(interleave_rng_) % others);
+  WarpRec* to_warp = nullptr;
+  unsigned rank = 0;
+  for (WarpRec& w : warps_) {
+    const auto n = static_cast<unsigned>(std::popcount(w.runnable_r));
+    if (k >= n) {
+      k -= n;
+      continue;
+    }
+    unsigned m = w.runnable_r;
+    for (; k != 0; --k) m &= m - 1;
+    rank = static_cast<unsigned>(std::countr_zero(m));
+    to_warp = &w;
+    break;
+  }
+  ThreadRec& t = *cur_;
+  Fiber* self = t.fiber;
+  set_runnable(t);
+  const auto to_index = static_cast<std::uint8_t>(to_warp - warps_.data());
+  const auto lowest = static_cast<std::uint8_t>(std::countr_zero(warp_runnable_r_));
+  const std::uint8_t to_rank = rank_of_warp_[to_index];
+  if (to_rank != lowest) {  // both ranks have runnable lanes: warp_runnable_r_ stays as it is
+    const std::uint8_t low_warp = warp_of_rank_[lowest];
+    warp_of_rank_[lowest] = to_index;
+    warp_of_rank_[to_rank] = low_warp;
+    rank_of_warp_[to_index] = lowest;
+    rank_of_warp_[low_warp] = to_rank;
+  }
+  to_warp->runnable_r &= ~(1u << rank);
+  if (to_warp->runnable_r == 0) warp_runnable_r_ &= ~(1u << lowest);
+  // `next` is another thread than the running one, so prepare() hands back a context to resume.
+  suspend_to(self, Hop{&t.slot, prepare(self, to_warp->by_rank[rank])});
+  return true;
+}
+
+}  // namespace simt::detail

@@ -1,0 +1,71 @@
+// Interleaving at memory operations (Config::interleave) for kernels built with access hooks
+// (driftscope_add_simt_kernel(... CHECKED)).
+//
+// The fiber scheduler switches threads only at barriers, warp collectives and exits, so a
+// read-modify-write that several threads of a block make without an atomic (`sum += v`) never
+// loses an update on it. Under this schedule the memory a launch writes (the allocations its
+// writable pointer arguments point into, the block's dynamic shared memory, each static __shared__
+// array a thread reaches) is marked in the access shadow, so every load and store of it reaches a
+// hook first (access_hooks.cpp). There a coin (seeded by Config::seed and the block) decides
+// whether the thread is suspended and another runnable thread of the block, chosen by the same
+// generator, runs first (Sched::yield_at_access).
+//
+// A suspended load reads what the memory held when its thread was suspended: the instrumentation
+// checks the load of `x += v` but not the store that follows it in the same basic block (GCC), so
+// a switch before the load alone would let the whole read-modify-write run after the others and
+// hide the lost update. On resuming, a load whose bytes other threads changed meanwhile is given
+// the old bytes, and the newer ones are put back at the next hooked access (of any thread) or the
+// block's end, unless the thread has overwritten the old bytes by then: the load happened before
+// the others ran, its thread's store after them. Atomics (simt_cpu.h's atomic_at) are never given
+// old bytes. What that adds up to is a schedule a GPU can run, so a race-free kernel computes the
+// same bits under it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <vector>
+
+#include "simt/simt_cpu.h"
+
+namespace simt::detail {
+
+class Interleaver {
+ public:
+  // A launch under Config::interleave: marks the allocations its writable pointer arguments point
+  // into.
+  void begin_launch(const LaunchDesc& d);
+  // Puts back what a stale load hid and unmarks everything this launch marked.
+  void end_launch();
+  // A block starts with its dynamic shared memory at [smem, smem + bytes), or ends.
+  void begin_block(unsigned char* smem, std::size_t bytes);
+  void end_block();
+  // A static __shared__ array a thread of the block reached (kept marked until the launch's end:
+  // it is the same array for every block of the host thread).
+  void static_shared(void* p, std::size_t bytes);
+  // A hooked load or store of marked memory by the running thread.
+  void on_access(const void* addr, std::size_t bytes, bool write);
+
+ private:
+  struct Range {
+    unsigned char* lo;
+    unsigned char* hi;
+  };
+  void watch(unsigned char* lo, unsigned char* hi);
+  // Puts the bytes other threads wrote back under a stale load, unless its thread overwrote them.
+  void settle();
+
+  std::vector<Range> launch_ranges_;  // argument allocations and static shared arrays
+  Range block_range_{nullptr, nullptr};
+  // A stale load in flight: at `at`, `size` bytes, `stale` what its thread was given in place of
+  // `newer`.
+  unsigned char* at_ = nullptr;
+  std::size_t size_ = 0;
+  unsigned char stale_[16];
+  unsigned char newer_[16];
+};
+
+// The interleaver of the launch running now (null: none). Launches of hooked kernels run one at a
+// time, on their launching thread (launch.cpp), as with g_access_shadow.
+extern std::atomic<Interleaver*> g_interleaver;
+
+}  // namespace simt::detail
