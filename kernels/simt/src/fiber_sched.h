@@ -154,6 +154,8 @@ class Sched {
   // Config::interleave at a hooked access of the running thread (interleave.cpp): a seeded coin,
   // then another runnable thread runs first. False when the thread runs on without a switch.
   bool yield_at_access();
+  // True one time in `n`, drawn from the block's interleave generator.
+  bool interleave_coin(unsigned n) { return splitmix(interleave_rng_) % n == 0; }
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);

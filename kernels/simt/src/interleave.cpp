@@ -27,12 +27,46 @@ void mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
 
 }  // namespace
 
-void Interleaver::watch(unsigned char* lo, unsigned char* hi) {
-  launch_ranges_.push_back({lo, hi});
+namespace {
+thread_local unsigned tl_baton_id = 0;  // the calling host thread's turn in its launch's Baton
+}  // namespace
+
+void Baton::join() {
+  std::unique_lock lock(m_);
+  tl_baton_id = joined_++;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return joined_ == 2 && holder_ == tl_baton_id; });
+}
+
+bool Baton::pass() {
+  std::unique_lock lock(m_);
+  const unsigned other = 1 - tl_baton_id;
+  if (left_[other]) return false;
+  holder_ = other;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return holder_ == tl_baton_id; });
+  return true;
+}
+
+void Baton::leave() {
+  std::lock_guard lock(m_);
+  left_[tl_baton_id] = true;
+  holder_ = 1 - tl_baton_id;
+  cv_.notify_all();
+}
+
+void Interleaver::watch(unsigned char* lo, unsigned char* hi, bool global) {
+  launch_ranges_.push_back({lo, hi, global});
   mark(lo, hi, true);
 }
 
-void Interleaver::begin_launch(const LaunchDesc& d) {
+bool Interleaver::is_global(const unsigned char* p) const {
+  return std::any_of(launch_ranges_.begin(), launch_ranges_.end(),
+                     [&](const Range& r) { return r.global && p >= r.lo && p < r.hi; });
+}
+
+void Interleaver::begin_launch(const LaunchDesc& d, Baton* baton) {
+  baton_ = baton;
   for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
     const PtrArg& a = d.ptr_args[i];
     if (!a.writable || a.ptr == nullptr) continue;
@@ -40,7 +74,7 @@ void Interleaver::begin_launch(const LaunchDesc& d) {
     if (!alloc) continue;  // not device memory the runtime handed out
     const bool seen = std::any_of(launch_ranges_.begin(), launch_ranges_.end(),
                                   [&](const Range& r) { return r.lo == alloc->base; });
-    if (!seen) watch(alloc->base, alloc->base + alloc->bytes);
+    if (!seen) watch(alloc->base, alloc->base + alloc->bytes, true);
   }
 }
 
@@ -48,24 +82,26 @@ void Interleaver::end_launch() {
   settle();
   for (const Range& r : launch_ranges_) mark(r.lo, r.hi, false);
   launch_ranges_.clear();
+  baton_ = nullptr;
 }
 
 void Interleaver::begin_block(unsigned char* smem, std::size_t bytes) {
-  block_range_ = {smem, smem + bytes};
-  mark(block_range_.lo, block_range_.hi, true);
+  mark(smem, smem + bytes, true);
+  // No thread of the block has made an atomic yet: an earlier block's or launch's last atomic
+  // (at an address a new buffer may now occupy) must not make a plain load count as one.
+  g_atomic_target = nullptr;
 }
 
-void Interleaver::end_block() {
+void Interleaver::end_block(unsigned char* smem, std::size_t bytes) {
   settle();
-  mark(block_range_.lo, block_range_.hi, false);
-  block_range_ = {nullptr, nullptr};
+  mark(smem, smem + bytes, false);
 }
 
 void Interleaver::static_shared(void* p, std::size_t bytes) {
   auto* lo = static_cast<unsigned char*>(p);
   const bool seen =
       std::any_of(launch_ranges_.begin(), launch_ranges_.end(), [&](const Range& r) { return r.lo == lo; });
-  if (!seen) watch(lo, lo + bytes);
+  if (!seen) watch(lo, lo + bytes, false);
 }
 
 void Interleaver::settle() {
@@ -86,7 +122,11 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   const bool may_be_stale = !write && !atomic && bytes <= sizeof stale_;
   unsigned char before[sizeof stale_];
   if (may_be_stale) std::memcpy(before, p, bytes);
-  if (!s.yield_at_access()) return;
+  // Another block first (global memory only: nothing else of this block's reaches it), else
+  // another thread of this block.
+  const bool switched =
+      (baton_ != nullptr && is_global(p) && s.interleave_coin(2) && baton_->pass()) || s.yield_at_access();
+  if (!switched) return;
   g_atomic_target = atomic_target;
   g_atomic_thread = atomic_thread;
   if (!may_be_stale || std::memcmp(p, before, bytes) == 0) return;
@@ -103,7 +143,7 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
 // from the running thread's warp, relying on no runnable warp ranking below it (fiber_sched.h
 // take_next_after): the chosen thread's warp swaps ranks with the lowest-ranked runnable one.
 bool Sched::yield_at_access() {
-  if ((splitmix(interleave_rng_) & 1u) == 0) return false;
+  if (!interleave_coin(2)) return false;
   unsigned others = 0;
   for (const WarpRec& w : warps_) others += static_cast<unsigned>(std::popcount(w.runnable_r));
   if (others == 0) return false;

@@ -19,26 +19,56 @@
 // the others ran, its thread's store after them. Atomics (simt_cpu.h's atomic_at) are never given
 // old bytes. What that adds up to is a schedule a GPU can run, so a race-free kernel computes the
 // same bits under it.
+//
+// Blocks: a launch of more than one block runs on two host threads that take turns (Baton), so
+// at a hooked access of global memory a second coin may hand over to the other host thread, which
+// runs its own block (its own static __shared__ arrays, thread_local per host thread, and its own
+// dynamic shared memory) until it hands back or runs out of blocks. One scheduler runs one block
+// at a time, and a host thread's static __shared__ arrays are one block's: two blocks are
+// interleaved only on two host threads.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
 #include <vector>
 
 #include "simt/simt_cpu.h"
 
 namespace simt::detail {
 
+// Two host threads running the blocks of one interleaved launch, one at a time: only the holder
+// runs, and the baton changes hands only at pass() and leave(), so the blocks each runs and where
+// it stops depend on the seeds alone, never on timing.
+class Baton {
+ public:
+  // Before the calling host thread's first block: waits for the other to join and for the baton.
+  void join();
+  // Hands the baton to the other host thread and waits for it back. False (at once) when the other
+  // has left.
+  bool pass();
+  // The calling host thread takes no more blocks: the other runs on alone.
+  void leave();
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  unsigned joined_ = 0;
+  unsigned holder_ = 0;
+  bool left_[2] = {false, false};
+};
+
 class Interleaver {
  public:
   // A launch under Config::interleave: marks the allocations its writable pointer arguments point
-  // into.
-  void begin_launch(const LaunchDesc& d);
+  // into. `baton`: the two host threads' (a launch of more than one block), or null.
+  void begin_launch(const LaunchDesc& d, Baton* baton);
   // Puts back what a stale load hid and unmarks everything this launch marked.
   void end_launch();
   // A block starts with its dynamic shared memory at [smem, smem + bytes), or ends.
   void begin_block(unsigned char* smem, std::size_t bytes);
-  void end_block();
+  void end_block(unsigned char* smem, std::size_t bytes);
   // A static __shared__ array a thread of the block reached (kept marked until the launch's end:
   // it is the same array for every block of the host thread).
   void static_shared(void* p, std::size_t bytes);
@@ -49,13 +79,15 @@ class Interleaver {
   struct Range {
     unsigned char* lo;
     unsigned char* hi;
+    bool global;  // an argument's allocation: what other blocks reach too
   };
-  void watch(unsigned char* lo, unsigned char* hi);
+  void watch(unsigned char* lo, unsigned char* hi, bool global);
+  bool is_global(const unsigned char* p) const;
   // Puts the bytes other threads wrote back under a stale load, unless its thread overwrote them.
   void settle();
 
   std::vector<Range> launch_ranges_;  // argument allocations and static shared arrays
-  Range block_range_{nullptr, nullptr};
+  Baton* baton_ = nullptr;
   // A stale load in flight: at `at`, `size` bytes, `stale` what its thread was given in place of
   // `newer`.
   unsigned char* at_ = nullptr;

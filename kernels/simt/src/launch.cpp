@@ -147,10 +147,13 @@ AccessShadow& access_shadow() {
 
 // Every block of the grid under `cfg`; throws what the lowest failing block reported.
 void run_grid(const LaunchDesc& d, const Config& cfg) {
+  const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
   // Config::interleave on a kernel with access hooks, unless the hazard checker watches the launch
-  // (it takes every hooked access): the interleaver marks what the launch writes for the hooks.
+  // (it takes every hooked access): the interleaver marks what the launch writes for the hooks,
+  // and more than one block runs on two host threads taking turns (interleave.h).
   struct Interleaving {
     Interleaver* on = nullptr;
+    std::optional<Baton> baton;
     ~Interleaving() {
       if (on == nullptr) return;
       g_interleaver.store(nullptr, std::memory_order_relaxed);
@@ -160,17 +163,27 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   if (cfg.interleave && d.access_hooks && g_access_shadow.load(std::memory_order_relaxed) == nullptr) {
     static Interleaver* const interleaver = new Interleaver();  // leaked on purpose, like the workers
     interleaving.on = interleaver;
-    interleaver->begin_launch(d);
+    if (nblocks > 1) interleaving.baton.emplace();
+    interleaver->begin_launch(d, interleaving.baton ? &*interleaving.baton : nullptr);
     g_interleaver.store(interleaver, std::memory_order_relaxed);
   }
-  const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> abort{false};
   std::mutex err_mutex;
   std::uint64_t err_block = ~std::uint64_t{0};
   std::string err;
   std::exception_ptr exc;
+  Baton* const baton = interleaving.baton ? &*interleaving.baton : nullptr;
   const std::function<void()> job = [&] {
+    struct Turn {  // the baton's holder alone takes blocks and runs them
+      Baton* baton;
+      explicit Turn(Baton* b) : baton(b) {
+        if (baton != nullptr) baton->join();
+      }
+      ~Turn() {
+        if (baton != nullptr) baton->leave();
+      }
+    } turn(baton);
     for (;;) {
       if (abort.load(std::memory_order_relaxed)) return;
       const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
@@ -192,7 +205,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       }
     }
   };
-  const unsigned wanted = cfg.host_threads == 0 ? default_host_threads() : cfg.host_threads;
+  const unsigned wanted = baton != nullptr        ? 2
+                          : cfg.host_threads == 0 ? default_host_threads()
+                                                  : cfg.host_threads;
   const auto host = static_cast<unsigned>(std::min<std::uint64_t>(wanted, nblocks));
   if (host <= 1) {
     job();

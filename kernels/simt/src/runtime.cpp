@@ -310,7 +310,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     set_current_checker(nullptr);
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->end_block();
-  if (interleaver_ != nullptr) interleaver_->end_block();
+  if (interleaver_ != nullptr) interleaver_->end_block(smem_, d.dyn_smem_bytes);
   if (!failed_) return true;
   if (failed_fiber_ != nullptr && failed_fiber_->thread == nullptr) {
     reset_fiber(failed_fiber_);

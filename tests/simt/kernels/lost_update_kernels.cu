@@ -58,6 +58,18 @@ __global__ void warp_sums_kernel(const float* in, float* out) {
 
 __global__ void own_element_kernel(const float* in, float* out) { out[threadIdx.x] += in[threadIdx.x]; }
 
+// Thread 0 of block b adds in[b] into out[0] (atomic or not) or into out[b].
+__global__ void blocks_kernel(const float* in, float* out, int mode) {
+  if (threadIdx.x != 0) return;
+  const int b = static_cast<int>(blockIdx.x);
+  if (mode == 0)
+    out[0] += in[b];  // @blocks-plus-equals
+  else if (mode == 1)
+    atomicAdd(out, in[b]);
+  else
+    out[b] += in[b];
+}
+
 }  // namespace
 
 void lost_update_kernel(LostUpdateKernel k, const float* in, float* out) {
@@ -85,6 +97,15 @@ void lost_update_kernel(LostUpdateKernel k, const float* in, float* out) {
       break;
     case LostUpdateKernel::own_element_plus_equals:
       simt::launch(own_element_kernel, one, block, 0, nullptr, in, out);
+      break;
+    case LostUpdateKernel::blocks_plus_equals:
+      simt::launch(blocks_kernel, dim3(4), dim3(32), 0, nullptr, in, out, 0);
+      break;
+    case LostUpdateKernel::blocks_atomic_add:
+      simt::launch(blocks_kernel, dim3(4), dim3(32), 0, nullptr, in, out, 1);
+      break;
+    case LostUpdateKernel::blocks_own_element:
+      simt::launch(blocks_kernel, dim3(4), dim3(32), 0, nullptr, in, out, 2);
       break;
   }
 }
