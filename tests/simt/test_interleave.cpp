@@ -112,12 +112,13 @@ TEST_P(Interleave, SameSeedSameBits) {
 // The schedule rerun of a kernel with access hooks tries the interleaved schedule first (seeded
 // after the launch's own seed): one rerun finds the lost update, names the schedules and the
 // element, and keeps the first run's output. Between threads of a block under every seed tried;
-// between blocks, where a block hands over at a coin's choice, under most.
+// between blocks, where a block hands over to another only at a coin's choice, under most (more
+// than half of the seeds tried).
 TEST_P(Interleave, ScheduleRerunReportsTheLostUpdateAsARace) {
   const LostUpdateCase& c = GetParam();
   const std::vector<float> plain = run(c.kernel, {});
   std::size_t found = 0;
-  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
     RaceFindings findings;
     simt::Config cfg;
     cfg.seed = seed;
@@ -137,7 +138,7 @@ TEST_P(Interleave, ScheduleRerunReportsTheLostUpdateAsARace) {
         << m;
   }
   if (c.loses_updates) {
-    EXPECT_GE(found, c.sum == kBlocksSum ? 3u : 4u);
+    EXPECT_GE(found, c.sum == kBlocksSum ? 5u : 8u);
   }
 }
 

@@ -155,7 +155,8 @@ class Sched {
   // then another runnable thread runs first. False when the thread runs on without a switch.
   bool yield_at_access();
   // True one time in `n`, drawn from the block's interleave generator.
-  bool interleave_coin(unsigned n) { return splitmix(interleave_rng_) % n == 0; }
+  std::uint64_t interleave_draw() { return splitmix(interleave_rng_); }
+  bool interleave_coin(unsigned n) { return interleave_draw() % n == 0; }
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);

@@ -31,18 +31,35 @@ namespace {
 thread_local unsigned tl_baton_id = 0;  // the calling host thread's turn in its launch's Baton
 }  // namespace
 
+std::vector<std::uint64_t> interleaved_block_order(std::uint64_t nblocks, std::uint64_t seed) {
+  std::vector<std::uint64_t> order(nblocks);
+  for (std::uint64_t i = 0; i < nblocks; ++i) order[i] = i;
+  std::uint64_t s = seed ^ 0xA0761D6478BD642Full;
+  for (std::uint64_t i = nblocks - 1; i > 0; --i) std::swap(order[i], order[splitmix(s) % (i + 1)]);
+  return order;
+}
+
 void Baton::join() {
   std::unique_lock lock(m_);
   tl_baton_id = joined_++;
   cv_.notify_all();
-  cv_.wait(lock, [&] { return joined_ == 2 && holder_ == tl_baton_id; });
+  cv_.wait(lock, [&] { return joined_ == left_.size() && holder_ == tl_baton_id; });
 }
 
-bool Baton::pass() {
+bool Baton::pass(std::uint64_t pick) {
   std::unique_lock lock(m_);
-  const unsigned other = 1 - tl_baton_id;
-  if (left_[other]) return false;
-  holder_ = other;
+  const auto n = static_cast<unsigned>(left_.size());
+  unsigned others = 0;
+  for (unsigned i = 0; i < n; ++i) others += i != tl_baton_id && left_[i] == 0;
+  if (others == 0) return false;
+  auto k = static_cast<unsigned>(pick % others);
+  for (unsigned i = 0; i < n; ++i) {
+    if (i == tl_baton_id || left_[i] != 0) continue;
+    if (k-- == 0) {
+      holder_ = i;
+      break;
+    }
+  }
   cv_.notify_all();
   cv_.wait(lock, [&] { return holder_ == tl_baton_id; });
   return true;
@@ -50,8 +67,15 @@ bool Baton::pass() {
 
 void Baton::leave() {
   std::lock_guard lock(m_);
-  left_[tl_baton_id] = true;
-  holder_ = 1 - tl_baton_id;
+  const auto n = static_cast<unsigned>(left_.size());
+  left_[tl_baton_id] = 1;
+  for (unsigned step = 1; step < n; ++step) {
+    const unsigned i = (tl_baton_id + step) % n;
+    if (left_[i] == 0) {
+      holder_ = i;
+      break;
+    }
+  }
   cv_.notify_all();
 }
 
@@ -125,7 +149,8 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   // Another block first (global memory only: nothing else of this block's reaches it), else
   // another thread of this block.
   const bool switched =
-      (baton_ != nullptr && is_global(p) && s.interleave_coin(2) && baton_->pass()) || s.yield_at_access();
+      (baton_ != nullptr && is_global(p) && s.interleave_coin(2) && baton_->pass(s.interleave_draw())) ||
+      s.yield_at_access();
   if (!switched) return;
   g_atomic_target = atomic_target;
   g_atomic_thread = atomic_thread;

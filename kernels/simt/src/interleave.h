@@ -20,17 +20,19 @@
 // old bytes. What that adds up to is a schedule a GPU can run, so a race-free kernel computes the
 // same bits under it.
 //
-// Blocks: a launch of more than one block runs on two host threads that take turns (Baton), so
-// at a hooked access of global memory a second coin may hand over to the other host thread, which
-// runs its own block (its own static __shared__ arrays, thread_local per host thread, and its own
-// dynamic shared memory) until it hands back or runs out of blocks. One scheduler runs one block
-// at a time, and a host thread's static __shared__ arrays are one block's: two blocks are
-// interleaved only on two host threads.
+// Blocks: a launch of more than one block runs on up to kInterleavedHostThreads host threads that
+// take turns (Baton), its blocks handed out in an order shuffled by the seed, so at a hooked
+// access of global memory a second coin may hand over to another host thread, which runs its own
+// block (its own static __shared__ arrays, thread_local per host thread, and its own dynamic
+// shared memory) until it hands over in turn or runs out of blocks. One scheduler runs one block
+// at a time, and a host thread's static __shared__ arrays are one block's: blocks are interleaved
+// only across host threads, so at most that many are under way at once.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -38,17 +40,26 @@
 
 namespace simt::detail {
 
-// Two host threads running the blocks of one interleaved launch, one at a time: only the holder
+// Host threads that run the blocks of an interleaved launch (at most this many at once).
+constexpr unsigned kInterleavedHostThreads = 4;
+
+// The order an interleaved launch hands its blocks out in: a permutation of [0, nblocks) drawn
+// from `seed`. Blocks of a launch are independent, so a race-free kernel gives the same bits in
+// any order (cross-block float atomics aside).
+std::vector<std::uint64_t> interleaved_block_order(std::uint64_t nblocks, std::uint64_t seed);
+
+// The host threads running the blocks of one interleaved launch, one at a time: only the holder
 // runs, and the baton changes hands only at pass() and leave(), so the blocks each runs and where
 // it stops depend on the seeds alone, never on timing.
 class Baton {
  public:
-  // Before the calling host thread's first block: waits for the other to join and for the baton.
+  explicit Baton(unsigned threads) : left_(threads, 0) {}
+  // Before the calling host thread's first block: waits for all to join and for the baton.
   void join();
-  // Hands the baton to the other host thread and waits for it back. False (at once) when the other
-  // has left.
-  bool pass();
-  // The calling host thread takes no more blocks: the other runs on alone.
+  // Hands the baton to another host thread that has not left (the `pick`th of them, modulo their
+  // count) and waits for it back. False (at once) when every other has left.
+  bool pass(std::uint64_t pick);
+  // The calling host thread takes no more blocks: the baton goes to the next one that has not left.
   void leave();
 
  private:
@@ -56,7 +67,7 @@ class Baton {
   std::condition_variable cv_;
   unsigned joined_ = 0;
   unsigned holder_ = 0;
-  bool left_[2] = {false, false};
+  std::vector<char> left_;
 };
 
 class Interleaver {

@@ -154,6 +154,7 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   struct Interleaving {
     Interleaver* on = nullptr;
     std::optional<Baton> baton;
+    std::vector<std::uint64_t> order;  // of the blocks: shuffled, where a baton interleaves them
     ~Interleaving() {
       if (on == nullptr) return;
       g_interleaver.store(nullptr, std::memory_order_relaxed);
@@ -163,7 +164,11 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   if (cfg.interleave && d.access_hooks && g_access_shadow.load(std::memory_order_relaxed) == nullptr) {
     static Interleaver* const interleaver = new Interleaver();  // leaked on purpose, like the workers
     interleaving.on = interleaver;
-    if (nblocks > 1) interleaving.baton.emplace();
+    if (nblocks > 1) {
+      interleaving.baton.emplace(
+          static_cast<unsigned>(std::min<std::uint64_t>(nblocks, kInterleavedHostThreads)));
+      interleaving.order = interleaved_block_order(nblocks, cfg.seed);
+    }
     interleaver->begin_launch(d, interleaving.baton ? &*interleaving.baton : nullptr);
     g_interleaver.store(interleaver, std::memory_order_relaxed);
   }
@@ -186,8 +191,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
     } turn(baton);
     for (;;) {
       if (abort.load(std::memory_order_relaxed)) return;
-      const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= nblocks) return;
+      const std::uint64_t taken = next.fetch_add(1, std::memory_order_relaxed);
+      if (taken >= nblocks) return;
+      const std::uint64_t b = interleaving.order.empty() ? taken : interleaving.order[taken];
       std::string block_err;
       std::exception_ptr block_exc;
       const bool ok = run_block(d, cfg, b, block_err, block_exc);
@@ -205,7 +211,7 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       }
     }
   };
-  const unsigned wanted = baton != nullptr        ? 2
+  const unsigned wanted = baton != nullptr        ? kInterleavedHostThreads
                           : cfg.host_threads == 0 ? default_host_threads()
                                                   : cfg.host_threads;
   const auto host = static_cast<unsigned>(std::min<std::uint64_t>(wanted, nblocks));
