@@ -8,11 +8,16 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "hazard_kernels.h"
 #include "lost_update_kernels.h"
+#include "race_kernels.h"
+#include "test_kernels.h"
 #include "test_support.h"
 
 namespace simt_test {
@@ -144,6 +149,117 @@ TEST_P(Interleave, ScheduleRerunReportsTheLostUpdateAsARace) {
 
 INSTANTIATE_TEST_SUITE_P(Table, Interleave, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<LostUpdateCase>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// The race-free kernels of the other tables, in their checked flavour: warp-per-row GEMV and
+// block-per-row RMSNorm through shared memory and shuffles, integer and exact float atomics across
+// blocks, static shared memory per block, collectives on mixed paths, shared-memory exchanges
+// ordered by barriers or __syncwarp. Each gives the default schedule's bits interleaved.
+struct CleanCase {
+  const char* name;
+  std::function<std::vector<std::uint32_t>()> run;  // the output's bits
+};
+void PrintTo(const CleanCase& c, std::ostream* os) { *os << c.name; }
+
+template <class T>
+std::vector<std::uint32_t> bits_of(const std::vector<T>& v) {
+  std::vector<std::uint32_t> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) std::memcpy(&out[i], &v[i], sizeof(std::uint32_t));
+  return out;
+}
+
+std::vector<std::uint32_t> floats_kernel(void (*launch)(const float*, float*), int n_out) {
+  simt::DeviceBuffer<float> in(random_floats(64, 7)), out(std::vector<float>(n_out, 0.0f));
+  launch(in.data(), out.data());
+  return bits_of(out.to_host());
+}
+
+const CleanCase kClean[] = {
+    {"gemv",
+     [] {
+       simt::DeviceBuffer<float> w(random_floats(64 * 96, 1)), x(random_floats(96, 2)), y(64);
+       gemv(w.data(), x.data(), y.data(), 64, 96);
+       return bits_of(y.to_host());
+     }},
+    {"rmsnorm",
+     [] {
+       simt::DeviceBuffer<float> x(random_floats(3 * 300, 3)), g(random_floats(300, 4)), y(3 * 300);
+       rmsnorm(x.data(), g.data(), y.data(), 3, 300, 1e-5f);
+       return bits_of(y.to_host());
+     }},
+    {"atomics_across_blocks",
+     [] {
+       simt::DeviceBuffer<int> icount(std::vector<int>{0});
+       simt::DeviceBuffer<float> fsum(std::vector<float>{0.0f});
+       simt::DeviceBuffer<unsigned> umax(std::vector<unsigned>{0}), umin(std::vector<unsigned>{~0u});
+       atomics(icount.data(), fsum.data(), umax.data(), umin.data(), 4);
+       return std::vector<std::uint32_t>{static_cast<std::uint32_t>(icount.to_host()[0]),
+                                         bits_of(fsum.to_host())[0], umax.to_host()[0], umin.to_host()[0]};
+     }},
+    {"static_shared_per_block",
+     [] {
+       simt::DeviceBuffer<int> out(std::vector<int>(4, 0));
+       static_shared_sum(out.data(), 4);
+       return bits_of(out.to_host());
+     }},
+    {"mixed_fast_path",
+     [] {
+       simt::DeviceBuffer<int> out(std::vector<int>(4 * 64, 0));
+       mixed_fast_path(out.data(), 4);
+       return bits_of(out.to_host());
+     }},
+    {"reduce_ok",
+     [] {
+       return floats_kernel([](const float* i, float* o) { race_kernel(RaceKernel::reduce_ok, i, o); }, 64);
+     }},
+    {"warp_synchronous_ok",
+     [] {
+       return floats_kernel(
+           [](const float* i, float* o) { race_kernel(RaceKernel::warp_synchronous_ok, i, o); }, 64);
+     }},
+    {"half_slots_ok",
+     [] {
+       return floats_kernel([](const float* i, float* o) { race_kernel(RaceKernel::half_slots_ok, i, o); },
+                            64);
+     }},
+    {"static_shared_ok",
+     [] {
+       return floats_kernel(
+           [](const float* i, float* o) { hazard_kernel(HazardKernel::static_shared_ok, i, o); }, 64);
+     }},
+    {"shared_tree_ok",
+     [] {
+       return floats_kernel(
+           [](const float* i, float* o) { hazard_kernel(HazardKernel::shared_tree_ok, i, o); }, 64);
+     }},
+    {"read_of_own_output",
+     [] {
+       return floats_kernel([](const float* i, float* o) { hazard_kernel(HazardKernel::own_output, i, o); },
+                            8);
+     }},
+    {"each_block_its_own_element",
+     [] {
+       return floats_kernel(
+           [](const float* i, float* o) { cross_block_kernel(CrossBlockKernel::own_elements, i, o); }, 4);
+     }},
+};
+
+class InterleaveClean : public testing::TestWithParam<CleanCase> {};
+
+TEST_P(InterleaveClean, SameBitsAsTheDefaultSchedule) {
+  const CleanCase& c = GetParam();
+  const std::vector<std::uint32_t> plain = c.run();
+  for (const simt::Order order : {simt::Order::forward, simt::Order::reverse, simt::Order::random}) {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      simt::ScopedConfig scoped(interleaved(seed, order));
+      EXPECT_EQ(c.run(), plain) << "order " << static_cast<int>(order) << " seed " << seed;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, InterleaveClean, testing::ValuesIn(kClean),
+                         [](const testing::TestParamInfo<CleanCase>& i) {
                            return std::string(i.param.name);
                          });
 

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "access_shadow.h"
-#include "interleave.h"
 #include "allocations.h"
 #include "block_writes.h"
 #include "hazards.h"
+#include "interleave.h"
 #include "launch_sink.h"
 #include "race_rerun.h"
 #include "sched.h"
@@ -150,7 +150,8 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
   // Config::interleave on a kernel with access hooks, unless the hazard checker watches the launch
   // (it takes every hooked access): the interleaver marks what the launch writes for the hooks,
-  // and more than one block runs on two host threads taking turns (interleave.h).
+  // and more than one block runs on up to kInterleavedHostThreads host threads taking turns, in a
+  // shuffled order (interleave.h).
   struct Interleaving {
     Interleaver* on = nullptr;
     std::optional<Baton> baton;

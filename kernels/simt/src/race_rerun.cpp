@@ -45,8 +45,8 @@ bool same_schedule(const Config& a, const Config& b) {
 
 // The `n` schedules after `primary`. For a kernel with access hooks (`hooked`) first the primary's
 // order interleaved at memory operations (Config::interleave), seeded after it: the only one that
-// can make a lost update between threads of a block show. Then forward, reverse, and random ones
-// seeded after it, none interleaved.
+// can make a lost update (between threads of a block, or between blocks) show as a value. Then
+// forward, reverse, and random ones seeded after it, none interleaved.
 std::vector<Config> other_schedules(const Config& primary, unsigned n, bool hooked) {
   std::vector<Config> out;
   Config c = primary;
