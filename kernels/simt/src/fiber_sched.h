@@ -156,7 +156,11 @@ class Sched {
   bool yield_at_access();
   // True one time in `n`, drawn from the block's interleave generator.
   std::uint64_t interleave_draw() { return splitmix(interleave_rng_); }
-  bool interleave_coin(unsigned n) { return interleave_draw() % n == 0; }
+  // A draw in [0, n) (multiply and shift: no division on the hooks' path).
+  unsigned interleave_below(unsigned n) {
+    return static_cast<unsigned>(((interleave_draw() >> 32) * n) >> 32);
+  }
+  bool interleave_coin(unsigned n) { return interleave_below(n) == 0; }
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);

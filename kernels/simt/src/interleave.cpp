@@ -109,7 +109,8 @@ void Interleaver::end_launch() {
   baton_ = nullptr;
 }
 
-void Interleaver::begin_block(unsigned char* smem, std::size_t bytes) {
+void Interleaver::begin_block(Sched* sched, unsigned char* smem, std::size_t bytes) {
+  sched_ = sched;
   mark(smem, smem + bytes, true);
   // No thread of the block has made an atomic yet: an earlier block's or launch's last atomic
   // (at an address a new buffer may now occupy) must not make a plain load count as one.
@@ -136,7 +137,7 @@ void Interleaver::settle() {
 
 void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   settle();
-  Sched& s = *tl_sched;
+  Sched& s = *sched_;
   auto* p = static_cast<unsigned char*>(const_cast<void*>(addr));
   const ThreadRec& t = *s.current_thread();
   // The running thread's last atomic, which the threads that run meanwhile overwrite.
@@ -146,11 +147,18 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   const bool may_be_stale = !write && !atomic && bytes <= sizeof stale_;
   unsigned char before[sizeof stale_];
   if (may_be_stale) std::memcpy(before, p, bytes);
-  // Another block first (global memory only: nothing else of this block's reaches it), else
-  // another thread of this block.
-  const bool switched =
-      (baton_ != nullptr && is_global(p) && s.interleave_coin(2) && baton_->pass(s.interleave_draw())) ||
-      s.yield_at_access();
+  // Another block first, else another thread of this block. Blocks hand over at loads of global
+  // memory only: nothing else of this block's reaches another block, and a store between blocks
+  // changes nothing the shuffled block order does not (a hand-over wakes another host thread:
+  // the stores of a kernel's outputs would cost one each).
+  bool switched = false;
+  if (baton_ != nullptr && !write && is_global(p) && s.interleave_coin(2) &&
+      baton_->pass(s.interleave_draw())) {
+    switched = true;
+    sched_ = &s;  // the host threads that ran meanwhile set their own
+  } else {
+    switched = s.yield_at_access();
+  }
   if (!switched) return;
   g_atomic_target = atomic_target;
   g_atomic_thread = atomic_thread;
@@ -168,31 +176,22 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
 // from the running thread's warp, relying on no runnable warp ranking below it (fiber_sched.h
 // take_next_after): the chosen thread's warp swaps ranks with the lowest-ranked runnable one.
 bool Sched::yield_at_access() {
-  if (!interleave_coin(2)) return false;
-  unsigned others = 0;
-  for (const WarpRec& w : warps_) others += static_cast<unsigned>(std::popcount(w.runnable_r));
-  if (others == 0) return false;
-  auto k = static_cast<unsigned>(splitmix(interleave_rng_) % others);
-  WarpRec* to_warp = nullptr;
-  unsigned rank = 0;
-  for (WarpRec& w : warps_) {
-    const auto n = static_cast<unsigned>(std::popcount(w.runnable_r));
-    if (k >= n) {
-      k -= n;
-      continue;
-    }
-    unsigned m = w.runnable_r;
-    for (; k != 0; --k) m &= m - 1;
-    rank = static_cast<unsigned>(std::countr_zero(m));
-    to_warp = &w;
-    break;
-  }
+  if (!interleave_coin(8) || warp_runnable_r_ == 0) return false;
+  // A runnable warp, then a runnable lane of it (the running thread is in neither mask).
+  const auto nth_bit = [](unsigned m, unsigned n) {
+    for (; n != 0; --n) m &= m - 1;
+    return static_cast<unsigned>(std::countr_zero(m));
+  };
+  const auto to_rank = static_cast<std::uint8_t>(
+      nth_bit(warp_runnable_r_, interleave_below(static_cast<unsigned>(std::popcount(warp_runnable_r_)))));
+  WarpRec* to_warp = &warps_[warp_of_rank_[to_rank]];
+  const unsigned rank = nth_bit(to_warp->runnable_r,
+                                interleave_below(static_cast<unsigned>(std::popcount(to_warp->runnable_r))));
   ThreadRec& t = *cur_;
   Fiber* self = t.fiber;
   set_runnable(t);
   const auto to_index = static_cast<std::uint8_t>(to_warp - warps_.data());
   const auto lowest = static_cast<std::uint8_t>(std::countr_zero(warp_runnable_r_));
-  const std::uint8_t to_rank = rank_of_warp_[to_index];
   if (to_rank != lowest) {  // both ranks have runnable lanes: warp_runnable_r_ stays as it is
     const std::uint8_t low_warp = warp_of_rank_[lowest];
     warp_of_rank_[lowest] = to_index;

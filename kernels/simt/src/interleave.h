@@ -40,6 +40,8 @@
 
 namespace simt::detail {
 
+class Sched;
+
 // Host threads that run the blocks of an interleaved launch (at most this many at once).
 constexpr unsigned kInterleavedHostThreads = 4;
 
@@ -78,7 +80,7 @@ class Interleaver {
   // Puts back what a stale load hid and unmarks everything this launch marked.
   void end_launch();
   // A block starts with its dynamic shared memory at [smem, smem + bytes), or ends.
-  void begin_block(unsigned char* smem, std::size_t bytes);
+  void begin_block(Sched* sched, unsigned char* smem, std::size_t bytes);
   void end_block(unsigned char* smem, std::size_t bytes);
   // A static __shared__ array a thread of the block reached (kept marked until the launch's end:
   // it is the same array for every block of the host thread).
@@ -99,6 +101,9 @@ class Interleaver {
 
   std::vector<Range> launch_ranges_;  // argument allocations and static shared arrays
   Baton* baton_ = nullptr;
+  // The scheduler of the host thread holding the baton (or the only one): set where a block starts
+  // and where a hand-over returns, so the hooks need no thread-local lookup.
+  Sched* sched_ = nullptr;
   // A stale load in flight: at `at`, `size` bytes, `stale` what its thread was given in place of
   // `newer`.
   unsigned char* at_ = nullptr;

@@ -254,7 +254,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   interleaver_ = cfg.interleave && d.access_hooks ? g_interleaver.load(std::memory_order_relaxed) : nullptr;
   if (interleaver_ != nullptr) {
     interleave_rng_ = block_seed_ ^ 0x5851F42D4C957F2Dull;
-    interleaver_->begin_block(smem_, d.dyn_smem_bytes);
+    interleaver_->begin_block(this, smem_, d.dyn_smem_bytes);
   }
 
   threads_.resize(nthreads_);
