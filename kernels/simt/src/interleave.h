@@ -22,9 +22,10 @@
 //
 // Blocks: a launch of more than one block runs on up to kInterleavedHostThreads host threads that
 // take turns (Baton), its blocks handed out in an order shuffled by the seed, so at a hooked
-// access of global memory a second coin may hand over to another host thread, which runs its own
+// load of global memory a second coin may hand over to another host thread, which runs its own
 // block (its own static __shared__ arrays, thread_local per host thread, and its own dynamic
-// shared memory) until it hands over in turn or runs out of blocks. One scheduler runs one block
+// shared memory) until it hands over in turn or runs out of blocks. Only loads hand over: between
+// blocks a store changes nothing the shuffled order does not. One scheduler runs one block
 // at a time, and a host thread's static __shared__ arrays are one block's: blocks are interleaved
 // only across host threads, so at most that many are under way at once.
 #pragma once
