@@ -174,11 +174,12 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
 void GpuCandidate::choose_kernels() {
   table_ = *made_with_;
   checked_ = false;
-  // The access-hooked checker serves only the checker alone: a schedule rerun (--race-check) does
-  // not watch a checked kernel (docs/simt.md). Mutants keep their plain tables and its fault-based
-  // checker.
+  // The checked flavour serves the hazard checker alone, and the schedule rerun alone (--race-check:
+  // its first rerun interleaves at the hooked accesses, docs/simt.md); with both, the hooked
+  // checker would be off, so the plain kernels run under the fault-based one. Mutants keep their
+  // plain tables and its fault-based checker.
   const simt::Config c = simt::config();  // as launch_sinks::configure left it for this run
-  if (made_with_ != &dsk_simt::table() || !c.racecheck || c.race_schedules > 0) return;
+  if (made_with_ != &dsk_simt::table() || c.racecheck == (c.race_schedules > 0)) return;
   std::string why;
   if (const dsk::KernelTable* checked = checked_kernels(why)) {
     table_ = *checked;
@@ -186,10 +187,15 @@ void GpuCandidate::choose_kernels() {
     return;
   }
   static const bool said =
-      (fmt::print(stderr,
-                  "driftscope: --simt-racecheck runs {} on the page-fault hazard checker "
-                  "(no file:line for global memory or static shared memory): {}\n",
-                  name_, why),
+      (c.racecheck ? fmt::print(stderr,
+                                "driftscope: --simt-racecheck runs {} on the page-fault "
+                                "hazard checker (no file:line for global memory or static "
+                                "shared memory): {}\n",
+                                name_, why)
+                   : fmt::print(stderr,
+                                "driftscope: --race-check reruns {} without interleaving at "
+                                "memory operations (its plain kernels): {}\n",
+                                name_, why),
        true);
   (void)said;
 }

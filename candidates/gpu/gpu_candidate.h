@@ -127,7 +127,8 @@ class GpuCandidate final : public Candidate {
   // is read in place and these are copied: the memory estimate counts them.
   static std::vector<std::string_view> packed_roles(BlockKind kind);
   // Whether the last load() chose the checked flavour of the kernels (gpu/checked_kernels.h): the
-  // simt candidate under the hazard checker alone (`--simt-racecheck` without `--race-check`).
+  // simt candidate under the hazard checker alone (`--simt-racecheck` without `--race-check`) or the
+  // schedule rerun alone (`--race-check` without `--simt-racecheck`: it interleaves them).
   bool runs_checked_kernels() const { return checked_; }
   // Elements of the matrices the last load() copied (the test holding packed_roles to it).
   std::uint64_t copied_matrix_elements() const { return copied_matrix_elements_; }
@@ -177,7 +178,8 @@ class GpuCandidate final : public Candidate {
   void free_all();
 
   // The kernels load() chose (choose_kernels): the table the candidate was made with, or for this
-  // build's SIMT kernels under the hazard checker their checked flavour (gpu/checked_kernels.h).
+  // build's SIMT kernels under the hazard checker or the schedule rerun their checked flavour
+  // (gpu/checked_kernels.h).
   void choose_kernels();
   const dsk::KernelTable* made_with_;
   dsk::KernelTable table_;

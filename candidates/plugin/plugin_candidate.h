@@ -20,9 +20,10 @@ namespace ds {
 
 // The plugin's checked twin: STEM_checked.so beside STEM.so, the same candidate linked against its
 // kernels' CHECKED flavour (the scaffold of `driftscope new-candidate` builds both). A run under
-// the hazard checker (--simt-racecheck, the hazard part of check and verify) loads it instead of
-// the plugin, so its kernels are checked access by access, with file:line, instead of through page
-// faults. Empty when there is none, or when it is older than the plugin (a stale build).
+// the hazard checker alone (--simt-racecheck, the hazard part of check and verify) loads it instead
+// of the plugin, so its kernels are checked access by access, with file:line, instead of through
+// page faults; so does a schedule rerun alone (--race-check), whose first rerun interleaves checked
+// kernels at memory operations. Empty when there is none, or when it is older than the plugin.
 std::string checked_twin(const std::string& plugin_path);
 
 class PluginCandidate final : public Candidate {

@@ -37,7 +37,7 @@ nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
                    {"sha256", origin->sha256},
                    {"version", origin->plugin_version},
                    {"sdk_version", origin->sdk_version}};
-  if (origin && opt.simt.racecheck)
+  if (origin && opt.simt.racecheck != (opt.simt.race_check > 0))
     if (const std::string twin = checked_twin(origin->path); !twin.empty())
       j["plugin"]["checked_twin"] = twin;
   return j;

@@ -1,7 +1,8 @@
-// The simt candidate under the hazard checker runs the checked flavour of kernels/*.cu, dlopen'ed
-// from its own module (candidates/gpu/checked_kernels.h): when it does, when it does not, and that
-// the production kernels draw no hazard and no uninitialised read from it on any tiny preset, with
-// verify's poison or without.
+// The simt candidate under the hazard checker, or under a schedule rerun, runs the checked flavour
+// of kernels/*.cu, dlopen'ed from its own module (candidates/gpu/checked_kernels.h): when it does,
+// when it does not, and that the production kernels draw no hazard and no uninitialised read from
+// it on any tiny preset, with verify's poison or without, and no race from the rerun that
+// interleaves at memory operations.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -46,6 +47,7 @@ const ChoiceCase kChoices[] = {
     {"simt_under_the_hazard_checker", "simt", true, 0, true},
     {"simt_gdn_plain_under_the_hazard_checker", "simt-gdn-plain", true, 0, true},
     {"simt_without_it", "simt", false, 0, false},
+    {"simt_under_a_schedule_rerun", "simt", false, 2, true},
     {"simt_under_a_schedule_rerun_too", "simt", true, 2, false},
     {"a_mutant_keeps_its_plain_kernels", "mutant:reduce-war", true, 0, false},
 };
@@ -110,6 +112,30 @@ TEST_P(CheckedClean, ProductionKernelsReadNoPoisonedGlobalMemory) {
   expect_clean_under_the_checker(GetParam(), SimtOptions::kPoisonNan);
 }
 
+// The same presets under `--race-check 2` (its first rerun interleaves the checked kernels at
+// memory operations, threads of a block and blocks alike): no race, the same pass as a plain run.
+class InterleavedClean : public testing::TestWithParam<std::string> {};
+
+TEST_P(InterleavedClean, ProductionKernelsGiveTheSameBitsInterleaved) {
+  if (!has_checked_module()) GTEST_SKIP() << "no checked kernel module in this build";
+  RunOptions o;
+  o.model = "synthetic:" + GetParam();
+  o.candidate = "simt";
+  o.prompt_tokens = 4;
+  o.decode_steps = 1;
+  o.modes = {Mode::isolated};
+  o.isolate_process = false;
+  o.simt.race_check = 2;
+  RunReport r;
+  try {
+    r = run_parity(o, Policy::dtype_defaults());
+  } catch (const GateRefusal& e) {
+    GTEST_SKIP() << e.what();
+  }
+  EXPECT_EQ(r.exit_code, kExitParity) << r.verdict;
+  for (const StageResult& s : r.results) EXPECT_NE(s.status, Status::race) << s.key.stage << ": " << s.note;
+}
+
 std::vector<std::string> tiny_presets() {
   std::vector<std::string> out;
   for (const std::string& p : ref::synthetic_presets())
@@ -118,6 +144,13 @@ std::vector<std::string> tiny_presets() {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyPresets, CheckedClean, testing::ValuesIn(tiny_presets()),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                           std::string n = i.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+INSTANTIATE_TEST_SUITE_P(TinyPresets, InterleavedClean, testing::ValuesIn(tiny_presets()),
                          [](const testing::TestParamInfo<std::string>& i) {
                            std::string n = i.param;
                            for (char& ch : n)

@@ -152,6 +152,23 @@ TEST(RaceRerun, RestoresInputsBeforeEverySchedule) {
   EXPECT_TRUE(findings.messages.empty());
 }
 
+// Interleaving at memory operations needs a kernel built CHECKED (tests/simt/test_interleave.cpp):
+// a plain kernel runs under Config::interleave as without it, and its schedule rerun has no
+// interleaved schedule (aliased_slots, which only interleaving could expose, stays unseen).
+TEST(RaceRerun, PlainKernelsIgnoreInterleaving) {
+  for (const RaceCase& c : kCases) {
+    simt::Config cfg;
+    cfg.interleave = true;
+    cfg.seed = 1;
+    EXPECT_TRUE(bitwise_equal(run(c.kernel, {}), run(c.kernel, cfg))) << c.name;
+  }
+  RaceFindings findings;
+  simt::Config cfg;
+  cfg.race_schedules = 1;
+  (void)run(RaceKernel::aliased_slots, cfg);
+  EXPECT_TRUE(findings.messages.empty()) << findings.messages.front();
+}
+
 // With no sink installed, a finding is the launch's error, naming the kernel.
 TEST(RaceRerun, WithoutSinkARaceIsAKernelError) {
   simt::Config cfg;

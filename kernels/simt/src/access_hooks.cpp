@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "access_shadow.h"
+#include "interleave.h"
 
 namespace {
 
@@ -29,6 +30,8 @@ namespace {
   if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))
       [[likely]]
     s->on_access(p, n, write, pc);
+  else if (simt::detail::Interleaver* i = simt::detail::g_interleaver.load(std::memory_order_relaxed))
+    i->on_access(p, n, write);  // Config::interleave (interleave.h)
 }
 
 // Whether /proc/self/maps lists an anonymous read-write mapping of exactly [lo, hi): the shadow

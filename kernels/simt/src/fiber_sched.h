@@ -32,6 +32,15 @@ constexpr std::size_t kStackBytes = 64 * 1024;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 struct ThreadRec;
+class Interleaver;
+
+// The schedules' generator (SplitMix64): random order's shuffles, interleaving's coin and choice.
+inline std::uint64_t splitmix(std::uint64_t& s) {
+  std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
 
 struct Fiber {
   void* ctx = nullptr;       // saved context while suspended (fiber_switch.h)
@@ -142,6 +151,16 @@ class Sched {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
   std::vector<std::string> take_hazards() { return hazards_.take(); }
+  // Config::interleave at a hooked access of the running thread (interleave.cpp): a seeded coin,
+  // then another runnable thread runs first. False when the thread runs on without a switch.
+  bool yield_at_access();
+  // True one time in `n`, drawn from the block's interleave generator.
+  std::uint64_t interleave_draw() { return splitmix(interleave_rng_); }
+  // A draw in [0, n) (multiply and shift: no division on the hooks' path).
+  unsigned interleave_below(unsigned n) {
+    return static_cast<unsigned>(((interleave_draw() >> 32) * n) >> 32);
+  }
+  bool interleave_coin(unsigned n) { return interleave_below(n) == 0; }
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);
@@ -236,6 +255,8 @@ class Sched {
   bool smem_watched_ = false;    // a checker watches this block's shared memory (either kind)
   bool faulting_check_ = false;  // hazards_ watches this block (Config::racecheck, a kernel without hooks)
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
+  Interleaver* interleaver_ = nullptr;   // this block's, under Config::interleave (interleave.h)
+  std::uint64_t interleave_rng_ = 0;
 };
 
 // barrier_arrive's general case (Sched::arrive_barrier), out of line so that the usual one needs

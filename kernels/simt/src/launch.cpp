@@ -22,6 +22,7 @@
 #include "allocations.h"
 #include "block_writes.h"
 #include "hazards.h"
+#include "interleave.h"
 #include "launch_sink.h"
 #include "race_rerun.h"
 #include "sched.h"
@@ -147,17 +148,53 @@ AccessShadow& access_shadow() {
 // Every block of the grid under `cfg`; throws what the lowest failing block reported.
 void run_grid(const LaunchDesc& d, const Config& cfg) {
   const std::uint64_t nblocks = static_cast<std::uint64_t>(d.grid.x) * d.grid.y * d.grid.z;
+  // Config::interleave on a kernel with access hooks, unless the hazard checker watches the launch
+  // (it takes every hooked access): the interleaver marks what the launch writes for the hooks,
+  // and more than one block runs on up to kInterleavedHostThreads host threads taking turns, in a
+  // shuffled order (interleave.h).
+  struct Interleaving {
+    Interleaver* on = nullptr;
+    std::optional<Baton> baton;
+    std::vector<std::uint64_t> order;  // of the blocks: shuffled, where a baton interleaves them
+    ~Interleaving() {
+      if (on == nullptr) return;
+      g_interleaver.store(nullptr, std::memory_order_relaxed);
+      on->end_launch();
+    }
+  } interleaving;
+  if (cfg.interleave && d.access_hooks && g_access_shadow.load(std::memory_order_relaxed) == nullptr) {
+    static Interleaver* const interleaver = new Interleaver();  // leaked on purpose, like the workers
+    interleaving.on = interleaver;
+    if (nblocks > 1) {
+      interleaving.baton.emplace(
+          static_cast<unsigned>(std::min<std::uint64_t>(nblocks, kInterleavedHostThreads)));
+      interleaving.order = interleaved_block_order(nblocks, cfg.seed);
+    }
+    interleaver->begin_launch(d, interleaving.baton ? &*interleaving.baton : nullptr);
+    g_interleaver.store(interleaver, std::memory_order_relaxed);
+  }
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> abort{false};
   std::mutex err_mutex;
   std::uint64_t err_block = ~std::uint64_t{0};
   std::string err;
   std::exception_ptr exc;
+  Baton* const baton = interleaving.baton ? &*interleaving.baton : nullptr;
   const std::function<void()> job = [&] {
+    struct Turn {  // the baton's holder alone takes blocks and runs them
+      Baton* baton;
+      explicit Turn(Baton* b) : baton(b) {
+        if (baton != nullptr) baton->join();
+      }
+      ~Turn() {
+        if (baton != nullptr) baton->leave();
+      }
+    } turn(baton);
     for (;;) {
       if (abort.load(std::memory_order_relaxed)) return;
-      const std::uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= nblocks) return;
+      const std::uint64_t taken = next.fetch_add(1, std::memory_order_relaxed);
+      if (taken >= nblocks) return;
+      const std::uint64_t b = interleaving.order.empty() ? taken : interleaving.order[taken];
       std::string block_err;
       std::exception_ptr block_exc;
       const bool ok = run_block(d, cfg, b, block_err, block_exc);
@@ -175,7 +212,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
       }
     }
   };
-  const unsigned wanted = cfg.host_threads == 0 ? default_host_threads() : cfg.host_threads;
+  const unsigned wanted = baton != nullptr        ? kInterleavedHostThreads
+                          : cfg.host_threads == 0 ? default_host_threads()
+                                                  : cfg.host_threads;
   const auto host = static_cast<unsigned>(std::min<std::uint64_t>(wanted, nblocks));
   if (host <= 1) {
     job();
@@ -290,7 +329,7 @@ extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* messa
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
@@ -300,5 +339,6 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   c.race_schedules = v.race_schedules;
   c.racecheck = v.racecheck != 0;
   c.poison = v.poison;
+  c.interleave = v.interleave != 0;
   simt::set_config(c);
 }

@@ -24,7 +24,7 @@ struct RaceSink {
 };
 std::atomic<const RaceSink*> g_race_sink{nullptr};
 
-std::string schedule_name(const Config& c) {
+std::string order_name(const Config& c) {
   switch (c.order) {
     case Order::forward: return "forward";
     case Order::reverse: return "reverse";
@@ -33,16 +33,32 @@ std::string schedule_name(const Config& c) {
   return "?";
 }
 
-bool same_schedule(const Config& a, const Config& b) {
-  return a.order == b.order && (a.order != Order::random || a.seed == b.seed);
+// "forward", "random:3", "forward+interleave:1".
+std::string schedule_name(const Config& c) {
+  return c.interleave ? fmt::format("{}+interleave:{}", order_name(c), c.seed) : order_name(c);
 }
 
-// The `n` schedules after `primary`: forward, reverse, then random ones seeded after it.
-std::vector<Config> other_schedules(const Config& primary, unsigned n) {
+bool same_schedule(const Config& a, const Config& b) {
+  return a.order == b.order && a.interleave == b.interleave &&
+         (a.seed == b.seed || (a.order != Order::random && !a.interleave));
+}
+
+// The `n` schedules after `primary`. For a kernel with access hooks (`hooked`) first the primary's
+// order interleaved at memory operations (Config::interleave), seeded after it: the only one that
+// can make a lost update (between threads of a block, or between blocks) show as a value. Then
+// forward, reverse, and random ones seeded after it, none interleaved.
+std::vector<Config> other_schedules(const Config& primary, unsigned n, bool hooked) {
   std::vector<Config> out;
   Config c = primary;
   c.race_schedules = 0;
   c.racecheck = false;  // the first run checked for hazards already
+  if (hooked && !primary.interleave && n != 0) {
+    c.interleave = true;
+    c.seed = primary.seed + 1;
+    out.push_back(c);
+    c.seed = primary.seed;
+  }
+  c.interleave = false;
   for (Order o : {Order::forward, Order::reverse}) {
     c.order = o;
     if (out.size() < n && !same_schedule(c, primary)) out.push_back(c);
@@ -169,7 +185,7 @@ double run_race_checked(const LaunchDesc& d, const Config& cfg, GridRunner run_g
   for (Region& r : regions) r.after.assign(r.alloc.base, r.alloc.base + r.alloc.bytes);
 
   std::string finding;
-  for (const Config& other : other_schedules(cfg, cfg.race_schedules)) {
+  for (const Config& other : other_schedules(cfg, cfg.race_schedules, d.access_hooks)) {
     for (Region& r : regions) std::memcpy(r.alloc.base, r.before.data(), r.alloc.bytes);
     try {
       run_grid(d, other);

@@ -14,6 +14,7 @@
 
 #include "access_shadow.h"
 #include "fiber_sched.h"
+#include "interleave.h"
 #include "sched.h"
 
 namespace simt::detail {
@@ -38,17 +39,6 @@ std::string tid(const uint3& t) { return fmt::format("({},{},{})", t.x, t.y, t.z
 bool same_site(Site a, Site b) {
   return a.line == b.line && (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
 }
-
-namespace {
-
-std::uint64_t splitmix(std::uint64_t& s) {
-  std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 void fiber_entry(void* from);
 
@@ -263,6 +253,11 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->begin_block(smem_, d.dyn_smem_bytes, d.block, blockIdx);
   smem_watched_ = faulting_check_ || tl_access_shadow != nullptr;
+  interleaver_ = cfg.interleave && d.access_hooks ? g_interleaver.load(std::memory_order_relaxed) : nullptr;
+  if (interleaver_ != nullptr) {
+    interleave_rng_ = block_seed_ ^ 0x5851F42D4C957F2Dull;
+    interleaver_->begin_block(this, smem_, d.dyn_smem_bytes);
+  }
 
   threads_.resize(nthreads_);
   warps_.resize(nwarps_);
@@ -278,10 +273,11 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   }
   // A fixed order's tables depend on the block's shape alone (and point into threads_): blocks of
   // one launch, and launches of one shape, reuse them. Random order differs from block to block.
-  if (cfg.order == Order::random || ordered_.threads != threads_.data() || ordered_.nthreads != nthreads_ ||
-      ordered_.order != cfg.order) {
+  // Interleaving reorders warps as it goes: its tables are made afresh, and not kept.
+  if (cfg.order == Order::random || interleaver_ != nullptr || ordered_.threads != threads_.data() ||
+      ordered_.nthreads != nthreads_ || ordered_.order != cfg.order) {
     make_order(0);
-    ordered_ = {threads_.data(), nthreads_, cfg.order};
+    ordered_ = interleaver_ != nullptr ? OrderKey{} : OrderKey{threads_.data(), nthreads_, cfg.order};
   }
   // A thread's index, warp and lane depend on the block's shape alone: set when it changes. Every
   // thread's fiber is null here (the last block's threads exited, or run_block reset them).
@@ -316,6 +312,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     set_current_checker(nullptr);
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->end_block();
+  if (interleaver_ != nullptr) interleaver_->end_block(smem_, d.dyn_smem_bytes);
   if (!failed_) return true;
   if (failed_fiber_ != nullptr && failed_fiber_->thread == nullptr) {
     reset_fiber(failed_fiber_);
@@ -521,6 +518,7 @@ void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
     fill_poison(p, bytes, cfg_.poison);
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->static_shared(p, bytes, elem);  // after the fill
+  if (interleaver_ != nullptr) interleaver_->static_shared(p, bytes);
 }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }

@@ -42,6 +42,13 @@ struct Config {
   // What simt::malloc'd memory and dynamic shared memory are filled with (PoisonPattern):
   // `driftscope verify` runs a candidate under two and calls any output that differs uninitialised.
   unsigned poison = 0;
+  // Interleaving at memory operations (docs/simt.md "Schedules"): in a kernel built with access
+  // hooks (driftscope_add_simt_kernel(... CHECKED)), every load and store of memory a launch
+  // writes may suspend its thread (a coin seeded by `seed` and the block) and run another runnable
+  // thread of the block first; a suspended load reads the value from before the others ran. A
+  // read-modify-write raced by threads of one block then loses updates, as on a GPU. Not while the
+  // hazard checker (racecheck) watches the launch; no effect on kernels without hooks.
+  bool interleave = false;
 };
 
 // Config::poison's values. Each is a repeating 16-bit word, so f32, f16 and bf16 views all read
@@ -110,5 +117,6 @@ struct simt_options {
   unsigned race_schedules;
   int racecheck;
   unsigned poison;  // Config::poison
+  int interleave;   // Config::interleave
 };
 }
