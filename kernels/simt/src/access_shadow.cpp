@@ -69,27 +69,18 @@ void AccessShadow::begin_launch(const LaunchDesc& d, unsigned poison) {
   first_serial_ = serial_ + 1;
   poison_ = poison != 0 ? poison_word(poison) : 0;
   // Writable arguments first: an allocation a read-only argument shares with one is tracked in full.
-  for (const bool writable : {true, false}) {
-    if (!writable && poison_ == 0) break;  // read-only memory matters only for reads of the poison
-    for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
-      const PtrArg& a = d.ptr_args[i];
-      if (a.writable != writable || a.ptr == nullptr) continue;
-      const auto alloc = allocation_of(a.ptr);
-      if (!alloc) continue;  // not device memory the runtime handed out
-      const bool seen =
-          std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) { return r.lo == alloc->base; });
-      if (seen) continue;
-      Region r{alloc->base, alloc->base + alloc->bytes, nullptr, Kind::global, shift_for(a.elem_size), &a};
-      if (writable) {
-        // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
-        r.mapped_bytes = std::max<std::size_t>(alloc->bytes, 1) * sizeof(Cell);
-        void* m = ::mmap(nullptr, r.mapped_bytes, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED) throw std::bad_alloc();
-        r.cells = static_cast<Cell*>(m);
-      }
-      add_region(r);
+  // Read-only memory matters only for reads of the poison.
+  for (const auto& [alloc, arg] : argument_allocations(d, poison_ != 0)) {
+    Region r{alloc.base, alloc.base + alloc.bytes, nullptr, Kind::global, shift_for(arg->elem_size), arg};
+    if (arg->writable) {
+      // Mapped, not allocated: zero pages cost nothing until the kernel touches their bytes.
+      r.mapped_bytes = std::max<std::size_t>(alloc.bytes, 1) * sizeof(Cell);
+      void* m = ::mmap(nullptr, r.mapped_bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) throw std::bad_alloc();
+      r.cells = static_cast<Cell*>(m);
     }
+    add_region(r);
   }
   n_global_ = regions_.size();
 }

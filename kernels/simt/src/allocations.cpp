@@ -2,6 +2,7 @@
 
 #include "simt/simt_common.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -36,6 +37,23 @@ std::optional<Allocation> allocation_of(const void* p) {
   --it;
   if (a >= it->first + it->second && a != it->first) return std::nullopt;
   return Allocation{reinterpret_cast<unsigned char*>(it->first), it->second};
+}
+
+std::vector<ArgAllocation> argument_allocations(const LaunchDesc& d, bool read_only) {
+  std::vector<ArgAllocation> out;
+  for (const bool writable : {true, false}) {
+    if (!writable && !read_only) break;
+    for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
+      const PtrArg& a = d.ptr_args[i];
+      if (a.writable != writable || a.ptr == nullptr) continue;
+      const auto alloc = allocation_of(a.ptr);
+      if (!alloc) continue;
+      const bool seen = std::any_of(out.begin(), out.end(),
+                                    [&](const ArgAllocation& o) { return o.alloc.base == alloc->base; });
+      if (!seen) out.push_back({*alloc, &a});
+    }
+  }
+  return out;
 }
 
 void fill_poison(void* p, std::size_t bytes, unsigned pattern) {

@@ -4,6 +4,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
+
+#include "simt/simt_cpu.h"
 
 namespace simt::detail {
 
@@ -16,6 +19,15 @@ void note_allocation(void* base, std::size_t bytes);
 void forget_allocation(void* base);
 // The live allocation holding `p`, if any.
 std::optional<Allocation> allocation_of(const void* p);
+// An allocation a launch's pointer arguments point into, with the first such argument.
+struct ArgAllocation {
+  Allocation alloc;
+  const PtrArg* arg;
+};
+// The distinct allocations the writable pointer arguments of `d` point into (what a launch may
+// write: the checkers watch these), then, with `read_only`, those only read-only ones point into.
+// Pointers into memory the runtime did not hand out are not among them.
+std::vector<ArgAllocation> argument_allocations(const LaunchDesc& d, bool read_only);
 // Fills [p, p + bytes) with Config::poison's pattern (simt_common.h poison_word).
 void fill_poison(void* p, std::size_t bytes, unsigned pattern);
 

@@ -21,20 +21,13 @@ std::string block_name(const LaunchDesc& d, std::uint64_t b) {
 }  // namespace
 
 BlockWrites::BlockWrites(const LaunchDesc& d) : d_(d) {
-  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
-    const PtrArg& a = d.ptr_args[i];
-    if (!a.writable || a.ptr == nullptr) continue;
-    const auto alloc = allocation_of(a.ptr);
-    if (!alloc) continue;  // not device memory the runtime handed out
-    const bool seen = std::any_of(watched_.begin(), watched_.end(),
-                                  [&](const Watched& w) { return w.base == alloc->base; });
-    if (seen) continue;
-    Watched w{alloc->base,
-              alloc->bytes,
-              std::vector<unsigned char>(alloc->base, alloc->base + alloc->bytes),
-              std::vector<std::int64_t>(alloc->bytes, -1),
-              std::vector<bool>(alloc->bytes, true),
-              &a};
+  for (const auto& [alloc, arg] : argument_allocations(d, false)) {
+    Watched w{alloc.base,
+              alloc.bytes,
+              std::vector<unsigned char>(alloc.base, alloc.base + alloc.bytes),
+              std::vector<std::int64_t>(alloc.bytes, -1),
+              std::vector<bool>(alloc.bytes, true),
+              arg};
     watched_.push_back(std::move(w));
   }
 }

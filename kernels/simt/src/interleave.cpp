@@ -91,14 +91,10 @@ bool Interleaver::is_global(const unsigned char* p) const {
 
 void Interleaver::begin_launch(const LaunchDesc& d, Baton* baton) {
   baton_ = baton;
-  for (std::size_t i = 0; i < d.n_ptr_args; ++i) {
-    const PtrArg& a = d.ptr_args[i];
-    if (!a.writable || a.ptr == nullptr) continue;
-    const auto alloc = allocation_of(a.ptr);
-    if (!alloc) continue;  // not device memory the runtime handed out
+  for (const auto& [alloc, arg] : argument_allocations(d, false)) {
     const bool seen = std::any_of(launch_ranges_.begin(), launch_ranges_.end(),
-                                  [&](const Range& r) { return r.lo == alloc->base; });
-    if (!seen) watch(alloc->base, alloc->base + alloc->bytes, true);
+                                  [&](const Range& r) { return r.lo == alloc.base; });
+    if (!seen) watch(alloc.base, alloc.base + alloc.bytes, true);
   }
 }
 
