@@ -108,6 +108,13 @@ const HookedCase kCases[] = {
       "wrote"},
      {"@neighbour-write", "@neighbour-read"}},
     {"read_of_own_output", hazard(HazardKernel::own_output), 8, "hazard_kernels.cu", {}, {}},
+    {"plain_read_of_another_blocks_atomic",
+     hazard(HazardKernel::plain_read_of_atomic),
+     2,
+     "hazard_kernels.cu",
+     {"RAW race between blocks on global memory element 0 of argument #1: thread (0,0,0) of block (0,0,0) "
+      "atomically wrote"},
+     {"@atomic-write", "@plain-read-of-atomic"}},
     {"uninit_dynamic_shared",
      hazard(HazardKernel::uninit_dynamic_shared),
      64,

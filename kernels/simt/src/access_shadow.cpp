@@ -112,6 +112,9 @@ std::vector<std::string> AccessShadow::take_uninit_reads() {
 void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
   ++serial_;
   sched_ = tl_sched;
+  // No thread of this block has made an atomic yet: the last atomic of an earlier block or launch
+  // (at an address a plain access of this block may reach) must not make that access count as one.
+  g_atomic_target = nullptr;
   block_dim_ = block_dim;
   drop_regions(n_global_);
   dyn_accessed_ = false;

@@ -31,6 +31,17 @@ __global__ void neighbour_kernel(const float* in, float* out, int own) {
   out[n + b] = out[other] * 2.0f;  // @neighbour-read
 }
 
+// Thread 0 of block 0 adds into out[0] atomically; thread 0 of block 1 reads out[0] with a plain
+// load: a race however atomic the add (the same thread index and address as the last atomic, in
+// another block, must not pass for one).
+__global__ void plain_read_of_atomic_kernel(const float* in, float* out) {
+  if (threadIdx.x != 0) return;
+  if (blockIdx.x == 0)
+    atomicAdd(&out[0], in[0]);  // @atomic-write
+  else
+    out[1] = out[0];  // @plain-read-of-atomic
+}
+
 // out[t] = slot[t] after only threads 0..31 staged their slot: half the reads see no write.
 __global__ void uninit_dynamic_kernel(const float* in, float* out) {
   SIMT_DYNAMIC_SHARED(float, slot);
@@ -119,6 +130,9 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::own_output:
       simt::launch(neighbour_kernel, four, dim3(32), 0, nullptr, in, out, 1);
+      break;
+    case HazardKernel::plain_read_of_atomic:
+      simt::launch(plain_read_of_atomic_kernel, dim3(2), dim3(32), 0, nullptr, in, out);
       break;
     case HazardKernel::uninit_dynamic_shared:
       simt::launch(uninit_dynamic_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);

@@ -11,6 +11,7 @@ enum class HazardKernel {
   static_shared_no_barrier,  // the same with no barrier between the partials' writes and reads
   neighbour_output,          // 4 blocks: block b writes out[b], then reads out[b + 1] (another block's)
   own_output,                // 4 blocks: block b writes out[b], then reads it back
+  plain_read_of_atomic,      // 2 blocks: block 0 atomically adds into out[0], block 1 reads it plainly
   uninit_dynamic_shared,     // stages 32 of 64 dynamic shared slots, then reads all 64
   uninit_static_shared,      // the same in a static __shared__ array
   shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
