@@ -174,12 +174,9 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
 void GpuCandidate::choose_kernels() {
   table_ = *made_with_;
   checked_ = false;
-  // The checked flavour serves the hazard checker alone, and the schedule rerun alone (--race-check:
-  // its first rerun interleaves at the hooked accesses, docs/simt.md); with both, the hooked
-  // checker would be off, so the plain kernels run under the fault-based one. Mutants keep their
-  // plain tables and its fault-based checker.
+  // Mutants keep their plain tables and the page-fault checker.
+  if (made_with_ != &dsk_simt::table() || !serves_checked_kernels(launch_sinks::configured())) return;
   const simt::Config c = simt::config();  // as launch_sinks::configure left it for this run
-  if (made_with_ != &dsk_simt::table() || c.racecheck == (c.race_schedules > 0)) return;
   std::string why;
   if (const dsk::KernelTable* checked = checked_kernels(why)) {
     table_ = *checked;

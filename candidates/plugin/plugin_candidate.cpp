@@ -247,11 +247,9 @@ std::string checked_twin(const std::string& plugin_path) {
 }
 
 void PluginCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
-  // As the simt candidate chooses its checked kernels: for the hazard checker alone and for the
-  // schedule rerun alone (which interleaves checked kernels at memory operations); with both, the
-  // hooked checker is off, and the plain plugin runs under the page-fault one.
-  const SimtOptions o = launch_sinks::configured();
-  const std::string twin = o.racecheck != (o.race_check > 0) ? checked_twin(path_) : std::string();
+  // As the simt candidate chooses its checked kernels (serves_checked_kernels).
+  const std::string twin =
+      serves_checked_kernels(launch_sinks::configured()) ? checked_twin(path_) : std::string();
   lib_ = std::make_unique<PluginLibrary>(twin.empty() ? path_ : twin);
   launch_sinks::install_in_library(lib_->handle());  // kernels built on the SIMT runtime report launches
   real_ = lib_->make(name_);

@@ -27,6 +27,13 @@ struct SimtOptions {
   bool operator==(const SimtOptions&) const = default;
 };
 
+// Whether a run is served by kernels' checked flavour (hooked loads and stores): under the hazard
+// checker alone, and under the schedule rerun alone (its first rerun interleaves at the hooked
+// accesses). With both, the hooked checker would be off (it cannot follow an interleaved schedule),
+// so plain kernels run under the page-fault checker. The simt candidate and plugins (their checked
+// twin) choose alike, and the report says which twin served.
+inline bool serves_checked_kernels(const SimtOptions& o) { return o.racecheck != (o.race_check > 0); }
+
 // "forward", "reverse", "random" (seed 0) or "random:SEED" into `o`; otherwise the reason.
 std::string parse_simt_order(std::string_view text, SimtOptions& o);
 // The order as parse_simt_order reads it back ("random:7").

@@ -9,7 +9,6 @@
 #include "build_info.h"
 #include "contracts.h"
 #include "load_model.h"
-#include "plugin/plugin_candidate.h"
 #include "simt_options.h"
 
 namespace ds {
@@ -25,7 +24,7 @@ nlohmann::json trace_root_json(const RunOptions& opt) {
 }
 
 nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
-                              const std::optional<PluginInfo>& origin) {
+                              const std::optional<PluginInfo>& origin, const std::string& checked_twin) {
   nlohmann::json j = {{"name", cand.name()},
                       {"spec", opt.candidate},
                       {"description", cand.description()},
@@ -37,9 +36,7 @@ nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
                    {"sha256", origin->sha256},
                    {"version", origin->plugin_version},
                    {"sdk_version", origin->sdk_version}};
-  if (origin && opt.simt.racecheck != (opt.simt.race_check > 0))
-    if (const std::string twin = checked_twin(origin->path); !twin.empty())
-      j["plugin"]["checked_twin"] = twin;
+  if (origin && !checked_twin.empty()) j["plugin"]["checked_twin"] = checked_twin;
   return j;
 }
 

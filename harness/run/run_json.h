@@ -16,8 +16,9 @@
 namespace ds {
 
 nlohmann::json trace_root_json(const RunOptions& opt);
+// `checked_twin`: the plugin's checked twin that serves this run (settle_candidate finds it), or empty.
 nlohmann::json candidate_json(const RunOptions& opt, const Candidate& cand,
-                              const std::optional<PluginInfo>& origin);
+                              const std::optional<PluginInfo>& origin, const std::string& checked_twin);
 // What is known so far: a run stopped by bad input may know neither the model's configuration
 // (`cfg` null) nor the candidate (`candidate` null: only the name asked for is written), and
 // `baseline` is null until the baseline is made.

@@ -71,9 +71,8 @@ ModelConfig settle_header(RunState& s) {
 
 void settle_candidate(RunState& s, const ModelConfig& header, const Candidate& cand) {
   s.origin = plugin_origin(cand);
-  s.candidate_json = candidate_json(s.opt, cand, s.origin);
-  if (s.origin && s.opt.simt.racecheck != (s.opt.simt.race_check > 0))
-    s.report.checked_twin = checked_twin(s.origin->path);
+  if (s.origin && serves_checked_kernels(s.opt.simt)) s.report.checked_twin = checked_twin(s.origin->path);
+  s.candidate_json = candidate_json(s.opt, cand, s.origin, s.report.checked_twin);
   s.features.batch.check_candidate(s, cand);
   settle_prompt(s, header, cand);
   settle_numerics(s, cand);

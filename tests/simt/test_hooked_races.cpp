@@ -131,6 +131,14 @@ const HookedCase kCases[] = {
      {},
      "uninit read of static shared memory byte 128 no thread of the block wrote: thread (32,0,0)",
      "@uninit-static-read"},
+    {"uninit_static_half",
+     hazard(HazardKernel::uninit_static_half),
+     64,
+     "hazard_kernels.cu",
+     {},
+     {},
+     "uninit read of static shared memory byte 64 no thread of the block wrote: thread (32,0,0)",
+     "@uninit-half-read"},
     // A read-modify-write whose store the instrumentation does not check, found at the barrier.
     {"shared_plus_equals",
      hazard(HazardKernel::shared_plus_equals),
@@ -150,10 +158,17 @@ std::vector<float> run(const HookedCase& c, bool racecheck) {
   return out.to_host();
 }
 
+// Each site is named by the kernel's own line, never by a header's line inlined into it.
 void expect_lines(const std::string& m, const char* file, const std::vector<const char*>& markers) {
-  for (const char* marker : markers)
-    EXPECT_NE(m.find(fmt::format("{}:{}", file, line_of(file, marker))), std::string::npos)
-        << marker << ": " << m;
+  for (const char* marker : markers) {
+    const std::string site = fmt::format("{}:{}", file, line_of(file, marker));
+    const std::size_t at = m.find(site);
+    ASSERT_NE(at, std::string::npos) << marker << ": " << m;
+    // The path the symbolizer prints, "at " before it, and no header frame before that.
+    const std::size_t token = m.rfind(' ', at) + 1;
+    EXPECT_EQ(m.substr(token - 3, 3), "at ") << marker << ": " << m;
+    EXPECT_FALSE(m.substr(0, token).ends_with("inlined at ")) << marker << ": " << m;
+  }
 }
 
 class HookedRaces : public testing::TestWithParam<HookedCase> {};

@@ -38,14 +38,7 @@ const void* pc_of(std::int32_t off) {
                   : reinterpret_cast<const void*>(reinterpret_cast<std::intptr_t>(&pc_anchor) + off);
 }
 
-std::string site_text(std::int32_t off) {
-  const void* pc = pc_of(off);
-  if (pc == nullptr) return "an unknown site";
-  std::string line = source_line(pc);
-  if (!line.empty()) return line;
-  const auto m = module_address(pc);
-  return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
-}
+std::string site_text(std::int32_t off) { return detail::site_text(pc_of(off)); }
 
 // log2 of the cell width for `elem`-byte elements: a power of two up to 8, else bytes.
 unsigned shift_for(std::size_t elem) {

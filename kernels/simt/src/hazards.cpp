@@ -69,13 +69,6 @@ std::string thread_text(std::int32_t linear, dim3 b) {
   return fmt::format("({},{},{})", l % b.x, (l / b.x) % b.y, l / (b.x * b.y));
 }
 
-std::string site_text(const void* pc) {
-  std::string line = source_line(pc);
-  if (!line.empty()) return line;
-  const auto m = module_address(pc);
-  return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
-}
-
 }  // namespace
 
 void set_current_checker(HazardChecker* c) { tl_checker = c; }

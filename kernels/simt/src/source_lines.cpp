@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 namespace simt::detail {
 
@@ -31,12 +33,12 @@ std::optional<ModuleAddress> module_address(const void* addr) {
 
 namespace {
 
-// The file:line lines a symbolizer prints, innermost first; llvm-symbolizer prints a function line
+// The file:line frames a symbolizer prints, innermost first; llvm-symbolizer prints a function line
 // before each and a column after the line.
-std::string run_symbolizer(const std::string& cmd, bool llvm) {
+std::vector<std::string> run_symbolizer(const std::string& cmd, bool llvm) {
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return {};
-  std::string out;
+  std::vector<std::string> frames;
   char buf[1024];
   for (int n = 0; std::fgets(buf, sizeof buf, p) != nullptr; ++n) {
     std::string line(buf);
@@ -52,13 +54,23 @@ std::string run_symbolizer(const std::string& cmd, bool llvm) {
       if (last != std::string::npos && line.find(':') != last) line.erase(last);
     }
     if (line.rfind("??", 0) == 0 || line.ends_with(":0")) continue;
-    out += (out.empty() ? "" : " inlined at ") + line;
+    frames.push_back(std::move(line));
   }
   ::pclose(p);
-  return out;
+  return frames;
 }
 
+std::string_view file_of(std::string_view frame) { return frame.substr(0, frame.rfind(':')); }
+
 }  // namespace
+
+std::string kernel_frame(const std::vector<std::string>& frames) {
+  if (frames.empty()) return {};
+  const std::string_view outer = file_of(frames.back());
+  for (const std::string& f : frames)
+    if (file_of(f) == outer) return f;
+  return frames.back();
+}
 
 std::string source_line(const void* pc) {
   const auto m = module_address(pc);
@@ -74,11 +86,19 @@ std::string source_line(const void* pc) {
   for (char c : file) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   // llvm-symbolizer first: binutils 2.40's addr2line names the wrong file of GCC 12's DWARF 5 line
   // table for code of an #included .cu (driftscope_add_simt_kernel builds exactly that).
-  std::string out = run_symbolizer(
+  std::vector<std::string> frames = run_symbolizer(
       fmt::format("llvm-symbolizer --obj='{}' --inlining {:#x} 2>/dev/null", quoted, m->value), true);
-  if (out.empty())
-    out = run_symbolizer(fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", quoted, m->value), false);
-  return out;
+  if (frames.empty())
+    frames = run_symbolizer(fmt::format("addr2line -i -e '{}' {:#x} 2>/dev/null", quoted, m->value), false);
+  return kernel_frame(frames);
+}
+
+std::string site_text(const void* pc) {
+  if (pc == nullptr) return "an unknown site";
+  std::string line = source_line(pc);
+  if (!line.empty()) return line;
+  const auto m = module_address(pc);
+  return m ? fmt::format("{}+{:#x}", m->name, m->offset) : fmt::format("{}", pc);
 }
 
 }  // namespace simt::detail

@@ -2,6 +2,7 @@
 // one block and written by another, and reads of shared memory (and, under a poison, global
 // memory) nothing wrote. The `// @` markers name the lines the findings must point at.
 #include "simt/simt.h"
+#include "simt/simt_fp16.h"
 
 #include "hazard_kernels.h"
 
@@ -57,6 +58,16 @@ __global__ void uninit_static_kernel(const float* in, float* out) {
   if (t < 32) slot[t] = in[t];
   __syncthreads();
   out[t] = slot[t];  // @uninit-static-read
+}
+
+// The same through __half slots: the load is a __half copy the half header's code makes, inlined
+// here, and the report names this line, not the header's.
+__global__ void uninit_static_half_kernel(const float* in, float* out) {
+  __shared__ __half slot[kThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < 32) slot[t] = __float2half(in[t]);
+  __syncthreads();
+  out[t] = __half2float(slot[t]);  // @uninit-half-read
 }
 
 // out[t] = in[t] + in[t ^ 32] through slot t % 32: threads t and t + 32 both `slot += ` with no
@@ -142,6 +153,9 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::shared_plus_equals:
       simt::launch(shared_plus_equals_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+    case HazardKernel::uninit_static_half:
+      simt::launch(uninit_static_half_kernel, one, block, 0, nullptr, in, out);
       break;
     case HazardKernel::shared_tree_ok:
       simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);

@@ -14,6 +14,7 @@ enum class HazardKernel {
   plain_read_of_atomic,      // 2 blocks: block 0 atomically adds into out[0], block 1 reads it plainly
   uninit_dynamic_shared,     // stages 32 of 64 dynamic shared slots, then reads all 64
   uninit_static_shared,      // the same in a static __shared__ array
+  uninit_static_half,        // the same in a static __shared__ __half array
   shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
   shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
 };

@@ -38,18 +38,6 @@ __global__ void dynamic_shared_plus_equals_kernel(const float* in, float* out) {
   if (t == 0) out[0] = sum[0];
 }
 
-__global__ void tree_sum_kernel(const float* in, float* out) {
-  SIMT_DYNAMIC_SHARED(float, s);
-  const int t = static_cast<int>(threadIdx.x);
-  s[t] = in[t];
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride >>= 1) {
-    if (t < stride) s[t] += s[t + stride];
-    __syncthreads();
-  }
-  if (t == 0) out[0] = s[0];
-}
-
 __global__ void warp_sums_kernel(const float* in, float* out) {
   float v = in[threadIdx.x];
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -91,7 +79,6 @@ void lost_update_kernel(LostUpdateKernel k, const float* in, float* out) {
     case LostUpdateKernel::static_shared_atomic_add:
       simt::launch(static_shared_sum_kernel, one, block, 0, nullptr, in, out, 1);
       break;
-    case LostUpdateKernel::tree_sum: simt::launch(tree_sum_kernel, one, block, smem, nullptr, in, out); break;
     case LostUpdateKernel::warp_sums_atomic_add:
       simt::launch(warp_sums_kernel, one, block, 0, nullptr, in, out);
       break;

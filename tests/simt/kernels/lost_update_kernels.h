@@ -1,6 +1,6 @@
 // Host launchers of the lost-update test kernels (lost_update_kernels.cu), for the schedule that
 // interleaves at memory operations (Config::interleave): read-modify-writes by several threads of
-// one block, with and without an atomic, and a reduction that needs none.
+// one block, with and without an atomic (the race-free tree sum is hazard_kernels' shared_tree_ok).
 #pragma once
 
 namespace simt_test {
@@ -14,7 +14,6 @@ enum class LostUpdateKernel {
   dynamic_shared_plus_equals,  // the same into dynamic shared memory
   global_atomic_add,           // atomicAdd(out, in[t])
   static_shared_atomic_add,    // atomicAdd into a static __shared__ float, then out[0] = it
-  tree_sum,                    // a tree in dynamic shared memory, a barrier after every level
   warp_sums_atomic_add,        // __shfl_xor_sync sums per warp, then one atomicAdd per warp
   own_element_plus_equals,     // out[t] += in[t]: a read-modify-write no other thread touches
   blocks_plus_equals,          // out[0] += in[b] from every block: the split-K lost update
