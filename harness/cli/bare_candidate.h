@@ -1,0 +1,38 @@
+// `verify --candidate FILE.cu --stage-map MAP`: a kernel file as a code generator writes it, with
+// a small YAML map saying which scaffold kind glues it into a model and which of its host
+// functions is the entry point. Driftscope writes the `new-candidate` project of that kind around
+// the file (in place: the file is never written), builds it against the SDK this driftscope is
+// installed with, and the built plugin is then the candidate (docs/verify.md).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace ds::cli {
+
+// The stage map: `kind` (a scaffold kind: rmsnorm, gemv, rope, swiglu) and `entry` (the host
+// function of the .cu with that kind's signature). Anything else in it is an error.
+struct StageMap {
+  std::string path, kind, entry;
+};
+// An InputError naming the file and the field for anything wrong.
+StageMap read_stage_map(const std::string& path);
+
+// A candidate argument that is a kernel file rather than a built-in or a plugin.
+bool is_kernel_file(const std::string& candidate);
+
+struct BareCandidate {
+  std::string source;  // the .cu, absolute
+  StageMap map;
+  std::string project;  // the generated project
+  std::string plugin;   // the plugin it built: what runs as the candidate
+};
+
+// Writes the project of map.kind around `cu` into `dir` and builds it (cmake, the CUDA flavour
+// off). An InputError for anything that stops it: no installed SDK, no cmake, a compile or link
+// error (with the build log's relevant lines, which name the .cu's own file:line). `dir_kept`:
+// whether `dir` outlives the command (the message then points at the whole log).
+BareCandidate build_bare_candidate(const std::string& cu, const std::string& map_path,
+                                   const std::filesystem::path& dir, bool dir_kept);
+
+}  // namespace ds::cli
