@@ -172,10 +172,10 @@ StageMap read_stage_map(const std::string& path) {
 
 bool is_kernel_file(const std::string& candidate) { return fs::path(candidate).extension() == ".cu"; }
 
-BareCandidate build_bare_candidate(const std::string& cu, const std::string& map_path, const fs::path& dir,
+BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
                                    bool dir_kept) {
   BareCandidate b;
-  b.map = read_stage_map(map_path);
+  b.map = map;
   std::error_code ec;
   if (!fs::is_regular_file(cu, ec)) throw InputError(fmt::format("--candidate {}: no such file", cu));
   b.source = fs::absolute(cu).lexically_normal().string();
@@ -184,13 +184,11 @@ BareCandidate build_bare_candidate(const std::string& cu, const std::string& map
         fmt::format("--candidate {}: a path with ';' or a newline cannot be handed to CMake", cu));
   const auto prefix = install_prefix();
   if (!prefix)
-    throw InputError(
-        fmt::format("--candidate {}: a .cu is built against the installed Driftscope SDK, and this "
-                    "driftscope runs from a "
-                    "build tree, which has none: install it (`cmake --install BUILD --prefix P`) and run "
-                    "P/bin/driftscope, "
-                    "or build the plugin yourself (`driftscope new-candidate`)",
-                    cu));
+    throw InputError(fmt::format(
+        "--candidate {}: a .cu is built against the installed Driftscope SDK, and this driftscope "
+        "runs from a build tree, which has none: install it (`cmake --install BUILD --prefix P`) "
+        "and run P/bin/driftscope, or build the plugin yourself (`driftscope new-candidate`)",
+        cu));
   const ScaffoldKind& kind = *find_scaffold_kind(b.map.kind);
   const std::string name = scaffold_project_name(fs::path(b.source).stem().string());
   std::string candidate = name;

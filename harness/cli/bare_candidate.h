@@ -32,7 +32,7 @@ struct BareCandidate {
 // off). An InputError for anything that stops it: no installed SDK, no cmake, a compile or link
 // error (with the build log's relevant lines, which name the .cu's own file:line). `dir_kept`:
 // whether `dir` outlives the command (the message then points at the whole log).
-BareCandidate build_bare_candidate(const std::string& cu, const std::string& map_path,
+BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map,
                                    const std::filesystem::path& dir, bool dir_kept);
 
 }  // namespace ds::cli

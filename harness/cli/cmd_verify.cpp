@@ -375,11 +375,12 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         throw InputError(fmt::format("--candidate {}: a .cu needs --stage-map (docs/verify.md)", candidate));
       if (!is_kernel_file(candidate) && !args->stage_map.empty())
         throw InputError(fmt::format("--stage-map goes with --candidate FILE.cu, not {}", candidate));
-      if (!args->stage_map.empty()) (void)read_stage_map(args->stage_map);  // its errors before any work
+      std::optional<StageMap> map;  // read first: its errors before any work
+      if (!args->stage_map.empty()) map = read_stage_map(args->stage_map);
       const WorkDir dir(*args);
-      if (!args->stage_map.empty()) {
+      if (map) {
         build_kept = dir.kept();
-        bare = build_bare_candidate(candidate, args->stage_map, dir.path(), build_kept);
+        bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);
         args->check.candidate = bare->plugin;
       }
       fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, candidate, c.seed);

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-BUILD_DIR, KERNELS = sys.argv[1:3]
+BUILD_DIR, KERNELS = map(os.path.abspath, sys.argv[1:3])
 
 
 def sha256(path):
@@ -80,6 +80,18 @@ def main():
             if not all(w in p.stderr for w in [stage_map] + wanted):
                 sys.exit(f"FAILED: {stage_map}: the error does not name {wanted}:\n{p.stderr}")
             print(f"{stage_map}: exit 2, {p.stderr.strip().splitlines()[0]}")
+
+        # What the build needs: an installed SDK (a build tree's driftscope has none) and cmake.
+        p = sh(os.path.join(BUILD_DIR, "harness", "driftscope"), "verify", "--model", "synthetic:llama-tiny",
+               "--candidate", "my_rmsnorm.cu", "--stage-map", "rmsnorm.yaml", cwd=user, ok=(2,))
+        if "runs from a build tree" not in p.stderr or "cmake --install" not in p.stderr:
+            sys.exit(f"FAILED: a build tree's driftscope does not say it has no installed SDK:\n{p.stderr}")
+        p = subprocess.run([ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu",
+                            "--stage-map", "rmsnorm.yaml"], cwd=user, capture_output=True, text=True,
+                           env=dict(os.environ, PATH=os.path.join(work, "no-such-dir")), timeout=600)
+        if p.returncode != 2 or "cmake was not found" not in p.stderr:
+            sys.exit(f"FAILED ({p.returncode}): no cmake on the PATH is not said:\n{p.stdout}\n{p.stderr}")
+        print("a build tree's driftscope and a PATH without cmake: exit 2, each saying so")
 
         # The correct kernel: a pass, recorded as the .cu and its map; the same verdict again.
         wd = os.path.join(work, "wd-good")
