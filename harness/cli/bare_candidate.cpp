@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -171,6 +172,39 @@ StageMap read_stage_map(const std::string& path) {
 }
 
 bool is_kernel_file(const std::string& candidate) { return fs::path(candidate).extension() == ".cu"; }
+
+std::optional<StageMap> stage_map_for(const std::string& candidate, const std::string& stage_map) {
+  if (is_kernel_file(candidate) && stage_map.empty())
+    throw InputError(fmt::format("--candidate {}: a .cu needs --stage-map (docs/verify.md)", candidate));
+  if (!is_kernel_file(candidate) && !stage_map.empty())
+    throw InputError(fmt::format("--stage-map goes with --candidate FILE.cu, not {}", candidate));
+  if (stage_map.empty()) return std::nullopt;
+  return read_stage_map(stage_map);
+}
+
+nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
+  return {{"source", b.source},
+          {"kind", b.map.kind},
+          {"entry", b.map.entry},
+          {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
+}
+
+BuildDir::BuildDir(const std::string& keep) {
+  if (!keep.empty()) {
+    path_ = keep;
+    return;
+  }
+  std::string templ = (fs::temp_directory_path() / "driftscope-cu-XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw InputError("cannot make a temporary directory to build the .cu in");
+  path_ = templ;
+  remove_ = true;
+}
+
+BuildDir::~BuildDir() {
+  std::error_code ec;
+  if (remove_) fs::remove_all(path_, ec);
+}
 
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
                                    bool dir_kept) {

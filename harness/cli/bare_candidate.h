@@ -5,7 +5,10 @@
 // installed with, and the built plugin is then the candidate (docs/verify.md).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace ds::cli {
@@ -21,6 +24,10 @@ StageMap read_stage_map(const std::string& path);
 // A candidate argument that is a kernel file rather than a built-in or a plugin.
 bool is_kernel_file(const std::string& candidate);
 
+// The map of `--candidate FILE.cu --stage-map MAP`; nullopt for any other candidate. A .cu
+// without a map, or a map with another candidate, is an InputError.
+std::optional<StageMap> stage_map_for(const std::string& candidate, const std::string& stage_map);
+
 struct BareCandidate {
   std::string source;  // the .cu, absolute
   StageMap map;
@@ -34,5 +41,25 @@ struct BareCandidate {
 // whether `dir` outlives the command (the message then points at the whole log).
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map,
                                    const std::filesystem::path& dir, bool dir_kept);
+
+// What a verdict records of it: the .cu's absolute path, the kind, the entry, and the plugin's
+// path when `kept` (null when it was built in a temporary directory, removed at the end).
+nlohmann::json candidate_build_json(const BareCandidate& b, bool kept);
+
+// Where `check` builds a .cu: `keep` when the user named one (its `candidate/`), otherwise a
+// temporary directory removed at the end.
+class BuildDir {
+ public:
+  explicit BuildDir(const std::string& keep);
+  ~BuildDir();
+  BuildDir(const BuildDir&) = delete;
+  BuildDir& operator=(const BuildDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  bool kept() const { return !remove_; }
+
+ private:
+  std::filesystem::path path_;
+  bool remove_ = false;
+};
 
 }  // namespace ds::cli

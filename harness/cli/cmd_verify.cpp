@@ -371,12 +371,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     try {
       const Policy policy = load_policy(c.report);
       (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
-      if (is_kernel_file(candidate) && args->stage_map.empty())
-        throw InputError(fmt::format("--candidate {}: a .cu needs --stage-map (docs/verify.md)", candidate));
-      if (!is_kernel_file(candidate) && !args->stage_map.empty())
-        throw InputError(fmt::format("--stage-map goes with --candidate FILE.cu, not {}", candidate));
-      std::optional<StageMap> map;  // read first: its errors before any work
-      if (!args->stage_map.empty()) map = read_stage_map(args->stage_map);
+      const std::optional<StageMap> map =
+          stage_map_for(candidate, args->stage_map);  // errors before any work
       const WorkDir dir(*args);
       if (map) {
         build_kept = dir.kept();
@@ -428,11 +424,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                         {"check_parts", out.parts}};
     if (bare) {
       j["stage_map"] = args->stage_map;
-      // Where the plugin was built; null when that was a temporary directory, now removed.
-      j["candidate_build"] = {{"source", bare->source},
-                              {"kind", bare->map.kind},
-                              {"entry", bare->map.entry},
-                              {"plugin", build_kept ? nlohmann::json(bare->plugin) : nlohmann::json()}};
+      j["candidate_build"] = candidate_build_json(*bare, build_kept);
     }
     if (out.refused) j["refused"] = out.refusal;
     for (const Finding& f : out.findings) j["findings"].push_back(finding_json(f));

@@ -1,6 +1,7 @@
 """Issue 38 item 4: `driftscope verify --candidate FILE.cu --stage-map MAP`, a bare kernel file as a
 code generator writes it (tests/install/bare_cu/my_rmsnorm.cu), verified by an installed driftscope
-run from a fresh directory: the correct kernel passes (exit 0, the same verdict twice); a planted
+run from a fresh directory: the correct kernel passes (exit 0, the same verdict twice; `check`
+takes the same pair); a planted
 read of shared memory nothing wrote is exit 1, `uninit` at attn_norm with the line of the copy it
 was planted in; a bad map, a missing entry, an entry with another signature and a compile error
 are exit 2 naming the field, the function or the file:line. No .cu is ever written."""
@@ -107,6 +108,15 @@ def main():
         if v2 != v:
             sys.exit("FAILED: the second verify of the same kernel and seed wrote another verdict")
         print(f"my_rmsnorm.cu: exit 0, verdict pass, the same twice; built {v['candidate_build']['plugin']}")
+        # `check` takes the same pair (built in --trace-dir DIR/candidate: here verify's, up to date).
+        p = sh(ds, "check", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
+               "rmsnorm.yaml", "--fill", "reference", "--seed", "3", "--decode-steps", "1", "--trace-dir", wd,
+               "--json", "c.json", cwd=user)
+        c = json.load(open(os.path.join(user, "c.json")))
+        if c["verdict"] != "PASS" or c["candidate"] != "my_rmsnorm.cu" \
+                or c["candidate_build"]["plugin"] != v["candidate_build"]["plugin"]:
+            sys.exit(f"FAILED: check of the .cu:\n{json.dumps({k: c[k] for k in c if k != 'parts'}, indent=1)}\n{p.stdout}")
+        print(f"check my_rmsnorm.cu: exit 0, {p.stdout.strip().splitlines()[-1]}")
 
         # The planted read of unwritten shared memory: uninit at attn_norm, at the line it was planted.
         p, v = verify(uninit, "rmsnorm.yaml", os.path.join(work, "wd-uninit"), (1,), "bad.json")
