@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "bare_candidate.h"
 #include "check_battery.h"
 #include "commands.h"
 #include "cpu/cpu_candidate.h"
@@ -168,7 +169,16 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "schedule races and shared-memory hazards; one verdict naming the first failing stage of each part");
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
-  check->add_option("--candidate", args->candidate, "The candidate to check")->capture_default_str();
+  check
+      ->add_option(
+          "--candidate", args->candidate,
+          "The candidate to check (built-in name, PATH.so[:NAME], or a kernel FILE.cu with --stage-map)")
+      ->capture_default_str();
+  auto stage_map = std::make_shared<std::string>();
+  check->add_option(
+      "--stage-map", *stage_map,
+      "With --candidate FILE.cu: a YAML file with `kind` and `entry` (docs/verify.md); the .cu is "
+      "built in --trace-dir DIR/candidate, or a temporary directory");
   check->add_option("--seed", args->seed, "Seed of the synthetic weights and the prompt")
       ->capture_default_str();
   check->add_option("--layers", args->layers, "Only the first N layers (0: all); real-shape presets want 2")
@@ -185,11 +195,25 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "--policy", args->report.policy,
       "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   check->add_option("--json", args->json, "Write the battery's verdict, part by part, as JSON");
-  check->callback([args, &exit_code] {
+  check->callback([args, stage_map, &exit_code] {
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
       const Policy policy = load_policy(args->report);
       (void)load_config_spec(args->model, args->layers);  // a model that does not load: once, not per part
+      // A kernel file is built into a plugin first, which the parts then run (docs/verify.md).
+      const std::string candidate = args->candidate;
+      const std::optional<StageMap> map = stage_map_for(candidate, *stage_map);
+      std::optional<BuildDir> build_dir;
+      std::optional<BareCandidate> bare;
+      if (map) {
+        build_dir.emplace(args->trace_dir);
+        bare = build_bare_candidate(candidate, *map, build_dir->path(), build_dir->kept());
+        args->candidate = bare->plugin;
+        if (!build_dir->kept())
+          fmt::print(
+              "the plugin built from {} is removed at the end (--trace-dir DIR keeps it in DIR/candidate)\n",
+              candidate);
+      }
       const std::vector<Part> parts = plan_parts(*args);
       const std::string common =
           fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
@@ -197,7 +221,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                       args->layers > 0 ? fmt::format(" --layers {}", args->layers) : "",
                       args->fill == "reference" ? " --fill reference" : "",
                       args->numerics.empty() ? "" : " --numerics " + args->numerics);
-      fmt::print("driftscope check: {} vs {}, seed {}: {} parts\n", args->model, args->candidate, args->seed,
+      fmt::print("driftscope check: {} vs {}, seed {}: {} parts\n", args->model, candidate, args->seed,
                  parts.size());
       std::vector<PartOutcome> outs;
       for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -223,8 +247,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
                  failed ? "did not pass" : "failed", first);
       if (!args->json.empty()) {
         nlohmann::json j = {
-            {"model", args->model},   {"candidate", args->candidate},    {"seed", args->seed},
+            {"model", args->model},   {"candidate", candidate},          {"seed", args->seed},
             {"exit_code", exit_code}, {"verdict", exit_word(exit_code)}, {"parts", nlohmann::json::array()}};
+        if (bare) {
+          j["stage_map"] = *stage_map;
+          j["candidate_build"] = candidate_build_json(*bare, build_dir->kept());
+        }
         for (const PartOutcome& o : outs)
           j["parts"].push_back({{"name", o.part->name},
                                 {"aims_at", o.part->aim},

@@ -2,7 +2,6 @@
 // installed SDK: CMakeLists.txt, one kernel .cu, the candidate (its plan and run), a README.
 #include <fmt/format.h>
 
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,30 +15,6 @@
 namespace ds::cli {
 
 namespace {
-
-std::string substitute(std::string_view text, const std::vector<std::pair<std::string, std::string>>& vars) {
-  std::string out(text);
-  for (const auto& [key, value] : vars)
-    for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + value.size()))
-      out.replace(at, key.size(), value);
-  return out;
-}
-
-std::string_view template_text(const std::string& name) {
-  for (const auto& f : scaffold_files())
-    if (f.name == name) return f.text;
-  throw std::logic_error(fmt::format("scaffold template {} is not compiled in", name));
-}
-
-// A CMake target and C identifier from the directory's name: "My-RMSNorm" -> "my_rmsnorm".
-std::string project_name(const std::filesystem::path& dir) {
-  std::string n;
-  for (char c : dir.filename().string())
-    n +=
-        std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(static_cast<unsigned char>(c))) : '_';
-  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) n = "candidate_" + n;
-  return n;
-}
 
 void write_file(const std::filesystem::path& p, const std::string& text) {
   std::ofstream out(p);
@@ -70,7 +45,7 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       fs::create_directories(root, ec);
       if (ec)
         throw InputError(fmt::format("{}: cannot create the directory: {}", root.string(), ec.message()));
-      const std::string name = project_name(root);
+      const std::string name = scaffold_project_name(root.filename().string());
       std::string candidate = name;
       for (char& c : candidate)
         if (c == '_') c = '-';
@@ -83,11 +58,14 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
           {"@NAME@", name},
           {"@CANDIDATE@", candidate},
           {"@KERNEL@", *kernel},
+          {"@KERNEL_SOURCE@", *kernel + ".cu"},
+          {"@ENTRY@", *kernel + "_forward"},
+          {"@UNAVAILABLE@", *kernel + "_unavailable"},
           {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
-      write_file(root / "CMakeLists.txt", substitute(template_text("CMakeLists.txt.in"), vars));
-      write_file(root / "README.md", substitute(template_text("README.md.in"), vars));
-      write_file(root / (*kernel + ".cu"), substitute(template_text(*kernel + ".cu"), vars));
-      write_file(root / "candidate.cpp", substitute(template_text(*kernel + ".cpp"), vars));
+      write_file(root / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
+      write_file(root / "README.md", scaffold_text("README.md.in", vars));
+      write_file(root / (*kernel + ".cu"), scaffold_text(*kernel + ".cu", vars));
+      write_file(root / "candidate.cpp", scaffold_text(*kernel + ".cpp", vars));
       fmt::print("wrote {}: CMakeLists.txt, {}.cu, candidate.cpp, README.md\n\n", root.string(), *kernel);
       fmt::print("  cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH={1}\n", root.string(), prefix);
       fmt::print("  cmake --build {}/build\n", root.string());

@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bare_candidate.h"
 #include "check_battery.h"
 #include "commands.h"
 #include "report_options.h"
@@ -31,6 +33,7 @@ using verify::Finding;
 struct VerifyArgs {
   CheckArgs check;
   std::string work_dir, json;
+  std::string stage_map;  // with --candidate FILE.cu
   bool keep = false;
   std::vector<std::string> checks;  // empty: all
 };
@@ -83,6 +86,8 @@ class WorkDir {
     if (remove_) std::filesystem::remove_all(path_, ec);
   }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+  bool kept() const { return !remove_; }
 
  private:
   std::filesystem::path path_;
@@ -332,8 +337,14 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "(docs/verify.md). Exit 0 pass, 1 findings, 2 bad input, 3 refused by a gate, 4 the candidate crashed");
   cmd->add_option("--model", c.model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
-  cmd->add_option("--candidate", c.candidate, "The candidate to verify (built-in name or PATH.so[:NAME])")
+  cmd->add_option(
+         "--candidate", c.candidate,
+         "The candidate to verify (built-in name, PATH.so[:NAME], or a kernel FILE.cu with --stage-map)")
       ->capture_default_str();
+  cmd->add_option(
+      "--stage-map", args->stage_map,
+      "With --candidate FILE.cu: a YAML file with `kind` (rmsnorm, gemv, rope, swiglu) and `entry` "
+      "(the .cu's host function the kind's glue calls); docs/verify.md");
   cmd->add_option("--seed", c.seed, "Seed of the synthetic weights and the prompt")->capture_default_str();
   cmd->add_option("--layers", c.layers, "Only the first N layers (0: all)")->capture_default_str();
   cmd->add_option("--decode-steps", c.decode_steps, "Decode steps of every run")->capture_default_str();
@@ -353,12 +364,22 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
   cmd->callback([args, &exit_code] {
     const CheckArgs& c = args->check;
+    const std::string candidate = c.candidate;  // as given: a .cu stays the candidate in the verdict
+    std::optional<BareCandidate> bare;
+    bool build_kept = false;
     Outcome out;
     try {
       const Policy policy = load_policy(c.report);
       (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
+      const std::optional<StageMap> map =
+          stage_map_for(candidate, args->stage_map);  // errors before any work
       const WorkDir dir(*args);
-      fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, c.candidate, c.seed);
+      if (map) {
+        build_kept = dir.kept();
+        bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);
+        args->check.candidate = bare->plugin;
+      }
+      fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, candidate, c.seed);
       const std::size_t before = out.findings.size();
       if (wanted(*args, "check")) run_battery(*args, policy, out);
       note_check(out, kChecks[0], wanted(*args, "check") ? "" : "not asked for (--checks)", before);
@@ -391,7 +412,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     fmt::print("VERIFY {}: {} finding(s)\n", exit_word(exit_code), out.findings.size());
     if (args->json.empty()) return;
     nlohmann::json j = {{"model", c.model},
-                        {"candidate", c.candidate},
+                        {"candidate", candidate},
                         {"seed", c.seed},
                         {"decode_steps", c.decode_steps},
                         {"layers", c.layers},
@@ -401,6 +422,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                         {"findings", nlohmann::json::array()},
                         {"checks", out.checks},
                         {"check_parts", out.parts}};
+    if (bare) {
+      j["stage_map"] = args->stage_map;
+      j["candidate_build"] = candidate_build_json(*bare, build_kept);
+    }
     if (out.refused) j["refused"] = out.refusal;
     for (const Finding& f : out.findings) j["findings"].push_back(finding_json(f));
     std::ofstream file(args->json);

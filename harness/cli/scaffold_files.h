@@ -1,7 +1,11 @@
-// The templates of `driftscope new-candidate`, compiled into the program (harness/cli/scaffold/).
+// The templates of `driftscope new-candidate`, compiled into the program (harness/cli/scaffold/),
+// and the kinds of kernel they glue into a model: `new-candidate` writes a project from them, and
+// `verify --candidate FILE.cu --stage-map MAP` writes one around the user's own file.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ds::cli {
@@ -11,5 +15,25 @@ struct ScaffoldFile {
   std::string_view text;  // with @NAME@, @CANDIDATE@, @KERNEL@, @SDK_VERSION@, @PREFIX@ to substitute
 };
 const std::vector<ScaffoldFile>& scaffold_files();
+
+// One kind of kernel the scaffold glues into a model: the stages its candidate produces and the
+// host entry point its candidate.cpp calls (the kernel file's `<kind>_forward`).
+struct ScaffoldKind {
+  std::string_view name;       // "rmsnorm"
+  std::string_view stages;     // "attn_norm, ffn_norm"
+  std::string_view signature;  // with NAME where the function's name goes
+};
+const std::vector<ScaffoldKind>& scaffold_kinds();
+// The kind of that name, or nullptr.
+const ScaffoldKind* find_scaffold_kind(std::string_view name);
+
+// A CMake target and C identifier from a directory's or file's name: "My-RMSNorm" -> "my_rmsnorm".
+std::string scaffold_project_name(std::string_view base);
+
+// The template `name` with every @KEY@ of `vars` replaced: @NAME@ (CMake target, C identifier),
+// @CANDIDATE@, @KERNEL@ (the kind), @KERNEL_SOURCE@ (the kernel file as CMake names it), @ENTRY@
+// and @UNAVAILABLE@ (the kernel file's host functions), @SDK_VERSION@, @PREFIX@.
+using ScaffoldVars = std::vector<std::pair<std::string, std::string>>;
+std::string scaffold_text(std::string_view name, const ScaffoldVars& vars);
 
 }  // namespace ds::cli

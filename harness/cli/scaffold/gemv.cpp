@@ -8,10 +8,10 @@
 #include "plugin.h"
 
 // gemv.cu: y[t, r] = sum_c W[r, c] * x[t, c] + b[r], host pointers; bias may be null.
-void gemv_forward(float* y, const float* W, const float* x, const float* bias, int tokens, int rows,
-                  int cols);
+void @ENTRY@(float* y, const float* W, const float* x, const float* bias, int tokens, int rows,
+             int cols);
 
-std::string gemv_unavailable();
+std::string @UNAVAILABLE@();
 
 namespace {
 
@@ -33,7 +33,7 @@ class GemvCandidate final : public ds::Candidate {
   ds::OpSet capabilities() const override { return {ds::Op::BiasAdd}; }
 
   // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
-  std::string unavailable() const override { return gemv_unavailable(); }
+  std::string unavailable() const override { return @UNAVAILABLE@(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};
@@ -63,7 +63,7 @@ class GemvCandidate final : public ds::Candidate {
           fmt::format("{}: input has {} values, expected {} x {}", step.name, x.size(), T, cols));
     const auto l = static_cast<std::size_t>(ctx.layer);
     std::vector<float> y(static_cast<std::size_t>(T) * static_cast<std::size_t>(rows));
-    gemv_forward(y.data(), w_[l].data(), x.data(), b_[l].empty() ? nullptr : b_[l].data(), T, rows, cols);
+    @ENTRY@(y.data(), w_[l].data(), x.data(), b_[l].empty() ? nullptr : b_[l].data(), T, rows, cols);
     ds::Tensor out(storage_dtype(), {T, rows});
     for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);
     outputs["down"] = std::move(out);

@@ -8,9 +8,9 @@
 #include "plugin.h"
 
 // rmsnorm.cu: out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, host pointers.
-void rmsnorm_forward(float* out, const float* x, const float* w, int rows, int cols, float eps);
+void @ENTRY@(float* out, const float* x, const float* w, int rows, int cols, float eps);
 
-std::string rmsnorm_unavailable();
+std::string @UNAVAILABLE@();
 
 namespace {
 
@@ -33,7 +33,7 @@ class RmsnormCandidate final : public ds::Candidate {
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
 
   // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
-  std::string unavailable() const override { return rmsnorm_unavailable(); }
+  std::string unavailable() const override { return @UNAVAILABLE@(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};
@@ -58,7 +58,7 @@ class RmsnormCandidate final : public ds::Candidate {
           fmt::format("{}: input has {} values, expected {} x {}", step.name, x.size(), rows, cols));
     std::vector<float> y(x.size());
     const auto& w = attn ? attn_w_ : ffn_w_;
-    rmsnorm_forward(y.data(), x.data(), w[static_cast<std::size_t>(ctx.layer)].data(), rows, cols,
+    @ENTRY@(y.data(), x.data(), w[static_cast<std::size_t>(ctx.layer)].data(), rows, cols,
                     static_cast<float>(cfg_.norm_eps));
     ds::Tensor out(storage_dtype(), {rows, cols});
     for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);

@@ -9,10 +9,10 @@
 #include "plugin.h"
 
 // rope.cu: rotates q [T, heads * head_dim] (host memory) in place.
-void rope_forward(float* q, const float* inv_freq, int tokens, int heads, int head_dim, int rotary, int pos0,
-                  bool neox);
+void @ENTRY@(float* q, const float* inv_freq, int tokens, int heads, int head_dim, int rotary, int pos0,
+             bool neox);
 
-std::string rope_unavailable();
+std::string @UNAVAILABLE@();
 
 namespace {
 
@@ -35,7 +35,7 @@ class RopeCandidate final : public ds::Candidate {
   ds::OpSet capabilities() const override { return {ds::Op::RoPE, ds::Op::RoPENeox, ds::Op::RoPEPartial}; }
 
   // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
-  std::string unavailable() const override { return rope_unavailable(); }
+  std::string unavailable() const override { return @UNAVAILABLE@(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig& cfg, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};
@@ -64,7 +64,7 @@ class RopeCandidate final : public ds::Candidate {
     if (v.size() != static_cast<std::size_t>(ctx.n_tokens) * static_cast<std::size_t>(heads * cfg_.head_dim))
       throw std::runtime_error(fmt::format("{}: input has {} values, expected {} x {}", step.name, v.size(),
                                            ctx.n_tokens, heads * cfg_.head_dim));
-    rope_forward(v.data(), inv_freq_.data(), ctx.n_tokens, heads, cfg_.head_dim, cfg_.rotary_dim(), ctx.pos0,
+    @ENTRY@(v.data(), inv_freq_.data(), ctx.n_tokens, heads, cfg_.head_dim, cfg_.rotary_dim(), ctx.pos0,
                  cfg_.rope_mode == ds::RopeMode::neox);
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, heads * cfg_.head_dim});
     for (std::size_t i = 0; i < v.size(); ++i) out.set(static_cast<std::int64_t>(i), v[i]);

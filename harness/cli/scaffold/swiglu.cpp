@@ -8,9 +8,9 @@
 #include "plugin.h"
 
 // swiglu.cu: out[i] = silu(gate[i]) * up[i], host pointers.
-void swiglu_forward(float* out, const float* gate, const float* up, long n);
+void @ENTRY@(float* out, const float* gate, const float* up, long n);
 
-std::string swiglu_unavailable();
+std::string @UNAVAILABLE@();
 
 namespace {
 
@@ -32,7 +32,7 @@ class SwigluCandidate final : public ds::Candidate {
   ds::OpSet capabilities() const override { return {ds::Op::SwiGLU}; }
 
   // The gate answers UNAVAILABLE with this (the CUDA build on a machine without a GPU).
-  std::string unavailable() const override { return swiglu_unavailable(); }
+  std::string unavailable() const override { return @UNAVAILABLE@(); }
 
   std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
     if (kind != ds::BlockKind::decoder) return {};
@@ -49,7 +49,7 @@ class SwigluCandidate final : public ds::Candidate {
       throw std::runtime_error(
           fmt::format("{}: gate/up have {}/{} values, expected {}", step.name, gate.size(), up.size(), n));
     std::vector<float> y(n);
-    swiglu_forward(y.data(), gate.data(), up.data(), static_cast<long>(n));
+    @ENTRY@(y.data(), gate.data(), up.data(), static_cast<long>(n));
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.ffn});
     for (std::size_t i = 0; i < n; ++i) out.set(static_cast<std::int64_t>(i), y[i]);
     outputs["ffn_act"] = std::move(out);

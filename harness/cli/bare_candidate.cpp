@@ -1,0 +1,285 @@
+#include "bare_candidate.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "install_paths.h"
+#include "runner.h"
+#include "scaffold_files.h"
+#include "version.h"
+
+extern char** environ;
+
+namespace ds::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string known_kinds() {
+  std::vector<std::string> names;
+  for (const ScaffoldKind& k : scaffold_kinds()) names.emplace_back(k.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string map_field(const std::string& path, const YAML::Node& n, std::string_view field) {
+  if (!n.IsScalar())
+    throw InputError(fmt::format("{}:{}: field '{}': must be a word", path, n.Mark().line + 1, field));
+  return n.Scalar();
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Only what changed is written, so that a build kept in --work-dir stays incremental.
+void write_if_changed(const fs::path& p, const std::string& text) {
+  std::error_code ec;
+  if (fs::exists(p, ec) && read_text(p) == text) return;
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw InputError(fmt::format("{}: cannot write the file", p.string()));
+}
+
+// A path as a quoted CMake argument.
+std::string cmake_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\\' || c == '"' || c == '$') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// Runs `args` (args[0] looked up on the PATH) with stdout and stderr appended to `log`; its exit
+// status, or -1 when args[0] was not found.
+int run_logged(const std::vector<std::string>& args, const fs::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err == ENOENT) return -1;
+  if (err != 0) throw InputError(fmt::format("cannot run {}: {}", args[0], std::strerror(err)));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The part of a failed build's log that says why: from the first error on, at most 40 lines
+// (the compiler's own messages, which name the .cu's file:line through the rewriter's #line).
+std::string relevant_tail(const std::string& log) {
+  std::vector<std::string> lines;
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::size_t from = lines.size() > 40 ? lines.size() - 40 : 0;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find("error") != std::string::npos ||
+        lines[i].find("undefined reference") != std::string::npos) {
+      // The compiler's "In function ..." or the linker's "in function ..." line before it.
+      from = i > 0 && (lines[i - 1].find("n function") != std::string::npos) ? i - 1 : i;
+      break;
+    }
+  std::string out;
+  for (std::size_t i = from; i < lines.size() && i < from + 40; ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+// When the link misses the entry: where the .cu has a function of that name (with another
+// signature), or that it has none.
+std::string entry_diagnosis(const std::string& source, const StageMap& map, const ScaffoldKind& kind,
+                            const std::string& log) {
+  if (log.find("undefined reference to `" + map.entry) == std::string::npos) return "";
+  std::string signature(kind.signature);
+  signature.replace(signature.find("NAME"), 4, map.entry);
+  const std::regex call("\\b" + map.entry + "\\s*\\(");
+  std::vector<std::string> lines;
+  std::istringstream in(read_text(source));
+  int n = 0;
+  for (std::string l; std::getline(in, l);)
+    if (++n, std::regex_search(l, call)) lines.push_back(fmt::format("{}:{}", source, n));
+  if (lines.empty())
+    return fmt::format("{} has no function {} (the entry of the stage map {}): the {} glue calls `{}`\n",
+                       source, map.entry, map.path, map.kind, signature);
+  return fmt::format(
+      "{}: {} is there, but not as the {} glue calls it: `{}` (a host function with C++ linkage)\n",
+      fmt::join(lines, ", "), map.entry, map.kind, signature);
+}
+
+}  // namespace
+
+StageMap read_stage_map(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw InputError(fmt::format("--stage-map {}: no such file", path));
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg));
+  }
+  if (!doc.IsMap())
+    throw InputError(
+        fmt::format("{}: a stage map is a mapping with `kind` ({}) and `entry`", path, known_kinds()));
+  StageMap m;
+  m.path = path;
+  for (const auto& kv : doc) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (key == "kind")
+      m.kind = map_field(path, kv.second, key);
+    else if (key == "entry")
+      m.entry = map_field(path, kv.second, key);
+    else
+      throw InputError(fmt::format("{}:{}: unknown field '{}' (a stage map has `kind` and `entry`)", path,
+                                   kv.first.Mark().line + 1, key));
+  }
+  if (m.kind.empty())
+    throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, known_kinds()));
+  if (!find_scaffold_kind(m.kind))
+    throw InputError(
+        fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind, known_kinds()));
+  if (m.entry.empty())
+    throw InputError(fmt::format(
+        "{}: field 'entry' is missing: the host function of the .cu the {} glue calls", path, m.kind));
+  if (!std::regex_match(m.entry, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+    throw InputError(fmt::format(
+        "{}: field 'entry': '{}' is not a function name (an unqualified C++ identifier)", path, m.entry));
+  return m;
+}
+
+bool is_kernel_file(const std::string& candidate) { return fs::path(candidate).extension() == ".cu"; }
+
+std::optional<StageMap> stage_map_for(const std::string& candidate, const std::string& stage_map) {
+  if (is_kernel_file(candidate) && stage_map.empty())
+    throw InputError(fmt::format("--candidate {}: a .cu needs --stage-map (docs/verify.md)", candidate));
+  if (!is_kernel_file(candidate) && !stage_map.empty())
+    throw InputError(fmt::format("--stage-map goes with --candidate FILE.cu, not {}", candidate));
+  if (stage_map.empty()) return std::nullopt;
+  return read_stage_map(stage_map);
+}
+
+nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
+  return {{"source", b.source},
+          {"kind", b.map.kind},
+          {"entry", b.map.entry},
+          {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
+}
+
+BuildDir::BuildDir(const std::string& keep) {
+  if (!keep.empty()) {
+    path_ = keep;
+    return;
+  }
+  std::string templ = (fs::temp_directory_path() / "driftscope-cu-XXXXXX").string();
+  if (::mkdtemp(templ.data()) == nullptr)
+    throw InputError("cannot make a temporary directory to build the .cu in");
+  path_ = templ;
+  remove_ = true;
+}
+
+BuildDir::~BuildDir() {
+  std::error_code ec;
+  if (remove_) fs::remove_all(path_, ec);
+}
+
+BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
+                                   bool dir_kept) {
+  BareCandidate b;
+  b.map = map;
+  std::error_code ec;
+  if (!fs::is_regular_file(cu, ec)) throw InputError(fmt::format("--candidate {}: no such file", cu));
+  b.source = fs::absolute(cu).lexically_normal().string();
+  if (b.source.find_first_of(";\n") != std::string::npos)
+    throw InputError(
+        fmt::format("--candidate {}: a path with ';' or a newline cannot be handed to CMake", cu));
+  const auto prefix = install_prefix();
+  if (!prefix)
+    throw InputError(fmt::format(
+        "--candidate {}: a .cu is built against the installed Driftscope SDK, and this driftscope "
+        "runs from a build tree, which has none: install it (`cmake --install BUILD --prefix P`) "
+        "and run P/bin/driftscope, or build the plugin yourself (`driftscope new-candidate`)",
+        cu));
+  const ScaffoldKind& kind = *find_scaffold_kind(b.map.kind);
+  const std::string name = scaffold_project_name(fs::path(b.source).stem().string());
+  std::string candidate = name;
+  for (char& c : candidate)
+    if (c == '_') c = '-';
+  const fs::path project = dir / "candidate";
+  fs::create_directories(project, ec);
+  if (ec)
+    throw InputError(fmt::format("{}: cannot create the directory: {}", project.string(), ec.message()));
+  // The CUDA flavour is off, so the SIMT build is the only one and always available here.
+  const std::string unavailable = "driftscope_verify_unavailable";
+  const ScaffoldVars vars = {{"@PREFIX@", prefix->string()},
+                             {"@NAME@", name},
+                             {"@CANDIDATE@", candidate},
+                             {"@KERNEL@", std::string(kind.name)},
+                             {"@KERNEL_SOURCE@", cmake_quoted(b.source)},
+                             {"@ENTRY@", b.map.entry},
+                             {"@UNAVAILABLE@", unavailable},
+                             {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
+  write_if_changed(project / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
+  write_if_changed(project / "candidate.cpp",
+                   scaffold_text(std::string(kind.name) + ".cpp", vars) +
+                       fmt::format("\n// Written by driftscope verify for {}: built for the CPU only.\n"
+                                   "std::string {}() {{ return {{}}; }}\n",
+                                   b.source, unavailable));
+  b.project = project.string();
+
+  const fs::path build = project / "build", log = project / "build.log";
+  fs::remove(log, ec);
+  fmt::print("building {} ({}, entry {}) against {}\n", cu, b.map.kind, b.map.entry, prefix->string());
+  std::fflush(stdout);
+  // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
+  // link error here rather than a failed dlopen later.
+  const int configured = run_logged(
+      {"cmake", "-S", project.string(), "-B", build.string(), "-DCMAKE_PREFIX_PATH=" + prefix->string(),
+       "-D" + name + "_CUDA=OFF", "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"},
+      log);
+  if (configured == -1)
+    throw InputError(
+        fmt::format("--candidate {}: cmake was not found on the PATH; a .cu is built with cmake", cu));
+  // The plugin first, then the rest (its checked twin): an error in the .cu is reported once, and
+  // the twin is linked after the plugin (a twin older than its plugin is not used).
+  const std::string jobs = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  int built = configured;
+  if (built == 0) built = run_logged({"cmake", "--build", build.string(), "--target", name, "-j", jobs}, log);
+  if (built == 0) built = run_logged({"cmake", "--build", build.string(), "-j", jobs}, log);
+  if (built != 0) {
+    const std::string text = read_text(log);
+    throw InputError(
+        fmt::format("--candidate {}: the {} failed (exit {}):\n{}the build log from its first error:\n{}{}",
+                    cu, configured != 0 ? "cmake configure step" : "build", built,
+                    entry_diagnosis(b.source, b.map, kind, text), relevant_tail(text),
+                    dir_kept ? fmt::format("The whole build log: {}", log.string())
+                             : "(--work-dir DIR keeps the generated project and its build log)"));
+  }
+  b.plugin = (build / ("lib" + name + ".so")).string();
+  return b;
+}
+
+}  // namespace ds::cli

@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+
+#include <cctype>
+#include <stdexcept>
+
+#include "scaffold_files.h"
+
+namespace ds::cli {
+
+const std::vector<ScaffoldKind>& scaffold_kinds() {
+  // The signatures are those harness/cli/scaffold/<kind>.cpp declares as @ENTRY@.
+  static const std::vector<ScaffoldKind> kinds = {
+      {"rmsnorm", "attn_norm, ffn_norm",
+       "void NAME(float* out, const float* x, const float* w, int rows, int cols, float eps)"},
+      {"gemv", "down",
+       "void NAME(float* y, const float* W, const float* x, const float* bias, int tokens, int rows, int "
+       "cols)"},
+      {"rope", "q_rope, k_rope",
+       "void NAME(float* q, const float* inv_freq, int tokens, int heads, int head_dim, int rotary, int "
+       "pos0, "
+       "bool neox)"},
+      {"swiglu", "ffn_act", "void NAME(float* out, const float* gate, const float* up, long n)"},
+  };
+  return kinds;
+}
+
+const ScaffoldKind* find_scaffold_kind(std::string_view name) {
+  for (const ScaffoldKind& k : scaffold_kinds())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+std::string scaffold_project_name(std::string_view base) {
+  std::string n;
+  for (char c : base)
+    n +=
+        std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(static_cast<unsigned char>(c))) : '_';
+  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) n = "candidate_" + n;
+  return n;
+}
+
+std::string scaffold_text(std::string_view name, const ScaffoldVars& vars) {
+  std::string_view text;
+  for (const auto& f : scaffold_files())
+    if (f.name == name) text = f.text;
+  if (text.empty()) throw std::logic_error(fmt::format("scaffold template {} is not compiled in", name));
+  std::string out(text);
+  for (const auto& [key, value] : vars)
+    for (std::size_t at = out.find(key); at != std::string::npos; at = out.find(key, at + value.size()))
+      out.replace(at, key.size(), value);
+  return out;
+}
+
+}  // namespace ds::cli

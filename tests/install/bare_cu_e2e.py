@@ -1,0 +1,155 @@
+"""Issue 38 item 4: `driftscope verify --candidate FILE.cu --stage-map MAP`, a bare kernel file as a
+code generator writes it (tests/install/bare_cu/my_rmsnorm.cu), verified by an installed driftscope
+run from a fresh directory: the correct kernel passes (exit 0, the same verdict twice; `check`
+takes the same pair); a planted
+read of shared memory nothing wrote is exit 1, `uninit` at attn_norm with the line of the copy it
+was planted in; a bad map, a missing entry, an entry with another signature and a compile error
+are exit 2 naming the field, the function or the file:line. No .cu is ever written."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUILD_DIR, KERNELS = map(os.path.abspath, sys.argv[1:3])
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def sh(*cmd, cwd=None, ok=(0,)):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    if p.returncode not in ok:
+        sys.exit(f"FAILED ({p.returncode}, wanted {ok}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="ds-barecu-")
+    try:
+        prefix = os.path.join(work, "prefix")
+        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
+        ds = os.path.join(prefix, "bin", "driftscope")
+        user = os.path.join(work, "user")  # the loop's own directory: nothing of Driftscope's in it
+        shutil.copytree(KERNELS, user)
+        good = os.path.join(user, "my_rmsnorm.cu")
+        src = open(good).read()
+
+        def variant(name, old, new, marker=None):
+            text = src.replace(old, new)
+            assert text != src, f"my_rmsnorm.cu changed: update the {name} variant"
+            path = os.path.join(user, name)
+            open(path, "w").write(text)
+            return path, next(i for i, l in enumerate(text.splitlines(), 1) if (marker or new) in l)
+
+        # The tree starts one level too high: it adds in the half of the shared buffer no thread wrote.
+        uninit, uninit_line = variant("my_rmsnorm_uninit.cu", "stride = blockDim.x / 2;", "stride = blockDim.x;",
+                                      "partial[threadIdx.x + stride]")
+        wrong_sig, sig_line = variant("my_rmsnorm_double_eps.cu", "int cols, float eps) {\n  const size_t",
+                                      "int cols, double eps) {\n  const size_t", "double eps")
+        typo, typo_line = variant("my_rmsnorm_typo.cu", "partial[threadIdx.x] = acc;", "partial[threadIdx.x] = acc_;")
+        maps = {
+            "rmsnorm.yaml": None,
+            "unknown_kind.yaml": None,
+            "extra_field.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\nstages: [attn_norm]\n",
+            "no_entry.yaml": "kind: rmsnorm\n",
+            "missing_function.yaml": "kind: rmsnorm\nentry: rmsnorm_not_here\n",
+        }
+        for name, text in maps.items():
+            if text is not None:
+                open(os.path.join(user, name), "w").write(text)
+        cus = [good, uninit, wrong_sig, typo]
+        hashes = {cu: sha256(cu) for cu in cus}
+
+        def verify(cu, stage_map, wd, ok, json_name=None):
+            cmd = [ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", os.path.basename(cu),
+                   "--stage-map", stage_map, "--fill", "reference", "--seed", "3", "--work-dir", wd]
+            if json_name:
+                cmd += ["--json", json_name]
+            p = sh(*cmd, cwd=user, ok=ok)
+            return p, (json.load(open(os.path.join(user, json_name))) if json_name else None)
+
+        # Map errors: exit 2 before any build, naming the file and the field.
+        for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'layernorm'", "rmsnorm, gemv, rope, swiglu"]),
+                                  ("extra_field.yaml", ["unknown field 'stages'"]),
+                                  ("no_entry.yaml", ["field 'entry' is missing"])):
+            p, _ = verify(good, stage_map, os.path.join(work, "wd-map"), (2,))
+            if not all(w in p.stderr for w in [stage_map] + wanted):
+                sys.exit(f"FAILED: {stage_map}: the error does not name {wanted}:\n{p.stderr}")
+            print(f"{stage_map}: exit 2, {p.stderr.strip().splitlines()[0]}")
+
+        # What the build needs: an installed SDK (a build tree's driftscope has none) and cmake.
+        p = sh(os.path.join(BUILD_DIR, "harness", "driftscope"), "verify", "--model", "synthetic:llama-tiny",
+               "--candidate", "my_rmsnorm.cu", "--stage-map", "rmsnorm.yaml", cwd=user, ok=(2,))
+        if "runs from a build tree" not in p.stderr or "cmake --install" not in p.stderr:
+            sys.exit(f"FAILED: a build tree's driftscope does not say it has no installed SDK:\n{p.stderr}")
+        p = subprocess.run([ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu",
+                            "--stage-map", "rmsnorm.yaml"], cwd=user, capture_output=True, text=True,
+                           env=dict(os.environ, PATH=os.path.join(work, "no-such-dir")), timeout=600)
+        if p.returncode != 2 or "cmake was not found" not in p.stderr:
+            sys.exit(f"FAILED ({p.returncode}): no cmake on the PATH is not said:\n{p.stdout}\n{p.stderr}")
+        print("a build tree's driftscope and a PATH without cmake: exit 2, each saying so")
+
+        # The correct kernel: a pass, recorded as the .cu and its map; the same verdict again.
+        wd = os.path.join(work, "wd-good")
+        p, v = verify(good, "rmsnorm.yaml", wd, (0,), "v1.json")
+        if v["verdict"] != "pass" or v["findings"] or v["candidate"] != "my_rmsnorm.cu" \
+                or v["stage_map"] != "rmsnorm.yaml" or v["candidate_build"]["entry"] != "my_rmsnorm_forward" \
+                or not os.path.exists(v["candidate_build"]["plugin"]):
+            sys.exit(f"FAILED: the correct kernel's verdict:\n{json.dumps(v, indent=1)[:3000]}\n{p.stdout}")
+        twin = v["candidate_build"]["plugin"].replace(".so", "_checked.so")
+        if not os.path.exists(twin):
+            sys.exit(f"FAILED: no checked twin {twin} beside the built plugin")
+        _, v2 = verify(good, "rmsnorm.yaml", wd, (0,), "v2.json")
+        if v2 != v:
+            sys.exit("FAILED: the second verify of the same kernel and seed wrote another verdict")
+        print(f"my_rmsnorm.cu: exit 0, verdict pass, the same twice; built {v['candidate_build']['plugin']}")
+        # `check` takes the same pair (built in --trace-dir DIR/candidate: here verify's, up to date).
+        p = sh(ds, "check", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
+               "rmsnorm.yaml", "--fill", "reference", "--seed", "3", "--decode-steps", "1", "--trace-dir", wd,
+               "--json", "c.json", cwd=user)
+        c = json.load(open(os.path.join(user, "c.json")))
+        if c["verdict"] != "PASS" or c["candidate"] != "my_rmsnorm.cu" \
+                or c["candidate_build"]["plugin"] != v["candidate_build"]["plugin"]:
+            sys.exit(f"FAILED: check of the .cu:\n{json.dumps({k: c[k] for k in c if k != 'parts'}, indent=1)}\n{p.stdout}")
+        print(f"check my_rmsnorm.cu: exit 0, {p.stdout.strip().splitlines()[-1]}")
+
+        # The planted read of unwritten shared memory: uninit at attn_norm, at the line it was planted.
+        p, v = verify(uninit, "rmsnorm.yaml", os.path.join(work, "wd-uninit"), (1,), "bad.json")
+        found = [f for f in v["findings"] if f["kind"] == "uninit" and f["stage"] == "attn_norm"]
+        where = f"my_rmsnorm_uninit.cu:{uninit_line}"
+        if not found or not any(l.endswith(where) for l in found[0]["evidence"].get("read_lines", [])):
+            sys.exit(f"FAILED: no uninit at attn_norm read at {where}:\n{json.dumps(v['findings'], indent=1)[:3000]}")
+        print(f"my_rmsnorm_uninit.cu: exit 1, uninit at attn_norm read at {where}; "
+              f"findings {sorted({(f['kind'], f['stage']) for f in v['findings']})}")
+
+        # Build errors: exit 2, the compiler's or our message naming the function and the user's file:line.
+        p, _ = verify(good, "missing_function.yaml", wd, (2,))
+        if "has no function rmsnorm_not_here" not in p.stderr or "missing_function.yaml" not in p.stderr:
+            sys.exit(f"FAILED: a missing entry is not named:\n{p.stderr}")
+        print("missing_function.yaml: exit 2, " + next(l for l in p.stderr.splitlines() if "has no function" in l))
+        p, _ = verify(wrong_sig, "rmsnorm.yaml", os.path.join(work, "wd-sig"), (2,))
+        where = f"my_rmsnorm_double_eps.cu:{sig_line}"
+        if where not in p.stderr or "not as the rmsnorm glue calls it" not in p.stderr:
+            sys.exit(f"FAILED: an entry with another signature is not named at {where}:\n{p.stderr}")
+        print(f"my_rmsnorm_double_eps.cu: exit 2, the entry named at {where}")
+        p, _ = verify(typo, "rmsnorm.yaml", os.path.join(work, "wd-typo"), (2,))
+        where = f"my_rmsnorm_typo.cu:{typo_line}"
+        if where not in p.stderr or "acc_" not in p.stderr:
+            sys.exit(f"FAILED: the compile error is not shown at {where}:\n{p.stderr}")
+        print(f"my_rmsnorm_typo.cu: exit 2, the compiler's error at {where}")
+
+        for cu in cus:
+            if sha256(cu) != hashes[cu]:
+                sys.exit(f"FAILED: verify changed {cu}")
+        print(f"{len(cus)} .cu files unchanged (sha256)")
+        print("bare cu ok")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+main()
