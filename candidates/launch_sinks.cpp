@@ -32,7 +32,9 @@ simt_options to_c(const SimtOptions& o) {
                       o.strict ? 1 : 0,
                       o.race_check,
                       o.racecheck ? 1 : 0,
-                      o.poison};
+                      o.poison,
+                      0,  // interleave: the schedule rerun turns it on for its first schedule
+                      o.poison_site};
 }
 
 // The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before
@@ -52,10 +54,15 @@ void to_launch_log(const simt_launch_info* info, void* user) {
     std::lock_guard lock(g_mutex);
     r.race = std::exchange(g_pending_race, {});
   }
+  // The runtime hands over its uninit reads and the sites of poisoned locals in one list.
   if (user != nullptr)
     reinterpret_cast<TakeUninit>(user)(
-        [](const char* m, void* into) { static_cast<std::vector<std::string>*>(into)->emplace_back(m); },
-        &r.uninit);
+        [](const char* m, void* into) {
+          LaunchRecord& rec = *static_cast<LaunchRecord*>(into);
+          (std::string_view(m).starts_with(simt::local_site_note) ? rec.local_sites : rec.uninit)
+              .emplace_back(m);
+        },
+        &r);
   r.kernel = info->kernel;
   r.backend = "simt";
   for (int i = 0; i < 3; ++i) {
@@ -67,6 +74,12 @@ void to_launch_log(const simt_launch_info* info, void* user) {
   r.emulated = true;
   launch_log::record(std::move(r));
 }
+
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+void take_in_process(void (*each)(const char*, void*), void* user) {
+  for (const std::string& m : simt::take_uninit_reads()) each(m.c_str(), user);
+}
+#endif
 
 }  // namespace
 
@@ -125,7 +138,9 @@ void configure(const SimtOptions& o) {
 void start(std::string_view backend) {
   if (backend == "simt") {
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
-    static const bool installed = (driftscope_simt_set_launch_sink(&to_launch_log, nullptr), true);
+    // The launch's uninit reads and poisoned locals come with its record, as from a plugin's runtime.
+    static const bool installed =
+        (driftscope_simt_set_launch_sink(&to_launch_log, reinterpret_cast<void*>(&take_in_process)), true);
     (void)installed;
 #endif
     return;

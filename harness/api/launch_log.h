@@ -27,6 +27,10 @@ struct LaunchRecord {
   // Reads of shared memory no thread of the block had written, one message each with its
   // file:line, found by the hazard checker in a kernel built CHECKED (`--simt-racecheck`).
   std::vector<std::string> uninit;
+  // Under a poison (verify's runs): the declaration sites of locals without an initializer the
+  // launch reached, "local `acc` declared without an initializer at FILE:LINE" (the runtime's
+  // poison_local); verify singles each out to find a local read before it is written.
+  std::vector<std::string> local_sites;
 };
 
 // A launch filed under the candidate step that made it: model step, layer, lane, the step's name

@@ -24,15 +24,18 @@ struct SimtOptions {
   // default (0xFF bytes), 1 NaN payloads (0x7FC1 in every 16-bit half), 2 finite garbage (0x4A3D).
   unsigned poison = 0;
   static constexpr unsigned kPoisonNan = 1, kPoisonFinite = 2;  // simt_common.h PoisonPattern
+  // Under a poison, the one declaration site of locals that starts as the other poison
+  // (simt::Config::poison_site, simt::poison_site_id of "file:line"); 0 none.
+  std::uint64_t poison_site = 0;
   bool operator==(const SimtOptions&) const = default;
 };
 
 // Whether a run is served by kernels' checked flavour (hooked loads and stores): under the hazard
-// checker alone, and under the schedule rerun alone (its first rerun interleaves at the hooked
-// accesses). With both, the hooked checker would be off (it cannot follow an interleaved schedule),
-// so plain kernels run under the page-fault checker. The simt candidate and plugins (their checked
-// twin) choose alike, and the report says which twin served.
-inline bool serves_checked_kernels(const SimtOptions& o) { return o.racecheck != (o.race_check > 0); }
+// checker (the hooks name every access's line) and under the schedule rerun (whose first rerun
+// interleaves at the hooked accesses); with both, the checker watches the first schedule and the
+// reruns follow. The simt candidate and plugins (their checked twin) choose alike, and the report
+// says which twin served.
+inline bool serves_checked_kernels(const SimtOptions& o) { return o.racecheck || o.race_check > 0; }
 
 // "forward", "reverse", "random" (seed 0) or "random:SEED" into `o`; otherwise the reason.
 std::string parse_simt_order(std::string_view text, SimtOptions& o);

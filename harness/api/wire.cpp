@@ -149,6 +149,8 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     put_str(buf, l.race);
     put_u64(buf, l.uninit.size());
     for (const std::string& m : l.uninit) put_str(buf, m);
+    put_u64(buf, l.local_sites.size());
+    for (const std::string& m : l.local_sites) put_str(buf, m);
   }
 }
 
@@ -186,6 +188,7 @@ std::vector<LaunchRecord> Reader::launches() {
     l.emulated = u64() != 0;
     l.race = str();
     for (std::uint64_t n = u64(); n--;) l.uninit.push_back(str());
+    for (std::uint64_t n = u64(); n--;) l.local_sites.push_back(str());
   }
   return out;
 }

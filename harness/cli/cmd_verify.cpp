@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -20,6 +22,7 @@
 #include "commands.h"
 #include "report_options.h"
 #include "runner.h"
+#include "simt/simt_common.h"
 #include "verify_findings.h"
 
 namespace ds::cli {
@@ -109,7 +112,7 @@ struct TracedRun {
 };
 
 TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::vector<int>& tokens,
-                     const std::string& path, const Policy& policy) {
+                     const std::string& path, const Policy& policy, std::uint64_t poison_site = 0) {
   RunOptions o = common_options(a);
   o.modes = {mode};
   o.tokens = tokens;
@@ -117,6 +120,7 @@ TracedRun traced_run(const CheckArgs& a, Mode mode, unsigned poison, const std::
   o.capture = trace::Capture::inputs;
   o.trace_path = path;
   o.simt.poison = poison;
+  o.simt.poison_site = poison_site;
   TracedRun r;
   r.report = run_parity(o, policy);
   if (r.report.exit_code == kExitRefused) throw GateRefusal(r.report.verdict);
@@ -174,6 +178,56 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
                 "built CHECKED, or the read is of memory it does not watch or of a local declared without "
                 "an initializer, which lives in a register (docs/verify.md)";
     }
+  }
+}
+
+// The sites of poisoned locals a finding's stage reached: the notes of its launches in `launches`
+// ("local `x` declared without an initializer at FILE:LINE").
+std::vector<std::string> local_sites(const Finding& f, const std::vector<StepLaunch>& launches) {
+  std::vector<std::string> sites;
+  for (const StepLaunch& l : launches) {
+    if (l.step != f.step || l.layer != f.layer || l.mode != f.mode ||
+        std::find(l.stages.begin(), l.stages.end(), f.stage) == l.stages.end())
+      continue;
+    for (const std::string& m : l.launch.local_sites)
+      if (std::find(sites.begin(), sites.end(), m) == sites.end()) sites.push_back(m);
+  }
+  return sites;
+}
+
+// The locals behind poison findings. A local lives in a register, where no checker sees its reads,
+// so each declaration without an initializer that a finding's stage reached under the poison is
+// singled out in one more run: its locals start as the finite poison, all else as run A's NaN. A
+// site whose run changes the stage's output is a local the stage read before writing it
+// (`local_reads`, `local_lines`); at most kMaxSites sites over all findings.
+void add_local_lines(const CheckArgs& a, Mode mode, const Policy& policy, const WorkDir& dir,
+                     const TracedRun& run_a, std::vector<Finding>& found) {
+  constexpr std::size_t kMaxSites = 8;
+  std::map<std::string, std::set<std::string>> changed;  // site -> the stages its run changed
+  for (Finding& f : found) {
+    std::vector<std::string> reads, lines;
+    for (const std::string& site : local_sites(f, run_a.report.launches)) {
+      const std::string file_line = site.substr(site.rfind(" at ") + 4);
+      if (!changed.contains(site)) {
+        if (changed.size() == kMaxSites) break;
+        std::set<std::string>& stages = changed[site];
+        const TracedRun single = traced_run(a, mode, SimtOptions::kPoisonNan, {},
+                                            dir.file(fmt::format("poison-site-{}.h5", changed.size())),
+                                            policy, simt::poison_site_id(file_line));
+        if (single.report.crash.empty())
+          for (const Finding& m :
+               verify::poison_findings(*run_a.trace, *single.trace, run_a.report.launches, mode))
+            stages.insert(m.stage);
+      }
+      if (changed[site].contains(f.stage)) {
+        reads.push_back(site + ", read before it is written");
+        lines.push_back(file_line);
+      }
+    }
+    if (lines.empty()) continue;
+    f.evidence["local_reads"] = reads;
+    f.evidence["local_lines"] = lines;
+    f.evidence.erase("reads_note");
   }
 }
 
@@ -286,6 +340,7 @@ void run_new_checks(const VerifyArgs& a, const Policy& policy, const WorkDir& di
         } else {
           found = verify::poison_findings(*run_a.trace, *run_b.trace, run_a.report.launches, mode);
           add_uninit_lines(c, mode, policy, found);
+          add_local_lines(c, mode, policy, dir, run_a, found);
         }
       } else if (name == "perturb") {
         // Every prompt token moved to another id: every stage's input changes.

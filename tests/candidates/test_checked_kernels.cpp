@@ -48,7 +48,7 @@ const ChoiceCase kChoices[] = {
     {"simt_gdn_plain_under_the_hazard_checker", "simt-gdn-plain", true, 0, true},
     {"simt_without_it", "simt", false, 0, false},
     {"simt_under_a_schedule_rerun", "simt", false, 2, true},
-    {"simt_under_a_schedule_rerun_too", "simt", true, 2, false},
+    {"simt_under_the_checker_and_a_schedule_rerun", "simt", true, 2, true},
     {"a_mutant_keeps_its_plain_kernels", "mutant:reduce-war", true, 0, false},
 };
 

@@ -85,17 +85,20 @@ const RewriteCase kCases[] = {
      "void k() { __shared__ float a[2], b[2]; }\n", true},
     // Locals declared without an initializer start as the poison under Config::poison.
     {"uninitialized_local_scalar_and_array", "__global__ void k() {\n  float acc;\n  float v[4][2];\n}\n",
-     "__global__ void k() {\n  float acc; ::simt::detail::poison_local(acc);\n  float v[4][2]; "
-     "::simt::detail::poison_local(v);\n}\n"},
+     "__global__ void k() {\n  float acc; ::simt::detail::poison_local(acc, \"acc\", __FILE__, __LINE__);\n  "
+     "float v[4][2]; "
+     "::simt::detail::poison_local(v, \"v\", __FILE__, __LINE__);\n}\n"},
     {"uninitialized_locals_of_several_names_and_words",
      "void k() { unsigned long long a, b[kN]; __half2 h; }\n",
-     "void k() { unsigned long long a, b[kN]; ::simt::detail::poison_local(a); "
-     "::simt::detail::poison_local(b); __half2 h; ::simt::detail::poison_local(h); }\n"},
+     "void k() { unsigned long long a, b[kN]; ::simt::detail::poison_local(a, \"a\", __FILE__, __LINE__); "
+     "::simt::detail::poison_local(b, \"b\", __FILE__, __LINE__); __half2 h; ::simt::detail::poison_local(h, "
+     "\"h\", __FILE__, __LINE__); }\n"},
     {"uninitialized_local_over_lines_keeps_its_newlines", "void k() {\n  float4 lo,\n         hi;\n}\n",
-     "void k() {\n  float4 lo,\n         hi; ::simt::detail::poison_local(lo); "
-     "::simt::detail::poison_local(hi);\n}\n"},
+     "void k() {\n  float4 lo,\n         hi; ::simt::detail::poison_local(lo, \"lo\", __FILE__, __LINE__); "
+     "::simt::detail::poison_local(hi, \"hi\", __FILE__, __LINE__);\n}\n"},
     {"uninitialized_local_in_a_lambda_body", "void k() { auto f = [&](int i) { float x; return i; }; }\n",
-     "void k() { auto f = [&](int i) { float x; ::simt::detail::poison_local(x); return i; }; }\n"},
+     "void k() { auto f = [&](int i) { float x; ::simt::detail::poison_local(x, \"x\", __FILE__, __LINE__); "
+     "return i; }; }\n"},
     {"initialized_pointer_and_loop_locals_stay",
      "void k() { float a = 0.f; float b{1}; float* p; const float c = 2; for (int i; i < 2;) {} "
      "float f(int); int* q, r; T t; }\n",

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdint>
 #include <cstring>
@@ -261,6 +262,21 @@ INSTANTIATE_TEST_SUITE_P(Table, InterleaveClean, testing::ValuesIn(kClean),
                          [](const testing::TestParamInfo<CleanCase>& i) {
                            return std::string(i.param.name);
                          });
+
+// Under the hazard checker and a schedule rerun both: the checker watches the first schedule (the
+// hazard on the static __shared__ sum, with its line) and the interleaved rerun loses the update.
+TEST(InterleaveWithChecker, CheckerAndScheduleRerunEachReport) {
+  simt::Config cfg;
+  cfg.racecheck = true;
+  cfg.race_schedules = 1;
+  RaceFindings findings;
+  const std::vector<float> out = run(LostUpdateKernel::static_shared_plus_equals, cfg);
+  EXPECT_EQ(out[0], kSum) << "the first schedule's output is the one kept";
+  const std::string all = fmt::format("{}", fmt::join(findings.messages, "\n"));
+  EXPECT_NE(all.find("hazard on static shared memory"), std::string::npos) << all;
+  EXPECT_NE(all.find("output differs between schedules forward and forward+interleave:1"), std::string::npos)
+      << all;
+}
 
 // With the hazard checker on, it takes every hooked access: no interleaving, the default's bits.
 TEST(InterleaveWithChecker, CheckerRunsUninterleaved) {

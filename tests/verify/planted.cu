@@ -113,7 +113,7 @@ __global__ void static_uninit_kernel(const float* x, const float* w, float* y, i
 __global__ void uninit_local_kernel(const float* x, const float* w, float* y, int cols, float eps) {
   __shared__ float partial[kThreads];
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
-  float part[4];
+  float part[4];  // @uninit-local
   for (int j = 0; j < 4; ++j) {
     const int c = static_cast<int>(threadIdx.x) + j * static_cast<int>(blockDim.x);
     if (c < cols) part[j] = xr[c] * xr[c];

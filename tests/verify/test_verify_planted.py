@@ -29,6 +29,7 @@ def marked_line(marker):
 
 
 STALE_READ = marked_line("@stale-read")
+UNINIT_LOCAL = marked_line("@uninit-local")
 
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
 # the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
@@ -94,9 +95,22 @@ def checked_evidence(candidate, findings):
             wrong.append(f"the stale-global uninit finding names no global read at {STALE_READ}: {ev}")
         else:
             print(f"       uninit read at {', '.join(lines)}")
-    if candidate == "planted-uninit-local" and "local" not in by_kind.get("uninit", {}).get("reads_note", ""):
-        wrong.append(f"a poisoned local's uninit finding has no reads_note naming locals: {by_kind}")
     return wrong
+
+
+def local_evidence(candidate, findings):
+    """A local read before it is written lives in a register, which no checker sees: verify singles
+    out each declaration site the stage reached, in plain and checked builds alike. Returns what is
+    missing."""
+    uninit = [f["evidence"] for f in findings if f["kind"] == "uninit" and f["stage"] == "attn_norm"]
+    lines = uninit[0].get("local_lines", []) if uninit else []
+    if candidate == "planted-uninit-local":
+        if len(lines) != 1 or not lines[0].endswith("/" + UNINIT_LOCAL):
+            return [f"the uninit finding names not the local `part` at {UNINIT_LOCAL}: {uninit}"]
+        print(f"       local read before written: {uninit[0]['local_reads'][0]}")
+    elif lines:
+        return [f"an uninit finding names a local where none is read unwritten: {lines}"]
+    return []
 
 
 def main():
@@ -124,6 +138,7 @@ def main():
                 if not any("rmsnorm_kernel" in k for k in ev["kernels"]) or ev["element"] < 0:
                     failures.append(f"{case}: the uninit finding names no kernel or element: {ev}")
             failures += [f"{case}: {w}" for w in checked_evidence(candidate, verdict["findings"])]
+            failures += [f"{case}: {w}" for w in local_evidence(candidate, verdict["findings"])]
         # Deterministic for a seed: the same verdict, byte for byte, on a second run.
         a = verify("planted-stale-global", os.path.join(tmp, "a.json"), "--checks", "poison,cached")[1]
         b = verify("planted-stale-global", os.path.join(tmp, "b.json"), "--checks", "poison,cached")[1]

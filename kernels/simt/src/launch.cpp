@@ -23,6 +23,7 @@
 #include "block_writes.h"
 #include "hazards.h"
 #include "interleave.h"
+#include "local_sites.h"
 #include "launch_sink.h"
 #include "race_rerun.h"
 #include "sched.h"
@@ -225,6 +226,48 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   if (err_block != ~std::uint64_t{0}) throw KernelError(err);
 }
 
+// The hazard checker's findings between blocks (and, for a kernel with access hooks, all of them)
+// of the launch running now. Guarded by g_launch_mutex.
+std::vector<std::string> g_block_races;
+
+// One run of the grid, watched by the hazard checker where `cfg.racecheck` asks for it: a kernel
+// with access hooks through the access shadow, any other through the page faults (runtime.cpp)
+// and the writes between blocks. Under a schedule rerun only the first run has racecheck, so the
+// checker sees the configured schedule and the reruns (the first of them interleaved) find what
+// differs: both checks, on plain and checked kernels alike.
+void run_grid_watched(const LaunchDesc& d, const Config& cfg) {
+  if (!cfg.racecheck) return run_grid(d, cfg);
+  const bool hooked = d.access_hooks;
+  std::optional<BlockWrites> writes;
+  if (hooked) {
+    access_shadow().begin_launch(d, cfg.poison);
+    tl_access_shadow = &access_shadow();
+    g_access_shadow.store(&access_shadow(), std::memory_order_relaxed);
+  } else {
+    writes.emplace(d);
+    g_block_writes = &*writes;
+    tl_note_atomics = true;
+  }
+  struct Unwatch {
+    ~Unwatch() {
+      g_block_writes = nullptr;
+      tl_note_atomics = false;
+      if (tl_access_shadow != nullptr) {
+        tl_access_shadow = nullptr;
+        g_access_shadow.store(nullptr, std::memory_order_relaxed);
+        (void)access_shadow().end_launch();  // a failed launch's record must not leak either
+      }
+    }
+  } unwatch;
+  run_grid(d, cfg);
+  if (writes) g_block_races = writes->take();
+  if (hooked) {
+    tl_access_shadow = nullptr;
+    g_access_shadow.store(nullptr, std::memory_order_relaxed);
+    g_block_races = access_shadow().end_launch();
+  }
+}
+
 }  // namespace
 
 void launch_impl(const LaunchDesc& d) {
@@ -252,39 +295,14 @@ void launch_impl(const LaunchDesc& d) {
   double seconds = 0;
   std::vector<std::string> block_races;  // the checker's writes between blocks
   try {
+    g_block_races.clear();
     if (cfg.race_schedules == 0) {
-      std::optional<BlockWrites> writes;
-      if (hooked) {
-        access_shadow().begin_launch(d, cfg.poison);
-        tl_access_shadow = &access_shadow();
-        g_access_shadow.store(&access_shadow(), std::memory_order_relaxed);
-      } else if (cfg.racecheck) {
-        writes.emplace(d);
-        g_block_writes = &*writes;
-        tl_note_atomics = true;
-      }
-      struct Unwatch {
-        ~Unwatch() {
-          g_block_writes = nullptr;
-          tl_note_atomics = false;
-          if (tl_access_shadow != nullptr) {
-            tl_access_shadow = nullptr;
-            g_access_shadow.store(nullptr, std::memory_order_relaxed);
-            (void)access_shadow().end_launch();  // a failed launch's record must not leak either
-          }
-        }
-      } unwatch;
-      run_grid(d, cfg);
-      if (writes) block_races = writes->take();
-      if (hooked) {
-        tl_access_shadow = nullptr;
-        g_access_shadow.store(nullptr, std::memory_order_relaxed);
-        block_races = access_shadow().end_launch();
-      }
+      run_grid_watched(d, cfg);
       if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
-      seconds = run_race_checked(d, cfg, &run_grid);
+      seconds = run_race_checked(d, cfg, &run_grid_watched);
     }
+    block_races = std::exchange(g_block_races, {});
   } catch (...) {
     if (cfg.racecheck) (void)take_hazards();  // a failed launch's partial record must not leak into the next
     throw;
@@ -304,10 +322,17 @@ void launch_impl(const LaunchDesc& d) {
   }
 }
 
+// The hazard checker's uninit reads, then the sites of poisoned locals the launch reached.
 std::vector<std::string> take_uninit_reads_impl() {
-  if (tl_reporting_launch) return access_shadow().take_uninit_reads();
-  std::lock_guard lock(g_launch_mutex);
-  return access_shadow().take_uninit_reads();
+  std::vector<std::string> out;
+  if (tl_reporting_launch) {
+    out = access_shadow().take_uninit_reads();
+  } else {
+    std::lock_guard lock(g_launch_mutex);
+    out = access_shadow().take_uninit_reads();
+  }
+  for (std::string& s : take_local_sites()) out.push_back(std::move(s));
+  return out;
 }
 
 void note_atomic(const void* p, std::size_t bytes) {
@@ -329,7 +354,7 @@ extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* messa
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
@@ -340,5 +365,6 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   c.racecheck = v.racecheck != 0;
   c.poison = v.poison;
   c.interleave = v.interleave != 0;
+  c.poison_site = v.poison_site;
   simt::set_config(c);
 }

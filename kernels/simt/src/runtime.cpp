@@ -15,6 +15,7 @@
 #include "access_shadow.h"
 #include "fiber_sched.h"
 #include "interleave.h"
+#include "local_sites.h"
 #include "sched.h"
 
 namespace simt::detail {
@@ -243,6 +244,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   fill_poison(dyn_, dyn_size_, cfg.poison);
   static_smem_seen_.clear();
   g_local_poison.store(cfg.poison != 0 ? poison_word(cfg.poison) : 0, std::memory_order_relaxed);
+  set_local_poison_site(cfg.poison_site);
   smem_ = dyn_;
   faulting_check_ = cfg.racecheck && !d.access_hooks;
   if (faulting_check_) {  // watched in a page-aligned arena of its own (hazards.h)

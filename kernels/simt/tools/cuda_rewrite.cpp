@@ -183,8 +183,10 @@ class Rewriter {
   // A local of a function body declared without an initializer, of an arithmetic, half or CUDA
   // vector type (`float acc;`, `unsigned a, b[4];`): kept as written, followed on the same line by
   // a ::simt::poison_local call per name, so Config::poison fills it (verify's poison runs) and a
-  // read before the first write shows. Returns the index of its ';', or npos for anything else
-  // (left to the main loop): an initializer, a pointer, a template parameter's type, a member.
+  // read before the first write shows; the call names the local and its file:line (the #line
+  // directives make __FILE__ and __LINE__ the author's), which verify singles out to find the read. Returns
+  // the index of its ';', or npos for anything else (left to the main loop): an initializer, a pointer, a
+  // template parameter's type, a member.
   std::size_t uninitialized_local(std::size_t at) {
     if (braces_.empty() || braces_.back() != Brace::block) return std::string_view::npos;
     if ((at > 0 && is_ident(s_[at - 1])) || !is_ident(s_[at]) ||
@@ -222,7 +224,7 @@ class Rewriter {
          ++it) {
       const std::string n = (*it)[1].str();
       if (std::regex_match(n, keyword)) return std::string_view::npos;
-      calls += fmt::format("; ::simt::detail::poison_local({})", n);
+      calls += fmt::format("; ::simt::detail::poison_local({0}, \"{0}\", __FILE__, __LINE__)", n);
     }
     out_ += s_.substr(at, semi - at);
     out_ += calls;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace simt {
 
@@ -42,6 +43,11 @@ struct Config {
   // What simt::malloc'd memory and dynamic shared memory are filled with (PoisonPattern):
   // `driftscope verify` runs a candidate under two and calls any output that differs uninitialised.
   unsigned poison = 0;
+  // Under a poison, the locals declared without an initializer at this one site (poison_site_id of
+  // its "file:line") start as the other poison, every other local as `poison`: verify reruns a
+  // stage once per such site its kernels reached, and a site whose other poison changes the
+  // output is a local read before it is written (docs/verify.md). 0: no site is singled out.
+  std::uint64_t poison_site = 0;
   // Interleaving at memory operations (docs/simt.md "Schedules"): in a kernel built with access
   // hooks (driftscope_add_simt_kernel(... CHECKED)), every load and store of memory a launch
   // writes may suspend its thread (a coin seeded by `seed` and the block) and run another runnable
@@ -56,6 +62,15 @@ struct Config {
 enum PoisonPattern : unsigned { poison_default = 0, poison_nan = 1, poison_finite = 2 };
 inline std::uint16_t poison_word(unsigned pattern) {
   return pattern == poison_nan ? 0x7FC1 : pattern == poison_finite ? 0x4A3D : 0xFFFF;
+}
+// How a launch's record names a poisoned local's declaration site it reached, among its uninit reads
+// (take_uninit_reads): "local `NAME` declared without an initializer at FILE:LINE".
+inline constexpr std::string_view local_site_note = "local `";
+// Config::poison_site's name for a declaration site "file:line" (FNV-1a; never 0).
+inline std::uint64_t poison_site_id(std::string_view file_line) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : file_line) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h == 0 ? 1 : h;
 }
 
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
@@ -116,7 +131,8 @@ struct simt_options {
   int strict_barriers;
   unsigned race_schedules;
   int racecheck;
-  unsigned poison;  // Config::poison
-  int interleave;   // Config::interleave
+  unsigned poison;                 // Config::poison
+  int interleave;                  // Config::interleave
+  unsigned long long poison_site;  // Config::poison_site
 };
 }

@@ -240,15 +240,19 @@ void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
 // The 16-bit poison word of the running launch's Config::poison, 0 when it sets none: what a
 // local declared without an initializer starts as (poison_local).
 extern std::atomic<std::uint16_t> g_local_poison;
+// Under a poison: the word the local `name` declared at file:line starts as (Config::poison_site
+// singles one site out), and the site noted for the running launch's record (local_sites.h).
+std::uint16_t local_poison_word(const char* name, const char* file, int line);
 // A local of a .cu kernel declared without an initializer (`float acc;`, `float v[4];`): the
-// rewriter adds the call after the declaration, so under Config::poison it starts as the poison
-// and a read before the first write shows in the output. Assigned through a copy, not a call
-// taking its address, so the optimizer keeps such a local in a register as before; off, one load.
+// rewriter adds the call after the declaration, with the name and the author's file:line, so under
+// Config::poison it starts as the poison and a read before the first write shows in the output.
+// Assigned through a copy, not a call taking its address, so the optimizer keeps such a local in
+// a register as before; off, one load.
 template <class T>
-inline void poison_local(T& x) {
-  const std::uint16_t word = g_local_poison.load(std::memory_order_relaxed);
-  if (word == 0) [[likely]]
+inline void poison_local(T& x, const char* name, const char* file, int line) {
+  if (g_local_poison.load(std::memory_order_relaxed) == 0) [[likely]]
     return;
+  const std::uint16_t word = local_poison_word(name, file, line);
   if constexpr (std::is_trivially_copyable_v<T>) {
     unsigned char bytes[sizeof(T)];
     for (std::size_t i = 0; i < sizeof(T); ++i)
