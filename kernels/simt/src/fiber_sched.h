@@ -69,11 +69,18 @@ struct ThreadRec {
   LaneSlot slot{};         // context while suspended mid-kernel; a collective's or barrier's result
   Fiber* fiber = nullptr;  // null until started and after exit
   WarpRec* wr = nullptr;   // &warps_[warp]
+  // The thread one rank above this one in its warp (make_order; null for the warp's last rank),
+  // and that rank: the usual arrival's guess at the next thread to run. The guess is read
+  // straight from the running thread, so the chain of dependent loads from one lane's arrival to
+  // the next lane's is two long (cur_, succ) instead of four (cur_, wr, runnable_r, by_rank); the
+  // arrival checks it against the warp's lowest runnable rank, off that chain.
+  ThreadRec* succ = nullptr;
   uint3 idx{};
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
-  unsigned lane_bit = 0;  // 1 << lane
+  unsigned lane_bit = 0;    // 1 << lane
+  unsigned succ_rank = 64;  // rank of succ; 64 (no rank, nor countr_zero of an empty mask) when null
   // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
   // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;

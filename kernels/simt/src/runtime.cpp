@@ -158,8 +158,19 @@ void Sched::leave_thread(void* f) {
   w.exited |= 1u << t->lane;
   ++s.exited_;
   if (s.failed_) s.abandon(self);
-  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) s.release_barrier(self);
-  ThreadRec* next = s.take_next();
+  ThreadRec* next = nullptr;
+  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) {
+    s.release_barrier(self);
+    next = s.take_next();
+  } else if (static_cast<unsigned>(std::countr_zero(w.runnable_r)) == t->succ_rank) [[likely]] {
+    // The usual next thread, the one a rank above in the same warp (ThreadRec::succ): no lower-ranked
+    // warp has a runnable lane (take_next_after), and succ is the lowest runnable rank.
+    next = t->succ;
+    w.runnable_r &= w.runnable_r - 1;
+    if (w.runnable_r == 0) s.warp_runnable_r_ &= s.warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  } else {
+    next = s.take_next();
+  }
   if (next == nullptr) {
     if (s.exited_ != s.nthreads_) s.fail_stall(self);
     s.pool_.push_back(self);
@@ -208,6 +219,12 @@ void Sched::make_order(std::uint64_t phase) {
       w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
       const unsigned linear = w.base + w.lane_of_rank[i];
       w.by_rank[i] = linear < nthreads_ ? &threads_[linear] : nullptr;  // missing lanes are never runnable
+    }
+    for (unsigned i = 0; i < 32; ++i) {
+      ThreadRec* const t = w.by_rank[i];
+      if (t == nullptr) continue;
+      t->succ = i + 1 < 32 ? w.by_rank[i + 1] : nullptr;
+      t->succ_rank = t->succ != nullptr ? i + 1 : 64;
     }
   }
 }
@@ -446,9 +463,10 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   ThreadRec& t = *cur_;
   WarpRec& w = *t.wr;
   const unsigned runnable = w.runnable_r;
-  if (at_barrier_ + 1 + exited_ == nthreads_ || runnable == 0) [[unlikely]]
+  ThreadRec* const next = t.succ;  // the usual guess (ThreadRec::succ), checked before it is used
+  if (at_barrier_ + 1 + exited_ == nthreads_ ||
+      static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
     return {nullptr, nullptr};
-  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
   Fiber* f = next->fiber;
   void* to = nullptr;
   if (f != nullptr) {

@@ -93,12 +93,15 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void*
   WarpRec& w = *t.wr;
   const unsigned arrived = w.arrived | t.lane_bit;
   const unsigned runnable = w.runnable_r;
-  // Mask, exits and width in one test; then not the last lane, and a lane left to run here.
+  // The next thread is the warp's lowest-ranked runnable lane; usually the one a rank above this
+  // one (ThreadRec::succ says why it is read from here).
+  ThreadRec* const next = t.succ;
+  // Mask, exits and width in one test; then not the last lane, and the guess is the lowest
+  // runnable rank (countr_zero of no lane left to run is 32, never succ_rank).
   if (((static_cast<unsigned>(mask_kind_size) ^ w.exists) | w.exited | ((b_width >> 32) ^ 32u)) != 0 ||
-      arrived == w.exists || runnable == 0) [[unlikely]]
+      arrived == w.exists || static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
     return {nullptr, nullptr};
   // A lane that is not running and has a fiber is suspended mid-kernel: another thread's fiber.
-  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
   Fiber* f = next->fiber;
   if (f == nullptr) [[unlikely]]
     return {nullptr, nullptr};
