@@ -128,7 +128,7 @@ class Sched {
                                                       std::uint64_t b_width);
   // The same for the usual case only (warp_collectives.cpp says which), making no call: kernel
   // code's collective_arrive. A null slot: not the usual case, nothing recorded.
-  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in,
+  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
                                                  std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
   // The same for its usual case only (runtime.cpp says which), making no call; a null slot: not

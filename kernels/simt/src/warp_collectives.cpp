@@ -70,23 +70,20 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
 }
 
 // The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
-// exited, width 32), with a value of 0, 4 or 8 bytes, reached by a lane that is not the last to
+// exited, width 32), with a value of at most 8 bytes (in `bits`), reached by a lane that is not the last to
 // arrive, handing over to the next lane of its warp, already suspended mid-kernel. The same
 // effects as arrive_collective's, in a leaf function (no frame, no callee-saved register).
 // Everything else (every argument that arrive_collective would refuse among it) returns a null
 // slot before any state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
-inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
+                               std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   // The arguments are recorded first, so that few values stay live: if this turns out not to be
   // the usual case, arrive_collective records the same again, and nothing reads them before.
-  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
-  if (size == 4) {
-    std::memcpy(t.in, in, 4);
-  } else if (size == 8) {
-    std::memcpy(t.in, in, 8);
-  } else if (size != 0) [[unlikely]] {
+  // Eight bytes whatever the size: resolve reads only the first `size` of them.
+  if ((mask_kind_size >> 40 & 0xffu) > 8) [[unlikely]]
     return {nullptr, nullptr};
-  }
+  std::memcpy(t.in, &bits, 8);
   t.signature = mask_kind_size | (b_width >> 32) << kSigWidthShift;
   t.b = static_cast<int>(b_width);
   t.site = s;
@@ -301,8 +298,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
 }
 
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
-  return tl_sched->arrive_usual(s, mask_kind_size, in, b_width);
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, mask_kind_size, bits, b_width);
 }
 
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {

@@ -174,8 +174,12 @@ struct Hop {
 // `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
 // collective_arrive handles the usual arrival only, in a function that makes no call (so needs no
 // frame); for anything else it records nothing and returns a null slot, and the kernel calls
-// collective_arrive_general with the same arguments.
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
+// collective_arrive_general with the same arguments. collective_arrive takes a value of up to 8
+// bytes in a register (`bits`, its bytes in memory order), not through a pointer: a value the
+// kernel stored and the runtime loaded again would put a store-to-load forwarding (slower still
+// from a vector register to an integer one) on every lane's path from its resumption to its
+// next arrival.
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width);
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
 // `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
 Hop barrier_arrive(Site s, int pred, Coll combine);
@@ -190,7 +194,9 @@ int barrier_wait(Site s, int pred, Coll combine);
 [[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                   void* out, unsigned size, std::uint64_t b_width) {
 #if SIMT_INLINE_SWITCH
-  Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  std::uint64_t bits = 0;
+  if (size <= 8) std::memcpy(&bits, in, size);  // a constant size: one register move
+  Hop h = collective_arrive(s, mask_kind_size, bits, b_width);
   if (h.slot == nullptr) [[unlikely]]
     h = collective_arrive_general(s, mask_kind_size, in, b_width);
   if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
