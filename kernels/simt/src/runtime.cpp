@@ -150,12 +150,15 @@ void fiber_entry(void* from) {
 void Sched::leave_thread(void* f) {
   Sched& s = *tl_sched;
   auto* self = static_cast<Fiber*>(f);
-  ThreadRec* t = self->thread;
+  // The running thread, read from the scheduler (a line every collective reads) rather than from
+  // self->thread, the fiber's record at the top of its stack, which the block's other threads have
+  // usually evicted since this thread started.
+  ThreadRec* t = s.cur_;
   WarpRec& w = *t->wr;
   t->state = State::exited;
   t->fiber = nullptr;
   self->thread = nullptr;
-  w.exited |= 1u << t->lane;
+  w.exited |= t->lane_bit;
   ++s.exited_;
   if (s.failed_) s.abandon(self);
   ThreadRec* next = nullptr;
