@@ -40,7 +40,7 @@ bool same_site(Site a, Site b) {
   return a.line == b.line && (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
 }
 
-void fiber_entry(void* from);
+void fiber_entry(void* data);
 
 constinit thread_local Sched* tl_sched = nullptr;
 std::atomic<std::uint16_t> g_local_poison{0};
@@ -98,22 +98,24 @@ void Sched::reset_fiber(Fiber* f) {
   f->ctx = fiber_stack_init(f->stack_top, f->stack_size, &fiber_entry);
 }
 
-void Sched::on_fiber_start([[maybe_unused]] void* from) {
+void Sched::on_fiber_start() {
 #if SIMT_ASAN
-  auto* src = static_cast<Fiber*>(from);
   const void* lo = nullptr;
   std::size_t sz = 0;
   __sanitizer_finish_switch_fiber(nullptr, &lo, &sz);
-  if (src->is_host) {
+  // The fiber that switched here, when the runtime's switch did (switch_ctx).
+  Fiber* const src = std::exchange(switching_from_, nullptr);
+  if (src != nullptr && src->is_host) {
     src->stack_lo = const_cast<void*>(lo);
     src->stack_size = sz;
   }
 #endif
 }
 
-void fiber_entry(void* from) {
+// `data`: where the switch that started this fiber loaded its context from (fiber_switch.h).
+void fiber_entry(void* /*data*/) {
   Sched& s = *tl_sched;
-  s.on_fiber_start(from);
+  s.on_fiber_start();
   s.fiber_main(s.switching_to_);
 }
 
@@ -471,9 +473,9 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
       static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
     return {nullptr, nullptr};
   Fiber* f = next->fiber;
-  void* to = nullptr;
+  void** to = nullptr;
   if (f != nullptr) {
-    to = next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+    to = &next->slot.ctx;  // suspended mid-kernel: its context is its thread's
   } else {
     if (pool_.empty()) [[unlikely]]
       return {nullptr, nullptr};
@@ -481,7 +483,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
     pool_.pop_back();
     f->thread = next;
     next->fiber = f;
-    to = f->ctx;
+    to = &f->ctx;
   }
   t.state = State::at_barrier;
   t.site = s;

@@ -110,7 +110,7 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64
   cur_ = next;
   *thread_idx_ = next->idx;
   switching_to_ = f;
-  return {&t.slot, next->slot.ctx};
+  return {&t.slot, &next->slot.ctx};
 }
 
 Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
