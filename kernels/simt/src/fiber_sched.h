@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allocations.h"
@@ -69,11 +70,18 @@ struct ThreadRec {
   LaneSlot slot{};         // context while suspended mid-kernel; a collective's or barrier's result
   Fiber* fiber = nullptr;  // null until started and after exit
   WarpRec* wr = nullptr;   // &warps_[warp]
+  // The thread one rank above this one in its warp (make_order; null for the warp's last rank),
+  // and that rank: the usual arrival's guess at the next thread to run. The guess is read
+  // straight from the running thread, so the chain of dependent loads from one lane's arrival to
+  // the next lane's is two long (cur_, succ) instead of four (cur_, wr, runnable_r, by_rank); the
+  // arrival checks it against the warp's lowest runnable rank, off that chain.
+  ThreadRec* succ = nullptr;
   uint3 idx{};
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
-  unsigned lane_bit = 0;  // 1 << lane
+  unsigned lane_bit = 0;    // 1 << lane
+  unsigned succ_rank = 64;  // rank of succ; 64 (no rank, nor countr_zero of an empty mask) when null
   // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
   // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;
@@ -121,7 +129,7 @@ class Sched {
                                                       std::uint64_t b_width);
   // The same for the usual case only (warp_collectives.cpp says which), making no call: kernel
   // code's collective_arrive. A null slot: not the usual case, nothing recorded.
-  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in,
+  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
                                                  std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
   // The same for its usual case only (runtime.cpp says which), making no call; a null slot: not
@@ -164,19 +172,22 @@ class Sched {
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);
-  void on_fiber_start(void* from);
+  void on_fiber_start();
 
   std::string error_;
   std::exception_ptr exception_;
   Fiber* switching_to_ = nullptr;
+#if SIMT_ASAN
+  Fiber* switching_from_ = nullptr;  // the fiber making the runtime's switch, for ASan's stack bounds
+#endif
 
  private:
   Fiber* new_fiber();
   Fiber* pool_get();
   void reset_fiber(Fiber* f);
-  [[gnu::always_inline]] inline void switch_ctx(Fiber* from, void** save, Fiber* to_fiber, void* to);
+  [[gnu::always_inline]] inline void switch_ctx(Fiber* from, void** save, Fiber* to_fiber, void** to);
   [[gnu::always_inline]] inline void switch_to(Fiber* from, Fiber* to);
-  [[gnu::always_inline]] inline void* prepare(Fiber* self, ThreadRec* next);
+  [[gnu::always_inline]] inline void** prepare(Fiber* self, ThreadRec* next);
   [[gnu::always_inline]] inline void transfer(Fiber* self, ThreadRec* next);
   void after_block_for_fiber(Fiber* self);
   // Leaves the block for good. Callers assign error_ in a separate statement
@@ -273,18 +284,21 @@ class Sched {
 extern constinit thread_local Sched* tl_sched;
 
 // Saves the running context in `*save` (the fiber's own slot, or its thread's when the thread
-// suspends mid-kernel) and resumes the context `to`, which belongs to fiber `to_fiber`.
+// suspends mid-kernel) and resumes the context held in `*to`, which belongs to fiber `to_fiber`.
 inline void Sched::switch_ctx([[maybe_unused]] Fiber* from, void** save, [[maybe_unused]] Fiber* to_fiber,
-                              void* to) {
+                              void** to) {
 #if SIMT_ASAN
   __sanitizer_start_switch_fiber(&from->fake_stack, to_fiber->stack_lo, to_fiber->stack_size);
+  switching_from_ = from;
 #endif
-  [[maybe_unused]] auto* src = static_cast<Fiber*>(fiber_switch(save, to, from));
+  fiber_switch(save, to);
 #if SIMT_ASAN
   const void* lo = nullptr;
   std::size_t sz = 0;
   __sanitizer_finish_switch_fiber(from->fake_stack, &lo, &sz);
-  if (src->is_host) {
+  // The fiber that switched here, when the runtime's switch did (kernel code's switches leave it null).
+  Fiber* const src = std::exchange(switching_from_, nullptr);
+  if (src != nullptr && src->is_host) {
     src->stack_lo = const_cast<void*>(lo);
     src->stack_size = sz;
   }
@@ -293,12 +307,12 @@ inline void Sched::switch_ctx([[maybe_unused]] Fiber* from, void** save, [[maybe
 
 inline void Sched::switch_to(Fiber* from, Fiber* to) {
   switching_to_ = to;
-  switch_ctx(from, &from->ctx, to, to->ctx);
+  switch_ctx(from, &from->ctx, to, &to->ctx);
 }
 
-// Makes `next` the running thread. Returns the context to resume for it (switching_to_ is its
-// fiber), or null when the calling fiber runs it itself.
-inline void* Sched::prepare(Fiber* self, ThreadRec* next) {
+// Makes `next` the running thread. Returns where the context to resume for it is held
+// (switching_to_ is its fiber), or null when the calling fiber runs it itself.
+inline void** Sched::prepare(Fiber* self, ThreadRec* next) {
   next->state = State::running;
   cur_ = next;
   *thread_idx_ = next->idx;
@@ -316,15 +330,15 @@ inline void* Sched::prepare(Fiber* self, ThreadRec* next) {
     f->thread = next;
     next->fiber = f;
     switching_to_ = f;
-    return f->ctx;
+    return &f->ctx;
   }
   switching_to_ = next->fiber;
-  return next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+  return &next->slot.ctx;  // suspended mid-kernel: its context is its thread's
 }
 
 // prepare() and the switch, for a fiber that parks in its own slot (its thread exited, or the host).
 inline void Sched::transfer(Fiber* self, ThreadRec* next) {
-  if (void* to = prepare(self, next)) switch_ctx(self, &self->ctx, switching_to_, to);
+  if (void** to = prepare(self, next)) switch_ctx(self, &self->ctx, switching_to_, to);
 }
 
 }  // namespace simt::detail

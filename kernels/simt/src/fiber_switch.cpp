@@ -83,9 +83,9 @@ void* fiber_stack_init(void* top, std::size_t size, void (*entry)(void* data)) {
   return bctx::make_fcontext(top, size, &trampoline);
 }
 
-void* fiber_switch(void** save, void* to, void* data) {
-  Hop h{save, data};
-  const bctx::transfer_t t = bctx::jump_fcontext(to, &h);
+void* fiber_switch(void** save, void** to) {
+  Hop h{save, to};
+  const bctx::transfer_t t = bctx::jump_fcontext(*to, &h);
   auto* back = static_cast<Hop*>(t.data);
   *back->save = t.fctx;
   return back->data;

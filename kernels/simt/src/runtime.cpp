@@ -41,7 +41,7 @@ bool same_site(Site a, Site b) {
   return a.line == b.line && (a.file == b.file || (a.file && b.file && std::strcmp(a.file, b.file) == 0));
 }
 
-void fiber_entry(void* from);
+void fiber_entry(void* data);
 
 constinit thread_local Sched* tl_sched = nullptr;
 std::atomic<std::uint16_t> g_local_poison{0};
@@ -99,22 +99,24 @@ void Sched::reset_fiber(Fiber* f) {
   f->ctx = fiber_stack_init(f->stack_top, f->stack_size, &fiber_entry);
 }
 
-void Sched::on_fiber_start([[maybe_unused]] void* from) {
+void Sched::on_fiber_start() {
 #if SIMT_ASAN
-  auto* src = static_cast<Fiber*>(from);
   const void* lo = nullptr;
   std::size_t sz = 0;
   __sanitizer_finish_switch_fiber(nullptr, &lo, &sz);
-  if (src->is_host) {
+  // The fiber that switched here, when the runtime's switch did (switch_ctx).
+  Fiber* const src = std::exchange(switching_from_, nullptr);
+  if (src != nullptr && src->is_host) {
     src->stack_lo = const_cast<void*>(lo);
     src->stack_size = sz;
   }
 #endif
 }
 
-void fiber_entry(void* from) {
+// `data`: where the switch that started this fiber loaded its context from (fiber_switch.h).
+void fiber_entry(void* /*data*/) {
   Sched& s = *tl_sched;
-  s.on_fiber_start(from);
+  s.on_fiber_start();
   s.fiber_main(s.switching_to_);
 }
 
@@ -151,16 +153,30 @@ void fiber_entry(void* from) {
 void Sched::leave_thread(void* f) {
   Sched& s = *tl_sched;
   auto* self = static_cast<Fiber*>(f);
-  ThreadRec* t = self->thread;
+  // The running thread, read from the scheduler (a line every collective reads) rather than from
+  // self->thread, the fiber's record at the top of its stack, which the block's other threads have
+  // usually evicted since this thread started.
+  ThreadRec* t = s.cur_;
   WarpRec& w = *t->wr;
   t->state = State::exited;
   t->fiber = nullptr;
   self->thread = nullptr;
-  w.exited |= 1u << t->lane;
+  w.exited |= t->lane_bit;
   ++s.exited_;
   if (s.failed_) s.abandon(self);
-  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) s.release_barrier(self);
-  ThreadRec* next = s.take_next();
+  ThreadRec* next = nullptr;
+  if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) {
+    s.release_barrier(self);
+    next = s.take_next();
+  } else if (static_cast<unsigned>(std::countr_zero(w.runnable_r)) == t->succ_rank) [[likely]] {
+    // The usual next thread, the one a rank above in the same warp (ThreadRec::succ): no lower-ranked
+    // warp has a runnable lane (take_next_after), and succ is the lowest runnable rank.
+    next = t->succ;
+    w.runnable_r &= w.runnable_r - 1;
+    if (w.runnable_r == 0) s.warp_runnable_r_ &= s.warp_runnable_r_ - 1;  // this warp's bit is the lowest
+  } else {
+    next = s.take_next();
+  }
   if (next == nullptr) {
     if (s.exited_ != s.nthreads_) s.fail_stall(self);
     s.pool_.push_back(self);
@@ -209,6 +225,12 @@ void Sched::make_order(std::uint64_t phase) {
       w.rank_of_lane[w.lane_of_rank[i]] = static_cast<std::uint8_t>(i);
       const unsigned linear = w.base + w.lane_of_rank[i];
       w.by_rank[i] = linear < nthreads_ ? &threads_[linear] : nullptr;  // missing lanes are never runnable
+    }
+    for (unsigned i = 0; i < 32; ++i) {
+      ThreadRec* const t = w.by_rank[i];
+      if (t == nullptr) continue;
+      t->succ = i + 1 < 32 ? w.by_rank[i + 1] : nullptr;
+      t->succ_rank = t->succ != nullptr ? i + 1 : 64;
     }
   }
 }
@@ -448,13 +470,14 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   ThreadRec& t = *cur_;
   WarpRec& w = *t.wr;
   const unsigned runnable = w.runnable_r;
-  if (at_barrier_ + 1 + exited_ == nthreads_ || runnable == 0) [[unlikely]]
+  ThreadRec* const next = t.succ;  // the usual guess (ThreadRec::succ), checked before it is used
+  if (at_barrier_ + 1 + exited_ == nthreads_ ||
+      static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
     return {nullptr, nullptr};
-  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
   Fiber* f = next->fiber;
-  void* to = nullptr;
+  void** to = nullptr;
   if (f != nullptr) {
-    to = next->slot.ctx;  // suspended mid-kernel: its context is its thread's
+    to = &next->slot.ctx;  // suspended mid-kernel: its context is its thread's
   } else {
     if (pool_.empty()) [[unlikely]]
       return {nullptr, nullptr};
@@ -462,7 +485,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
     pool_.pop_back();
     f->thread = next;
     next->fiber = f;
-    to = f->ctx;
+    to = &f->ctx;
   }
   t.state = State::at_barrier;
   t.site = s;

@@ -70,35 +70,35 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
 }
 
 // The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
-// exited, width 32), with a value of 0, 4 or 8 bytes, reached by a lane that is not the last to
+// exited, width 32), with a value of at most 8 bytes (in `bits`), reached by a lane that is not the last to
 // arrive, handing over to the next lane of its warp, already suspended mid-kernel. The same
 // effects as arrive_collective's, in a leaf function (no frame, no callee-saved register).
 // Everything else (every argument that arrive_collective would refuse among it) returns a null
 // slot before any state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
-inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
+inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
+                               std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   // The arguments are recorded first, so that few values stay live: if this turns out not to be
   // the usual case, arrive_collective records the same again, and nothing reads them before.
-  const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
-  if (size == 4) {
-    std::memcpy(t.in, in, 4);
-  } else if (size == 8) {
-    std::memcpy(t.in, in, 8);
-  } else if (size != 0) [[unlikely]] {
+  // Eight bytes whatever the size: resolve reads only the first `size` of them.
+  if ((mask_kind_size >> 40 & 0xffu) > 8) [[unlikely]]
     return {nullptr, nullptr};
-  }
+  std::memcpy(t.in, &bits, 8);
   t.signature = mask_kind_size | (b_width >> 32) << kSigWidthShift;
   t.b = static_cast<int>(b_width);
   t.site = s;
   WarpRec& w = *t.wr;
   const unsigned arrived = w.arrived | t.lane_bit;
   const unsigned runnable = w.runnable_r;
-  // Mask, exits and width in one test; then not the last lane, and a lane left to run here.
+  // The next thread is the warp's lowest-ranked runnable lane; usually the one a rank above this
+  // one (ThreadRec::succ says why it is read from here).
+  ThreadRec* const next = t.succ;
+  // Mask, exits and width in one test; then not the last lane, and the guess is the lowest
+  // runnable rank (countr_zero of no lane left to run is 32, never succ_rank).
   if (((static_cast<unsigned>(mask_kind_size) ^ w.exists) | w.exited | ((b_width >> 32) ^ 32u)) != 0 ||
-      arrived == w.exists || runnable == 0) [[unlikely]]
+      arrived == w.exists || static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
     return {nullptr, nullptr};
   // A lane that is not running and has a fiber is suspended mid-kernel: another thread's fiber.
-  ThreadRec* next = w.by_rank[std::countr_zero(runnable) & 31];
   Fiber* f = next->fiber;
   if (f == nullptr) [[unlikely]]
     return {nullptr, nullptr};
@@ -110,7 +110,7 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, const void*
   cur_ = next;
   *thread_idx_ = next->idx;
   switching_to_ = f;
-  return {&t.slot, next->slot.ctx};
+  return {&t.slot, &next->slot.ctx};
 }
 
 Hop Sched::hand_over(ThreadRec& t, ThreadRec* next) { return {&t.slot, prepare(t.fiber, next)}; }
@@ -298,8 +298,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
 }
 
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {
-  return tl_sched->arrive_usual(s, mask_kind_size, in, b_width);
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, mask_kind_size, bits, b_width);
 }
 
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {

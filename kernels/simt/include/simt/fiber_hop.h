@@ -17,8 +17,13 @@ namespace simt::detail {
 
 #if defined(__x86_64__) && defined(__ELF__)
 
-// Saves the calling context in `*save` and resumes the context `to`; returns when some fiber
-// resumes `*save`, with the `data` that switch passed.
+// Saves the calling context in `*save` and resumes the context held in `*to`; returns when some
+// fiber resumes `*save`, with `save` itself: every switch hands the resumed side the address it
+// loaded the context from, that is the address where the resumed side saved it. A lane suspended
+// at a collective saves its context in the first word of its LaneSlot (simt_cpu.h), where its
+// result waits: so it reads the result through a register the switch set, without first loading
+// its own slot's address from its stack, a load that could only start once the stack pointer
+// itself was loaded, on every lane's path from its resumption to its next arrival.
 //
 // A context is a stack pointer whose top word is the address to resume at. The switch pushes its
 // own resume address and jumps to the other's; no `call` or `ret` crosses it, so the CPU's
@@ -31,14 +36,15 @@ namespace simt::detail {
 // The asm tells the compiler that every register but rsp and rbp is overwritten: the calling
 // function keeps across the switch only the values it still needs. The red zone below rsp is
 // stepped over first, as the pushes write there.
-[[gnu::always_inline]] inline void* fiber_hop(void** save, void* to, void* data) {
+[[gnu::always_inline]] inline void* fiber_hop(void** save, void** to) {
+  void* data = to;
   asm volatile(
       "leaq -128(%%rsp), %%rsp\n\t"
       "pushq %%rbp\n\t"
       "leaq 1f(%%rip), %%rcx\n\t"
       "pushq %%rcx\n\t"
       "movq %%rsp, (%[save])\n\t"
-      "movq %[to], %%rsp\n\t"
+      "movq (%[to]), %%rsp\n\t"
       "popq %%rcx\n\t"
       "jmpq *%%rcx\n"
       "1:\n\t"

@@ -48,6 +48,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <math.h>
@@ -164,18 +165,25 @@ struct LaneSlot {
   void* ctx;
   alignas(16) unsigned char out[16];
 };
-// What a thread arriving at a collective or barrier does next: resume the context `to` (null: run
-// on), then read its result in slot->out.
+// The switch hands a resumed lane the address of its context's word (fiber_hop.h), which is its
+// slot's address.
+static_assert(offsetof(LaneSlot, ctx) == 0);
+// What a thread arriving at a collective or barrier does next: resume the context held in `*to`
+// (null: run on), then read its result in slot->out.
 struct Hop {
   LaneSlot* slot;
-  void* to;
+  void** to;
 };
 // A warp collective's arguments, packed so the call passes all of them in registers:
 // `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
 // collective_arrive handles the usual arrival only, in a function that makes no call (so needs no
 // frame); for anything else it records nothing and returns a null slot, and the kernel calls
-// collective_arrive_general with the same arguments.
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
+// collective_arrive_general with the same arguments. collective_arrive takes a value of up to 8
+// bytes in a register (`bits`, its bytes in memory order), not through a pointer: a value the
+// kernel stored and the runtime loaded again would put a store-to-load forwarding (slower still
+// from a vector register to an integer one) on every lane's path from its resumption to its
+// next arrival.
+Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width);
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
 // `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
 Hop barrier_arrive(Site s, int pred, Coll combine);
@@ -190,10 +198,13 @@ int barrier_wait(Site s, int pred, Coll combine);
 [[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                   void* out, unsigned size, std::uint64_t b_width) {
 #if SIMT_INLINE_SWITCH
-  Hop h = collective_arrive(s, mask_kind_size, in, b_width);
+  std::uint64_t bits = 0;
+  if (size <= 8) std::memcpy(&bits, in, size);  // a constant size: one register move
+  Hop h = collective_arrive(s, mask_kind_size, bits, b_width);
   if (h.slot == nullptr) [[unlikely]]
     h = collective_arrive_general(s, mask_kind_size, in, b_width);
-  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  // Resumed, the lane's slot is what the switch returns (fiber_hop.h): no register survives it.
+  if (h.to != nullptr) h.slot = static_cast<LaneSlot*>(fiber_hop(&h.slot->ctx, h.to));
   if (size != 0) std::memcpy(out, h.slot->out, size);
 #else
   (void)size;
@@ -202,8 +213,8 @@ int barrier_wait(Site s, int pred, Coll combine);
 }
 [[gnu::always_inline]] inline int run_barrier(Site s, int pred, Coll combine) {
 #if SIMT_INLINE_SWITCH
-  const Hop h = barrier_arrive(s, pred, combine);
-  if (h.to != nullptr) fiber_hop(&h.slot->ctx, h.to, nullptr);
+  Hop h = barrier_arrive(s, pred, combine);
+  if (h.to != nullptr) h.slot = static_cast<LaneSlot*>(fiber_hop(&h.slot->ctx, h.to));
   int r = 0;
   std::memcpy(&r, h.slot->out, sizeof r);
   return r;
