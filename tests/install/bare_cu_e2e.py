@@ -5,7 +5,6 @@ takes the same pair); a planted
 read of shared memory nothing wrote is exit 1, `uninit` at attn_norm with the line of the copy it
 was planted in; a bad map, a missing entry, an entry with another signature and a compile error
 are exit 2 naming the field, the function or the file:line. No .cu is ever written."""
-import hashlib
 import json
 import os
 import shutil
@@ -13,27 +12,15 @@ import subprocess
 import sys
 import tempfile
 
+from install_common import install, sh, sha256
+
 BUILD_DIR, KERNELS = map(os.path.abspath, sys.argv[1:3])
-
-
-def sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def sh(*cmd, cwd=None, ok=(0,)):
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
-    if p.returncode not in ok:
-        sys.exit(f"FAILED ({p.returncode}, wanted {ok}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def main():
     work = tempfile.mkdtemp(prefix="ds-barecu-")
     try:
-        prefix = os.path.join(work, "prefix")
-        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
-        ds = os.path.join(prefix, "bin", "driftscope")
+        ds, prefix = install(BUILD_DIR, work)
         user = os.path.join(work, "user")  # the loop's own directory: nothing of Driftscope's in it
         shutil.copytree(KERNELS, user)
         good = os.path.join(user, "my_rmsnorm.cu")

@@ -5,26 +5,18 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+from install_common import install, sh
+
 BUILD_DIR, FIXTURE, GENERATOR = sys.argv[1:4]
-
-
-def sh(*cmd, cwd=None, ok=(0,)):
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
-    if p.returncode not in ok:
-        sys.exit(f"FAILED ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def main():
     work = tempfile.mkdtemp(prefix="ds-sdk-")
     try:
-        prefix = os.path.join(work, "prefix")
-        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
-        ds = os.path.join(prefix, "bin", "driftscope")
+        ds, prefix = install(BUILD_DIR, work)
         model = os.path.join(work, os.path.basename(FIXTURE))
         shutil.copy(FIXTURE, model)  # the user's model file, outside any Driftscope tree
         have_nvcc = os.path.exists("/usr/local/cuda/bin/nvcc") or shutil.which("nvcc")

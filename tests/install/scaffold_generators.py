@@ -6,18 +6,12 @@ real prefix, debug line info in the plugin, and the shipped policies and dump ma
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
+from install_common import install, sh
+
 BUILD_DIR = sys.argv[1]
-
-
-def sh(*cmd, env=None, ok=(0,)):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-    if p.returncode not in ok:
-        sys.exit(f"FAILED ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 def without_cuda_env():
@@ -48,9 +42,7 @@ def has_line_info(lib, source):
 def main():
     work = tempfile.mkdtemp(prefix="ds-gen-")
     try:
-        prefix = os.path.join(work, "prefix")
-        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
-        ds = os.path.join(prefix, "bin", "driftscope")
+        ds, prefix = install(BUILD_DIR, work)
         proj = os.path.join(work, "my-kernel")
         p = sh(ds, "new-candidate", proj, "--kernel", "rmsnorm")
         readme = open(os.path.join(proj, "README.md")).read()

@@ -3,28 +3,16 @@
 float4 loads, a global atomicAdd) builds unmodified against an installed SDK, runs inside
 synthetic:gpt2-tiny and a GGUF fixture with --fill reference (exit 0), and the same file with a
 planted off-by-one is exit 1 at its stage, the report naming the line of the author's file."""
-import hashlib
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
+from install_common import install, sh, sha256
+
 BUILD_DIR, PROJECT, FIXTURE = sys.argv[1:4]
-
-
-def sh(*cmd, cwd=None, ok=(0,)):
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
-    if p.returncode not in ok:
-        sys.exit(f"FAILED ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def sha256(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
 
 
 def build(proj, prefix):
@@ -36,9 +24,7 @@ def build(proj, prefix):
 def main():
     work = tempfile.mkdtemp(prefix="ds-stdcuda-")
     try:
-        prefix = os.path.join(work, "prefix")
-        sh("cmake", "--install", BUILD_DIR, "--prefix", prefix)
-        ds = os.path.join(prefix, "bin", "driftscope")
+        ds, prefix = install(BUILD_DIR, work)
         proj = os.path.join(work, "std-layernorm")
         shutil.copytree(PROJECT, proj)
         model = os.path.join(work, os.path.basename(FIXTURE))
