@@ -164,6 +164,53 @@ void AccessShadow::replay_reads() {
   }
 }
 
+[[gnu::always_inline]] inline void AccessShadow::check(const Region& r, std::size_t cell, bool write,
+                                                       const Access& me) {
+  Cell& c = r.cells[cell];
+  const std::size_t off = cell << r.shift;  // its first byte, for the report
+  const bool global = r.kind == Kind::global;
+  const std::uint16_t my_thread = me.thread & kThreadMask;
+  const bool my_atomic = (me.thread & kAtomic) != 0;
+  // Shared memory lives for one block; global shadows for one launch.
+  const auto live = [&](const Access& x) {
+    return x.block != 0 && (global ? x.block >= first_serial_ : x.block == me.block);
+  };
+  const auto races = [&](const Access& x) {
+    if (!live(x)) return false;
+    const bool both_atomic = my_atomic && (x.thread & kAtomic) != 0;
+    if (x.block != me.block) return !both_atomic;  // other blocks: only global memory gets here
+    const std::uint16_t t = x.thread & kThreadMask;
+    if (x.phase != me.phase || t == my_thread || both_atomic) return false;
+    return !(t / 32 == my_thread / 32 && x.sync != me.sync);  // a warp collective between: ordered
+  };
+  if (write) {
+    if (races(c.w))
+      note("WAW", r, off, c.w, true, me, true);
+    else if (races(c.r1))
+      note("WAR", r, off, c.r1, false, me, true);
+    else if (races(c.r2))
+      note("WAR", r, off, c.r2, false, me, true);
+    c.w = me;
+    c.r1 = Access{};
+    c.r2 = Access{};
+    return;
+  }
+  if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);
+  if (races(c.w)) note("RAW", r, off, c.w, true, me, false);
+  // Keep up to two readers: a reader of this block's earlier phase, or this thread's own earlier
+  // read, gives way; two readers of one block give way to one of another block.
+  const auto gives_way = [&](const Access& x) {
+    return !live(x) ||
+           (x.block == me.block && (x.phase != me.phase || (x.thread & kThreadMask) == my_thread));
+  };
+  if (gives_way(c.r1))
+    c.r1 = me;
+  else if (gives_way(c.r2))
+    c.r2 = me;
+  else if (c.r1.block == c.r2.block && c.r1.block != me.block)
+    c.r2 = me;
+}
+
 void AccessShadow::unchecked_store(const Region& r, std::size_t cell, const Access& reader) {
   if (reader.block != serial_) return;  // nobody of this block read it: a runtime fill, not a store
   const Access& w = r.cells[cell].w;
@@ -212,8 +259,16 @@ void AccessShadow::drop_regions(std::size_t from) {
 
 void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
   const auto* a = static_cast<const unsigned char*>(addr);
-  for (Region& r : regions_) {
-    if (a < r.lo || a >= r.hi) continue;  // a neighbour sharing an 8-byte granule with a watched region
+  // Regions do not overlap, and a thread's accesses mostly go to the region of its last one.
+  std::size_t i = hint_;
+  if (i >= regions_.size() || a < regions_[i].lo || a >= regions_[i].hi) [[unlikely]] {
+    for (i = 0; i < regions_.size(); ++i)
+      if (a >= regions_[i].lo && a < regions_[i].hi) break;
+    if (i == regions_.size()) return;  // a neighbour sharing an 8-byte granule with a watched region
+    hint_ = i;
+  }
+  {
+    Region& r = regions_[i];
     dyn_accessed_ = dyn_accessed_ || r.kind == Kind::dynamic_shared;
     const ThreadRec* t = sched_->current_thread();
     const unsigned thread = t->warp * 32u + t->lane;
@@ -241,54 +296,7 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
       l.who = me;
       std::memcpy(l.bytes, r.lo + from, l.size);
     }
-    return;
   }
-}
-
-void AccessShadow::check(const Region& r, std::size_t cell, bool write, const Access& me) {
-  Cell& c = r.cells[cell];
-  const std::size_t off = cell << r.shift;  // its first byte, for the report
-  const bool global = r.kind == Kind::global;
-  const std::uint16_t my_thread = me.thread & kThreadMask;
-  const bool my_atomic = (me.thread & kAtomic) != 0;
-  // Shared memory lives for one block; global shadows for one launch.
-  const auto live = [&](const Access& x) {
-    return x.block != 0 && (global ? x.block >= first_serial_ : x.block == me.block);
-  };
-  const auto races = [&](const Access& x) {
-    if (!live(x)) return false;
-    const bool both_atomic = my_atomic && (x.thread & kAtomic) != 0;
-    if (x.block != me.block) return !both_atomic;  // other blocks: only global memory gets here
-    const std::uint16_t t = x.thread & kThreadMask;
-    if (x.phase != me.phase || t == my_thread || both_atomic) return false;
-    return !(t / 32 == my_thread / 32 && x.sync != me.sync);  // a warp collective between: ordered
-  };
-  if (write) {
-    if (races(c.w))
-      note("WAW", r, off, c.w, true, me, true);
-    else if (races(c.r1))
-      note("WAR", r, off, c.r1, false, me, true);
-    else if (races(c.r2))
-      note("WAR", r, off, c.r2, false, me, true);
-    c.w = me;
-    c.r1 = Access{};
-    c.r2 = Access{};
-    return;
-  }
-  if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);
-  if (races(c.w)) note("RAW", r, off, c.w, true, me, false);
-  // Keep up to two readers: a reader of this block's earlier phase, or this thread's own earlier
-  // read, gives way; two readers of one block give way to one of another block.
-  const auto gives_way = [&](const Access& x) {
-    return !live(x) ||
-           (x.block == me.block && (x.phase != me.phase || (x.thread & kThreadMask) == my_thread));
-  };
-  if (gives_way(c.r1))
-    c.r1 = me;
-  else if (gives_way(c.r2))
-    c.r2 = me;
-  else if (c.r1.block == c.r2.block && c.r1.block != me.block)
-    c.r2 = me;
 }
 
 void AccessShadow::check_poison_read(const Region& r, std::size_t from, std::size_t to, const Access& me) {
