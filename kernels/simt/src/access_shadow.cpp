@@ -244,12 +244,14 @@ void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool w
 
 void AccessShadow::add_region(const Region& r) {
   regions_.push_back(r);
+  hint_ = nullptr;  // the vector may have moved
   mark(r.lo, r.hi, true);
 }
 
 void AccessShadow::drop_regions(std::size_t from) {
   for (std::size_t i = from; i < regions_.size(); ++i) mark(regions_[i].lo, regions_[i].hi, false);
   regions_.resize(from);
+  hint_ = nullptr;
   // A dropped region may have shared its first or last 8-byte granule with one still watched.
   for (const Region& r : regions_) {
     mark(r.lo, std::min(r.hi, r.lo + 8), true);
@@ -258,44 +260,55 @@ void AccessShadow::drop_regions(std::size_t from) {
 }
 
 void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
+  if (write)
+    access<true>(addr, bytes, pc);
+  else
+    access<false>(addr, bytes, pc);
+}
+
+template <bool kWrite>
+void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
   const auto* a = static_cast<const unsigned char*>(addr);
   // Regions do not overlap, and a thread's accesses mostly go to the region of its last one.
-  std::size_t i = hint_;
-  if (i >= regions_.size() || a < regions_[i].lo || a >= regions_[i].hi) [[unlikely]] {
-    for (i = 0; i < regions_.size(); ++i)
-      if (a >= regions_[i].lo && a < regions_[i].hi) break;
-    if (i == regions_.size()) return;  // a neighbour sharing an 8-byte granule with a watched region
-    hint_ = i;
+  Region* hint = hint_;
+  if (hint == nullptr || a < hint->lo || a >= hint->hi) [[unlikely]] {
+    hint = nullptr;
+    for (Region& r : regions_)
+      if (a >= r.lo && a < r.hi) hint = &r;
+    if (hint == nullptr) return;  // a neighbour sharing an 8-byte granule with a watched region
+    hint_ = hint;
   }
-  {
-    Region& r = regions_[i];
-    dyn_accessed_ = dyn_accessed_ || r.kind == Kind::dynamic_shared;
-    const ThreadRec* t = sched_->current_thread();
-    const unsigned thread = t->warp * 32u + t->lane;
-    const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
-    Access me;
-    me.block = serial_;
-    me.phase = static_cast<std::uint32_t>(sched_->phase());
-    me.thread = static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0));
-    me.sync = static_cast<std::uint16_t>(t->wr->syncs);
-    // The hook's return address is the instruction after the call: step back into the call.
-    me.pc = pc_offset(static_cast<const char*>(pc) - 1);
-    const std::size_t from = static_cast<std::size_t>(a - r.lo);
-    const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
-    if (r.cells == nullptr) {  // read-only arguments' memory: only its reads of the poison
-      if (!write) check_poison_read(r, from, to, me);
-      return;
-    }
-    for (std::size_t cell = from >> r.shift; cell <= (to - 1) >> r.shift; ++cell) check(r, cell, write, me);
-    if (!write && r.kind == Kind::global) {
-      if (poison_ != 0) check_poison_read(r, from, to, me);
-      LoggedRead& l = reads_.emplace_back();
-      l.region = static_cast<std::uint32_t>(&r - regions_.data());
-      l.offset = static_cast<std::uint32_t>(from);
-      l.size = static_cast<std::uint32_t>(std::min<std::size_t>(to - from, sizeof l.bytes));
-      l.who = me;
-      std::memcpy(l.bytes, r.lo + from, l.size);
-    }
+  const Region& r = *hint;
+  if (r.kind == Kind::dynamic_shared) dyn_accessed_ = true;
+  const ThreadRec* t = sched_->current_thread();
+  const unsigned thread = t->warp * 32u + t->lane;
+  const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
+  Access me;
+  me.block = serial_;
+  me.phase = static_cast<std::uint32_t>(sched_->phase());
+  me.thread = static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0));
+  me.sync = static_cast<std::uint16_t>(t->wr->syncs);
+  // The hook's return address is the instruction after the call: step back into the call.
+  me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+  const std::size_t from = static_cast<std::size_t>(a - r.lo);
+  const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
+  if (r.cells == nullptr) {  // read-only arguments' memory: only its reads of the poison
+    if (!kWrite) check_poison_read(r, from, to, me);
+    return;
+  }
+  const std::size_t first = from >> r.shift, last = (to - 1) >> r.shift;
+  if (first == last) [[likely]]  // an access within one element: most of them
+    check(r, first, kWrite, me);
+  else
+    for (std::size_t cell = first; cell <= last; ++cell) check(r, cell, kWrite, me);
+  if (!kWrite && r.kind == Kind::global) {
+    if (poison_ != 0) check_poison_read(r, from, to, me);
+    LoggedRead& l = reads_.emplace_back();
+    l.region = static_cast<std::uint32_t>(&r - regions_.data());
+    l.offset = static_cast<std::uint32_t>(from);
+    l.size = static_cast<std::uint32_t>(std::min<std::size_t>(to - from, sizeof l.bytes));
+    l.who = me;
+    std::memcpy(l.bytes, r.lo + from, l.size);
   }
 }
 

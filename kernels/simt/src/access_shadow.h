@@ -125,6 +125,8 @@ class AccessShadow {
     Access who;
     unsigned char bytes[16];
   };
+  template <bool kWrite>
+  void access(const void* addr, std::size_t bytes, const void* pc);
   void replay_reads();
   // A change of element `cell` of `r` that no checked write explains: a store by the thread that
   // read it in this phase, if any.
@@ -159,7 +161,7 @@ class AccessShadow {
   dim3 grid_dim_{1, 1, 1};
   std::vector<Region> regions_;  // [0, n_global_): the launch's allocations; then this block's
   std::size_t n_global_ = 0;
-  std::size_t hint_ = 0;    // regions_[hint_]: the region of the last watched access, to try first
+  Region* hint_ = nullptr;  // in regions_: the region of the last watched access, tried first
   Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
   std::vector<Cell> dyn_cells_;
   bool dyn_accessed_ = false;  // the block accessed its dynamic shared memory: its shift is fixed
