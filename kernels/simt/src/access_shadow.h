@@ -21,10 +21,11 @@
 // 0x4A3D4A3D).
 //
 // Cost: one call per access of the kernel, the region of the last one tried first (else a scan of
-// a few), and for watched bytes one 48-byte shadow cell per element touched. Global shadows live for one launch (mapped lazily, so only
-// pages of the outputs actually touched cost anything); shared ones are reused and told apart by
-// the block's serial number. Under a poison the reads of read-only arguments' memory (weights,
-// inputs) cost a call and a compare of the bytes read, no shadow cells.
+// a few), and for watched bytes one 48-byte shadow cell per element touched. Global shadows live
+// for one launch (mapped lazily, so only pages of the outputs actually touched cost anything);
+// shared ones are reused and told apart by the block's serial number. Under a poison the reads of
+// read-only arguments' memory (weights, inputs) cost a call and a compare of the bytes read, no
+// shadow cells.
 #pragma once
 
 #include <atomic>
