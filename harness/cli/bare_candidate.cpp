@@ -189,23 +189,6 @@ nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
           {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
 }
 
-BuildDir::BuildDir(const std::string& keep) {
-  if (!keep.empty()) {
-    path_ = keep;
-    return;
-  }
-  std::string templ = (fs::temp_directory_path() / "driftscope-cu-XXXXXX").string();
-  if (::mkdtemp(templ.data()) == nullptr)
-    throw InputError("cannot make a temporary directory to build the .cu in");
-  path_ = templ;
-  remove_ = true;
-}
-
-BuildDir::~BuildDir() {
-  std::error_code ec;
-  if (remove_) fs::remove_all(path_, ec);
-}
-
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
                                    bool dir_kept) {
   BareCandidate b;
@@ -225,9 +208,7 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
         cu));
   const ScaffoldKind& kind = *find_scaffold_kind(b.map.kind);
   const std::string name = scaffold_project_name(fs::path(b.source).stem().string());
-  std::string candidate = name;
-  for (char& c : candidate)
-    if (c == '_') c = '-';
+  const std::string candidate = scaffold_candidate_name(name);
   const fs::path project = dir / "candidate";
   fs::create_directories(project, ec);
   if (ec)

@@ -46,20 +46,4 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map,
 // path when `kept` (null when it was built in a temporary directory, removed at the end).
 nlohmann::json candidate_build_json(const BareCandidate& b, bool kept);
 
-// Where `check` builds a .cu: `keep` when the user named one (its `candidate/`), otherwise a
-// temporary directory removed at the end.
-class BuildDir {
- public:
-  explicit BuildDir(const std::string& keep);
-  ~BuildDir();
-  BuildDir(const BuildDir&) = delete;
-  BuildDir& operator=(const BuildDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  bool kept() const { return !remove_; }
-
- private:
-  std::filesystem::path path_;
-  bool remove_ = false;
-};
-
 }  // namespace ds::cli

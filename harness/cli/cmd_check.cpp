@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "bare_candidate.h"
+#include "scratch_dir.h"
 #include "check_battery.h"
 #include "commands.h"
 #include "cpu/cpu_candidate.h"
@@ -203,10 +204,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       // A kernel file is built into a plugin first, which the parts then run (docs/verify.md).
       const std::string candidate = args->candidate;
       const std::optional<StageMap> map = stage_map_for(candidate, *stage_map);
-      std::optional<BuildDir> build_dir;
+      std::optional<ScratchDir> build_dir;
       std::optional<BareCandidate> bare;
       if (map) {
-        build_dir.emplace(args->trace_dir);
+        build_dir.emplace(args->trace_dir, "driftscope-cu");
         bare = build_bare_candidate(candidate, *map, build_dir->path(), build_dir->kept());
         args->candidate = bare->plugin;
         if (!build_dir->kept())

@@ -31,9 +31,10 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       "new-candidate",
       "Write a plugin candidate project around one kernel, ready to build against the installed SDK");
   cmd->add_option("dir", *dir, "The project directory to create (must not exist, or be empty)")->required();
-  cmd->add_option("--kernel", *kernel,
-                  "rmsnorm (attn_norm, ffn_norm), gemv (down), rope (q_rope, k_rope) or swiglu (ffn_act)")
-      ->check(CLI::IsMember({"rmsnorm", "gemv", "rope", "swiglu"}))
+  std::vector<std::string> kinds;
+  for (const ScaffoldKind& k : scaffold_kinds()) kinds.emplace_back(k.name);
+  cmd->add_option("--kernel", *kernel, "The kernel's kind (its stages): " + scaffold_kinds_text())
+      ->check(CLI::IsMember(kinds))
       ->capture_default_str();
   cmd->callback([dir, kernel, &exit_code] {
     namespace fs = std::filesystem;
@@ -46,9 +47,7 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       if (ec)
         throw InputError(fmt::format("{}: cannot create the directory: {}", root.string(), ec.message()));
       const std::string name = scaffold_project_name(root.filename().string());
-      std::string candidate = name;
-      for (char& c : candidate)
-        if (c == '_') c = '-';
+      const std::string candidate = scaffold_candidate_name(name);
       // The prefix this driftscope was installed into is the one to build against; a build tree
       // has none, and the README says what to do instead of printing a made-up path.
       const auto installed = install_prefix();

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "report_options.h"
 #include "runner.h"
+#include "scratch_dir.h"
 #include "simt/simt_common.h"
 #include "verify_findings.h"
 
@@ -67,35 +68,6 @@ std::string part_kind(const std::string& part, int exit_code, const std::optiona
   if (part == "odd widths") return "tail";
   return "parity";
 }
-
-// A temporary directory for the runs' traces unless --work-dir names one; removed at the end
-// unless --keep-traces or the user's own directory.
-class WorkDir {
- public:
-  explicit WorkDir(const VerifyArgs& a) {
-    if (!a.work_dir.empty()) {
-      path_ = a.work_dir;
-      std::filesystem::create_directories(path_);
-      return;
-    }
-    std::string templ = (std::filesystem::temp_directory_path() / "driftscope-verify-XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr)
-      throw InputError("verify: cannot make a temporary directory for its traces (use --work-dir)");
-    path_ = templ;
-    remove_ = !a.keep;
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    if (remove_) std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-  bool kept() const { return !remove_; }
-
- private:
-  std::filesystem::path path_;
-  bool remove_ = false;
-};
 
 struct Outcome {
   std::vector<Finding> findings;
@@ -155,9 +127,7 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
   for (Finding& f : found) {
     std::vector<std::string> reads, lines;
     for (const StepLaunch& l : r.launches) {
-      if (l.launch.uninit.empty() || l.step != f.step || l.layer != f.layer || l.mode != f.mode ||
-          std::find(l.stages.begin(), l.stages.end(), f.stage) == l.stages.end())
-        continue;
+      if (l.launch.uninit.empty() || !verify::made_by(l, f.step, f.layer, f.mode, f.stage)) continue;
       for (const std::string& read : l.launch.uninit) {
         if (reads.size() < 4) reads.push_back(read);
         // "... read at FILE:LINE [block (x,y,z)]": the line of the read.
@@ -186,9 +156,7 @@ void add_uninit_lines(const CheckArgs& a, Mode mode, const Policy& policy, std::
 std::vector<std::string> local_sites(const Finding& f, const std::vector<StepLaunch>& launches) {
   std::vector<std::string> sites;
   for (const StepLaunch& l : launches) {
-    if (l.step != f.step || l.layer != f.layer || l.mode != f.mode ||
-        std::find(l.stages.begin(), l.stages.end(), f.stage) == l.stages.end())
-      continue;
+    if (!verify::made_by(l, f.step, f.layer, f.mode, f.stage)) continue;
     for (const std::string& m : l.launch.local_sites)
       if (std::find(sites.begin(), sites.end(), m) == sites.end()) sites.push_back(m);
   }
@@ -200,7 +168,7 @@ std::vector<std::string> local_sites(const Finding& f, const std::vector<StepLau
 // singled out in one more run: its locals start as the finite poison, all else as run A's NaN. A
 // site whose run changes the stage's output is a local the stage read before writing it
 // (`local_reads`, `local_lines`); at most kMaxSites sites over all findings.
-void add_local_lines(const CheckArgs& a, Mode mode, const Policy& policy, const WorkDir& dir,
+void add_local_lines(const CheckArgs& a, Mode mode, const Policy& policy, const ScratchDir& dir,
                      const TracedRun& run_a, std::vector<Finding>& found) {
   constexpr std::size_t kMaxSites = 8;
   std::map<std::string, std::set<std::string>> changed;  // site -> the stages its run changed
@@ -298,7 +266,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
   }
 }
 
-void run_new_checks(const VerifyArgs& a, const Policy& policy, const WorkDir& dir, Outcome& out) {
+void run_new_checks(const VerifyArgs& a, const Policy& policy, const ScratchDir& dir, Outcome& out) {
   const CheckArgs& c = a.check;
   const bool dump = c.candidate.rfind("dump:", 0) == 0;
   const Mode mode = dump ? Mode::chained : Mode::isolated;
@@ -428,7 +396,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
       const std::optional<StageMap> map =
           stage_map_for(candidate, args->stage_map);  // errors before any work
-      const WorkDir dir(*args);
+      // The runs' traces: --work-dir, or a temporary directory removed unless --keep-traces.
+      const ScratchDir dir(args->work_dir, "driftscope-verify", args->keep);
       if (map) {
         build_kept = dir.kept();
         bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);

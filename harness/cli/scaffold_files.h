@@ -29,6 +29,10 @@ const ScaffoldKind* find_scaffold_kind(std::string_view name);
 
 // A CMake target and C identifier from a directory's or file's name: "My-RMSNorm" -> "my_rmsnorm".
 std::string scaffold_project_name(std::string_view base);
+// The candidate's registered name from the project's: "my_rmsnorm" -> "my-rmsnorm".
+std::string scaffold_candidate_name(std::string_view project);
+// "rmsnorm (attn_norm, ffn_norm), gemv (down), ...": the kinds and their stages, for help texts.
+std::string scaffold_kinds_text();
 
 // The template `name` with every @KEY@ of `vars` replaced: @NAME@ (CMake target, C identifier),
 // @CANDIDATE@, @KERNEL@ (the kind), @KERNEL_SOURCE@ (the kernel file as CMake names it), @ENTRY@

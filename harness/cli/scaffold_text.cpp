@@ -39,6 +39,20 @@ std::string scaffold_project_name(std::string_view base) {
   return n;
 }
 
+std::string scaffold_candidate_name(std::string_view project) {
+  std::string out(project);
+  for (char& c : out)
+    if (c == '_') c = '-';
+  return out;
+}
+
+std::string scaffold_kinds_text() {
+  std::string out;
+  for (const ScaffoldKind& k : scaffold_kinds())
+    out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", k.name, k.stages);
+  return out;
+}
+
 std::string scaffold_text(std::string_view name, const ScaffoldVars& vars) {
   std::string_view text;
   for (const auto& f : scaffold_files())

@@ -120,8 +120,7 @@ std::vector<Finding> poison_findings(const trace::TraceReader& a, const trace::T
     std::vector<std::string> names;
     std::string kernel_step;
     for (const StepLaunch& l : launches)
-      if (l.step == r.key.step && l.layer == r.key.layer && l.mode == r.mode &&
-          std::find(l.stages.begin(), l.stages.end(), r.key.stage) != l.stages.end()) {
+      if (verify::made_by(l, r.key.step, r.key.layer, r.mode, r.key.stage)) {
         kernel_step = l.kernel_step;
         if (kernels.insert(l.launch.kernel).second) names.push_back(l.launch.kernel);
       }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,12 @@ struct Finding {
   int occurrences = 1;  // calls of the stage (steps x layers) showing the same thing
   nlohmann::json evidence = nlohmann::json::object();
 };
+
+// Whether launch `l` is one of those that made the call of `stage` at step, layer and mode.
+inline bool made_by(const StepLaunch& l, int step, int layer, Mode mode, const std::string& stage) {
+  return l.step == step && l.layer == layer && l.mode == mode &&
+         std::find(l.stages.begin(), l.stages.end(), stage) != l.stages.end();
+}
 
 // Every stage whose candidate output differs between run `a` and run `b`, which ran the same
 // inputs with memory filled with different poison; the kernels of the step that made it come from
