@@ -57,15 +57,6 @@ enum class State : std::uint8_t { runnable, running, at_warp, at_barrier, exited
 
 struct WarpRec;
 
-// A pending collective's kind, mask, value size and width in one word (mask | kind << 32 |
-// size << 40 | width << 48): the lanes of one collective must agree on all four, and one store
-// records them.
-constexpr std::uint64_t kSigWidthShift = 48;
-constexpr std::uint64_t signature_of(Coll kind, unsigned mask, unsigned size, int width) {
-  return mask | std::uint64_t{static_cast<std::uint8_t>(kind)} << 32 | std::uint64_t{size & 0xffu} << 40 |
-         std::uint64_t{static_cast<unsigned>(width) & 0xffffu} << kSigWidthShift;
-}
-
 struct ThreadRec {
   LaneSlot slot{};         // context while suspended mid-kernel; a collective's or barrier's result
   Fiber* fiber = nullptr;  // null until started and after exit
@@ -80,9 +71,10 @@ struct ThreadRec {
   std::uint16_t warp = 0;
   std::uint8_t lane = 0;
   State state = State::runnable;
-  unsigned lane_bit = 0;    // 1 << lane
-  unsigned succ_rank = 64;  // rank of succ; 64 (no rank, nor countr_zero of an empty mask) when null
-  // Pending collective or barrier: kind, mask, size and width (signature_of), the shuffle's
+  unsigned lane_bit = 0;  // 1 << lane
+  // 1 << succ's rank; 3 when null, which no mask's lowest bit is (nor an empty mask's, 0).
+  unsigned succ_rank_bit = 3;
+  // Pending collective or barrier: kind, mask, size and width (signature_of, simt_cpu.h), the shuffle's
   // operand, a vote's or barrier's predicate, the call site.
   std::uint64_t signature = 0;
   int b = 0;
@@ -90,6 +82,8 @@ struct ThreadRec {
   Site site{nullptr, 0};
   alignas(16) unsigned char in[16];
 
+  // Whether succ is the lowest rank of `runnable`, the warp's runnable ranks: the next to run.
+  bool succ_runs_next(unsigned runnable) const { return (runnable & (0u - runnable)) == succ_rank_bit; }
   Coll kind() const { return static_cast<Coll>(signature >> 32 & 0xffu); }
   unsigned mask() const { return static_cast<unsigned>(signature); }
   unsigned size() const { return static_cast<unsigned>(signature >> 40 & 0xffu); }
@@ -102,11 +96,25 @@ struct WarpRec {
   unsigned arrived = 0;     // lanes waiting at a warp collective
   unsigned runnable_r = 0;  // indexed by rank (execution order), not lane
   unsigned base = 0;        // linear id of lane 0
+  // What a collective's signature reads, less its kind and size (kUsualSigBits), when its arrival
+  // can take the usual path (warp_arrive): every lane of the warp as its mask, width 32, and no
+  // lane exited. ~0 once one exited, which no signature reads.
+  std::uint64_t usual = 0;
   std::uint32_t syncs = 0;  // warp collectives completed (orders lanes for the hazard checker)
   std::uint8_t lane_of_rank[32];
   std::uint8_t rank_of_lane[32];
   ThreadRec* by_rank[32];  // &threads_[base + lane_of_rank[r]] for the lanes that exist
 };
+
+constexpr std::uint64_t kUsualSigBits = 0xffff'0000'ffff'ffffull;  // mask and width
+
+// Every lane of the warp: a collective's mask and width on the usual path (WarpRec::usual).
+constexpr std::uint64_t usual_signature(unsigned exists) { return signature_of(exists, 32) & kUsualSigBits; }
+
+// A barrier's pending signature: its combining kind alone.
+constexpr std::uint64_t barrier_signature(Coll combine) {
+  return signature_of(std::uint64_t{static_cast<std::uint8_t>(combine)} << 32, 0);
+}
 
 const char* coll_name(Coll k);
 std::string where(Site s);
@@ -124,12 +132,12 @@ class Sched {
   // Fiber-side entry points (called from kernel code on the current fiber).
   // A thread's arrival at a warp collective or a barrier: records it, completes the collective or
   // releases the barrier when it is the last, and picks the next thread (simt_cpu.h's Hop).
-  // `mask_kind_size` and `b_width` as simt::detail::collective_arrive packs them (simt_cpu.h).
+  // `mask_kind_size` and `b_width` as simt_cpu.h's run_collective packs them.
   [[gnu::always_inline]] inline Hop arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                       std::uint64_t b_width);
   // The same for the usual case only (warp_collectives.cpp says which), making no call: kernel
-  // code's collective_arrive. A null slot: not the usual case, nothing recorded.
-  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
+  // code's warp_arrive. A null slot: not the usual case, nothing recorded.
+  [[gnu::always_inline]] inline Hop arrive_usual(Site s, std::uint64_t signature, std::uint64_t bits,
                                                  std::uint64_t b_width);
   Hop arrive_barrier(Site s, int pred, Coll combine);
   // The same for its usual case only (runtime.cpp says which), making no call; a null slot: not
@@ -269,10 +277,6 @@ class Sched {
   Interleaver* interleaver_ = nullptr;   // this block's, under Config::interleave (interleave.h)
   std::uint64_t interleave_rng_ = 0;
 };
-
-// barrier_arrive's general case (Sched::arrive_barrier), out of line so that the usual one needs
-// no frame.
-[[gnu::noinline]] Hop barrier_arrive_general(Site s, int pred, Coll combine);
 
 // Kernel code only runs inside run_block, which created this thread's Sched. Every collective
 // reads it. Not initial-exec: that marks every module holding the runtime STATIC_TLS, and glibc

@@ -133,6 +133,8 @@ void fiber_entry(void* /*data*/) {
 // call site, whose return address the leaving fiber's call has just pushed on the CPU's
 // return-stack predictor; and a parked fiber resumed to start a thread returns out of leave_thread
 // to it, which the switching lane's call of its kernel pushed. So neither return mispredicts.
+// (Leaving inline, without the call, saves instructions but costs time: the kernel's return then
+// pops an entry no call pushed, a stale one, and mispredicts.)
 [[noreturn]] void Sched::fiber_main(Fiber* self) {
   for (bool leaving = false;; leaving = !leaving) {
     void (*const fn)(void*) = leaving ? &Sched::leave_thread : desc_->invoke;
@@ -162,13 +164,14 @@ void Sched::leave_thread(void* f) {
   t->fiber = nullptr;
   self->thread = nullptr;
   w.exited |= t->lane_bit;
+  w.usual = ~std::uint64_t{0};  // no collective of this warp takes the usual path any more
   ++s.exited_;
   if (s.failed_) s.abandon(self);
   ThreadRec* next = nullptr;
   if (s.at_barrier_ != 0 && s.at_barrier_ + s.exited_ == s.nthreads_) {
     s.release_barrier(self);
     next = s.take_next();
-  } else if (static_cast<unsigned>(std::countr_zero(w.runnable_r)) == t->succ_rank) [[likely]] {
+  } else if (t->succ_runs_next(w.runnable_r)) [[likely]] {
     // The usual next thread, the one a rank above in the same warp (ThreadRec::succ): no lower-ranked
     // warp has a runnable lane (take_next_after), and succ is the lowest runnable rank.
     next = t->succ;
@@ -230,7 +233,7 @@ void Sched::make_order(std::uint64_t phase) {
       ThreadRec* const t = w.by_rank[i];
       if (t == nullptr) continue;
       t->succ = i + 1 < 32 ? w.by_rank[i + 1] : nullptr;
-      t->succ_rank = t->succ != nullptr ? i + 1 : 64;
+      t->succ_rank_bit = t->succ != nullptr ? 1u << (i + 1) : 3u;
     }
   }
 }
@@ -290,6 +293,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
     const unsigned n = std::min(32u, nthreads_ - w * 32);
     wr.exists = n == 32 ? kFullMask : (1u << n) - 1;
     wr.exited = 0;
+    wr.usual = usual_signature(wr.exists);
     wr.arrived = 0;
     wr.runnable_r = 0;
     wr.base = w * 32;
@@ -439,7 +443,7 @@ Hop Sched::arrive_barrier(Site s, int pred, Coll combine) {
   t.state = State::at_barrier;
   t.site = s;
   t.pred = pred;
-  t.signature = signature_of(combine, 0, 0, 0);
+  t.signature = barrier_signature(combine);
   ++at_barrier_;
   ThreadRec* next = nullptr;
   if (at_barrier_ + exited_ == nthreads_) {
@@ -471,8 +475,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   WarpRec& w = *t.wr;
   const unsigned runnable = w.runnable_r;
   ThreadRec* const next = t.succ;  // the usual guess (ThreadRec::succ), checked before it is used
-  if (at_barrier_ + 1 + exited_ == nthreads_ ||
-      static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
+  if (at_barrier_ + 1 + exited_ == nthreads_ || !t.succ_runs_next(runnable)) [[unlikely]]
     return {nullptr, nullptr};
   Fiber* f = next->fiber;
   void** to = nullptr;
@@ -490,7 +493,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   t.state = State::at_barrier;
   t.site = s;
   t.pred = pred;
-  t.signature = signature_of(combine, 0, 0, 0);
+  t.signature = barrier_signature(combine);
   ++at_barrier_;
   w.runnable_r = runnable & (runnable - 1);
   if (w.runnable_r == 0) warp_runnable_r_ &= warp_runnable_r_ - 1;  // this warp's bit is the lowest
@@ -502,9 +505,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
 }
 
 Hop barrier_arrive(Site s, int pred, Coll combine) {
-  if (const Hop h = tl_sched->arrive_barrier_usual(s, pred, combine); h.slot != nullptr) [[likely]]
-    return h;
-  return barrier_arrive_general(s, pred, combine);
+  return tl_sched->arrive_barrier_usual(s, pred, combine);
 }
 
 Hop barrier_arrive_general(Site s, int pred, Coll combine) {

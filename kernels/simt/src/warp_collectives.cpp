@@ -44,7 +44,7 @@ inline void copy_value(void* dst, const void* src, unsigned size) {
 }  // namespace
 
 // The general arrival: checks every argument, copies a value of any size, and hands over to a
-// thread of any state. collective_arrive() comes here for everything but its usual case.
+// thread of any state. warp_arrive() comes here for everything but its usual case.
 inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                     std::uint64_t b_width) {
   ThreadRec& t = *cur_;
@@ -60,7 +60,7 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
   }
   const unsigned size = static_cast<unsigned>(mask_kind_size >> 40 & 0xffu);
   t.state = State::at_warp;
-  t.signature = mask_kind_size | std::uint64_t{static_cast<unsigned>(width)} << kSigWidthShift;
+  t.signature = signature_of(mask_kind_size, static_cast<unsigned>(width));
   t.b = static_cast<int>(b_width);
   t.site = s;
   if (size != 0) copy_value(t.in, in, size);
@@ -70,21 +70,19 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
 }
 
 // The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
-// exited, width 32), with a value of at most 8 bytes (in `bits`), reached by a lane that is not the last to
-// arrive, handing over to the next lane of its warp, already suspended mid-kernel. The same
-// effects as arrive_collective's, in a leaf function (no frame, no callee-saved register).
-// Everything else (every argument that arrive_collective would refuse among it) returns a null
-// slot before any state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
-inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64_t bits,
-                               std::uint64_t b_width) {
+// exited, width 32), with a value of at most 8 bytes (in `bits`; run_collective sends a larger
+// one to the general arrival), reached by a lane that is not the last to arrive, handing over to
+// the next lane of its warp, already suspended mid-kernel. The same effects as
+// arrive_collective's, in a leaf function (no frame, no callee-saved register). Everything else
+// (every argument that arrive_collective would refuse among it) returns a null slot before any
+// state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
+inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   // The arguments are recorded first, so that few values stay live: if this turns out not to be
   // the usual case, arrive_collective records the same again, and nothing reads them before.
   // Eight bytes whatever the size: resolve reads only the first `size` of them.
-  if ((mask_kind_size >> 40 & 0xffu) > 8) [[unlikely]]
-    return {nullptr, nullptr};
   std::memcpy(t.in, &bits, 8);
-  t.signature = mask_kind_size | (b_width >> 32) << kSigWidthShift;
+  t.signature = signature;
   t.b = static_cast<int>(b_width);
   t.site = s;
   WarpRec& w = *t.wr;
@@ -93,14 +91,14 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64
   // The next thread is the warp's lowest-ranked runnable lane; usually the one a rank above this
   // one (ThreadRec::succ says why it is read from here).
   ThreadRec* const next = t.succ;
-  // Mask, exits and width in one test; then not the last lane, and the guess is the lowest
-  // runnable rank (countr_zero of no lane left to run is 32, never succ_rank).
-  if (((static_cast<unsigned>(mask_kind_size) ^ w.exists) | w.exited | ((b_width >> 32) ^ 32u)) != 0 ||
-      arrived == w.exists || static_cast<unsigned>(std::countr_zero(runnable)) != t.succ_rank) [[unlikely]]
+  // Mask, width and exits in one test (WarpRec::usual); then not the last lane, and the guess is
+  // the lowest runnable rank.
+  if ((signature & kUsualSigBits) != w.usual || arrived == w.exists || !t.succ_runs_next(runnable))
+      [[unlikely]]
     return {nullptr, nullptr};
   // A lane that is not running and has a fiber is suspended mid-kernel: another thread's fiber.
-  Fiber* f = next->fiber;
-  if (f == nullptr) [[unlikely]]
+  // The switch is the kernel's own (fiber_hop.h), which reads no switching_to_.
+  if (next->fiber == nullptr) [[unlikely]]
     return {nullptr, nullptr};
   t.state = State::at_warp;
   w.arrived = arrived;
@@ -109,7 +107,6 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t mask_kind_size, std::uint64
   next->state = State::running;
   cur_ = next;
   *thread_idx_ = next->idx;
-  switching_to_ = f;
   return {&t.slot, &next->slot.ctx};
 }
 
@@ -298,8 +295,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
 }
 
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width) {
-  return tl_sched->arrive_usual(s, mask_kind_size, bits, b_width);
+Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, signature, bits, b_width);
 }
 
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {

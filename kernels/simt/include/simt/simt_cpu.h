@@ -176,17 +176,29 @@ struct Hop {
 };
 // A warp collective's arguments, packed so the call passes all of them in registers:
 // `mask_kind_size` is mask | kind << 32 | size << 40, `b_width` is b | width << 32.
-// collective_arrive handles the usual arrival only, in a function that makes no call (so needs no
+// A pending collective's signature adds the width at bit 48 (kSigWidthShift): the lanes of one
+// collective must agree on mask, kind, size and width, and one word compares all four. A width
+// that does not fit its 16 bits reads 0xffff, which no valid width is.
+inline constexpr unsigned kSigWidthShift = 48;
+constexpr std::uint64_t signature_of(std::uint64_t mask_kind_size, std::uint64_t width) {
+  return mask_kind_size | (width <= 0xffffu ? width : 0xffffu) << kSigWidthShift;
+}
+// warp_arrive handles the usual arrival only, in a function that makes no call (so needs no
 // frame); for anything else it records nothing and returns a null slot, and the kernel calls
-// collective_arrive_general with the same arguments. collective_arrive takes a value of up to 8
-// bytes in a register (`bits`, its bytes in memory order), not through a pointer: a value the
-// kernel stored and the runtime loaded again would put a store-to-load forwarding (slower still
-// from a vector register to an integer one) on every lane's path from its resumption to its
-// next arrival.
-Hop collective_arrive(Site s, std::uint64_t mask_kind_size, std::uint64_t bits, std::uint64_t b_width);
+// collective_arrive_general with the same arguments. It takes the signature ready made (at
+// nearly every call site mask, kind, size and width are constants, so it costs the kernel
+// nothing) and a value of at most 8 bytes in a register (`bits`, its bytes in memory order), not
+// through a pointer: a value the kernel stored and the runtime loaded again would put a
+// store-to-load forwarding (slower still from a vector register to an integer one) on every
+// lane's path from its resumption to its next arrival. A larger value goes to the general
+// arrival directly.
+Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width);
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
 // `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
+// barrier_arrive is the usual arrival only, making no call; a null slot: the kernel calls
+// barrier_arrive_general.
 Hop barrier_arrive(Site s, int pred, Coll combine);
+Hop barrier_arrive_general(Site s, int pred, Coll combine);
 // The same, with the switch made inside the runtime (sanitizer builds and targets other than
 // x86-64, where kernel code does not switch inline).
 void collective(Site s, std::uint64_t mask_kind_size, const void* in, void* out, std::uint64_t b_width);
@@ -198,9 +210,12 @@ int barrier_wait(Site s, int pred, Coll combine);
 [[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
                                                   void* out, unsigned size, std::uint64_t b_width) {
 #if SIMT_INLINE_SWITCH
-  std::uint64_t bits = 0;
-  if (size <= 8) std::memcpy(&bits, in, size);  // a constant size: one register move
-  Hop h = collective_arrive(s, mask_kind_size, bits, b_width);
+  Hop h{nullptr, nullptr};
+  if (size <= 8) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, in, size);  // a constant size: one register move
+    h = warp_arrive(s, signature_of(mask_kind_size, b_width >> 32), bits, b_width);
+  }
   if (h.slot == nullptr) [[unlikely]]
     h = collective_arrive_general(s, mask_kind_size, in, b_width);
   // Resumed, the lane's slot is what the switch returns (fiber_hop.h): no register survives it.
@@ -214,6 +229,8 @@ int barrier_wait(Site s, int pred, Coll combine);
 [[gnu::always_inline]] inline int run_barrier(Site s, int pred, Coll combine) {
 #if SIMT_INLINE_SWITCH
   Hop h = barrier_arrive(s, pred, combine);
+  if (h.slot == nullptr) [[unlikely]]
+    h = barrier_arrive_general(s, pred, combine);
   if (h.to != nullptr) h.slot = static_cast<LaneSlot*>(fiber_hop(&h.slot->ctx, h.to));
   int r = 0;
   std::memcpy(&r, h.slot->out, sizeof r);
