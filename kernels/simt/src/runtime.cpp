@@ -30,6 +30,7 @@ const char* coll_name(Coll k) {
     case Coll::ballot: return "__ballot_sync";
     case Coll::any: return "__any_sync";
     case Coll::all: return "__all_sync";
+    case Coll::fold: return "a fused __shfl*_sync loop";
   }
   return "?";
 }

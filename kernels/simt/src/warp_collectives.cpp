@@ -70,18 +70,19 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
 }
 
 // The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
-// exited, width 32), with a value of at most 8 bytes (in `bits`; run_collective sends a larger
-// one to the general arrival), reached by a lane that is not the last to arrive, handing over to
-// the next lane of its warp, already suspended mid-kernel. The same effects as
-// arrive_collective's, in a leaf function (no frame, no callee-saved register). Everything else
-// (every argument that arrive_collective would refuse among it) returns a null slot before any
-// state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
-inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width) {
+// exited, width 32), its value in `lo` and `hi`, reached by a lane that is not the last to arrive, handing
+// over to the next lane of its warp, already suspended mid-kernel. The same effects as arrive_collective's,
+// in a leaf function (no frame, no callee-saved register). Everything else (every argument that
+// arrive_collective would refuse among it) returns a null slot before any state changes, and the kernel calls
+// collective_arrive_general (simt_cpu.h).
+inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t lo, std::uint64_t hi,
+                               std::uint64_t b_width) {
   ThreadRec& t = *cur_;
   // The arguments are recorded first, so that few values stay live: if this turns out not to be
   // the usual case, arrive_collective records the same again, and nothing reads them before.
-  // Eight bytes whatever the size: resolve reads only the first `size` of them.
-  std::memcpy(t.in, &bits, 8);
+  // Sixteen bytes whatever the size: resolve reads only the first `size` of them.
+  std::memcpy(t.in, &lo, 8);
+  std::memcpy(t.in + 8, &hi, 8);
   t.signature = signature;
   t.b = static_cast<int>(b_width);
   t.site = s;
@@ -127,31 +128,74 @@ namespace {
 // width, clamp, own value when the source is out of range). One instantiation per kind and common
 // size keeps both decisions out of the per-lane loop. Returns the first lane that reads a lane
 // outside `mask` (its source in `src`), or null.
+// The lane whose value `lane` reads in a shuffle of `kind` with operand `b` at a width whose
+// segment mask is `segmask` ((32 - width) & 31), following the PTX shfl.sync pseudo-code (clamp,
+// and the lane's own value when the source is out of range).
+template <Coll kind>
+inline int shuffle_source(int lane, int b, int segmask) {
+  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
+  const int bval = b & 31;
+  const int max_lane = (lane & segmask) | (cval & ~segmask);
+  int j = lane;
+  bool ok = false;
+  if constexpr (kind == Coll::shfl_up) {
+    j = lane - bval;
+    ok = j >= max_lane;
+  } else if constexpr (kind == Coll::shfl_down) {
+    j = lane + bval;
+    ok = j <= max_lane;
+  } else if constexpr (kind == Coll::shfl_xor) {
+    j = lane ^ bval;
+    ok = j <= max_lane;
+  } else {
+    j = (lane & segmask) | (bval & ~segmask);
+    ok = j <= max_lane;
+  }
+  return ok ? j : lane;
+}
+
+int shuffle_source_any(Coll kind, int lane, int b, int segmask) {
+  switch (kind) {
+    case Coll::shfl_up: return shuffle_source<Coll::shfl_up>(lane, b, segmask);
+    case Coll::shfl_down: return shuffle_source<Coll::shfl_down>(lane, b, segmask);
+    case Coll::shfl_xor: return shuffle_source<Coll::shfl_xor>(lane, b, segmask);
+    default: return shuffle_source<Coll::shfl_idx>(lane, b, segmask);
+  }
+}
+
+// Every lane of `mask`'s source in a shuffle of `kind` whose lanes all have operand `b`; returns
+// the first lane whose source is outside `mask`, or -1.
+template <Coll kind>
+int fill_sources(std::uint8_t* src, unsigned mask, int b, int segmask) {
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    const int j = shuffle_source<kind>(l, b, segmask);
+    if ((mask & (1u << j)) == 0) [[unlikely]]
+      return l;
+    src[l] = static_cast<std::uint8_t>(j);
+  }
+  return -1;
+}
+
+int fill_sources_any(Coll kind, std::uint8_t* src, unsigned mask, int b, int segmask) {
+  switch (kind) {
+    case Coll::shfl_up: return fill_sources<Coll::shfl_up>(src, mask, b, segmask);
+    case Coll::shfl_down: return fill_sources<Coll::shfl_down>(src, mask, b, segmask);
+    case Coll::shfl_xor: return fill_sources<Coll::shfl_xor>(src, mask, b, segmask);
+    default: return fill_sources<Coll::shfl_idx>(src, mask, b, segmask);
+  }
+}
+
+// Every lane's result of one shuffle. One instantiation per kind and common size keeps both
+// decisions out of the per-lane loop. Returns the first lane that reads a lane outside `mask` (its
+// source in `src`), or null.
 template <Coll kind, unsigned kSize>
 ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, int& src) {
   const int segmask = (32 - width) & 31;
-  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const int lane = std::countr_zero(m);
     ThreadRec& me = lanes[lane];
-    const int bval = me.b & 31;
-    const int max_lane = (lane & segmask) | (cval & ~segmask);
-    int j = lane;
-    bool ok = false;
-    if constexpr (kind == Coll::shfl_up) {
-      j = lane - bval;
-      ok = j >= max_lane;
-    } else if constexpr (kind == Coll::shfl_down) {
-      j = lane + bval;
-      ok = j <= max_lane;
-    } else if constexpr (kind == Coll::shfl_xor) {
-      j = lane ^ bval;
-      ok = j <= max_lane;
-    } else {
-      j = (lane & segmask) | (bval & ~segmask);
-      ok = j <= max_lane;
-    }
-    if (!ok) j = lane;
+    const int j = shuffle_source<kind>(lane, me.b, segmask);
     if ((mask & (1u << j)) == 0) [[unlikely]] {
       src = j;
       return &me;
@@ -273,6 +317,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     const unsigned r = kind == Coll::ballot ? ballot : (kind == Coll::any ? ballot != 0 : ballot == mask);
     for (unsigned m = mask; m != 0; m &= m - 1)
       std::memcpy(lanes[std::countr_zero(m)].slot.out, &r, sizeof r);
+  } else if (kind == Coll::fold) {
+    resolve_fold(self, w, lanes, mask);
   } else if (kind != Coll::syncwarp && !shuffled) {
     int src = 0;
     if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
@@ -295,8 +341,71 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   }
 }
 
-Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width) {
-  return tl_sched->arrive_usual(s, signature, bits, b_width);
+namespace {
+const FoldLane& fold_of(const ThreadRec& t) {
+  const FoldLane* f = nullptr;
+  std::memcpy(&f, t.in + 8, sizeof f);  // shfl_fold's layout: the value, then its FoldLane
+  return *f;
+}
+}  // namespace
+
+// A fused shuffle loop (shfl_fold, simt_cpu.h): every step of it for every lane of `mask`, each
+// step reading the values of the step before. Every lane must have run the same loop (as many
+// steps, the same shuffle and body); each lane's source follows its own operand.
+void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mask) {
+  const ThreadRec& ref = *cur_;
+  const FoldLane& first = fold_of(ref);
+  const int steps = first.steps->n;
+  const int segmask = (32 - ref.width()) & 31;
+  alignas(8) unsigned char value[2][32][8];
+  bool same_b = true;  // every lane's steps read the same operands: one source table per step
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    const FoldLane& f = fold_of(lanes[l]);
+    if (f.steps->n != steps || f.shuffle != first.shuffle || f.step != first.step) [[unlikely]] {
+      error_ = fmt::format(
+          "{}: lanes of mask {:#010x} ran different shuffle loops: lane {} {} steps of {} at {}, lane {} {} "
+          "steps of {} at {}{}",
+          where(ref.site), mask, ref.lane, steps, coll_name(first.shuffle), where(ref.site), l, f.steps->n,
+          coll_name(f.shuffle), where(lanes[l].site), ctx_suffix(ref));
+      abandon(self);
+    }
+    for (int i = 0; i < steps; ++i) same_b &= f.steps->b[i] == first.steps->b[i];
+    std::memcpy(value[0][l], lanes[l].in, 8);
+  }
+  int cur = 0;
+  std::uint8_t src[32];
+  for (int step = 0; step < steps; ++step, cur ^= 1) {
+    int bad = -1;
+    if (same_b) {
+      bad = fill_sources_any(first.shuffle, src, mask, first.steps->b[step], segmask);
+    } else {
+      for (unsigned m = mask; m != 0 && bad < 0; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        const int j = shuffle_source_any(first.shuffle, l, fold_of(lanes[l]).steps->b[step], segmask);
+        if ((mask & (1u << j)) == 0) bad = l;
+        src[l] = static_cast<std::uint8_t>(j);
+      }
+    }
+    if (bad >= 0) [[unlikely]] {
+      const int j = shuffle_source_any(first.shuffle, bad, fold_of(lanes[bad]).steps->b[step], segmask);
+      error_ =
+          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                      where(lanes[bad].site), coll_name(first.shuffle), bad, j, mask, ctx_suffix(lanes[bad]));
+      abandon(self);
+    }
+    first.step(first.body, value[cur ^ 1], value[cur], src, mask);
+  }
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    std::memcpy(lanes[l].slot.out, value[cur][l], 8);
+  }
+  // The hazard checker orders lanes by the collectives their warp completed: as many as the loop's.
+  w.syncs += static_cast<std::uint32_t>(steps - 1);
+}
+
+Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t lo, std::uint64_t hi, std::uint64_t b_width) {
+  return tl_sched->arrive_usual(s, signature, lo, hi, b_width);
 }
 
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width) {

@@ -3,6 +3,8 @@
 // bracket depth, which is all the rewritten constructs need.
 #include "cuda_rewrite.h"
 
+#include "shuffle_loop.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -122,6 +124,8 @@ class Rewriter {
         i = static_shared(i);
       } else if (const std::size_t semi = uninitialized_local(i); semi != std::string_view::npos) {
         i = semi;
+      } else if (const std::size_t end = shuffle_loop(i); end != std::string_view::npos) {
+        i = end;
       } else {
         if (c == '{') {
           braces_.push_back(opens_namespace() ? Brace::namespace_body
@@ -229,6 +233,46 @@ class Rewriter {
     out_ += s_.substr(at, semi - at);
     out_ += calls;
     return semi;  // the ';' is copied by the main loop
+  }
+
+  // A loop of shuffles folding one variable, in a function body (shuffle_loop.h): the fused
+  // collective, with the loop as written for its fallback. Returns the index past the loop, or
+  // npos for any other text (the loop, comments or literals in it, left to the main loop).
+  std::size_t shuffle_loop(std::size_t at) {
+    if (braces_.empty() || braces_.back() != Brace::block || !word_at(at, "for"))
+      return std::string_view::npos;
+    const std::size_t open = skip_space(at + 3);
+    if (open >= s_.size() || s_[open] != '(') return std::string_view::npos;
+    const std::size_t close = matching(open);
+    if (close == std::string_view::npos) return std::string_view::npos;
+    std::size_t body = skip_space(close);
+    std::size_t end = std::string_view::npos;
+    if (body < s_.size() && s_[body] == '{') {
+      end = matching(body);
+      if (end == std::string_view::npos) return std::string_view::npos;
+      body += 1;
+    } else {
+      end = s_.find(';', body);
+      if (end == std::string_view::npos) return std::string_view::npos;
+      end += 1;
+    }
+    if (std::any_of(kind_.begin() + static_cast<std::ptrdiff_t>(at),
+                    kind_.begin() + static_cast<std::ptrdiff_t>(end), [](Kind k) { return k != Kind::code; }))
+      return std::string_view::npos;
+    // The body's one statement, without its ';' (and the closing brace when braced).
+    std::string_view statement = s_.substr(body, (s_[end - 1] == '}' ? end - 1 : end) - body);
+    while (!statement.empty() && std::isspace(static_cast<unsigned char>(statement.back())) != 0)
+      statement.remove_suffix(1);
+    if (statement.empty() || statement.back() != ';') return std::string_view::npos;
+    statement.remove_suffix(1);
+    if (statement.find_first_of(";{}") != std::string_view::npos) return std::string_view::npos;
+    const auto fused = fuse_shuffle_loop(s_.substr(open + 1, close - 1 - (open + 1)), statement);
+    if (!fused) return std::string_view::npos;
+    out_ += fused->prefix;
+    out_ += s_.substr(at, end - at);
+    out_ += fused->suffix;
+    statement_.clear();
+    return end;
   }
 
   // One preprocessor line (with its continuations), copied or rewritten.

@@ -9,6 +9,8 @@
 //                                                        generated file lives in the build tree)
 //   #pragma unroll [N]                                -> a comment (g++ has no such pragma)
 //   __shared__ T name[N]; in a function               -> kept, announced to the runtime (poison)
+//   for (int o = 16; o > 0; o >>= 1)                  -> one fused collective (shuffle_loop.h),
+//     acc += __shfl_xor_sync(mask, acc, o);              the loop kept as its fallback
 //   float acc; float v[4]; in a function body         -> kept, then ::simt::detail::poison_local
 //     (arithmetic, half/bfloat16 and CUDA vector types without an initializer: under
 //     Config::poison they start as the poison, so verify sees a read before the first write)

@@ -39,7 +39,6 @@ namespace simt::detail {
 [[gnu::always_inline]] inline void* fiber_hop(void** save, void** to) {
   void* data = to;
   asm volatile(
-      "leaq -128(%%rsp), %%rsp\n\t"
       "pushq %%rbp\n\t"
       "leaq 1f(%%rip), %%rcx\n\t"
       "pushq %%rcx\n\t"
@@ -48,8 +47,7 @@ namespace simt::detail {
       "popq %%rcx\n\t"
       "jmpq *%%rcx\n"
       "1:\n\t"
-      "popq %%rbp\n\t"
-      "leaq 128(%%rsp), %%rsp"
+      "popq %%rbp"
       : "+a"(data), [save] "+D"(save), [to] "+S"(to)
       :
       : "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "xmm0", "xmm1", "xmm2",

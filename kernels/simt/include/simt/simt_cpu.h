@@ -109,7 +109,8 @@ struct Site {
   int line;
 };
 
-enum class Coll : std::uint8_t { syncwarp, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+// `fold`: a loop of shuffles of one variable fused into one collective (shfl_fold).
+enum class Coll : std::uint8_t { syncwarp, shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all, fold };
 
 // How a race finding prints a kernel argument's elements. simt_fp16.h adds __half and bf16.
 enum class Elem : std::uint8_t { bytes, f32, f64, f16, bf16, i8, u8, i16, u16, i32, u32, i64, u64 };
@@ -187,12 +188,11 @@ constexpr std::uint64_t signature_of(std::uint64_t mask_kind_size, std::uint64_t
 // frame); for anything else it records nothing and returns a null slot, and the kernel calls
 // collective_arrive_general with the same arguments. It takes the signature ready made (at
 // nearly every call site mask, kind, size and width are constants, so it costs the kernel
-// nothing) and a value of at most 8 bytes in a register (`bits`, its bytes in memory order), not
-// through a pointer: a value the kernel stored and the runtime loaded again would put a
+// nothing) and the value's 16 bytes in two registers (`lo` and `hi`, its bytes in memory order),
+// not through a pointer: a value the kernel stored and the runtime loaded again would put a
 // store-to-load forwarding (slower still from a vector register to an integer one) on every
-// lane's path from its resumption to its next arrival. A larger value goes to the general
-// arrival directly.
-Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t bits, std::uint64_t b_width);
+// lane's path from its resumption to its next arrival.
+Hop warp_arrive(Site s, std::uint64_t signature, std::uint64_t lo, std::uint64_t hi, std::uint64_t b_width);
 Hop collective_arrive_general(Site s, std::uint64_t mask_kind_size, const void* in, std::uint64_t b_width);
 // `combine`: Coll::syncwarp counts the predicates, Coll::all and Coll::any and or them.
 // barrier_arrive is the usual arrival only, making no call; a null slot: the kernel calls
@@ -206,25 +206,31 @@ int barrier_wait(Site s, int pred, Coll combine);
 
 // Every collective and barrier of a kernel: the runtime records the arrival and picks the next
 // thread, and the switch to it is made here, inline at the kernel's call site (fiber_hop.h says
-// why). `size` is a constant at every call site.
-[[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
-                                                  void* out, unsigned size, std::uint64_t b_width) {
+// why). The value is in `lo` and `hi` (its bytes in memory order); `size` is a constant at every
+// call site.
+[[gnu::always_inline]] inline void run_collective_words(Site s, std::uint64_t mask_kind_size,
+                                                        std::uint64_t lo, std::uint64_t hi, void* out,
+                                                        unsigned size, std::uint64_t b_width) {
 #if SIMT_INLINE_SWITCH
-  Hop h{nullptr, nullptr};
-  if (size <= 8) {
-    std::uint64_t bits = 0;
-    std::memcpy(&bits, in, size);  // a constant size: one register move
-    h = warp_arrive(s, signature_of(mask_kind_size, b_width >> 32), bits, b_width);
-  }
-  if (h.slot == nullptr) [[unlikely]]
+  Hop h = warp_arrive(s, signature_of(mask_kind_size, b_width >> 32), lo, hi, b_width);
+  if (h.slot == nullptr) [[unlikely]] {
+    const std::uint64_t in[2] = {lo, hi};
     h = collective_arrive_general(s, mask_kind_size, in, b_width);
+  }
   // Resumed, the lane's slot is what the switch returns (fiber_hop.h): no register survives it.
   if (h.to != nullptr) h.slot = static_cast<LaneSlot*>(fiber_hop(&h.slot->ctx, h.to));
   if (size != 0) std::memcpy(out, h.slot->out, size);
 #else
   (void)size;
+  const std::uint64_t in[2] = {lo, hi};
   collective(s, mask_kind_size, in, out, b_width);
 #endif
+}
+[[gnu::always_inline]] inline void run_collective(Site s, std::uint64_t mask_kind_size, const void* in,
+                                                  void* out, unsigned size, std::uint64_t b_width) {
+  std::uint64_t words[2] = {0, 0};
+  if (size != 0) std::memcpy(words, in, size);  // a constant size: one or two register moves
+  run_collective_words(s, mask_kind_size, words[0], words[1], out, size, b_width);
 }
 [[gnu::always_inline]] inline int run_barrier(Site s, int pred, Coll combine) {
 #if SIMT_INLINE_SWITCH
@@ -322,6 +328,82 @@ inline T shfl_down(Site s, unsigned mask, T v, unsigned delta, int width = warpS
 template <class T>
 inline T shfl_xor(Site s, unsigned mask, T v, int lane_mask, int width = warpSize) {
   return shfl_as<Coll::shfl_xor>(s, mask, v, lane_mask, width);
+}
+
+// A loop whose body folds one variable with its own shuffle, `for (...) acc += __shfl_xor_sync(m,
+// acc, o);`, fused by the .cu rewrite step (tools/shuffle_loop.cpp) into one collective: each lane
+// first runs the loop with a body that only records each step's mask, source operand and width,
+// then arrives once with its value, and the lane that completes the collective computes every
+// step for every lane, calling each lane's own body on its own value and the value its source lane
+// held after the step before. Per step that is what the shuffle and the body compute, in the same
+// order, so every bit is the same as the loop's; each lane suspends once instead of once a step.
+struct FoldSteps {
+  static constexpr int kMax = 8;  // a warp's butterfly has 5 steps; a longer loop runs as written
+  int n = 0;
+  unsigned mask = 0;
+  int width = 0;
+  bool uniform = true;  // every step has the first one's mask and width
+  int b[kMax];
+  void add(unsigned step_mask, int step_b, int step_width = warpSize) {
+    if (n == 0) {
+      mask = step_mask;
+      width = step_width;
+    } else if (step_mask != mask || step_width != width) {
+      uniform = false;
+    }
+    if (n < kMax) b[n] = step_b;
+    ++n;
+  }
+  // Whether the fused collective can run the loop: otherwise the loop runs as written.
+  bool fusable() const { return uniform && n >= 1 && n <= kMax; }
+};
+// What a lane hands the fused collective besides its value: its steps, and one step of the loop
+// for the lanes of `mask` (`src[l]`: the lane whose value of `cur` lane l's shuffle reads; the
+// body applied to lane l's value of `cur` and that one, into `next`). The rewrite step fuses only
+// bodies that are a function of those two values alone (shuffle_loop.h), so the lane completing
+// the collective runs its own lane's step function for every lane.
+struct FoldLane {
+  const FoldSteps* steps;
+  void (*step)(void* body, unsigned char (*next)[8], const unsigned char (*cur)[8], const std::uint8_t* src,
+               unsigned mask);
+  void* body;
+  Coll shuffle;  // the loop's shuffle: shfl_idx, shfl_up, shfl_down or shfl_xor
+};
+template <Coll kind, class T, class Body>
+inline T shfl_fold(Site s, const FoldSteps& steps, T value, Body& body) {
+  if constexpr (sizeof(T) > 8) {
+    // The runtime's slot holds 8 bytes of value: the loop's own steps, one collective each.
+    for (int i = 0; i < steps.n; ++i)
+      body(value, shfl_as<kind>(s, steps.mask, value, steps.b[i], steps.width));
+    return value;
+  } else {
+    static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
+    FoldLane lane{&steps,
+                  [](void* b, unsigned char(*next)[8], const unsigned char(*cur)[8], const std::uint8_t* src,
+                     unsigned mask) {
+                    Body& fold = *static_cast<Body*>(b);
+                    for (unsigned m = mask; m != 0; m &= m - 1) {
+                      const int l = std::countr_zero(m);
+                      T x;
+                      std::memcpy(&x, cur[l], sizeof x);
+                      T y;
+                      std::memcpy(&y, cur[src[l]], sizeof y);
+                      fold(x, y);
+                      std::memcpy(next[l], &x, sizeof x);
+                    }
+                  },
+                  &body, kind};
+    // The value in the first 8 bytes, the lane's FoldLane in the next 8 (the runtime's `in`), both
+    // in registers: a value stored to build them and loaded again would wait for the store.
+    std::uint64_t lo = 0;
+    std::memcpy(&lo, &value, sizeof value);
+    T r;
+    run_collective_words(
+        s, steps.mask | std::uint64_t{static_cast<std::uint8_t>(Coll::fold)} << 32 | std::uint64_t{16} << 40,
+        lo, reinterpret_cast<std::uintptr_t>(&lane), &r, sizeof r,
+        std::uint64_t{static_cast<std::uint32_t>(steps.width)} << 32);
+    return r;
+  }
 }
 
 template <class... KArgs>
