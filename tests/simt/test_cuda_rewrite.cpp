@@ -110,6 +110,34 @@ const RewriteCase kCases[] = {
      "template <class W>\nstruct Row {\n  int rows, row;\n};\nstruct __align__(8) P { float x; };\n"
      "float g;\nvoid k() { struct L { float y; }; union { int i; float f; } u; }\n"},
     {"extern_c_block_stays", "extern \"C\" {\nint f();\n}\n", "extern \"C\" {\nint f();\n}\n"},
+    {"shuffle_loop_fused_into_one_collective",
+     "void k() { for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o); }\n",
+     "void k() { { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = 16; o > 0; o >>= 1) "
+     "simt_fold_steps_.add(0xffffffffu, o); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
+     "simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc = "
+     "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "
+     "simt_fold_body_); else for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o); } "
+     "}\n"},
+    {"braced_shuffle_loop_over_lines_keeps_its_newlines",
+     "void k() {\n  for (int o = 16; o; o /= 2) {\n    v = fmaxf(v,\n              __shfl_down_sync(m, v, o, "
+     "16));\n  }\n}\n",
+     "void k() {\n  { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = 16; o; o /= 2) "
+     "simt_fold_steps_.add(m, o, 16); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
+     "simt_x_ = fmaxf(simt_x_,               simt_s_); }; if (simt_fold_steps_.fusable()) v = "
+     "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_down>(SIMT_SITE, simt_fold_steps_, v, "
+     "simt_fold_body_); else for (int o = 16; o; o /= 2) {\n    v = fmaxf(v,\n              "
+     "__shfl_down_sync(m, v, o, 16));\n  } }\n}\n"},
+    {"shuffle_loops_that_are_not_a_fold_stay",
+     "void k() { for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(m, other, o); for (o = 16; o > 0; o "
+     ">>= 1) acc += __shfl_xor_sync(m, acc, o); for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(m, "
+     "acc, o) * 2.0f; for (int o = 16; o > 0 && acc > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for "
+     "(int o = 16; o > 0; o >>= 1) { acc += __shfl_xor_sync(m, acc, o); n++; } for (int o = 16; o > 0; o >>= "
+     "1) acc += __shfl_xor_sync(m, acc, o + (int)acc); }\n",
+     "void k() { for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(m, other, o); for (o = 16; o > 0; o "
+     ">>= 1) acc += __shfl_xor_sync(m, acc, o); for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(m, "
+     "acc, o) * 2.0f; for (int o = 16; o > 0 && acc > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for "
+     "(int o = 16; o > 0; o >>= 1) { acc += __shfl_xor_sync(m, acc, o); n++; } for (int o = 16; o > 0; o >>= "
+     "1) acc += __shfl_xor_sync(m, acc, o + (int)acc); }\n"},
     {"pragma_unroll_becomes_a_comment", "  #pragma unroll 4\nfor (;;) {}\n",
      "  // #pragma unroll 4  (simt: no unrolling hint on the CPU)\nfor (;;) {}\n"},
     {"local_include_made_absolute",

@@ -34,8 +34,10 @@ namespace simt::detail {
 // lane already stands at the next collective (the return-based switch this replaced
 // mispredicted there, once per frame).
 // The asm tells the compiler that every register but rsp and rbp is overwritten: the calling
-// function keeps across the switch only the values it still needs. The red zone below rsp is
-// stepped over first, as the pushes write there.
+// function keeps across the switch only the values it still needs. The pushes write below rsp,
+// where a leaf function may keep data (the red zone); no function that switches is a leaf (each
+// calls the runtime's arrival first, or, in the runtime, its bookkeeping), and GCC and Clang use the
+// red zone in leaf functions only, so the switch need not step over it.
 [[gnu::always_inline]] inline void* fiber_hop(void** save, void** to) {
   void* data = to;
   asm volatile(
