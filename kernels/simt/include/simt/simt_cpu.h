@@ -397,11 +397,14 @@ inline T shfl_fold(Site s, const FoldSteps& steps, T value, Body& body) {
     // in registers: a value stored to build them and loaded again would wait for the store.
     std::uint64_t lo = 0;
     std::memcpy(&lo, &value, sizeof value);
-    T r;
+    // The runtime's result is the collective's size, 16 bytes; the value is its first sizeof(T).
+    alignas(16) unsigned char out[16];
     run_collective_words(
         s, steps.mask | std::uint64_t{static_cast<std::uint8_t>(Coll::fold)} << 32 | std::uint64_t{16} << 40,
-        lo, reinterpret_cast<std::uintptr_t>(&lane), &r, sizeof r,
+        lo, reinterpret_cast<std::uintptr_t>(&lane), out, 16,
         std::uint64_t{static_cast<std::uint32_t>(steps.width)} << 32);
+    T r;
+    std::memcpy(&r, out, sizeof r);
     return r;
   }
 }
