@@ -163,13 +163,13 @@ int shuffle_source_any(Coll kind, int lane, int b, int segmask) {
   }
 }
 
-// Every lane of `mask`'s source in a shuffle of `kind` whose lanes all have operand `b`; returns
-// the first lane whose source is outside `mask`, or -1.
+// Every lane of `mask`'s source in step `step` of a fused loop of shuffles of `kind`, lane l's
+// operand being b[l][step]; returns the first lane whose source is outside `mask`, or -1.
 template <Coll kind>
-int fill_sources(std::uint8_t* src, unsigned mask, int b, int segmask) {
+int fill_sources(std::uint8_t* src, unsigned mask, const int* const* b, int step, int segmask) {
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const int l = std::countr_zero(m);
-    const int j = shuffle_source<kind>(l, b, segmask);
+    const int j = shuffle_source<kind>(l, b[l][step], segmask);
     if ((mask & (1u << j)) == 0) [[unlikely]]
       return l;
     src[l] = static_cast<std::uint8_t>(j);
@@ -177,12 +177,13 @@ int fill_sources(std::uint8_t* src, unsigned mask, int b, int segmask) {
   return -1;
 }
 
-int fill_sources_any(Coll kind, std::uint8_t* src, unsigned mask, int b, int segmask) {
+int fill_sources_any(Coll kind, std::uint8_t* src, unsigned mask, const int* const* b, int step,
+                     int segmask) {
   switch (kind) {
-    case Coll::shfl_up: return fill_sources<Coll::shfl_up>(src, mask, b, segmask);
-    case Coll::shfl_down: return fill_sources<Coll::shfl_down>(src, mask, b, segmask);
-    case Coll::shfl_xor: return fill_sources<Coll::shfl_xor>(src, mask, b, segmask);
-    default: return fill_sources<Coll::shfl_idx>(src, mask, b, segmask);
+    case Coll::shfl_up: return fill_sources<Coll::shfl_up>(src, mask, b, step, segmask);
+    case Coll::shfl_down: return fill_sources<Coll::shfl_down>(src, mask, b, step, segmask);
+    case Coll::shfl_xor: return fill_sources<Coll::shfl_xor>(src, mask, b, step, segmask);
+    default: return fill_sources<Coll::shfl_idx>(src, mask, b, step, segmask);
   }
 }
 
@@ -358,7 +359,7 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
   const int steps = first.steps->n;
   const int segmask = (32 - ref.width()) & 31;
   alignas(8) unsigned char value[2][32][8];
-  bool same_b = true;  // every lane's steps read the same operands: one source table per step
+  const int* b[32];  // each lane's operands, one per step
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const int l = std::countr_zero(m);
     const FoldLane& f = fold_of(lanes[l]);
@@ -370,25 +371,14 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
           coll_name(f.shuffle), where(lanes[l].site), ctx_suffix(ref));
       abandon(self);
     }
-    for (int i = 0; i < steps; ++i) same_b &= f.steps->b[i] == first.steps->b[i];
+    b[l] = f.steps->b;
     std::memcpy(value[0][l], lanes[l].in, 8);
   }
   int cur = 0;
   std::uint8_t src[32];
   for (int step = 0; step < steps; ++step, cur ^= 1) {
-    int bad = -1;
-    if (same_b) {
-      bad = fill_sources_any(first.shuffle, src, mask, first.steps->b[step], segmask);
-    } else {
-      for (unsigned m = mask; m != 0 && bad < 0; m &= m - 1) {
-        const int l = std::countr_zero(m);
-        const int j = shuffle_source_any(first.shuffle, l, fold_of(lanes[l]).steps->b[step], segmask);
-        if ((mask & (1u << j)) == 0) bad = l;
-        src[l] = static_cast<std::uint8_t>(j);
-      }
-    }
-    if (bad >= 0) [[unlikely]] {
-      const int j = shuffle_source_any(first.shuffle, bad, fold_of(lanes[bad]).steps->b[step], segmask);
+    if (const int bad = fill_sources_any(first.shuffle, src, mask, b, step, segmask); bad >= 0) [[unlikely]] {
+      const int j = shuffle_source_any(first.shuffle, bad, b[bad][step], segmask);
       error_ =
           fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
                       where(lanes[bad].site), coll_name(first.shuffle), bad, j, mask, ctx_suffix(lanes[bad]));
