@@ -30,15 +30,6 @@ void expect_runtime_healthy() {
   }
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const simt::KernelError& e) {
-    return e.what();
-  }
-  return "<no KernelError>";
-}
-
 struct DiagCase {
   const char* name;
   void (*run)();

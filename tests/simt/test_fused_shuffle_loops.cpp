@@ -60,15 +60,6 @@ TEST_P(FusedShuffleLoop, GivesTheBitsOfTheShufflesWrittenOut) {
 INSTANTIATE_TEST_SUITE_P(Table, FusedShuffleLoop, testing::ValuesIn(kRows),
                          [](const testing::TestParamInfo<FoldRow>& i) { return std::string(i.param.name); });
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const simt::KernelError& e) {
-    return e.what();
-  }
-  return "<no KernelError>";
-}
-
 struct MisuseRow {
   const char* name;
   void (*run)(double*);

@@ -42,4 +42,13 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const simt::KernelError& e) {
+    return e.what();
+  }
+  return "<no KernelError>";
+}
+
 }  // namespace simt_test

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ inline simt::Config to_config(const Schedule& s) {
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b);
+
+// What the simt::KernelError `fn` throws says, or "<no KernelError>".
+std::string error_of(const std::function<void()>& fn);
 
 // Collects what the runtime reports to the race sink while it lives.
 class RaceFindings {

@@ -15,6 +15,7 @@ __device__ void fold_case(FoldCase c, T a, double* fused, double* unrolled, int 
   T b = a;
   switch (c) {
     case FoldCase::xor_sum:
+    case FoldCase::double_xor_sum:
       for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(kAll, a, o);
       b += __shfl_xor_sync(kAll, b, 16);
       b += __shfl_xor_sync(kAll, b, 8);
@@ -75,14 +76,6 @@ __device__ void fold_case(FoldCase c, T a, double* fused, double* unrolled, int 
         b = max(b, __shfl_xor_sync(kAll, b, 2));
         b = max(b, __shfl_xor_sync(kAll, b, 1));
       }
-      break;
-    case FoldCase::double_xor_sum:
-      for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(kAll, a, o);
-      b += __shfl_xor_sync(kAll, b, 16);
-      b += __shfl_xor_sync(kAll, b, 8);
-      b += __shfl_xor_sync(kAll, b, 4);
-      b += __shfl_xor_sync(kAll, b, 2);
-      b += __shfl_xor_sync(kAll, b, 1);
       break;
   }
   fused[i] = static_cast<double>(a);
