@@ -138,6 +138,26 @@ const RewriteCase kCases[] = {
      "acc, o) * 2.0f; for (int o = 16; o > 0 && acc > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for "
      "(int o = 16; o > 0; o >>= 1) { acc += __shfl_xor_sync(m, acc, o); n++; } for (int o = 16; o > 0; o >>= "
      "1) acc += __shfl_xor_sync(m, acc, o + (int)acc); }\n"},
+    {"shuffle_loops_calling_functions_stay_but_casts_and_sizeof_are_fused",
+     "void k() { for (int o = first(); o > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for (int o = 16; o "
+     "> 0; o >>= 1) acc += __shfl_xor_sync(__activemask(), acc, o); for (int o = 16; o > 0; o >>= 1) acc += "
+     "__shfl_xor_sync(m, acc, o, width_of(o)); for (int o = sizeof(float) * 4; o > 0; o >>= 1) acc += "
+     "__shfl_xor_sync(m, acc, static_cast<int>(o)); }\n",
+     "void k() { for (int o = first(); o > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for (int o = 16; o "
+     "> 0; o >>= 1) acc += __shfl_xor_sync(__activemask(), acc, o); for (int o = 16; o > 0; o >>= 1) acc += "
+     "__shfl_xor_sync(m, acc, o, width_of(o)); { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = "
+     "sizeof(float) * 4; o > 0; o >>= 1) simt_fold_steps_.add(m, static_cast<int>(o)); auto simt_fold_body_ "
+     "= [&](auto& simt_x_, const auto& simt_s_) { simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc "
+     "= ::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "
+     "simt_fold_body_); else for (int o = sizeof(float) * 4; o > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, "
+     "static_cast<int>(o)); } }\n"},
+    {"shuffle_loops_folding_shared_or_device_variables_stay",
+     "__device__ float total;\nvoid k() {\n  __shared__ float s;\n  for (int o = 16; o > 0; o >>= 1) s += "
+     "__shfl_xor_sync(m, s, o);\n  for (int o = 16; o > 0; o >>= 1) total = fmaxf(total, __shfl_xor_sync(m, "
+     "total, o));\n}\n",
+     "__device__ float total;\nvoid k() {\n  __shared__ float s; ::simt::detail::static_shared(&s, "
+     "sizeof(s));\n  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(m, s, o);\n  for (int o = 16; o > "
+     "0; o >>= 1) total = fmaxf(total, __shfl_xor_sync(m, total, o));\n}\n"},
     {"pragma_unroll_becomes_a_comment", "  #pragma unroll 4\nfor (;;) {}\n",
      "  // #pragma unroll 4  (simt: no unrolling hint on the CPU)\nfor (;;) {}\n"},
     {"local_include_made_absolute",

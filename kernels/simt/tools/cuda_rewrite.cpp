@@ -267,12 +267,22 @@ class Rewriter {
     statement.remove_suffix(1);
     if (statement.find_first_of(";{}") != std::string_view::npos) return std::string_view::npos;
     const auto fused = fuse_shuffle_loop(s_.substr(open + 1, close - 1 - (open + 1)), statement);
-    if (!fused) return std::string_view::npos;
+    if (!fused || in_memory(fused->value)) return std::string_view::npos;
     out_ += fused->prefix;
     out_ += s_.substr(at, end - at);
     out_ += fused->suffix;
     statement_.clear();
     return end;
+  }
+
+  // Whether `name` is declared __shared__, __device__, __constant__ or __managed__ in this file: a
+  // loop folding such a variable reads and writes memory at every step, which other threads (and
+  // the hazard checker) may see, and the fused collective would do it once.
+  bool in_memory(const std::string& name) const {
+    const std::regex declared(R"re(\b(__shared__|__device__|__constant__|__managed__)\b[^;{}()]*\b)re" +
+                              name + R"re(\b)re");
+    const std::string text(s_);
+    return std::regex_search(text, declared);
   }
 
   // One preprocessor line (with its continuations), copied or rewritten.

@@ -99,6 +99,20 @@ bool names_a_collective(std::string_view text) {
   return std::regex_search(t, collective);
 }
 
+// Whether `text` calls a function: the recording runs the header and the shuffle's operands once
+// more than the loop would where the steps cannot be fused, so a call with an effect would run
+// twice. Casts and sizeof are not calls.
+bool calls_a_function(std::string_view text) {
+  static const std::regex call(R"re(([A-Za-z_]\w*)\s*\()re");
+  const std::string t(text);
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), call); it != std::sregex_iterator(); ++it) {
+    static const std::regex harmless(
+        R"re(sizeof|int|unsigned|long|short|char|float|double|bool|size_t|u?int(8|16|32|64)_t)re");
+    if (!std::regex_match((*it)[1].str(), harmless)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_view statement) {
@@ -157,9 +171,10 @@ std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_
   const std::regex update("\\s*(?:(?:\\+\\+|--)\\s*" + var + "|" + var +
                           "\\s*(?:\\+\\+|--|(?:<<|>>|[-+*/])?=\\s*[^=;,]+))\\s*");
   if (!std::regex_match(hm[3].str(), update)) return std::nullopt;
-  if (mentions(h, x) || names_a_collective(h)) return std::nullopt;
+  if (mentions(h, x) || names_a_collective(h) || calls_a_function(h)) return std::nullopt;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (i != 1 && (mentions(a[i], x) || names_a_collective(a[i]))) return std::nullopt;
+    if (i != 1 && (mentions(a[i], x) || names_a_collective(a[i]) || calls_a_function(a[i])))
+      return std::nullopt;
 
   const std::string width = a.size() == 4 ? fmt::format(", {}", a[3]) : "";
   FusedLoop out;
@@ -170,6 +185,7 @@ std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_
       "simt_fold_steps_, {}, simt_fold_body_); else ",
       header, a[0], a[2], width, replace_name(rest, x, "simt_x_"), x, shuffle->kind, x));
   out.suffix = " }";
+  out.value = x;
   return out;
 }
 
