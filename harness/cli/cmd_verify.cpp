@@ -74,7 +74,8 @@ struct Outcome {
   nlohmann::json checks = nlohmann::json::array();
   nlohmann::json parts = nlohmann::json::array();
   bool refused = false, crashed = false;
-  std::string refusal;
+  std::string refusal;         // its first line (the JSON's "refusal")
+  std::string refusal_report;  // the whole report, with what to do about it, printed once
 };
 
 // One run of the candidate for the new checks: isolated (a dump: chained), every step's inputs kept.
@@ -240,7 +241,10 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     if (o.exit_code == kExitParity) continue;
     if (o.exit_code == kExitRefused || o.exit_code == kExitUsage) {
       out.refused = true;
-      if (out.refusal.empty()) out.refusal = battery::first_line(o.verdict);
+      if (out.refusal.empty()) {
+        out.refusal = battery::first_line(o.verdict);
+        out.refusal_report = o.verdict;
+      }
       continue;
     }
     if (o.exit_code == kExitCrashed) out.crashed = true;
@@ -419,6 +423,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     } catch (const GateRefusal& e) {
       out.refused = true;
       out.refusal = battery::first_line(e.what());
+      out.refusal_report = e.what();
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());
       exit_code = kExitUsage;
@@ -432,7 +437,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       fmt::print("  FINDING {:<18} {} (layer {}, step {}, {}){}\n", f.kind, f.stage.empty() ? "-" : f.stage,
                  f.layer, f.step, mode_name(f.mode),
                  f.occurrences > 1 ? fmt::format(", {} calls", f.occurrences) : "");
-    if (out.refused) fmt::print("  refused: {}\n", out.refusal);
+    if (out.refused) fmt::print("  refused: {}\n", out.refusal_report);
     fmt::print("VERIFY {}: {} finding(s)\n", exit_word(exit_code), out.findings.size());
     if (args->json.empty()) return;
     nlohmann::json j = {{"model", c.model},

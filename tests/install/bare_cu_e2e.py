@@ -95,6 +95,12 @@ def main():
         if v2 != v:
             sys.exit("FAILED: the second verify of the same kernel and seed wrote another verdict")
         print(f"my_rmsnorm.cu: exit 0, verdict pass, the same twice; built {v['candidate_build']['plugin']}")
+        # Without --fill reference the one-stage kernel is refused, and the refusal says what to add.
+        p = sh(ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
+               "rmsnorm.yaml", "--seed", "3", "--work-dir", wd, cwd=user, ok=(3,))
+        if "VERIFY REFUSED" not in p.stdout or "--fill reference" not in p.stdout:
+            sys.exit(f"FAILED: the refusal of a one-stage kernel does not say to add --fill reference:\n{p.stdout}")
+        print("without --fill reference: exit 3, the refusal naming --fill reference")
         # `check` takes the same pair (built in --trace-dir DIR/candidate: here verify's, up to date).
         p = sh(ds, "check", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
                "rmsnorm.yaml", "--fill", "reference", "--seed", "3", "--decode-steps", "1", "--trace-dir", wd,
