@@ -177,13 +177,42 @@ int fill_sources(std::uint8_t* src, unsigned mask, const int* const* b, int step
   return -1;
 }
 
-int fill_sources_any(Coll kind, std::uint8_t* src, unsigned mask, const int* const* b, int step,
+// The same when every lane's operand is `b`, the usual case: a full warp (every source is in the
+// mask, nothing to check) in one straight loop.
+template <Coll kind>
+int fill_sources_same(std::uint8_t* src, unsigned mask, int b, int segmask) {
+  if (mask == kFullMask) {
+    for (int l = 0; l < 32; ++l) src[l] = static_cast<std::uint8_t>(shuffle_source<kind>(l, b, segmask));
+    return -1;
+  }
+  for (unsigned m = mask; m != 0; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    const int j = shuffle_source<kind>(l, b, segmask);
+    if ((mask & (1u << j)) == 0) [[unlikely]]
+      return l;
+    src[l] = static_cast<std::uint8_t>(j);
+  }
+  return -1;
+}
+
+// One step's source table for a loop of shuffles of `kind`: fill_sources_same with the first
+// lane's operand when every lane has the same operands (`same`), fill_sources otherwise.
+int fill_sources_any(Coll kind, bool same, std::uint8_t* src, unsigned mask, const int* const* b, int step,
                      int segmask) {
+  const int b0 = same ? b[std::countr_zero(mask)][step] : 0;
   switch (kind) {
-    case Coll::shfl_up: return fill_sources<Coll::shfl_up>(src, mask, b, step, segmask);
-    case Coll::shfl_down: return fill_sources<Coll::shfl_down>(src, mask, b, step, segmask);
-    case Coll::shfl_xor: return fill_sources<Coll::shfl_xor>(src, mask, b, step, segmask);
-    default: return fill_sources<Coll::shfl_idx>(src, mask, b, step, segmask);
+    case Coll::shfl_up:
+      return same ? fill_sources_same<Coll::shfl_up>(src, mask, b0, segmask)
+                  : fill_sources<Coll::shfl_up>(src, mask, b, step, segmask);
+    case Coll::shfl_down:
+      return same ? fill_sources_same<Coll::shfl_down>(src, mask, b0, segmask)
+                  : fill_sources<Coll::shfl_down>(src, mask, b, step, segmask);
+    case Coll::shfl_xor:
+      return same ? fill_sources_same<Coll::shfl_xor>(src, mask, b0, segmask)
+                  : fill_sources<Coll::shfl_xor>(src, mask, b, step, segmask);
+    default:
+      return same ? fill_sources_same<Coll::shfl_idx>(src, mask, b0, segmask)
+                  : fill_sources<Coll::shfl_idx>(src, mask, b, step, segmask);
   }
 }
 
@@ -360,6 +389,7 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
   const int segmask = (32 - ref.width()) & 31;
   alignas(8) unsigned char value[2][32][8];
   const int* b[32];  // each lane's operands, one per step
+  bool same = true;  // every lane's operands are the first lane's: one operand per step
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const int l = std::countr_zero(m);
     const FoldLane& f = fold_of(lanes[l]);
@@ -372,12 +402,14 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
       abandon(self);
     }
     b[l] = f.steps->b;
+    for (int i = 0; i < steps; ++i) same &= f.steps->b[i] == first.steps->b[i];
     std::memcpy(value[0][l], lanes[l].in, 8);
   }
   int cur = 0;
   std::uint8_t src[32];
   for (int step = 0; step < steps; ++step, cur ^= 1) {
-    if (const int bad = fill_sources_any(first.shuffle, src, mask, b, step, segmask); bad >= 0) [[unlikely]] {
+    if (const int bad = fill_sources_any(first.shuffle, same, src, mask, b, step, segmask); bad >= 0)
+        [[unlikely]] {
       const int j = shuffle_source_any(first.shuffle, bad, b[bad][step], segmask);
       error_ =
           fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
