@@ -32,6 +32,7 @@ const FoldRow kRows[] = {
     {"int_xor_down", FoldCase::int_xor_down},
     {"int_max", FoldCase::int_max},
     {"double_xor_sum", FoldCase::double_xor_sum},
+    {"sixteen_byte_struct_xor_sum", FoldCase::pair_xor_sum},
 };
 static_assert(std::size(kRows) == kFoldCases, "every FoldCase has a row");
 

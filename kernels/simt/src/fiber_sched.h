@@ -208,6 +208,9 @@ class Sched {
   [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size,
                                                         int width);
   [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
+  // Lane `t`'s shuffle of `kind` reads lane `src`, outside `mask`.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_source(Fiber* self, const ThreadRec& t, Coll kind, int src,
+                                                          unsigned mask);
   void make_order(std::uint64_t phase);
   void set_runnable(ThreadRec& t) {
     WarpRec& w = warps_[t.warp];

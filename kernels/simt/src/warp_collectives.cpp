@@ -177,42 +177,31 @@ int fill_sources(std::uint8_t* src, unsigned mask, const int* const* b, int step
   return -1;
 }
 
-// The same when every lane's operand is `b`, the usual case: a full warp (every source is in the
-// mask, nothing to check) in one straight loop.
+// The same for a full warp whose lanes all have operand `b`, a butterfly's usual step: every
+// source is in the mask, so one straight loop with nothing to check.
 template <Coll kind>
-int fill_sources_same(std::uint8_t* src, unsigned mask, int b, int segmask) {
-  if (mask == kFullMask) {
-    for (int l = 0; l < 32; ++l) src[l] = static_cast<std::uint8_t>(shuffle_source<kind>(l, b, segmask));
-    return -1;
-  }
-  for (unsigned m = mask; m != 0; m &= m - 1) {
-    const int l = std::countr_zero(m);
-    const int j = shuffle_source<kind>(l, b, segmask);
-    if ((mask & (1u << j)) == 0) [[unlikely]]
-      return l;
-    src[l] = static_cast<std::uint8_t>(j);
-  }
-  return -1;
+void fill_sources_full(std::uint8_t* src, int b, int segmask) {
+  for (int l = 0; l < 32; ++l) src[l] = static_cast<std::uint8_t>(shuffle_source<kind>(l, b, segmask));
 }
 
-// One step's source table for a loop of shuffles of `kind`: fill_sources_same with the first
-// lane's operand when every lane has the same operands (`same`), fill_sources otherwise.
+// One step's source table for a loop of shuffles of `kind`: fill_sources_full when the mask is the
+// full warp and every lane has the first lane's operands (`same`), fill_sources otherwise.
 int fill_sources_any(Coll kind, bool same, std::uint8_t* src, unsigned mask, const int* const* b, int step,
                      int segmask) {
-  const int b0 = same ? b[std::countr_zero(mask)][step] : 0;
+  if (same && mask == kFullMask) {
+    switch (kind) {
+      case Coll::shfl_up: fill_sources_full<Coll::shfl_up>(src, b[0][step], segmask); break;
+      case Coll::shfl_down: fill_sources_full<Coll::shfl_down>(src, b[0][step], segmask); break;
+      case Coll::shfl_xor: fill_sources_full<Coll::shfl_xor>(src, b[0][step], segmask); break;
+      default: fill_sources_full<Coll::shfl_idx>(src, b[0][step], segmask); break;
+    }
+    return -1;
+  }
   switch (kind) {
-    case Coll::shfl_up:
-      return same ? fill_sources_same<Coll::shfl_up>(src, mask, b0, segmask)
-                  : fill_sources<Coll::shfl_up>(src, mask, b, step, segmask);
-    case Coll::shfl_down:
-      return same ? fill_sources_same<Coll::shfl_down>(src, mask, b0, segmask)
-                  : fill_sources<Coll::shfl_down>(src, mask, b, step, segmask);
-    case Coll::shfl_xor:
-      return same ? fill_sources_same<Coll::shfl_xor>(src, mask, b0, segmask)
-                  : fill_sources<Coll::shfl_xor>(src, mask, b, step, segmask);
-    default:
-      return same ? fill_sources_same<Coll::shfl_idx>(src, mask, b0, segmask)
-                  : fill_sources<Coll::shfl_idx>(src, mask, b, step, segmask);
+    case Coll::shfl_up: return fill_sources<Coll::shfl_up>(src, mask, b, step, segmask);
+    case Coll::shfl_down: return fill_sources<Coll::shfl_down>(src, mask, b, step, segmask);
+    case Coll::shfl_xor: return fill_sources<Coll::shfl_xor>(src, mask, b, step, segmask);
+    default: return fill_sources<Coll::shfl_idx>(src, mask, b, step, segmask);
   }
 }
 
@@ -351,12 +340,8 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
     resolve_fold(self, w, lanes, mask);
   } else if (kind != Coll::syncwarp && !shuffled) {
     int src = 0;
-    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]] {
-      error_ =
-          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                      where(bad->site), coll_name(kind), bad->lane, src, mask, ctx_suffix(*bad));
-      abandon(self);
-    }
+    if (ThreadRec* bad = shuffle_any(kind, lanes, mask, ref.width(), ref.size(), src)) [[unlikely]]
+      fail_source(self, *bad, kind, src, mask);
   }
   w.arrived &= ~mask;
   ++w.syncs;
@@ -369,6 +354,12 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   } else {
     for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
   }
+}
+
+void Sched::fail_source(Fiber* self, const ThreadRec& t, Coll kind, int src, unsigned mask) {
+  error_ = fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
+                       where(t.site), coll_name(kind), t.lane, src, mask, ctx_suffix(t));
+  abandon(self);
 }
 
 namespace {
@@ -409,13 +400,9 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
   std::uint8_t src[32];
   for (int step = 0; step < steps; ++step, cur ^= 1) {
     if (const int bad = fill_sources_any(first.shuffle, same, src, mask, b, step, segmask); bad >= 0)
-        [[unlikely]] {
-      const int j = shuffle_source_any(first.shuffle, bad, b[bad][step], segmask);
-      error_ =
-          fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                      where(lanes[bad].site), coll_name(first.shuffle), bad, j, mask, ctx_suffix(lanes[bad]));
-      abandon(self);
-    }
+        [[unlikely]]
+      fail_source(self, lanes[bad], first.shuffle,
+                  shuffle_source_any(first.shuffle, bad, b[bad][step], segmask), mask);
     first.step(first.body, value[cur ^ 1], value[cur], src, mask);
   }
   for (unsigned m = mask; m != 0; m &= m - 1) {

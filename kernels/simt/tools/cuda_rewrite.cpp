@@ -281,8 +281,7 @@ class Rewriter {
   bool in_memory(const std::string& name) const {
     const std::regex declared(R"re(\b(__shared__|__device__|__constant__|__managed__)\b[^;{}()]*\b)re" +
                               name + R"re(\b)re");
-    const std::string text(s_);
-    return std::regex_search(text, declared);
+    return std::regex_search(s_.begin(), s_.end(), declared);
   }
 
   // One preprocessor line (with its continuations), copied or rewritten.

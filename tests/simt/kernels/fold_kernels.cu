@@ -14,6 +14,8 @@ __device__ void fold_case(FoldCase c, T a, double* fused, double* unrolled, int 
   const int lane = static_cast<int>(threadIdx.x % 32);
   T b = a;
   switch (c) {
+    case FoldCase::pair_xor_sum:  // fold_pair's
+      break;
     case FoldCase::xor_sum:
     case FoldCase::double_xor_sum:
       for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(kAll, a, o);
@@ -82,8 +84,37 @@ __device__ void fold_case(FoldCase c, T a, double* fused, double* unrolled, int 
   unrolled[i] = static_cast<double>(b);
 }
 
+// Two doubles, 16 bytes: shfl_fold runs such a loop's steps as shuffles of their own. CUDA
+// shuffles nothing over 8 bytes; the SIMT runtime shuffles up to 16, so only its build has this.
+#ifndef __CUDACC__
+struct Pair {
+  double lo, hi;
+  __device__ Pair& operator+=(const Pair& o) {
+    lo += o.lo;
+    hi += o.hi;
+    return *this;
+  }
+};
+
+__device__ void fold_pair(float v, double* fused, double* unrolled, int i) {
+  Pair a{v, v * 0.5};
+  Pair b = a;
+  for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(kAll, a, o);
+  b += __shfl_xor_sync(kAll, b, 16);
+  b += __shfl_xor_sync(kAll, b, 8);
+  b += __shfl_xor_sync(kAll, b, 4);
+  b += __shfl_xor_sync(kAll, b, 2);
+  b += __shfl_xor_sync(kAll, b, 1);
+  fused[i] = a.lo * 3.0 + a.hi;
+  unrolled[i] = b.lo * 3.0 + b.hi;
+}
+#endif
+
 __global__ void fold_kernel(FoldCase c, const float* in, double* fused, double* unrolled) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+#ifndef __CUDACC__
+  if (c == FoldCase::pair_xor_sum) return fold_pair(in[i], fused, unrolled, i);
+#endif
   if (c == FoldCase::int_xor_down || c == FoldCase::int_max)
     fold_case<int>(c, static_cast<int>(in[i] * 1000.0f), fused, unrolled, i);
   else if (c == FoldCase::double_xor_sum)

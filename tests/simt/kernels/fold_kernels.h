@@ -14,8 +14,9 @@ enum class FoldCase {
   int_xor_down,     // int, v ^= __shfl_down_sync
   int_max,          // int, v = max(v, __shfl_xor_sync(...))
   double_xor_sum,   // double, 8 bytes
+  pair_xor_sum,     // a 16-byte struct with +=, over the fused 8 bytes (SIMT only: CUDA shuffles 8 at most)
 };
-inline constexpr int kFoldCases = 8;
+inline constexpr int kFoldCases = 9;
 
 // Per thread i of `blocks` blocks of `threads` (a multiple of 32): in[i] reduced by the case's loop
 // into fused[i] and by the written-out shuffles into unrolled[i], both as double (exact for every
