@@ -112,7 +112,8 @@ const RewriteCase kCases[] = {
     {"extern_c_block_stays", "extern \"C\" {\nint f();\n}\n", "extern \"C\" {\nint f();\n}\n"},
     {"shuffle_loop_fused_into_one_collective",
      "void k() { for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o); }\n",
-     "void k() { { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = 16; o > 0; o >>= 1) "
+     "void k() { { ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for (int o = 16; o > 0; o "
+     ">>= 1) "
      "simt_fold_steps_.add(0xffffffffu, o); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
      "simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc = "
      "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "
@@ -121,7 +122,8 @@ const RewriteCase kCases[] = {
     {"braced_shuffle_loop_over_lines_keeps_its_newlines",
      "void k() {\n  for (int o = 16; o; o /= 2) {\n    v = fmaxf(v,\n              __shfl_down_sync(m, v, o, "
      "16));\n  }\n}\n",
-     "void k() {\n  { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = 16; o; o /= 2) "
+     "void k() {\n  { ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for (int o = 16; o; o /= "
+     "2) "
      "simt_fold_steps_.add(m, o, 16); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
      "simt_x_ = fmaxf(simt_x_,               simt_s_); }; if (simt_fold_steps_.fusable()) v = "
      "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_down>(SIMT_SITE, simt_fold_steps_, v, "
@@ -145,7 +147,8 @@ const RewriteCase kCases[] = {
      "__shfl_xor_sync(m, acc, static_cast<int>(o)); }\n",
      "void k() { for (int o = first(); o > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, o); for (int o = 16; o "
      "> 0; o >>= 1) acc += __shfl_xor_sync(__activemask(), acc, o); for (int o = 16; o > 0; o >>= 1) acc += "
-     "__shfl_xor_sync(m, acc, o, width_of(o)); { ::simt::detail::FoldSteps simt_fold_steps_; for (int o = "
+     "__shfl_xor_sync(m, acc, o, width_of(o)); { ::simt::detail::FoldSteps simt_fold_steps_; "
+     "SIMT_FOLD_UNROLL for (int o = "
      "sizeof(float) * 4; o > 0; o >>= 1) simt_fold_steps_.add(m, static_cast<int>(o)); auto simt_fold_body_ "
      "= [&](auto& simt_x_, const auto& simt_s_) { simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc "
      "= ::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "

@@ -124,36 +124,6 @@ Hop Sched::complete_arrival(ThreadRec& t, WarpRec& w, unsigned mask) {
 
 namespace {
 
-// Every lane's result of one shuffle, following the PTX shfl.sync pseudo-code (segment mask from
-// width, clamp, own value when the source is out of range). One instantiation per kind and common
-// size keeps both decisions out of the per-lane loop. Returns the first lane that reads a lane
-// outside `mask` (its source in `src`), or null.
-// The lane whose value `lane` reads in a shuffle of `kind` with operand `b` at a width whose
-// segment mask is `segmask` ((32 - width) & 31), following the PTX shfl.sync pseudo-code (clamp,
-// and the lane's own value when the source is out of range).
-template <Coll kind>
-inline int shuffle_source(int lane, int b, int segmask) {
-  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
-  const int bval = b & 31;
-  const int max_lane = (lane & segmask) | (cval & ~segmask);
-  int j = lane;
-  bool ok = false;
-  if constexpr (kind == Coll::shfl_up) {
-    j = lane - bval;
-    ok = j >= max_lane;
-  } else if constexpr (kind == Coll::shfl_down) {
-    j = lane + bval;
-    ok = j <= max_lane;
-  } else if constexpr (kind == Coll::shfl_xor) {
-    j = lane ^ bval;
-    ok = j <= max_lane;
-  } else {
-    j = (lane & segmask) | (bval & ~segmask);
-    ok = j <= max_lane;
-  }
-  return ok ? j : lane;
-}
-
 int shuffle_source_any(Coll kind, int lane, int b, int segmask) {
   switch (kind) {
     case Coll::shfl_up: return shuffle_source<Coll::shfl_up>(lane, b, segmask);
@@ -177,8 +147,9 @@ int fill_sources(std::uint8_t* src, unsigned mask, const int* const* b, int step
   return -1;
 }
 
-// The same for a full warp whose lanes all have operand `b`, a butterfly's usual step: every
-// source is in the mask, so one straight loop with nothing to check.
+// The same for a full warp whose lanes all have operand `b` at a width under 32 (at 32 the step
+// function finds the sources itself): every source is in the mask, so one straight loop with
+// nothing to check.
 template <Coll kind>
 void fill_sources_full(std::uint8_t* src, int b, int segmask) {
   for (int l = 0; l < 32; ++l) src[l] = static_cast<std::uint8_t>(shuffle_source<kind>(l, b, segmask));
@@ -225,25 +196,15 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
 }
 
 // The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
-// the mask, so each lane's source is one line of index arithmetic. The same pass compares every
-// lane's signature with `sig`: nonzero when some lane reached another collective (resolve then
-// names it, and no lane reads what this wrote).
+// the mask, so each lane's source is a line of index arithmetic (shuffle_source at segment mask 0). The same
+// pass compares every lane's signature with `sig`: nonzero when some lane reached another collective (resolve
+// then names it, and no lane reads what this wrote).
 template <Coll kind, unsigned kSize>
 std::uint64_t shuffle_full_warp(ThreadRec* lanes, std::uint64_t sig) {
   std::uint64_t differ = 0;
   for (int lane = 0; lane < 32; ++lane) {
     differ |= lanes[lane].signature ^ sig;
-    const int bval = lanes[lane].b & 31;
-    int j = lane;
-    if constexpr (kind == Coll::shfl_up) {
-      j = lane - bval >= 0 ? lane - bval : lane;
-    } else if constexpr (kind == Coll::shfl_down) {
-      j = lane + bval <= 31 ? lane + bval : lane;
-    } else if constexpr (kind == Coll::shfl_xor) {
-      j = lane ^ bval;
-    } else {
-      j = bval;
-    }
+    const int j = shuffle_source<kind>(lane, lanes[lane].b, 0);
     std::memcpy(lanes[lane].slot.out, lanes[j].in, kSize);
   }
   return differ;
@@ -393,17 +354,22 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
       abandon(self);
     }
     b[l] = f.steps->b;
-    for (int i = 0; i < steps; ++i) same &= f.steps->b[i] == first.steps->b[i];
+    same &= std::memcmp(f.steps->b, first.steps->b, sizeof f.steps->b) == 0;
     std::memcpy(value[0][l], lanes[l].in, 8);
   }
   int cur = 0;
   std::uint8_t src[32];
+  const bool usual = same && mask == kFullMask && segmask == 0;  // the step function finds the sources
   for (int step = 0; step < steps; ++step, cur ^= 1) {
+    if (usual) {
+      first.step(first.body, value[cur ^ 1], value[cur], nullptr, mask, b[0][step]);
+      continue;
+    }
     if (const int bad = fill_sources_any(first.shuffle, same, src, mask, b, step, segmask); bad >= 0)
         [[unlikely]]
       fail_source(self, lanes[bad], first.shuffle,
                   shuffle_source_any(first.shuffle, bad, b[bad][step], segmask), mask);
-    first.step(first.body, value[cur ^ 1], value[cur], src, mask);
+    first.step(first.body, value[cur ^ 1], value[cur], src, mask, 0);
   }
   for (unsigned m = mask; m != 0; m &= m - 1) {
     const int l = std::countr_zero(m);

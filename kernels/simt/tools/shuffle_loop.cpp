@@ -179,7 +179,8 @@ std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_
   const std::string width = a.size() == 4 ? fmt::format(", {}", a[3]) : "";
   FusedLoop out;
   out.prefix = one_line(fmt::format(
-      "{{ ::simt::detail::FoldSteps simt_fold_steps_; for ({}) simt_fold_steps_.add({}, {}{}); "
+      "{{ ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for ({}) simt_fold_steps_.add({}, "
+      "{}{}); "
       "auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) {{ {}; }}; "
       "if (simt_fold_steps_.fusable()) {} = ::simt::detail::shfl_fold<::simt::detail::Coll::{}>(SIMT_SITE, "
       "simt_fold_steps_, {}, simt_fold_body_); else ",

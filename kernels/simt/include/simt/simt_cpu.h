@@ -330,6 +330,33 @@ inline T shfl_xor(Site s, unsigned mask, T v, int lane_mask, int width = warpSiz
   return shfl_as<Coll::shfl_xor>(s, mask, v, lane_mask, width);
 }
 
+// The lane whose value `lane` reads in a shuffle of `kind` with operand `b` at a width whose
+// segment mask is `segmask` ((32 - width) & 31), following the PTX shfl.sync pseudo-code (clamp,
+// and the lane's own value when the source is out of range). The runtime's shuffles and a fused
+// loop's step function (shfl_fold) both use it.
+template <Coll kind>
+inline int shuffle_source(int lane, int b, int segmask) {
+  constexpr int cval = kind == Coll::shfl_up ? 0 : 31;
+  const int bval = b & 31;
+  const int max_lane = (lane & segmask) | (cval & ~segmask);
+  int j = lane;
+  bool ok = false;
+  if constexpr (kind == Coll::shfl_up) {
+    j = lane - bval;
+    ok = j >= max_lane;
+  } else if constexpr (kind == Coll::shfl_down) {
+    j = lane + bval;
+    ok = j <= max_lane;
+  } else if constexpr (kind == Coll::shfl_xor) {
+    j = lane ^ bval;
+    ok = j <= max_lane;
+  } else {
+    j = (lane & segmask) | (bval & ~segmask);
+    ok = j <= max_lane;
+  }
+  return ok ? j : lane;
+}
+
 // A loop whose body folds one variable with its own shuffle, `for (...) acc += __shfl_xor_sync(m,
 // acc, o);`, fused by the .cu rewrite step (tools/shuffle_loop.cpp) into one collective: each lane
 // first runs the loop with a body that only records each step's mask, source operand and width,
@@ -343,7 +370,7 @@ struct FoldSteps {
   unsigned mask = 0;
   int width = 0;
   bool uniform = true;  // every step has the first one's mask and width
-  int b[kMax];
+  int b[kMax] = {};     // zero past n: resolve_fold compares every lane's whole array with one compare
   void add(unsigned step_mask, int step_b, int step_width = warpSize) {
     if (n == 0) {
       mask = step_mask;
@@ -359,13 +386,15 @@ struct FoldSteps {
 };
 // What a lane hands the fused collective besides its value: its steps, and one step of the loop
 // for the lanes of `mask` (`src[l]`: the lane whose value of `cur` lane l's shuffle reads; the
-// body applied to lane l's value of `cur` and that one, into `next`). The rewrite step fuses only
-// bodies that are a function of those two values alone (shuffle_loop.h), so the lane completing
-// the collective runs its own lane's step function for every lane.
+// body applied to lane l's value of `cur` and that one, into `next`). A null `src` is the usual
+// step, a full warp at width 32 whose lanes all have operand `b`: the step function finds each
+// source itself, with no table to fill and read. The rewrite step fuses only bodies that are a
+// function of those two values alone (shuffle_loop.h), so the lane completing the collective runs
+// its own lane's step function for every lane.
 struct FoldLane {
   const FoldSteps* steps;
   void (*step)(void* body, unsigned char (*next)[8], const unsigned char (*cur)[8], const std::uint8_t* src,
-               unsigned mask);
+               unsigned mask, int b);
   void* body;
   Coll shuffle;  // the loop's shuffle: shfl_idx, shfl_up, shfl_down or shfl_xor
 };
@@ -379,9 +408,20 @@ inline T shfl_fold(Site s, const FoldSteps& steps, T value, Body& body) {
   } else {
     static_assert(std::is_trivially_copyable_v<T>, "shuffled type must be trivially copyable");
     FoldLane lane{&steps,
-                  [](void* b, unsigned char(*next)[8], const unsigned char(*cur)[8], const std::uint8_t* src,
-                     unsigned mask) {
-                    Body& fold = *static_cast<Body*>(b);
+                  [](void* body, unsigned char(*next)[8], const unsigned char(*cur)[8],
+                     const std::uint8_t* src, unsigned mask, int b) {
+                    Body& fold = *static_cast<Body*>(body);
+                    if (src == nullptr) {
+                      for (int l = 0; l < 32; ++l) {
+                        T x;
+                        std::memcpy(&x, cur[l], sizeof x);
+                        T y;
+                        std::memcpy(&y, cur[shuffle_source<kind>(l, b, 0)], sizeof y);
+                        fold(x, y);
+                        std::memcpy(next[l], &x, sizeof x);
+                      }
+                      return;
+                    }
                     for (unsigned m = mask; m != 0; m &= m - 1) {
                       const int l = std::countr_zero(m);
                       T x;
@@ -471,6 +511,14 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
 
 // Collectives are macros so diagnostics can name the call site.
 #define SIMT_SITE (::simt::detail::Site{__FILE__, __LINE__})
+// Before the loop that records a fused shuffle loop's steps (the rewrite step's shuffle_loop.cpp):
+// unrolled, a constant header's steps, mask and width are constants, and each lane records them
+// with a few stores instead of running the header and its checks (FoldSteps::add) every step.
+#if defined(__clang__)
+#define SIMT_FOLD_UNROLL _Pragma("unroll 8")
+#else
+#define SIMT_FOLD_UNROLL _Pragma("GCC unroll 8")
+#endif
 #define __syncthreads() ((void)::simt::detail::barrier(SIMT_SITE, 0))
 #define __syncthreads_count(pred) ::simt::detail::barrier(SIMT_SITE, (pred))
 #define __syncthreads_and(pred) ::simt::detail::barrier_and(SIMT_SITE, (pred))
