@@ -45,14 +45,14 @@ const RewriteCase kCases[] = {
     {"extern_shared_in_a_kernel",
      "__global__ void k() {\n  extern __shared__ __align__(16) float buf[];\n}\n",
      "__global__ void k() {\n  [[maybe_unused]] float* const buf = "
-     "static_cast<float*>(::simt::detail::dynamic_shared(sizeof(float)));\n}\n"},
+     "static_cast<float*>(::simt::detail::dynamic_shared_of(sizeof(float)));\n}\n"},
     {"extern_shared_of_unsigned_char", "void k() { extern __shared__ unsigned char raw []; }\n",
      "void k() { [[maybe_unused]] unsigned char* const raw = static_cast<unsigned "
-     "char*>(::simt::detail::dynamic_shared(sizeof(unsigned char))); }\n"},
+     "char*>(::simt::detail::dynamic_shared_of(sizeof(unsigned char))); }\n"},
     {"extern_shared_inside_a_namespace_function",
      "namespace a { namespace b {\nvoid k() { extern __shared__ int s[]; }\n}}\n",
      "namespace a { namespace b {\nvoid k() { [[maybe_unused]] int* const s = "
-     "static_cast<int*>(::simt::detail::dynamic_shared(sizeof(int))); }\n}}\n"},
+     "static_cast<int*>(::simt::detail::dynamic_shared_of(sizeof(int))); }\n}}\n"},
     {"extern_shared_at_namespace_scope", "namespace a {\nextern __shared__ float smem[];\n}\n",
      "namespace a {\nstatic_assert(false, \"simt: extern __shared__ smem[] at namespace scope is not "
      "supported on the "

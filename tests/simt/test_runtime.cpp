@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "test_kernels.h"
@@ -157,6 +162,38 @@ TEST(Runtime, DeviceBufferRoundTrip) {
   EXPECT_EQ(moved.to_host(), v);
   simt::DeviceBuffer<unsigned> fresh(2);
   EXPECT_EQ(fresh.to_host()[0], 0xffffffffu);  // poisoned like device memory should be treated
+}
+
+// The VmFlags line of /proc/self/smaps for the mapping holding `p` ("" if none).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0;
+    std::uintptr_t hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 &&
+        line.find(':') > line.find(' '))
+      inside = a >= lo && a < hi;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return "";
+}
+
+// simt::malloc asks for transparent huge pages over a large block (VmFlags "hg", MADV_HUGEPAGE),
+// not over a small one, and the block is poisoned and usable either way.
+TEST(Runtime, LargeDeviceMemoryAsksForHugePages) {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"))
+    GTEST_SKIP() << "this kernel has no transparent huge pages (/sys/kernel/mm/transparent_hugepage)";
+  const std::size_t big = std::size_t{12} << 20;
+  simt::DeviceBuffer<unsigned> large(big / sizeof(unsigned));
+  const unsigned* mid = large.data() + large.size() / 2;
+  EXPECT_NE(vm_flags_of(mid).find(" hg"), std::string::npos) << vm_flags_of(mid);
+  EXPECT_EQ(*mid, 0xffffffffu);
+  EXPECT_EQ(large.data()[large.size() - 1], 0xffffffffu);
+  simt::DeviceBuffer<unsigned> small(1024);
+  EXPECT_EQ(vm_flags_of(small.data()).find(" hg"), std::string::npos) << vm_flags_of(small.data());
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include <sys/mman.h>
+
 namespace simt::detail {
 namespace {
 
@@ -18,6 +20,15 @@ std::map<std::uintptr_t, std::size_t>& table() {
 }
 
 }  // namespace
+
+void advise_huge_pages(void* p, std::size_t bytes) {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t hi = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  // Advice only: where the system refuses it, the memory works the same in small pages.
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
 
 void note_allocation(void* base, std::size_t bytes) {
   std::lock_guard lock(g_mutex);

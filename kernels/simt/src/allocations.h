@@ -15,6 +15,12 @@ struct Allocation {
   std::size_t bytes;
 };
 
+// Asks for transparent huge pages over the whole 2 MiB pages inside a block of 4 MiB or more,
+// before anything touches it. A GPU maps device memory in large pages; in 4 KiB pages a kernel
+// that gives each warp a row of a large matrix meets a new page, and a TLB miss that the hardware
+// prefetcher does not cross, at nearly every row. Where the system is set to grant huge pages only
+// on request (transparent_hugepage "madvise") this is what gets them.
+void advise_huge_pages(void* p, std::size_t bytes);
 void note_allocation(void* base, std::size_t bytes);
 void forget_allocation(void* base);
 // The live allocation holding `p`, if any.

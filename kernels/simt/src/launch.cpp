@@ -55,10 +55,12 @@ Config config() {
 
 // ---------------------------------------------------------- device memory ----
 // Exact-size heap blocks so ASan reports overruns; the poison (0xFF by default) makes reads of
-// never-written floats NaN, like the poison in dynamic shared memory.
+// never-written floats NaN, like the poison in dynamic shared memory. A large block asks for huge
+// pages before the poison touches it (allocations.h).
 void* malloc(std::size_t bytes) {
   void* p = std::malloc(bytes == 0 ? 1 : bytes);
   if (p == nullptr) throw std::bad_alloc();
+  detail::advise_huge_pages(p, bytes);
   detail::fill_poison(p, bytes, config().poison);
   detail::note_allocation(p, bytes);
   return p;

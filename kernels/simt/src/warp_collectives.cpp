@@ -324,6 +324,21 @@ void Sched::fail_source(Fiber* self, const ThreadRec& t, Coll kind, int src, uns
 }
 
 namespace {
+// Whether two lanes' operands of a fused loop are the same: whole arrays, zero past the last step
+// (FoldSteps::b), compared a word at a time with no branch.
+bool same_operands(const int* a, const int* b) {
+  static_assert(FoldSteps::kMax % 2 == 0);
+  std::uint64_t differ = 0;
+  for (int i = 0; i < FoldSteps::kMax; i += 2) {
+    std::uint64_t x = 0;
+    std::uint64_t y = 0;
+    std::memcpy(&x, a + i, sizeof x);
+    std::memcpy(&y, b + i, sizeof y);
+    differ |= x ^ y;
+  }
+  return differ == 0;
+}
+
 const FoldLane& fold_of(const ThreadRec& t) {
   const FoldLane* f = nullptr;
   std::memcpy(&f, t.in + 8, sizeof f);  // shfl_fold's layout: the value, then its FoldLane
@@ -354,7 +369,7 @@ void Sched::resolve_fold(Fiber* self, WarpRec& w, ThreadRec* lanes, unsigned mas
       abandon(self);
     }
     b[l] = f.steps->b;
-    same &= std::memcmp(f.steps->b, first.steps->b, sizeof f.steps->b) == 0;
+    same &= same_operands(f.steps->b, first.steps->b);
     std::memcpy(value[0][l], lanes[l].in, 8);
   }
   int cur = 0;

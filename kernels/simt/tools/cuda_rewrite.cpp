@@ -437,7 +437,8 @@ class Rewriter {
           ")";
     } else {
       replacement = fmt::format(
-          "[[maybe_unused]] {0}* const {1} = static_cast<{0}*>(::simt::detail::dynamic_shared(sizeof({0})))",
+          "[[maybe_unused]] {0}* const {1} = "
+          "static_cast<{0}*>(::simt::detail::dynamic_shared_of(sizeof({0})))",
           m[1].str(), m[2].str());
     }
     out_ += replacement;

@@ -264,6 +264,14 @@ inline unsigned vote(Site s, Coll kind, unsigned mask, int pred) {
 unsigned activemask();
 // `elem_bytes`: the declared element size, how wide the hazard checker records an access.
 void* dynamic_shared(std::size_t elem_bytes);
+// The running block's dynamic shared memory while no checker watches it (the runtime sets it per
+// block; null otherwise): kernel code takes it without a call, and calls dynamic_shared only when
+// a checker must learn the declared element size.
+inline thread_local unsigned char* tl_unwatched_dyn_smem = nullptr;
+inline void* dynamic_shared_of(std::size_t elem_bytes) {
+  unsigned char* const p = tl_unwatched_dyn_smem;
+  return p != nullptr ? p : dynamic_shared(elem_bytes);
+}
 // A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
 // Config::poison asks for it, the block's first thread to reach it fills it with the poison.
 void static_shared(void* p, std::size_t bytes);
@@ -412,6 +420,7 @@ inline T shfl_fold(Site s, const FoldSteps& steps, T value, Body& body) {
                      const std::uint8_t* src, unsigned mask, int b) {
                     Body& fold = *static_cast<Body*>(body);
                     if (src == nullptr) {
+#pragma GCC unroll 8
                       for (int l = 0; l < 32; ++l) {
                         T x;
                         std::memcpy(&x, cur[l], sizeof x);
@@ -514,11 +523,7 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
 // Before the loop that records a fused shuffle loop's steps (the rewrite step's shuffle_loop.cpp):
 // unrolled, a constant header's steps, mask and width are constants, and each lane records them
 // with a few stores instead of running the header and its checks (FoldSteps::add) every step.
-#if defined(__clang__)
-#define SIMT_FOLD_UNROLL _Pragma("unroll 8")
-#else
-#define SIMT_FOLD_UNROLL _Pragma("GCC unroll 8")
-#endif
+#define SIMT_FOLD_UNROLL _Pragma("GCC unroll 8")  // Clang reads GCC's spelling too
 #define __syncthreads() ((void)::simt::detail::barrier(SIMT_SITE, 0))
 #define __syncthreads_count(pred) ::simt::detail::barrier(SIMT_SITE, (pred))
 #define __syncthreads_and(pred) ::simt::detail::barrier_and(SIMT_SITE, (pred))
@@ -536,7 +541,7 @@ void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, std::size_t dyn_sme
   static_cast<int>(::simt::detail::vote(SIMT_SITE, ::simt::detail::Coll::all, (mask), (pred)))
 
 #define SIMT_DYNAMIC_SHARED(T, name) \
-  T* const name = static_cast<T*>(::simt::detail::dynamic_shared(sizeof(T)))
+  T* const name = static_cast<T*>(::simt::detail::dynamic_shared_of(sizeof(T)))
 
 // Lanes run one at a time between collectives, so every lane that has not
 // exited counts as active.
