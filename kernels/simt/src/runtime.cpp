@@ -281,6 +281,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   }
   if (tl_access_shadow != nullptr) tl_access_shadow->begin_block(smem_, d.dyn_smem_bytes, d.block, blockIdx);
   smem_watched_ = faulting_check_ || tl_access_shadow != nullptr;
+  tl_unwatched_dyn_smem = smem_watched_ ? nullptr : smem_;
   interleaver_ = cfg.interleave && d.access_hooks ? g_interleaver.load(std::memory_order_relaxed) : nullptr;
   if (interleaver_ != nullptr) {
     interleave_rng_ = block_seed_ ^ 0x5851F42D4C957F2Dull;
@@ -336,6 +337,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
 
   transfer(&host_, take_next());
   // Back on the host: the block finished or a diagnostic fired.
+  tl_unwatched_dyn_smem = nullptr;
   if (faulting_check_) {
     hazards_.end_block(blockIdx);
     set_current_checker(nullptr);
