@@ -70,6 +70,12 @@ struct alignas(64) ThreadRec {
   // straight from the running thread, so the chain of dependent loads from one lane's arrival to
   // the next lane's is two long (cur_, succ) instead of four (cur_, wr, runnable_r, by_rank); the
   // arrival checks it against the warp's lowest runnable rank, off that chain.
+  //
+  // The usual arrivals and a thread's exit also prefetch, a switch ahead, the stack that succ's
+  // succ resumes on (its slot's saved stack pointer, where its switch pops the resume address and
+  // the resumed code reloads what it spilled): a block's hundreds of fiber stacks do not stay in
+  // L1, and each switch waited for that line (docs/simt-speed.md, sixth pass). Not for a thread
+  // that has not started: its slot holds a stale pointer, and the line fetched evicts a useful one.
   ThreadRec* succ = nullptr;
   uint3 idx{};
   std::uint16_t warp = 0;

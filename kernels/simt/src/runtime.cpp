@@ -188,6 +188,8 @@ void Sched::leave_thread(void* f) {
     return;
   }
   if (next->fiber != nullptr) s.pool_.push_back(self);
+  // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
+  if (const ThreadRec* const after = next->succ) __builtin_prefetch(after->slot.ctx);
   s.transfer(self, next);
 }
 
@@ -504,6 +506,10 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   cur_ = next;
   *thread_idx_ = next->idx;
   switching_to_ = f;
+  // A switch ahead, the stack the thread after `next` resumes on, if it has started: an unstarted
+  // thread's slot holds a stale pointer (ThreadRec::succ).
+  if (const ThreadRec* const after = next->succ)
+    __builtin_prefetch(after->fiber != nullptr ? after->slot.ctx : nullptr);
   return {&t.slot, to};
 }
 

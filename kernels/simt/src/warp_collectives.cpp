@@ -108,6 +108,8 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t lo
   next->state = State::running;
   cur_ = next;
   *thread_idx_ = next->idx;
+  // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
+  if (const ThreadRec* const after = next->succ) __builtin_prefetch(after->slot.ctx);
   return {&t.slot, &next->slot.ctx};
 }
 
