@@ -74,8 +74,10 @@ struct alignas(64) ThreadRec {
   // The usual arrivals and a thread's exit also prefetch, a switch ahead, the stack that succ's
   // succ resumes on (its slot's saved stack pointer, where its switch pops the resume address and
   // the resumed code reloads what it spilled): a block's hundreds of fiber stacks do not stay in
-  // L1, and each switch waited for that line (docs/simt-speed.md, sixth pass). Not for a thread
-  // that has not started: its slot holds a stale pointer, and the line fetched evicts a useful one.
+  // L1, and each switch waited for that line (docs/simt-speed.md, sixth pass). At a fused loop and
+  // at a thread's exit that thread is suspended; at the barrier it usually has not started, and
+  // the barrier fetches nothing then: an unstarted thread's slot holds a stale pointer, and its line
+  // would evict a useful one.
   ThreadRec* succ = nullptr;
   uint3 idx{};
   std::uint16_t warp = 0;

@@ -198,9 +198,9 @@ ThreadRec* shuffle(ThreadRec* lanes, unsigned mask, int width, unsigned size, in
 }
 
 // The same for the usual case, every lane of a full warp at width 32: no segments, no lane outside
-// the mask, so each lane's source is a line of index arithmetic (shuffle_source at segment mask 0). The same
-// pass compares every lane's signature with `sig`: nonzero when some lane reached another collective (resolve
-// then names it, and no lane reads what this wrote).
+// the mask, so each lane's source is a line of index arithmetic (shuffle_source at segment mask
+// 0). The same pass compares every lane's signature with `sig`: nonzero when some lane reached
+// another collective (resolve then names it, and no lane reads what this wrote).
 template <Coll kind, unsigned kSize>
 std::uint64_t shuffle_full_warp(ThreadRec* lanes, std::uint64_t sig) {
   std::uint64_t differ = 0;
