@@ -491,6 +491,13 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
       return {nullptr, nullptr};
     f = pool_.back();  // parked: its context is its own
     pool_.pop_back();
+    // The thread after `next` will take the fiber now at the back: fetch the stack its parked
+    // context resumes on (a block ago, it left its last thread there).
+    if (!pool_.empty()) {
+      const auto* sp = static_cast<const unsigned char*>(pool_.back()->ctx);
+      __builtin_prefetch(sp);
+      __builtin_prefetch(sp + 64);
+    }
     f->thread = next;
     next->fiber = f;
     to = &f->ctx;
