@@ -189,7 +189,10 @@ void Sched::leave_thread(void* f) {
   }
   if (next->fiber != nullptr) s.pool_.push_back(self);
   // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
-  if (const ThreadRec* const after = next->succ) __builtin_prefetch(after->slot.ctx);
+  if (const ThreadRec* const after = next->succ) {
+    __builtin_prefetch(after->slot.ctx);
+    __builtin_prefetch(static_cast<const unsigned char*>(after->slot.ctx) + 64);
+  }
   s.transfer(self, next);
 }
 
