@@ -71,13 +71,11 @@ struct alignas(64) ThreadRec {
   // the next lane's is two long (cur_, succ) instead of four (cur_, wr, runnable_r, by_rank); the
   // arrival checks it against the warp's lowest runnable rank, off that chain.
   //
-  // The usual arrivals and a thread's exit also prefetch, a switch ahead, the stack that succ's
-  // succ resumes on (its slot's saved stack pointer, where its switch pops the resume address and
-  // the resumed code reloads what it spilled): a block's hundreds of fiber stacks do not stay in
-  // L1, and each switch waited for that line (docs/simt-speed.md, sixth pass). At a fused loop and
-  // at a thread's exit that thread is suspended; at the barrier it usually has not started, and
-  // the barrier fetches nothing then: an unstarted thread's slot holds a stale pointer, and its line
-  // would evict a useful one.
+  // The usual arrivals and a thread's exit also fetch, a switch ahead, the top of the stack that
+  // succ's succ resumes on (prefetch_stack_top). At a fused loop and at a thread's exit that thread
+  // is suspended; at the barrier it usually has not started, and the barrier fetches, instead, the
+  // stack of the parked fiber it will take: an unstarted thread's slot holds a stale pointer,
+  // whose lines would evict useful ones.
   ThreadRec* succ = nullptr;
   uint3 idx{};
   std::uint16_t warp = 0;
@@ -117,6 +115,17 @@ struct alignas(64) WarpRec {
   std::uint8_t rank_of_lane[32];
   ThreadRec* by_rank[32];  // &threads_[base + lane_of_rank[r]] for the lanes that exist
 };
+
+// Fetches the two lines at the top of a suspended or parked context's stack (`sp`, the saved
+// stack pointer), where its switch pops the resume address and the resumed code reloads what it
+// spilled: a block's hundreds of fiber stacks do not stay in L1, and each switch waited for those
+// lines (docs/simt-speed.md, sixth pass; one line was 2-3 ns per CUDA thread of the textbook GEMV,
+// the second 2 more, a third nothing). Always inlined: GCC takes a function holding nothing but
+// prefetches for one without effects, and removed the calls it had not inlined yet.
+[[gnu::always_inline]] inline void prefetch_stack_top(const void* sp) {
+  __builtin_prefetch(sp);
+  __builtin_prefetch(static_cast<const unsigned char*>(sp) + 64);
+}
 
 constexpr std::uint64_t kUsualSigBits = 0xffff'0000'ffff'ffffull;  // mask and width
 

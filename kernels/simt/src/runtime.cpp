@@ -189,10 +189,7 @@ void Sched::leave_thread(void* f) {
   }
   if (next->fiber != nullptr) s.pool_.push_back(self);
   // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
-  if (const ThreadRec* const after = next->succ) {
-    __builtin_prefetch(after->slot.ctx);
-    __builtin_prefetch(static_cast<const unsigned char*>(after->slot.ctx) + 64);
-  }
+  if (const ThreadRec* const after = next->succ) prefetch_stack_top(after->slot.ctx);
   s.transfer(self, next);
 }
 
@@ -496,11 +493,7 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
     pool_.pop_back();
     // The thread after `next` will take the fiber now at the back: fetch the stack its parked
     // context resumes on (a block ago, it left its last thread there).
-    if (!pool_.empty()) {
-      const auto* sp = static_cast<const unsigned char*>(pool_.back()->ctx);
-      __builtin_prefetch(sp);
-      __builtin_prefetch(sp + 64);
-    }
+    if (!pool_.empty()) prefetch_stack_top(pool_.back()->ctx);
     f->thread = next;
     next->fiber = f;
     to = &f->ctx;
@@ -518,8 +511,8 @@ inline Hop Sched::arrive_barrier_usual(Site s, int pred, Coll combine) {
   switching_to_ = f;
   // A switch ahead, the stack the thread after `next` resumes on, if it has started: an unstarted
   // thread's slot holds a stale pointer (ThreadRec::succ).
-  if (const ThreadRec* const after = next->succ)
-    __builtin_prefetch(after->fiber != nullptr ? after->slot.ctx : nullptr);
+  if (const ThreadRec* const after = next->succ; after != nullptr && after->fiber != nullptr)
+    prefetch_stack_top(after->slot.ctx);
   return {&t.slot, to};
 }
 

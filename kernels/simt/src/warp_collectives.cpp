@@ -109,10 +109,7 @@ inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t lo
   cur_ = next;
   *thread_idx_ = next->idx;
   // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
-  if (const ThreadRec* const after = next->succ) {
-    __builtin_prefetch(after->slot.ctx);
-    __builtin_prefetch(static_cast<const unsigned char*>(after->slot.ctx) + 64);
-  }
+  if (const ThreadRec* const after = next->succ) prefetch_stack_top(after->slot.ctx);
   return {&t.slot, &next->slot.ctx};
 }
 
