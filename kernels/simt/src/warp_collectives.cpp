@@ -70,11 +70,11 @@ inline Hop Sched::arrive_collective(Site s, std::uint64_t mask_kind_size, const 
 }
 
 // The usual arrival: a collective of the whole warp (its mask is every lane of the warp, none has
-// exited, width 32), its value in `lo` and `hi`, reached by a lane that is not the last to arrive, handing
-// over to the next lane of its warp, already suspended mid-kernel. The same effects as arrive_collective's,
-// in a leaf function (no frame, no callee-saved register). Everything else (every argument that
-// arrive_collective would refuse among it) returns a null slot before any state changes, and the kernel calls
-// collective_arrive_general (simt_cpu.h).
+// exited, width 32), its value in `lo` and `hi`, reached by a lane that is not the last to arrive,
+// handing over to the next lane of its warp, already suspended mid-kernel. The same effects as
+// arrive_collective's, in a leaf function (no frame, no callee-saved register). Everything else
+// (every argument that arrive_collective would refuse among it) returns a null slot before any
+// state changes, and the kernel calls collective_arrive_general (simt_cpu.h).
 inline Hop Sched::arrive_usual(Site s, std::uint64_t signature, std::uint64_t lo, std::uint64_t hi,
                                std::uint64_t b_width) {
   ThreadRec& t = *cur_;

@@ -3,6 +3,7 @@
 // bracket depth, which is all the rewritten constructs need.
 #include "cuda_rewrite.h"
 
+#include "rewrite_text.h"
 #include "shuffle_loop.h"
 
 #include <fmt/format.h>
@@ -16,8 +17,6 @@ namespace simt::rewrite {
 namespace {
 
 enum class Kind : unsigned char { code, comment, literal };
-
-bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
 // What each character of the source is. Digit separators (1'000) stay code; raw strings are literals.
 std::vector<Kind> classify(std::string_view s) {
@@ -148,10 +147,7 @@ class Rewriter {
   }
 
  private:
-  bool word_at(std::size_t i, std::string_view w) const {
-    return s_.substr(i, w.size()) == w && (i == 0 || !is_ident(s_[i - 1])) &&
-           (i + w.size() >= s_.size() || !is_ident(s_[i + w.size()]));
-  }
+  bool word_at(std::size_t i, std::string_view w) const { return rewrite::word_at(s_, i, w); }
   std::size_t skip_space(std::size_t i) const {
     while (i < s_.size() &&
            (std::isspace(static_cast<unsigned char>(s_[i])) != 0 || kind_[i] == Kind::comment))

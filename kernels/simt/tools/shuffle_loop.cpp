@@ -2,6 +2,8 @@
 // write the step recording, the body as a lambda, and the fused call.
 #include "shuffle_loop.h"
 
+#include "rewrite_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,8 +15,6 @@
 
 namespace simt::rewrite {
 namespace {
-
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
 std::string trim(std::string_view s) {
   std::size_t b = 0;
@@ -31,24 +31,23 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
-// Whether `name` occurs in `text` as a whole identifier.
+// Where `name` next occurs in `text` as a whole identifier, from `from` on (npos: nowhere).
+std::size_t find_name(std::string_view text, std::string_view name, std::size_t from = 0) {
+  for (std::size_t at = text.find(name, from); at != std::string_view::npos; at = text.find(name, at + 1))
+    if (word_at(text, at, name)) return at;
+  return std::string_view::npos;
+}
+
 bool mentions(std::string_view text, std::string_view name) {
-  for (std::size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
-    const bool starts = at == 0 || !ident_char(text[at - 1]);
-    const bool ends = at + name.size() >= text.size() || !ident_char(text[at + name.size()]);
-    if (starts && ends) return true;
-  }
-  return false;
+  return find_name(text, name) != std::string_view::npos;
 }
 
 // Every whole-identifier `name` in `text` replaced by `by`.
 std::string replace_name(std::string_view text, std::string_view name, std::string_view by) {
   std::string out;
   std::size_t from = 0;
-  for (std::size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
-    const bool starts = at == 0 || !ident_char(text[at - 1]);
-    const bool ends = at + name.size() >= text.size() || !ident_char(text[at + name.size()]);
-    if (!starts || !ends) continue;
+  for (std::size_t at = find_name(text, name); at != std::string_view::npos;
+       at = find_name(text, name, at + name.size())) {
     out += text.substr(from, at - from);
     out += by;
     from = at + name.size();
@@ -120,11 +119,8 @@ std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_
   const Shuffle* shuffle = nullptr;
   std::size_t call_at = std::string_view::npos;
   for (const Shuffle& s : kShuffles) {
-    for (std::size_t at = statement.find(s.name); at != std::string_view::npos;
-         at = statement.find(s.name, at + 1)) {
-      const std::size_t end = at + s.name.size();
-      if ((at > 0 && ident_char(statement[at - 1])) || (end < statement.size() && ident_char(statement[end])))
-        continue;
+    for (std::size_t at = find_name(statement, s.name); at != std::string_view::npos;
+         at = find_name(statement, s.name, at + 1)) {
       if (shuffle != nullptr) return std::nullopt;  // two shuffles
       shuffle = &s;
       call_at = at;

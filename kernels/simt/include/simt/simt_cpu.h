@@ -419,26 +419,23 @@ inline T shfl_fold(Site s, const FoldSteps& steps, T value, Body& body) {
                   [](void* body, unsigned char(*next)[8], const unsigned char(*cur)[8],
                      const std::uint8_t* src, unsigned mask, int b) {
                     Body& fold = *static_cast<Body*>(body);
+                    // Lane l's step, reading lane j's value.
+                    const auto step = [&](int l, int j) {
+                      T x;
+                      std::memcpy(&x, cur[l], sizeof x);
+                      T y;
+                      std::memcpy(&y, cur[j], sizeof y);
+                      fold(x, y);
+                      std::memcpy(next[l], &x, sizeof x);
+                    };
                     if (src == nullptr) {
 #pragma GCC unroll 8
-                      for (int l = 0; l < 32; ++l) {
-                        T x;
-                        std::memcpy(&x, cur[l], sizeof x);
-                        T y;
-                        std::memcpy(&y, cur[shuffle_source<kind>(l, b, 0)], sizeof y);
-                        fold(x, y);
-                        std::memcpy(next[l], &x, sizeof x);
-                      }
+                      for (int l = 0; l < 32; ++l) step(l, shuffle_source<kind>(l, b, 0));
                       return;
                     }
                     for (unsigned m = mask; m != 0; m &= m - 1) {
                       const int l = std::countr_zero(m);
-                      T x;
-                      std::memcpy(&x, cur[l], sizeof x);
-                      T y;
-                      std::memcpy(&y, cur[src[l]], sizeof y);
-                      fold(x, y);
-                      std::memcpy(next[l], &x, sizeof x);
+                      step(l, src[l]);
                     }
                   },
                   &body, kind};
