@@ -5,11 +5,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "cuda_rewrite.h"
 #include "fold_kernels.h"
 #include "simt/simt.h"
 #include "test_support.h"
@@ -56,6 +59,27 @@ TEST_P(FusedShuffleLoop, GivesTheBitsOfTheShufflesWrittenOut) {
       ASSERT_EQ(std::memcmp(&f[i], &u[i], sizeof(double)), 0)
           << "thread " << i << ": " << f[i] << " vs " << u[i];
   }
+}
+
+// The table above compares the fused loops with the written-out shuffles; the loop as written stays
+// behind each fused call as its fallback, and would give the same bits. So: the rewrite step must
+// have fused every loop of the file (each `for` in it folds a shuffle), else the table proves
+// nothing about the fused path.
+TEST(FusedShuffleLoopSource, EveryLoopOfTheTestKernelsIsFused) {
+  const std::string path = std::string(SIMT_TEST_KERNEL_DIR) + "/fold_kernels.cu";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string out =
+      simt::rewrite::rewrite_cuda_source({source, path, [](const std::string&) { return false; }, false});
+  const std::size_t loops = count(source, "for (");
+  ASSERT_GE(loops, std::size(kRows));
+  EXPECT_EQ(count(out, "::simt::detail::shfl_fold<"), loops);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FusedShuffleLoop, testing::ValuesIn(kRows),
