@@ -11,6 +11,7 @@
 #include "dump/dump_candidate.h"
 #include "plugin/plugin_candidate.h"
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+#include "gpu/cuda_kernels.h"
 #include "gpu/gpu_candidate.h"
 #include "gpu/mutants.h"
 #endif
@@ -21,6 +22,8 @@ namespace {
 struct Factory {
   std::string name;
   std::function<CandidatePtr()> make;
+  // Set where making the candidate costs more than listing it should (cuda loads its module).
+  std::string description = {};
 };
 
 const std::vector<Factory>& factories() {
@@ -55,12 +58,12 @@ const std::vector<Factory>& factories() {
                    }});
     }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
-    v.push_back({"cuda", [] {
-                   return std::make_unique<gpu::GpuCandidate>(
-                       dsk_cuda::table(), "cuda",
-                       "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU: every family simt "
-                       "serves");
-                 }});
+    {
+      static const std::string kCuda =
+          "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU: every family simt serves";
+      v.push_back({"cuda", [] { return std::make_unique<gpu::GpuCandidate>(gpu::cuda_kernels(), "cuda", kCuda); },
+                   kCuda});
+    }
 #endif
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
@@ -91,7 +94,8 @@ std::vector<CandidateAlias> list_candidate_aliases() {
 
 std::vector<CandidateEntry> list_candidates() {
   std::vector<CandidateEntry> out;
-  for (const auto& f : factories()) out.push_back({f.name, f.make()->description()});
+  for (const auto& f : factories())
+    out.push_back({f.name, f.description.empty() ? f.make()->description() : f.description});
   return out;
 }
 

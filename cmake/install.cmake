@@ -8,6 +8,28 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 set(DS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/driftscope)
+
+# `cmake --install` copies what the build made and builds nothing: after a partial build (the
+# demo's) it would stop at the first missing file with the prefix half written. So it checks
+# every program and module it will copy first, and names the command that builds them.
+set(DS_INSTALLED_FILES "")
+foreach(t driftscope driftscope-view ds_kernels_checked_module ds_kernels_cuda_module driftscope_simt_rewrite)
+  if(TARGET ${t})
+    list(APPEND DS_INSTALLED_FILES "$<TARGET_FILE:${t}>")
+  endif()
+endforeach()
+install(CODE "
+  set(missing \"\")
+  foreach(f ${DS_INSTALLED_FILES})
+    if(NOT EXISTS \"\${f}\")
+      list(APPEND missing \"\${f}\")
+    endif()
+  endforeach()
+  if(missing)
+    list(JOIN missing \"\n  \" text)
+    message(FATAL_ERROR \"not built yet, so nothing was installed:\n  \${text}\nBuild everything first: cmake --build ${CMAKE_BINARY_DIR}\")
+  endif()
+")
 set(DS_EXPORTED driftscope_api)
 if(TARGET driftscope_simt)
   list(APPEND DS_EXPORTED driftscope_simt driftscope_simt_cuda_compat)
@@ -40,10 +62,12 @@ foreach(program driftscope driftscope-view)
     install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
-# The checked kernel module --simt-racecheck loads (candidates/gpu/checked_kernels.cpp looks for it
-# in PREFIX/<libdir>/driftscope).
-if(TARGET driftscope AND TARGET ds_kernels_checked_module)
-  install(TARGETS ds_kernels_checked_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/driftscope)
-endif()
+# The kernel modules driftscope loads on first use: the checked flavour (--simt-racecheck) and the
+# nvcc flavour (the cuda candidate); candidates/gpu/kernel_module.cpp looks in PREFIX/<libdir>/driftscope.
+foreach(module ds_kernels_checked_module ds_kernels_cuda_module)
+  if(TARGET driftscope AND TARGET ${module})
+    install(TARGETS ${module} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/driftscope)
+  endif()
+endforeach()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/policies ${CMAKE_SOURCE_DIR}/fixtures/dumps
   DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope FILES_MATCHING PATTERN "*.yaml")

@@ -46,6 +46,11 @@ sanitize() {
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L sanitize -E '^traces[.]'
 }
 
+# The command's wall time, printed last (docs/build.md lists what each command should take).
+report_time() {
+  echo "scripts/dev.sh $1: $((SECONDS / 60)) min $((SECONDS % 60)) s"
+}
+
 case "${1:-}" in
   demo)
     install_missing
@@ -64,12 +69,14 @@ case "${1:-}" in
     echo
     echo "traces written: out/demo-simt.h5 out/demo-mutant.h5"
     echo "browse one: cmake --build build --target driftscope-view && build/viewer/driftscope-view out/demo-mutant.h5"
+    report_time demo
     ;;
   test)
     install_missing
     build
     ctest --test-dir build --output-on-failure -j "$(nproc)"
     sanitize
+    report_time test
     ;;
   *)
     echo "usage: $0 demo|test" >&2

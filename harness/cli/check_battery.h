@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policy.h"
+#include "progress_meter.h"
 #include "report_options.h"
 #include "result.h"
 #include "run_options.h"
@@ -18,6 +19,8 @@ struct CheckArgs {
   int layers = 0, decode_steps = 3;
   std::string fill = "none", numerics, trace_dir, json;
   ReportOptions report;
+  bool progress = false;            // --progress: where the battery is, in a log too
+  ProgressMeter* meter = nullptr;   // every run of the battery tells it its layers
 };
 
 // One run of the battery: what it is for, and the options beyond the common ones.
@@ -41,6 +44,8 @@ bool runs_on_simt(const std::string& candidate);
 // numerics the command was given (no modes: each part sets its own).
 RunOptions common_options(const CheckArgs& a);
 std::vector<Part> plan_parts(const CheckArgs& a);
+// Tells the meter (if any) that the run `o` begins, as `label`: its layers and steps.
+void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o);
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index);
 // The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
 int worst(const std::vector<PartOutcome>& outs);

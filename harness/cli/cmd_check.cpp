@@ -54,7 +54,19 @@ RunOptions common_options(const CheckArgs& a) {
   o.decode_steps = a.decode_steps;
   o.fill = a.fill == "reference";
   o.numerics = a.numerics;
+  if (a.meter) o.on_event = a.meter->observer();
   return o;
+}
+
+void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o) {
+  if (!meter) return;
+  int layers = 0;
+  try {
+    layers = load_config_spec(o.model, o.layers).n_layers;
+  } catch (const InputError&) {
+    // The run itself names the bad model; the meter shows a clock without layers.
+  }
+  meter->begin(std::move(label), layers, o.decode_steps + 1);
 }
 
 std::vector<Part> plan_parts(const CheckArgs& a) {
@@ -196,6 +208,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "--policy", args->report.policy,
       "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   check->add_option("--json", args->json, "Write the battery's verdict, part by part, as JSON");
+  check->add_flag("--progress", args->progress,
+                  "Print where the battery is every 10 s where stderr is no terminal (a terminal always "
+                  "shows it)");
   check->callback([args, stage_map, &exit_code] {
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
@@ -215,6 +230,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
               "the plugin built from {} is removed at the end (--trace-dir DIR keeps it in DIR/candidate)\n",
               candidate);
       }
+      // Where the battery is: every part's run tells the meter its layers (common_options).
+      std::optional<ProgressMeter> meter;
+      if (const auto style = ProgressMeter::style_for(args->progress); style != ProgressMeter::Style::off) {
+        meter.emplace(style, stderr);
+        args->meter = &*meter;
+      }
       const std::vector<Part> parts = plan_parts(*args);
       const std::string common =
           fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
@@ -232,7 +253,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
           fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, p.skip_reason);
           continue;
         }
+        begin_progress(args->meter, fmt::format("[{}/{}] {}", i + 1, parts.size(), p.name),
+                       p.opt);
         outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
+        if (meter) meter->clear();
         fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,
                    exit_word(outs.back().exit_code), first_line(outs.back().verdict));
         if (outs.back().exit_code != kExitParity) fmt::print("          rerun: {} {}\n", common, p.flags);

@@ -20,7 +20,7 @@
 #include "prompt.h"
 #include "numerics.h"
 #include "probes.h"
-#include "progress.h"
+#include "progress_meter.h"
 #include "registry.h"
 #include "synthetic.h"
 #include "report_options.h"
@@ -45,6 +45,7 @@ struct RunArgs {
   std::string widths = "as-is";
   bool only_failures = false;
   bool all_rows = false;
+  bool progress = false;
   bool profile = false;
   ReportOptions report;
 };
@@ -118,26 +119,20 @@ std::string layers_run_text(const RunOptions& o) {
 
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
-  // A progress bar on a terminal: one tick per reference layer, and a clock once it is slow.
-  std::optional<ModelConfig> cfg;
-  if (isatty(STDERR_FILENO)) try {
-      cfg = load_config_spec(o.model, o.layers);
+  // Where the run is, on a terminal (or with --progress in a log): its layers, and a clock that
+  // moves while a layer or a weight load takes long.
+  std::optional<ProgressMeter> meter;
+  const ProgressMeter::Style style = ProgressMeter::style_for(args.progress);
+  if (style != ProgressMeter::Style::off) try {
+      const ModelConfig cfg = load_config_spec(o.model, o.layers);
+      meter.emplace(style, stderr);
+      meter->begin("run", cfg.n_layers, o.decode_steps + 1);
+      o.on_event = meter->observer();
     } catch (const InputError&) {
-      // No bar: run_parity reports the bad model and leaves its stopped trace.
+      // No meter: run_parity reports the bad model and leaves its stopped trace.
     }
-  if (cfg) {
-    const int total = cfg->n_layers * (o.decode_steps + 1);
-    auto done = std::make_shared<int>(0);
-    const auto start = std::chrono::steady_clock::now();
-    o.on_event = [total, done, start](std::string_view e) {
-      if (e != "reference_layer") return;
-      ++*done;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      // \x1b[K clears what a longer previous line left on the right.
-      fmt::print(stderr, "\r{}\x1b[K{}", progress_line(*done, total, elapsed), *done == total ? "\n" : "");
-    };
-  }
   const RunReport report = run_parity(o, policy);
+  meter.reset();
   // The runner settles the modes (a dump runs chained unless --mode says otherwise).
   const std::string modes = report.modes.size() == 2   ? std::string("both")
                             : report.modes.size() == 1 ? std::string(mode_name(report.modes.front()))
@@ -396,6 +391,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                   "Keep tensors only of stages whose name matches this regex (summary rows are always kept)");
   run->add_option("--capture-layers", args->capture_layers,
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
+  run->add_flag("--progress", args->progress,
+                "Print where the run is every 10 s where stderr is no terminal (a terminal always shows it)");
   run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
   run->add_flag(
       "--profile", args->profile,

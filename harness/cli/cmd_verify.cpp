@@ -232,7 +232,9 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
       out.parts.push_back({{"name", p.name}, {"skipped", true}, {"verdict", p.skip_reason}});
       continue;
     }
+    battery::begin_progress(a.check.meter, fmt::format("check: {}", p.name), p.opt);
     const battery::PartOutcome o = battery::run_part(p, policy, "", int(i));
+    if (a.check.meter) a.check.meter->clear();
     fmt::print("  check: {:<26} {:<8} {}\n", p.name, exit_word(o.exit_code), battery::first_line(o.verdict));
     out.parts.push_back({{"name", p.name},
                          {"skipped", false},
@@ -291,6 +293,7 @@ void run_new_checks(const VerifyArgs& a, const Policy& policy, const ScratchDir&
     return;
   }
   // Run A: the poison of NaN payloads; the base every cheat detector reads.
+  battery::begin_progress(c.meter, "the NaN poison's run", common_options(c));
   TracedRun run_a = traced_run(c, mode, SimtOptions::kPoisonNan, {}, dir.file("poison-nan.h5"), policy);
   if (!run_a.report.crash.empty()) {
     out.crashed = true;
@@ -302,6 +305,7 @@ void run_new_checks(const VerifyArgs& a, const Policy& policy, const ScratchDir&
     const std::string skip = skip_for(name);
     const std::size_t before = out.findings.size();
     if (skip.empty()) {
+      battery::begin_progress(c.meter, name, common_options(c));
       std::vector<Finding> found;
       if (name == "poison") {
         const TracedRun run_b =
@@ -336,6 +340,7 @@ void run_new_checks(const VerifyArgs& a, const Policy& policy, const ScratchDir&
         found = verify::low_precision_findings(*run_a.trace, mode);
       }
       for (Finding& f : found) out.findings.push_back(std::move(f));
+      if (c.meter) c.meter->clear();
       fmt::print("  {:<33} {} finding(s)\n", name, out.findings.size() - before);
     } else {
       fmt::print("  {:<33} SKIPPED  {}\n", name, skip);
@@ -387,6 +392,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->delimiter(',')
       ->check(CLI::IsMember(names));
   cmd->add_option("--json", args->json, "Write the verdict here as JSON");
+  cmd->add_flag("--progress", c.progress,
+                "Print where verify is every 10 s where stderr is no terminal (a terminal always shows it)");
   cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
   cmd->callback([args, &exit_code] {
@@ -408,6 +415,12 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         args->check.candidate = bare->plugin;
       }
       fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, candidate, c.seed);
+      // Where verify is: every run tells the meter its layers (battery::common_options).
+      std::optional<ProgressMeter> meter;
+      if (const auto style = ProgressMeter::style_for(c.progress); style != ProgressMeter::Style::off) {
+        meter.emplace(style, stderr);
+        args->check.meter = &*meter;
+      }
       const std::size_t before = out.findings.size();
       if (wanted(*args, "check")) run_battery(*args, policy, out);
       note_check(out, kChecks[0], wanted(*args, "check") ? "" : "not asked for (--checks)", before);

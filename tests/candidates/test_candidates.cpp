@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/cuda_kernels.h"
 #include "gpu/mutants.h"
 #include "kernels.h"
 #include "launch_sinks.h"
@@ -379,7 +380,7 @@ TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndEveryKernelMutantIsRegiste
 // ---------------------------------------------------------------------------------------
 
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
-bool have_cuda_device() { return dsk_cuda::table().device_error().empty(); }
+bool have_cuda_device() { return gpu::cuda_kernels().device_error().empty(); }
 
 TEST(CudaCandidate, WithoutDeviceLoadFailsWithClearError) {
   if (have_cuda_device()) GTEST_SKIP() << "a CUDA device is present";

@@ -1,7 +1,15 @@
 // The progress line of `driftscope run` on a terminal: the bar, and the clock after two seconds.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
 #include "progress.h"
+#include "progress_meter.h"
 
 namespace ds {
 namespace {
@@ -34,6 +42,56 @@ TEST(Progress, ClockRoundsToTheSecond) {
   EXPECT_EQ(clock_text(59.5), "1:00");
   EXPECT_EQ(clock_text(-3), "0:00");
   EXPECT_EQ(clock_text(36000), "10:00:00");
+}
+
+// What the meter says as a run's events arrive: the phase before the first layer, then the step
+// and layer under way out of the part's plan.
+TEST(ProgressMeter, NamesThePhaseThenTheStepAndLayer) {
+  std::FILE* sink = std::tmpfile();
+  ProgressMeter m(ProgressMeter::Style::lines, sink, 3600);
+  m.begin("[2/9] probe large-logits", 24, 3);
+  EXPECT_EQ(m.line(), "[2/9] probe large-logits: starting, 0:00 elapsed");
+  auto on = m.observer();
+  on("gate");
+  on("load_weights");
+  EXPECT_EQ(m.line(), "[2/9] probe large-logits: loading weights, 0:00 elapsed");
+  for (int i = 0; i < 25; ++i) on("reference_layer");
+  EXPECT_EQ(m.line().substr(0, 25), "[2/9] probe large-logits:");
+  EXPECT_NE(m.line().find("25/72 layers"), std::string::npos) << m.line();
+  EXPECT_NE(m.line().find("(step 2/3, layer 2/24)"), std::string::npos) << m.line();
+  m.begin("[3/9] odd widths", 0, 1);  // a model whose layers are unknown: a clock only
+  EXPECT_EQ(m.line(), "[3/9] odd widths: starting, 0:00 elapsed");
+  std::fclose(sink);
+}
+
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  for (int c = std::fgetc(f); c != EOF; c = std::fgetc(f)) text += char(c);
+  return text;
+}
+
+// In a log (--progress without a terminal): a line when a part begins, then one every `every_s`
+// while nothing else happens, so a long layer never leaves the log silent.
+TEST(ProgressMeter, LogGetsALineEveryPeriodWithoutEvents) {
+  std::FILE* sink = std::tmpfile();
+  {
+    ProgressMeter m(ProgressMeter::Style::lines, sink, 0.2);
+    m.begin("run", 2, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  const std::string text = read_all(sink);
+  std::fclose(sink);
+  int lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_GE(lines, 4) << text;  // the begin line, then about five ticks
+  EXPECT_EQ(text.find('\r'), std::string::npos) << "a log gets no carriage returns";
+}
+
+TEST(ProgressMeter, QuietWithoutATerminalUnlessAsked) {
+  if (isatty(STDERR_FILENO)) GTEST_SKIP() << "stderr is a terminal here; the default is to draw";
+  EXPECT_EQ(ProgressMeter::style_for(false), ProgressMeter::Style::off);
+  EXPECT_EQ(ProgressMeter::style_for(true), ProgressMeter::Style::lines);
 }
 
 }  // namespace
