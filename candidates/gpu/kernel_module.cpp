@@ -2,11 +2,13 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
-#include <vector>
 
 namespace ds::gpu {
 
@@ -28,6 +30,8 @@ std::string build_module(const std::filesystem::path& tree, const std::string& t
   const pid_t pid = ::fork();
   if (pid < 0) return "cannot start cmake";
   if (pid == 0) {
+    // The build dies with the harness rather than outliving a killed run.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     const std::string t = tree.string();
     ::execlp("cmake", "cmake", "--build", t.c_str(), "--target", target.c_str(), static_cast<char*>(nullptr));

@@ -1,0 +1,73 @@
+"""A build tree that built only `driftscope`, as `scripts/dev.sh demo` leaves it (docs/build.md):
+
+- building `driftscope` compiles no nvcc object, no checked kernel and no kernel module;
+- a run that needs the checked kernel module (--race-check) builds it on first use, says so, and
+  passes;
+- `cmake --install` of such a tree exits non-zero before writing anything, naming what is missing
+  (the viewer) and the command that builds it.
+
+A fresh build tree of this checkout is configured at BUILD_DIR, a folder of the checkout beside
+`build/` (at the same depth, so that ccache, which hashes paths relative to the checkout, finds
+the main build's objects and the tree costs little more than its links).
+
+Usage: partial_build.py SOURCE_DIR BUILD_DIR
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SOURCE = sys.argv.pop(1)
+BUILD = sys.argv.pop(1)
+WORK = tempfile.mkdtemp(prefix="ds-partial-")
+
+
+def setUpModule():
+    shutil.rmtree(BUILD, ignore_errors=True)
+    subprocess.run(["cmake", "-S", SOURCE, "-B", BUILD, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+                   check=True, capture_output=True, timeout=600)
+    subprocess.run(["cmake", "--build", BUILD, "--target", "driftscope"], check=True, capture_output=True,
+                   timeout=1800)
+
+
+def tearDownModule():
+    shutil.rmtree(WORK, ignore_errors=True)
+    shutil.rmtree(BUILD, ignore_errors=True)
+
+
+def built(pattern):
+    return glob.glob(os.path.join(BUILD, "**", pattern), recursive=True)
+
+
+class PartialBuild(unittest.TestCase):
+    def test_1_driftscope_alone_builds_no_nvcc_checked_or_module_code(self):
+        self.assertEqual(built("*.cu.o"), [], "nvcc compiled something for driftscope")
+        self.assertEqual(built("ds_kernels_checked.dir"), [], "the checked flavour was compiled for driftscope")
+        self.assertEqual(built("libdriftscope-kernels-*.so"), [])
+
+    def test_2_a_missing_kernel_module_is_built_on_first_use(self):
+        p = subprocess.run([os.path.join(BUILD, "harness", "driftscope"), "run", "--model", "synthetic:qwen2-tiny",
+                            "--candidate", "simt", "--race-check", "1"], cwd=WORK, capture_output=True,
+                           text=True, timeout=900)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("building ds_kernels_checked_module on first use", p.stderr)
+        self.assertEqual(len(built("libdriftscope-kernels-checked.so")), 1)
+
+    def test_3_install_of_a_partial_build_writes_nothing_and_names_the_build_command(self):
+        prefix = os.path.join(WORK, "prefix")
+        p = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True,
+                           timeout=300)
+        out = p.stdout + p.stderr
+        self.assertNotEqual(p.returncode, 0, out)
+        self.assertIn("not built yet, so nothing was installed", out)
+        self.assertIn("driftscope-view", out)
+        self.assertIn(f"cmake --build {BUILD}", out)
+        written = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs]
+        self.assertEqual(written, [], "a failed install left files in the prefix")
+
+
+if __name__ == "__main__":
+    unittest.main()
