@@ -74,6 +74,13 @@ const Case kCases[] = {
      {},
      {"  y[1] = 5.0f;  // planted\n"},
      {"demo.cu"}},
+    {"as_git_diff_writes_it",
+     described("plant: k\n") + "diff --git a/kernels/k.cu b/kernels/k.cu\nindex 0123456..89abcde 100644\n" +
+         kPlantedHunk,
+     0,
+     {},
+     {"// plant: k\nnamespace DSK_NS {"},
+     {"demo.cu"}},
     {"plants_every_entry_it_names",
      described("plant: k k_other\n") + kPlantedHunk,
      0,
