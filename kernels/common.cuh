@@ -9,10 +9,16 @@
 
 #include "kernels.h"
 
+// The namespace of this build's kernels: dsk_cuda under nvcc, dsk_simt through SIMT. A mutant
+// (kernels/mutants/, docs/mutants.md) compiles a patched copy of a kernel file with DSK_NS defined
+// as its own namespace inside this one, DSK_PRODUCTION_NS::mutant_<name>.
 #if defined(__CUDACC__)
-#define DSK_NS dsk_cuda
+#define DSK_PRODUCTION_NS dsk_cuda
 #else
-#define DSK_NS dsk_simt
+#define DSK_PRODUCTION_NS dsk_simt
+#endif
+#if !defined(DSK_NS)
+#define DSK_NS DSK_PRODUCTION_NS
 #endif
 
 namespace DSK_NS {

@@ -4,8 +4,9 @@
 // every CUDA thread a fiber on the CPU) and by nvcc (namespace dsk_cuda, a real GPU). Each
 // build exports one KernelTable; the candidate host code (candidates/gpu) only talks to a
 // table, so the simt and cuda candidates share every line of host code. The mutants (kernels
-// with a planted bug, docs/mutants.md) live apart, in kernels/mutants/: each is a table with
-// some of these entries replaced (mutants/mutants.h); the kernels here carry none.
+// with a planted bug, docs/mutants.md) live apart, in kernels/mutants/: each is a patch of these
+// kernels compiled into a namespace of its own, and a table with some of these entries replaced
+// (mutants/mutants.h); the kernels here carry none.
 //
 // Conventions: every pointer handed to a kernel is a device pointer. Activations are f16
 // ([rows, width] row-major, width innermost). Matrices are [out, in] in their stored dtype

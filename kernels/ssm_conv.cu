@@ -20,11 +20,14 @@
 //          cache[ids[s]] beforehand (gdn.cu gather_nonident).
 #include "common.cuh"
 
+// gdn.cu's: the production one, in a mutant of this file too (DSK_NS is then the mutant's namespace).
+namespace DSK_PRODUCTION_NS {
+void gather_nonident(const float*, const std::int32_t*, int, float*, std::size_t, int);
+}
+
 namespace DSK_NS {
 
 using dsk::kConvMaxK;
-
-void gather_nonident(const float*, const std::int32_t*, int, float*, std::size_t, int);
 
 __device__ inline float silu_f(float x) { return x / (1.0f + expf(-x)); }
 

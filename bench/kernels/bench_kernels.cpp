@@ -20,7 +20,7 @@
 //
 //   bench_kernels --benchmark_filter=^cuda/    real shapes on the GPU
 //   bench_kernels --benchmark_filter=^simt/    tiny presets on CPU fibers
-//   bench_kernels --mutant=NAME ...            kernels/mutants/NAME.cu's table: checks fail
+//   bench_kernels --mutant=NAME ...            mutant NAME's table (kernels/mutants/): checks fail
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -11,7 +11,7 @@
 namespace ds::gpu {
 
 struct MutantInfo {
-  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.cu
+  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.patch or .cu
   std::string_view model;        // the model it is caught on
   std::string_view first_stage;  // first failing stage (catalog name)
   int first_layer;               // its layer
@@ -39,7 +39,7 @@ std::span<const MutantInfo> mutants();
 // synthetic:qwen35-tiny, isolated mode, default policy, with `--gdn-variant gdn_variant`;
 // first caught at first_stage of first_layer at model step first_step (docs/mutants.md).
 struct GdnMutantInfo {
-  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.cu
+  std::string_view name;         // registry name without "mutant:"; kernels/mutants/<name>.patch or .cu
   std::string_view gdn_variant;  // the --gdn-variant that exposes it ("" = plain)
   std::string_view first_stage;
   int first_layer;

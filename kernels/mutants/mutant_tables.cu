@@ -1,5 +1,6 @@
 // The mutant KernelTables of this build (dsk_simt under g++, dsk_cuda under nvcc): one row per
-// kernels/mutants/<name>.cu, whose plant() swaps its entries into a copy of the production table.
+// mutant of kernels/mutants/ (<name>.patch or <name>.cu, docs/mutants.md), whose plant() swaps its
+// entries into a copy of the production table.
 #include "mutants.h"
 
 #include <map>

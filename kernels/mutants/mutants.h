@@ -1,6 +1,6 @@
-// The kernel mutants: each kernels/mutants/<name>.cu holds one production kernel with one planted
-// bug (or a production kernel called the wrong way), built like kernels/*.cu by nvcc and through
-// SIMT. A mutant's KernelTable is the production table with the entries its bug touches replaced;
+// The kernel mutants: each kernels/mutants/<name>.patch is one production kernel with one planted
+// bug (each <name>.cu a production kernel called the wrong way), built like kernels/*.cu by nvcc and
+// through SIMT. A mutant's KernelTable is the production table with the entries its bug touches replaced;
 // the production kernels know nothing of them. docs/mutants.md lists each mutant and where the
 // harness must first catch it. C++17, like kernels.h.
 #pragma once

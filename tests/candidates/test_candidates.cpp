@@ -205,7 +205,8 @@ std::optional<std::pair<int, std::string>> first_bit_difference(const std::strin
 
 class Mutant : public testing::TestWithParam<gpu::MutantInfo> {};
 
-// "<file>.cu:" of the mutant's kernel source (kernels/mutants/), as a race finding names its line.
+// "<file>.cu:" of the mutant's kernel source (generated from kernels/mutants/<file>.patch), as a race
+// finding names its line.
 std::string mutant_source_line(const gpu::MutantInfo& m) {
   std::string file(m.name);
   for (char& c : file)

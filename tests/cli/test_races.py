@@ -114,7 +114,8 @@ class Races(unittest.TestCase):
         self.assertTrue(race, out)
         self.assertEqual((race[0]["step"], race[0]["layer"], race[0]["stage"]), (0, 0, "attn"))
         self.assertIn("WAR hazard on dynamic shared memory", race[0]["note"])
-        # The mutant's own source (kernels/mutants/reduce_war.cu) holds its reduction and its kernel.
+        # The mutant's own source (reduce_war.cu, generated from kernels/mutants/reduce_war.patch) holds
+        # its kernel, which calls its reduction.
         self.assertIn("reduce_war.cu:", race[0]["note"])
 
 

@@ -5,7 +5,7 @@
 //    equal to get_rows + plain op + copy-back, on every step of a multi-step decode of
 //    several sequences, for identity, permuted and remapped-to-a-fresh-zeroed-slot ids maps;
 //  - all of it bitwise identical under every SIMT thread order and host thread count;
-//  - each GDN kernel mutant (kernels/mutants/gdn_*.cu) caught by the same check.
+//  - each GDN kernel mutant (kernels/mutants/gdn_*.patch, gdn_ids_ignored.cu) caught by the same check.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -345,7 +345,7 @@ INSTANTIATE_TEST_SUITE_P(Ids, Fused, ::testing::Values(IdsMap::identity, IdsMap:
 
 struct Planted {
   const char* name;
-  const char* mutant;  // kernels/mutants/<mutant>.cu
+  const char* mutant;  // kernels/mutants/<mutant>.patch or .cu
   bool conv;           // conv (else GDN) decode
   int variant;         // the op carrying the bug: 0 plain, 1 A / C, 2 B / D
   IdsMap map;          // the ids map that exposes it

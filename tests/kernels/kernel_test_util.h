@@ -24,7 +24,7 @@ namespace kt {
 using dsk::WType;
 using Bits = std::vector<std::uint16_t>;
 inline const dsk::KernelTable& K() { return dsk_simt::table(); }
-// The simt table of kernels/mutants/<name>.cu.
+// The simt table of mutant <name> (kernels/mutants/<name>.patch or .cu).
 inline const dsk::KernelTable& Mutant(const std::string& name) {
   const dsk::KernelTable* t = dsk_simt::mutant_table(name);
   if (t == nullptr) throw std::invalid_argument("no kernel mutant " + name);

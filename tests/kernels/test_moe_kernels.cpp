@@ -305,7 +305,7 @@ TEST(MoeKernelMutant, ShexpGateNoSigmoidStoresAndAppliesTheLogit) {
 
 // ---------------------------------------------------------------------------------------
 
-// The MoE kernel mutants (kernels/mutants/moe_*.cu) against the production kernels on the same
+// The MoE kernel mutants (kernels/mutants/moe_*.patch) against the production kernels on the same
 // inputs: each differs where its bug bites and nowhere else.
 struct MutantCase {
   std::string name, mutant;
