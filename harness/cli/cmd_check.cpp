@@ -197,6 +197,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   check->add_option("--json", args->json, "Write the battery's verdict, part by part, as JSON");
   check->callback([args, stage_map, &exit_code] {
+    remove_stale_scratch_dirs();
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
       const Policy policy = load_policy(args->report);

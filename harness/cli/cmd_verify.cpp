@@ -390,6 +390,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
   cmd->callback([args, &exit_code] {
+    remove_stale_scratch_dirs();
     const CheckArgs& c = args->check;
     const std::string candidate = c.candidate;  // as given: a .cu stays the candidate in the verdict
     std::optional<BareCandidate> bare;
