@@ -24,6 +24,7 @@
 #include "runner.h"
 #include "scratch_dir.h"
 #include "simt/simt_common.h"
+#include "timeout_flag.h"
 #include "verify_findings.h"
 
 namespace ds::cli {
@@ -379,6 +380,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"none", "reference"}))
       ->capture_default_str();
   cmd->add_option("--numerics", c.numerics, "How the candidate computes (run --help, docs/policies.md)");
+  add_timeout_flag(cmd, c.timeout_s);
   cmd->add_option("--policy", c.report.policy,
                   "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   std::vector<std::string> names;
