@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "candidate.h"
+#include "lifeline.h"
 
 namespace ds::wire {
 
@@ -102,23 +103,6 @@ bool recv_msg(int fd, std::string& msg, Deadline deadline, bool* timed_out, std:
     if (!p.read_all(msg.data() + have, more, deadline, timed_out)) return false;
   }
   return true;
-}
-
-pid_t fork_in_own_group() {
-  const pid_t pid = ::fork();
-  if (pid == 0) ::setpgid(0, 0);
-  // Both sides set it, so the group exists before either goes on (the parent may kill it at once).
-  if (pid > 0) ::setpgid(pid, pid);
-  return pid;
-}
-
-int end_child(pid_t pid) {
-  ::kill(-pid, SIGKILL);
-  ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
 }
 
 void put_u64(std::string& buf, std::uint64_t v) { buf.append(reinterpret_cast<const char*>(&v), sizeof v); }
@@ -271,7 +255,7 @@ std::string run_forked(const std::string& step, double timeout_s, const std::fun
   int up[2];
   if (::pipe(up) != 0) throw std::runtime_error("cannot create a pipe for a child process");
   std::fflush(nullptr);
-  const pid_t pid = fork_in_own_group();
+  const pid_t pid = lifeline::fork_supervised();
   if (pid < 0) throw std::runtime_error("cannot fork a child process");
   if (pid == 0) {
     ::close(up[0]);
@@ -292,7 +276,7 @@ std::string run_forked(const std::string& step, double timeout_s, const std::fun
   const bool got = recv_msg(up[0], reply, deadline_in(timeout_s), &timed_out);
   ::close(up[0]);
   // Whatever it forked goes with it: nothing it started may outlive the answer.
-  const int status = end_child(pid);
+  const int status = lifeline::end_supervised(pid);
   if (!got)
     throw CandidateCrash(
         step, timed_out ? fmt::format("hung: no answer within {} s", timeout_s)

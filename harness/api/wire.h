@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/types.h>
-
 #include "candidate.h"
 #include "launch_log.h"
 #include "tensor.h"
@@ -70,13 +68,6 @@ struct StepReply {
 };
 StepReply read_step_reply(const std::string& reply, const std::vector<std::string>& declared,
                           std::uint64_t max_elems);
-
-// Forks a child in a process group of its own (whatever it forks in turn stays in that group).
-// Returns fork()'s value.
-pid_t fork_in_own_group();
-// Kills the group a child of fork_in_own_group() leads, and the child, and reaps the child.
-// Returns its wait status.
-int end_child(pid_t pid);
 
 // Runs `fn` in a forked child and returns what it returned. The child's death by a signal, an
 // exit without an answer, or no answer before `timeout_s` (> 0) throws CandidateCrash(step,

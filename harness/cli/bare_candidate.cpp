@@ -1,11 +1,7 @@
 #include "bare_candidate.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,12 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include "build_process.h"
 #include "install_paths.h"
 #include "runner.h"
 #include "scaffold_files.h"
 #include "version.h"
-
-extern char** environ;
 
 namespace ds::cli {
 
@@ -68,27 +63,6 @@ std::string cmake_quoted(const std::string& s) {
     out += c;
   }
   return out + "\"";
-}
-
-// Runs `args` (args[0] looked up on the PATH) with stdout and stderr appended to `log`; its exit
-// status, or -1 when args[0] was not found.
-int run_logged(const std::vector<std::string>& args, const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err == ENOENT) return -1;
-  if (err != 0) throw InputError(fmt::format("cannot run {}: {}", args[0], std::strerror(err)));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // The part of a failed build's log that says why: from the first error on, at most 40 lines
@@ -231,6 +205,7 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                                    b.source, unavailable));
   b.project = project.string();
 
+  const BuildLimits limits = build_limits();
   const fs::path build = project / "build", log = project / "build.log";
   fs::remove(log, ec);
   fmt::print("building {} ({}, entry {}) against {}\n", cu, b.map.kind, b.map.entry, prefix->string());
@@ -240,7 +215,7 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   const int configured = run_logged(
       {"cmake", "-S", project.string(), "-B", build.string(), "-DCMAKE_PREFIX_PATH=" + prefix->string(),
        "-D" + name + "_CUDA=OFF", "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"},
-      log);
+      log, limits);
   if (configured == -1)
     throw InputError(
         fmt::format("--candidate {}: cmake was not found on the PATH; a .cu is built with cmake", cu));
@@ -248,16 +223,18 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   // the twin is linked after the plugin (a twin older than its plugin is not used).
   const std::string jobs = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   int built = configured;
-  if (built == 0) built = run_logged({"cmake", "--build", build.string(), "--target", name, "-j", jobs}, log);
-  if (built == 0) built = run_logged({"cmake", "--build", build.string(), "-j", jobs}, log);
+  if (built == 0)
+    built = run_logged({"cmake", "--build", build.string(), "--target", name, "-j", jobs}, log, limits);
+  if (built == 0) built = run_logged({"cmake", "--build", build.string(), "-j", jobs}, log, limits);
   if (built != 0) {
     const std::string text = read_text(log);
-    throw InputError(
-        fmt::format("--candidate {}: the {} failed (exit {}):\n{}the build log from its first error:\n{}{}",
-                    cu, configured != 0 ? "cmake configure step" : "build", built,
-                    entry_diagnosis(b.source, b.map, kind, text), relevant_tail(text),
-                    dir_kept ? fmt::format("The whole build log: {}", log.string())
-                             : "(--work-dir DIR keeps the generated project and its build log)"));
+    const std::string limit = limit_diagnosis(text, limits);
+    throw InputError(fmt::format(
+        "--candidate {}: the {} failed (exit {}):\n{}the build log from its first error:\n{}{}", cu,
+        configured != 0 ? "cmake configure step" : "build", built,
+        !limit.empty() ? limit + "\n" : entry_diagnosis(b.source, b.map, kind, text), relevant_tail(text),
+        dir_kept ? fmt::format("The whole build log: {}", log.string())
+                 : "(--work-dir DIR keeps the generated project and its build log)"));
   }
   b.plugin = (build / ("lib" + name + ".so")).string();
   return b;

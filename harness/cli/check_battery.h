@@ -17,6 +17,7 @@ struct CheckArgs {
   std::string model = RunOptions{}.model, candidate = RunOptions{}.candidate;
   std::uint64_t seed = 0;
   int layers = 0, decode_steps = 3;
+  double timeout_s = kDefaultTimeoutS;  // --timeout: every part's candidate load and step
   std::string fill = "none", numerics, trace_dir, json;
   ReportOptions report;
   bool progress = false;            // --progress: where the battery is, in a log too
@@ -40,8 +41,8 @@ struct PartOutcome {
 
 // SIMT candidates are the ones a schedule rerun, the hazard checker and poison can look into.
 bool runs_on_simt(const std::string& candidate);
-// The run options every part shares: the model, candidate, seed, layers, decode steps, fill and
-// numerics the command was given (no modes: each part sets its own).
+// The run options every part shares: the model, candidate, seed, layers, decode steps, fill,
+// numerics and timeout the command was given (no modes: each part sets its own).
 RunOptions common_options(const CheckArgs& a);
 std::vector<Part> plan_parts(const CheckArgs& a);
 // Tells the meter (if any) that the run `o` begins, as `label`: its layers and steps.

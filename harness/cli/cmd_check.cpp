@@ -21,6 +21,7 @@
 #include "runner.h"
 #include "simt_flags.h"
 #include "synthetic.h"
+#include "timeout_flag.h"
 
 namespace ds::cli {
 
@@ -54,6 +55,7 @@ RunOptions common_options(const CheckArgs& a) {
   o.decode_steps = a.decode_steps;
   o.fill = a.fill == "reference";
   o.numerics = a.numerics;
+  o.timeout_s = a.timeout_s;
   if (a.meter) o.on_event = a.meter->observer();
   return o;
 }
@@ -203,6 +205,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   check->add_option("--numerics", args->numerics,
                     "How the candidate computes (run --help, docs/policies.md)");
+  add_timeout_flag(check, args->timeout_s);
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
   check->add_option(
       "--policy", args->report.policy,
@@ -212,6 +215,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Print where the battery is every 10 s where stderr is no terminal (a terminal always "
                   "shows it)");
   check->callback([args, stage_map, &exit_code] {
+    remove_stale_scratch_dirs();
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
       const Policy policy = load_policy(args->report);

@@ -16,6 +16,7 @@
 #include "matrix.h"
 #include "memory_estimate.h"
 #include "simt_flags.h"
+#include "timeout_flag.h"
 #include "matrix_report.h"
 #include "prompt.h"
 #include "numerics.h"
@@ -402,21 +403,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_flag("--all", args->all_rows,
                 "Print every row: passing ones, each inherited failure (else one line per layer), filled "
                 "ones, and the values under every failure (else only the first failure's)");
-  run->add_option(
-         "--timeout", args->opt.timeout_s,
-         "Seconds the candidate's load or one candidate step may take before it is reported as crashed "
-         "(hung, exit 4); 0: no limit")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            double s = -1;
-            try {
-              s = std::stod(v);
-            } catch (const std::exception&) {
-            }
-            return s >= 0 ? std::string() : std::string("must be 0 (no limit) or a number of seconds");
-          },
-          "SECONDS"))
-      ->capture_default_str();
+  add_timeout_flag(run, args->opt.timeout_s);
   run->add_option("--max-memory", args->opt.max_memory_text,
                   "Refuse (exit 2), before loading any weight, a run whose estimated peak memory (harness "
                   "and candidate process) exceeds SIZE: bytes, or K, M, G with powers of 1024 (e.g. 3G, "

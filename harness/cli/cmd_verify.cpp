@@ -24,6 +24,7 @@
 #include "runner.h"
 #include "scratch_dir.h"
 #include "simt/simt_common.h"
+#include "timeout_flag.h"
 #include "verify_findings.h"
 
 namespace ds::cli {
@@ -384,6 +385,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"none", "reference"}))
       ->capture_default_str();
   cmd->add_option("--numerics", c.numerics, "How the candidate computes (run --help, docs/policies.md)");
+  add_timeout_flag(cmd, c.timeout_s);
   cmd->add_option("--policy", c.report.policy,
                   "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   std::vector<std::string> names;
@@ -397,6 +399,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
   cmd->callback([args, &exit_code] {
+    remove_stale_scratch_dirs();
     const CheckArgs& c = args->check;
     const std::string candidate = c.candidate;  // as given: a .cu stays the candidate in the verdict
     std::optional<BareCandidate> bare;

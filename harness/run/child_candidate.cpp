@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "launch_log.h"
+#include "lifeline.h"
 #include "wire.h"
 
 namespace ds {
@@ -33,18 +34,15 @@ void ChildCandidate::stop_child() {
 }
 
 int ChildCandidate::end_child_now() {
-  int status = reaped_status_;
-  if (reaped_)
-    ::kill(-child_, SIGKILL);  // the child is gone; what it forked is not
-  else
-    status = wire::end_child(child_);
+  // A child already reaped took what it forked with it (its supervisor ended that first).
+  const int status = reaped_ ? reaped_status_ : lifeline::end_supervised(child_);
   child_ = -1;
   reaped_ = false;
   return status;
 }
 
 bool ChildCandidate::child_alive() {
-  if (!reaped_ && ::waitpid(child_, &reaped_status_, WNOHANG) == child_) reaped_ = true;
+  if (!reaped_ && lifeline::wait_supervised(child_, reaped_status_, false)) reaped_ = true;
   return !reaped_;
 }
 
@@ -54,9 +52,9 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (::pipe(down) != 0 || ::pipe(up) != 0)
     throw std::runtime_error("cannot create pipes for the candidate process");
   std::fflush(nullptr);
-  // Its own process group: a helper process the candidate forks ends with it, and never holds the
-  // harness's stdout open past the run.
-  child_ = wire::fork_in_own_group();
+  // Under a supervisor (lifeline.h): a helper process the candidate forks ends with it, never holds
+  // the harness's stdout open past the run, and nothing of it outlives the harness, even a SIGKILL.
+  child_ = lifeline::fork_supervised();
   if (child_ < 0) throw std::runtime_error("cannot fork the candidate process");
   if (child_ == 0) {
     ::close(down[1]);

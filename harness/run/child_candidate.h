@@ -38,7 +38,7 @@ class ChildCandidate final : public Candidate {
  private:
   void serve();  // the child's loop
   void stop_child();
-  int end_child_now();  // ends the child's process group, reaps it; its wait status
+  int end_child_now();  // ends the child and all it started, reaps it; its wait status
   bool child_alive();   // reaps a child that died (its helpers may still hold the reply pipe)
   // The most elements one output of a step at `ctx` may have in this model: a reply claiming more
   // is refused before anything is allocated for it.

@@ -39,9 +39,16 @@ def children(pid):
         return []
 
 
+def descendants(pid):
+    """Every process below `pid`: the candidate process runs below a supervisor (lifeline.h)."""
+    below = children(pid)
+    return below + [d for c in below for d in descendants(c)]
+
+
 def measured_peak(args):
     """Runs the CLI and returns (exit code, stdout + stderr, peak bytes): the peak over time of the
-    proportional set size (Pss) of the harness plus its candidate process, sampled together. Pss
+    proportional set size (Pss) of the harness plus every process below it (the candidate process and
+    its supervisor), sampled together. Pss
     splits each page among the processes mapping it, so pages the child shares with the harness
     through fork count once, as the OOM killer sees them (a sum of the two VmHWM would count them
     twice). The weights are held from load to exit: the peak is a plateau, which sampling sees.
@@ -57,7 +64,7 @@ def measured_peak(args):
             subprocess.Popen([DRIFTSCOPE, *args], stdout=log, stderr=subprocess.STDOUT, text=True) as p:
         peak = 0
         while p.poll() is None:
-            tree = [p.pid, *children(p.pid)]
+            tree = [p.pid, *descendants(p.pid)]
             first = [pss(pid) for pid in tree]
             again = [pss(pid) for pid in tree]
             peak = max(peak, sum(min(a, b) for a, b in zip(first, again)))

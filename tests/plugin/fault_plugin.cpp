@@ -9,7 +9,10 @@
 //   nan                          a NaN in its output (a judged failure, not a crash)
 //   exit0                        the process exits with status 0 mid-run
 //   fork-crash                   forks a helper that holds stdout open, then segfaults
-// The helper of fork-crash writes its pid to $DS_FAULT_PID_FILE, so the test can see it ended.
+//   load-spin                    forks a helper into a session of its own, then both spin at a
+//                                full core, in load(), forever
+// fork-crash writes its helper's pid to $DS_FAULT_PID_FILE, load-spin its own pid and its
+// helper's, so the test can see they ended.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -133,6 +136,7 @@ class Fault final : public ds::Candidate {
 
  private:
   void commit() const {
+    if (fault_ == "spin") spin_with_helper();
     if (fault_ == "segv") std::raise(SIGSEGV);
     if (fault_ == "hang") hang();
     if (fault_ == "throw") throw std::runtime_error("the fault plugin throws on purpose");
@@ -152,6 +156,24 @@ class Fault final : public ds::Candidate {
       }
       std::raise(SIGSEGV);
     }
+  }
+
+  // A kernel that never returns and a helper that escaped its process group, both at a full core:
+  // what a harness killed meanwhile must not leave running.
+  [[noreturn]] static void spin_with_helper() {
+    const pid_t helper = ::fork();
+    if (helper == 0) ::setsid();
+    if (helper != 0) {
+      if (const char* f = std::getenv("DS_FAULT_PID_FILE")) {
+        const std::string tmp = std::string(f) + ".tmp";
+        if (FILE* out = std::fopen(tmp.c_str(), "w")) {
+          std::fprintf(out, "%d %d\n", int(::getpid()), int(helper));
+          std::fclose(out);
+          std::rename(tmp.c_str(), f);  // the test never reads half of it
+        }
+      }
+    }
+    for (;;) __asm__ volatile("");  // a full core, never optimised away
   }
 
   std::string name_, fault_;
@@ -187,4 +209,5 @@ DRIFTSCOPE_PLUGIN(
      [] { return make<When::run>("fault-reply-random-bytes", "reply-random-bytes"); }},
     {"fault-nan", [] { return make<When::run>("fault-nan", "nan"); }},
     {"fault-exit0", [] { return make<When::run>("fault-exit0", "exit0"); }},
-    {"fault-fork-crash", [] { return make<When::run>("fault-fork-crash", "fork-crash"); }})
+    {"fault-fork-crash", [] { return make<When::run>("fault-fork-crash", "fork-crash"); }},
+    {"fault-load-spin", [] { return make<When::load>("fault-load-spin", "spin"); }})

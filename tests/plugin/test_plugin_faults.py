@@ -14,6 +14,8 @@ import time
 import unittest
 import xml.etree.ElementTree as ET
 
+from plugin_processes import alive, describe, plugin_processes
+
 DRIFTSCOPE, FAULTS, GOOD = sys.argv[1:4]
 del sys.argv[1:]
 
@@ -44,44 +46,6 @@ MEASURE = ("import resource, subprocess, sys\n"
            "rc = subprocess.call(sys.argv[1:])\n"
            "print('maxrss_kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
            "sys.exit(rc)\n")
-
-
-def plugin_processes():
-    """Pids of processes that have the fault plugin mapped (it runs in no process of ours but a candidate's)."""
-    pids = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/maps") as f:
-                if FAULTS in f.read():
-                    pids.append(int(pid))
-        except OSError:
-            pass
-    return pids
-
-
-def describe(pids):
-    """Each pid with its state, parent and command line, for the failure message."""
-    out = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().split(")")[-1].split()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            out.append(f"{pid} state {fields[0]} parent {fields[1]}: {cmd}")
-        except OSError:
-            out.append(f"{pid} (gone)")
-    return out
-
-
-def alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class PluginFaults(unittest.TestCase):
@@ -126,9 +90,9 @@ class PluginFaults(unittest.TestCase):
                 self.assertTrue(any("test-rmsnorm" in (n or "") for n in names), names)
                 # Nothing the plugin started is still running.
                 deadline = time.monotonic() + 5
-                while plugin_processes() and time.monotonic() < deadline:
+                while plugin_processes(FAULTS) and time.monotonic() < deadline:
                     time.sleep(0.1)
-                self.assertEqual(describe(plugin_processes()), [], fault)
+                self.assertEqual(describe(plugin_processes(FAULTS)), [], fault)
                 if os.path.exists(pid_file):
                     with open(pid_file) as f:
                         helper = int(f.read())

@@ -1,0 +1,13 @@
+// --timeout SECONDS, shared by `run`, `check` and `verify` (docs/cli.md): how long the candidate's
+// load() or one of its steps may take before it is a hang (a crash, exit 4).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ds::cli {
+
+// `timeout_s` holds the default shown in --help; a negative or non-numeric value is a CLI parse
+// error naming the flag (exit 2).
+void add_timeout_flag(CLI::App* cmd, double& timeout_s);
+
+}  // namespace ds::cli
