@@ -2,13 +2,12 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
+
+#include "lifeline.h"
 
 namespace ds::gpu {
 
@@ -27,19 +26,17 @@ std::string build_module(const std::filesystem::path& tree, const std::string& t
   fmt::print(stderr, "driftscope: building {} on first use: cmake --build {} --target {}\n", target,
              tree.string(), target);
   std::fflush(stderr);
-  const pid_t pid = ::fork();
+  // Supervised: the build and its compilers end with driftscope, however it ends (lifeline.h).
+  const pid_t pid = lifeline::fork_supervised();
   if (pid < 0) return "cannot start cmake";
   if (pid == 0) {
-    // The build dies with the harness rather than outliving a killed run.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     const std::string t = tree.string();
     ::execlp("cmake", "cmake", "--build", t.c_str(), "--target", target.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  lifeline::wait_supervised(pid, status, true);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
   return fmt::format("`cmake --build {} --target {}` failed ({})", tree.string(), target,
                      WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : std::string("killed"));
