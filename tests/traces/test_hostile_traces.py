@@ -47,6 +47,22 @@ def set_summary_field(field, value):
     return edit
 
 
+def set_result(edit):
+    """Rewrites the /result JSON (uint8 bytes) through `edit`, which returns its new text."""
+    def apply(f):
+        text = edit(json.loads(bytes(f["result"][()]).decode()))
+        del f["result"]
+        f.create_dataset("result", data=np.frombuffer(text.encode(), np.uint8))
+    return apply
+
+
+def nested_exit_code(depth):
+    def edit(result):
+        result.pop("exit_code")
+        return json.dumps(result)[:-1] + ', "exit_code": ' + "[" * depth + "]" * depth + "}"
+    return edit
+
+
 # (name, edit of an open h5py file, text the error must contain)
 CASES = [
     ("2-D summary", lambda f: make_2d(f, "summary"), "dataset /summary has rank 2"),
@@ -62,6 +78,9 @@ CASES = [
     ("summary negative dimension", set_summary_field("shape", [-4, 1, 1, 1]), "shape"),
     ("summary shape product overflows", set_summary_field("shape", [2**40, 2**40, 1, 1]), "shape"),
     ("summary ref_offset beyond the pool", set_summary_field("ref_offset", 2**62), "lie outside /tensors/ref"),
+    # Quoted in the message: the quote must not recurse 100000 levels (it overflowed the stack).
+    ("result exit_code nested 100000 deep", set_result(nested_exit_code(100000)),
+     "exit_code must be an integer from 0 to 4 (it is array [[[["),
 ]
 
 
