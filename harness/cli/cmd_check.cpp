@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "bare_candidate.h"
@@ -17,6 +16,7 @@
 #include "console.h"
 #include "probes.h"
 #include "registry.h"
+#include "report_files.h"
 #include "report_options.h"
 #include "runner.h"
 #include "simt_flags.h"
@@ -261,9 +261,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                                 {"skipped", !o.part->skip_reason.empty()},
                                 {"exit_code", o.exit_code},
                                 {"verdict", o.verdict}});
-        std::ofstream f(args->json);
-        f << j.dump(2) << "\n";
-        if (!f) throw InputError(fmt::format("--json {}: cannot write", args->json));
+        write_text(args->json, j.dump(2) + "\n");
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +19,7 @@
 #include "bare_candidate.h"
 #include "check_battery.h"
 #include "commands.h"
+#include "report_files.h"
 #include "report_options.h"
 #include "runner.h"
 #include "scratch_dir.h"
@@ -457,10 +457,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     }
     if (out.refused) j["refused"] = out.refusal;
     for (const Finding& f : out.findings) j["findings"].push_back(finding_json(f));
-    std::ofstream file(args->json);
-    file << j.dump(2) << "\n";
-    if (!file) {
-      fmt::print(stderr, "error: --json {}: cannot write\n", args->json);
+    try {
+      write_text(args->json, j.dump(2) + "\n");
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: --json {}\n", e.what());
       exit_code = kExitUsage;
     }
   });
