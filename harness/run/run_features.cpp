@@ -72,6 +72,19 @@ void DumpFeature::declared_numerics(const Candidate& cand, std::string& spec, st
   }
 }
 
+void DumpFeature::fill_missing_sources(RunState& s, const Candidate& cand, const ModelConfig& header) {
+  const auto* d = as_dump(cand);
+  // Without --fill reference the preflight names the first missing file, offering the flag.
+  if (!d || !s.opt.fill) return;
+  for (const auto& [stage, first] : d->missing_sources(header, s.opt.decode_steps + 1)) {
+    d->unmap(stage);
+    s.report.notes.push_back(
+        fmt::format("{}: not in the dump: stage {} is filled by the reference at every step and layer "
+                    "(--fill reference), not judged",
+                    first, stage));
+  }
+}
+
 void DumpFeature::preflight(const Candidate& cand, const ModelConfig& header, const RunOptions& opt) {
   const auto* d = as_dump(cand);
   if (!d) return;

@@ -63,6 +63,10 @@ struct DumpFeature {
                             std::string& source);
   // settle: the numerics its mapping declares, into `spec` and `from` when --numerics is not given.
   static void declared_numerics(const Candidate& cand, std::string& spec, std::string& from);
+  // gate, first: with --fill reference, a mapped stage whose file (or tensor) the dump lacks is
+  // unmapped, so the fill computes it (recorded `filled`) and a note says so. Without the flag the
+  // preflight names the first such file and its stage, and offers the flag.
+  static void fill_missing_sources(RunState& s, const Candidate& cand, const ModelConfig& header);
   // gate: every file checked before any compute.
   static void preflight(const Candidate& cand, const ModelConfig& header, const RunOptions& opt);
   // load: whether the candidate runs code (and so may run in a child process); a dump, read in
