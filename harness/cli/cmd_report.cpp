@@ -90,7 +90,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("trace", args->trace,
                   "The HDF5 trace written by `driftscope run --trace` or `driftscope merge`")
       ->required();
-  cmd->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  cmd->add_flag("--only-failures", args->only_failures,
+                "List only failing rows (else every row of the trace)");
   cmd->add_flag("--profile", args->profile,
                 "After the table, the kernel launches the trace recorded (/launches) per step and per layer");
   add_report_options(cmd, args->report);

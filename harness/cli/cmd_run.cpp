@@ -396,7 +396,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                   "Keep tensors only of stages whose name matches this regex (summary rows are always kept)");
   run->add_option("--capture-layers", args->capture_layers,
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
-  run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  run->add_flag("--only-failures", args->only_failures,
+                "List only failing rows (else a failing run also lists the passing rows before the first "
+                "failure in its "
+                "block)");
   run->add_flag(
       "--profile", args->profile,
       "After the table, the candidate's kernel launches per step and per layer, with their time "
