@@ -265,7 +265,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     f.evidence = {{"part", p.name},
                   {"aims_at", p.aim},
                   {"verdict", battery::first_line(o.verdict)},
-                  {"flags", p.flags}};
+                  {"command", battery::rerun_command(p, a.check.report.policy)}};
     out.findings.push_back(std::move(f));
   }
 }
@@ -355,7 +355,7 @@ nlohmann::json finding_json(const Finding& f) {
 void add_verify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<VerifyArgs>();
   CheckArgs& c = args->check;
-  c.decode_steps = 2;
+  c.decode_steps = battery::kVerifyDecodeSteps;
   CLI::App* cmd = app.add_subcommand(
       "verify",
       "Verify a candidate nobody reviewed: the check battery, then runs under two memory poisons "
@@ -389,7 +389,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", args->json, "Write the verdict here as JSON");
   cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, cmd, &exit_code] {
     const CheckArgs& c = args->check;
     const std::string candidate = c.candidate;  // as given: a .cu stays the candidate in the verdict
     std::optional<BareCandidate> bare;
@@ -407,7 +407,15 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);
         args->check.candidate = bare->plugin;
       }
-      fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, candidate, c.seed);
+      fmt::print(
+          "driftscope verify: {} vs {}, seed {}, {} decode steps{}\n", c.model, candidate, c.seed,
+          c.decode_steps,
+          cmd->count("--decode-steps") > 0
+              ? ""
+              : fmt::format(" (verify's default, one fewer than check's {}: it reruns the candidate for "
+                            "its own checks)",
+                            battery::kCheckDecodeSteps));
+      std::fflush(stdout);  // the runs take minutes: what runs is said first, even into a pipe
       const std::size_t before = out.findings.size();
       if (wanted(*args, "check")) run_battery(*args, policy, out);
       note_check(out, kChecks[0], wanted(*args, "check") ? "" : "not asked for (--checks)", before);

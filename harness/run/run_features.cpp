@@ -35,6 +35,11 @@ void ProbeFeature::settle(ModelConfig& header, RunOptions& opt) {
   if (!opt.probe.empty()) apply_probe_options(find_probe(opt.probe), header, opt);
 }
 
+std::optional<std::string> ProbeFeature::skip_reason(const ModelConfig& header, const RunOptions& opt) {
+  if (opt.probe.empty()) return std::nullopt;
+  return probe_skip_reason(find_probe(opt.probe), header);
+}
+
 void ProbeFeature::rewrite_weights(RunState& s, Model& m) {
   if (s.opt.probe.empty()) return;
   // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.

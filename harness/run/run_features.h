@@ -51,6 +51,8 @@ struct LateStart {
 struct ProbeFeature {
   // settle: the probe's prompt, steps and modes, before the gates read them.
   static void settle(ModelConfig& header, RunOptions& opt);
+  // gate: why the run has nothing to judge (probes.h: probe_skip_reason); nothing when it has.
+  static std::optional<std::string> skip_reason(const ModelConfig& header, const RunOptions& opt);
   // load: the probe's rewrite of the weights both sides run on, noted in the report.
   static void rewrite_weights(RunState& s, Model& m);
 };
