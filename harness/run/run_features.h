@@ -5,7 +5,7 @@
 //
 //   feature                          settle  gate  load  step loop
 //   LateStart       --from-step        x                    x
-//   ProbeFeature    --probe            x             x
+//   ProbeFeature    --probe            x       x     x
 //   DumpFeature     dump:DIR           x       x     x      x
 //   FillFeature     --fill reference           x            x
 //   BaselineFeature --baseline         x       x     x      x
