@@ -42,19 +42,26 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
-nlohmann::json escaped(const nlohmann::json& j) {
+// Deeper than this a value is written as a string saying so. escaped() and nlohmann's dump()
+// recurse once per level, and a trace's JSON is input: a /result whose exit_code was 100000 nested
+// arrays overflowed the stack when an error message quoted it (issue 49, item 12).
+constexpr int kMaxDepth = 256;
+
+nlohmann::json escaped(const nlohmann::json& j, int depth = 0) {
+  if (depth > kMaxDepth && (j.is_array() || j.is_object()))
+    return fmt::format("<{} nested deeper than {} levels>", j.type_name(), kMaxDepth);
   if (j.is_string()) {
     const auto& s = j.get_ref<const std::string&>();
     return is_utf8(s) ? j : nlohmann::json(utf8_escaped(s));
   }
   if (j.is_array()) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& e : j) out.push_back(escaped(e));
+    for (const auto& e : j) out.push_back(escaped(e, depth + 1));
     return out;
   }
   if (j.is_object()) {
     nlohmann::json out = nlohmann::json::object();
-    for (const auto& [k, v] : j.items()) out[utf8_escaped(k)] = escaped(v);
+    for (const auto& [k, v] : j.items()) out[utf8_escaped(k)] = escaped(v, depth + 1);
     return out;
   }
   return j;

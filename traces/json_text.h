@@ -13,7 +13,8 @@ namespace ds::trace {
 // `s` with every byte that is not part of a well-formed UTF-8 sequence written as the four
 // characters \xNN; valid text comes back unchanged.
 std::string utf8_escaped(std::string_view s);
-// j.dump(indent), with every string (and key) passed through utf8_escaped first.
+// j.dump(indent), with every string (and key) passed through utf8_escaped first; an array or object
+// nested deeper than 256 levels is written as a string saying so (dump() recurses per level).
 std::string json_text(const nlohmann::json& j, int indent = -1);
 
 }  // namespace ds::trace

@@ -46,10 +46,12 @@ void check_result_json(const nlohmann::json& result, const std::string& path) {
       !status.empty() && status != kStatusRan) {
     const std::int64_t want = status == kStatusRefused                                    ? 3
                               : status == kStatusBadInput || status == kStatusWriteFailed ? 2
+                              : status == kStatusSkipped                                  ? 0
                                                                                           : -1;
     if (want < 0)
-      throw TraceError(fmt::format("{}: {}: status '{}' is none of {}, {}, {}, {}: corrupt trace", path, name,
-                                   status, kStatusRan, kStatusRefused, kStatusBadInput, kStatusWriteFailed));
+      throw TraceError(fmt::format("{}: {}: status '{}' is none of {}, {}, {}, {}, {}: corrupt trace", path,
+                                   name, status, kStatusRan, kStatusRefused, kStatusBadInput, kStatusSkipped,
+                                   kStatusWriteFailed));
     if (!result.contains("exit_code") || result["exit_code"].get<std::int64_t>() != want)
       throw TraceError(fmt::format("{}: {}: a run of status '{}' exits {} (it stored {}): corrupt trace",
                                    path, name, status, want,

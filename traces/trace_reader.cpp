@@ -73,6 +73,19 @@ void check_row(const SummaryRow& r, std::size_t i, const std::string& path) {
     return TraceError(fmt::format("{}: {} row {}: {} = {} is out of range: corrupt trace", path, kSummary, i,
                                   field, value));
   };
+  // An old or hand-edited trace may name no stage, or one the catalogue no longer has: every
+  // report would print it as the first failing stage ("is  of layer 0"), so it is refused here.
+  const std::string_view stage(r.stage, strnlen(r.stage, sizeof r.stage));
+  if (stage.empty())
+    throw TraceError(
+        fmt::format("{}: {} row {} (step {}, layer {}): the stage name is empty: corrupt or too old a trace",
+                    path, kSummary, i, r.step, r.layer));
+  if (!is_catalog_stage(stage))
+    throw TraceError(
+        fmt::format("{}: {} row {} (step {}, layer {}): stage '{}' is not a stage of the catalogue "
+                    "(docs/trace-format.md): "
+                    "written by another version, or edited",
+                    path, kSummary, i, r.step, r.layer, utf8_escaped(std::string(stage))));
   if (r.mode > std::uint8_t(Mode::chained)) throw bad("mode", int(r.mode));
   // Any status the vocabulary names (result.h grows new ones): an unnamed code is corrupt.
   if (!parse_status(status_name(Status(r.status)))) throw bad("status", int(r.status));

@@ -10,6 +10,7 @@ nlohmann::json stopped_result(const StoppedRun& stop) {
   const std::string first_line = stop.reason.substr(0, stop.reason.find('\n'));
   const char* label = stop.status == kStatusRefused       ? "REFUSED"
                       : stop.status == kStatusWriteFailed ? "INCOMPLETE: the trace write failed"
+                      : stop.status == kStatusSkipped     ? "SKIPPED"
                                                           : "BAD-INPUT";
   nlohmann::json res = {
       {"status", stop.status},

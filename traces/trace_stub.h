@@ -14,13 +14,16 @@ namespace ds::trace {
 inline constexpr const char* kStatusRan = "ran";
 inline constexpr const char* kStatusRefused = "refused";
 inline constexpr const char* kStatusBadInput = "bad-input";
+// Nothing to judge: the run's probe aims at a block kind the model lacks (a GDN probe on a model
+// with no Gated DeltaNet layer). Exit 0, but never a PASS: no stage ran.
+inline constexpr const char* kStatusSkipped = "skipped";
 // The trace could not be written (disk full): stored in /write_error (trace_commit.h), not /result,
 // and read as a run that did not finish, whose written rows are still shown.
 inline constexpr const char* kStatusWriteFailed = "write-failed";
 
 struct StoppedRun {
-  std::string status;  // kStatusRefused, kStatusBadInput or kStatusWriteFailed
-  int exit_code = 0;   // 3 for a refusal, 2 for bad input or a failed write
+  std::string status;  // kStatusRefused, kStatusBadInput, kStatusSkipped or kStatusWriteFailed
+  int exit_code = 0;   // 3 for a refusal, 2 for bad input or a failed write, 0 skipped
   std::string reason;  // the gate's refusal report, or the input error naming the file/field
   // Known when the gate ran: the ops the model requires, the candidate supports and lacks.
   std::string required_ops, supported_ops, missing_ops;

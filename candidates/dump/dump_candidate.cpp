@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "dump_layout.h"
@@ -179,12 +180,22 @@ Tensor DumpCandidate::fetch(const ModelConfig& cfg, const std::string& stage, in
                                   chosen_.empty() ? "" : chosen_));
     }
   };
+  // A source the dump lacks is a stage the engine did not write (under that name): the reference
+  // can stand in for it (--fill reference: missing_sources(), unmap()).
+  const auto lacking = [&](std::string_view what) {
+    return DumpError(fmt::format(
+        "{}: {}, so stage {} cannot be judged. Run with --fill reference to fill it from the reference "
+        "(shown "
+        "`filled`, never judged), or map {} to the tensor the engine wrote, or declare it `absent:` in {}{}",
+        w.what, what, stage, stage, mapping().path, chosen_));
+  };
+  std::error_code ec;
+  if (!std::filesystem::exists(w.path, ec)) throw lacking("no such file in the dump");
   const TensorFile& f = wanted([&]() -> const TensorFile& { return file(w.path); });
   if (!f.has(w.tensor)) {
     const auto names = f.names();
-    throw DumpError(fmt::format("{}: no such tensor in the file (it holds {} tensor(s){}{})", w.what,
-                                names.size(), names.empty() ? "" : ", e.g. ",
-                                names.empty() ? "" : names.front()));
+    throw lacking(fmt::format("no such tensor in the file (it holds {} tensor(s){}{})", names.size(),
+                              names.empty() ? "" : ", e.g. ", names.empty() ? "" : names.front()));
   }
   const Source& src = mapping().stages.at(stage);
   if (header_only) {
@@ -225,6 +236,34 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
                                 shape_str(t.shape())));
   return std::vector<int>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());
 }
+
+std::vector<std::pair<std::string, std::string>> DumpCandidate::missing_sources(const ModelConfig& cfg,
+                                                                                int steps) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto check = [&](BlockKind kind, int step, int layer) {
+    for (const KernelStep& ks : plan(cfg, kind)) {
+      const std::string& stage = ks.outputs.front();
+      if (std::any_of(out.begin(), out.end(), [&](const auto& m) { return m.first == stage; })) continue;
+      const Where w = where(stage, step, layer);
+      std::error_code ec;
+      bool lacking = !std::filesystem::exists(w.path, ec);
+      if (!lacking && !w.tensor.empty()) try {
+          lacking = !file(w.path).has(w.tensor);
+        } catch (const DumpError&) {
+          // A file that does not open is corrupt, not missing: preflight() says why.
+        }
+      if (lacking) out.emplace_back(stage, w.what);
+    }
+  };
+  for (int s = 0; s < steps; ++s) {
+    check(BlockKind::embed, s, kModelLayer);
+    for (int l = 0; l < cfg.n_layers; ++l) check(cfg.block_kind(l), s, l);
+    check(BlockKind::head, s, kModelLayer);
+  }
+  return out;
+}
+
+void DumpCandidate::unmap(const std::string& stage) const { mapping_->stages.erase(stage); }
 
 void DumpCandidate::preflight(const ModelConfig& cfg, const std::vector<std::pair<int, int>>& steps) const {
   // In the order the run reads them, so the first error is the one the run would have hit.

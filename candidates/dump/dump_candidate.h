@@ -52,6 +52,14 @@ class DumpCandidate final : public Candidate {
   // stage) file and tensor exists and has rows of the right shape. `steps` holds (pos0, tokens)
   // per model step. Throws DumpError naming the file and the tensor.
   void preflight(const ModelConfig& cfg, const std::vector<std::pair<int, int>>& steps) const;
+  // The mapped stages the dump lacks a source of at some step of a run of `steps` model steps (the
+  // file is not there, or a file that opens has no such tensor), in the order the run reads them,
+  // each with the first source missing ("PATH (stage S, layer L, step N)"). Corrupt files are not
+  // looked into here: preflight() names them.
+  std::vector<std::pair<std::string, std::string>> missing_sources(const ModelConfig& cfg, int steps) const;
+  // Leaves `stage` out of the plan, as a mapping that does not map it would (--fill reference then
+  // fills it: recorded `filled`, never judged).
+  void unmap(const std::string& stage) const;
   // The file and tensor `stage` of `layer` at `step` is read from, for messages; "" when unmapped.
   std::string source_of(const std::string& stage, int step, int layer) const;
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "npy_parse.h"
+#include "output_file.h"
 #include "user_file.h"
 
 namespace ds::dump {
@@ -33,9 +34,9 @@ std::vector<unsigned char> read_file_range(const std::string& path, std::uint64_
 }
 
 void write_file(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw DumpError(fmt::format("{}: cannot write the file", path));
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (auto why = write_whole_file(path, text))
+    throw DumpError(fmt::format("{}: cannot write the file: {}", path, *why));
 }
 
 std::unique_ptr<TensorFile> TensorFile::open(const std::string& path) {

@@ -138,6 +138,13 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name) {
   return nullptr;
 }
 
+bool is_catalog_stage(std::string_view name) {
+  for (BlockKind k : {BlockKind::decoder, BlockKind::gpt2, BlockKind::gdn, BlockKind::gated_attn,
+                      BlockKind::embed, BlockKind::head})
+    if (find_stage(k, name)) return true;
+  return false;
+}
+
 bool is_moe_stage(std::string_view stage) {
   return stage == "router_logits" || stage == "expert_ids" || stage == "expert_weights" ||
          stage == "moe_out" || is_shared_expert_stage(stage);

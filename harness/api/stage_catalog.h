@@ -32,6 +32,8 @@ const StageInfo* find_stage(BlockKind kind, std::string_view name);
 OpSet stage_ops(BlockKind kind, std::string_view stage);
 // Model-level stages live at this layer index in results and traces.
 inline constexpr int kModelLayer = -1;
+// Whether `name` is a stage of any block kind: what a trace's row must name.
+bool is_catalog_stage(std::string_view name);
 // Whether `stage` is one of a mixture-of-experts layer's stages (router_logits .. moe_out).
 bool is_moe_stage(std::string_view stage);
 // Whether `stage` is one of the shared expert's (shexp_out, shexp_gate, ffn_out; Qwen3-Next).

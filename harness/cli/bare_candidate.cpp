@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "build_process.h"
+#include "identifier_scan.h"
 #include "install_paths.h"
 #include "runner.h"
 #include "scaffold_files.h"
@@ -91,12 +91,11 @@ std::string entry_diagnosis(const std::string& source, const StageMap& map, cons
   if (log.find("undefined reference to `" + map.entry) == std::string::npos) return "";
   std::string signature(kind.signature);
   signature.replace(signature.find("NAME"), 4, map.entry);
-  const std::regex call("\\b" + map.entry + "\\s*\\(");
   std::vector<std::string> lines;
   std::istringstream in(read_text(source));
   int n = 0;
   for (std::string l; std::getline(in, l);)
-    if (++n, std::regex_search(l, call)) lines.push_back(fmt::format("{}:{}", source, n));
+    if (++n, names_a_call(l, map.entry)) lines.push_back(fmt::format("{}:{}", source, n));
   if (lines.empty())
     return fmt::format("{} has no function {} (the entry of the stage map {}): the {} glue calls `{}`\n",
                        source, map.entry, map.path, map.kind, signature);
@@ -139,7 +138,11 @@ StageMap read_stage_map(const std::string& path) {
   if (m.entry.empty())
     throw InputError(fmt::format(
         "{}: field 'entry' is missing: the host function of the .cu the {} glue calls", path, m.kind));
-  if (!std::regex_match(m.entry, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+  if (m.entry.size() > kMaxEntryChars)
+    throw InputError(
+        fmt::format("{}: field 'entry': {} characters, longer than the {} a function name may have", path,
+                    m.entry.size(), kMaxEntryChars));
+  if (!is_identifier(m.entry))
     throw InputError(fmt::format(
         "{}: field 'entry': '{}' is not a function name (an unqualified C++ identifier)", path, m.entry));
   return m;

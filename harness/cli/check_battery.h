@@ -13,10 +13,16 @@
 
 namespace ds::cli::battery {
 
+// The decode steps of every run when --decode-steps is not given. verify runs the candidate again
+// for its own checks (two poisons, other inputs, the lines behind a finding), so it takes one step
+// fewer than check; each says so in its first line.
+inline constexpr int kCheckDecodeSteps = 3;
+inline constexpr int kVerifyDecodeSteps = 2;
+
 struct CheckArgs {
   std::string model = RunOptions{}.model, candidate = RunOptions{}.candidate;
   std::uint64_t seed = 0;
-  int layers = 0, decode_steps = 3;
+  int layers = 0, decode_steps = kCheckDecodeSteps;
   double timeout_s = kDefaultTimeoutS;  // --timeout: every part's candidate load and step
   std::string fill = "none", numerics, trace_dir, json;
   ReportOptions report;
@@ -24,11 +30,10 @@ struct CheckArgs {
   ProgressMeter* meter = nullptr;   // every run of the battery tells it its layers
 };
 
-// One run of the battery: what it is for, and the options beyond the common ones.
+// One run of the battery: what it is for, and every option it runs with.
 struct Part {
   std::string name, aim;
   RunOptions opt;
-  std::string flags;        // what the part adds to the common command line
   std::string skip_reason;  // non-empty: not run, and why
 };
 
@@ -47,6 +52,11 @@ RunOptions common_options(const CheckArgs& a);
 std::vector<Part> plan_parts(const CheckArgs& a);
 // Tells the meter (if any) that the run `o` begins, as `label`: its layers and steps.
 void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o);
+// The `driftscope run` arguments that rerun `opt` alone, each flag once, all read from the options
+// the part runs with (so the command cannot drift from the run); `policy` is check's --policy.
+std::vector<std::string> rerun_argv(const RunOptions& opt, const std::string& policy);
+// The same as one line for a shell: "driftscope run --model ...".
+std::string rerun_command(const Part& part, const std::string& policy);
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index);
 // The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
 int worst(const std::vector<PartOutcome>& outs);

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "bare_candidate.h"
@@ -15,8 +14,10 @@
 #include "commands.h"
 #include "cpu/cpu_candidate.h"
 #include "console.h"
+#include "matrix.h"
 #include "probes.h"
 #include "registry.h"
+#include "report_files.h"
 #include "report_options.h"
 #include "runner.h"
 #include "simt_flags.h"
@@ -79,23 +80,28 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   std::vector<Part> parts;
   parts.push_back({"both modes",
                    "every stage against the oracle, isolated and chained, and drift across layers", base,
-                   is_dump(a.candidate) ? "--mode chained" : "--mode both", ""});
+                   ""});
+  std::optional<ModelConfig> cfg;  // to tell which probes have something to aim at
+  try {
+    cfg = load_config_spec(a.model, a.layers);
+  } catch (const InputError&) {
+    // The parts report a model that does not load, each as bad input.
+  }
   for (const Probe& p : probes()) {
-    Part part{fmt::format("probe {}", p.name), std::string(p.targets), base,
-              fmt::format("--mode both --probe {}", p.name), ""};
+    Part part{fmt::format("probe {}", p.name), std::string(p.targets), base, ""};
     part.opt.probe = std::string(p.name);
     if (is_dump(a.candidate))
       part.skip_reason = "a dump replays its engine's own prompt; a probe needs new inputs";
+    else if (auto why = cfg ? probe_skip_reason(p, *cfg) : std::nullopt)
+      part.skip_reason = *why;
     parts.push_back(std::move(part));
   }
-  Part tails{"odd widths", "tails after the last full vector or tile (widths off every multiple)", base,
-             "--mode both --widths odd", ""};
+  Part tails{"odd widths", "tails after the last full vector or tile (widths off every multiple)", base, ""};
   if (a.model.rfind("synthetic:", 0) != 0) {
     tails.skip_reason = "a model file has the widths it has (run its family's -tails-tiny preset)";
   } else {
     try {
       tails.opt.model = "synthetic:" + ref::synthetic_tails_preset(a.model.substr(10));
-      tails.flags = fmt::format("--mode both (as {})", tails.opt.model);
       tails.opt.layers = 0;
     } catch (const std::invalid_argument& e) {
       tails.skip_reason = e.what();
@@ -103,15 +109,14 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   }
   if (is_dump(a.candidate)) tails.skip_reason = "a dump is one engine run at the model's own widths";
   parts.push_back(std::move(tails));
-  Part races{"schedule races", "results that depend on the order threads and blocks run in", base,
-             "--mode both --race-check 2", ""};
+  Part races{"schedule races", "results that depend on the order threads and blocks run in", base, ""};
   races.opt.simt.race_check = 2;
   Part hazards{
       "shared-memory hazards",
       "reads and writes of shared memory without a barrier between; global memory two blocks write "
       "without an atomic (kernels built CHECKED, simt's among them: every access, both lines, global "
       "reads too)",
-      base, "--simt-racecheck --decode-steps 1", ""};
+      base, ""};
   hazards.opt.simt.racecheck = true;
   hazards.opt.modes = {Mode::isolated};
   hazards.opt.decode_steps = std::min(a.decode_steps, 1);
@@ -122,6 +127,31 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   parts.push_back(std::move(races));
   parts.push_back(std::move(hazards));
   return parts;
+}
+
+std::vector<std::string> rerun_argv(const RunOptions& o, const std::string& policy) {
+  std::vector<std::string> argv = {"driftscope",     "run",
+                                   "--model",        o.model,
+                                   "--candidate",    o.candidate,
+                                   "--seed",         std::to_string(o.seed),
+                                   "--decode-steps", std::to_string(o.decode_steps)};
+  const auto add = [&argv](std::initializer_list<std::string> args) { argv.insert(argv.end(), args); };
+  if (o.layers > 0) add({"--layers", std::to_string(o.layers)});
+  if (o.fill) add({"--fill", "reference"});
+  if (!o.numerics.empty()) add({"--numerics", o.numerics});
+  add({"--mode", o.modes.size() == 2 ? std::string("both") : std::string(mode_name(o.modes.front()))});
+  if (!o.probe.empty()) add({"--probe", o.probe});
+  if (o.simt.race_check > 0) add({"--race-check", std::to_string(o.simt.race_check)});
+  if (o.simt.racecheck) add({"--simt-racecheck"});
+  if (o.timeout_s != RunOptions{}.timeout_s) add({"--timeout", fmt::format("{:g}", o.timeout_s)});
+  if (!policy.empty()) add({"--policy", policy});
+  return argv;
+}
+
+std::string rerun_command(const Part& part, const std::string& policy) {
+  std::string out;
+  for (const std::string& a : rerun_argv(part.opt, policy)) out += (out.empty() ? "" : " ") + shell_quote(a);
+  return out;
 }
 
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index) {
@@ -214,7 +244,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   check->add_flag("--progress", args->progress,
                   "Print where the battery is every 10 s where stderr is no terminal (a terminal always "
                   "shows it)");
-  check->callback([args, stage_map, &exit_code] {
+  check->callback([args, stage_map, check, &exit_code] {
     remove_stale_scratch_dirs();
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
@@ -241,14 +271,17 @@ void add_check_command(CLI::App& app, int& exit_code) {
         args->meter = &*meter;
       }
       const std::vector<Part> parts = plan_parts(*args);
-      const std::string common =
-          fmt::format("driftscope run --model {} --candidate {} --seed {} --decode-steps {}{}{}{}",
-                      args->model, args->candidate, args->seed, args->decode_steps,
-                      args->layers > 0 ? fmt::format(" --layers {}", args->layers) : "",
-                      args->fill == "reference" ? " --fill reference" : "",
-                      args->numerics.empty() ? "" : " --numerics " + args->numerics);
-      fmt::print("driftscope check: {} vs {}, seed {}: {} parts\n", args->model, candidate, args->seed,
-                 parts.size());
+      const std::string& policy_arg = args->report.policy;
+      fmt::print(
+          "driftscope check: {} vs {}, seed {}, {} decode steps{}: {} parts\n", args->model, candidate,
+          args->seed, args->decode_steps,
+          check->count("--decode-steps") > 0
+              ? ""
+              : fmt::format(" (check's default; verify's is {}, as it reruns the candidate for its own "
+                            "checks)",
+                            kVerifyDecodeSteps),
+          parts.size());
+      std::fflush(stdout);  // the parts take minutes: what runs is said first, even into a pipe
       std::vector<PartOutcome> outs;
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const Part& p = parts[i];
@@ -263,7 +296,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
         if (meter) meter->clear();
         fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,
                    exit_word(outs.back().exit_code), first_line(outs.back().verdict));
-        if (outs.back().exit_code != kExitParity) fmt::print("          rerun: {} {}\n", common, p.flags);
+        if (outs.back().exit_code != kExitParity)
+          fmt::print("          rerun: {}\n", rerun_command(p, policy_arg));
       }
       exit_code = worst(outs);
       int failed = 0;
@@ -285,13 +319,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
         for (const PartOutcome& o : outs)
           j["parts"].push_back({{"name", o.part->name},
                                 {"aims_at", o.part->aim},
-                                {"command", fmt::format("{} {}", common, o.part->flags)},
+                                {"command", rerun_command(*o.part, policy_arg)},
                                 {"skipped", !o.part->skip_reason.empty()},
                                 {"exit_code", o.exit_code},
                                 {"verdict", o.verdict}});
-        std::ofstream f(args->json);
-        f << j.dump(2) << "\n";
-        if (!f) throw InputError(fmt::format("--json {}: cannot write", args->json));
+        write_text(args->json, j.dump(2) + "\n");
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());

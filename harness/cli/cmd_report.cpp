@@ -24,12 +24,15 @@ struct ReportArgs {
   ReportOptions report;
 };
 
-// A run that stopped before any stage (refused by a gate, bad input): nothing to re-judge, only
-// the reason it recorded, which is the case's verdict under any policy.
+// A run that stopped before any stage (refused by a gate, bad input, a probe with nothing to aim
+// at): nothing to re-judge, only the reason it recorded, which is the case's verdict under any
+// policy.
 void print_stopped(const trace::TraceCase& c) {
   fmt::print("{} (exit {}): the run stopped before any stage ran\n{}\n",
-             c.status == trace::kStatusRefused ? "REFUSED" : "BAD-INPUT", c.exit_code,
-             c.reason.empty() ? c.verdict : c.reason);
+             c.status == trace::kStatusRefused   ? "REFUSED"
+             : c.status == trace::kStatusSkipped ? "SKIPPED"
+                                                 : "BAD-INPUT",
+             c.exit_code, c.reason.empty() ? c.verdict : c.reason);
 }
 
 void print_trace_profile(const trace::TraceReader& trace) {
@@ -56,7 +59,12 @@ int report_merged(const ReportArgs& args, const Policy& policy, const std::vecto
                  c.source.empty() ? "?" : c.source);
       print_stopped(c);
       CaseOutcome out{spec, c.shard, c.exit_code};
-      out.error = c.reason.empty() ? c.verdict : c.reason;
+      if (c.status == trace::kStatusSkipped) {  // nothing to judge: SKIPPED, neither a pass nor an error
+        out.report = stopped_report(c.model, c.candidate, policy.name(), c.exit_code, c.verdict);
+        out.report->skipped = c.reason.empty() ? c.verdict : c.reason;
+      } else {
+        out.error = c.reason.empty() ? c.verdict : c.reason;
+      }
       out.trace = fmt::format("{}:{}", args.trace, c.group);
       out.command_line = c.command_line;
       outcomes.push_back(std::move(out));
@@ -90,7 +98,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("trace", args->trace,
                   "The HDF5 trace written by `driftscope run --trace` or `driftscope merge`")
       ->required();
-  cmd->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  cmd->add_flag("--only-failures", args->only_failures,
+                "List only failing rows (else every row of the trace)");
   cmd->add_flag("--profile", args->profile,
                 "After the table, the kernel launches the trace recorded (/launches) per step and per layer");
   add_report_options(cmd, args->report);
@@ -108,6 +117,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
         print_stopped(c);
         RunReport stopped = stopped_report(c.model, c.candidate, policy.name(), c.exit_code, c.verdict);
         stopped.stop_reason = c.reason.empty() ? c.verdict : c.reason;
+        if (c.status == trace::kStatusSkipped) stopped.skipped = stopped.stop_reason;
         write_report_files(stopped, args->report.files);
         exit_code = c.exit_code;
         return;

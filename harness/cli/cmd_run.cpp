@@ -394,7 +394,9 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                   "Keep tensors only of layers A:B (inclusive; model-level stages are always kept)");
   run->add_flag("--progress", args->progress,
                 "Print where the run is every 10 s where stderr is no terminal (a terminal always shows it)");
-  run->add_flag("--only-failures", args->only_failures, "Print only failing stages in the table");
+  run->add_flag("--only-failures", args->only_failures,
+                "List only failing rows (else a failing run also lists the passing rows before the first "
+                "failure in its block)");
   run->add_flag(
       "--profile", args->profile,
       "After the table, the candidate's kernel launches per step and per layer, with their time "

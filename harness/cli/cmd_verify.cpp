@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +19,7 @@
 #include "bare_candidate.h"
 #include "check_battery.h"
 #include "commands.h"
+#include "report_files.h"
 #include "report_options.h"
 #include "runner.h"
 #include "scratch_dir.h"
@@ -268,7 +268,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     f.evidence = {{"part", p.name},
                   {"aims_at", p.aim},
                   {"verdict", battery::first_line(o.verdict)},
-                  {"flags", p.flags}};
+                  {"command", battery::rerun_command(p, a.check.report.policy)}};
     out.findings.push_back(std::move(f));
   }
 }
@@ -361,7 +361,7 @@ nlohmann::json finding_json(const Finding& f) {
 void add_verify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<VerifyArgs>();
   CheckArgs& c = args->check;
-  c.decode_steps = 2;
+  c.decode_steps = battery::kVerifyDecodeSteps;
   CLI::App* cmd = app.add_subcommand(
       "verify",
       "Verify a candidate nobody reviewed: the check battery, then runs under two memory poisons "
@@ -398,7 +398,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                 "Print where verify is every 10 s where stderr is no terminal (a terminal always shows it)");
   cmd->add_option("--work-dir", args->work_dir, "Keep the traces of verify's own runs here");
   cmd->add_flag("--keep-traces", args->keep, "Do not remove the temporary directory of the traces");
-  cmd->callback([args, &exit_code] {
+  cmd->callback([args, cmd, &exit_code] {
     remove_stale_scratch_dirs();
     const CheckArgs& c = args->check;
     const std::string candidate = c.candidate;  // as given: a .cu stays the candidate in the verdict
@@ -417,7 +417,15 @@ void add_verify_command(CLI::App& app, int& exit_code) {
         bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);
         args->check.candidate = bare->plugin;
       }
-      fmt::print("driftscope verify: {} vs {}, seed {}\n", c.model, candidate, c.seed);
+      fmt::print(
+          "driftscope verify: {} vs {}, seed {}, {} decode steps{}\n", c.model, candidate, c.seed,
+          c.decode_steps,
+          cmd->count("--decode-steps") > 0
+              ? ""
+              : fmt::format(" (verify's default, one fewer than check's {}: it reruns the candidate for "
+                            "its own checks)",
+                            battery::kCheckDecodeSteps));
+      std::fflush(stdout);  // the runs take minutes: what runs is said first, even into a pipe
       // Where verify is: every run tells the meter its layers (battery::common_options).
       std::optional<ProgressMeter> meter;
       if (const auto style = ProgressMeter::style_for(c.progress); style != ProgressMeter::Style::off) {
@@ -473,10 +481,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     }
     if (out.refused) j["refused"] = out.refusal;
     for (const Finding& f : out.findings) j["findings"].push_back(finding_json(f));
-    std::ofstream file(args->json);
-    file << j.dump(2) << "\n";
-    if (!file) {
-      fmt::print(stderr, "error: --json {}: cannot write\n", args->json);
+    try {
+      write_text(args->json, j.dump(2) + "\n");
+    } catch (const InputError& e) {
+      fmt::print(stderr, "error: --json {}\n", e.what());
       exit_code = kExitUsage;
     }
   });

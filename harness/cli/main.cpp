@@ -2,11 +2,17 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <csignal>
+
 #include "build_info.h"
 #include "commands.h"
 #include "runner.h"
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) the kernel sends SIGXFSZ, whose default ends the process with
+  // no word (exit 153). Ignored, the write fails with EFBIG instead and the command reports it (exit
+  // 2, naming the file), as on a full disk. The candidate's child process inherits the setting.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{
       "driftscope: differential parity testing of LLM inference kernels.\n"
       "Runs a double-precision reference transformer and a candidate side by side, stage by stage and layer "

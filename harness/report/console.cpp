@@ -141,10 +141,30 @@ void print_inherited(std::FILE* out, int layer, const InheritedGroup& g) {
              steps, layer_str(layer), g.count, stages);
 }
 
+// The passing rows before the first failure in its block (same step, layer, sequence and mode),
+// by index: listed with the failures unless --only-failures, so the table shows the stages that
+// still agreed right up to where the candidate diverges.
+std::vector<bool> leading_to_first_failure(const RunReport& report) {
+  const auto& results = report.results;
+  std::vector<bool> out(results.size(), false);
+  const auto& f = report.first_failure;
+  if (!f) return out;
+  const auto same_block = [&](const StageResult& r) {
+    return r.key.step == f->key.step && r.key.layer == f->key.layer && r.key.seq == f->key.seq &&
+           r.mode == f->mode;
+  };
+  std::size_t at = 0;
+  while (at < results.size() && !(same_block(results[at]) && results[at].key.stage == f->key.stage)) ++at;
+  for (std::size_t i = 0; i < at && at < results.size(); ++i)
+    out[i] = results[i].status == Status::pass && same_block(results[i]);
+  return out;
+}
+
 void print_table(std::FILE* out, const RunReport& report, const ConsoleOptions& opt,
                  const StageCounts& counts) {
   const auto& results = report.results;
   const std::vector<bool> inherited = inherited_rows(results);
+  const std::vector<bool> context = leading_to_first_failure(report);
   std::map<int, InheritedGroup> groups;  // by layer: collapsed unless --all
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!inherited[i]) continue;
@@ -161,14 +181,16 @@ void print_table(std::FILE* out, const RunReport& report, const ConsoleOptions& 
     g.step_max = std::max(g.step_max, r.key.step);
     g.last_stage = r.key.stage;
   }
-  // Without --all a failing run lists its failures: passing and filled rows are counted below.
+  // Without --all a failing run lists its failures and the passing rows leading to the first
+  // failure in its block; other passing and filled rows are counted below. --only-failures lists
+  // failures alone.
   const bool every_row = opt.all_rows && !opt.only_failures;
   std::size_t passing_hidden = 0, filled_hidden = 0;
   fmt::print(out, "{}\n", header_line());
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const bool bad = is_failure(r);
-    if (!bad && !every_row) {
+    if (!bad && !every_row && (opt.only_failures || !context[i])) {
       (r.status == Status::filled ? filled_hidden : passing_hidden) += 1;
       continue;
     }

@@ -201,9 +201,9 @@ std::string diff_markdown(const DiffOutcome& d) {
 }
 
 void write_diff_files(const DiffOutcome& d, const ReportFiles& files) {
-  if (!files.json.empty()) write_text(files.json, trace::json_text(diff_json(d), 2) + "\n");
-  if (!files.junit.empty()) write_text(files.junit, diff_junit_xml(d));
-  if (!files.markdown.empty()) write_text(files.markdown, diff_markdown(d));
+  write_each({{files.json, [&] { return trace::json_text(diff_json(d), 2) + "\n"; }},
+              {files.junit, [&] { return diff_junit_xml(d); }},
+              {files.markdown, [&] { return diff_markdown(d); }}});
 }
 
 }  // namespace ds

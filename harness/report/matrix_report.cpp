@@ -18,6 +18,7 @@ int matrix_exit_code(const std::vector<CaseOutcome>& cases) {
 
 std::string_view case_verdict(const CaseOutcome& c) {
   if (!c.finished) return "INCOMPLETE";
+  if (c.report && !c.report->skipped.empty()) return "SKIPPED";
   return exit_word(c.exit_code);
 }
 
@@ -31,7 +32,7 @@ std::string case_reason(const CaseOutcome& c) {
         "{} of {}, step {} ({}): {}", f.key.stage,
         f.key.layer == kModelLayer ? std::string("the model") : fmt::format("layer {}", f.key.layer),
         f.key.step, mode_name(f.mode), status_name(f.status));
-  } else if (c.report && c.exit_code != kExitParity) {
+  } else if (c.report && (c.exit_code != kExitParity || !c.report->skipped.empty())) {
     why = c.report->verdict;
   }
   if (!c.finished) {

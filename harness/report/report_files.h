@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "runner.h"
 
@@ -26,9 +28,18 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
 std::string junit_error_testsuite(const std::string& name, const std::string& type,
                                   const std::string& message, JunitCounts& n);
 std::string markdown_report(const RunReport& report);
-// Writes one report file whole; throws InputError naming it when it cannot be written.
+// Writes one report file whole (output_file.h: never left truncated); throws InputError naming it
+// and why when it cannot be written.
 void write_text(const std::string& path, const std::string& text);
-// Writes every requested file; throws InputError naming a file that cannot be written.
+// One report file of a set: its path (empty: not asked for) and how to make its text.
+struct ReportText {
+  const std::string& path;
+  std::function<std::string()> text;
+};
+// Writes every file of the set whose path is given, each whole or not at all; one that fails does
+// not stop the others. Throws InputError naming each file that failed and why, and those written.
+void write_each(const std::vector<ReportText>& files);
+// Writes every requested file (write_each).
 void write_report_files(const RunReport& report, const ReportFiles& files);
 
 }  // namespace ds

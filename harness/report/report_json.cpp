@@ -93,6 +93,8 @@ nlohmann::json report_json(const RunReport& report) {
       {"exit_code", report.exit_code},
       {"stop_reason",
        report.stop_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.stop_reason)},
+      // Why a run with nothing to judge (a probe whose target the model lacks) exits 0; null when it ran.
+      {"skipped", report.skipped.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.skipped)},
       {"batch_size", report.batch_size},
       {"judged", counts.judged},
       {"filled", counts.filled},

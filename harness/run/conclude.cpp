@@ -45,6 +45,19 @@ RunReport conclude_phase(RunState& s) {
   return std::move(s.report);
 }
 
+RunReport skipped_run(RunState& s, const ModelConfig& header, const std::string& why) {
+  leave_stopped_trace(s, trace::kStatusSkipped, kExitParity, why);
+  RunReport r = stopped_report(header.name, s.opt.candidate, s.policy.name(), kExitParity, "SKIPPED: " + why);
+  r.skipped = why;
+  r.probe = s.report.probe;
+  r.prompt_tokens = s.report.prompt_tokens;
+  r.decode_steps = s.report.decode_steps;
+  r.from_step = s.report.from_step;
+  r.modes = s.opt.modes;
+  r.notes = s.report.notes;
+  return r;
+}
+
 // Best effort: the stop itself is what the caller reports, and a trace path that cannot be
 // written was already named by the error that stopped the run.
 void leave_stopped_trace(RunState& s, const char* status, int exit_code, const std::string& reason) {

@@ -5,7 +5,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
@@ -14,6 +13,7 @@
 #include "dump/dump_mapping.h"
 #include "dump/export_shape.h"
 #include "dump/tensor_files.h"
+#include "output_file.h"
 #include "runner.h"
 #include "stage_catalog.h"
 #include "trace_cases.h"
@@ -295,13 +295,13 @@ ExportSummary export_trace(const ExportOptions& opt) {
     }
   }
   const std::string mapping_out = (fs::path(opt.out) / "mapping.yaml").string();
-  std::ofstream out(mapping_out);
   YAML::Emitter em;
   em << m;
-  out << "# Written by driftscope export from " << opt.trace
-      << ": read it back with --candidate dump:" << opt.out << "\n"
-      << em.c_str() << "\n";
-  if (!out) throw InputError(fmt::format("{}: cannot write the file", mapping_out));
+  const std::string text =
+      fmt::format("# Written by driftscope export from {}: read it back with --candidate dump:{}\n{}\n",
+                  opt.trace, opt.out, em.c_str());
+  if (auto why = write_whole_file(mapping_out, text))
+    throw InputError(fmt::format("{}: cannot write the file: {}", mapping_out, *why));
   return {tensors, files.size(), mapping_out};
 }
 

@@ -18,7 +18,8 @@ bool parse_int(std::string_view s, int& out) {
   return ec == std::errc{} && end == s.data() + s.size();
 }
 
-// Single-quotes an argument unless it is plainly safe, so the command pastes into a shell.
+}  // namespace
+
 std::string shell_quote(const std::string& s) {
   if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
                                         "-_./:=,+@%") == std::string::npos)
@@ -27,8 +28,6 @@ std::string shell_quote(const std::string& s) {
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-
-}  // namespace
 
 std::string ShardSpec::str() const { return fmt::format("{}/{}", index, count); }
 

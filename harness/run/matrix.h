@@ -39,6 +39,9 @@ std::vector<CaseSpec> select_shard(const std::vector<CaseSpec>& cases, const Sha
 // The trace file of a case inside --trace-dir: stable across nights and distinct across shards.
 std::string case_trace_name(const CaseSpec& c);
 
+// Single-quotes an argument unless it is plainly safe, so a printed command pastes into a shell.
+std::string shell_quote(const std::string& s);
+
 // The `driftscope run` command line that reruns just this case: `argv` (the matrix run's own
 // arguments) minus the matrix, shard and output flags, plus the case's model, candidate and seed.
 std::string single_case_command(const std::vector<std::string>& argv, const CaseSpec& c);

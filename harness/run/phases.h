@@ -49,6 +49,9 @@ void step_loop(RunState& s, Loaded& run);
 
 // conclude: inherited failures marked, verdict, drift, the trace's result written.
 RunReport conclude_phase(RunState& s);
+// The run has nothing to judge (`why`: a probe's target the model lacks): exit 0, verdict SKIPPED,
+// no stage; its trace records it as a stopped run of status skipped.
+RunReport skipped_run(RunState& s, const ModelConfig& header, const std::string& why);
 // The run stopped before any stage ran: its trace still says so (trace_stub.h). Best effort.
 void leave_stopped_trace(RunState& s, const char* status, int exit_code, const std::string& reason);
 // A trace write failed (disk full): the trace keeps the rows whose flush succeeded and records

@@ -1,6 +1,7 @@
 #include "probes.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -129,6 +130,19 @@ double shrink_gdn_qk(const ModelConfig& cfg, WeightStore& w, int l) {
   return s;
 }
 
+bool is_gdn(BlockKind k) { return k == BlockKind::gdn; }
+bool is_attention(BlockKind k) {
+  return k == BlockKind::decoder || k == BlockKind::gpt2 || k == BlockKind::gated_attn;
+}
+
+// The layers a probe rewrites: what it aims at, in words, and the block kinds that have it.
+struct ProbeTarget {
+  std::string_view probe, blocks;
+  bool (*has)(BlockKind);
+};
+constexpr ProbeTarget kTargets[] = {{"tiny-gdn-qk", "Gated DeltaNet layer", is_gdn},
+                                    {"large-logits", "attention layer", is_attention}};
+
 // Applies `scale_layer` to every layer whose block kind `wanted` accepts: how many, and the
 // smallest and largest factor it used.
 struct LayerScales {
@@ -162,6 +176,21 @@ const Probe& find_probe(std::string_view name) {
   }
   throw InputError(fmt::format("--probe {}: no such probe{}; the probes are {} (or all)", name,
                                did_you_mean(name, known), names));
+}
+
+std::optional<std::string> probe_skip_reason(const Probe& probe, const ModelConfig& cfg) {
+  for (const ProbeTarget& t : kTargets) {
+    if (t.probe != probe.name) continue;
+    std::vector<std::string> kinds;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      if (t.has(cfg.block_kind(l))) return std::nullopt;
+      const std::string kind(block_kind_name(cfg.block_kind(l)));
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+    return fmt::format("{} has no {} for probe {} to aim at (its {} layer(s) run: {})", cfg.name, t.blocks,
+                       probe.name, cfg.n_layers, fmt::join(kinds, ", "));
+  }
+  return std::nullopt;
 }
 
 void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o) {
@@ -224,23 +253,13 @@ std::string apply_probe_weights(const Probe& probe, ModelConfig& cfg, WeightStor
         untie ? "; the tied lm_head untied, its rows as they were" : "");
   }
   if (probe.name == "tiny-gdn-qk") {
-    const LayerScales r = scale_layers(
-        cfg, [](BlockKind k) { return k == BlockKind::gdn; },
-        [&](int l) { return shrink_gdn_qk(cfg, w, l); });
-    if (r.layers == 0)
-      return fmt::format("probe {}: the model has no Gated DeltaNet layer to scale", probe.name);
+    const LayerScales r = scale_layers(cfg, is_gdn, [&](int l) { return shrink_gdn_qk(cfg, w, l); });
     return fmt::format(
         "probe {}: q/k rows of {} GDN layer(s) scaled by {:.3g} to {:.3g} (head sum of squares ~{:g})",
         probe.name, r.layers, r.lo, r.hi, kTinyQkSumSquares);
   }
   if (probe.name == "large-logits") {
-    const LayerScales r = scale_layers(
-        cfg,
-        [](BlockKind k) {
-          return k == BlockKind::decoder || k == BlockKind::gpt2 || k == BlockKind::gated_attn;
-        },
-        [&](int l) { return scale_scores(cfg, w, l); });
-    if (r.layers == 0) return fmt::format("probe {}: the model has no attention layer to scale", probe.name);
+    const LayerScales r = scale_layers(cfg, is_attention, [&](int l) { return scale_scores(cfg, w, l); });
     return fmt::format("probe {}: q of {} attention layer(s) scaled by {:.3g} to {:.3g} (score sigma ~{:g})",
                        probe.name, r.layers, r.lo, r.hi, kLargeScoreSigma);
   }

@@ -4,6 +4,7 @@
 // trace records it (run JSON "probe"). docs/cli.md lists them with their bug classes.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ std::span<const Probe> probes();
 // The probe named `name`; throws InputError listing the probes otherwise.
 const Probe& find_probe(std::string_view name);
 
+// Why `probe` has nothing to aim at in a model of `cfg` (its layers as run): tiny-gdn-qk without a
+// Gated DeltaNet layer, large-logits without an attention layer. Such a run is SKIPPED, not a
+// pass; nothing when the probe applies.
+std::optional<std::string> probe_skip_reason(const Probe& probe, const ModelConfig& cfg);
 // The prompt, steps and modes of `probe` for a model of `cfg`, into `o`; throws InputError when
 // the run cannot take the probe (a prompt given with --tokens).
 void apply_probe_options(const Probe& probe, const ModelConfig& cfg, RunOptions& o);

@@ -35,6 +35,11 @@ void ProbeFeature::settle(ModelConfig& header, RunOptions& opt) {
   if (!opt.probe.empty()) apply_probe_options(find_probe(opt.probe), header, opt);
 }
 
+std::optional<std::string> ProbeFeature::skip_reason(const ModelConfig& header, const RunOptions& opt) {
+  if (opt.probe.empty()) return std::nullopt;
+  return probe_skip_reason(find_probe(opt.probe), header);
+}
+
 void ProbeFeature::rewrite_weights(RunState& s, Model& m) {
   if (s.opt.probe.empty()) return;
   // Both sides run the rewritten weights; the prompt is settled here so the rows it reads are known.
@@ -69,6 +74,19 @@ void DumpFeature::declared_numerics(const Candidate& cand, std::string& spec, st
   if (const auto* d = as_dump(cand); spec.empty() && d && !d->mapping().numerics.empty()) {
     spec = d->mapping().numerics;
     from = fmt::format("{}: numerics", d->mapping().path);
+  }
+}
+
+void DumpFeature::fill_missing_sources(RunState& s, const Candidate& cand, const ModelConfig& header) {
+  const auto* d = as_dump(cand);
+  // Without --fill reference the preflight names the first missing file, offering the flag.
+  if (!d || !s.opt.fill) return;
+  for (const auto& [stage, first] : d->missing_sources(header, s.opt.decode_steps + 1)) {
+    d->unmap(stage);
+    s.report.notes.push_back(
+        fmt::format("{}: not in the dump: stage {} is filled by the reference at every step and layer "
+                    "(--fill reference), not judged",
+                    first, stage));
   }
 }
 

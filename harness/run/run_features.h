@@ -5,7 +5,7 @@
 //
 //   feature                          settle  gate  load  step loop
 //   LateStart       --from-step        x                    x
-//   ProbeFeature    --probe            x             x
+//   ProbeFeature    --probe            x       x     x
 //   DumpFeature     dump:DIR           x       x     x      x
 //   FillFeature     --fill reference           x            x
 //   BaselineFeature --baseline         x       x     x      x
@@ -51,6 +51,8 @@ struct LateStart {
 struct ProbeFeature {
   // settle: the probe's prompt, steps and modes, before the gates read them.
   static void settle(ModelConfig& header, RunOptions& opt);
+  // gate: why the run has nothing to judge (probes.h: probe_skip_reason); nothing when it has.
+  static std::optional<std::string> skip_reason(const ModelConfig& header, const RunOptions& opt);
   // load: the probe's rewrite of the weights both sides run on, noted in the report.
   static void rewrite_weights(RunState& s, Model& m);
 };
@@ -63,6 +65,10 @@ struct DumpFeature {
                             std::string& source);
   // settle: the numerics its mapping declares, into `spec` and `from` when --numerics is not given.
   static void declared_numerics(const Candidate& cand, std::string& spec, std::string& from);
+  // gate, first: with --fill reference, a mapped stage whose file (or tensor) the dump lacks is
+  // unmapped, so the fill computes it (recorded `filled`) and a note says so. Without the flag the
+  // preflight names the first such file and its stage, and offers the flag.
+  static void fill_missing_sources(RunState& s, const Candidate& cand, const ModelConfig& header);
   // gate: every file checked before any compute.
   static void preflight(const Candidate& cand, const ModelConfig& header, const RunOptions& opt);
   // load: whether the candidate runs code (and so may run in a child process); a dump, read in

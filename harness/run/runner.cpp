@@ -105,6 +105,8 @@ RunReport run_phases(RunState& s) {
     s.report.baseline = s.opt.baseline;
     return conclude_phase(s);
   }
+  // A probe aimed at a block the model lacks would run unchanged inputs and "pass": skipped, saying why.
+  if (auto why = ProbeFeature::skip_reason(header, s.opt)) return skipped_run(s, header, *why);
   Loaded loaded = load_phase(s, header, std::move(cand));  // held until the run concludes
   if (loaded.loaded) step_loop(s, loaded);
   return conclude_phase(s);

@@ -86,6 +86,9 @@ struct RunReport {
   bool drift_failed = false;         // the drift alone failed the run: every stage passed
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
+  // Why the run judged nothing and still exits 0 (a probe whose target the model lacks); empty
+  // when it ran. Its verdict starts SKIPPED.
+  std::string skipped;
   // Why a run stopped before any stage, in full (a gate's report, every missing tensor); empty
   // when it ran.
   std::string stop_reason;

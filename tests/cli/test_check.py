@@ -4,6 +4,7 @@ failing stage, and the part prints the run command that reruns it; the JSON verd
 part; the exit code is the worst part's."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,55 @@ class Check(unittest.TestCase):
             self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
             self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
 
+    def test_every_rerun_line_is_a_command_that_reproduces_its_part(self):
+        # Issue 49, item 3: the hazard part repeated --decode-steps (CLI11 refused it) and the
+        # odd-widths part ended "(as synthetic:...)". A kernel mutant fails every part that runs, so
+        # each part prints a rerun line: each must be the JSON's command, give every flag once,
+        # and run as is to the part's own exit code and first failing stage.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                             "--decode-steps", "1", json_out=out)
+            self.assertEqual(rc, 1, text)
+            reruns = [line.split("rerun: ", 1)[1] for line in text.splitlines() if "rerun: " in line]
+            ran = [p for p in parts(out).values() if not p["skipped"]]
+            self.assertEqual(len(reruns), len([p for p in ran if p["exit_code"] != 0]), text)
+            self.assertGreaterEqual(len(reruns), 10, text)  # both modes, 7 probes, odd widths, races, hazards
+            for part in ran:
+                if part["exit_code"] == 0:
+                    continue
+                with self.subTest(part=part["name"]):
+                    self.assertIn(part["command"], reruns)
+                    argv = shlex.split(part["command"])
+                    self.assertEqual(argv[:2], ["driftscope", "run"])
+                    flags = [a for a in argv if a.startswith("-")]
+                    self.assertEqual(len(flags), len(set(flags)), f"a flag given twice: {argv}")
+                    self.assertNotIn("(", part["command"])
+                    p = subprocess.run([DRIFTSCOPE, *argv[1:]], capture_output=True, text=True, timeout=300)
+                    self.assertEqual(p.returncode, part["exit_code"], f"{part['command']}\n{p.stdout}{p.stderr}")
+                    stage = part["verdict"].split(" of ", 1)[0]
+                    self.assertIn(f"First failing stage: {stage} of", p.stdout)
+
+    def test_check_and_verify_say_their_decode_steps_and_why_they_differ(self):
+        # Issue 49, item 8: by default check judges 3 decode steps and verify 2; each first line says
+        # so and why. Only the first line is read: the command is stopped there.
+        cases = [  # (command, extra flags, what its first line must say)
+            ("check", [], "3 decode steps (check's default; verify's is 2, as it reruns the candidate"),
+            ("verify", [], "2 decode steps (verify's default, one fewer than check's 3: it reruns the candidate"),
+            ("check", ["--decode-steps", "2"], "2 decode steps: "),
+            ("verify", ["--decode-steps", "3"], "3 decode steps\n"),
+        ]
+        for command, extra, want in cases:
+            with self.subTest(command=command, flags=extra):
+                with subprocess.Popen([DRIFTSCOPE, command, "--model", "synthetic:qwen2-tiny", "--candidate",
+                                       "cpu-f16", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True) as p:
+                    try:
+                        first = next(line for line in p.stdout if line.startswith(f"driftscope {command}:"))
+                    finally:
+                        p.kill()
+                self.assertIn(want, first)
+
     def test_each_planted_bug_is_caught_by_the_part_aimed_at_it(self):
         cases = [  # (model, mutant, the part that catches it, its stage, whether `both modes` misses it)
             ("synthetic:qwen2-tiny", "mutant:softmax-no-max", "probe large-logits", "attn", True),
@@ -86,6 +136,8 @@ class Check(unittest.TestCase):
             ("synthetic:qwen2-tiny", "cpu-f16", "schedule races", "SIMT"),
             ("synthetic:qwen2-tiny", "cpu-f16", "shared-memory hazards", "SIMT"),
             ("synthetic:qwen2-tiny", "mutant:residual-scale", "schedule races", "SIMT"),  # a cpu-f16 mutant
+            # A probe whose target the model lacks (issue 49, item 8): skipped, not a pass.
+            ("synthetic:qwen2-tiny", "cpu-f16", "probe tiny-gdn-qk", "has no Gated DeltaNet layer"),
             (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
         ]
         for model, cand, part, why in cases:

@@ -35,6 +35,28 @@ class ConsoleSummaries(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+    def test_only_failures_drops_the_passing_rows_listed_beside_the_first_failure(self):
+        # Issue 49, item 4: the default table of a failing run lists the failures and the passing
+        # rows before the first failure in its block (residual_1 of layer 0, step 0: attn_norm ..
+        # attn_out); --only-failures lists failing rows alone, in run and in report alike.
+        trace = os.path.join(self.tmp.name, "mutant.h5")
+        rc, default, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                               "--mode", "both", "--trace", trace)
+        self.assertEqual(rc, 1, default + err)
+        rc, only, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                            "--mode", "both", "--only-failures")
+        self.assertEqual(rc, 1, only + err)
+        passing = [line for line in default.splitlines() if " isolated PASS" in line]
+        self.assertEqual({tuple(line.split()[:2]) for line in passing}, {("0", "0")}, default)
+        self.assertEqual([line.split()[2] for line in passing],
+                         ["attn_norm", "q", "k", "v", "q_rope", "k_rope", "attn", "attn_out"], default)
+        self.assertNotIn(" PASS ", only)
+        self.assertIn("residual_1   isolated FAIL", only)
+        self.assertNotEqual(default, only)
+        rc, report_only, err = run("report", trace, "--only-failures")
+        self.assertEqual(rc, 1, report_only + err)
+        self.assertNotIn(" PASS ", report_only)
+
     def test_diff_factor_out_of_bounds_is_exit_2_naming_the_bound(self):
         a = self.traces[(0, 0)]
         for factor in ("0", "-3", "0.5", "nan", "inf", "1e309", "1e9", "two"):

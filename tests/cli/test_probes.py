@@ -73,6 +73,34 @@ class Probes(unittest.TestCase):
                     failed.append(f"{preset} seed {seed}: exit {rc}: {out.splitlines()[4:6]}{err}")
         self.assertEqual(failed, [])
 
+    def test_a_probe_whose_target_the_model_lacks_is_skipped_saying_why(self):
+        # (model, probe, whether it applies): tiny-gdn-qk rewrites GDN layers only (issue 49, item 8).
+        cases = [("synthetic:qwen2-tiny", "tiny-gdn-qk", False), ("synthetic:llama-tiny", "tiny-gdn-qk", False),
+                 ("synthetic:qwen35-tiny", "tiny-gdn-qk", True)]
+        for model, probe, applies in cases:
+            with self.subTest(model=model, probe=probe):
+                trace = os.path.join(self.tmp.name, "p.h5")
+                report = os.path.join(self.tmp.name, "p.json")
+                rc, out, err = run("--model", model, "--candidate", "cpu-f16", "--probe", probe, "-o", trace,
+                                   "--json", report)
+                self.assertEqual(rc, 0, out + err)
+                with open(report) as f:
+                    j = json.load(f)
+                if applies:
+                    self.assertIsNone(j["skipped"], out)
+                    self.assertGreater(j["judged"], 0)
+                    continue
+                self.assertIn("SKIPPED: ", out)
+                self.assertIn("has no Gated DeltaNet layer for probe tiny-gdn-qk", out)
+                self.assertNotIn("PASS", out)
+                self.assertIn("no Gated DeltaNet layer", j["skipped"])
+                self.assertEqual(j["judged"], 0)
+                # The trace records it; report reads it back as SKIPPED, exit 0.
+                p = subprocess.run([DRIFTSCOPE, "report", trace], capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("SKIPPED (exit 0)", p.stdout)
+                self.assertIn("no Gated DeltaNet layer", p.stdout)
+
     def test_bad_usage_is_exit_2_naming_it(self):
         rc, out, err = run("--model", "synthetic:llama-tiny", "--probe", "no-such")
         self.assertEqual(rc, 2, out + err)

@@ -68,6 +68,35 @@ class F32Dumps(unittest.TestCase):
                 self.assertEqual({s["step"] for s in report["stages"]}, {0, 1, 2, 3})
 
 
+class MissingFiles(unittest.TestCase):
+    def test_a_stage_whose_file_is_missing_is_filled_with_fill_reference_else_offered_it(self):
+        # Issue 49, item 9: a dump without embd.npy (an engine version that names the embedding
+        # otherwise, or does not dump it). (which files go, the stage they hold)
+        cases = [("embd.npy", "embed"), ("attn_norm-1.npy", "attn_norm")]
+        for name, stage in cases:
+            with self.subTest(stage=stage), tempfile.TemporaryDirectory() as tmp:
+                dump = os.path.join(tmp, "llama-no-" + stage)
+                shutil.copytree(os.path.join(PEERS, "dumps", "llama-all"), dump)
+                for step in range(4):
+                    os.remove(os.path.join(dump, f"step{step}", name))
+                rc, text = run("run", "--model", os.path.join(PEERS, "models", "llama-tiny.tok.gguf"),
+                               "--candidate", f"dump:{dump}", "--decode-steps", "3")
+                self.assertEqual(rc, 2, text[-3000:])
+                self.assertIn(f"step0/{name}", text)
+                self.assertIn(f"stage {stage} cannot be judged", text)
+                self.assertIn("Run with --fill reference", text)
+                rc, text, report = judge(dump, "llama-tiny.tok.gguf", tmp, "--fill", "reference")
+                self.assertEqual(rc, 0, text[-3000:])
+                self.assertIn(f"step0/{name}", text)
+                self.assertIn(f"stage {stage} is filled by the reference", text)
+                filled = {(s["step"], s["layer"]) for s in report["stages"]
+                          if s["stage"] == stage and s["status"] == "filled"}
+                judged = {(s["step"], s["layer"]) for s in report["stages"]
+                          if s["stage"] == stage and s["status"] != "filled"}
+                self.assertEqual(judged, set())
+                self.assertEqual({step for step, _ in filled}, {0, 1, 2, 3})
+
+
 class PlantedBug(unittest.TestCase):
     def test_a_0_1_percent_scale_on_one_layers_mlp_output_fails_there(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -196,6 +196,32 @@ INSTANTIATE_TEST_SUITE_P(Rows, ConsoleLayout,
                                            LayoutCase{"all_lists_every_row", 2, 3, true, 0, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// run --only-failures (issue 49, item 4): without it a failing run's table lists the passing rows
+// that lead to the first failure in its block too (step 0, layer 0, isolated: the five stages
+// before residual_1); with it, failing rows alone. Other passing rows are counted either way.
+struct FailuresOnlyCase {
+  const char* name;
+  bool only_failures, all_rows;
+  std::size_t passing_rows;  // " isolated PASS" lines in the table
+};
+void PrintTo(const FailuresOnlyCase& c, std::ostream* os) { *os << c.name; }
+class ConsoleOnlyFailures : public ::testing::TestWithParam<FailuresOnlyCase> {};
+
+TEST_P(ConsoleOnlyFailures, ListsTheFirstFailingBlocksPassingRowsUnlessAskedForFailuresOnly) {
+  const FailuresOnlyCase& c = GetParam();
+  const std::string s = render(mutant_like(2), {c.only_failures, false, c.all_rows});
+  EXPECT_EQ(count_lines_with(s, " isolated PASS"), c.passing_rows) << s;
+  EXPECT_EQ(count_lines_with(s, "   0     0  residual_1   isolated FAIL"), 1u) << s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, ConsoleOnlyFailures,
+                         ::testing::Values(FailuresOnlyCase{"default_lists_the_stages_before_it", false,
+                                                            false, 5},
+                                           FailuresOnlyCase{"only_failures", true, false, 0},
+                                           FailuresOnlyCase{"all_lists_every_passing_row", false, true, 17},
+                                           FailuresOnlyCase{"all_with_only_failures", true, true, 0}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 struct MismatchCase {
   const char* name;
   std::int64_t first_mismatch, first_nan, max_abs_index;

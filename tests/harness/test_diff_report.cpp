@@ -74,16 +74,17 @@ class DiffSummary : public testing::Test {
 
 TEST_F(DiffSummary, OneChangePerStageTheCulpritFirstItsDownstreamInherited) {
   const auto iso = Mode::isolated, ch = Mode::chained;
-  // Baseline: every stage passes. Current: `b` of layer 0 breaks in both modes; `c` downstream
-  // fails only chained (fed b's drift); `a` changed its bits alone; `d` of layer 1 grew its error.
-  write_trace(dir / "base.h5", {stage(0, "a", iso, false, 0.01, 1), stage(0, "b", iso, false, 0.01, 2),
-                                stage(0, "c", iso, false, 0.01, 3), stage(1, "d", iso, false, 0.01, 4),
-                                stage(0, "a", ch, false, 0.01, 1), stage(0, "b", ch, false, 0.01, 2),
-                                stage(0, "c", ch, false, 0.01, 3), stage(1, "d", ch, false, 0.01, 4)});
-  write_trace(dir / "cur.h5", {stage(0, "a", iso, false, 0.01, 9), stage(0, "b", iso, true, 5, 2),
-                               stage(0, "c", iso, false, 0.01, 3), stage(1, "d", iso, false, 0.05, 4),
-                               stage(0, "a", ch, false, 0.01, 9), stage(0, "b", ch, true, 5, 8),
-                               stage(0, "c", ch, true, 4, 7), stage(1, "d", ch, false, 0.01, 4)});
+  // Baseline: every stage passes. Current: `k` of layer 0 breaks in both modes; `v` downstream
+  // fails only chained (fed k's drift); `q` changed its bits alone; `attn` of layer 1 grew its error.
+  // (Catalog names: a trace naming any other stage is refused.)
+  write_trace(dir / "base.h5", {stage(0, "q", iso, false, 0.01, 1), stage(0, "k", iso, false, 0.01, 2),
+                                stage(0, "v", iso, false, 0.01, 3), stage(1, "attn", iso, false, 0.01, 4),
+                                stage(0, "q", ch, false, 0.01, 1), stage(0, "k", ch, false, 0.01, 2),
+                                stage(0, "v", ch, false, 0.01, 3), stage(1, "attn", ch, false, 0.01, 4)});
+  write_trace(dir / "cur.h5", {stage(0, "q", iso, false, 0.01, 9), stage(0, "k", iso, true, 5, 2),
+                               stage(0, "v", iso, false, 0.01, 3), stage(1, "attn", iso, false, 0.05, 4),
+                               stage(0, "q", ch, false, 0.01, 9), stage(0, "k", ch, true, 5, 8),
+                               stage(0, "v", ch, true, 4, 7), stage(1, "attn", ch, false, 0.01, 4)});
   const trace::TraceReader base((dir / "base.h5").string()), cur((dir / "cur.h5").string());
   const CaseDiff d = summarise_diff(base, cur, {});
   ASSERT_EQ(d.changes.size(), 4u);
@@ -94,10 +95,10 @@ TEST_F(DiffSummary, OneChangePerStageTheCulpritFirstItsDownstreamInherited) {
     bool regression, inherited;
     std::size_t modes;
   };
-  const Want want[] = {{"b", 0, "new-failure", true, false, 2},
-                       {"c", 0, "new-failure", true, true, 1},
-                       {"d", 1, "error-grew", true, false, 1},
-                       {"a", 0, "bits-changed", false, false, 2}};
+  const Want want[] = {{"k", 0, "new-failure", true, false, 2},
+                       {"v", 0, "new-failure", true, true, 1},
+                       {"attn", 1, "error-grew", true, false, 1},
+                       {"q", 0, "bits-changed", false, false, 2}};
   for (std::size_t i = 0; i < 4; ++i) {
     SCOPED_TRACE(want[i].stage);
     const StageChange& c = d.changes[i];
@@ -109,9 +110,9 @@ TEST_F(DiffSummary, OneChangePerStageTheCulpritFirstItsDownstreamInherited) {
     EXPECT_EQ(c.modes.size(), want[i].modes);
   }
   ASSERT_NE(d.first_regression(), nullptr);
-  EXPECT_EQ(d.first_regression()->key.stage, "b");
-  EXPECT_EQ(stage_where(*d.first_regression()), "step 0 layer 0 b (isolated, chained)");
-  // b's chained lane also grew and changed bits: one line says so rather than three.
+  EXPECT_EQ(d.first_regression()->key.stage, "k");
+  EXPECT_EQ(stage_where(*d.first_regression()), "step 0 layer 0 k (isolated, chained)");
+  // k's chained lane also grew and changed bits: one line says so rather than three.
   EXPECT_EQ(d.first_regression()->also, (std::vector<std::string>{"error-grew", "bits-changed"}));
   // No policy note: the evidence says why from the metrics.
   EXPECT_NE(d.first_regression()->evidence.find("was pass, now fail: 1 of 4 elements outside"),
@@ -122,10 +123,10 @@ TEST_F(DiffSummary, OneChangePerStageTheCulpritFirstItsDownstreamInherited) {
 
   DiffOutcome out{"base.h5", "cur.h5", {d}, {}, {}};
   const nlohmann::json j = diff_json(out);
-  EXPECT_EQ(j["first_regression"]["stage"], "b");
-  EXPECT_EQ(j["cases"][0]["changes"][0]["stage"], "b");
+  EXPECT_EQ(j["first_regression"]["stage"], "k");
+  EXPECT_EQ(j["cases"][0]["changes"][0]["stage"], "k");
   const std::string md = diff_markdown(out);
-  EXPECT_NE(md.find("First regression: **step 0 layer 0 b (isolated, chained)** (new-failure)"),
+  EXPECT_NE(md.find("First regression: **step 0 layer 0 k (isolated, chained)** (new-failure)"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("(inherited from an earlier stage)"), std::string::npos) << md;

@@ -47,6 +47,22 @@ def set_summary_field(field, value):
     return edit
 
 
+def set_result(edit):
+    """Rewrites the /result JSON (uint8 bytes) through `edit`, which returns its new text."""
+    def apply(f):
+        text = edit(json.loads(bytes(f["result"][()]).decode()))
+        del f["result"]
+        f.create_dataset("result", data=np.frombuffer(text.encode(), np.uint8))
+    return apply
+
+
+def nested_exit_code(depth):
+    def edit(result):
+        result.pop("exit_code")
+        return json.dumps(result)[:-1] + ', "exit_code": ' + "[" * depth + "]" * depth + "}"
+    return edit
+
+
 # (name, edit of an open h5py file, text the error must contain)
 CASES = [
     ("2-D summary", lambda f: make_2d(f, "summary"), "dataset /summary has rank 2"),
@@ -62,6 +78,9 @@ CASES = [
     ("summary negative dimension", set_summary_field("shape", [-4, 1, 1, 1]), "shape"),
     ("summary shape product overflows", set_summary_field("shape", [2**40, 2**40, 1, 1]), "shape"),
     ("summary ref_offset beyond the pool", set_summary_field("ref_offset", 2**62), "lie outside /tensors/ref"),
+    # Quoted in the message: the quote must not recurse 100000 levels (it overflowed the stack).
+    ("result exit_code nested 100000 deep", set_result(nested_exit_code(100000)),
+     "exit_code must be an integer from 0 to 4 (it is array [[[["),
 ]
 
 
@@ -133,6 +152,37 @@ class HostileTraces(unittest.TestCase):
                     self.assertEqual(rc, 2, f"{args}: {out}{err}")
                     self.assertIn(path, err)
                     self.assertIn(message, err)
+
+    def test_a_row_naming_no_catalogue_stage_is_refused_by_every_reader(self):
+        # Issue 49, item 14: an old or edited trace whose row names no stage, or one the catalogue
+        # does not have, was printed as "first failing stage is  of layer 0". Every command reading
+        # it refuses it: exit 2 naming the file, the row and the name.
+        out_dir = os.path.join(self.tmp.name, "exported")
+        commands = {  # command -> its arguments, given the trace
+            "report": lambda t: ["report", t],
+            "diff": lambda t: ["diff", self.good, t],
+            "replay": lambda t: ["replay", t, "--step", "0", "--layer", "0", "--stage", "attn_norm",
+                                 "--candidate", "cpu-f16"],
+            "export": lambda t: ["export", t, "--format", "npy", "--out", out_dir],
+        }
+        cases = [  # (name, the stage written in row 0, what the error says of it)
+            ("empty stage", b"", "the stage name is empty"),
+            ("a renamed stage", b"attn_output", "stage 'attn_output' is not a stage of the catalogue"),
+            ("a stage of 31 characters", b"x" * 31, f"stage '{'x' * 31}' is not a stage of the catalogue"),
+        ]
+        for name, stage, message in cases:
+            path = os.path.join(self.tmp.name, name.replace(" ", "_") + ".h5")
+            shutil.copy(self.good, path)
+            with h5py.File(path, "r+") as f:
+                set_summary_field("stage", stage)(f)
+            for command, args in commands.items():
+                with self.subTest(name, command=command):
+                    rc, out, err = ds(*args(path))
+                    self.assertEqual(rc, 2, f"{command}: {out}{err}")
+                    self.assertIn(path, err)
+                    self.assertIn("/summary row 0 (step 0, layer -1)", err)
+                    self.assertIn(message, err)
+                    self.assertNotIn("first failing stage is  of", out + err)
 
     def test_corrupt_heap_lengths_are_exit_2_not_a_signal_or_a_hang(self):
         for name, edit, message in RAW_CASES:

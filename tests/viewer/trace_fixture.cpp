@@ -1,15 +1,25 @@
 #include "trace_fixture.h"
 
-#include <fmt/format.h>
-
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
+#include "stage_catalog.h"
 #include "trace_writer.h"
 
 namespace ds::view::testing {
 
-std::string stage_name(int s) { return fmt::format("stage_{:02d}", s); }
+std::string stage_name(int s) {
+  // Catalog names, as a trace's rows must be: a decoder layer's, then GPT-2's own (30 in all).
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (BlockKind kind : {BlockKind::decoder, BlockKind::gpt2})
+      for (const StageInfo& st : block_stages(kind))
+        if (std::find(out.begin(), out.end(), st.name) == out.end()) out.emplace_back(st.name);
+    return out;
+  }();
+  return names.at(std::size_t(s));
+}
 
 std::string write_fixture(const std::string& name, const FixtureSpec& spec) {
   const std::string path = (std::filesystem::temp_directory_path() / name).string();

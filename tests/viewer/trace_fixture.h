@@ -24,6 +24,7 @@ struct FixtureSpec {
 
 // Returns the path written (under the test's temporary directory).
 std::string write_fixture(const std::string& name, const FixtureSpec& spec);
+// The s-th stage the fixture writes in a block: catalog names (a trace must name those), s < 30.
 std::string stage_name(int s);
 
 }  // namespace ds::view::testing
