@@ -53,7 +53,8 @@ const std::vector<Factory>& factories() {
     for (const auto& m : gpu::gdn_mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         [&m](std::string& why) { return gpu::mutant_kernels(m.name, why); },
+                         fmt::format("mutant:{}", m.name),
                          fmt::format("simt with a planted GDN bug: {}", std::string(m.what)));
                    }});
     }
@@ -68,7 +69,8 @@ const std::vector<Factory>& factories() {
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         [&m](std::string& why) { return gpu::mutant_kernels(m.name, why); },
+                         fmt::format("mutant:{}", m.name),
                          fmt::format("simt with a planted bug: {}", std::string(m.what)));
                    }});
     }
