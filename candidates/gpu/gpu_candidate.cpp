@@ -31,7 +31,8 @@ GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std:
       fused_gdn_ops_(fused_gdn_ops) {}
 
 namespace {
-// What a candidate whose kernels sit in a module holds until load() opens it: no kernel at all.
+// What a candidate whose kernels sit in a module holds until load() opens it: no kernel at all
+// (the constructor sets the backend they will have).
 const dsk::KernelTable& not_opened_yet() {
   static const dsk::KernelTable none = [] {
     dsk::KernelTable t{};
@@ -43,9 +44,10 @@ const dsk::KernelTable& not_opened_yet() {
 }
 }  // namespace
 
-GpuCandidate::GpuCandidate(OpenKernels open, std::string name, std::string description)
+GpuCandidate::GpuCandidate(OpenKernels open, const char* backend, std::string name, std::string description)
     : GpuCandidate(not_opened_yet(), std::move(name), std::move(description)) {
   open_ = std::move(open);
+  table_.backend = backend;
 }
 
 GpuCandidate::~GpuCandidate() { free_all(); }
@@ -159,7 +161,8 @@ void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
 std::string GpuCandidate::unavailable() const {
   if (open_) {
     std::string why;
-    if (open_(why) == nullptr) return why;
+    const dsk::KernelTable* t = open_(why);
+    return t == nullptr ? why : t->device_error();
   }
   return k_.device_error();
 }

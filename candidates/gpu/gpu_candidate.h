@@ -99,11 +99,12 @@ class GpuCandidate final : public Candidate {
   // only the plain ones.
   GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
                bool fused_gdn_ops = true);
-  // Kernels in a module opened on first use (a mutant's, gpu/mutants.h): `open` returns the table,
-  // or null with why not. load() and unavailable() ask it, the constructor never does, so that
-  // listing the candidate opens and builds nothing.
+  // Kernels in a module opened on first use (a mutant's, gpu/mutants.h; cuda's, gpu/cuda_kernels.h):
+  // `open` returns the table, or null with why not; `backend` is the one it will have ("simt" or
+  // "cuda"). load() and unavailable() ask it, the constructor never does, so that listing the
+  // candidate opens and builds nothing.
   using OpenKernels = std::function<const dsk::KernelTable*(std::string& why)>;
-  GpuCandidate(OpenKernels open, std::string name, std::string description);
+  GpuCandidate(OpenKernels open, const char* backend, std::string name, std::string description);
   ~GpuCandidate() override;
 
   std::string name() const override { return name_; }

@@ -49,7 +49,8 @@ def built(pattern):
 class PartialBuild(unittest.TestCase):
     def test_1_driftscope_alone_builds_no_nvcc_checked_or_module_code(self):
         self.assertEqual(built("*.cu.o"), [], "nvcc compiled something for driftscope")
-        self.assertEqual(built("ds_kernels_checked.dir"), [], "the checked flavour was compiled for driftscope")
+        # CMake makes every target's .dir when it generates the tree: what counts is an object in one.
+        self.assertEqual(built("ds_kernels_checked.dir/**/*.o"), [], "the checked flavour was compiled for driftscope")
         self.assertEqual(built("libdriftscope-kernels-*.so"), [])
         self.assertEqual(built("ds_mutant_*.dir/**/*.o"), [], "a kernel mutant was compiled for driftscope")
         self.assertEqual(built("libdriftscope-mutant-*.so"), [])
