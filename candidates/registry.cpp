@@ -53,7 +53,8 @@ const std::vector<Factory>& factories() {
     for (const auto& m : gpu::gdn_mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         [&m](std::string& why) { return gpu::mutant_kernels(m.name, why); }, "simt",
+                         fmt::format("mutant:{}", m.name),
                          fmt::format("simt with a planted GDN bug: {}", std::string(m.what)));
                    }});
     }
@@ -61,14 +62,20 @@ const std::vector<Factory>& factories() {
     {
       static const std::string kCuda =
           "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU: every family simt serves";
-      v.push_back({"cuda", [] { return std::make_unique<gpu::GpuCandidate>(gpu::cuda_kernels(), "cuda", kCuda); },
+      // cuda_kernels() opens (or builds) the module: when the candidate loads, never when it is listed.
+      v.push_back({"cuda",
+                   [] {
+                     return std::make_unique<gpu::GpuCandidate>(
+                         [](std::string&) { return &gpu::cuda_kernels(); }, "cuda", "cuda", kCuda);
+                   },
                    kCuda});
     }
 #endif
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
                      return std::make_unique<gpu::GpuCandidate>(
-                         gpu::mutant_kernels(m.name), fmt::format("mutant:{}", m.name),
+                         [&m](std::string& why) { return gpu::mutant_kernels(m.name, why); }, "simt",
+                         fmt::format("mutant:{}", m.name),
                          fmt::format("simt with a planted bug: {}", std::string(m.what)));
                    }});
     }

@@ -12,8 +12,12 @@ set(DS_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/driftscope)
 # `cmake --install` copies what the build made and builds nothing: after a partial build (the
 # demo's) it would stop at the first missing file with the prefix half written. So it checks
 # every program and module it will copy first, and names the command that builds them.
+set(DS_KERNEL_MODULES ds_kernels_checked_module ds_kernels_cuda_module)
+foreach(m IN LISTS DS_MUTANT_MODULES)
+  list(APPEND DS_KERNEL_MODULES ds_mutant_${m}_module)
+endforeach()
 set(DS_INSTALLED_FILES "")
-foreach(t driftscope driftscope-view ds_kernels_checked_module ds_kernels_cuda_module driftscope_simt_rewrite)
+foreach(t driftscope driftscope-view ${DS_KERNEL_MODULES} driftscope_simt_rewrite)
   if(TARGET ${t})
     list(APPEND DS_INSTALLED_FILES "$<TARGET_FILE:${t}>")
   endif()
@@ -62,9 +66,10 @@ foreach(program driftscope driftscope-view)
     install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
-# The kernel modules driftscope loads on first use: the checked flavour (--simt-racecheck) and the
-# nvcc flavour (the cuda candidate); candidates/gpu/kernel_module.cpp looks in PREFIX/<libdir>/driftscope.
-foreach(module ds_kernels_checked_module ds_kernels_cuda_module)
+# The kernel modules driftscope loads on first use: the checked flavour (--simt-racecheck), the
+# nvcc flavour (the cuda candidate) and each kernel mutant (mutant:<name>);
+# candidates/gpu/kernel_module.cpp looks in PREFIX/<libdir>/driftscope.
+foreach(module IN LISTS DS_KERNEL_MODULES)
   if(TARGET driftscope AND TARGET ${module})
     install(TARGETS ${module} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/driftscope)
   endif()

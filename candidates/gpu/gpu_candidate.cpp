@@ -30,6 +30,26 @@ GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std:
       description_(std::move(description)),
       fused_gdn_ops_(fused_gdn_ops) {}
 
+namespace {
+// What a candidate whose kernels sit in a module holds until load() opens it: no kernel at all
+// (the constructor sets the backend they will have).
+const dsk::KernelTable& not_opened_yet() {
+  static const dsk::KernelTable none = [] {
+    dsk::KernelTable t{};
+    t.backend = "simt";
+    t.device_error = [] { return std::string(); };
+    return t;
+  }();
+  return none;
+}
+}  // namespace
+
+GpuCandidate::GpuCandidate(OpenKernels open, const char* backend, std::string name, std::string description)
+    : GpuCandidate(not_opened_yet(), std::move(name), std::move(description)) {
+  open_ = std::move(open);
+  table_.backend = backend;
+}
+
 GpuCandidate::~GpuCandidate() { free_all(); }
 
 void GpuCandidate::free_all() {
@@ -138,7 +158,14 @@ void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
   dev_[key] = {p, dsk::WType::f32};
 }
 
-std::string GpuCandidate::unavailable() const { return k_.device_error(); }
+std::string GpuCandidate::unavailable() const {
+  if (open_) {
+    std::string why;
+    const dsk::KernelTable* t = open_(why);
+    return t == nullptr ? why : t->device_error();
+  }
+  return k_.device_error();
+}
 
 void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   free_all();  // through the table that allocated it, before choosing again
@@ -172,6 +199,14 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
 }
 
 void GpuCandidate::choose_kernels() {
+  if (open_) {
+    std::string why;
+    made_with_ = open_(why);
+    if (made_with_ == nullptr) {
+      made_with_ = &not_opened_yet();
+      throw std::runtime_error(why);
+    }
+  }
   table_ = *made_with_;
   checked_ = false;
   // Mutants keep their plain tables and the page-fault checker.

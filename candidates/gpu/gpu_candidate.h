@@ -81,6 +81,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -98,6 +99,12 @@ class GpuCandidate final : public Candidate {
   // only the plain ones.
   GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
                bool fused_gdn_ops = true);
+  // Kernels in a module opened on first use (a mutant's, gpu/mutants.h; cuda's, gpu/cuda_kernels.h):
+  // `open` returns the table, or null with why not; `backend` is the one it will have ("simt" or
+  // "cuda"). load() and unavailable() ask it, the constructor never does, so that listing the
+  // candidate opens and builds nothing.
+  using OpenKernels = std::function<const dsk::KernelTable*(std::string& why)>;
+  GpuCandidate(OpenKernels open, const char* backend, std::string name, std::string description);
   ~GpuCandidate() override;
 
   std::string name() const override { return name_; }
@@ -181,6 +188,7 @@ class GpuCandidate final : public Candidate {
   // build's SIMT kernels under the hazard checker or the schedule rerun their checked flavour
   // (gpu/checked_kernels.h).
   void choose_kernels();
+  OpenKernels open_;  // empty: made_with_ is the table
   const dsk::KernelTable* made_with_;
   dsk::KernelTable table_;
   const dsk::KernelTable& k_ = table_;

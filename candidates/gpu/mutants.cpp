@@ -2,10 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
-#include "mutants/mutants.h"
+#include "kernel_module.h"
+#include "launch_sinks.h"
 #include "stage_catalog.h"
 
 namespace ds::gpu {
@@ -130,10 +135,35 @@ std::span<const GdnMutantInfo> gdn_mutants() {
   return kMutants;
 }
 
-const dsk::KernelTable& mutant_kernels(std::string_view name) {
-  const dsk::KernelTable* t = dsk_simt::mutant_table(std::string(name));
-  if (t == nullptr) throw std::logic_error(fmt::format("mutant:{} has no kernels/mutants/ source", name));
-  return *t;
+namespace {
+
+// kernels/mutants/CMakeLists.txt: ds_mutant_<name, '_' for '-'>_module, libdriftscope-mutant-<name>.so.
+KernelModule open_mutant_module(std::string_view name) {
+  std::string target = fmt::format("ds_mutant_{}_module", name);
+  std::ranges::replace(target, '-', '_');
+  const std::filesystem::path built =
+      std::filesystem::path(DRIFTSCOPE_MUTANT_MODULE_DIR) / fmt::format("libdriftscope-mutant-{}.so", name);
+  return open_kernel_module(built, target, "driftscope_mutant_kernel_table",
+                            fmt::format("the mutant:{} module", name));
+}
+
+}  // namespace
+
+const dsk::KernelTable* mutant_kernels(std::string_view name, std::string& why) {
+  const auto named = [&](const auto& rows) {
+    return std::ranges::any_of(rows, [&](const auto& m) { return m.name == name; });
+  };
+  if (!named(mutants()) && !named(gdn_mutants()))
+    throw std::logic_error(fmt::format("mutant:{} is no registered mutant", name));
+  static std::mutex mutex;
+  static std::map<std::string, KernelModule, std::less<>> opened;  // once per process per mutant
+  std::lock_guard lock(mutex);
+  auto it = opened.find(name);
+  if (it == opened.end()) it = opened.emplace(std::string(name), open_mutant_module(name)).first;
+  why = it->second.why;
+  if (it->second.table == nullptr) return nullptr;
+  launch_sinks::install_in_library(it->second.handle);  // this run's settings, sinks and launch records
+  return it->second.table;
 }
 
 }  // namespace ds::gpu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "kernels.h"
@@ -49,8 +50,11 @@ struct GdnMutantInfo {
 
 std::span<const GdnMutantInfo> gdn_mutants();
 
-// The simt KernelTable of mutant `name` (kernels/mutants/mutants.h); std::logic_error when the
-// registry names a mutant with no kernel source.
-const dsk::KernelTable& mutant_kernels(std::string_view name);
+// The simt KernelTable of mutant `name`, from its module (kernels/mutants/mutant_module.cpp),
+// opened the first time a process asks (built then in a build tree that lacks it); null with `why`
+// when it cannot be built or loaded. Every call hands this run's SIMT settings and launch sinks to
+// the module's SIMT runtime, so a candidate asks in load(), after the run configured them.
+// std::logic_error when `name` is no registered mutant.
+const dsk::KernelTable* mutant_kernels(std::string_view name, std::string& why);
 
 }  // namespace ds::gpu

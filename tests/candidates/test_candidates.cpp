@@ -354,20 +354,26 @@ INSTANTIATE_TEST_SUITE_P(Table, Mutant, testing::ValuesIn(gpu::mutants().begin()
                            return n;
                          });
 
-// Every registered mutant runs its own kernels/mutants/ source: a table that differs from the
-// production one in at least one launch entry, while the production table is untouched. Every
-// kernel mutant is registered, except the one the harness's single sequence cannot show.
-TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndEveryKernelMutantIsRegistered) {
+// Every registered mutant has its own kernels/mutants/ source: a table that differs from the
+// production one in at least one launch entry, while the production table is untouched, and a
+// module driftscope loads it from. Every kernel mutant is registered, except the one the
+// harness's single sequence cannot show.
+TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndModuleAndEveryKernelMutantIsRegistered) {
   const dsk::KernelTable& prod = dsk_simt::table();
   std::set<std::string> registered;
   for (const auto& m : gpu::mutants()) registered.emplace(m.name);
   for (const auto& m : gpu::gdn_mutants()) registered.emplace(m.name);
   for (const std::string& name : registered) {
-    const dsk::KernelTable& t = gpu::mutant_kernels(name);
-    EXPECT_NE(std::memcmp(&t.embedding, &prod.embedding,
+    const dsk::KernelTable* t = dsk_simt::mutant_table(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_NE(std::memcmp(&t->embedding, &prod.embedding,
                           sizeof(dsk::KernelTable) - offsetof(dsk::KernelTable, embedding)),
               0)
         << name << " runs the production kernels";
+    std::string why;
+    const dsk::KernelTable* loaded = gpu::mutant_kernels(name, why);
+    EXPECT_NE(loaded, nullptr) << name << ": " << why;
+    EXPECT_NE(loaded, t) << name << " came from driftscope itself, not its module";
   }
   std::set<std::string> kernel_only;
   for (const std::string& name : dsk_simt::mutant_names())
@@ -375,7 +381,8 @@ TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndEveryKernelMutantIsRegiste
   // gdn-inplace-race needs several sequences writing each other's slots (tests/gdn/test_gdn.cpp).
   EXPECT_EQ(kernel_only, (std::set<std::string>{"gdn-inplace-race"}));
   EXPECT_EQ(dsk_simt::mutant_table("no-such-mutant"), nullptr);
-  EXPECT_THROW(gpu::mutant_kernels("no-such-mutant"), std::logic_error);
+  std::string why;
+  EXPECT_THROW(gpu::mutant_kernels("no-such-mutant", why), std::logic_error);
 }
 
 // ---------------------------------------------------------------------------------------
