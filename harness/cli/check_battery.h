@@ -26,8 +26,8 @@ struct CheckArgs {
   double timeout_s = kDefaultTimeoutS;  // --timeout: every part's candidate load and step
   std::string fill = "none", numerics, trace_dir, json;
   ReportOptions report;
-  bool progress = false;            // --progress: where the battery is, in a log too
-  ProgressMeter* meter = nullptr;   // every run of the battery tells it its layers
+  bool progress = false;           // --progress: where the battery is, in a log too
+  ProgressMeter* meter = nullptr;  // every run of the battery tells it its layers
 };
 
 // One run of the battery: what it is for, and every option it runs with.

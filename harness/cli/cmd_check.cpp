@@ -290,8 +290,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
           fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, p.skip_reason);
           continue;
         }
-        begin_progress(args->meter, fmt::format("[{}/{}] {}", i + 1, parts.size(), p.name),
-                       p.opt);
+        begin_progress(args->meter, fmt::format("[{}/{}] {}", i + 1, parts.size(), p.name), p.opt);
         outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
         if (meter) meter->clear();
         fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,
