@@ -22,8 +22,6 @@ namespace {
 struct Factory {
   std::string name;
   std::function<CandidatePtr()> make;
-  // Set where making the candidate costs more than listing it should (cuda loads its module).
-  std::string description = {};
 };
 
 const std::vector<Factory>& factories() {
@@ -59,17 +57,13 @@ const std::vector<Factory>& factories() {
                    }});
     }
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
-    {
-      static const std::string kCuda =
-          "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU: every family simt serves";
-      // cuda_kernels() opens (or builds) the module: when the candidate loads, never when it is listed.
-      v.push_back({"cuda",
-                   [] {
-                     return std::make_unique<gpu::GpuCandidate>(
-                         [](std::string&) { return &gpu::cuda_kernels(); }, "cuda", "cuda", kCuda);
-                   },
-                   kCuda});
-    }
+    // cuda_kernels() opens (or builds) the module: when the candidate loads, never when it is listed.
+    v.push_back({"cuda", [] {
+                   return std::make_unique<gpu::GpuCandidate>(
+                       gpu::cuda_kernels, "cuda", "cuda",
+                       "the fused CUDA kernels of kernels/*.cu compiled by nvcc, on a GPU: every family simt "
+                       "serves");
+                 }});
 #endif
     for (const auto& m : gpu::mutants()) {
       v.push_back({fmt::format("mutant:{}", m.name), [&m] {
@@ -101,8 +95,7 @@ std::vector<CandidateAlias> list_candidate_aliases() {
 
 std::vector<CandidateEntry> list_candidates() {
   std::vector<CandidateEntry> out;
-  for (const auto& f : factories())
-    out.push_back({f.name, f.description.empty() ? f.make()->description() : f.description});
+  for (const auto& f : factories()) out.push_back({f.name, f.make()->description()});
   return out;
 }
 

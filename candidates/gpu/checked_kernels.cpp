@@ -51,7 +51,7 @@ KernelModule open_module() {
 }  // namespace
 
 const dsk::KernelTable* checked_kernels(std::string& why) {
-  static const KernelModule m = open_module();
+  static const KernelModule m = open_module();  // the shadow's check too, once
   why = m.why;
   if (m.table == nullptr) return nullptr;
   launch_sinks::install_in_library(m.handle);  // this run's settings, sinks and launch records

@@ -4,32 +4,16 @@
 
 namespace ds::gpu {
 
-namespace {
-
-std::string& module_error() {
-  static std::string why;
-  return why;
-}
-std::string unavailable_error() { return module_error(); }
-
-}  // namespace
-
-const dsk::KernelTable& cuda_kernels() {
-  static const dsk::KernelTable table = [] {
+const dsk::KernelTable* cuda_kernels(std::string& why) {
 #if defined(DRIFTSCOPE_CUDA_KERNELS_MODULE)
-    const KernelModule m = open_kernel_module(DRIFTSCOPE_CUDA_KERNELS_MODULE, "ds_kernels_cuda_module",
-                                              "driftscope_cuda_kernel_table", "the CUDA kernel module");
-    if (m.table != nullptr) return *m.table;
-    module_error() = m.why;
+  const KernelModule& m = open_kernel_module(DRIFTSCOPE_CUDA_KERNELS_MODULE, "ds_kernels_cuda_module",
+                                             "driftscope_cuda_kernel_table", "the CUDA kernel module");
+  why = m.why;
+  return m.table;
 #else
-    module_error() = "this driftscope was built without nvcc";
+  why = "this driftscope was built without nvcc";
+  return nullptr;
 #endif
-    dsk::KernelTable none{};
-    none.backend = "cuda";
-    none.device_error = unavailable_error;
-    return none;
-  }();
-  return table;
 }
 
 }  // namespace ds::gpu

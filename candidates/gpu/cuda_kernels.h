@@ -2,12 +2,13 @@
 // module dlopen'ed when a run first asks for `cuda`, so that building driftscope runs no nvcc.
 #pragma once
 
+#include <string>
+
 #include "kernels.h"
 
 namespace ds::gpu {
 
-// The nvcc kernels' table; where the module cannot be had, a table that runs nothing and whose
-// device_error() says why (the candidate then reports itself unavailable).
-const dsk::KernelTable& cuda_kernels();
+// The nvcc kernels' table, or null with the reason in `why` where the module cannot be had.
+const dsk::KernelTable* cuda_kernels(std::string& why);
 
 }  // namespace ds::gpu

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "lifeline.h"
 
@@ -42,10 +44,8 @@ std::string build_module(const std::filesystem::path& tree, const std::string& t
                      WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : std::string("killed"));
 }
 
-}  // namespace
-
-KernelModule open_kernel_module(const std::filesystem::path& built, const std::string& target,
-                                const char* symbol, const std::string& what) {
+KernelModule open_module(const std::filesystem::path& built, const std::string& target, const char* symbol,
+                         const std::string& what) {
   KernelModule m;
   std::error_code ec;
   // Installed, the module sits in PREFIX/<libdir>/driftscope beside PREFIX/bin/driftscope.
@@ -84,6 +84,18 @@ KernelModule open_kernel_module(const std::filesystem::path& built, const std::s
   }
   m.table = fn();
   return m;
+}
+
+}  // namespace
+
+const KernelModule& open_kernel_module(const std::filesystem::path& built, const std::string& target,
+                                       const char* symbol, const std::string& what) {
+  static std::mutex mutex;
+  static std::map<std::filesystem::path, KernelModule> opened;  // nodes stay put: references stay valid
+  std::lock_guard lock(mutex);
+  auto it = opened.find(built);
+  if (it == opened.end()) it = opened.emplace(built, open_module(built, target, symbol, what)).first;
+  return it->second;
 }
 
 }  // namespace ds::gpu

@@ -19,9 +19,9 @@ struct KernelModule {
 };
 
 // Opens the module built at `built` (its CMake target `target`), or its installed twin, and calls
-// its exported `symbol` (a `const dsk::KernelTable* ()`). `what` names it in messages ("the
-// checked kernel module").
-KernelModule open_kernel_module(const std::filesystem::path& built, const std::string& target,
-                                const char* symbol, const std::string& what);
+// its exported `symbol` (a `const dsk::KernelTable* ()`), once per process: later calls return
+// what the first one found. `what` names it in messages ("the checked kernel module").
+const KernelModule& open_kernel_module(const std::filesystem::path& built, const std::string& target,
+                                       const char* symbol, const std::string& what);
 
 }  // namespace ds::gpu

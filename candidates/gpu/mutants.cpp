@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -138,7 +136,7 @@ std::span<const GdnMutantInfo> gdn_mutants() {
 namespace {
 
 // kernels/mutants/CMakeLists.txt: ds_mutant_<name, '_' for '-'>_module, libdriftscope-mutant-<name>.so.
-KernelModule open_mutant_module(std::string_view name) {
+const KernelModule& open_mutant_module(std::string_view name) {
   std::string target = fmt::format("ds_mutant_{}_module", name);
   std::ranges::replace(target, '-', '_');
   const std::filesystem::path built =
@@ -155,15 +153,11 @@ const dsk::KernelTable* mutant_kernels(std::string_view name, std::string& why) 
   };
   if (!named(mutants()) && !named(gdn_mutants()))
     throw std::logic_error(fmt::format("mutant:{} is no registered mutant", name));
-  static std::mutex mutex;
-  static std::map<std::string, KernelModule, std::less<>> opened;  // once per process per mutant
-  std::lock_guard lock(mutex);
-  auto it = opened.find(name);
-  if (it == opened.end()) it = opened.emplace(std::string(name), open_mutant_module(name)).first;
-  why = it->second.why;
-  if (it->second.table == nullptr) return nullptr;
-  launch_sinks::install_in_library(it->second.handle);  // this run's settings, sinks and launch records
-  return it->second.table;
+  const KernelModule& m = open_mutant_module(name);  // once per process per mutant
+  why = m.why;
+  if (m.table == nullptr) return nullptr;
+  launch_sinks::install_in_library(m.handle);  // this run's settings, sinks and launch records
+  return m.table;
 }
 
 }  // namespace ds::gpu

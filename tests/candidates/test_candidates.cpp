@@ -388,7 +388,11 @@ TEST(MutantKernels, EachMutantHasItsOwnKernelSourceAndModuleAndEveryKernelMutant
 // ---------------------------------------------------------------------------------------
 
 #if defined(DRIFTSCOPE_HAVE_CUDA_KERNELS)
-bool have_cuda_device() { return gpu::cuda_kernels().device_error().empty(); }
+bool have_cuda_device() {
+  std::string why;
+  const dsk::KernelTable* t = gpu::cuda_kernels(why);
+  return t != nullptr && t->device_error().empty();
+}
 
 TEST(CudaCandidate, WithoutDeviceLoadFailsWithClearError) {
   if (have_cuda_device()) GTEST_SKIP() << "a CUDA device is present";
