@@ -78,13 +78,15 @@ TEST(ProgressMeter, LogGetsALineEveryPeriodWithoutEvents) {
   {
     ProgressMeter m(ProgressMeter::Style::lines, sink, 0.2);
     m.begin("run", 2, 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
   const std::string text = read_all(sink);
   std::fclose(sink);
   int lines = 0;
   for (char c : text) lines += c == '\n';
-  EXPECT_GE(lines, 4) << text;  // the begin line, then about five ticks
+  // The begin line, then about seven ticks; at least two of them even on a loaded machine, where
+  // without the clock there would be the begin line alone.
+  EXPECT_GE(lines, 3) << text;
   EXPECT_EQ(text.find('\r'), std::string::npos) << "a log gets no carriage returns";
 }
 
