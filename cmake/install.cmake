@@ -22,6 +22,8 @@ foreach(t driftscope driftscope-view ${DS_KERNEL_MODULES} driftscope_simt_rewrit
     list(APPEND DS_INSTALLED_FILES "$<TARGET_FILE:${t}>")
   endif()
 endforeach()
+# The command stands on an indented line of its own: CMake wraps a message's other lines, and a
+# long build path would break across two.
 install(CODE "
   set(missing \"\")
   foreach(f ${DS_INSTALLED_FILES})
@@ -31,7 +33,7 @@ install(CODE "
   endforeach()
   if(missing)
     list(JOIN missing \"\n  \" text)
-    message(FATAL_ERROR \"not built yet, so nothing was installed:\n  \${text}\nBuild everything first: cmake --build ${CMAKE_BINARY_DIR}\")
+    message(FATAL_ERROR \"not built yet, so nothing was installed:\n  \${text}\nBuild everything first:\n  cmake --build ${CMAKE_BINARY_DIR}\")
   endif()
 ")
 set(DS_EXPORTED driftscope_api)
