@@ -45,12 +45,20 @@ void q8_k_row(const double* x, double* y, std::int64_t n) {
   }
 }
 
-// Q8_0 through the fixture writer's quantizer and ggml's dequantization (one definition each).
+// Q8_0 as ggml's CPU backend quantizes activations (quantize_row_q8_0's AVX2 and NEON paths): per
+// block of 32, d = amax / 127, q = x * (1 / d) rounded to the nearest with ties to even (the scalar
+// reference, and the fixture writer's weight quantizer, round ties away from zero: on a real
+// prompt one activation in a few thousand lands on a tie, and its row's logits move by 1e-3),
+// values fp16(d) * q.
 void q8_0_row(const double* x, double* y, std::int64_t n) {
-  std::vector<float> in(x, x + n), out(static_cast<std::size_t>(n));
-  const auto blocks = quantize_q8_0(in.data(), n);
-  dequantize(GgmlType::Q8_0, blocks.data(), out.data(), n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = out[std::size_t(i)];
+  constexpr std::int64_t kBlock = 32;
+  for (std::int64_t b = 0; b < n; b += kBlock) {
+    float amax = 0;
+    for (std::int64_t j = b; j < b + kBlock; ++j) amax = std::max(amax, std::fabs(float(x[j])));
+    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    const float dh = f16_to_f32(f32_to_f16(d));
+    for (std::int64_t j = b; j < b + kBlock; ++j) y[j] = double(dh * std::nearbyint(float(x[j]) * id));
+  }
 }
 
 // What ggml's CPU backend converts a matmul's activations to for weights of `file_type`.
@@ -316,11 +324,16 @@ Tensor numerics_layernorm(const Tensor& x, const Tensor& w, const Tensor& b, dou
 }
 
 Tensor gelu_f16_table(const Tensor& x) {
-  const Tensor g = gelu_new(round_stage(x, DType::f16));
+  // The table's entries are the tanh approximation evaluated in f32 (not in f64): rounded to f16,
+  // the two differ by one f16 ULP on a few inputs in a thousand.
+  const auto gelu_f32 = [](float v) {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoefA = 0.044715f;
+    return 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * v * (1.0f + kCoefA * v * v)));
+  };
   Tensor y(DType::f64, x.shape());
   for (std::int64_t i = 0; i < y.numel(); ++i) {
     const double v = x.data<double>()[i];
-    y.data<double>()[i] = v <= -10 ? 0.0 : v >= 10 ? v : round_to(DType::f16, g.data<double>()[i]);
+    y.data<double>()[i] = v <= -10 ? 0.0 : v >= 10 ? v : double(f16_round(gelu_f32(f16_round(float(v)))));
   }
   return y;
 }

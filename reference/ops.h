@@ -63,7 +63,7 @@ Tensor gdn_g(const Tensor& a, const Tensor& a_neg, const Tensor& dt_bias);
 // v [T, nv*dv]; g, beta [T, nv]. `state` holds nv matrices S[dk][dv] (key-major, the HF
 // orientation) and is updated in place. Value head h reads key head cfg.gdn_key_head(h).
 Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& g, const Tensor& beta, std::vector<double>& state);
+                      const Tensor& g, const Tensor& beta, std::vector<double>& state, bool f32 = false);
 // Per (token, value head): w * (o * rsqrt(mean(o^2) + eps)) * silu(z).
 Tensor gated_rmsnorm(const Tensor& o, const Tensor& z, const Tensor& w, double eps, int width);
 

@@ -65,7 +65,10 @@ Tensor gdn_g(const Tensor& a, const Tensor& a_neg, const Tensor& dt_bias) {
 }
 
 Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, const Tensor& v,
-                      const Tensor& g, const Tensor& beta, std::vector<double>& state) {
+                      const Tensor& g, const Tensor& beta, std::vector<double>& state, bool f32) {
+  // f32: as an f32 engine runs it (an engine's numerics with accum=f32), every product, sum and the
+  // state itself rounded to f32 as it goes; else exact.
+  const auto r = [f32](double x) { return f32 ? double(float(x)) : x; };
   const int nk = cfg.gdn_k_heads, nv = cfg.gdn_v_heads, dk = cfg.gdn_k_dim, dv = cfg.gdn_v_dim;
   const std::int64_t T = q.dim(0);
   check(q.dim(1) == nk * dk && k.shape() == q.shape() && v.dim(1) == nv * dv && g.dim(1) == nv &&
@@ -82,21 +85,21 @@ Tensor gdn_recurrence(const ModelConfig& cfg, const Tensor& q, const Tensor& k, 
       const double* qh = q.data<double>() + t * nk * dk + kh * dk;
       const double* kv = k.data<double>() + t * nk * dk + kh * dk;
       const double* vh = v.data<double>() + t * nv * dv + h * dv;
-      const double decay = std::exp(g.data<double>()[t * nv + h]);
+      const double decay = r(std::exp(g.data<double>()[t * nv + h]));
       const double b = beta.data<double>()[t * nv + h];
       double* S = state.data() + std::size_t(h) * mat;
-      for (std::size_t i = 0; i < mat; ++i) S[i] *= decay;
+      for (std::size_t i = 0; i < mat; ++i) S[i] = r(S[i] * decay);
       for (int j = 0; j < dv; ++j) {
         double m = 0;
-        for (int i = 0; i < dk; ++i) m += S[i * dv + j] * kv[i];
-        delta[std::size_t(j)] = b * (vh[j] - m);
+        for (int i = 0; i < dk; ++i) m = r(m + r(S[i * dv + j] * kv[i]));
+        delta[std::size_t(j)] = r(b * r(vh[j] - m));
       }
       for (int i = 0; i < dk; ++i)
-        for (int j = 0; j < dv; ++j) S[i * dv + j] += kv[i] * delta[std::size_t(j)];
+        for (int j = 0; j < dv; ++j) S[i * dv + j] = r(S[i * dv + j] + r(kv[i] * delta[std::size_t(j)]));
       double* oh = o.data<double>() + t * nv * dv + h * dv;
       for (int j = 0; j < dv; ++j) {
         double acc = 0;
-        for (int i = 0; i < dk; ++i) acc += S[i * dv + j] * qh[i];
+        for (int i = 0; i < dk; ++i) acc = r(acc + r(S[i * dv + j] * qh[i]));
         oh[j] = acc;
       }
     }

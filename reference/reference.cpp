@@ -102,6 +102,16 @@ TensorMap Reference::layer(int layer, const Tensor& x, int pos0, const TensorMap
                                           layer, block_kind_name(cfg_.block_kind(layer))));
 }
 
+void Reference::adopt_state(int layer, const TensorMap& given) {
+  LayerState& st = state_.at(std::size_t(layer));
+  if (auto it = given.find("conv_state");
+      it != given.end() && !st.conv.empty() && it->second.numel() == st.conv.numel())
+    st.conv = it->second.to(DType::f64).reshaped(st.conv.shape());
+  const std::int64_t S = std::int64_t(cfg_.gdn_v_heads) * cfg_.gdn_k_dim * cfg_.gdn_v_dim;
+  if (auto it = given.find("gdn_state"); it != given.end() && S > 0 && it->second.numel() == S)
+    st.ssm = gdn_state_from_stage(cfg_, it->second);
+}
+
 TensorMap Reference::moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const {
   if (!cfg_.moe() || cfg_.block_kind(layer) == BlockKind::gpt2)
     throw std::invalid_argument(fmt::format("reference: layer {} has no experts", layer));

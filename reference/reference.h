@@ -49,6 +49,10 @@ class Reference {
   TensorMap moe_given_ids(int layer, TensorMap stages, const Tensor& ids) const;
   // "final_norm" and "logits" of the last layer's output (logits from a forced final_norm).
   TensorMap head(const Tensor& x, const TensorMap* forced = nullptr) const;
+  // The layer's carried recurrent state (GDN conv_state and gdn_state) replaced by the given
+  // stages where they have its size: an engine recomputed from a candidate's own inputs carries the
+  // candidate's state, not its own. KV caches need nothing: forced K and V are what they append.
+  void adopt_state(int layer, const TensorMap& given);
   // Forgets every cache (a new sequence).
   void reset();
 

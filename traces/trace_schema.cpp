@@ -75,6 +75,15 @@ hid_t summary_type() {
   DS_FIELD(bias_slope, H5T_NATIVE_DOUBLE);
   DS_FIELD(bias_se, H5T_NATIVE_DOUBLE);
   DS_FIELD(seq, H5T_NATIVE_INT32);
+  DS_FIELD(local_max_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_noise_max_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_noise_rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_scale, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_bias_slope, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_bias_se, H5T_NATIVE_DOUBLE);
+  DS_FIELD(carried_max_abs, H5T_NATIVE_DOUBLE);
+  DS_FIELD(carried_rms, H5T_NATIVE_DOUBLE);
 #undef DS_FIELD
   H5Tclose(stage_t);
   H5Tclose(note_t);
@@ -254,6 +263,15 @@ SummaryRow to_row(const StageResult& r) {
   row.bias_slope = r.bias_slope;
   row.bias_se = r.bias_se;
   row.seq = r.key.seq;
+  row.local_max_abs = r.local.max_abs;
+  row.local_rms = r.local.rms;
+  row.local_noise_max_abs = r.local.noise_max_abs;
+  row.local_noise_rms = r.local.noise_rms;
+  row.local_scale = r.local.scale;
+  row.local_bias_slope = r.local.bias_slope;
+  row.local_bias_se = r.local.bias_se;
+  row.carried_max_abs = r.local.carried_max_abs;
+  row.carried_rms = r.local.carried_rms;
   return row;
 }
 
@@ -302,6 +320,18 @@ StageResult from_row(const SummaryRow& row) {
   r.cand_hash = row.cand_hash;
   r.bias_slope = row.bias_slope;
   r.bias_se = row.bias_se;
+  // A trace written before the local check has these fields as zeros, not NaN: not run.
+  if (row.local_scale != 0 || row.local_max_abs != 0) {
+    r.local.max_abs = row.local_max_abs;
+    r.local.rms = row.local_rms;
+    r.local.noise_max_abs = row.local_noise_max_abs;
+    r.local.noise_rms = row.local_noise_rms;
+    r.local.scale = row.local_scale;
+    r.local.bias_slope = row.local_bias_slope;
+    r.local.bias_se = row.local_bias_se;
+    r.local.carried_max_abs = row.carried_max_abs;
+    r.local.carried_rms = row.carried_rms;
+  }
   return r;
 }
 

@@ -77,6 +77,9 @@ struct SummaryRow {
   std::uint64_t cand_hash;                          // FNV-1a of the candidate's stored bytes; 0 when none
   double bias_slope, bias_se;                       // systematic error; NaN when not computed
   std::int32_t seq;                                 // the sequence of a batch run; 0 otherwise
+  // The local check of a chained stage (result.h LocalCheck); NaN when not run.
+  double local_max_abs, local_rms, local_noise_max_abs, local_noise_rms, local_scale, local_bias_slope,
+      local_bias_se, carried_max_abs, carried_rms;
 };
 
 // One captured input tensor of one candidate step (a row of /inputs/index).

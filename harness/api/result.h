@@ -86,6 +86,25 @@ struct StageKey {
   bool operator==(const StageKey&) const = default;
 };
 
+// The local check of a chained stage (docs/policies.md, "The local check"): the stage recomputed
+// by an honest engine of the candidate's numerics from the candidate's *own* inputs, so the error
+// fed in from upstream cancels and what is left is what the candidate's step added itself. Where
+// the numerics model the engine exactly (activation quantization, an f16 table), that leaves only
+// summation order, which a second honest engine (f32 sums reversed) measures. NaN when not run.
+struct LocalCheck {
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  double max_abs = nan, rms = nan;              // candidate against the honest step
+  double noise_max_abs = nan, noise_rms = nan;  // the two honest steps (f32 sums, exact) apart
+  double scale = nan;                           // the honest step's largest |value|
+  // The candidate's fitted relative scale against the honest step and its standard error with no
+  // bias (compare/bias.h, with the exact-sum honest step as the floor).
+  double bias_slope = nan, bias_se = nan;
+  // The honest step against the oracle: the error the stage was fed, carried through an honest
+  // step. A chained stage is not held to less than that (its upstream error is judged upstream).
+  double carried_max_abs = nan, carried_rms = nan;
+  bool ran() const { return max_abs == max_abs; }
+};
+
 struct StageResult {
   StageKey key;
   Mode mode = Mode::isolated;
@@ -107,6 +126,7 @@ struct StageResult {
   // Systematic error (compare/bias.h): the candidate's fitted relative scale error against the
   // reference, and its standard error under no bias, from the floor. NaN when not computed.
   double bias_slope = Metrics::nan, bias_se = Metrics::nan;
+  LocalCheck local;
   std::uint64_t cand_hash = 0;  // content_hash of the candidate's stored bytes (0: none)
 };
 

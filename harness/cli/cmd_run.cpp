@@ -336,6 +336,12 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
           }
         });
   }
+  run->add_option("--local-check", args->opt.local_check,
+                  "Chained mode: also recompute every stage by two honest engines of the numerics from the "
+                  "candidate's own inputs, and hold the candidate to what they differ by (docs/policies.md, "
+                  "\"The local check\"). auto: for an engine's dump (dump:DIR); on: for any candidate")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   run->add_option("--from-step", args->opt.from_step,
                   "Run the candidate, and judge it, from this model step on (0 the prefill, 1.. decode); the "
                   "steps before run on the reference only. Isolated mode only: a decode step at a late "

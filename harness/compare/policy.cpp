@@ -51,7 +51,35 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
     r.rms_k = kDefaultFloorRmsFactor;
     r.bias_z = kDefaultBiasZ;
   }
+  if (kind == Rule::Kind::noise_floor) {
+    r.local_k = kDefaultFloorFactor;
+    r.local_z = kDefaultBiasZ;
+  }
   return r;
+}
+
+// The local check's verdict on a stage under `rule`: empty when it passes or did not run, else why.
+std::string local_failure(const Rule& rule, const StageResult& r) {
+  const LocalCheck& l = r.local;
+  if (!(rule.local_k > 0) || !l.ran()) return {};
+  const LocalNoise n = local_noise(r);
+  const std::string_view worse = kLocalWorse;
+  if (l.max_abs > rule.local_k * n.max_abs)
+    return fmt::format(
+        "{}: max|cand - honest step| {:.3g} is {:.3g}x what two honest engines differ by ({:.3g}; limit "
+        "{:g}x)",
+        worse, l.max_abs, l.max_abs / n.max_abs, n.max_abs, rule.local_k);
+  if (l.rms > rule.local_k * n.rms)
+    return fmt::format(
+        "{}: the rms of cand - honest step {:.3g} is {:.3g}x what two honest engines differ by ({:.3g}; "
+        "limit {:g}x)",
+        worse, l.rms, l.rms / n.rms, n.rms, rule.local_k);
+  if (const auto z = local_bias_z_of(r); rule.local_z > 0 && z && std::fabs(*z) > rule.local_z)
+    return fmt::format(
+        "{}: its output is scaled by 1 {} {:.2g} against the honest step, {:.1f} standard errors from none "
+        "(limit {:g}): a bias on every element (a wrong scale or divisor, a rounding direction)",
+        worse, l.bias_slope < 0 ? '-' : '+', std::fabs(l.bias_slope), std::fabs(*z), rule.local_z);
+  return {};
 }
 
 }  // namespace
@@ -81,6 +109,29 @@ std::optional<double> floor_rms_limit(const Rule& rule, const StageResult& r) {
 std::optional<double> bias_z_of(const StageResult& r) {
   if (!(r.bias_se > 0) || !std::isfinite(r.bias_slope)) return std::nullopt;
   return r.bias_slope / r.bias_se;
+}
+
+LocalNoise local_noise(const StageResult& r) {
+  // Two honest engines that sum alike still round differently where a value lies between two
+  // stored ones: the spread is raised to half an ULP of the stage's largest value (max) and of its
+  // scale (rms).
+  const double u = unit_roundoff(r.cand_dtype);
+  return {std::fmax(r.local.noise_max_abs, u * r.local.scale), std::fmax(r.local.noise_rms, u * r.m.ref_rms)};
+}
+
+double local_ratio(const StageResult& r) {
+  if (!r.local.ran()) return Metrics::nan;
+  const LocalNoise n = local_noise(r);
+  return std::fmax(r.local.max_abs / n.max_abs, r.local.rms / n.rms);
+}
+
+std::optional<double> local_bias_z_of(const StageResult& r) {
+  if (!(r.local.bias_se > 0) || !std::isfinite(r.local.bias_slope)) return std::nullopt;
+  return r.local.bias_slope / r.local.bias_se;
+}
+
+double chained_floor(double recorded, double carried) {
+  return std::isnan(carried) ? recorded : std::fmax(recorded, carried);
 }
 
 Tolerance dtype_tolerance(DType cand_dtype, double ref_rms) {
@@ -119,7 +170,9 @@ Tolerance Policy::tolerance(const StageResult& r) const {
   if (rule && rule->kind == Rule::Kind::bit_exact) return {0, 0};
   if (rule && rule->kind == Rule::Kind::noise_floor) {
     if (std::isnan(r.floor_max_abs)) return {0, 0};
-    return {rule->k * floor_of(r.floor_max_abs, r.cand_dtype, r.m.ref_rms), 0};
+    return {rule->k *
+                floor_of(chained_floor(r.floor_max_abs, r.local.carried_max_abs), r.cand_dtype, r.m.ref_rms),
+            0};
   }
   Tolerance t = dtype_tolerance(r.cand_dtype, r.m.ref_rms);
   if (rule && rule->floor_relief && !std::isnan(r.floor_max_abs))
@@ -188,7 +241,9 @@ void Policy::judge(StageResult& r) const {
         r.note = "noise-floor rule but no floor was recorded for this stage";
         break;
       }
-      const double rms_limit = rule->k * floor_of(r.floor_rms, r.cand_dtype, m.ref_rms);
+      const double floor_max = chained_floor(r.floor_max_abs, r.local.carried_max_abs);
+      const double floor_rms = chained_floor(r.floor_rms, r.local.carried_rms);
+      const double rms_limit = rule->k * floor_of(floor_rms, r.cand_dtype, m.ref_rms);
       ok = ok && m.mismatches == 0 && m.rms <= rms_limit;
       // Say which limit tripped: a stage can fail on its rms with every element inside the band.
       if (!m.inf_agree)
@@ -197,15 +252,19 @@ void Policy::judge(StageResult& r) const {
         r.note = fmt::format(
             "{} element(s) above {:g} x noise floor: max|d| {:.3g} vs floor {}, rms {:.3g} "
             "vs floor {}",
-            m.mismatches, rule->k, m.max_abs, floor_text(r.floor_max_abs, r.cand_dtype, m.ref_rms), m.rms,
-            floor_text(r.floor_rms, r.cand_dtype, m.ref_rms));
+            m.mismatches, rule->k, m.max_abs, floor_text(floor_max, r.cand_dtype, m.ref_rms), m.rms,
+            floor_text(floor_rms, r.cand_dtype, m.ref_rms));
       else if (!ok)
         r.note = fmt::format(
             "rms {:.3g} is {:.3g}x the floor's rms {} (limit {:g}x), though every element is within "
             "{:g} x the floor's max|d| {}",
-            m.rms, m.rms / floor_of(r.floor_rms, r.cand_dtype, m.ref_rms),
-            floor_text(r.floor_rms, r.cand_dtype, m.ref_rms), rule->k, rule->k,
-            floor_text(r.floor_max_abs, r.cand_dtype, m.ref_rms));
+            m.rms, m.rms / floor_of(floor_rms, r.cand_dtype, m.ref_rms),
+            floor_text(floor_rms, r.cand_dtype, m.ref_rms), rule->k, rule->k,
+            floor_text(floor_max, r.cand_dtype, m.ref_rms));
+      if (ok) {
+        r.note = local_failure(*rule, r);
+        ok = r.note.empty();
+      }
       break;
     }
     case Rule::Kind::predicates:
@@ -332,6 +391,13 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
       // The built-in isolated rule's systematic-error limit, written out: |slope| <= k standard errors.
       r.bias_z = scalar<double>(source, v, key);
       if (!(r.bias_z > 0)) bad(source, v, key, "the limit must be positive");
+    } else if (key == "local") {
+      // The built-in chained rule's local check, written out: within k x two honest engines' spread.
+      r.local_k = scalar<double>(source, v, key);
+      if (!(r.local_k > 0)) bad(source, v, key, "the factor k must be positive");
+    } else if (key == "local_bias_z") {
+      r.local_z = scalar<double>(source, v, key);
+      if (!(r.local_z > 0)) bad(source, v, key, "the limit must be positive");
     } else if (key == "expect") {
       ++kinds;
       r.kind = Rule::Kind::expect;
@@ -344,7 +410,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else {
       bad(source, kv.first, key,
           "unknown field (use stage, layers, mode, default, check, noise_floor, bit_exact, dtype_defaults, "
-          "floor_relief, floor_rms, bias_z, expect, why)");
+          "floor_relief, floor_rms, bias_z, local, local_bias_z, expect, why)");
     }
   }
   if (kinds != 1)
@@ -359,6 +425,9 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     throw PolicyError(fmt::format("{}: floor_rms limits a dtype_defaults rule; this rule has none", r.where));
   if (r.bias_z > 0 && r.kind != Rule::Kind::dtype)
     throw PolicyError(fmt::format("{}: bias_z limits a dtype_defaults rule; this rule has none", r.where));
+  if ((r.local_k > 0 || r.local_z > 0) && r.kind != Rule::Kind::noise_floor)
+    throw PolicyError(
+        fmt::format("{}: local and local_bias_z go with a noise_floor rule; this rule has none", r.where));
   return r;
 }
 

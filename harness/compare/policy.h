@@ -8,6 +8,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metrics.h"
@@ -62,6 +63,12 @@ struct Rule {
   // compare/bias.h) is at most bias_z standard errors of the floor's from zero (see bias_z_of).
   // The built-in rule sets it (kDefaultBiasZ); 0 turns it off.
   double bias_z = 0;
+  // Kind::noise_floor, > 0: where the stage has a local check (result.h LocalCheck), the candidate
+  // is within local_k x what two honest engines of its numerics differ by, given its own inputs
+  // (max and rms), and its systematic error against the honest step within local_z standard
+  // errors. The built-in chained rule sets both (kDefaultFloorFactor, kDefaultBiasZ).
+  double local_k = 0;
+  double local_z = 0;
   Status expect = Status::missing;  // Kind::expect: missing or skipped is legitimate
   bool matches(const StageKey& key, Mode m) const;
 };
@@ -120,6 +127,23 @@ inline constexpr double kDefaultBiasZ = 6;
 // How many standard errors a stage's systematic error lies from zero (slope / se), or nullopt
 // where no floor gave a standard error.
 std::optional<double> bias_z_of(const StageResult& r);
+// What two honest engines of the candidate's numerics differ by at a stage with a local check (max
+// and rms), raised to half an ULP of the stage's largest value and of its scale.
+struct LocalNoise {
+  double max_abs, rms;
+};
+LocalNoise local_noise(const StageResult& r);
+// The larger of the local check's two ratios to that spread (max, rms); NaN where it did not run.
+double local_ratio(const StageResult& r);
+// How every local check failure's note begins (reports find them by it).
+inline constexpr std::string_view kLocalWorse =
+    "worse than an honest engine of its numerics given its own inputs";
+// The local check's systematic error in standard errors, or nullopt where it did not run.
+std::optional<double> local_bias_z_of(const StageResult& r);
+// The floor a chained stage's accumulated error is held to: the recorded floor, or where a local
+// check ran, the error an honest step carried from the candidate's own inputs when that is larger
+// (a stage that amplifies its input's error, a norm over a near-zero row, is not blamed for it).
+double chained_floor(double recorded, double carried);
 // Half an ULP at 1.0 in `t`.
 double unit_roundoff(DType t);
 // A recorded floor, raised to half an ULP of the stage's scale so that a stage that happened to

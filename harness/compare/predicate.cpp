@@ -33,6 +33,13 @@ std::optional<double> metric_value(const StageResult& r, const std::string& name
   if (name == "floor_mean_abs") return r.floor_mean_abs;
   if (name == "bias_slope") return r.bias_slope;
   if (name == "bias_z") return bias_z_of(r).value_or(Metrics::nan);
+  if (name == "local_max_abs") return r.local.max_abs;
+  if (name == "local_rms") return r.local.rms;
+  if (name == "local_noise_max_abs") return r.local.noise_max_abs;
+  if (name == "local_noise_rms") return r.local.noise_rms;
+  if (name == "local_bias_z") return local_bias_z_of(r).value_or(Metrics::nan);
+  if (name == "carried_max_abs") return r.local.carried_max_abs;
+  if (name == "carried_rms") return r.local.carried_rms;
   return std::nullopt;
 }
 

@@ -103,6 +103,7 @@ RunReport rejudge_trace(const trace::TraceReader& trace, const Policy& policy) {
       res && res->is_object() && res->contains("crash") && (*res)["crash"].is_string())
     report.crash = (*res)["crash"].get<std::string>();
   conclude(report);
+  summarize_local_check(report);
   locate_drift(report);
   if (auto why = trace.incomplete()) {
     RunReport::Incomplete inc{*why, report.results.size(), std::nullopt};

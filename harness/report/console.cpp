@@ -306,6 +306,7 @@ void print_report(std::FILE* out, const RunReport& report, const ConsoleOptions&
                    ? std::string("never diverges")
                    : fmt::format("first differs at step {}", l.first_token_divergence));
   }
+  if (!report.local_check.empty()) fmt::print(out, "{}\n", report.local_check);
   if (!report.drift.empty())
     fmt::print(out, "{}\n", report.drift);
   else if (!report.results.empty() && !drift_checked(report.results) &&

@@ -74,6 +74,16 @@ nlohmann::json stage_json(const StageResult& r) {
                     {"bias_slope", num(r.bias_slope)},
                     {"bias_se", num(r.bias_se)},
                     {"cand_hash", fmt::format("{:016x}", r.cand_hash)}};
+    if (r.local.ran())
+      j["metrics"]["local"] = {{"max_abs", num(r.local.max_abs)},
+                               {"rms", num(r.local.rms)},
+                               {"noise_max_abs", num(r.local.noise_max_abs)},
+                               {"noise_rms", num(r.local.noise_rms)},
+                               {"scale", num(r.local.scale)},
+                               {"bias_slope", num(r.local.bias_slope)},
+                               {"bias_se", num(r.local.bias_se)},
+                               {"carried_max_abs", num(r.local.carried_max_abs)},
+                               {"carried_rms", num(r.local.carried_rms)}};
   }
   return j;
 }
@@ -114,6 +124,9 @@ nlohmann::json report_json(const RunReport& report) {
   } else {
     j["drift"] = nullptr;
   }
+  // The local check's verdict on the run (docs/policies.md); null where no stage had one.
+  j["local_check"] =
+      report.local_check.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.local_check);
   // null for a run that finished; else why it is INCOMPLETE and the last stage it flushed.
   j["incomplete"] = nullptr;
   if (const auto& inc = report.incomplete) {

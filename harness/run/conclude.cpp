@@ -13,6 +13,7 @@ RunReport conclude_phase(RunState& s) {
   mark_inherited(report.results);
   report.crash = s.crash;
   conclude(report);
+  summarize_local_check(report);
   locate_drift(report);
   const auto& f = report.first_failure;
   if (s.trace) {

@@ -85,6 +85,14 @@ Loaded load_phase(RunState& s, const ModelConfig& header, CandidatePtr cand) {
     run.lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
     run.lanes.back().floor = std::make_unique<ref::Reference>(
         run.model, ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = s.numerics});
+    if (m == Mode::chained && local_check_runs(opt, !DumpFeature::runs_code(*cand))) {
+      HonestEngines& h = run.lanes.back().honest;
+      h.f32_sums = std::make_unique<ref::Reference>(
+          run.model, ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = s.numerics});
+      h.exact_sums = std::make_unique<ref::Reference>(
+          run.model,
+          ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = exact_sums(s.numerics)});
+    }
   }
   run.tokens = s.prompt.empty()
                    ? seeded_prompt(opt.prompt_tokens, cfg.vocab, opt.seed, seeded_prompt_start(opt.model))

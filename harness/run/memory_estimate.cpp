@@ -11,6 +11,7 @@
 
 #include "contracts.h"
 #include "load_model.h"
+#include "local_check.h"
 #include "reference.h"
 #include "shapes.h"
 #include "stage_catalog.h"
@@ -141,9 +142,12 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
                                const CandidateMemory& cand, const CandidateMemory* baseline) {
   const DType held = held_dtype(bytes_per_weight);
   const std::uint64_t lanes = std::max<std::size_t>(opt.modes.size(), 1);
-  // The oracle and one noise floor per mode, for every sequence of a batch (each computed alone).
+  // The oracle and one noise floor per mode, for every sequence of a batch (each computed alone),
+  // and a chained lane's two honest engines where it runs the local check.
   const std::uint64_t seqs = std::uint64_t(std::max(opt.batch_sequences, 1));
-  const std::uint64_t references = (1 + lanes) * seqs;
+  const bool chained = std::find(opt.modes.begin(), opt.modes.end(), Mode::chained) != opt.modes.end();
+  const std::uint64_t honest = chained && local_check_runs(opt, cand.dump) ? 2 : 0;
+  const std::uint64_t references = (1 + lanes) * seqs + honest;
   std::uint64_t weights = 0, reference_own = 0, elements = 0;
   for (const auto& w : weights_of(cfg)) {
     const std::uint64_t n = std::uint64_t(numel(w.shape));

@@ -113,6 +113,10 @@ struct StageCall {
   int seq = 0;          // the sequence (a batch run judges each apart)
   // What the batch checks found at this stage of this sequence (batch_checks.h); null: nothing.
   const BatchFinding* batch_finding = nullptr;
+  // The local check (a chained lane that runs one): the stage as two honest engines of the
+  // candidate's numerics compute it from the candidate's own inputs (f32 sums forward, reversed).
+  const Tensor* honest = nullptr;
+  const Tensor* honest_alt = nullptr;
 };
 
 // What the stages of a block are held to (step loop).

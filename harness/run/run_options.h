@@ -52,6 +52,9 @@ struct RunOptions {
   // dump mapping's `numerics:`, else the default of the candidate's storage dtype. The runner
   // leaves the resolved spelling here (numerics_str) for the trace.
   std::string numerics;
+  // `--local-check auto|on|off` (local_check.h): whether a chained lane's stages are also recomputed
+  // by honest engines of the numerics from the candidate's own inputs; auto: for an engine's dump.
+  std::string local_check = "auto";
   // Fused GDN decode variants the plan requests, comma-separated: plain, inplace, ids,
   // conv-update, conv-update-ids (see ModelConfig::gdn_fused). Empty: plain.
   std::string gdn_variant;

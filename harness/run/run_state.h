@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "launch_sinks.h"
+#include "local_check.h"
 #include "numerics.h"
 #include "plugin/plugin_library.h"
 #include "reference.h"
@@ -44,6 +45,8 @@ struct Lane {
   // fed its own layer outputs (own_x); null: the run's oracle.
   std::unique_ptr<ref::Reference> own_oracle;
   Tensor own_x;
+  // The local check's honest engines (local_check.h); empty where the lane runs none.
+  HonestEngines honest;
 };
 
 struct RunState {

@@ -84,6 +84,9 @@ struct RunReport {
   std::optional<int> drift_start;    // first layer whose chained output leaves the noise band for good
   std::string drift;                 // that, in one sentence (empty without a chained run)
   bool drift_failed = false;         // the drift alone failed the run: every stage passed
+  // The local check's verdict on the run in one sentence (summarize_local_check); empty where it
+  // did not run.
+  std::string local_check;
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
   // Why the run judged nothing and still exits 0 (a probe whose target the model lacks); empty
@@ -138,5 +141,10 @@ void conclude(RunReport& report);
 // report.drift_start and report.drift. A trend found in a run whose every stage passed turns it into a
 // failure (exit 1, report.drift_failed). Call after conclude().
 void locate_drift(RunReport& report);
+// The local check's verdict on the run (docs/policies.md, "The local check"): as good as an honest
+// engine of its numerics given its own inputs, with the worst ratio and where; or worse than its
+// numerics explain, where first. Fills report.local_check. Call before locate_drift: a steady drift
+// of a run whose every step the local check vouched for is its numerics' own, and does not fail it.
+void summarize_local_check(RunReport& report);
 
 }  // namespace ds

@@ -384,7 +384,13 @@ class StepLoop {
                          [&](const std::string& st, const std::string& name, DType dt) {
                            return resolve(st, name, q, li, layer, in[i], produced[i], dt);
                          });
-      judge_block(kind, layer, step, q, li, in[i], produced[i], filled, plan, step_inputs);
+      // The local check: the block again, by honest engines, from the candidate's own inputs.
+      Lane& lane = q.lanes[li];
+      TensorMap honest, alt;
+      if (lane.honest.f32_sums && kind != BlockKind::embed)
+        lane.honest.recompute(kind == BlockKind::head ? -1 : layer, q.pos, lane.x, produced[i], filled,
+                              *in[i].ref, honest, alt);
+      judge_block(kind, layer, step, q, li, in[i], produced[i], filled, plan, step_inputs, honest, alt);
     }
     return produced;
   }
@@ -418,7 +424,8 @@ class StepLoop {
   // produced is missing.
   void judge_block(BlockKind kind, int layer, int step, const Seq& q, std::size_t li, const BlockInputs& in,
                    const TensorMap& produced, const std::set<std::string, std::less<>>& filled,
-                   const std::vector<KernelStep>& plan, const std::vector<TensorMap>& step_inputs) {
+                   const std::vector<KernelStep>& plan, const std::vector<TensorMap>& step_inputs,
+                   const TensorMap& honest, const TensorMap& alt) {
     const ModelConfig& cfg = run_.model->config;
     const Mode mode = run_.lanes[li].mode;
     const std::size_t judged_from = s_.report.results.size();
@@ -434,6 +441,7 @@ class StepLoop {
       auto c = produced.find(stage);
       auto f = floor.find(stage);
       auto found = findings_.find(std::make_pair(q.id, std::string(stage)));
+      auto h = honest.find(stage), a = alt.find(stage);
       const StageCall call{step,
                            layer,
                            stage,
@@ -443,7 +451,9 @@ class StepLoop {
                            c == produced.end() ? nullptr : &c->second,
                            f == floor.end() ? nullptr : &f->second,
                            q.id,
-                           found == findings_.end() ? nullptr : &found->second};
+                           found == findings_.end() ? nullptr : &found->second,
+                           h == honest.end() ? nullptr : &h->second,
+                           a == alt.end() ? nullptr : &a->second};
       if (filled.count(stage))
         record_filled(s_, call);
       else

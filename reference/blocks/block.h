@@ -82,6 +82,9 @@ struct BlockContext {
 TensorMap decoder_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
 TensorMap gpt2_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
 TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
+// The carried GDN state S from its stage tensor (either layout, cfg.gdn_state_layout): the inverse
+// of what gdn_block reports as "gdn_state".
+std::vector<double> gdn_state_from_stage(const ModelConfig& cfg, const Tensor& stage);
 TensorMap gated_attn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st);
 
 // Shared pieces.

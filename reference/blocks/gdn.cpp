@@ -32,6 +32,18 @@ Tensor state_stage(const ModelConfig& cfg, const std::vector<double>& S) {
 }
 }  // namespace
 
+std::vector<double> gdn_state_from_stage(const ModelConfig& cfg, const Tensor& stage) {
+  const std::int64_t nv = cfg.gdn_v_heads, dk = cfg.gdn_k_dim, dv = cfg.gdn_v_dim;
+  const bool key_major = cfg.gdn_state_layout == GdnStateLayout::key_major;
+  std::vector<double> S(std::size_t(nv * dk * dv));
+  for (std::int64_t h = 0; h < nv; ++h)
+    for (std::int64_t i = 0; i < dk; ++i)
+      for (std::int64_t j = 0; j < dv; ++j)
+        S[std::size_t((h * dk + i) * dv + j)] =
+            stage.at(key_major ? (h * dk + i) * dv + j : (h * dv + j) * dk + i);
+  return S;
+}
+
 TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState& st) {
   const auto& cfg = c.cfg;
   c.check_position(st, pos0);
@@ -51,7 +63,9 @@ TensorMap gdn_block(const BlockContext& c, const Tensor& x, int pos0, LayerState
         l2norm(take_columns(s["conv"], conv_dim, 0, key_dim), dk, 1e-6, 1.0 / std::sqrt(double(dk))));
   c.put(s, "k_l2", l2norm(take_columns(s["conv"], conv_dim, key_dim, key_dim), dk, 1e-6, 1.0));
   const Tensor v = take_columns(s["conv"], conv_dim, 2 * key_dim, value_dim);
-  c.put(s, "gdn_out", gdn_recurrence(cfg, s["q_l2"], s["k_l2"], v, s["g"], s["beta"], st.ssm));
+  c.put(s, "gdn_out",
+        gdn_recurrence(cfg, s["q_l2"], s["k_l2"], v, s["g"], s["beta"], st.ssm,
+                       c.numerics.accum == Numerics::Accum::f32));
   // The carried state is rounded like every stage: a candidate keeps it in its storage dtype.
   for (double& e : st.ssm) e = round_to(c.storage, e);
   s["gdn_state"] = state_stage(cfg, st.ssm);
