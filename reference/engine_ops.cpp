@@ -45,20 +45,13 @@ void q8_k_row(const double* x, double* y, std::int64_t n) {
   }
 }
 
-// Q8_0 as ggml's CPU backend quantizes activations (quantize_row_q8_0's AVX2 and NEON paths): per
-// block of 32, d = amax / 127, q = x * (1 / d) rounded to the nearest with ties to even (the scalar
-// reference, and the fixture writer's weight quantizer, round ties away from zero: on a real
-// prompt one activation in a few thousand lands on a tie, and its row's logits move by 1e-3),
-// values fp16(d) * q.
+// Q8_0 as ggml's CPU backend quantizes a matmul's activations (ties to even), dequantized as ggml
+// does: one definition of each (loaders/quant.h).
 void q8_0_row(const double* x, double* y, std::int64_t n) {
-  constexpr std::int64_t kBlock = 32;
-  for (std::int64_t b = 0; b < n; b += kBlock) {
-    float amax = 0;
-    for (std::int64_t j = b; j < b + kBlock; ++j) amax = std::max(amax, std::fabs(float(x[j])));
-    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    const float dh = f16_to_f32(f32_to_f16(d));
-    for (std::int64_t j = b; j < b + kBlock; ++j) y[j] = double(dh * std::nearbyint(float(x[j]) * id));
-  }
+  std::vector<float> in(x, x + n), out(static_cast<std::size_t>(n));
+  const auto blocks = quantize_q8_0(in.data(), n, Ties::to_even);
+  dequantize(GgmlType::Q8_0, blocks.data(), out.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = out[std::size_t(i)];
 }
 
 // What ggml's CPU backend converts a matmul's activations to for weights of `file_type`.

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 
 #include "dump_layout.h"
+#include "user_file.h"
 #include "stage_catalog.h"
 
 namespace ds::dump {
@@ -235,6 +237,29 @@ std::optional<std::vector<int>> DumpCandidate::tokens() const {
     throw DumpError(fmt::format("{}: shape {} is not one prompt of token ids ([T] or [1, T])", what,
                                 shape_str(t.shape())));
   return std::vector<int>(t.data<std::int32_t>(), t.data<std::int32_t>() + t.numel());
+}
+
+std::vector<int> DumpCandidate::engine_choices() const {
+  const std::filesystem::path path = std::filesystem::path(dir_) / "greedy.txt";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  const std::string text = read_user_text<DumpError>(path.string(), 1 << 20, "greedy tokens file");
+  std::vector<int> ids;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    std::string item = text.substr(at, end - at);
+    item.erase(0, item.find_first_not_of(" \t\r\n"));
+    item.erase(item.find_last_not_of(" \t\r\n") + 1);
+    int id = -1;
+    const auto [p, err] = std::from_chars(item.data(), item.data() + item.size(), id);
+    if (err != std::errc() || p != item.data() + item.size() || id < 0)
+      throw DumpError(
+          fmt::format("{}: '{}' is not a token id (expected ids separated by commas)", path.string(), item));
+    ids.push_back(id);
+    at = end + 1;
+  }
+  return ids;
 }
 
 std::vector<std::pair<std::string, std::string>> DumpCandidate::missing_sources(const ModelConfig& cfg,

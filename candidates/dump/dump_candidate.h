@@ -48,6 +48,9 @@ class DumpCandidate final : public Candidate {
   const Mapping& mapping() const;
   // The prompt the dump carries (its tokens file), checked; nullopt when it carries none.
   std::optional<std::vector<int>> tokens() const;
+  // The token the engine chose after each model step (DIR/greedy.txt, comma-separated ids, as
+  // tools/llama_dump writes it); empty when the dump has none. Throws DumpError on a bad file.
+  std::vector<int> engine_choices() const;
   // Reads every header the run will need, before anything is computed: each (step, layer,
   // stage) file and tensor exists and has rows of the right shape. `steps` holds (pos0, tokens)
   // per model step. Throws DumpError naming the file and the tensor.

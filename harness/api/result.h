@@ -127,6 +127,9 @@ struct StageResult {
   // reference, and its standard error under no bias, from the floor. NaN when not computed.
   double bias_slope = Metrics::nan, bias_se = Metrics::nan;
   LocalCheck local;
+  // The policy found the candidate's own step worse than an honest engine of its numerics (the
+  // local check), whether or not that is what the stage's note gives (Policy::judge).
+  bool local_worse = false;
   std::uint64_t cand_hash = 0;  // content_hash of the candidate's stored bytes (0: none)
 };
 

@@ -58,6 +58,8 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   return r;
 }
 
+constexpr std::string_view kLocalWorse = "worse than an honest engine of its numerics given its own inputs";
+
 // The local check's verdict on a stage under `rule`: empty when it passes or did not run, else why.
 std::string local_failure(const Rule& rule, const StageResult& r) {
   const LocalCheck& l = r.local;
@@ -195,6 +197,7 @@ void Policy::judge(StageResult& r) const {
   if (r.status == Status::shape_mismatch || r.status == Status::crashed || is_run_finding(r.status)) return;
   const Metrics& m = r.m;
   r.note.clear();
+  r.local_worse = false;
   if (m.nan_cand > m.nan_ref || (m.nan_cand > 0 && m.mismatches > 0)) {
     r.status = Status::nan;
     r.note = fmt::format("{} NaN in the candidate ({} in the reference)", m.nan_cand, m.nan_ref);
@@ -261,9 +264,13 @@ void Policy::judge(StageResult& r) const {
             m.rms, m.rms / floor_of(floor_rms, r.cand_dtype, m.ref_rms),
             floor_text(floor_rms, r.cand_dtype, m.ref_rms), rule->k, rule->k,
             floor_text(floor_max, r.cand_dtype, m.ref_rms));
-      if (ok) {
-        r.note = local_failure(*rule, r);
-        ok = r.note.empty();
+      // Judged even where the accumulated error already failed: the run's local-check line names
+      // the first stage the candidate's own step made worse, not the first one that failed.
+      const std::string local = local_failure(*rule, r);
+      r.local_worse = !local.empty();
+      if (ok && r.local_worse) {
+        r.note = local;
+        ok = false;
       }
       break;
     }
@@ -301,6 +308,14 @@ T scalar(const std::string& source, const YAML::Node& n, std::string_view field)
   } catch (const YAML::Exception&) {
     bad(source, n, field, "wrong type");
   }
+}
+
+// A factor or limit: a number above zero.
+double positive(const std::string& source, const YAML::Node& n, std::string_view field,
+                std::string_view what) {
+  const double v = scalar<double>(source, n, field);
+  if (!(v > 0)) bad(source, n, field, fmt::format("the {} must be positive", what));
+  return v;
 }
 
 // A mapping's key. YAML allows any node there (`? [a, b]`, `? {a: 1}`); a policy's
@@ -368,8 +383,7 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else if (key == "noise_floor") {
       ++kinds;
       r.kind = Rule::Kind::noise_floor;
-      r.k = scalar<double>(source, v, key);
-      if (!(r.k > 0)) bad(source, v, key, "the factor k must be positive");
+      r.k = positive(source, v, key, "factor k");
     } else if (key == "bit_exact") {
       ++kinds;
       r.kind = Rule::Kind::bit_exact;
@@ -381,23 +395,18 @@ Rule parse_rule(const std::string& source, const YAML::Node& n) {
     } else if (key == "floor_relief") {
       // The built-in isolated rule's relief, written out: atol >= k x the stage's noise floor.
       r.floor_relief = true;
-      r.k = scalar<double>(source, v, key);
-      if (!(r.k > 0)) bad(source, v, key, "the factor k must be positive");
+      r.k = positive(source, v, key, "factor k");
     } else if (key == "floor_rms") {
       // The built-in isolated rule's statistical limit, written out: rms <= k x the floor's rms.
-      r.rms_k = scalar<double>(source, v, key);
-      if (!(r.rms_k > 0)) bad(source, v, key, "the factor k must be positive");
+      r.rms_k = positive(source, v, key, "factor k");
     } else if (key == "bias_z") {
       // The built-in isolated rule's systematic-error limit, written out: |slope| <= k standard errors.
-      r.bias_z = scalar<double>(source, v, key);
-      if (!(r.bias_z > 0)) bad(source, v, key, "the limit must be positive");
+      r.bias_z = positive(source, v, key, "limit");
     } else if (key == "local") {
       // The built-in chained rule's local check, written out: within k x two honest engines' spread.
-      r.local_k = scalar<double>(source, v, key);
-      if (!(r.local_k > 0)) bad(source, v, key, "the factor k must be positive");
+      r.local_k = positive(source, v, key, "factor k");
     } else if (key == "local_bias_z") {
-      r.local_z = scalar<double>(source, v, key);
-      if (!(r.local_z > 0)) bad(source, v, key, "the limit must be positive");
+      r.local_z = positive(source, v, key, "limit");
     } else if (key == "expect") {
       ++kinds;
       r.kind = Rule::Kind::expect;

@@ -8,7 +8,6 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "metrics.h"

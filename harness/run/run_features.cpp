@@ -68,6 +68,11 @@ void DumpFeature::settle_prompt(RunState& s, const ModelConfig& header, const Ca
     s.prompt = std::move(*t);
     source = fmt::format("the tokens of {}", s.opt.candidate);
   }
+  try {
+    s.engine_choices = d->engine_choices();
+  } catch (const dump::DumpError& e) {
+    throw InputError(e.what());
+  }
 }
 
 void DumpFeature::declared_numerics(const Candidate& cand, std::string& spec, std::string& from) {

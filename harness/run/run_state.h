@@ -61,7 +61,10 @@ struct RunState {
   std::array<std::string, 3> stop_ops;  // required, supported, missing: set by a refusal
   std::string crash;                    // why the candidate (or baseline) crashed, when it did
   std::vector<int> prompt;              // given (--tokens or the dump's); empty: drawn from the seed
-  Numerics numerics;                    // how the noise floors compute (settle phase)
+  // The token an engine's dump says it chose after each model step (DIR/greedy.txt): fed instead
+  // of the reference's greedy choice, since the dump's later steps consumed it. Empty: none.
+  std::vector<int> engine_choices;
+  Numerics numerics;                                        // how the noise floors compute (settle phase)
   std::optional<launch_sinks::ScopedOptions> simt_options;  // the run's SIMT settings, while it runs
   RunFeatures features;  // after simt_options: a baseline's child goes before its settings do
   std::unique_ptr<trace::TraceWriter> trace;

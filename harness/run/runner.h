@@ -87,6 +87,7 @@ struct RunReport {
   // The local check's verdict on the run in one sentence (summarize_local_check); empty where it
   // did not run.
   std::string local_check;
+  bool local_vouched = false;  // the local check ran and every step it checked passed it
   int exit_code = kExitParity;
   std::string verdict;  // one sentence
   // Why the run judged nothing and still exits 0 (a probe whose target the model lacks); empty

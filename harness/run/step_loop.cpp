@@ -166,7 +166,7 @@ class StepLoop {
         });
       s_.flush();
       for (Seq* q : active) {
-        q->fed.push_back(ref::Reference::greedy_next(q->ref.at("logits")));
+        q->fed.push_back(next_token(*q, step));
         q->pos += q->T;
       }
     }
@@ -541,6 +541,27 @@ class StepLoop {
     if (run_.cached.count(stage))
       lane.cache[key] = Tensor::concat_rows(lane.cache.count(key) ? lane.cache[key] : Tensor{}, t);
     lane.latest[key] = t;
+  }
+
+  // The token fed after `step`: the reference's greedy choice, or the engine's where its dump says
+  // which it chose (its later steps consumed that one). Where the two differ, a note says so with
+  // both logits: at a near-tie an engine's rounding legitimately picks the other token.
+  int next_token(const Seq& q, int step) {
+    const Tensor& logits = q.ref.at("logits");
+    const int greedy = ref::Reference::greedy_next(logits);
+    const auto& chosen = s_.engine_choices;
+    if (q.id != 0 || step >= int(chosen.size())) return greedy;
+    const int engine = chosen[std::size_t(step)];
+    const std::int64_t V = logits.dim(logits.rank() - 1), last = logits.numel() - V;
+    if (engine >= V)
+      throw InputError(fmt::format("{}: greedy.txt: token {} after step {} is not below the vocabulary ({})",
+                                   s_.opt.candidate, engine, step, V));
+    if (engine != greedy)
+      s_.report.notes.push_back(fmt::format(
+          "step {}: the engine chose token {} where the reference's greedy choice is {} (reference logits "
+          "{:.6g} and {:.6g}); the run feeds the engine's choice, which the dump's next steps consumed",
+          step, engine, greedy, logits.at(last + engine), logits.at(last + greedy)));
+    return engine;
   }
 
   // The reference's own history feeds isolated mode's cache: and prev: inputs.

@@ -26,8 +26,6 @@ std::string baseline_note(const RunReport& report) {
 }  // namespace
 
 namespace {
-constexpr std::string_view kLocalVouched = "Local check: as good as an honest engine of its numerics";
-
 // How the chained error goes on from the layer where drift begins: "growing" only when it grows.
 std::string course(double from, double to, int from_layer, int last_layer) {
   if (from_layer == last_layer)
@@ -118,7 +116,7 @@ void locate_drift(RunReport& report) {
       s.layers[i], of_seq, kBand, dtype_name(dtype), from, to, s.layers.back(), where);
   // A run whose every step the local check vouched for computes as an honest engine of its
   // numerics would, step by step: the growth is what those numerics compound to on this chain.
-  if (report.local_check.starts_with(kLocalVouched)) {
+  if (report.local_vouched) {
     report.drift +=
         " Every step is as good as an honest engine of its numerics given its own inputs (the local "
         "check), so this is the numerics' own growth, not a bug.";
@@ -144,9 +142,10 @@ void summarize_local_check(RunReport& report) {
     if (!r.local.ran()) continue;
     ++checked;
     if (!worst || local_ratio(r) > local_ratio(*worst)) worst = &r;
-    if (!first_worse && is_failure(r) && r.note.starts_with(kLocalWorse)) first_worse = &r;
+    if (!first_worse && r.local_worse) first_worse = &r;
   }
   report.local_check.clear();
+  report.local_vouched = false;
   if (!checked) return;
   const auto where = [](const StageResult& r) {
     return fmt::format(
@@ -157,17 +156,19 @@ void summarize_local_check(RunReport& report) {
   const std::string numerics =
       report.numerics.empty() ? std::string() : fmt::format(" ({})", report.numerics);
   if (first_worse) {
+    const auto z = local_bias_z_of(*first_worse);
     report.local_check = fmt::format(
-        "Local check: worse than its precision explains: first at {}, where it is {} (the stage recomputed "
-        "by "
-        "honest engines of its numerics{} from its own inputs).",
-        where(*first_worse), first_worse->note.substr(kLocalWorse.size() + 2), numerics);
+        "Local check: worse than its precision explains: first at {}, where its own step is {:.3g}x what two "
+        "honest engines of its numerics{} differ by from the same inputs{}.",
+        where(*first_worse), local_ratio(*first_worse), numerics,
+        z ? fmt::format(", its scale against them {:.1f} standard errors from none", std::fabs(*z)) : "");
     return;
   }
+  report.local_vouched = true;
   report.local_check = fmt::format(
-      "{}{} given its own inputs, at every one of {} "
+      "Local check: as good as an honest engine of its numerics{} given its own inputs, at every one of {} "
       "stages: at worst {:.2g}x what two honest engines differ by ({}).",
-      kLocalVouched, numerics, checked, local_ratio(*worst), where(*worst));
+      numerics, checked, local_ratio(*worst), where(*worst));
 }
 
 void conclude(RunReport& report) {

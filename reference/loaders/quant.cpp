@@ -85,7 +85,7 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n) {
     e->decode(src + i * e->info.block_bytes, dst + i * e->info.block_elems);
 }
 
-std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n) {
+std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n, Ties ties) {
   std::vector<std::byte> out(std::size_t(n / 32 * 34));
   for (std::int64_t b = 0; b < n / 32; ++b) {
     const float* xb = x + 32 * b;
@@ -95,7 +95,10 @@ std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n) {
     const std::uint16_t dh = f32_to_f16(d);
     std::byte* o = out.data() + 34 * b;
     std::memcpy(o, &dh, 2);
-    for (int j = 0; j < 32; ++j) o[2 + j] = std::byte(std::int8_t(std::lround(xb[j] * id)));
+    for (int j = 0; j < 32; ++j) {
+      const float v = xb[j] * id;
+      o[2 + j] = std::byte(std::int8_t(ties == Ties::to_even ? std::nearbyint(v) : std::lround(v)));
+    }
   }
   return out;
 }

@@ -47,8 +47,11 @@ std::int64_t ggml_nbytes(const GgmlTypeInfo& t, std::int64_t n);
 // Decodes `n` elements (a multiple of the block size) of type `t` from `src` into `dst`.
 void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n);
 
-// Round-to-nearest Q8_0 (d = max|x| / 127, as ggml's quantize_row_q8_0_ref), for writing
-// fixtures. n must be a multiple of 32.
-std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n);
+// Round-to-nearest Q8_0 (d = max|x| / 127, q = x * (1 / d)). Ties away from zero, as ggml's
+// quantize_row_q8_0_ref writes weights (fixtures); ties to even, as its AVX2 and NEON paths quantize
+// a matmul's activations (engine numerics: on a real prompt one activation in a few thousand lands
+// on a tie, and its row's logits move by 1e-3). n must be a multiple of 32.
+enum class Ties { away_from_zero, to_even };
+std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n, Ties ties = Ties::away_from_zero);
 
 }  // namespace ds::ref

@@ -5,7 +5,8 @@ one layer's MLP output, one attention head's output or one channel of the MLP ou
 step 0 as the first failure; the unedited dump must pass.
 
 As a test (ctest dumps.judge_sensitivity): the peer folder's dumps, f32 and quantized, each plant at
-the size issue 50 asks for (1e-5 on f32, 1e-4 on Q8_0, 1e-3 on Q4_K_M), and each correct dump.
+the size issue 50 asks for (1e-5 on f32, one channel 1e-4; 1e-4 on Q8_0; 1e-3 on Q4_K_M), and
+each correct dump.
 
 As a measurement (`--sweep DIR`): DIR holds dumps a real llama.cpp wrote with the shipped dumper
 (tools/llama_dump, the f32 recipe), as DIR/<TYPE>/p<i>/ of the peer folder's quants/llama256.<TYPE>.gguf

@@ -111,6 +111,42 @@ class PlantedBug(unittest.TestCase):
             self.assertEqual((first["stage"], first["layer"], first["step"]), ("down", 1, 0), first)
 
 
+class EngineChoices(unittest.TestCase):
+    """The dump's greedy.txt (the token llama.cpp chose after each step) is what the run feeds: at a
+    near-tie a quantized engine legitimately picks another token than the reference's greedy one,
+    and its next steps consumed that one."""
+
+    def test_the_engines_choice_is_fed_and_noted(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dump = os.path.join(tmp, "llama256-other-choice")
+            shutil.copytree(os.path.join(PEERS, "dumps", "llama256"), dump)
+            with open(os.path.join(dump, "greedy.txt")) as f:
+                chosen = [int(t) for t in f.read().split(",")]
+            other = (chosen[1] + 1) % 256
+            with open(os.path.join(dump, "greedy.txt"), "w") as f:
+                f.write(",".join(map(str, chosen[:1] + [other] + chosen[2:])))
+            rc, text, report = judge(dump, "llama256.gguf", tmp)
+            # The dump's step 2 embedded the token llama.cpp really chose: fed another, embed differs.
+            self.assertEqual(rc, 1, text[-3000:])
+            first = report["first_failure"]
+            self.assertEqual((first["stage"], first["step"]), ("embed", 2), first)
+            self.assertIn(f"step 1: the engine chose token {other} where the reference's greedy choice is "
+                          f"{chosen[1]}", text)
+
+    def test_a_bad_greedy_file_is_exit_2_naming_it(self):
+        for content, named in [("162,x,216", "'x' is not a token id"), ("162,999,216", "token 999 after step 1")]:
+            with self.subTest(content), tempfile.TemporaryDirectory() as tmp:
+                dump = os.path.join(tmp, "d")
+                shutil.copytree(os.path.join(PEERS, "dumps", "llama256"), dump)
+                with open(os.path.join(dump, "greedy.txt"), "w") as f:
+                    f.write(content)
+                rc, out = run("run", "--model", os.path.join(PEERS, "models", "llama256.gguf"), "--candidate",
+                              f"dump:{dump}", "--decode-steps", "3")
+                self.assertEqual(rc, 2, out[-2000:])
+                self.assertIn("greedy.txt", out)
+                self.assertIn(named, out)
+
+
 def mapping_for_present_files(dump_dir, family, dst):
     """The shipped mapping of `family` with every stage whose file this dump lacks moved to `absent`
     (llama.cpp's default graph, flash attention on, names no `embd` and, for some models, no
