@@ -76,6 +76,36 @@ void weight_row(const Tensor& w, std::int64_t o, std::vector<float>& out) {
   }
 }
 
+// ggml's dot product of Q4_1 or Q5_1 weights (w = d_w q + m per block of 32) with Q8_1 activations
+// (Q8_0's values, plus s = d_a * sum(q) stored as f16) adds m * s for each block, where the values
+// give m * f16(d_a) * sum(q). Each block's minimum m is the block's smallest dequantized weight (the
+// quantizer maps the minimum to q = 0). Adds, to every output, sum over blocks of m times the
+// difference, for the activations' rows x (not yet quantized).
+void add_q8_1_block_sums(const Tensor& x, const Tensor& w, Tensor& y) {
+  constexpr std::int64_t kBlock = 32;
+  const std::int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0), blocks = in / kBlock;
+  std::vector<double> diff(static_cast<std::size_t>(rows * blocks));
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const double* xb = x.data<double>() + r * in + b * kBlock;
+      float amax = 0;
+      for (std::int64_t j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(float(xb[j])));
+      const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+      float sum = 0;
+      for (std::int64_t j = 0; j < kBlock; ++j) sum += std::nearbyint(float(xb[j]) * id);
+      diff[std::size_t(r * blocks + b)] = double(f16_round(d * sum)) - double(f16_round(d)) * double(sum);
+    }
+  std::vector<float> wr;
+  for (std::int64_t o = 0; o < out; ++o) {
+    weight_row(w, o, wr);
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const float m = *std::min_element(wr.begin() + b * kBlock, wr.begin() + (b + 1) * kBlock);
+      for (std::int64_t r = 0; r < rows; ++r)
+        y.data<double>()[r * out + o] += double(m) * diff[std::size_t(r * blocks + b)];
+    }
+  }
+}
+
 }  // namespace
 
 Tensor engine_activations(const Tensor& x, Numerics::ActQuant q, std::string_view file_type, DType w_dtype) {
@@ -108,7 +138,10 @@ Tensor numerics_linear(const Tensor& x, const Tensor& w, const Tensor* bias, con
                        std::string_view file_type) {
   if (n.act_quant == Numerics::ActQuant::none && n.accum == Numerics::Accum::exact) return linear(x, w, bias);
   const Tensor xq = engine_activations(x, n.act_quant, file_type, w.dtype());
-  return n.accum == Numerics::Accum::f32 ? linear_f32(xq, w, bias) : linear(xq, w, bias);
+  Tensor y = n.accum == Numerics::Accum::f32 ? linear_f32(xq, w, bias) : linear(xq, w, bias);
+  if (n.act_quant == Numerics::ActQuant::ggml && (file_type == "Q4_1" || file_type == "Q5_1"))
+    add_q8_1_block_sums(x, w, y);
+  return y;
 }
 
 Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor* bias) {

@@ -85,11 +85,7 @@ Loaded load_phase(RunState& s, const ModelConfig& header, CandidatePtr cand) {
     run.lanes.push_back(Lane{m, {}, {}, {}, {}, {}, {}});
     run.lanes.back().floor = std::make_unique<ref::Reference>(
         run.model, ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = s.numerics});
-    const std::string unmodelled = local_check_unmodelled(*run.model, s.numerics);
-    if (m == Mode::chained && local_check_runs(opt, !DumpFeature::runs_code(*cand)) && !unmodelled.empty())
-      s.report.notes.push_back(fmt::format(
-          "local check not run: {}; the chained lane is judged by its noise floor alone", unmodelled));
-    else if (m == Mode::chained && local_check_runs(opt, !DumpFeature::runs_code(*cand))) {
+    if (m == Mode::chained && local_check_runs(opt, !DumpFeature::runs_code(*cand))) {
       HonestEngines& h = run.lanes.back().honest;
       h.f32_sums = std::make_unique<ref::Reference>(
           run.model, ref::ReferenceOptions{.storage = cand->storage_dtype(), .numerics = s.numerics});

@@ -65,18 +65,6 @@ bool local_check_runs(const RunOptions& opt, bool dump) {
   return opt.local_check == "on" || dump;
 }
 
-std::string local_check_unmodelled(const Model& model, const Numerics& numerics) {
-  if (numerics.act_quant != Numerics::ActQuant::ggml) return {};
-  for (const auto& [name, type] : model.file_types)
-    if (type == "Q4_1" || type == "Q5_1")
-      return fmt::format(
-          "{} is {}: ggml's dot product with Q8_1 activations rounds each block's activation sum to f16, "
-          "which "
-          "the numerics do not model",
-          name, type);
-  return {};
-}
-
 Numerics with_exact_sums(Numerics n) {
   n.accum = Numerics::Accum::exact;
   return n;

@@ -14,7 +14,6 @@
 #include <string_view>
 #include <vector>
 
-#include "model.h"
 #include "numerics.h"
 #include "result.h"
 #include "reference.h"
@@ -26,12 +25,6 @@ namespace ds {
 // for an engine's dump, whose only lane is chained and which cannot be fed the oracle's inputs.
 // Not in a batch run (each sequence would need honest engines of its own).
 bool local_check_runs(const RunOptions& opt, bool dump);
-
-// Why the local check cannot judge a model under these numerics, or "" when it can: ggml's dot
-// product of Q4_1 and Q5_1 weights with Q8_1 activations adds each block's minimum times the
-// activations' block sum rounded to f16, which the numerics do not model (the weights are held
-// dequantized). Measured: every Q4_1 and Q5_1 dump of a correct llama.cpp failed `v` of layer 0.
-std::string local_check_unmodelled(const Model& model, const Numerics& numerics);
 
 // The second honest engine's numerics: the same, with exact sums (for numerics that sum exactly
 // already, the two engines agree but for nothing, and the storage rounding sets the spread).

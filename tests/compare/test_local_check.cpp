@@ -1,12 +1,11 @@
 // The local check (docs/policies.md, "The local check"): how the built-in chained rule judges a
 // stage's local numbers, the run's local-check line and its hold on the drift verdict, the policy
-// keys, the trace fields, and the models whose engine the numerics cannot model.
+// keys and the trace fields.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
-#include "local_check.h"
 #include "policy.h"
 #include "runner.h"
 #include "trace_schema.h"
@@ -173,16 +172,6 @@ TEST(LocalTrace, FieldsRoundTripAndOldTracesReadAsNotRun) {
   old.local_max_abs = old.local_rms = old.local_noise_max_abs = old.local_noise_rms = old.local_scale = 0;
   old.local_bias_slope = old.local_bias_se = old.carried_max_abs = old.carried_rms = 0;
   EXPECT_FALSE(trace::from_row(old).local.ran());
-}
-
-TEST(LocalEngines, Q4_1AndQ5_1WeightsUnderGgmlActivationsAreNotJudged) {
-  Model m;
-  m.file_types["blk.0.attn_q.weight"] = "Q4_K";
-  const Numerics ggml = parse_numerics("llama.cpp-f32");
-  EXPECT_EQ(local_check_unmodelled(m, ggml), "");
-  m.file_types["blk.0.attn_v.weight"] = "Q5_1";
-  EXPECT_NE(local_check_unmodelled(m, ggml).find("blk.0.attn_v.weight is Q5_1"), std::string::npos);
-  EXPECT_EQ(local_check_unmodelled(m, parse_numerics("f32")), "");  // no activation quantization modelled
 }
 
 }  // namespace

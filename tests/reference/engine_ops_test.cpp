@@ -145,6 +145,58 @@ TEST(EngineActivations, GgmlPicksByTheWeightsFileType) {
       same(engine_activations(x, Numerics::ActQuant::ggml, "", DType::bf16), round_stage(x, DType::bf16)));
 }
 
+// ggml's Q4_1 x Q8_1 dot product (vec_dot_q4_1_q8_1), written out per block of 32:
+// d_w * d_a * sum(q_w q_a) + m_w * f16(d_a * sum(q_a)), with d_a = amax / 127 (f16 where it scales the
+// products) and q_a = x / d_a rounded to the nearest, ties to even. The floor's linear for a weight
+// of file type Q4_1 must give that; the same weights labelled Q4_0 (Q8_0 activations, no f16 sum)
+// must not, or the test could not tell.
+TEST(EngineLinear, Q4_1WeightsAddEachBlocksMinimumTimesTheF16ActivationSum) {
+  constexpr int kIn = 64, kOut = 3;
+  const Tensor x = random_rows(2, kIn, 11);
+  std::mt19937 gen(12);
+  std::uniform_int_distribution<int> q(0, 15);
+  // Scales and minimums on a grid, so that every dequantized weight q * d + m is exact in f32.
+  std::uniform_int_distribution<int> dm(10, 100), mm(13, 60);
+  Tensor w(DType::f32, {kOut, kIn});
+  std::vector<float> d(kOut * 2), m(kOut * 2);
+  std::vector<int> qw(kOut * kIn);
+  for (int o = 0; o < kOut; ++o)
+    for (int b = 0; b < 2; ++b) {
+      d[o * 2 + b] = float(dm(gen)) / 1024;
+      m[o * 2 + b] = -float(mm(gen)) / 64;
+      for (int j = 0; j < 32; ++j) {
+        const int i = b * 32 + j;
+        qw[o * kIn + i] = j == 5 ? 0 : q(gen);  // the block's minimum maps to q = 0
+        w.data<float>()[o * kIn + i] = float(qw[o * kIn + i]) * d[o * 2 + b] + m[o * 2 + b];
+      }
+    }
+  const Numerics ggml = parse_numerics("act-quant=ggml");
+  const Tensor y = numerics_linear(x, w, nullptr, ggml, "Q4_1");
+  const Tensor y0 = numerics_linear(x, w, nullptr, ggml, "Q4_0");
+  double worst = 0, worst0 = 0;
+  for (int r = 0; r < 2; ++r)
+    for (int o = 0; o < kOut; ++o) {
+      double want = 0;
+      for (int b = 0; b < 2; ++b) {
+        float amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(float(x.at(r * kIn + b * 32 + j))));
+        const float da = amax / 127.0f, ida = 1.0f / da;
+        double dot = 0, sum = 0;
+        for (int j = 0; j < 32; ++j) {
+          const double qa = std::nearbyint(float(x.at(r * kIn + b * 32 + j)) * ida);
+          dot += qa * qw[o * kIn + b * 32 + j];
+          sum += qa;
+        }
+        want += double(d[o * 2 + b]) * double(f16_to_f32(f32_to_f16(da))) * dot +
+                double(m[o * 2 + b]) * double(f16_to_f32(f32_to_f16(float(da * sum))));
+      }
+      worst = std::max(worst, std::fabs(y.at(r * kOut + o) - want));
+      worst0 = std::max(worst0, std::fabs(y0.at(r * kOut + o) - want));
+    }
+  EXPECT_LT(worst, 1e-9);
+  EXPECT_GT(worst0, 1e-6);
+}
+
 TEST(EngineActivations, ARowOfPartialBlocksIsRefusedNamingIt) {
   EXPECT_THROW(engine_activations(random_rows(1, 48, 7), Numerics::ActQuant::q8_0, "", DType::f32),
                std::invalid_argument);
