@@ -84,6 +84,11 @@ hid_t summary_type() {
   DS_FIELD(local_bias_se, H5T_NATIVE_DOUBLE);
   DS_FIELD(carried_max_abs, H5T_NATIVE_DOUBLE);
   DS_FIELD(carried_rms, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_group_slope, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_group_se, H5T_NATIVE_DOUBLE);
+  DS_FIELD(local_group, H5T_NATIVE_INT32);
+  DS_FIELD(local_groups, H5T_NATIVE_INT32);
+  DS_FIELD(local_group_width, H5T_NATIVE_INT32);
 #undef DS_FIELD
   H5Tclose(stage_t);
   H5Tclose(note_t);
@@ -272,6 +277,11 @@ SummaryRow to_row(const StageResult& r) {
   row.local_bias_se = r.local.bias_se;
   row.carried_max_abs = r.local.carried_max_abs;
   row.carried_rms = r.local.carried_rms;
+  row.local_group_slope = r.local.group_slope;
+  row.local_group_se = r.local.group_se;
+  row.local_group = r.local.group;
+  row.local_groups = r.local.groups;
+  row.local_group_width = r.local.group_width;
   return row;
 }
 
@@ -331,6 +341,13 @@ StageResult from_row(const SummaryRow& row) {
     r.local.bias_se = row.local_bias_se;
     r.local.carried_max_abs = row.carried_max_abs;
     r.local.carried_rms = row.carried_rms;
+    if (row.local_groups > 0) {
+      r.local.group_slope = row.local_group_slope;
+      r.local.group_se = row.local_group_se;
+      r.local.group = row.local_group;
+      r.local.groups = row.local_groups;
+      r.local.group_width = row.local_group_width;
+    }
   }
   return r;
 }

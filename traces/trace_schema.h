@@ -80,6 +80,10 @@ struct SummaryRow {
   // The local check of a chained stage (result.h LocalCheck); NaN when not run.
   double local_max_abs, local_rms, local_noise_max_abs, local_noise_rms, local_scale, local_bias_slope,
       local_bias_se, carried_max_abs, carried_rms;
+  // Its most outstanding column group (a head or a channel); local_groups 0: none (so in traces
+  // written before these fields).
+  double local_group_slope, local_group_se;
+  std::int32_t local_group, local_groups, local_group_width;
 };
 
 // One captured input tensor of one candidate step (a row of /inputs/index).

@@ -102,6 +102,13 @@ struct LocalCheck {
   // The honest step against the oracle: the error the stage was fed, carried through an honest
   // step. A chained stage is not held to less than that (its upstream error is judged upstream).
   double carried_max_abs = nan, carried_rms = nan;
+  // The same fit over each column group of the stage (group_width adjacent columns of every row:
+  // one head, or one channel), kept for the group that stands out most after the limit's rise for
+  // the number of groups (policy.h local_group_limit): its slope, standard error and index among
+  // `groups`. A bug confined to one head or channel is diluted in the whole stage's slope. group < 0:
+  // no grouping with enough elements per group.
+  double group_slope = nan, group_se = nan;
+  int group = -1, groups = 0, group_width = 0;
   bool ran() const { return max_abs == max_abs; }
 };
 

@@ -154,6 +154,26 @@ bool is_shared_expert_stage(std::string_view stage) {
   return stage == "shexp_out" || stage == "shexp_gate" || stage == "ffn_out";
 }
 
+int stage_head_width(const ModelConfig& cfg, int layer, std::string_view s) {
+  if (layer == kModelLayer) return 0;
+  switch (cfg.block_kind(layer)) {
+    case BlockKind::decoder:
+    case BlockKind::gated_attn:
+      return s == "q" || s == "k" || s == "v" || s == "q_norm" || s == "k_norm" || s == "q_rope" ||
+                     s == "k_rope" || s == "attn" || s == "attn_gate" || s == "attn_gated"
+                 ? cfg.head_dim
+                 : 0;
+    case BlockKind::gpt2: return s == "qkv" || s == "attn" ? cfg.head_dim : 0;
+    case BlockKind::gdn:
+      if (s == "q_l2" || s == "k_l2") return cfg.gdn_k_dim;
+      if (s == "z_gate" || s == "gdn_out" || s == "gated_norm") return cfg.gdn_v_dim;
+      // [q|k|v] heads are one width only where key and value heads are.
+      if ((s == "qkv_mixed" || s == "conv") && cfg.gdn_k_dim == cfg.gdn_v_dim) return cfg.gdn_k_dim;
+      return 0;
+    default: return 0;
+  }
+}
+
 bool is_discrete_stage(std::string_view stage) { return stage == "expert_ids"; }
 
 bool is_model_level_stage(std::string_view stage) {

@@ -37,6 +37,10 @@ bool is_catalog_stage(std::string_view name);
 // Whether `stage` is one of a mixture-of-experts layer's stages (router_logits .. moe_out).
 bool is_moe_stage(std::string_view stage);
 // Whether `stage` is one of the shared expert's (shexp_out, shexp_gate, ffn_out; Qwen3-Next).
+// How many adjacent columns of `stage` one head fills in layer `layer` (head_dim for the
+// projections and attention stages, a GDN head's key or value width for its per-head stages), or 0
+// for a stage that is not laid out by heads.
+int stage_head_width(const ModelConfig& cfg, int layer, std::string_view stage);
 bool is_shared_expert_stage(std::string_view stage);
 // Whether `stage` holds discrete decisions (a MoE router's expert_ids), compared exactly under
 // every policy: a near miss is a different decision, not a rounding error.

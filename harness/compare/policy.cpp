@@ -58,8 +58,6 @@ Rule builtin(Rule::Kind kind, std::optional<Mode> mode) {
   return r;
 }
 
-constexpr std::string_view kLocalWorse = "worse than an honest engine of its numerics given its own inputs";
-
 // The local check's verdict on a stage under `rule`: empty when it passes or did not run, else why.
 std::string local_failure(const Rule& rule, const StageResult& r) {
   const LocalCheck& l = r.local;
@@ -81,6 +79,20 @@ std::string local_failure(const Rule& rule, const StageResult& r) {
         "{}: its output is scaled by 1 {} {:.2g} against the honest step, {:.1f} standard errors from none "
         "(limit {:g}): a bias on every element (a wrong scale or divisor, a rounding direction)",
         worse, l.bias_slope < 0 ? '-' : '+', std::fabs(l.bias_slope), std::fabs(*z), rule.local_z);
+  if (const auto z = local_group_z_of(r); rule.local_z > 0 && z) {
+    const double limit = local_group_limit(rule.local_z, l.groups);
+    if (std::fabs(*z) > limit) {
+      const std::string what =
+          l.group_width == 1 ? fmt::format("channel {} of {}", l.group, l.groups)
+                             : fmt::format("head {} of {} (columns {}..{} of every row)", l.group, l.groups,
+                                           l.group * l.group_width, (l.group + 1) * l.group_width - 1);
+      return fmt::format(
+          "{}: its {} is scaled by 1 {} {:.2g} against the honest step, {:.1f} standard errors from none "
+          "(limit {:.2g}, {:g} raised for {} groups): a bias confined to one {}",
+          worse, what, l.group_slope < 0 ? '-' : '+', std::fabs(l.group_slope), std::fabs(*z), limit,
+          rule.local_z, l.groups, l.group_width == 1 ? "channel" : "head");
+    }
+  }
   return {};
 }
 
@@ -130,6 +142,16 @@ double local_ratio(const StageResult& r) {
 std::optional<double> local_bias_z_of(const StageResult& r) {
   if (!(r.local.bias_se > 0) || !std::isfinite(r.local.bias_slope)) return std::nullopt;
   return r.local.bias_slope / r.local.bias_se;
+}
+
+std::optional<double> local_group_z_of(const StageResult& r) {
+  const LocalCheck& l = r.local;
+  if (l.group < 0 || l.groups < 1 || !(l.group_se > 0) || !std::isfinite(l.group_slope)) return std::nullopt;
+  return l.group_slope / l.group_se;
+}
+
+double local_group_limit(double k, int groups) {
+  return std::sqrt(k * k + 2 * std::log(double(std::max(groups, 1))));
 }
 
 double chained_floor(double recorded, double carried) {

@@ -139,6 +139,14 @@ inline constexpr std::string_view kLocalWorse =
     "worse than an honest engine of its numerics given its own inputs";
 // The local check's systematic error in standard errors, or nullopt where it did not run.
 std::optional<double> local_bias_z_of(const StageResult& r);
+// The same for the column group that stands out most (a head or a channel), or nullopt where no
+// grouping had enough elements.
+std::optional<double> local_group_z_of(const StageResult& r);
+// The limit on that group's |z| for a stage cut into `groups` groups: the largest of G chance values
+// is larger than one, and for normal tails P(|z| > t) is about exp(-t^2 / 2), so the per-stage
+// limit k rises to sqrt(k^2 + 2 ln G), which G groups exceed by chance about as often as one
+// stage exceeds k (a Bonferroni correction).
+double local_group_limit(double k, int groups);
 // The floor a chained stage's accumulated error is held to: the recorded floor, or where a local
 // check ran, the error an honest step carried from the candidate's own inputs when that is larger
 // (a stage that amplifies its input's error, a norm over a near-zero row, is not blamed for it).

@@ -38,6 +38,7 @@ std::optional<double> metric_value(const StageResult& r, const std::string& name
   if (name == "local_noise_max_abs") return r.local.noise_max_abs;
   if (name == "local_noise_rms") return r.local.noise_rms;
   if (name == "local_bias_z") return local_bias_z_of(r).value_or(Metrics::nan);
+  if (name == "local_group_z") return local_group_z_of(r).value_or(Metrics::nan);
   if (name == "carried_max_abs") return r.local.carried_max_abs;
   if (name == "carried_rms") return r.local.carried_rms;
   return std::nullopt;

@@ -84,6 +84,12 @@ nlohmann::json stage_json(const StageResult& r) {
                                {"bias_se", num(r.local.bias_se)},
                                {"carried_max_abs", num(r.local.carried_max_abs)},
                                {"carried_rms", num(r.local.carried_rms)}};
+    if (r.local.ran() && r.local.groups > 0)
+      j["metrics"]["local"]["group"] = {{"index", r.local.group},
+                                        {"of", r.local.groups},
+                                        {"width", r.local.group_width},
+                                        {"slope", num(r.local.group_slope)},
+                                        {"se", num(r.local.group_se)}};
   }
   return j;
 }

@@ -9,6 +9,7 @@
 #include "logits.h"
 #include "metrics.h"
 #include "run_state.h"
+#include "stage_catalog.h"
 
 namespace ds {
 
@@ -48,7 +49,8 @@ void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tens
       r.floor_mean_abs = fm.mean_abs;
     }
     if (c.honest && c.honest_alt && c.honest->numel() == ref.numel() && c.honest_alt->numel() == ref.numel())
-      r.local = measure_local(ref, t, *c.honest, *c.honest_alt, c.storage, s.numerics, c.stage);
+      r.local = measure_local(ref, t, *c.honest, *c.honest_alt, c.storage, s.numerics, c.stage,
+                              s.header ? stage_head_width(*s.header, c.layer, c.stage) : 0);
     r.m = compute_metrics(ref.view(), t.view(), c.storage, s.policy.tolerance(r));
     if (floor && floor->numel() == ref.numel()) {
       const TensorView fv = floor->view();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "bias.h"
 #include "metrics.h"
@@ -25,10 +26,49 @@ std::optional<DType> narrow_rounding(const Numerics& n, std::string_view stage) 
   return std::nullopt;
 }
 
+// Fits the candidate's scale against the honest step over each group of `width` adjacent columns
+// of every row (bias.h, with the exact-sum step as the floor and the group's rows as its rows), and
+// keeps in `l` the group that stands out most once the limit's rise for the number of groups is
+// taken off (z^2 - 2 ln G orders groups as |z| against sqrt(k^2 + 2 ln G) does, for any k).
+void fit_groups(const Tensor& h, const Tensor& c, const Tensor& a, std::int64_t width, double se_floor,
+                LocalCheck& l) {
+  const std::int64_t cols = h.rank() >= 1 ? h.dim(h.rank() - 1) : 0;
+  if (width <= 0 || cols <= 0 || cols % width != 0 || cols / width < 2) return;
+  const std::int64_t rows = h.numel() / cols, groups = cols / width;
+  if (rows * width < kBiasMinElements) return;
+  const double rise = 2 * std::log(double(groups));
+  double best =
+      l.group < 0 ? -INFINITY : std::pow(l.group_slope / l.group_se, 2) - 2 * std::log(double(l.groups));
+  std::vector<double> hv(rows * width), cv(rows * width), av(rows * width);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    for (std::int64_t row = 0; row < rows; ++row)
+      for (std::int64_t j = 0; j < width; ++j) {
+        const std::int64_t from = row * cols + g * width + j, to = row * width + j;
+        hv[to] = h.at(from);
+        cv[to] = c.at(from);
+        av[to] = a.at(from);
+      }
+    const Shape shape{rows, width};
+    const Tensor ht = Tensor::from_f64(shape, hv), ct = Tensor::from_f64(shape, cv),
+                 at = Tensor::from_f64(shape, av);
+    const TensorView floor = at.view();
+    const BiasFit fit = fit_bias(ht.view(), ct.view(), &floor);
+    if (!std::isfinite(fit.slope) || std::isnan(fit.se)) continue;
+    const double se = std::fmax(fit.se, se_floor), z = fit.slope / se;
+    if (z * z - rise <= best) continue;
+    best = z * z - rise;
+    l.group_slope = fit.slope;
+    l.group_se = se;
+    l.group = int(g);
+    l.groups = int(groups);
+    l.group_width = int(width);
+  }
+}
+
 }  // namespace
 
 LocalCheck measure_local(const Tensor& ref, const Tensor& cand, const Tensor& honest, const Tensor& alt,
-                         DType storage, const Numerics& numerics, std::string_view stage) {
+                         DType storage, const Numerics& numerics, std::string_view stage, int head_width) {
   const std::optional<DType> narrow = narrow_rounding(numerics, stage);
   LocalCheck l;
   const Tensor h = honest.reshaped(ref.shape()), a = alt.reshaped(ref.shape());
@@ -57,6 +97,11 @@ LocalCheck measure_local(const Tensor& ref, const Tensor& cand, const Tensor& ho
   // a few such groups make the stage's slope that large by chance. The standard error is not taken
   // below it.
   l.bias_se = std::fmax(bias.se, unit_roundoff(storage));
+  // A group's shared scale factor (a head's 1 / rms or 1 / sum) rounds where the numerics round the
+  // stage, narrower than its storage where they do.
+  const double group_floor = unit_roundoff(narrow ? *narrow : storage);
+  fit_groups(h, cand, a, head_width, group_floor, l);
+  fit_groups(h, cand, a, 1, group_floor, l);
   return l;
 }
 

@@ -33,9 +33,11 @@ Numerics with_exact_sums(Numerics n);
 // The local check's numbers of one stage (result.h LocalCheck): the candidate against the honest
 // step, the two honest steps against each other (raised where the numerics round the stage
 // narrower than its storage), the honest step against the reference (the error it carried), and
-// the candidate's systematic scale against the honest step. `cand` is in `ref`'s shape.
+// the candidate's systematic scale against the honest step, over the whole stage and over each of
+// its heads (`head_width` adjacent columns; 0: a stage without heads) and channels (one column over
+// the rows, where there are enough rows). `cand` is in `ref`'s shape.
 LocalCheck measure_local(const Tensor& ref, const Tensor& cand, const Tensor& honest, const Tensor& alt,
-                         DType storage, const Numerics& numerics, std::string_view stage);
+                         DType storage, const Numerics& numerics, std::string_view stage, int head_width);
 
 // The two honest engines of one chained lane.
 struct HonestEngines {

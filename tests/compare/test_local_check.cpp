@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 
+#include "local_check.h"
+#include "metrics.h"
 #include "policy.h"
 #include "runner.h"
 #include "trace_schema.h"
@@ -161,6 +164,89 @@ TEST(LocalVerdict, NamesTheFirstStageItsOwnStepMadeWorseEvenWhereTheFloorFailedF
       << report.local_check;
 }
 
+// A stage of `rows` x `cols` f32 values of scale 1 as two honest engines give it (the second off by
+// noise of 1e-6 per element), and a candidate off by noise of the same size with columns
+// [scaled_from, scaled_from + scaled_cols) of every row scaled by 1 + eps; measured and judged by the
+// built-in chained rule. head_width: the stage's head width (0: no heads).
+struct GroupCase {
+  const char* name;
+  std::int64_t rows, cols;
+  int head_width;
+  std::int64_t scaled_from, scaled_cols;
+  double eps;
+  const char* note;  // nullptr: passes; else a part of the failure's note
+};
+
+void PrintTo(const GroupCase& c, std::ostream* os) { *os << c.name; }
+
+StageResult judged_group_case(const GroupCase& c) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> unit(0, 1);
+  const Shape shape{c.rows, c.cols};
+  Tensor h(DType::f64, shape), alt(DType::f64, shape), cand(DType::f64, shape);
+  for (std::int64_t i = 0; i < h.numel(); ++i) {
+    const double v = unit(rng), col = double(i % c.cols);
+    const bool scaled = col >= double(c.scaled_from) && col < double(c.scaled_from + c.scaled_cols);
+    h.set(i, v);
+    alt.set(i, v + 1e-6 * unit(rng));
+    cand.set(i, v * (scaled ? 1 + c.eps : 1) + 1e-6 * unit(rng));
+  }
+  StageResult r;
+  r.key = {0, 1, "attn"};
+  r.mode = Mode::chained;
+  r.cand_dtype = DType::f32;
+  r.shape = shape;
+  const Metrics m = compute_metrics(h.view(), cand.view(), DType::f32, {});
+  r.m.ref_rms = 1;
+  r.floor_max_abs = m.max_abs;  // the accumulated rule passes: the local check decides
+  r.floor_rms = m.rms;
+  r.local = measure_local(h, cand, h, alt, DType::f32, Numerics{}, "attn", c.head_width);
+  const Policy policy = Policy::dtype_defaults();
+  r.m = compute_metrics(h.view(), cand.view(), DType::f32, policy.tolerance(r));
+  policy.judge(r);
+  return r;
+}
+
+class LocalGroup : public ::testing::TestWithParam<GroupCase> {};
+
+TEST_P(LocalGroup, FindsABiasConfinedToOneHeadOrChannel) {
+  const GroupCase& c = GetParam();
+  const StageResult r = judged_group_case(c);
+  if (!c.note) {
+    EXPECT_EQ(r.status, Status::pass) << r.note;
+    return;
+  }
+  EXPECT_EQ(r.status, Status::fail);
+  EXPECT_TRUE(r.local_worse);
+  EXPECT_NE(r.note.find(c.note), std::string::npos) << r.note;
+  // The whole stage's slope alone would not have seen it: the group test is what fired.
+  EXPECT_LT(std::fabs(*local_bias_z_of(r)), kDefaultBiasZ) << r.note;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Groups, LocalGroup,
+    ::testing::Values(GroupCase{"eight_clean_heads", 1, 512, 64, 0, 0, 0, nullptr},
+                      GroupCase{"head_3_of_8_scaled_up", 1, 512, 64, 192, 64, 3e-6,
+                                "head 3 of 8 (columns 192..255 of every row) is scaled by 1 + "},
+                      GroupCase{"head_3_of_8_scaled_down", 1, 512, 64, 192, 64, -3e-6,
+                                "head 3 of 8 (columns 192..255 of every row) is scaled by 1 - "},
+                      GroupCase{"sixteen_clean_channels_over_64_rows", 64, 16, 0, 0, 0, 0, nullptr},
+                      GroupCase{"channel_5_of_16_scaled_up", 64, 16, 0, 5, 1, 2e-6,
+                                "channel 5 of 16 is scaled by 1 + "},
+                      // One token: a channel is one element, which the max test judges, not a fit.
+                      GroupCase{"channel_of_one_row_is_not_fitted", 1, 512, 0, 5, 1, 2e-6, nullptr}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(LocalGroup, TheLimitRisesWithTheNumberOfGroupsAsABonferroniBoundDoes) {
+  EXPECT_DOUBLE_EQ(local_group_limit(6, 1), 6);
+  EXPECT_NEAR(local_group_limit(6, 14), std::sqrt(36 + 2 * std::log(14.0)), 1e-12);
+  EXPECT_GT(local_group_limit(6, 4096), local_group_limit(6, 14));
+  // A one-row stage with no heads has no grouping: nothing recorded, nothing judged.
+  const StageResult r = judged_group_case({"", 1, 512, 0, 0, 0, 0, nullptr});
+  EXPECT_EQ(r.local.groups, 0);
+  EXPECT_FALSE(local_group_z_of(r).has_value());
+}
+
 TEST(LocalTrace, FieldsRoundTripAndOldTracesReadAsNotRun) {
   const StageResult r = checked(2e-6, 4e-7, 1e-8);
   const StageResult back = trace::from_row(trace::to_row(r));
@@ -168,6 +254,19 @@ TEST(LocalTrace, FieldsRoundTripAndOldTracesReadAsNotRun) {
   EXPECT_EQ(back.local.noise_rms, r.local.noise_rms);
   EXPECT_EQ(back.local.bias_slope, r.local.bias_slope);
   EXPECT_EQ(back.local.carried_max_abs, r.local.carried_max_abs);
+  StageResult grouped = r;
+  grouped.local.group_slope = 2e-6;
+  grouped.local.group_se = 1e-7;
+  grouped.local.group = 3;
+  grouped.local.groups = 8;
+  grouped.local.group_width = 64;
+  const StageResult g = trace::from_row(trace::to_row(grouped));
+  EXPECT_EQ(g.local.group, 3);
+  EXPECT_EQ(g.local.groups, 8);
+  EXPECT_EQ(g.local.group_width, 64);
+  EXPECT_EQ(g.local.group_slope, 2e-6);
+  EXPECT_EQ(g.local.group_se, 1e-7);
+  EXPECT_FALSE(local_group_z_of(back).has_value());
   trace::SummaryRow old = trace::to_row(r);
   old.local_max_abs = old.local_rms = old.local_noise_max_abs = old.local_noise_rms = old.local_scale = 0;
   old.local_bias_slope = old.local_bias_se = old.carried_max_abs = old.carried_rms = 0;

@@ -5,8 +5,8 @@ one layer's MLP output, one attention head's output or one channel of the MLP ou
 step 0 as the first failure; the unedited dump must pass.
 
 As a test (ctest dumps.judge_sensitivity): the peer folder's dumps, f32 and quantized, each plant at
-the size issue 50 asks for (1e-5 on f32, one channel 1e-4; 1e-4 on Q8_0; 1e-3 on Q4_K_M), and
-each correct dump.
+the size issue 50 asks for (1e-5 on f32, one channel 1e-4; 1e-4 on Q8_0; 1e-3 on Q4_K_M), one head
+at 1e-5 on both quantized dumps, and each correct dump.
 
 As a measurement (`--sweep DIR`): DIR holds dumps a real llama.cpp wrote with the shipped dumper
 (tools/llama_dump, the f32 recipe), as DIR/<TYPE>/p<i>/ of the peer folder's quants/llama256.<TYPE>.gguf
@@ -75,6 +75,10 @@ PLANTS = [
     ("Q4_K_M one head 1e-3", "llama256.q4_k_m", "llama256.q4_k_m.gguf", "one head", 0, 1e-3),
     ("Q4_K_M one channel 1e-3", "llama256.q4_k_m", "llama256.q4_k_m.gguf", "one channel", 1, 1e-3),
     ("Q4_K_M layer output -1e-3", "llama256.q4_k_m", "llama256.q4_k_m.gguf", "layer output", 0, -1e-3),
+    # Far below the issue's sizes: a scale of one head stands out in that head's own fit (the local
+    # check's per-head test), where the whole stage's slope dilutes it by the number of heads.
+    ("Q8_0 one head 1e-5", "llama256.q8_0", "llama256.q8_0.gguf", "one head", 1, 1e-5),
+    ("Q4_K_M one head -1e-5", "llama256.q4_k_m", "llama256.q4_k_m.gguf", "one head", 1, -1e-5),
 ]
 
 # Every correct llama.cpp dump of the peer folder the shipped mappings read as they are.
