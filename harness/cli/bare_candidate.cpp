@@ -166,6 +166,17 @@ nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
           {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
 }
 
+void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, std::string& fill,
+                                  bool fill_given) {
+  if (fill_given || fill == "reference") return;
+  fill = "reference";
+  const ScaffoldKind* kind = find_scaffold_kind(map.kind);
+  fmt::print(
+      "{} computes {} only (a {} kernel): the reference fills every other stage (--fill reference; --fill "
+      "none refuses the model instead)\n",
+      cu, kind ? std::string(kind->stages) : map.kind, map.kind);
+}
+
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
                                    bool dir_kept) {
   BareCandidate b;

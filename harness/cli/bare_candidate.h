@@ -28,6 +28,11 @@ bool is_kernel_file(const std::string& candidate);
 // without a map, or a map with another candidate, is an InputError.
 std::optional<StageMap> stage_map_for(const std::string& candidate, const std::string& stage_map);
 
+// A bare .cu computes one kind of stage and can never produce the others: without a --fill of the
+// user's (`fill_given` false), `fill` becomes "reference" and a line says so, so that the coverage
+// gate does not refuse the model only after the build. An explicit `--fill none` stands.
+void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, std::string& fill, bool fill_given);
+
 struct BareCandidate {
   std::string source;  // the .cu, absolute
   StageMap map;

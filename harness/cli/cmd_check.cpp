@@ -256,6 +256,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       std::optional<ScratchDir> build_dir;
       std::optional<BareCandidate> bare;
       if (map) {
+        default_fill_for_kernel_file(candidate, *map, args->fill, check->count("--fill") > 0);
         build_dir.emplace(args->trace_dir, "driftscope-cu");
         bare = build_bare_candidate(candidate, *map, build_dir->path(), build_dir->kept());
         args->candidate = bare->plugin;

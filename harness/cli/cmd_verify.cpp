@@ -413,6 +413,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       // The runs' traces: --work-dir, or a temporary directory removed unless --keep-traces.
       const ScratchDir dir(args->work_dir, "driftscope-verify", args->keep);
       if (map) {
+        default_fill_for_kernel_file(candidate, *map, args->check.fill, cmd->count("--fill") > 0);
         build_kept = dir.kept();
         bare = build_bare_candidate(candidate, *map, dir.path(), build_kept);
         args->check.candidate = bare->plugin;

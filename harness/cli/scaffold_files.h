@@ -27,7 +27,8 @@ const std::vector<ScaffoldKind>& scaffold_kinds();
 // The kind of that name, or nullptr.
 const ScaffoldKind* find_scaffold_kind(std::string_view name);
 
-// A CMake target and C identifier from a directory's or file's name: "My-RMSNorm" -> "my_rmsnorm".
+// A CMake target and C identifier from a directory's or file's name: "My-RMSNorm" -> "my_rmsnorm";
+// a name CMake reserves gets a suffix ("clean" -> "clean_kernel").
 std::string scaffold_project_name(std::string_view base);
 // The candidate's registered name from the project's: "my_rmsnorm" -> "my-rmsnorm".
 std::string scaffold_candidate_name(std::string_view project);

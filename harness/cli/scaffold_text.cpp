@@ -36,6 +36,24 @@ std::string scaffold_project_name(std::string_view base) {
     n +=
         std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(static_cast<unsigned char>(c))) : '_';
   if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) n = "candidate_" + n;
+  // Target names CMake or its generators keep for themselves ("target name is reserved" at
+  // configure), compared as lower-cased above.
+  static constexpr std::string_view kReserved[] = {"all",
+                                                   "clean",
+                                                   "install",
+                                                   "help",
+                                                   "test",
+                                                   "package",
+                                                   "package_source",
+                                                   "preinstall",
+                                                   "edit_cache",
+                                                   "rebuild_cache",
+                                                   "zero_check",
+                                                   "run_tests",
+                                                   "all_build",
+                                                   "list_install_components"};
+  for (std::string_view r : kReserved)
+    if (n == r) return n + "_kernel";
   return n;
 }
 

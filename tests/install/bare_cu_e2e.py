@@ -52,9 +52,9 @@ def main():
         cus = [good, uninit, wrong_sig, typo]
         hashes = {cu: sha256(cu) for cu in cus}
 
-        def verify(cu, stage_map, wd, ok, json_name=None):
+        def verify(cu, stage_map, wd, ok, json_name=None, fill=("--fill", "reference")):
             cmd = [ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", os.path.basename(cu),
-                   "--stage-map", stage_map, "--fill", "reference", "--seed", "3", "--work-dir", wd]
+                   "--stage-map", stage_map, *fill, "--seed", "3", "--work-dir", wd]
             if json_name:
                 cmd += ["--json", json_name]
             p = sh(*cmd, cwd=user, ok=ok)
@@ -91,16 +91,31 @@ def main():
         twin = v["candidate_build"]["plugin"].replace(".so", "_checked.so")
         if not os.path.exists(twin):
             sys.exit(f"FAILED: no checked twin {twin} beside the built plugin")
-        _, v2 = verify(good, "rmsnorm.yaml", wd, (0,), "v2.json")
+        # The second time without --fill: a bare .cu (one kind of stage, always) has the reference fill
+        # the rest, says so before the build, and the verdict is the same.
+        p, v2 = verify(good, "rmsnorm.yaml", wd, (0,), "v2.json", fill=())
         if v2 != v:
-            sys.exit("FAILED: the second verify of the same kernel and seed wrote another verdict")
-        print(f"my_rmsnorm.cu: exit 0, verdict pass, the same twice; built {v['candidate_build']['plugin']}")
-        # Without --fill reference the one-stage kernel is refused, and the refusal says what to add.
+            sys.exit("FAILED: the second verify of the same kernel and seed (no --fill) wrote another verdict")
+        said = "my_rmsnorm.cu computes attn_norm, ffn_norm only (a rmsnorm kernel): the reference fills"
+        if not 0 <= p.stdout.find(said) < p.stdout.find("driftscope verify:"):
+            sys.exit(f"FAILED: without --fill the .cu's fill is not said first:\n{p.stdout}")
+        print(f"my_rmsnorm.cu: exit 0, verdict pass, the same twice (the second without --fill, filled by default); "
+              f"built {v['candidate_build']['plugin']}")
+        # An explicit --fill none: the one-stage kernel is refused, and the refusal says what to add.
         p = sh(ds, "verify", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
-               "rmsnorm.yaml", "--seed", "3", "--work-dir", wd, cwd=user, ok=(3,))
+               "rmsnorm.yaml", "--fill", "none", "--seed", "3", "--work-dir", wd, cwd=user, ok=(3,))
         if "VERIFY REFUSED" not in p.stdout or "--fill reference" not in p.stdout:
             sys.exit(f"FAILED: the refusal of a one-stage kernel does not say to add --fill reference:\n{p.stdout}")
-        print("without --fill reference: exit 3, the refusal naming --fill reference")
+        print("--fill none: exit 3, the refusal naming --fill reference")
+
+        # A file named as a target CMake keeps for itself (clean.cu, all.cu, test.cu ...) is a project
+        # like any other: it configures (the target is clean_kernel).
+        p = sh(ds, "new-candidate", "clean", "--kernel", "rmsnorm", cwd=user)
+        p = sh("cmake", "-S", "clean", "-B", os.path.join("clean", "build"), f"-DCMAKE_PREFIX_PATH={prefix}",
+               "-Dclean_kernel_CUDA=OFF", cwd=user)
+        if "libclean_kernel.so" not in open(os.path.join(user, "clean", "README.md")).read():
+            sys.exit("FAILED: the project named clean does not build libclean_kernel.so")
+        print("a project named clean: configures, as clean_kernel")
         # `check` takes the same pair (built in --trace-dir DIR/candidate: here verify's, up to date).
         p = sh(ds, "check", "--model", "synthetic:llama-tiny", "--candidate", "my_rmsnorm.cu", "--stage-map",
                "rmsnorm.yaml", "--fill", "reference", "--seed", "3", "--decode-steps", "1", "--trace-dir", wd,
