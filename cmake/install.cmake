@@ -44,7 +44,8 @@ if(TARGET driftscope_simt)
     RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/driftscope)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/kernels/simt/include/simt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/driftscope
     FILES_MATCHING PATTERN "*.h")
-  install(FILES ${CMAKE_SOURCE_DIR}/kernels/simt/cmake/SimtKernel.cmake DESTINATION ${DS_CMAKE_DIR})
+  install(FILES ${CMAKE_SOURCE_DIR}/kernels/simt/cmake/SimtKernel.cmake
+    ${CMAKE_SOURCE_DIR}/kernels/simt/cmake/SimtUndefined.cmake DESTINATION ${DS_CMAKE_DIR})
   set(DS_HAVE_SIMT ON)
 else()
   set(DS_HAVE_SIMT OFF)

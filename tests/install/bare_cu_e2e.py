@@ -39,6 +39,22 @@ def main():
         wrong_sig, sig_line = variant("my_rmsnorm_double_eps.cu", "int cols, float eps) {\n  const size_t",
                                       "int cols, double eps) {\n  const size_t", "double eps")
         typo, typo_line = variant("my_rmsnorm_typo.cu", "partial[threadIdx.x] = acc;", "partial[threadIdx.x] = acc_;")
+        # Host code as a repository's file has it (a device query, timing events, a cuBLAS handle):
+        # every call the SIMT runtime lacks is named at its line in one build error.
+        host_api, _ = variant("my_rmsnorm_host_api.cu", "#include <stdexcept>",
+                              "#include <cublas_v2.h>\n#include <stdexcept>", "#include <cublas_v2.h>")
+        text = open(host_api).read().replace(
+            "  float *d_x = nullptr, *d_w = nullptr, *d_y = nullptr;\n",
+            "  float *d_x = nullptr, *d_w = nullptr, *d_y = nullptr;\n"
+            "  cudaDeviceProp prop;\n"
+            "  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));\n"
+            "  cudaEvent_t start;\n"
+            "  CUDA_CHECK(cudaEventCreate(&start));\n"
+            "  cublasHandle_t handle;\n"
+            "  cublasCreate(&handle);\n")
+        open(host_api, "w").write(text)
+        host_lines = {f: next(i for i, l in enumerate(text.splitlines(), 1) if f + "(" in l)
+                      for f in ("cudaGetDeviceProperties", "cudaEventCreate", "cublasCreate")}
         maps = {
             "rmsnorm.yaml": None,
             "unknown_kind.yaml": None,
@@ -49,7 +65,7 @@ def main():
         for name, text in maps.items():
             if text is not None:
                 open(os.path.join(user, name), "w").write(text)
-        cus = [good, uninit, wrong_sig, typo]
+        cus = [good, uninit, wrong_sig, typo, host_api]
         hashes = {cu: sha256(cu) for cu in cus}
 
         def verify(cu, stage_map, wd, ok, json_name=None, fill=("--fill", "reference")):
@@ -150,6 +166,14 @@ def main():
         if where not in p.stderr or "acc_" not in p.stderr:
             sys.exit(f"FAILED: the compile error is not shown at {where}:\n{p.stderr}")
         print(f"my_rmsnorm_typo.cu: exit 2, the compiler's error at {where}")
+
+        p, _ = verify(host_api, "rmsnorm.yaml", os.path.join(work, "wd-host"), (2,))
+        for f, line in host_lines.items():
+            if f"my_rmsnorm_host_api.cu:{line}: {f}" not in p.stderr:
+                sys.exit(f"FAILED: {f} is not named at my_rmsnorm_host_api.cu:{line} in one build error:\n{p.stderr}")
+        if "3 function(s) the SIMT CPU runtime does not provide" not in p.stderr:
+            sys.exit(f"FAILED: the build error does not count the 3 missing functions:\n{p.stderr}")
+        print(f"my_rmsnorm_host_api.cu: exit 2, all three missing host calls named at their lines in one error")
 
         for cu in cus:
             if sha256(cu) != hashes[cu]:

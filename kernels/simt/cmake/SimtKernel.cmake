@@ -41,8 +41,10 @@ function(driftscope_add_simt_kernel target)
   endif()
   set(wrappers "")
   set(checked_wrappers "")
+  set(abs_sources "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    string(APPEND abs_sources "${abs}|")
     get_filename_component(stem "${src}" NAME_WE)
     set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_simt/${stem}.simt.cpp")
     add_custom_command(OUTPUT "${out}"
@@ -74,6 +76,15 @@ function(driftscope_add_simt_kernel target)
   foreach(host_target IN LISTS host_targets)
     if(host_target STREQUAL target)
       add_library(${host_target} STATIC ${wrappers})
+      # Every CUDA-family function the files call and the runtime lacks, all at once, at build time
+      # (SimtUndefined.cmake), instead of a module that fails to load naming one.
+      if(CMAKE_NM)
+        add_custom_command(TARGET ${target} POST_BUILD
+          COMMAND "${CMAKE_COMMAND}" "-DNM=${CMAKE_NM}" "-DKERNEL_LIB=$<TARGET_FILE:${target}>"
+            "-DRUNTIME_LIB=$<TARGET_FILE:driftscope::simt>" "-DSOURCES=${abs_sources}" "-DTARGET=${target}"
+            -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/SimtUndefined.cmake"
+          VERBATIM)
+      endif()
     else()
       add_library(${host_target} STATIC ${checked_wrappers})
     endif()
