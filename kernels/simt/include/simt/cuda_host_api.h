@@ -127,3 +127,5 @@ inline const char* simt_cudaGetErrorName(cudaError_t e) {
 #define cudaFuncSetAttribute simt_cudaFuncSetAttribute
 #define cudaGetErrorString simt_cudaGetErrorString
 #define cudaGetErrorName simt_cudaGetErrorName
+
+#include "simt/cuda_host_device.h"  // device queries, events, streams, symbols, occupancy

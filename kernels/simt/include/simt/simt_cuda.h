@@ -21,6 +21,11 @@
 #include "simt/cooperative_groups.h"
 #include "simt/cuda_host_api.h"
 
+// A kernel file's own `main` (its benchmark or self-test) becomes a file-local function nobody
+// calls: the plugin or test program linking the file has its own, and two files of one library
+// may each have one. Calling main is ill-formed C++, so nothing else changes.
+#define main __attribute__((unused)) static simt_kernel_file_main
+
 // An expression that does not compile, with `message`: what the rewrite puts in place of a
 // construct the runtime cannot take, so the error names it at the author's line.
 #define SIMT_UNSUPPORTED(message) ([]<class SimtT = void>() { static_assert(sizeof(SimtT) == 0, message); }())

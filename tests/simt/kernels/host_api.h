@@ -1,0 +1,35 @@
+// Host entry points of host_api.cu: a kernel file as a repository has it, host code included (a
+// device query, timing events, streams, stream-ordered and pinned memory, a __constant__ table,
+// occupancy, cudaLaunchKernel, device printf and its own main), built unchanged through
+// driftscope_add_simt_kernel()'s CUDA front end.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace host_api {
+
+struct Device {
+  std::string name;
+  int sm_count = 0, major = 0, minor = 0, warp_size = 0;
+  int smem_optin_attr = 0;     // cudaDeviceGetAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)
+  int unknown_attr_error = 0;  // what cudaDeviceGetAttribute returns for an attribute not simulated
+  int blocks_per_sm_256 = 0;   // cudaOccupancyMaxActiveBlocksPerMultiprocessor, 256 threads, no smem
+  int func_max_threads = 0;    // cudaFuncGetAttributes(...).maxThreadsPerBlock
+};
+Device query();
+
+struct Scaled {
+  std::vector<float> y;          // y[i] = x[i] * table[i % 4], the table a __constant__ array
+  std::vector<float> table;      // read back with cudaMemcpyFromSymbol
+  float elapsed_ms = -1;         // between two events around the launch
+  int oversized_copy_error = 0;  // cudaMemcpyToSymbol of more bytes than the symbol has
+};
+// Through a stream: cudaMallocAsync, cudaMemcpyAsync, <<<grid, block, 0, stream>>>, cudaFreeAsync;
+// the input staged in pinned memory (cudaMallocHost).
+Scaled scale_by_table(const std::vector<float>& x, const std::vector<float>& table);
+
+// y = x + 1 launched with cudaLaunchKernel and an argument array.
+std::vector<float> add_one_launched(const std::vector<float>& x);
+
+}  // namespace host_api

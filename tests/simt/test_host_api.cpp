@@ -1,0 +1,53 @@
+// A kernel file with its host code as repositories ship it (kernels/host_api.cu), built unchanged:
+// the device query reports the simulated GPU, events time the launch, a stream carries the work,
+// a __constant__ table is filled and read back, cudaLaunchKernel launches from an argument array.
+#include <driver_types.h>  // cudaError
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "host_api.h"
+
+namespace {
+
+TEST(HostApi, ReportsTheSimulatedDevice) {
+  // The published figures of the GPU DRIFTSCOPE_SIMT_DEVICE names (an H100 unless it names another).
+  const char* env = std::getenv("DRIFTSCOPE_SIMT_DEVICE");
+  const bool a100 = env != nullptr && std::string(env) == "a100";
+  const host_api::Device d = host_api::query();
+  EXPECT_NE(d.name.find(a100 ? "A100" : "H100"), std::string::npos) << d.name;
+  EXPECT_NE(d.name.find("simulated"), std::string::npos) << d.name;
+  EXPECT_EQ(d.sm_count, a100 ? 108 : 132);
+  EXPECT_EQ(d.major, a100 ? 8 : 9);
+  EXPECT_EQ(d.minor, 0);
+  EXPECT_EQ(d.warp_size, 32);
+  EXPECT_EQ(d.smem_optin_attr, (a100 ? 163 : 227) * 1024);
+  EXPECT_EQ(d.unknown_attr_error, int(cudaErrorInvalidValue));
+  EXPECT_EQ(d.blocks_per_sm_256, 8);  // 2048 threads per SM / 256
+  EXPECT_EQ(d.func_max_threads, 1024);
+}
+
+TEST(HostApi, AStreamEventsAndAConstantTable) {
+  std::vector<float> x(1000);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;
+  const std::vector<float> table = {1, -2, 0.25f, 3};
+  const host_api::Scaled s = host_api::scale_by_table(x, table);
+  ASSERT_EQ(s.y.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(s.y[i], x[i] * table[i % 4]) << i;
+  EXPECT_EQ(s.table, table);
+  EXPECT_GE(s.elapsed_ms, 0.0f);
+  EXPECT_EQ(s.oversized_copy_error, int(cudaErrorInvalidValue));
+}
+
+TEST(HostApi, CudaLaunchKernelFromAnArgumentArray) {
+  const std::vector<float> x = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17,
+                                18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
+                                36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
+                                54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69};
+  const std::vector<float> y = host_api::add_one_launched(x);
+  ASSERT_EQ(y.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
+}
+
+}  // namespace
