@@ -39,10 +39,12 @@ def main():
         wrong_sig, sig_line = variant("my_rmsnorm_double_eps.cu", "int cols, float eps) {\n  const size_t",
                                       "int cols, double eps) {\n  const size_t", "double eps")
         typo, typo_line = variant("my_rmsnorm_typo.cu", "partial[threadIdx.x] = acc;", "partial[threadIdx.x] = acc_;")
-        # Host code as a repository's file has it (a device query, timing events, a cuBLAS handle):
-        # every call the SIMT runtime lacks is named at its line in one build error.
+        # Host code as a repository's file has it (a device query, timing events, a cuBLAS handle:
+        # the SIMT runtime has those) and calls it does not have (managed memory, a device reset,
+        # a cuBLASLt handle): every missing one is named at its line in one build error.
         host_api, _ = variant("my_rmsnorm_host_api.cu", "#include <stdexcept>",
-                              "#include <cublas_v2.h>\n#include <stdexcept>", "#include <cublas_v2.h>")
+                              "#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <stdexcept>",
+                              "#include <cublasLt.h>")
         text = open(host_api).read().replace(
             "  float *d_x = nullptr, *d_w = nullptr, *d_y = nullptr;\n",
             "  float *d_x = nullptr, *d_w = nullptr, *d_y = nullptr;\n"
@@ -51,10 +53,15 @@ def main():
             "  cudaEvent_t start;\n"
             "  CUDA_CHECK(cudaEventCreate(&start));\n"
             "  cublasHandle_t handle;\n"
-            "  cublasCreate(&handle);\n")
+            "  cublasCreate(&handle);\n"
+            "  float* managed = nullptr;\n"
+            "  CUDA_CHECK(cudaMallocManaged(&managed, 64));\n"
+            "  cublasLtHandle_t lt;\n"
+            "  cublasLtCreate(&lt);\n"
+            "  if (rows < 0) CUDA_CHECK(cudaDeviceReset());\n")
         open(host_api, "w").write(text)
         host_lines = {f: next(i for i, l in enumerate(text.splitlines(), 1) if f + "(" in l)
-                      for f in ("cudaGetDeviceProperties", "cudaEventCreate", "cublasCreate")}
+                      for f in ("cudaMallocManaged", "cublasLtCreate", "cudaDeviceReset")}
         maps = {
             "rmsnorm.yaml": None,
             "unknown_kind.yaml": None,
@@ -173,7 +180,11 @@ def main():
                 sys.exit(f"FAILED: {f} is not named at my_rmsnorm_host_api.cu:{line} in one build error:\n{p.stderr}")
         if "3 function(s) the SIMT CPU runtime does not provide" not in p.stderr:
             sys.exit(f"FAILED: the build error does not count the 3 missing functions:\n{p.stderr}")
-        print(f"my_rmsnorm_host_api.cu: exit 2, all three missing host calls named at their lines in one error")
+        for provided in ("cudaGetDeviceProperties", "cudaEventCreate", "cublasCreate"):
+            if provided in p.stderr:
+                sys.exit(f"FAILED: {provided}, which the SIMT runtime provides, is named as missing:\n{p.stderr}")
+        print(f"my_rmsnorm_host_api.cu: exit 2, the three missing host calls named at their lines in one error, "
+              f"none of the three provided ones")
 
         for cu in cus:
             if sha256(cu) != hashes[cu]:
