@@ -39,9 +39,9 @@ def main():
         wrong_sig, sig_line = variant("my_rmsnorm_double_eps.cu", "int cols, float eps) {\n  const size_t",
                                       "int cols, double eps) {\n  const size_t", "double eps")
         typo, typo_line = variant("my_rmsnorm_typo.cu", "partial[threadIdx.x] = acc;", "partial[threadIdx.x] = acc_;")
-        # Host code as a repository's file has it (a device query, timing events, a cuBLAS handle:
-        # the SIMT runtime has those) and calls it does not have (managed memory, a device reset,
-        # a cuBLASLt handle): every missing one is named at its line in one build error.
+        # Host code as a repository's file has it (a device query, timing events, cuBLAS and cuBLASLt
+        # handles: the SIMT runtime has those) and calls it does not have (managed memory, a device
+        # reset, a cuBLAS GEMV): every missing one is named at its line in one build error.
         host_api, _ = variant("my_rmsnorm_host_api.cu", "#include <stdexcept>",
                               "#include <cublasLt.h>\n#include <cublas_v2.h>\n#include <stdexcept>",
                               "#include <cublasLt.h>")
@@ -58,10 +58,11 @@ def main():
             "  CUDA_CHECK(cudaMallocManaged(&managed, 64));\n"
             "  cublasLtHandle_t lt;\n"
             "  cublasLtCreate(&lt);\n"
+            "  cublasSgemv(handle, CUBLAS_OP_N, 0, 0, nullptr, nullptr, 1, nullptr, 1, nullptr, nullptr, 1);\n"
             "  if (rows < 0) CUDA_CHECK(cudaDeviceReset());\n")
         open(host_api, "w").write(text)
         host_lines = {f: next(i for i, l in enumerate(text.splitlines(), 1) if f + "(" in l)
-                      for f in ("cudaMallocManaged", "cublasLtCreate", "cudaDeviceReset")}
+                      for f in ("cudaMallocManaged", "cublasSgemv", "cudaDeviceReset")}
         maps = {
             "rmsnorm.yaml": None,
             "unknown_kind.yaml": None,
@@ -180,11 +181,11 @@ def main():
                 sys.exit(f"FAILED: {f} is not named at my_rmsnorm_host_api.cu:{line} in one build error:\n{p.stderr}")
         if "3 function(s) the SIMT CPU runtime does not provide" not in p.stderr:
             sys.exit(f"FAILED: the build error does not count the 3 missing functions:\n{p.stderr}")
-        for provided in ("cudaGetDeviceProperties", "cudaEventCreate", "cublasCreate"):
+        for provided in ("cudaGetDeviceProperties", "cudaEventCreate", "cublasCreate", "cublasLtCreate"):
             if provided in p.stderr:
                 sys.exit(f"FAILED: {provided}, which the SIMT runtime provides, is named as missing:\n{p.stderr}")
         print(f"my_rmsnorm_host_api.cu: exit 2, the three missing host calls named at their lines in one error, "
-              f"none of the three provided ones")
+              f"none of the four provided ones")
 
         for cu in cus:
             if sha256(cu) != hashes[cu]:

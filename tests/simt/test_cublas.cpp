@@ -84,6 +84,28 @@ TEST(CpuCublas, StridedBatchedComputesEachBatchApart) {
   }
 }
 
+TEST(CpuCublas, LtMatmulWithAGeluBiasEpilogueMatchesTheReferenceLinearThenGelu) {
+  const auto x = random_values(kT * kIn, 11), w = random_values(kOut * kIn, 12),
+             bias = random_values(kOut, 13);
+  std::vector<float> y(kT * kOut);
+  cublas_linear::linear_lt_gelu_bias(y.data(), x.data(), w.data(), bias.data(), kT, kIn, kOut, false);
+  const std::vector<double> pre = reference_linear(x, w, &bias, kT);
+  const ds::Tensor want = ds::ref::gelu_new(ds::Tensor::from_f64({kT, kOut}, pre));
+  std::vector<double> gelu(pre.size());
+  for (std::size_t i = 0; i < pre.size(); ++i) gelu[i] = want.at(std::int64_t(i));
+  expect_close(y, gelu, kIn * 0x1p-24 * 4);
+  // FAST_TF32 rounds the inputs: off by more than f32 rounding.
+  std::vector<float> y_tf32(kT * kOut);
+  cublas_linear::linear_lt_gelu_bias(y_tf32.data(), x.data(), w.data(), bias.data(), kT, kIn, kOut, true);
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) worst = std::fmax(worst, std::fabs(y_tf32[i] - gelu[i]));
+  EXPECT_GT(worst, kIn * 0x1p-24 * 4);
+}
+
+TEST(CpuCublas, AnEpilogueTheCpuDoesNotTakeIsNotSupported) {
+  EXPECT_EQ(cublas_linear::lt_status_with_unsupported_epilogue(), 15);  // CUBLAS_STATUS_NOT_SUPPORTED
+}
+
 TEST(CpuCublas, AnLdaSmallerThanTheRowsIsInvalidValue) {
   EXPECT_EQ(cublas_linear::sgemm_status_with_bad_lda(), 7);  // CUBLAS_STATUS_INVALID_VALUE
 }

@@ -1,6 +1,7 @@
 // Projections by cuBLAS with a kernel of the file's own between them, as repositories' forward
 // passes are written (cublas_linear.h). driftscope_add_simt_kernel() builds it unchanged for the
 // CPU, its cuBLAS calls computed by the SIMT runtime's CPU GEMM; nvcc builds it as it is.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -96,6 +97,60 @@ void linear_batched(float* y, const float* x, const float* w, int T, int in, int
   CHECK_CUDA(cudaMemcpy(y, d_y, 2 * size_t(T) * out * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUBLAS(cublasDestroy(handle));
   for (float* p : {d_x, d_w, d_y}) CHECK_CUDA(cudaFree(p));
+}
+
+void linear_lt_gelu_bias(float* y, const float* x, const float* w, const float* bias, int T, int in, int out,
+                         bool tf32) {
+  float* d_x = to_device(x, size_t(T) * in);
+  float* d_w = to_device(w, size_t(out) * in);
+  float* d_b = to_device(bias, size_t(out));
+  float* d_y = nullptr;
+  CHECK_CUDA(cudaMalloc(&d_y, size_t(T) * out * sizeof(float)));
+  cublasLtHandle_t lt;
+  CHECK_CUBLAS(cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t desc;
+  CHECK_CUBLAS(
+      cublasLtMatmulDescCreate(&desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+  CHECK_CUBLAS(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_GELU_BIAS;
+  CHECK_CUBLAS(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &d_b, sizeof(d_b)));
+  cublasLtMatrixLayout_t a, b, c;
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&a, CUDA_R_32F, in, out, in));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&b, CUDA_R_32F, in, T, in));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, out, T, out));
+  cublasLtMatmulPreference_t pref;
+  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  size_t workspace_size = 32 << 20;
+  CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &workspace_size, sizeof(workspace_size)));
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc, a, b, c, c, pref, 1, &heuristic, &found));
+  if (found == 0) throw std::runtime_error("no cuBLASLt algorithm");
+  const float one = 1.0f, zero = 0.0f;
+  CHECK_CUBLAS(
+      cublasLtMatmul(lt, desc, &one, d_w, a, d_x, b, &zero, d_y, c, d_y, c, &heuristic.algo, nullptr, 0, 0));
+  CHECK_CUDA(cudaMemcpy(y, d_y, size_t(T) * out * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_CUBLAS(cublasLtMatmulPreferenceDestroy(pref));
+  for (cublasLtMatrixLayout_t l : {a, b, c}) CHECK_CUBLAS(cublasLtMatrixLayoutDestroy(l));
+  CHECK_CUBLAS(cublasLtMatmulDescDestroy(desc));
+  CHECK_CUBLAS(cublasLtDestroy(lt));
+  for (float* p : {d_x, d_w, d_b, d_y}) CHECK_CUDA(cudaFree(p));
+}
+
+int lt_status_with_unsupported_epilogue() {
+  cublasLtMatmulDesc_t desc;
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DGELU;
+  const cublasStatus_t s =
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue));
+  CHECK_CUBLAS(cublasLtMatmulDescDestroy(desc));
+  return int(s);
 }
 
 int sgemm_status_with_bad_lda() {
