@@ -4,6 +4,7 @@
 #include <driver_types.h>  // cudaError
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -48,6 +49,15 @@ TEST(HostApi, CudaLaunchKernelFromAnArgumentArray) {
   const std::vector<float> y = host_api::add_one_launched(x);
   ASSERT_EQ(y.size(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
+}
+
+TEST(HostApi, MinAndMaxOfAnIntAndAnUnsignedAreUnsignedAsUnderNvcc) {
+  const std::vector<unsigned> got = host_api::clamp_indices(64, 40);
+  for (unsigned t = 0; t < 64; ++t) {
+    // max(-60, t) is max(unsigned(-60), t): the int converts to a huge unsigned, as nvcc's overload does.
+    const unsigned want = std::min(40u, t * 2u) + std::max(static_cast<unsigned>(-60), t);
+    EXPECT_EQ(got[t], want) << t;
+  }
 }
 
 }  // namespace

@@ -29,6 +29,21 @@ __global__ void add_one_kernel(const float* x, float* y, int n) {
   if (i < n) y[i] = x[i] + 1.0f;
 }
 
+// An int beside an unsigned, as in `x[min(C - 1, i + u * blockDim.x)]`: CUDA's mixed overloads.
+__global__ void clamp_index_kernel(unsigned* out, int last) {
+  out[threadIdx.x] = min(last, threadIdx.x * 2u) + max(last - 100, threadIdx.x);
+}
+
+std::vector<unsigned> clamp_indices(int threads, int last) {
+  unsigned* d = nullptr;
+  CHECK_CUDA(cudaMalloc(&d, threads * sizeof(unsigned)));
+  clamp_index_kernel<<<1, threads>>>(d, last);
+  std::vector<unsigned> out(threads);
+  CHECK_CUDA(cudaMemcpy(out.data(), d, threads * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(d));
+  return out;
+}
+
 Device query() {
   Device d;
   int device = -1;

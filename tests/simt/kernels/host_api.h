@@ -32,4 +32,7 @@ Scaled scale_by_table(const std::vector<float>& x, const std::vector<float>& tab
 // y = x + 1 launched with cudaLaunchKernel and an argument array.
 std::vector<float> add_one_launched(const std::vector<float>& x);
 
+// Per thread t of one block: min(last, 2t) + max(last - 100, t), an int beside an unsigned in each.
+std::vector<unsigned> clamp_indices(int threads, int last);
+
 }  // namespace host_api

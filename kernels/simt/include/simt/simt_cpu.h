@@ -717,3 +717,31 @@ inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline float max(float a, float b) { return std::fmax(a, b); }
+// The rest of CUDA's host-and-device min/max overloads: with one argument unsigned the other is
+// converted to it, as C++'s usual arithmetic conversions do (so min(-1, 2u) is 2u, as under nvcc),
+// and a float beside a double is a double. Without them `min(C - 1, i + u * blockDim.x)`, an int
+// beside an unsigned, is ambiguous on the CPU.
+inline unsigned min(int a, unsigned b) { return min(static_cast<unsigned>(a), b); }
+inline unsigned min(unsigned a, int b) { return min(a, static_cast<unsigned>(b)); }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline unsigned long min(long a, unsigned long b) { return min(static_cast<unsigned long>(a), b); }
+inline unsigned long min(unsigned long a, long b) { return min(a, static_cast<unsigned long>(b)); }
+inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long min(long long a, unsigned long long b) { return min(static_cast<unsigned long long>(a), b); }
+inline unsigned long long min(unsigned long long a, long long b) { return min(a, static_cast<unsigned long long>(b)); }
+inline double min(double a, double b) { return std::fmin(a, b); }
+inline double min(float a, double b) { return std::fmin(double(a), b); }
+inline double min(double a, float b) { return std::fmin(a, double(b)); }
+inline unsigned max(int a, unsigned b) { return max(static_cast<unsigned>(a), b); }
+inline unsigned max(unsigned a, int b) { return max(a, static_cast<unsigned>(b)); }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+inline unsigned long max(long a, unsigned long b) { return max(static_cast<unsigned long>(a), b); }
+inline unsigned long max(unsigned long a, long b) { return max(a, static_cast<unsigned long>(b)); }
+inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline unsigned long long max(long long a, unsigned long long b) { return max(static_cast<unsigned long long>(a), b); }
+inline unsigned long long max(unsigned long long a, long long b) { return max(a, static_cast<unsigned long long>(b)); }
+inline double max(double a, double b) { return std::fmax(a, b); }
+inline double max(float a, double b) { return std::fmax(double(a), b); }
+inline double max(double a, float b) { return std::fmax(a, double(b)); }
