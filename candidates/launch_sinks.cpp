@@ -34,7 +34,8 @@ simt_options to_c(const SimtOptions& o) {
                       o.racecheck ? 1 : 0,
                       o.poison,
                       0,  // interleave: the schedule rerun turns it on for its first schedule
-                      o.poison_site};
+                      o.poison_site,
+                      o.memcheck ? 1 : 0};
 }
 
 // The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before

@@ -121,6 +121,11 @@ class Rewriter {
         i = extern_shared(i);
       } else if (word_at(i, "__shared__") && at_block_scope()) {
         i = static_shared(i);
+      } else if (in_.access_hooks && word_at(i, "reinterpret_cast")) {
+        // Memcheck checks a cast pointer's alignment (simt_cpu.h checked_reinterpret_cast).
+        out_ += "::simt::detail::checked_reinterpret_cast";
+        statement_ += "reinterpret_cast";
+        i += std::string_view("reinterpret_cast").size();
       } else if (const std::size_t semi = uninitialized_local(i); semi != std::string_view::npos) {
         i = semi;
       } else if (const std::size_t end = shuffle_loop(i); end != std::string_view::npos) {
