@@ -1,7 +1,7 @@
 """`run --simt-memcheck` through the real CLI: a plugin whose RMSNorm stores past its output at the
 one-token decode step (memcheck_plugin/, built from the kernel's CHECKED flavour) exits 1 with the
 stage `memory`, the finding naming the kernel's line, and the run reaching its report; the built-in
-simt candidate's checked kernels pass under memcheck (no false alarm).
+simt candidate's checked kernels pass under memcheck on every tiny preset (no false alarm).
 
 Usage: test_memcheck.py DRIFTSCOPE PLUGIN.so"""
 import json
@@ -37,10 +37,10 @@ class Memcheck(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_unguarded_store_at_the_decode_step_is_a_memory_finding(self):
-        js = os.path.join(self.tmp.name, "r.json")
+        js, junit = os.path.join(self.tmp.name, "r.json"), os.path.join(self.tmp.name, "r.xml")
         rc, out, err = run("run", "--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:flat-rmsnorm",
                            "--fill", "reference", "--layers", "1", "--prompt-tokens", "4", "--decode-steps", "1",
-                           "--simt-memcheck", "--json", js)
+                           "--simt-memcheck", "--json", js, "--junit", junit)
         self.assertEqual(rc, 1, out + err)
         self.assertIn("MEMORY", out)
         self.assertNotIn("signal", out + err)
@@ -56,11 +56,16 @@ class Memcheck(unittest.TestCase):
         self.assertIn("thread (64,0,0) of block (0,0,0)", note)
         self.assertIn("0 bytes past the end of a 256-byte block", note)
         self.assertIn(f"flat_rmsnorm.cu:{marker_line(KERNEL, '@flat:store')}", note)
+        with open(junit) as f:
+            self.assertIn('type="memory"', f.read())
 
     def test_the_simt_candidates_checked_kernels_pass_under_memcheck(self):
-        for model in ("synthetic:llama-tiny", "synthetic:qwen2-tiny"):
-            rc, out, err = run("run", "--model", model, "--candidate", "simt", "--layers", "1",
-                               "--prompt-tokens", "4", "--decode-steps", "1", "--simt-memcheck")
+        # Every tiny preset, both modes: gpt2-tiny's layernorm and attention launch with other dynamic
+        # shared memory sizes than the kernels before them (memcheck's red zones move with it).
+        for model in ("gpt2-tiny", "llama-tiny", "mixtral-tiny", "qwen2-tiny", "qwen3-tiny", "qwen35-tiny",
+                      "qwen3moe-tiny", "llama-deep-tiny"):
+            rc, out, err = run("run", "--model", f"synthetic:{model}", "--candidate", "simt", "--mode", "both",
+                               "--decode-steps", "2", "--simt-memcheck")
             self.assertEqual(rc, 0, f"{model}\n{out}{err}")
             self.assertNotIn("MEMORY", out)
             self.assertIn("memcheck", out)

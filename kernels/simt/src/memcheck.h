@@ -53,9 +53,13 @@ void restore_guarded_shadow(const unsigned char* lo, const unsigned char* hi);
 // Red zones around a buffer of dynamic shared memory: the buffer (`bytes`, as launched) inside a
 // larger allocation that the caller frees with free_guarded_shared.
 unsigned char* guarded_shared(std::size_t bytes);
-void free_guarded_shared(unsigned char* p);
+void free_guarded_shared(unsigned char* p, std::size_t bytes);
 // Re-poisons the red zones of `p` (from guarded_shared), for a block that starts.
 void poison_guarded_shared(unsigned char* p, std::size_t bytes);
+
+// A static __shared__ array of a checked kernel reached under memcheck: its red zones
+// (simt_cpu.h kStaticSharedRedZone) are poisoned the first time.
+void memcheck_static_shared(void* p, std::size_t bytes);
 
 // A launch of a kernel with access hooks under Config::memcheck: from begin to end the hooks check
 // and a fault of the kernel is a finding (the handlers are installed for that time only).

@@ -12,6 +12,7 @@
 
 #include "access_shadow.h"
 #include "memcheck.h"
+#include "simt/simt_cpu.h"
 
 namespace simt::detail {
 
@@ -74,6 +75,11 @@ std::vector<std::string>& host_findings() {
 // The running block's dynamic shared memory (one checked launch at a time).
 std::uintptr_t g_shared = 0;
 std::size_t g_shared_bytes = 0;
+// The static __shared__ arrays memcheck has poisoned the red zones of: address -> bytes.
+std::map<std::uintptr_t, std::size_t>& statics() {
+  static auto* m = new std::map<std::uintptr_t, std::size_t>();
+  return *m;
+}
 
 void release(const Freed& f) {
   const std::uintptr_t raw = f.base - f.g.red_zone;
@@ -146,6 +152,18 @@ void restore_guarded_shadow(const unsigned char* lo, const unsigned char* hi) {
   }
   if (a == g_shared && reinterpret_cast<std::uintptr_t>(hi) == a + g_shared_bytes)
     own_shadow(a, g_shared_bytes);
+  if (auto it = statics().find(a); it != statics().end()) own_shadow(a, it->second);
+}
+
+void memcheck_static_shared(void* p, std::size_t bytes) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard lock(g_mutex);
+  if (!statics().emplace(a, bytes).second) return;
+  // The zone before ends at the array; the one after starts at its last byte's granule, whose
+  // own bytes own_shadow then gives back.
+  fill_shadow(a - kStaticSharedRedZone, a, kShadowSharedRedZone);
+  fill_shadow(a + bytes / 8 * 8, a + bytes + kStaticSharedRedZone, kShadowSharedRedZone);
+  own_shadow(a, bytes);
 }
 
 std::vector<std::string> take_host_memory_findings() {
@@ -159,8 +177,18 @@ unsigned char* guarded_shared(std::size_t bytes) {
   return static_cast<unsigned char*>(raw) + kSharedRedZone;
 }
 
-void free_guarded_shared(unsigned char* p) {
+void free_guarded_shared(unsigned char* p, std::size_t bytes) {
   if (p == nullptr) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  // The C library hands the memory out again: to whatever gets it, its shadow must say nothing.
+  fill_shadow(a - kSharedRedZone, a + round_up(bytes, kAlign) + kSharedRedZone, 0);
+  {
+    std::lock_guard lock(g_mutex);
+    if (g_shared == a) {
+      g_shared = 0;
+      g_shared_bytes = 0;
+    }
+  }
   std::free(p - kSharedRedZone);
 }
 
@@ -175,6 +203,15 @@ void poison_guarded_shared(unsigned char* p, std::size_t bytes) {
 
 AddressPlace place_of(std::uintptr_t addr) {
   std::lock_guard lock(g_mutex);
+  if (auto it = statics().upper_bound(addr + kStaticSharedRedZone); it != statics().begin()) {
+    --it;
+    if (addr + kStaticSharedRedZone >= it->first && addr < it->first + it->second + kStaticSharedRedZone) {
+      const bool in = addr >= it->first && addr < it->first + it->second;
+      return {in ? AddressKind::inside : AddressKind::out_of_bounds,
+              relative(addr, it->first, it->second,
+                       fmt::format("a {}-byte static __shared__ array", it->second))};
+    }
+  }
   if (g_shared != 0 && addr + kSharedRedZone >= g_shared &&
       addr < g_shared + round_up(g_shared_bytes, kAlign) + kSharedRedZone) {
     const bool in = addr >= g_shared && addr < g_shared + g_shared_bytes;

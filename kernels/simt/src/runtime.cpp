@@ -269,7 +269,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   const bool guard_smem = d.access_hooks && g_memcheck_launch.load(std::memory_order_relaxed);
   if (!dyn_allocated_ || dyn_size_ != d.dyn_smem_bytes || dyn_guarded_ != guard_smem) {
     if (dyn_guarded_)
-      free_guarded_shared(dyn_);
+      free_guarded_shared(dyn_, dyn_size_);
     else
       std::free(dyn_);
     dyn_ = guard_smem
@@ -551,6 +551,8 @@ unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
 void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes, 1); }
 void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
+  // Memcheck's shadow first: the checkers' marks of the array go over it.
+  if (g_memcheck_launch.load(std::memory_order_relaxed)) memcheck_static_shared(p, bytes);
   tl_sched->static_smem(p, bytes, elem);
 }
 

@@ -473,10 +473,19 @@ class Rewriter {
       return semi;
     }
     const std::string name = m[2].str();
-    if (in_.access_hooks) {  // declared under another name, reached through `name`
-      decl.insert(name_at - at + name.size(), "__simt_static");
-      out_ +=
-          fmt::format("{0}; auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static)", decl, name);
+    if (in_.access_hooks) {
+      // Declared as it was, as the member of a struct between two red zones (memcheck poisons them:
+      // an index past the array lands in one), the struct under another name; reached through
+      // `name`.
+      constexpr std::string_view kShared = "__shared__";
+      decl.replace(0, kShared.size(),
+                   "__shared__ struct { alignas(8) unsigned char "
+                   "simt_red_zone_before[::simt::detail::kStaticSharedRedZone];");
+      out_ += fmt::format(
+          "{0}; unsigned char simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; }} "
+          "{1}__simt_static; "
+          "auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static.{1})",
+          decl, name);
     } else {
       out_ += fmt::format("{0}; ::simt::detail::static_shared(&{1}, sizeof({1}))", decl, name);
     }

@@ -278,9 +278,10 @@ inline void* dynamic_shared_of(std::size_t elem_bytes) {
 // A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
 // Config::poison asks for it, the block's first thread to reach it fills it with the poison.
 void static_shared(void* p, std::size_t bytes);
-// The same for the checked flavour, whose rewrite declares the array under another name and
-// reaches it through the reference this returns: through a pointer the compiler cannot follow,
-// so every access, at a constant index too, is checked against the access shadow.
+// The same for the checked flavour, whose rewrite declares the array under another name, between
+// red zones of kStaticSharedRedZone bytes, and reaches it through the reference this returns:
+// through a pointer the compiler cannot follow, so every access, at a constant index too, is
+// checked against the access shadow.
 void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
 // The 16-bit poison word of the running launch's Config::poison, 0 when it sets none: what a
 // local declared without an initializer starts as (poison_local).
@@ -332,6 +333,9 @@ inline To checked_reinterpret_cast(From&& from) {
   }
   return reinterpret_cast<To>(from);
 }
+// The red zones before and after each static __shared__ array of a kernel built CHECKED (the
+// rewriter declares it between two of this many bytes): memcheck poisons them.
+inline constexpr std::size_t kStaticSharedRedZone = 64;
 template <class T>
 inline T& watched_static_shared(T& x) {
   watch_static_shared(&x, sizeof(T), sizeof(std::remove_all_extents_t<T>));
