@@ -10,7 +10,8 @@
 // value 8, which no real AddressSanitizer uses: an access of 1, 2 or 4 bytes inside one 8-byte
 // granule passes the inline check, an 8- or 16-byte access or one that straddles a granule calls
 // the hook, which checks its alignment (a GPU faults on a float4 at an address not a multiple of
-// 16). The block's dynamic shared memory gets red zones the same way. A launch's first bad access
+// 16). The block's dynamic shared memory gets red zones the same way, and so does each static
+// __shared__ array (the CHECKED rewrite declares it between two). A launch's first bad access
 // stops it before the access lands (the thread is abandoned, as a diagnostic abandons it), and a
 // fault of the kernel (a null or wild pointer) is caught by a signal handler on an alternate stack
 // and stops it the same way; the launch then returns, its findings worded for the launch record.
