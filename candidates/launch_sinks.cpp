@@ -34,7 +34,8 @@ simt_options to_c(const SimtOptions& o) {
                       o.racecheck ? 1 : 0,
                       o.poison,
                       0,  // interleave: the schedule rerun turns it on for its first schedule
-                      o.poison_site};
+                      o.poison_site,
+                      o.memcheck ? 1 : 0};
 }
 
 // The runtime reports a launch's races (a schedule's difference, the checker's hazards) just before
@@ -54,12 +55,16 @@ void to_launch_log(const simt_launch_info* info, void* user) {
     std::lock_guard lock(g_mutex);
     r.race = std::exchange(g_pending_race, {});
   }
-  // The runtime hands over its uninit reads and the sites of poisoned locals in one list.
+  // The runtime hands over its uninit reads, the sites of poisoned locals and memcheck's findings
+  // in one list.
   if (user != nullptr)
     reinterpret_cast<TakeUninit>(user)(
         [](const char* m, void* into) {
           LaunchRecord& rec = *static_cast<LaunchRecord*>(into);
-          (std::string_view(m).starts_with(simt::local_site_note) ? rec.local_sites : rec.uninit)
+          const std::string_view v(m);
+          (v.starts_with(simt::local_site_note) ? rec.local_sites
+           : v.starts_with(simt::memcheck_note) ? rec.memory
+                                                : rec.uninit)
               .emplace_back(m);
         },
         &r);

@@ -13,6 +13,9 @@
 //                         from checked_gemv_module.cpp's module) under the hazard checker, against
 //                         the plain flavour's SIMT run of it in this process: the checker's cost
 //                         where kernels are built for it (issue 38: at most 5x).
+//   MemcheckVsPlainRun    the same checked GEMV under memcheck (Config::memcheck, run
+//                         --simt-memcheck: guarded buffers, every 8- and 16-byte access checked)
+//                         against the plain flavour's SIMT run (issue 51: at most 3x).
 //   FusedGemvVsPlainLoop  the product's fused GEMV (kernels/gemv.cu, what the simt candidate runs
 //                         for every projection) on bf16 weights and T tokens, one host thread,
 //                         against the plain loop over the same bf16 weights.
@@ -144,7 +147,7 @@ void RacecheckVsPlainRun(benchmark::State& state) {
 
 // The checked GEMV's module (checked_gemv_module.cpp), loaded once.
 struct CheckedGemv {
-  void (*setup)(const float* W, const float* x, int rows, int cols) = nullptr;
+  void (*setup)(const float* W, const float* x, int rows, int cols, int memcheck) = nullptr;
   int (*run)(int racecheck, float* y_out) = nullptr;
   std::string error;
 };
@@ -185,7 +188,7 @@ void HookedRacecheckVsPlainRun(benchmark::State& state) {
   simt::set_config(cfg);
   auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
   plain_run();  // warm the fiber pool
-  m.setup(W.data(), x.data(), rows, cols);
+  m.setup(W.data(), x.data(), rows, cols, 0);
   std::vector<float> checked_y(rows);
   int reports = m.run(1, checked_y.data());  // warm the module's fiber pool
   if (reports != 0 || checked_y != dy.to_host()) {
@@ -202,6 +205,39 @@ void HookedRacecheckVsPlainRun(benchmark::State& state) {
   // The checked flavour with the checker off: what the hooks alone cost.
   state.counters["hooks_off_cpu_ratio"] = hooks_off.cpu / plain.cpu;
   state.counters["race_reports"] = reports;
+}
+
+void MemcheckVsPlainRun(benchmark::State& state) {
+  const CheckedGemv& m = checked_gemv();
+  if (!m.error.empty()) {
+    state.SkipWithError(m.error.c_str());
+    return;
+  }
+  const int rows = static_cast<int>(state.range(0));
+  const int cols = static_cast<int>(state.range(1));
+  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
+  const auto x = random_floats(cols, 2);
+  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
+  simt::Config cfg;
+  cfg.host_threads = 1;
+  simt::set_config(cfg);
+  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
+  plain_run();  // warm the fiber pool
+  m.setup(W.data(), x.data(), rows, cols, 1);
+  std::vector<float> checked_y(rows);
+  int findings = m.run(2, checked_y.data());  // warm the module's fiber pool
+  if (findings != 0 || checked_y != dy.to_host()) {
+    state.SkipWithError("the memchecked GEMV found a bad access or computed other bits than the plain one");
+    return;
+  }
+  const Best plain = best_of_15(plain_run);
+  const Best checked = best_of_state(state, [&] { findings += m.run(2, nullptr); });
+  m.setup(W.data(), x.data(), rows, cols, 0);  // plain buffers again for the other benchmarks
+  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  state.counters["memcheck_best_ms"] = checked.wall * 1e3;
+  state.counters["ratio"] = checked.wall / plain.wall;
+  state.counters["cpu_ratio"] = checked.cpu / plain.cpu;
+  state.counters["memcheck_findings"] = findings;
 }
 
 // y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
@@ -283,6 +319,12 @@ BENCHMARK(HookedRacecheckVsPlainRun)
     ->Args({64, 896})
     ->Args({896, 896})
     ->Args({4864, 896})
+    ->Args({37, 100})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(MemcheckVsPlainRun)
+    ->ArgNames({"rows", "cols"})
+    ->Args({64, 896})
+    ->Args({896, 896})
     ->Args({37, 100})
     ->Unit(benchmark::kMillisecond);
 

@@ -37,4 +37,11 @@ std::string race_note(std::size_t launch_index, const std::string& kernel_step, 
   return "race in launch " + std::to_string(launch_index) + " of step " + kernel_step + ": " + l.race;
 }
 
+std::string memory_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l) {
+  std::string findings;
+  for (const std::string& m : l.memory) findings += (findings.empty() ? "" : "; ") + m;
+  return "memory error in launch " + std::to_string(launch_index) + " of step " + kernel_step + ": " +
+         findings;
+}
+
 }  // namespace ds::launch_log

@@ -31,6 +31,9 @@ struct LaunchRecord {
   // launch reached, "local `acc` declared without an initializer at FILE:LINE" (the runtime's
   // poison_local); verify singles each out to find a local read before it is written.
   std::vector<std::string> local_sites;
+  // `--simt-memcheck`'s findings of the launch (and of frees before it), one message each:
+  // "memcheck: KERNEL: out-of-bounds write of 4 bytes at FILE:LINE, thread ... of block ...: ...".
+  std::vector<std::string> memory;
 };
 
 // A launch filed under the candidate step that made it: model step, layer, lane, the step's name
@@ -55,6 +58,8 @@ void add_flusher(std::function<void()> flush);
 std::vector<LaunchRecord> take();
 // What a stage of a racing launch's step says (its note): "race in launch I of step S: FINDING".
 std::string race_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l);
+// What a stage of a step with a memcheck finding says: "memory error in launch I of step S: FINDING".
+std::string memory_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l);
 
 }  // namespace launch_log
 }  // namespace ds

@@ -5,9 +5,9 @@
 namespace ds {
 
 namespace {
-constexpr std::array<std::string_view, 11> kStatus = {"pass",    "fail",    "nan",          "shape-mismatch",
-                                                      "missing", "skipped", "crashed",      "filled",
-                                                      "race",    "leak",    "batch-variant"};
+constexpr std::array<std::string_view, 12> kStatus = {"pass",    "fail",    "nan",           "shape-mismatch",
+                                                      "missing", "skipped", "crashed",       "filled",
+                                                      "race",    "leak",    "batch-variant", "memory"};
 }
 
 std::string_view status_name(Status s) {
@@ -28,7 +28,9 @@ std::optional<Mode> parse_mode(std::string_view s) {
   return std::nullopt;
 }
 
-bool is_run_finding(Status s) { return s == Status::race || s == Status::leak || s == Status::batch_variant; }
+bool is_run_finding(Status s) {
+  return s == Status::race || s == Status::leak || s == Status::batch_variant || s == Status::memory;
+}
 
 bool is_failure(Status s) { return s != Status::pass && s != Status::filled; }
 

@@ -23,6 +23,9 @@ namespace ds {
 // `leak` and `batch_variant` (`run --batch`, docs/batches.md): perturbing another sequence's inputs
 // moved this sequence's stage, or the stage differs from the same sequence run alone by the same
 // candidate; findings of the run like `race`, which a re-judge keeps.
+// `memory`: a kernel launch of the step that produced the stage made a bad memory access (out of
+// bounds, after a free, misaligned, through a null or wild pointer) or a bad free, found by the
+// SIMT runtime's memcheck (`run --simt-memcheck`); a finding of the run like `race`.
 enum class Status : std::uint8_t {
   pass,
   fail,
@@ -34,10 +37,11 @@ enum class Status : std::uint8_t {
   filled,
   race,
   leak,
-  batch_variant
+  batch_variant,
+  memory
 };
-// A status a run found by rerunning the candidate (race, leak, batch-variant): no tolerance
-// judges it away.
+// A status a run found by rerunning or watching the candidate (race, leak, batch-variant, memory):
+// no tolerance judges it away.
 bool is_run_finding(Status s);
 enum class Mode : std::uint8_t { isolated, chained };
 

@@ -20,6 +20,7 @@ struct SimtOptions {
   bool strict = false;      // __syncthreads after some threads of the block exited is an error
   unsigned race_check = 0;  // > 0: every launch rerun under this many other schedules
   bool racecheck = false;   // the shared-memory hazard checker on every launch
+  bool memcheck = false;    // the memory checker on every launch (the kernels' checked flavour)
   // What device memory and shared memory start as (`verify`'s poison runs): 0 the runtime's
   // default (0xFF bytes), 1 NaN payloads (0x7FC1 in every 16-bit half), 2 finite garbage (0x4A3D).
   unsigned poison = 0;
@@ -35,7 +36,10 @@ struct SimtOptions {
 // interleaves at the hooked accesses); with both, the checker watches the first schedule and the
 // reruns follow. The simt candidate and plugins (their checked twin) choose alike, and the report
 // says which twin served.
-inline bool serves_checked_kernels(const SimtOptions& o) { return o.racecheck || o.race_check > 0; }
+// Memcheck sees accesses through the hooks only.
+inline bool serves_checked_kernels(const SimtOptions& o) {
+  return o.racecheck || o.race_check > 0 || o.memcheck;
+}
 
 // "forward", "reverse", "random" (seed 0) or "random:SEED" into `o`; otherwise the reason.
 std::string parse_simt_order(std::string_view text, SimtOptions& o);

@@ -135,6 +135,8 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     for (const std::string& m : l.uninit) put_str(buf, m);
     put_u64(buf, l.local_sites.size());
     for (const std::string& m : l.local_sites) put_str(buf, m);
+    put_u64(buf, l.memory.size());
+    for (const std::string& m : l.memory) put_str(buf, m);
   }
 }
 
@@ -173,6 +175,7 @@ std::vector<LaunchRecord> Reader::launches() {
     l.race = str();
     for (std::uint64_t n = u64(); n--;) l.uninit.push_back(str());
     for (std::uint64_t n = u64(); n--;) l.local_sites.push_back(str());
+    for (std::uint64_t n = u64(); n--;) l.memory.push_back(str());
   }
   return out;
 }

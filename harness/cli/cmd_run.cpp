@@ -153,10 +153,10 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   if (!report.memory.empty()) fmt::print("memory: estimated peak {}\n", report.memory);
   if (o.simt != SimtOptions{})  // what a race finding was found under
     fmt::print(
-        "simt: order {}, {} host thread(s){}{}{}\n", simt_order_text(o.simt), simt_threads(o.simt),
+        "simt: order {}, {} host thread(s){}{}{}{}\n", simt_order_text(o.simt), simt_threads(o.simt),
         o.simt.strict ? ", strict" : "",
         o.simt.race_check ? fmt::format(", race check over {} more schedule(s)", o.simt.race_check) : "",
-        o.simt.racecheck ? ", shared-memory hazard checker" : "");
+        o.simt.racecheck ? ", shared-memory hazard checker" : "", o.simt.memcheck ? ", memcheck" : "");
   print_report(stdout, report, {args.only_failures, isatty(STDOUT_FILENO) != 0, args.all_rows});
   if (args.profile) print_launch_profile(stdout, report.launches);
   if (!o.trace_path.empty()) fmt::print("trace: {}\n", o.trace_path);

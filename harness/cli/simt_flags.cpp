@@ -42,6 +42,12 @@ void add_simt_flags(CLI::App* cmd, SimtOptions& o) {
                 "The SIMT shared-memory hazard checker on every launch: read-after-write, write-after-read "
                 "and write-after-write between threads of a barrier phase, with file:line (x86-64 Linux; "
                 "about two signals per shared-memory access); a hazard makes the stages of its step `race`");
+  cmd->add_flag("--simt-memcheck", o.memcheck,
+                "The SIMT memory checker on every launch (the kernels' checked flavour): device memory gets "
+                "red zones and freed blocks a quarantine; an access out of bounds, after a free, misaligned, "
+                "or through a null or wild pointer stops the launch before it lands, and a double free or a "
+                "free of a pointer never allocated is caught; each makes the stages of its step `memory`, "
+                "naming the kernel, its file:line, block and thread");
 }
 
 }  // namespace ds::cli

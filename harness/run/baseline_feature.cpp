@@ -47,13 +47,13 @@ void BaselineFeature::block_ran(RunState& s, const BlockRun& b, const Baseline::
   }
 }
 
-void BaselineFeature::judge(RunState& s, const Races& races, const StageCall& c) {
+void BaselineFeature::judge(RunState& s, const LaunchFindings& findings, const StageCall& c) {
   std::variant<Tensor, StageResult> against =
       baseline_->target(block_, {c.step, c.layer, std::string(c.stage)}, c.mode, c.storage, c.ref);
   if (auto* t = std::get_if<Tensor>(&against)) {
     StageCall no_floor = c;
     no_floor.floor = nullptr;
-    judge_stage(s, races, no_floor, *t);
+    judge_stage(s, findings, no_floor, *t);
   } else {
     s.record(std::move(std::get<StageResult>(against)), nullptr, nullptr);
   }

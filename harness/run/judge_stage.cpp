@@ -23,7 +23,7 @@ std::vector<double> head_values(const Tensor& t, std::int64_t from, int n) {
 
 }  // namespace
 
-void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tensor& ref) {
+void judge_stage(RunState& s, const LaunchFindings& findings, const StageCall& c, const Tensor& ref) {
   const Tensor* cand = c.cand;
   const Tensor* floor = c.floor;
   StageResult r;
@@ -61,9 +61,9 @@ void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tens
     if (ref.rank() == 2 && ref.dim(0) > 1) r.per_token_rel = per_row_relative_error(ref.view(), t.view());
   }
   s.policy.judge(r);
-  if (auto race = races.find(r.key.stage); race != races.end()) {
-    r.status = Status::race;
-    r.note = race->second;
+  if (auto found = findings.find(r.key.stage); found != findings.end()) {
+    r.status = found->second.status;
+    r.note = found->second.note;
   }
   if (c.batch_finding) {
     r.status = c.batch_finding->status;
@@ -110,8 +110,8 @@ void note_logits(RunReport& report, Mode mode, int step, const Tensor& ref, cons
     it->first_token_divergence = step;
 }
 
-void OracleYardstick::judge(RunState& s, const Races& races, const StageCall& c) {
-  judge_stage(s, races, c, c.ref);
+void OracleYardstick::judge(RunState& s, const LaunchFindings& findings, const StageCall& c) {
+  judge_stage(s, findings, c, c.ref);
 }
 
 const Tensor* OracleYardstick::logits(const TensorMap& ref_head) const { return &ref_head.at("logits"); }

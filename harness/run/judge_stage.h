@@ -10,7 +10,7 @@ namespace ds {
 
 // Judges the candidate's tensor against `target` (the reference's, or the baseline's) in the
 // shape of `c.ref`, with `c.floor` as the noise floor when it has one.
-void judge_stage(RunState& s, const Races& races, const StageCall& c, const Tensor& target);
+void judge_stage(RunState& s, const LaunchFindings& findings, const StageCall& c, const Tensor& target);
 // A stage the reference fill computed: recorded so every report shows it, never judged.
 void record_filled(RunState& s, const StageCall& c);
 // Folds one step's logits of a lane into the report's LaneLogits of its mode.

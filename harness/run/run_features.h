@@ -35,8 +35,14 @@ namespace ds {
 
 struct RunState;
 
-// This block's racing stages (--race-check): stage -> why.
-using Races = std::map<std::string, std::string, std::less<>>;
+// A finding of a stage's launches that overrides its values' verdict: `race` (--race-check,
+// --simt-racecheck) or `memory` (--simt-memcheck), and why.
+struct LaunchFinding {
+  Status status;
+  std::string note;
+};
+// This block's stages with a launch finding: stage -> finding.
+using LaunchFindings = std::map<std::string, LaunchFinding, std::less<>>;
 
 // --from-step N: the reference runs every step; the candidate runs and is judged from step N on.
 struct LateStart {
@@ -126,7 +132,7 @@ class Yardstick {
   // After the candidate ran a block: what the yardstick computes of it, on the same inputs.
   virtual void block_ran(RunState& s, const BlockRun& b, const Baseline::Resolve& input) = 0;
   // Judges one stage (or records why it cannot be).
-  virtual void judge(RunState& s, const Races& races, const StageCall& c) = 0;
+  virtual void judge(RunState& s, const LaunchFindings& findings, const StageCall& c) = 0;
   // The logits the candidate's are held to, from the reference's head block; null: none.
   virtual const Tensor* logits(const TensorMap& ref_head) const = 0;
 };
@@ -135,7 +141,7 @@ class Yardstick {
 class OracleYardstick final : public Yardstick {
  public:
   void block_ran(RunState&, const BlockRun&, const Baseline::Resolve&) override {}
-  void judge(RunState& s, const Races& races, const StageCall& c) override;
+  void judge(RunState& s, const LaunchFindings& findings, const StageCall& c) override;
   const Tensor* logits(const TensorMap& ref_head) const override;
 };
 
@@ -161,7 +167,7 @@ class BaselineFeature final : public Yardstick {
   nlohmann::json json() const;
 
   void block_ran(RunState& s, const BlockRun& b, const Baseline::Resolve& input) override;
-  void judge(RunState& s, const Races& races, const StageCall& c) override;
+  void judge(RunState& s, const LaunchFindings& findings, const StageCall& c) override;
   const Tensor* logits(const TensorMap& ref_head) const override;
 
  private:

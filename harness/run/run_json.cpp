@@ -82,11 +82,9 @@ nlohmann::json run_json(const RunOptions& opt, const Policy& policy, const Model
   if (!opt.case_info.is_null()) run["case"] = opt.case_info;
   if (!opt.baseline.empty())
     run["baseline"] = baseline.is_null() ? nlohmann::json{{"name", opt.baseline}} : baseline;
-  run["simt"] = {{"order", simt_order_text(opt.simt)},
-                 {"threads", simt_threads(opt.simt)},
-                 {"strict", opt.simt.strict},
-                 {"race_check", opt.simt.race_check},
-                 {"racecheck", opt.simt.racecheck}};
+  run["simt"] = {{"order", simt_order_text(opt.simt)}, {"threads", simt_threads(opt.simt)},
+                 {"strict", opt.simt.strict},          {"race_check", opt.simt.race_check},
+                 {"racecheck", opt.simt.racecheck},    {"memcheck", opt.simt.memcheck}};
   return run;
 }
 

@@ -317,7 +317,7 @@ class StepLoop {
     std::vector<std::unique_ptr<TieInputs>> ties(group.size());
     for (std::size_t i = 0; i < group.size(); ++i) in[i] = inputs_of(*group[i], li);
     std::vector<TensorMap> step_inputs;  // kept to capture the inputs of failing steps
-    races_.clear();
+    launch_findings_.clear();
     findings_.clear();
     for (const KernelStep& ks : plan) {
       TensorMap& inputs = step_inputs.emplace_back();
@@ -457,7 +457,7 @@ class StepLoop {
       if (filled.count(stage))
         record_filled(s_, call);
       else
-        against_.judge(s_, races_, call);
+        against_.judge(s_, launch_findings_, call);
     }
     // A batched step's inputs are every sequence's: replay re-runs one sequence's steps only.
     if (!s_.features.batch.active())
@@ -493,13 +493,22 @@ class StepLoop {
   }
 
   // Files the launches the step just made under its stages (report and trace).
-  // A launch found racing (--race-check) makes every stage of its step a `race`.
+  // A launch found racing (--race-check) makes every stage of its step a `race`; one with a memcheck
+  // finding (--simt-memcheck) makes them `memory`, which wins: the race may be the bad access's.
   void file_launches(const KernelStep& ks, const StepContext& ctx, Mode mode) {
     std::size_t index = 0;
     for (LaunchRecord& l : launch_log::take()) {
+      if (!l.memory.empty())
+        for (const std::string& o : ks.outputs) {
+          auto [it, added] = launch_findings_.try_emplace(
+              o, LaunchFinding{Status::memory, launch_log::memory_note(index, ks.name, l)});
+          if (!added && it->second.status != Status::memory)
+            it->second = {Status::memory, launch_log::memory_note(index, ks.name, l)};
+        }
       if (!l.race.empty())
         for (const std::string& o : ks.outputs)
-          races_.try_emplace(o, launch_log::race_note(index, ks.name, l));
+          launch_findings_.try_emplace(o,
+                                       LaunchFinding{Status::race, launch_log::race_note(index, ks.name, l)});
       ++index;
       StepLaunch sl{ctx.step, ctx.layer, mode, ks.name, ks.outputs, std::move(l)};
       if (s_.trace) s_.trace->append_launch(sl);
@@ -588,7 +597,7 @@ class StepLoop {
   std::vector<SlotMove> slot_plan_;            // the batch's state slots, step by step (empty: one sequence)
   std::set<std::string, std::less<>> states_;  // stages some step reads as prev:
   std::set<std::tuple<int, int, int, std::string>> captured_;  // steps whose inputs are stored
-  Races races_;                                                // this block's racing stages: why
+  LaunchFindings launch_findings_;  // this block's stages with a racing or memcheck'd launch: why
   BatchFindings findings_;  // this block's batch-check findings, per sequence and stage
   std::map<BlockKind, std::vector<KernelStep>> plans_;  // plan_of's
   int layers_flushed_ = 0;

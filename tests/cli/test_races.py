@@ -58,7 +58,7 @@ class Races(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(run_attrs(trace)["simt"],
                          {"order": "random:7", "threads": 2, "strict": True, "race_check": 2,
-                          "racecheck": False})
+                          "racecheck": False, "memcheck": False})
         self.assertEqual(race_rows(trace), [])
 
     def test_default_simt_threads_are_one_and_recorded_as_the_count(self):

@@ -71,15 +71,19 @@ const RewriteCase kCases[] = {
      "void k() { __shared__ float a[2], b[2]; }\n"},
     {"static_shared_at_namespace_scope_stays", "__shared__ float g[8];\n", "__shared__ float g[8];\n"},
     // The checked flavour reaches a static __shared__ array through a reference its
-    // instrumentation cannot see through.
+    // instrumentation cannot see through, declared between memcheck's red zones.
     {"checked_static_shared_is_reached_through_a_reference",
      "__global__ void k() {\n  __shared__ __align__(16) float tile[4][32];\n}\n",
-     "__global__ void k() {\n  __shared__ __align__(16) float tile__simt_static[4][32]; "
-     "auto& tile = ::simt::detail::watched_static_shared(tile__simt_static);\n}\n",
+     "__global__ void k() {\n  __shared__ struct { alignas(8) unsigned char "
+     "simt_red_zone_before[::simt::detail::kStaticSharedRedZone]; __align__(16) float tile[4][32]; unsigned "
+     "char simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; } tile__simt_static; auto& tile = "
+     "::simt::detail::watched_static_shared(tile__simt_static.tile);\n}\n",
      true},
-    {"checked_static_shared_renames_the_name_not_a_comment", "void k() { __shared__ float /* inv */ inv; }\n",
-     "void k() { __shared__ float /* inv */ inv__simt_static; "
-     "auto& inv = ::simt::detail::watched_static_shared(inv__simt_static); }\n",
+    {"checked_static_shared_keeps_the_comment", "void k() { __shared__ float /* inv */ inv; }\n",
+     "void k() { __shared__ struct { alignas(8) unsigned char "
+     "simt_red_zone_before[::simt::detail::kStaticSharedRedZone]; float /* inv */ inv; unsigned char "
+     "simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; } inv__simt_static; auto& inv = "
+     "::simt::detail::watched_static_shared(inv__simt_static.inv); }\n",
      true},
     {"checked_static_shared_of_two_names_stays_as_written", "void k() { __shared__ float a[2], b[2]; }\n",
      "void k() { __shared__ float a[2], b[2]; }\n", true},

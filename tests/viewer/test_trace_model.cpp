@@ -97,11 +97,11 @@ TEST(TraceModel, ABatchShowsOneSequenceAtATime) {
   EXPECT_EQ(m->seq(), 2);
 }
 
-// A finding of the run (a race, a leak, batch variance) fails its stage whatever its values, and
-// is drawn as hot as a crash, not by its (possibly tiny) error.
+// A finding of the run (a race, a leak, batch variance, a bad memory access) fails its stage
+// whatever its values, and is drawn as hot as a crash, not by its (possibly tiny) error.
 TEST(TraceModel, RunFindingsAreDrawnAsHotAsACrash) {
   const Rgba hot = cell_colour(0, Status::crashed, false);
-  for (Status s : {Status::race, Status::leak, Status::batch_variant})
+  for (Status s : {Status::race, Status::leak, Status::batch_variant, Status::memory})
     EXPECT_EQ(cell_colour(1e-6, s, false).packed(), hot.packed()) << status_name(s);
 }
 

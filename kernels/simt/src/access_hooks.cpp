@@ -23,10 +23,14 @@
 
 #include "access_shadow.h"
 #include "interleave.h"
+#include "memcheck.h"
 
 namespace {
 
 [[gnu::always_inline]] inline void seen(const void* p, std::size_t n, bool write, const void* pc) {
+  if (simt::detail::g_memcheck_launch.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!simt::detail::memcheck_access(p, n, write, pc)) return;  // memcheck's alone (memcheck.h)
+  }
   if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))
       [[likely]]
     s->on_access(p, n, write, pc);
@@ -78,6 +82,7 @@ extern "C" void __asan_init() {
   mapped = true;
   map_shadow(simt::detail::kShadowOffset, 0x8fff7000ull);
   map_shadow(0x02008fff7000ull, 0x10007fff8000ull);
+  simt::detail::g_shadow_mapped.store(true, std::memory_order_relaxed);
 }
 extern "C" void __asan_version_mismatch_check_v8() {}
 extern "C" void __asan_handle_no_return() {}

@@ -11,6 +11,7 @@
 #include "allocations.h"
 #include "fiber_sched.h"
 #include "launch_sink.h"
+#include "memcheck.h"
 #include "source_lines.h"
 
 namespace simt::detail {
@@ -240,6 +241,7 @@ void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool w
   };
   // Any negative value makes every access to the granule report, whatever its size and offset.
   std::memset(shadow(lo), watched ? 0xF8 : 0, static_cast<std::size_t>(shadow(hi - 1) - shadow(lo)) + 1);
+  if (!watched) restore_guarded_shadow(lo, hi);  // memcheck's shadow of the memory, if it has one
 }
 
 void AccessShadow::add_region(const Region& r) {

@@ -183,6 +183,13 @@ class Sched {
   void static_smem(void* p, std::size_t bytes, std::size_t elem);
   // The running thread and the block's barrier phases, for the access shadow's hot path.
   const ThreadRec* current_thread() const { return cur_; }
+  bool in_kernel() const { return in_kernel_; }
+  // Stops the block from the running thread, with `error` (memcheck's bad access: the thread must
+  // not go on to make it).
+  [[noreturn]] void fail_running(const char* error) {
+    error_ = error;
+    abandon(cur_->fiber);
+  }
   std::uint64_t phase() const { return phase_; }
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
@@ -294,6 +301,8 @@ class Sched {
   unsigned char* dyn_ = nullptr;
   std::size_t dyn_size_ = 0;
   bool dyn_allocated_ = false;
+  bool dyn_guarded_ = false;       // dyn_ has memcheck's red zones (memcheck.h guarded_shared)
+  bool in_kernel_ = false;         // the block's threads run (the host fiber waits in run_block)
   unsigned char* smem_ = nullptr;  // this block's dynamic shared memory: dyn_, or the checker's arena
   HazardChecker hazards_;
   bool smem_watched_ = false;    // a checker watches this block's shared memory (either kind)

@@ -7,6 +7,7 @@
 #include "access_shadow.h"
 #include "allocations.h"
 #include "fiber_sched.h"
+#include "memcheck.h"
 
 namespace simt::detail {
 
@@ -23,6 +24,7 @@ void mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
     return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(p) >> 3) + kShadowOffset);
   };
   std::memset(shadow(lo), watched ? 0xF8 : 0, static_cast<std::size_t>(shadow(hi - 1) - shadow(lo)) + 1);
+  if (!watched) restore_guarded_shadow(lo, hi);  // memcheck's shadow of the memory, if it has one
 }
 
 }  // namespace

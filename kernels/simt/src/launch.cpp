@@ -23,8 +23,9 @@
 #include "block_writes.h"
 #include "hazards.h"
 #include "interleave.h"
-#include "local_sites.h"
 #include "launch_sink.h"
+#include "local_sites.h"
+#include "memcheck.h"
 #include "race_rerun.h"
 #include "sched.h"
 
@@ -57,8 +58,11 @@ Config config() {
 // Exact-size heap blocks so ASan reports overruns; the poison (0xFF by default) makes reads of
 // never-written floats NaN, like the poison in dynamic shared memory. A large block asks for huge
 // pages before the poison touches it (allocations.h).
+// Under Config::memcheck, in a process with checked kernels, a guarded block (memcheck.h).
 void* malloc(std::size_t bytes) {
-  void* p = std::malloc(bytes == 0 ? 1 : bytes);
+  void* p = config().memcheck && detail::g_shadow_mapped.load(std::memory_order_relaxed)
+                ? detail::guarded_malloc(bytes)
+                : std::malloc(bytes == 0 ? 1 : bytes);
   if (p == nullptr) throw std::bad_alloc();
   detail::advise_huge_pages(p, bytes);
   detail::fill_poison(p, bytes, config().poison);
@@ -67,7 +71,11 @@ void* malloc(std::size_t bytes) {
 }
 void free(void* p) {
   if (p == nullptr) return;
+  const auto a = detail::allocation_of(p);
+  const bool plain_block = a && a->base == p;
   detail::forget_allocation(p);
+  // Memcheck's blocks go to its quarantine; under memcheck a free it cannot explain is a finding.
+  if (detail::guarded_free(p, !plain_block && config().memcheck)) return;
   std::free(p);
 }
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
@@ -228,6 +236,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
   if (err_block != ~std::uint64_t{0}) throw KernelError(err);
 }
 
+// Memcheck's findings not yet taken (take_memory_findings). Guarded by g_launch_mutex.
+std::vector<std::string> g_memory_findings;
+
 // The hazard checker's findings between blocks (and, for a kernel with access hooks, all of them)
 // of the launch running now. Guarded by g_launch_mutex.
 std::vector<std::string> g_block_races;
@@ -292,6 +303,21 @@ void launch_impl(const LaunchDesc& d) {
   }
   std::lock_guard lock(g_launch_mutex);
   if (cfg.racecheck && !hooked) signals.emplace();
+  for (std::string& m : take_host_memory_findings()) g_memory_findings.push_back(std::move(m));
+  // Memcheck: the launch stops at its first bad access (a KernelError from its block), which is a
+  // finding, not a failure of the launch.
+  const bool memchecked = cfg.memcheck && d.access_hooks && g_shadow_mapped.load(std::memory_order_relaxed);
+  struct Memcheck {
+    bool on;
+    std::vector<std::string> found;
+    Memcheck(const LaunchDesc& launch, bool checked) : on(checked) {
+      if (on) memcheck_begin_launch(launch);
+    }
+    void end() {
+      if (std::exchange(on, false)) found = memcheck_end_launch();
+    }
+    ~Memcheck() { end(); }
+  } memcheck(d, memchecked);
   const bool timed = launch_sink_installed();
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double seconds = 0;
@@ -305,10 +331,17 @@ void launch_impl(const LaunchDesc& d) {
       seconds = run_race_checked(d, cfg, &run_grid_watched);
     }
     block_races = std::exchange(g_block_races, {});
-  } catch (...) {
+  } catch (const KernelError&) {
+    memcheck.end();
     if (cfg.racecheck) (void)take_hazards();  // a failed launch's partial record must not leak into the next
+    if (memcheck.found.empty()) throw;
+    if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } catch (...) {
+    if (cfg.racecheck) (void)take_hazards();
     throw;
   }
+  memcheck.end();
+  for (std::string& m : memcheck.found) g_memory_findings.push_back(std::move(m));
   if (cfg.racecheck) {
     std::vector<std::string> hazards = take_hazards();
     hazards.insert(hazards.end(), block_races.begin(), block_races.end());
@@ -329,9 +362,11 @@ std::vector<std::string> take_uninit_reads_impl() {
   std::vector<std::string> out;
   if (tl_reporting_launch) {
     out = access_shadow().take_uninit_reads();
+    for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
   } else {
     std::lock_guard lock(g_launch_mutex);
     out = access_shadow().take_uninit_reads();
+    for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
   }
   for (std::string& s : take_local_sites()) out.push_back(std::move(s));
   return out;
@@ -346,6 +381,13 @@ void note_atomic(const void* p, std::size_t bytes) {
 
 std::vector<std::string> take_uninit_reads() { return detail::take_uninit_reads_impl(); }
 
+std::vector<std::string> take_memory_findings() {
+  std::lock_guard lock(detail::g_launch_mutex);
+  std::vector<std::string> out = std::exchange(detail::g_memory_findings, {});
+  for (std::string& m : detail::take_host_memory_findings()) out.push_back(std::move(m));
+  return out;
+}
+
 }  // namespace simt
 
 extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* message, void* user), void* user) {
@@ -356,7 +398,7 @@ extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* messa
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   if (o == nullptr) return;
   simt::Config c;
-  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const simt_options defaults{sizeof(simt_options), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   simt_options v = defaults;
   std::memcpy(&v, o, std::min<std::size_t>(o->size, sizeof v));  // an older caller's struct is shorter
   c.order = v.order == 1 ? simt::Order::reverse : v.order == 2 ? simt::Order::random : simt::Order::forward;
@@ -368,5 +410,6 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* o) {
   c.poison = v.poison;
   c.interleave = v.interleave != 0;
   c.poison_site = v.poison_site;
+  c.memcheck = v.memcheck != 0;
   simt::set_config(c);
 }

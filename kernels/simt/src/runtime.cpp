@@ -16,6 +16,7 @@
 #include "fiber_sched.h"
 #include "interleave.h"
 #include "local_sites.h"
+#include "memcheck.h"
 #include "sched.h"
 
 namespace simt::detail {
@@ -262,13 +263,23 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
                    static_cast<unsigned>((linear_block / d.grid.x) % d.grid.y),
                    static_cast<unsigned>(linear_block / (static_cast<std::uint64_t>(d.grid.x) * d.grid.y))};
 
-  // Poisoned at every block start so reads before the staging writes show up.
-  if (!dyn_allocated_ || dyn_size_ != d.dyn_smem_bytes) {
-    std::free(dyn_);
-    dyn_ = static_cast<unsigned char*>(std::malloc(d.dyn_smem_bytes == 0 ? 0 : d.dyn_smem_bytes));
+  // Poisoned at every block start so reads before the staging writes show up. Under memcheck in
+  // red zones, poisoned for the hooks at every block start too (a checker's marks may have
+  // replaced the shadow).
+  const bool guard_smem = d.access_hooks && g_memcheck_launch.load(std::memory_order_relaxed);
+  if (!dyn_allocated_ || dyn_size_ != d.dyn_smem_bytes || dyn_guarded_ != guard_smem) {
+    if (dyn_guarded_)
+      free_guarded_shared(dyn_, dyn_size_);
+    else
+      std::free(dyn_);
+    dyn_ = guard_smem
+               ? guarded_shared(d.dyn_smem_bytes)
+               : static_cast<unsigned char*>(std::malloc(d.dyn_smem_bytes == 0 ? 0 : d.dyn_smem_bytes));
     dyn_size_ = d.dyn_smem_bytes;
     dyn_allocated_ = true;
+    dyn_guarded_ = guard_smem;
   }
+  if (dyn_guarded_) poison_guarded_shared(dyn_, dyn_size_);
   fill_poison(dyn_, dyn_size_, cfg.poison);
   static_smem_seen_.clear();
   g_local_poison.store(cfg.poison != 0 ? poison_word(cfg.poison) : 0, std::memory_order_relaxed);
@@ -337,7 +348,9 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   for (WarpRec& w : warps_) w.runnable_r = w.exists;  // ranks 0..n-1 of its n lanes: the same low bits
   warp_runnable_r_ = nwarps_ == 32 ? kFullMask : (1u << nwarps_) - 1;
 
+  in_kernel_ = true;
   transfer(&host_, take_next());
+  in_kernel_ = false;
   // Back on the host: the block finished or a diagnostic fired.
   tl_unwatched_dyn_smem = nullptr;
   if (faulting_check_) {
@@ -538,6 +551,8 @@ unsigned activemask() { return tl_sched->active_mask(); }
 void* dynamic_shared(std::size_t elem_bytes) { return tl_sched->dyn_smem(elem_bytes); }
 void static_shared(void* p, std::size_t bytes) { tl_sched->static_smem(p, bytes, 1); }
 void watch_static_shared(void* p, std::size_t bytes, std::size_t elem) {
+  // Memcheck's shadow first: the checkers' marks of the array go over it.
+  if (g_memcheck_launch.load(std::memory_order_relaxed)) memcheck_static_shared(p, bytes);
   tl_sched->static_smem(p, bytes, elem);
 }
 
@@ -560,5 +575,8 @@ void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
 }
 
 std::vector<std::string> take_hazards() { return sched().take_hazards(); }
+
+bool running_kernel_thread() { return tl_sched != nullptr && tl_sched->in_kernel(); }
+void fail_running_thread(const char* error) { tl_sched->fail_running(error); }
 
 }  // namespace simt::detail

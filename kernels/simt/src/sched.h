@@ -17,6 +17,10 @@ bool run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t linear_bloc
                std::exception_ptr& exception);
 // Who is running on this host thread's scheduler, for the hazard checkers.
 AccessCtx current_access_ctx();
+// Whether the calling host thread runs a thread of a block (kernel code, on a fiber).
+bool running_kernel_thread();
+// Stops the running block from its running thread, which never resumes (memcheck.h).
+[[noreturn]] void fail_running_thread(const char* error);
 // The shared-memory hazards the calling host thread's scheduler found since the last call.
 std::vector<std::string> take_hazards();
 

@@ -121,6 +121,11 @@ class Rewriter {
         i = extern_shared(i);
       } else if (word_at(i, "__shared__") && at_block_scope()) {
         i = static_shared(i);
+      } else if (in_.access_hooks && word_at(i, "reinterpret_cast")) {
+        // Memcheck checks a cast pointer's alignment (simt_cpu.h checked_reinterpret_cast).
+        out_ += "::simt::detail::checked_reinterpret_cast";
+        statement_ += "reinterpret_cast";
+        i += std::string_view("reinterpret_cast").size();
       } else if (const std::size_t semi = uninitialized_local(i); semi != std::string_view::npos) {
         i = semi;
       } else if (const std::size_t end = shuffle_loop(i); end != std::string_view::npos) {
@@ -468,10 +473,19 @@ class Rewriter {
       return semi;
     }
     const std::string name = m[2].str();
-    if (in_.access_hooks) {  // declared under another name, reached through `name`
-      decl.insert(name_at - at + name.size(), "__simt_static");
-      out_ +=
-          fmt::format("{0}; auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static)", decl, name);
+    if (in_.access_hooks) {
+      // Declared as it was, as the member of a struct between two red zones (memcheck poisons them:
+      // an index past the array lands in one), the struct under another name; reached through
+      // `name`.
+      constexpr std::string_view kShared = "__shared__";
+      decl.replace(0, kShared.size(),
+                   "__shared__ struct { alignas(8) unsigned char "
+                   "simt_red_zone_before[::simt::detail::kStaticSharedRedZone];");
+      out_ += fmt::format(
+          "{0}; unsigned char simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; }} "
+          "{1}__simt_static; "
+          "auto& {1} = ::simt::detail::watched_static_shared({1}__simt_static.{1})",
+          decl, name);
     } else {
       out_ += fmt::format("{0}; ::simt::detail::static_shared(&{1}, sizeof({1}))", decl, name);
     }

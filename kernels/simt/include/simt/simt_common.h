@@ -55,6 +55,13 @@ struct Config {
   // read-modify-write raced by threads of one block then loses updates, as on a GPU. Not while the
   // hazard checker (racecheck) watches the launch; no effect on kernels without hooks.
   bool interleave = false;
+  // The memory checker (docs/simt.md "Memcheck"): simt::malloc hands out blocks with red zones
+  // and a freed block is quarantined; in a kernel built with access hooks every access to them,
+  // to the block's dynamic shared memory and through a null or wild pointer is checked, and the
+  // launch stops at the first bad one, a finding (take_memory_findings) instead of a corruption.
+  // A double free or a free of a pointer never allocated is a finding too. Needs a process with
+  // checked kernels (their access shadow); no effect on kernels without hooks.
+  bool memcheck = false;
 };
 
 // Config::poison's values. Each is a repeating 16-bit word, so f32, f16 and bf16 views all read
@@ -66,6 +73,9 @@ inline std::uint16_t poison_word(unsigned pattern) {
 // How a launch's record names a poisoned local's declaration site it reached, among its uninit reads
 // (take_uninit_reads): "local `NAME` declared without an initializer at FILE:LINE".
 inline constexpr std::string_view local_site_note = "local `";
+// How a memcheck finding starts among a launch's uninit reads (take_uninit_reads), where it travels
+// to a host: "memcheck: KERNEL: out-of-bounds write of 4 bytes at FILE:LINE, ...".
+inline constexpr std::string_view memcheck_note = "memcheck: ";
 // Config::poison_site's name for a declaration site "file:line" (FNV-1a; never 0).
 inline std::uint64_t poison_site_id(std::string_view file_line) {
   std::uint64_t h = 14695981039346656037ull;
@@ -134,5 +144,6 @@ struct simt_options {
   unsigned poison;                 // Config::poison
   int interleave;                  // Config::interleave
   unsigned long long poison_site;  // Config::poison_site
+  int memcheck;                    // Config::memcheck
 };
 }

@@ -96,6 +96,9 @@ std::string racecheck_unsupported();
 // Reads of shared memory no thread of the block had written, found by the hazard checker in
 // kernels built with access hooks (the CHECKED flavour) since the last call: kernel and file:line.
 std::vector<std::string> take_uninit_reads();
+// Config::memcheck's findings since the last call (each also among take_uninit_reads, which takes
+// them too, starting with memcheck_note): the launches' bad accesses, the host's bad frees.
+std::vector<std::string> take_memory_findings();
 
 void* malloc(std::size_t bytes);
 void free(void* p);
@@ -275,9 +278,10 @@ inline void* dynamic_shared_of(std::size_t elem_bytes) {
 // A static __shared__ declaration reached (the rewriter of .cu files adds the call): where
 // Config::poison asks for it, the block's first thread to reach it fills it with the poison.
 void static_shared(void* p, std::size_t bytes);
-// The same for the checked flavour, whose rewrite declares the array under another name and
-// reaches it through the reference this returns: through a pointer the compiler cannot follow,
-// so every access, at a constant index too, is checked against the access shadow.
+// The same for the checked flavour, whose rewrite declares the array under another name, between
+// red zones of kStaticSharedRedZone bytes, and reaches it through the reference this returns:
+// through a pointer the compiler cannot follow, so every access, at a constant index too, is
+// checked against the access shadow.
 void watch_static_shared(void* p, std::size_t bytes, std::size_t elem_bytes);
 // The 16-bit poison word of the running launch's Config::poison, 0 when it sets none: what a
 // local declared without an initializer starts as (poison_local).
@@ -302,6 +306,36 @@ inline void poison_local(T& x, const char* name, const char* file, int line) {
     std::memcpy(static_cast<void*>(&x), bytes, sizeof(T));
   }
 }
+// True while a launch of a kernel with access hooks runs under Config::memcheck (src/memcheck.h).
+extern std::atomic<bool> g_memcheck_launch;
+// Memcheck's misaligned access seen at a pointer cast: `p`, cast to a type of `size` bytes that a
+// GPU accesses only at a multiple of `align`, is not one (a no-op outside a memcheck launch's
+// kernel code, and for memory memcheck does not own).
+[[gnu::noinline, gnu::cold]] void misaligned_cast(const void* p, std::size_t align, std::size_t size);
+// The checked flavour's reinterpret_cast (the rewriter of driftscope_add_simt_kernel(... CHECKED)
+// puts it in the place of every one): the same cast, which under memcheck also checks a pointer to
+// a type a GPU must access aligned (float4, half2, a float) against that alignment. A vector type's
+// access is often split into scalar loads the hooks cannot tell from aligned ones, so the cast,
+// where the kernel says what it will load, is where the misalignment shows.
+template <class To, class From>
+inline To checked_reinterpret_cast(From&& from) {
+  if constexpr (std::is_pointer_v<To> && std::is_pointer_v<std::remove_cvref_t<From>>) {
+    using Elem = std::remove_cv_t<std::remove_pointer_t<To>>;
+    if constexpr (!std::is_void_v<Elem> && !std::is_function_v<Elem>) {
+      if constexpr (alignof(Elem) > 1) {
+        To to = reinterpret_cast<To>(from);
+        if (g_memcheck_launch.load(std::memory_order_relaxed) &&
+            reinterpret_cast<std::uintptr_t>(to) % alignof(Elem) != 0) [[unlikely]]
+          misaligned_cast(to, alignof(Elem), sizeof(Elem));
+        return to;
+      }
+    }
+  }
+  return reinterpret_cast<To>(from);
+}
+// The red zones before and after each static __shared__ array of a kernel built CHECKED (the
+// rewriter declares it between two of this many bytes): memcheck poisons them.
+inline constexpr std::size_t kStaticSharedRedZone = 64;
 template <class T>
 inline T& watched_static_shared(T& x) {
   watch_static_shared(&x, sizeof(T), sizeof(std::remove_all_extents_t<T>));

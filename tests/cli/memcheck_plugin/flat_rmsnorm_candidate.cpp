@@ -1,0 +1,57 @@
+// A plugin candidate for `run --simt-memcheck`'s CLI test (tests/cli/test_memcheck.py): the RMSNorm
+// stages of a decoder by flat_rmsnorm.cu's kernel, which stores past its output at a one-token
+// step; the other stages filled by the reference. Linked against the kernel's CHECKED flavour.
+#include <string>
+#include <vector>
+
+#include "flat_rmsnorm.h"
+#include "plugin.h"
+
+namespace {
+
+std::vector<float> to_f32(const ds::Tensor& t) {
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(t.at(i));
+  return v;
+}
+
+class FlatRmsnorm final : public ds::Candidate {
+ public:
+  std::string name() const override { return "flat-rmsnorm"; }
+  std::string description() const override { return "RMSNorm over a flat grid with no guard on its store"; }
+  ds::DType storage_dtype() const override { return ds::DType::f32; }
+  ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
+
+  std::vector<ds::KernelStep> plan(const ds::ModelConfig&, ds::BlockKind kind) const override {
+    if (kind != ds::BlockKind::decoder) return {};
+    return {{"rmsnorm_attn", {"x"}, {"attn_norm"}}, {"rmsnorm_ffn", {"residual_1"}, {"ffn_norm"}}};
+  }
+
+  void load(const ds::ModelConfig& cfg, const ds::WeightStore& weights) override {
+    cfg_ = cfg;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      attn_w_.push_back(to_f32(weights.layer(l, "attn_norm.weight")));
+      ffn_w_.push_back(to_f32(weights.layer(l, "ffn_norm.weight")));
+    }
+  }
+
+  void run(const ds::KernelStep& step, const ds::StepContext& ctx, const ds::TensorMap& inputs,
+           ds::TensorMap& outputs) override {
+    const bool attn = step.name == "rmsnorm_attn";
+    const std::vector<float> x = to_f32(inputs.at(attn ? "x" : "residual_1"));
+    const auto& w = (attn ? attn_w_ : ffn_w_)[static_cast<std::size_t>(ctx.layer)];
+    std::vector<float> y(x.size());
+    flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, static_cast<float>(cfg_.norm_eps));
+    ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.hidden});
+    for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);
+    outputs[step.outputs[0]] = std::move(out);
+  }
+
+ private:
+  ds::ModelConfig cfg_;
+  std::vector<std::vector<float>> attn_w_, ffn_w_;
+};
+
+}  // namespace
+
+DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(); }})
