@@ -74,13 +74,13 @@ const RewriteCase kCases[] = {
     // instrumentation cannot see through, declared between memcheck's red zones.
     {"checked_static_shared_is_reached_through_a_reference",
      "__global__ void k() {\n  __shared__ __align__(16) float tile[4][32];\n}\n",
-     "__global__ void k() {\n  __shared__ struct { alignas(8) unsigned char "
+     "__global__ void k() {\n  __shared__ struct { alignas(16) unsigned char "
      "simt_red_zone_before[::simt::detail::kStaticSharedRedZone]; __align__(16) float tile[4][32]; unsigned "
      "char simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; } tile__simt_static; auto& tile = "
      "::simt::detail::watched_static_shared(tile__simt_static.tile);\n}\n",
      true},
     {"checked_static_shared_keeps_the_comment", "void k() { __shared__ float /* inv */ inv; }\n",
-     "void k() { __shared__ struct { alignas(8) unsigned char "
+     "void k() { __shared__ struct { alignas(16) unsigned char "
      "simt_red_zone_before[::simt::detail::kStaticSharedRedZone]; float /* inv */ inv; unsigned char "
      "simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; } inv__simt_static; auto& inv = "
      "::simt::detail::watched_static_shared(inv__simt_static.inv); }\n",

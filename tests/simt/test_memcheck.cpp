@@ -68,6 +68,7 @@ const MemcheckCase kCases[] = {
     {"static_shared_within_its_size",
      discard([] { return memcheck_cases::static_shared_past_size(32); }),
      {}},
+    {"static_shared_read_as_float4", discard(memcheck_cases::static_shared_as_float4), {}},
     {"dynamic_shared_past_launched_size",
      discard(memcheck_cases::dynamic_shared_past_size),
      {"stage_kernel", "out-of-bounds write of 4 bytes", "thread (32,0,0)",

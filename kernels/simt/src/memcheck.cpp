@@ -29,6 +29,8 @@ struct BadAccess {
   bool fault = false;  // the access faulted (no shadow told of it before)
   bool cast = false;   // seen at a pointer cast (checked_reinterpret_cast): read or write unknown
   const void* pc = nullptr;
+  const char* file = nullptr;  // where known without the pc (a cast's source_location)
+  unsigned line = 0;
   uint3 thread{}, block{};
   AddressPlace place;
 };
@@ -69,7 +71,8 @@ std::string word(const BadAccess& b, const std::string& kernel) {
                      b.cast    ? "access"
                      : b.write ? "write"
                                : "read",
-                     size, site_text(b.pc), xyz(b.thread), xyz(b.block), where);
+                     size, b.file ? fmt::format("{}:{}", b.file, b.line) : site_text(b.pc), xyz(b.thread),
+                     xyz(b.block), where);
 }
 
 void chain(const struct sigaction& old, int sig, siginfo_t* si, void* uc) {
@@ -188,7 +191,7 @@ bool memcheck_access(const void* p, std::size_t bytes, bool write, const void* p
   fail_running_thread("memcheck: a bad access");
 }
 
-void misaligned_cast(const void* p, std::size_t align, std::size_t size) {
+void misaligned_cast(const void* p, std::size_t align, std::size_t size, const char* file, unsigned line) {
   const void* pc = __builtin_return_address(0);
   if (!g_memcheck_launch.load(std::memory_order_relaxed) || !running_kernel_thread() ||
       g_bad.size() == g_bad.capacity())
@@ -200,6 +203,8 @@ void misaligned_cast(const void* p, std::size_t align, std::size_t size) {
     b.align = align;
     b.cast = true;
     b.pc = pc;
+    b.file = file;
+    b.line = line;
     b.thread = threadIdx;
     b.block = blockIdx;
     b.place = place_of(b.addr);

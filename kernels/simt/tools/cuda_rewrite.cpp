@@ -476,10 +476,11 @@ class Rewriter {
     if (in_.access_hooks) {
       // Declared as it was, as the member of a struct between two red zones (memcheck poisons them:
       // an index past the array lands in one), the struct under another name; reached through
-      // `name`.
+      // `name`. Aligned to 16, as a GPU's shared arrays are in practice: kernels read their tiles
+      // as float4 (llm.c's matmul_forward kernel 4), and memcheck holds such a cast to 16.
       constexpr std::string_view kShared = "__shared__";
       decl.replace(0, kShared.size(),
-                   "__shared__ struct { alignas(8) unsigned char "
+                   "__shared__ struct { alignas(16) unsigned char "
                    "simt_red_zone_before[::simt::detail::kStaticSharedRedZone];");
       out_ += fmt::format(
           "{0}; unsigned char simt_red_zone_after[::simt::detail::kStaticSharedRedZone]; }} "

@@ -51,6 +51,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <source_location>
 #include <math.h>
 #include <tuple>
 #include <type_traits>
@@ -311,14 +312,16 @@ extern std::atomic<bool> g_memcheck_launch;
 // Memcheck's misaligned access seen at a pointer cast: `p`, cast to a type of `size` bytes that a
 // GPU accesses only at a multiple of `align`, is not one (a no-op outside a memcheck launch's
 // kernel code, and for memory memcheck does not own).
-[[gnu::noinline, gnu::cold]] void misaligned_cast(const void* p, std::size_t align, std::size_t size);
+// `file` and `line`: the cast's own, so the finding names the kernel's line, not this header's.
+[[gnu::noinline, gnu::cold]] void misaligned_cast(const void* p, std::size_t align, std::size_t size,
+                                                  const char* file, unsigned line);
 // The checked flavour's reinterpret_cast (the rewriter of driftscope_add_simt_kernel(... CHECKED)
 // puts it in the place of every one): the same cast, which under memcheck also checks a pointer to
 // a type a GPU must access aligned (float4, half2, a float) against that alignment. A vector type's
 // access is often split into scalar loads the hooks cannot tell from aligned ones, so the cast,
 // where the kernel says what it will load, is where the misalignment shows.
 template <class To, class From>
-inline To checked_reinterpret_cast(From&& from) {
+inline To checked_reinterpret_cast(From&& from, std::source_location at = std::source_location::current()) {
   if constexpr (std::is_pointer_v<To> && std::is_pointer_v<std::remove_cvref_t<From>>) {
     using Elem = std::remove_cv_t<std::remove_pointer_t<To>>;
     if constexpr (!std::is_void_v<Elem> && !std::is_function_v<Elem>) {
@@ -326,7 +329,7 @@ inline To checked_reinterpret_cast(From&& from) {
         To to = reinterpret_cast<To>(from);
         if (g_memcheck_launch.load(std::memory_order_relaxed) &&
             reinterpret_cast<std::uintptr_t>(to) % alignof(Elem) != 0) [[unlikely]]
-          misaligned_cast(to, alignof(Elem), sizeof(Elem));
+          misaligned_cast(to, alignof(Elem), sizeof(Elem), at.file_name(), at.line());
         return to;
       }
     }
@@ -762,8 +765,12 @@ inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : 
 inline unsigned long min(long a, unsigned long b) { return min(static_cast<unsigned long>(a), b); }
 inline unsigned long min(unsigned long a, long b) { return min(a, static_cast<unsigned long>(b)); }
 inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
-inline unsigned long long min(long long a, unsigned long long b) { return min(static_cast<unsigned long long>(a), b); }
-inline unsigned long long min(unsigned long long a, long long b) { return min(a, static_cast<unsigned long long>(b)); }
+inline unsigned long long min(long long a, unsigned long long b) {
+  return min(static_cast<unsigned long long>(a), b);
+}
+inline unsigned long long min(unsigned long long a, long long b) {
+  return min(a, static_cast<unsigned long long>(b));
+}
 inline double min(double a, double b) { return std::fmin(a, b); }
 inline double min(float a, double b) { return std::fmin(double(a), b); }
 inline double min(double a, float b) { return std::fmin(a, double(b)); }
@@ -774,8 +781,12 @@ inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : 
 inline unsigned long max(long a, unsigned long b) { return max(static_cast<unsigned long>(a), b); }
 inline unsigned long max(unsigned long a, long b) { return max(a, static_cast<unsigned long>(b)); }
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
-inline unsigned long long max(long long a, unsigned long long b) { return max(static_cast<unsigned long long>(a), b); }
-inline unsigned long long max(unsigned long long a, long long b) { return max(a, static_cast<unsigned long long>(b)); }
+inline unsigned long long max(long long a, unsigned long long b) {
+  return max(static_cast<unsigned long long>(a), b);
+}
+inline unsigned long long max(unsigned long long a, long long b) {
+  return max(a, static_cast<unsigned long long>(b));
+}
 inline double max(double a, double b) { return std::fmax(a, b); }
 inline double max(float a, double b) { return std::fmax(double(a), b); }
 inline double max(double a, float b) { return std::fmax(a, double(b)); }

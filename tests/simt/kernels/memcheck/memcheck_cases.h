@@ -16,6 +16,8 @@ std::vector<float> read_before_start();
 std::vector<float> write_before_start();
 // `threads` threads fill a static `__shared__ float tile[32]`, one element each (64: past its end).
 std::vector<float> static_shared_past_size(int threads);
+// 64 threads fill a static `__shared__ float tile[64]` and read it back as float4s (aligned).
+std::vector<float> static_shared_as_float4();
 // 64 threads stage into `extern __shared__ float s[]` launched with room for 32.
 std::vector<float> dynamic_shared_past_size();
 // Each of 16 threads loads a float4 from x + 4 * t + `offset` floats (x: 72 floats): offset 1 is
