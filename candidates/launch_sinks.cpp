@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "launch_log.h"
 #include "simt/simt_common.h"
@@ -23,6 +26,30 @@ namespace {
 std::mutex g_mutex;
 SimtOptions g_options;       // as configure() left them
 std::string g_pending_race;  // the finding of the launch whose record comes next
+
+// The step-allocation entry points of every installed plugin's runtime (a runtime that predates
+// them has none). Guarded by g_mutex.
+using BeginStep = void (*)(const char*);
+using LiveStepAllocations = void (*)(void (*)(const char*, void*), void*);
+struct StepAllocationEntries {
+  BeginStep begin;
+  LiveStepAllocations live;
+};
+std::vector<StepAllocationEntries> g_step_entries;
+
+// "STEP\tFILE:LINE\tBLOCKS\tBYTES" (driftscope_simt_live_step_allocations) into `into`.
+void add_live_allocation(const char* message, void* into) {
+  std::vector<std::string_view> f;
+  std::string_view m(message);
+  for (std::size_t at; (at = m.find('\t')) != std::string_view::npos; m.remove_prefix(at + 1))
+    f.push_back(m.substr(0, at));
+  f.push_back(m);
+  if (f.size() != 4) return;  // a runtime speaking another format says nothing we could name
+  LiveAllocation a{std::string(f[0]), std::string(f[1])};
+  a.blocks = std::strtoull(std::string(f[2]).c_str(), nullptr, 10);
+  a.bytes = std::strtoull(std::string(f[3]).c_str(), nullptr, 10);
+  static_cast<std::vector<LiveAllocation>*>(into)->push_back(std::move(a));
+}
 
 simt_options to_c(const SimtOptions& o) {
   return simt_options{sizeof(simt_options),
@@ -62,6 +89,10 @@ void to_launch_log(const simt_launch_info* info, void* user) {
         [](const char* m, void* into) {
           LaunchRecord& rec = *static_cast<LaunchRecord*>(into);
           const std::string_view v(m);
+          if (v.starts_with(simt::memcheck_unchecked_note)) {
+            rec.unchecked_by_memcheck = true;
+            return;
+          }
           (v.starts_with(simt::local_site_note) ? rec.local_sites
            : v.starts_with(simt::memcheck_note) ? rec.memory
                                                 : rec.uninit)
@@ -112,7 +143,41 @@ bool install_in_library(void* dl_handle) {
   reinterpret_cast<RaceSetter>(race)(&to_pending_race, nullptr);
   const simt_options c = to_c(o);
   reinterpret_cast<OptionsSetter>(options)(&c);
+  auto* begin = reinterpret_cast<BeginStep>(::dlsym(dl_handle, "driftscope_simt_begin_step"));
+  auto* live = reinterpret_cast<LiveStepAllocations>(::dlsym(dl_handle, "driftscope_simt_live_step_allocations"));
+  if (begin != nullptr && live != nullptr) {
+    std::lock_guard lock(g_mutex);
+    const bool known = std::any_of(g_step_entries.begin(), g_step_entries.end(),
+                                   [&](const StepAllocationEntries& e) { return e.begin == begin; });
+    if (!known) g_step_entries.push_back({begin, live});
+  }
   return true;
+}
+
+void begin_step(const std::string& name) {
+  std::vector<StepAllocationEntries> entries;
+  {
+    std::lock_guard lock(g_mutex);
+    entries = g_step_entries;
+  }
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+  driftscope_simt_begin_step(name.c_str());
+#endif
+  for (const StepAllocationEntries& e : entries) e.begin(name.c_str());
+}
+
+std::vector<LiveAllocation> live_step_allocations() {
+  std::vector<StepAllocationEntries> entries;
+  {
+    std::lock_guard lock(g_mutex);
+    entries = g_step_entries;
+  }
+  std::vector<LiveAllocation> out;
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+  driftscope_simt_live_step_allocations(&add_live_allocation, &out);
+#endif
+  for (const StepAllocationEntries& e : entries) e.live(&add_live_allocation, &out);
+  return out;
 }
 
 std::string racecheck_unsupported() {

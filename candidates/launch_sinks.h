@@ -3,7 +3,9 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "launch_log.h"
 #include "simt_options.h"
 
 namespace ds::launch_sinks {
@@ -33,6 +35,11 @@ class ScopedOptions {
   ScopedOptions(const ScopedOptions&) = delete;
   ScopedOptions& operator=(const ScopedOptions&) = delete;
 };
+// Tells every SIMT runtime of this process (driftscope's own and each installed plugin's) that the
+// candidate step `name` begins ("" : none is under way): the blocks it allocates are filed under it.
+void begin_step(const std::string& name);
+// The blocks allocated during a step and still live, in every SIMT runtime of this process.
+std::vector<LiveAllocation> live_step_allocations();
 // Empty when --simt-racecheck can run here (x86-64 Linux, a SIMT runtime built in); otherwise why not.
 std::string racecheck_unsupported();
 

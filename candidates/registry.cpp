@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -129,6 +130,23 @@ std::vector<std::string> expand_candidate_spec(std::string_view spec) {
 std::optional<PluginInfo> plugin_origin(const Candidate& cand) {
   if (const auto* p = dynamic_cast<const PluginCandidate*>(&cand)) return p->info();
   return std::nullopt;
+}
+
+std::string memcheck_blind_spot(std::string_view name) {
+  if (dump::parse_dump_spec(name)) return "an engine's dump replays outputs: it runs no kernel";
+  // A plugin may be linked against checked kernels itself, or have a checked twin: only its run
+  // tells (each launch says whether memcheck could look into it).
+  if (parse_plugin_spec(name)) return "";
+  std::string_view target = name;
+  for (const auto& [alias, to] : kAliases)
+    if (alias == name) target = to;
+  if (target == "simt" || target == "simt-gdn-plain") return "";
+  if (target == "cuda") return "cuda runs on a GPU, where compute-sanitizer --tool memcheck is the checker";
+  if (target.starts_with("mutant:") &&
+      std::none_of(cpu::planted_variants().begin(), cpu::planted_variants().end(),
+                   [&](const cpu::CpuVariant& v) { return v.name == target; }))
+    return fmt::format("{}'s kernels are built without the CHECKED flavour (only simt's own are)", name);
+  return fmt::format("{} does not run on the SIMT runtime, whose loads and stores memcheck checks", name);
 }
 
 CandidatePtr make_fill_candidate(DType storage) { return cpu::CpuCandidate::fill(storage); }

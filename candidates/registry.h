@@ -36,6 +36,11 @@ std::vector<std::string> expand_candidate_spec(std::string_view spec);
 // The plugin file behind a candidate made by make_candidate (path, SHA-256, versions), or
 // nullopt for a built-in one.
 std::optional<PluginInfo> plugin_origin(const Candidate& cand);
+// Why `--simt-memcheck` cannot look into the kernels of the built-in candidate `name`, or "" when
+// it can or cannot tell before the run (a plugin): memcheck sees the loads and stores of kernels
+// built CHECKED only (simt's own, a plugin's own or its STEM_checked.so twin's); a run that
+// checked no launch says so.
+std::string memcheck_blind_spot(std::string_view name);
 // `--fill reference`: the candidate that computes the stages a partial candidate leaves out.
 CandidatePtr make_fill_candidate(DType storage);
 

@@ -9,6 +9,7 @@ namespace {
 std::mutex g_mutex;
 std::vector<LaunchRecord> g_records;
 std::vector<std::function<void()>> g_flushers;
+std::vector<LiveAllocation> g_live;
 
 }  // namespace
 
@@ -31,6 +32,16 @@ std::vector<LaunchRecord> take() {
   for (const auto& f : flushers) f();  // outside the lock: a flusher calls record()
   std::lock_guard lock(g_mutex);
   return std::exchange(g_records, {});
+}
+
+void set_live_allocations(std::vector<LiveAllocation> live) {
+  std::lock_guard lock(g_mutex);
+  g_live = std::move(live);
+}
+
+std::vector<LiveAllocation> live_allocations() {
+  std::lock_guard lock(g_mutex);
+  return g_live;
 }
 
 std::string race_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l) {

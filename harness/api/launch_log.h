@@ -34,6 +34,17 @@ struct LaunchRecord {
   // `--simt-memcheck`'s findings of the launch (and of frees before it), one message each:
   // "memcheck: KERNEL: out-of-bounds write of 4 bytes at FILE:LINE, thread ... of block ...: ...".
   std::vector<std::string> memory;
+  // `--simt-memcheck` was on and could not look into this launch: its kernel was built without
+  // the CHECKED flavour's access hooks, so no finding says nothing.
+  bool unchecked_by_memcheck = false;
+};
+
+// Device memory a candidate step allocated and had not freed when the last step ended: blocks from
+// one line of one kernel step, summed over its calls (the SIMT runtime's allocation table).
+struct LiveAllocation {
+  std::string kernel_step;  // the candidate step under way when the blocks were allocated
+  std::string site;         // FILE:LINE that asked for them
+  std::uint64_t blocks = 0, bytes = 0;
 };
 
 // A launch filed under the candidate step that made it: model step, layer, lane, the step's name
@@ -56,6 +67,10 @@ void record(LaunchRecord r);
 void add_flusher(std::function<void()> flush);
 // Every record since the last take(), in arrival order.
 std::vector<LaunchRecord> take();
+// The live step allocations a candidate's process reported with its last step (each reply carries
+// the whole list, so the last one is the state at the end of the run).
+void set_live_allocations(std::vector<LiveAllocation> live);
+std::vector<LiveAllocation> live_allocations();
 // What a stage of a racing launch's step says (its note): "race in launch I of step S: FINDING".
 std::string race_note(std::size_t launch_index, const std::string& kernel_step, const LaunchRecord& l);
 // What a stage of a step with a memcheck finding says: "memory error in launch I of step S: FINDING".

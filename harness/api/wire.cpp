@@ -137,6 +137,17 @@ void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches) {
     for (const std::string& m : l.local_sites) put_str(buf, m);
     put_u64(buf, l.memory.size());
     for (const std::string& m : l.memory) put_str(buf, m);
+    put_u64(buf, l.unchecked_by_memcheck ? 1 : 0);
+  }
+}
+
+void put_live_allocations(std::string& buf, const std::vector<LiveAllocation>& live) {
+  put_u64(buf, live.size());
+  for (const LiveAllocation& a : live) {
+    put_str(buf, a.kernel_step);
+    put_str(buf, a.site);
+    put_u64(buf, a.blocks);
+    put_u64(buf, a.bytes);
   }
 }
 
@@ -176,6 +187,19 @@ std::vector<LaunchRecord> Reader::launches() {
     for (std::uint64_t n = u64(); n--;) l.uninit.push_back(str());
     for (std::uint64_t n = u64(); n--;) l.local_sites.push_back(str());
     for (std::uint64_t n = u64(); n--;) l.memory.push_back(str());
+    l.unchecked_by_memcheck = u64() != 0;
+  }
+  return out;
+}
+
+std::vector<LiveAllocation> Reader::live_allocations() {
+  std::vector<LiveAllocation> out;
+  for (auto n = u64(); n--;) {
+    LiveAllocation& a = out.emplace_back();
+    a.kernel_step = str();
+    a.site = str();
+    a.blocks = u64();
+    a.bytes = u64();
   }
   return out;
 }
@@ -250,6 +274,7 @@ StepReply read_step_reply(const std::string& reply, const std::vector<std::strin
     out.outputs[name] = r.tensor(max_elems);
   }
   out.launches = r.launches();
+  if (r.at != reply.size()) out.live = r.live_allocations();
   if (r.at != reply.size()) throw Malformed(fmt::format("{} bytes after the reply", reply.size() - r.at));
   return out;
 }

@@ -40,6 +40,7 @@ void put_u64(std::string& buf, std::uint64_t v);
 void put_str(std::string& buf, const std::string& s);
 void put_tensor(std::string& buf, const Tensor& t);
 void put_launches(std::string& buf, const std::vector<LaunchRecord>& launches);
+void put_live_allocations(std::string& buf, const std::vector<LiveAllocation>& live);
 // A batched step's sequences (StepContext::seqs; empty for one sequence).
 void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs);
 
@@ -52,6 +53,7 @@ struct Reader {
   // A tensor of at most `max_elems` elements (its shape is checked before anything is allocated).
   Tensor tensor(std::uint64_t max_elems = kMaxMessage);
   std::vector<LaunchRecord> launches();
+  std::vector<LiveAllocation> live_allocations();
 };
 // What put_seqs wrote; more sequences than the message can hold is Malformed.
 std::vector<SeqSpan> read_seqs(Reader& r);
@@ -65,6 +67,9 @@ struct StepReply {
   std::string error;  // what it threw
   TensorMap outputs;
   std::vector<LaunchRecord> launches;
+  // The blocks steps allocated and had not freed when this one ended (optional at the end of the
+  // reply: a process that sends none reports none).
+  std::vector<LiveAllocation> live;
 };
 StepReply read_step_reply(const std::string& reply, const std::vector<std::string>& declared,
                           std::uint64_t max_elems);

@@ -42,6 +42,10 @@ struct PartOutcome {
   int exit_code = 0;
   std::string verdict;                       // one line: the first failing stage, or why it did not run
   std::optional<StageResult> first_failure;  // the stage that verdict names, when one failed
+  // Non-empty: the part ran and could not judge what it aims at (memcheck on a run none of whose
+  // launches it could look into), and why; reported as skipped, never as a pass.
+  std::string not_judged;
+  bool skipped() const { return !part->skip_reason.empty() || !not_judged.empty(); }
 };
 
 // SIMT candidates are the ones a schedule rerun, the hazard checker and poison can look into.
@@ -58,6 +62,8 @@ std::vector<std::string> rerun_argv(const RunOptions& opt, const std::string& po
 // The same as one line for a shell: "driftscope run --model ...".
 std::string rerun_command(const Part& part, const std::string& policy);
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index);
+// What a crash of a part after `memory` found a memory error likely is ("" when it found none).
+std::string crash_after_memory_error(const PartOutcome& memory);
 // The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
 int worst(const std::vector<PartOutcome>& outs);
 std::string first_line(const std::string& s);

@@ -78,6 +78,18 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   base.modes = is_dump(a.candidate) ? std::vector<Mode>{Mode::chained}
                                     : std::vector<Mode>{Mode::isolated, Mode::chained};
   std::vector<Part> parts;
+  // First: a bad store corrupts whatever runs after it, so every later part may fail for it, far
+  // from its line. One step of each size (the prompt, then one token): a grid sized for many tokens
+  // meets its missing bounds guard at the one-token step.
+  Part memory{"memory errors",
+              "loads and stores outside their buffer or shared-memory array, after a free, misaligned or "
+              "through a null pointer, and bad frees (kernels built CHECKED: every access, with its "
+              "file:line)",
+              base, memcheck_blind_spot(a.candidate)};
+  memory.opt.simt.memcheck = true;
+  memory.opt.modes = {Mode::isolated};
+  memory.opt.decode_steps = std::min(a.decode_steps, 1);
+  parts.push_back(std::move(memory));
   parts.push_back({"both modes",
                    "every stage against the oracle, isolated and chained, and drift across layers", base,
                    ""});
@@ -143,6 +155,7 @@ std::vector<std::string> rerun_argv(const RunOptions& o, const std::string& poli
   if (!o.probe.empty()) add({"--probe", o.probe});
   if (o.simt.race_check > 0) add({"--race-check", std::to_string(o.simt.race_check)});
   if (o.simt.racecheck) add({"--simt-racecheck"});
+  if (o.simt.memcheck) add({"--simt-memcheck"});
   if (o.timeout_s != RunOptions{}.timeout_s) add({"--timeout", fmt::format("{:g}", o.timeout_s)});
   if (!policy.empty()) add({"--policy", policy});
   return argv;
@@ -163,6 +176,11 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
     const RunReport r = run_parity(o, policy);
     out.exit_code = r.exit_code;
     out.first_failure = r.first_failure;
+    if (o.simt.memcheck && r.memcheck_blind && r.exit_code == kExitParity) {
+      out.not_judged = r.notes.empty() ? "memcheck checked no launch" : r.notes.back();
+      out.verdict = "skipped: " + out.not_judged;
+      return out;
+    }
     if (r.exit_code == kExitParity)
       out.verdict = r.verdict;
     else if (r.first_failure)
@@ -173,6 +191,8 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
       out.verdict = r.crash;
     else
       out.verdict = r.verdict;
+    if (o.simt.memcheck && !r.leak_summary.empty() && !r.leak_failed)
+      out.verdict += fmt::format("; warning: {}", r.leak_summary);
   } catch (const GateRefusal& e) {
     out.exit_code = kExitRefused;
     out.verdict = e.what();
@@ -181,6 +201,13 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
     out.verdict = e.what();
   }
   return out;
+}
+
+std::string crash_after_memory_error(const PartOutcome& memory) {
+  if (!memory.part->opt.simt.memcheck || !memory.first_failure || memory.first_failure->status != Status::memory)
+    return "";
+  return fmt::format("likely the memory error at {} (a bad store corrupts memory that code after it uses)",
+                     where(*memory.first_failure));
 }
 
 // The battery's exit code: a crash, else a failure, else a refusal, else bad input, else a pass.
@@ -211,7 +238,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   CLI::App* check = app.add_subcommand(
       "check",
       "Run the battery an expert would on a candidate: both modes with drift, every probe, odd widths, "
-      "schedule races and shared-memory hazards; one verdict naming the first failing stage of each part");
+      "schedule races, shared-memory hazards and memory errors; one verdict naming the first failing stage "
+      "of each part");
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
   check
@@ -294,10 +322,17 @@ void add_check_command(CLI::App& app, int& exit_code) {
         begin_progress(args->meter, fmt::format("[{}/{}] {}", i + 1, parts.size(), p.name), p.opt);
         outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
         if (meter) meter->clear();
+        if (!outs.back().not_judged.empty()) {
+          fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, outs.back().not_judged);
+          continue;
+        }
         fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,
                    exit_word(outs.back().exit_code), first_line(outs.back().verdict));
         if (outs.back().exit_code != kExitParity)
           fmt::print("          rerun: {}\n", rerun_command(p, policy_arg));
+        if (const std::string cause = crash_after_memory_error(outs.front());
+            outs.back().exit_code == kExitCrashed && !cause.empty())
+          fmt::print("          cause: {}\n", cause);
       }
       exit_code = worst(outs);
       int failed = 0;
@@ -320,7 +355,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
           j["parts"].push_back({{"name", o.part->name},
                                 {"aims_at", o.part->aim},
                                 {"command", rerun_command(*o.part, policy_arg)},
-                                {"skipped", !o.part->skip_reason.empty()},
+                                {"skipped", o.skipped()},
                                 {"exit_code", o.exit_code},
                                 {"verdict", o.verdict}});
         write_text(args->json, j.dump(2) + "\n");

@@ -417,6 +417,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                   "and candidate process) exceeds SIZE: bytes, or K, M, G with powers of 1024 (e.g. 3G, "
                   "512M). Default: the MemAvailable of /proc/meminfo");
   add_simt_flags(run, args->opt.simt);
+  run->add_flag("--fail-on-leak", args->opt.fail_on_leak,
+                "Fail (exit 1) a run whose candidate steps allocated device memory (cudaMalloc, "
+                "simt::malloc) they never freed by its end; without it each such allocation site is a "
+                "warning ('leak: ...') and in the JSON report's `leaks`");
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,
       "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");

@@ -49,7 +49,9 @@ struct CheckInfo {
   const char* aim;
 };
 constexpr CheckInfo kChecks[] = {
-    {"check", "the `check` battery: both modes, probes, odd widths, schedule races, shared-memory hazards"},
+    {"check",
+     "the `check` battery: both modes, probes, odd widths, schedule races, shared-memory hazards, memory "
+     "errors"},
     {"poison", "reads of memory nothing wrote: device and shared memory under two poisons"},
     {"perturb", "outputs that do not follow their inputs: a rerun on other prompt tokens"},
     {"cached", "outputs kept from an earlier call of the same stage"},
@@ -59,12 +61,14 @@ constexpr CheckInfo kChecks[] = {
 
 // The kind of finding a failing part of the battery is. Every part is a whole run, so a stage that
 // is plainly wrong fails them all: only the schedule and hazard parts' own status (`race`) makes
-// them a race; otherwise what failed is parity, which the first part already reported.
+// them a race, and the memory part's (`memory`) a memory error; otherwise what failed is parity,
+// which the first part already reported.
 std::string part_kind(const std::string& part, int exit_code, const std::optional<StageResult>& first) {
   if (exit_code == kExitCrashed) return "crash";
   const bool race = first && first->status == Status::race;
   if (part == "schedule races") return race ? "race" : "parity";
   if (part == "shared-memory hazards") return race ? "hazard" : "parity";
+  if (part == "memory errors") return first && first->status == Status::memory ? "memory" : "parity";
   if (part.rfind("probe ", 0) == 0) return "probe";
   if (part == "odd widths") return "tail";
   return "parity";
@@ -227,6 +231,7 @@ void note_check(Outcome& out, const CheckInfo& c, const std::string& skip, std::
 
 void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
   const std::vector<battery::Part> parts = battery::plan_parts(a.check);
+  std::string crash_cause;  // what the memory part found, which later crashes likely are
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const battery::Part& p = parts[i];
     if (!p.skip_reason.empty()) {
@@ -236,7 +241,14 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     battery::begin_progress(a.check.meter, fmt::format("check: {}", p.name), p.opt);
     const battery::PartOutcome o = battery::run_part(p, policy, "", int(i));
     if (a.check.meter) a.check.meter->clear();
+    if (!o.not_judged.empty()) {
+      fmt::print("  check: {:<26} SKIPPED  {}\n", p.name, o.not_judged);
+      out.parts.push_back({{"name", p.name}, {"skipped", true}, {"verdict", o.not_judged}});
+      continue;
+    }
     fmt::print("  check: {:<26} {:<8} {}\n", p.name, exit_word(o.exit_code), battery::first_line(o.verdict));
+    if (i == 0) crash_cause = battery::crash_after_memory_error(o);
+    if (o.exit_code == kExitCrashed && !crash_cause.empty()) fmt::print("         cause: {}\n", crash_cause);
     out.parts.push_back({{"name", p.name},
                          {"skipped", false},
                          {"exit_code", o.exit_code},
@@ -261,7 +273,8 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     }
     // A later part failing where an earlier one already did says nothing new.
     const bool seen = std::any_of(out.findings.begin(), out.findings.end(), [&](const Finding& g) {
-      return (g.kind == f.kind || (g.kind == "parity" && f.kind != "race" && f.kind != "hazard")) &&
+      return (g.kind == f.kind ||
+              (g.kind == "parity" && f.kind != "race" && f.kind != "hazard" && f.kind != "memory")) &&
              g.stage == f.stage;
     });
     if (seen) continue;
@@ -269,6 +282,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
                   {"aims_at", p.aim},
                   {"verdict", battery::first_line(o.verdict)},
                   {"command", battery::rerun_command(p, a.check.report.policy)}};
+    if (f.kind == "crash" && !crash_cause.empty()) f.evidence["likely_cause"] = crash_cause;
     out.findings.push_back(std::move(f));
   }
 }

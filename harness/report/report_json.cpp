@@ -117,6 +117,11 @@ nlohmann::json report_json(const RunReport& report) {
       {"failed", counts.failed},
       {"stages", stages}};
   if (!report.checked_twin.empty()) j["checked_twin"] = report.checked_twin;
+  // Device memory candidate steps allocated and never freed (a warning unless --fail-on-leak).
+  j["leaks"] = nlohmann::json::array();
+  for (const LiveAllocation& a : report.leaks)
+    j["leaks"].push_back(
+        {{"kernel_step", a.kernel_step}, {"site", a.site}, {"blocks", a.blocks}, {"bytes", a.bytes}});
   j["first_failure"] = report.first_failure ? stage_json(*report.first_failure) : nlohmann::json(nullptr);
   // Drift across layers: checked only by a chained lane. `start_layer` null and `checked` false is an
   // isolated-only run that says nothing about drift, not "no drift".

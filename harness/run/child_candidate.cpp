@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "launch_log.h"
+#include "launch_sinks.h"
 #include "lifeline.h"
 #include "wire.h"
 
@@ -131,6 +132,10 @@ void ChildCandidate::serve() {
         inputs[name] = r.tensor();
       }
       TensorMap outputs;
+      launch_sinks::begin_step(step.name);
+      struct StepEnd {
+        ~StepEnd() { launch_sinks::begin_step(""); }
+      } step_end;
       inner_->run(step, ctx, inputs, outputs);
       reply = "ok";
       put_u64(reply, outputs.size());
@@ -139,6 +144,7 @@ void ChildCandidate::serve() {
         put_tensor(reply, t);
       }
       wire::put_launches(reply, launch_log::take());
+      wire::put_live_allocations(reply, launch_sinks::live_step_allocations());
     } catch (const std::exception& e) {
       reply = "ex";
       put_str(reply, e.what());
@@ -194,6 +200,7 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
   if (got.threw) throw CandidateCrash(step.name, fmt::format("threw: {}", got.error));
   for (auto& [name, t] : got.outputs) outputs[name] = std::move(t);
   for (LaunchRecord& l : got.launches) launch_log::record(std::move(l));
+  launch_log::set_live_allocations(std::move(got.live));
 }
 
 std::uint64_t ChildCandidate::max_output_elems(const ModelConfig& c, const StepContext& ctx) {

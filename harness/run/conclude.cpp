@@ -1,18 +1,83 @@
 // Phase 5, conclude (phases.h): the failures inherited from an earlier one marked, the verdict
 // and the drift settled (verdict.cpp), the trace's result written. Also what a run that stopped
 // early leaves in its trace.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 #include "bisect.h"
+#include "launch_log.h"
 #include "phases.h"
+#include "registry.h"
 #include "run_json.h"
 #include "trace_stub.h"
 
 namespace ds {
 
+namespace {
+
+// Under --simt-memcheck, a launch memcheck could not look into found nothing because nothing
+// looked: the run says how many there were and whose, and whether anything was checked at all.
+void note_unchecked_launches(RunState& s) {
+  RunReport& report = s.report;
+  std::vector<std::string> kernels;
+  std::size_t unchecked = 0;
+  for (const StepLaunch& l : report.launches) {
+    if (!l.launch.unchecked_by_memcheck) continue;
+    ++unchecked;
+    if (std::find(kernels.begin(), kernels.end(), l.launch.kernel) == kernels.end())
+      kernels.push_back(l.launch.kernel);
+  }
+  report.memcheck_blind = unchecked == report.launches.size();
+  if (unchecked > 0) {
+    report.notes.push_back(fmt::format(
+        "memcheck: {} of {} launches were not checked, their kernels built without the CHECKED flavour ({}){}",
+        unchecked, report.launches.size(), fmt::join(kernels, ", "),
+        report.memcheck_blind ? ": no memory error of this run could be found" : ""));
+  } else if (report.launches.empty()) {
+    const std::string why = memcheck_blind_spot(s.opt.candidate);
+    report.notes.push_back(fmt::format("memcheck: the candidate launched no SIMT kernel, so nothing was checked{}{}",
+                                       why.empty() ? "" : ": ", why));
+  }
+}
+
+// Device memory the candidate's steps allocated and never freed, per kernel step and line: a
+// warning, or with --fail-on-leak a failure of a run that would otherwise pass.
+void note_leaks(RunState& s) {
+  RunReport& report = s.report;
+  report.leaks = launch_log::live_allocations();
+  if (report.leaks.empty()) return;
+  std::uint64_t blocks = 0, bytes = 0;
+  for (const LiveAllocation& a : report.leaks) {
+    blocks += a.blocks;
+    bytes += a.bytes;
+    report.notes.push_back(fmt::format(
+        "leak: {} block(s), {} bytes, allocated at {} during the calls of step {} and not freed by the end of "
+        "the run",
+        a.blocks, a.bytes, a.site, a.kernel_step));
+  }
+  const LiveAllocation& first = report.leaks.front();
+  report.leak_summary =
+      fmt::format("{} block(s) of device memory ({} bytes) allocated during steps were never freed (first: step {}, "
+                  "allocated at {})",
+                  blocks, bytes, first.kernel_step, first.site);
+  if (s.opt.fail_on_leak && report.exit_code == kExitParity) {
+    report.exit_code = kExitFailure;
+    report.leak_failed = true;
+    report.verdict = fmt::format("FAIL: {} (--fail-on-leak)", report.leak_summary);
+  }
+}
+
+}  // namespace
+
 RunReport conclude_phase(RunState& s) {
   RunReport& report = s.report;
+  if (s.opt.simt.memcheck) note_unchecked_launches(s);
   mark_inherited(report.results);
   report.crash = s.crash;
   conclude(report);
+  note_leaks(s);
   summarize_local_check(report);
   locate_drift(report);
   const auto& f = report.first_failure;

@@ -57,6 +57,7 @@ Loaded load_phase(RunState& s, const ModelConfig& header, CandidatePtr cand) {
   s.features.batch.note_candidate(s, cfg, *cand);
   if (!opt.trace_path.empty()) s.open_trace(cfg);
   s.event("candidate_load");
+  launch_log::set_live_allocations({});  // a block an earlier run of this process left is not this run's
   if (const std::string why = launch_sinks::racecheck_unsupported(); opt.simt.racecheck && !why.empty())
     throw InputError(fmt::format("--simt-racecheck: {}", why));
   s.simt_options.emplace(opt.simt);  // before load: a child process and a plugin take them from here

@@ -74,6 +74,9 @@ struct RunOptions {
   // single-case command line); stored as the trace's run JSON "case". Null for a single run.
   nlohmann::json case_info;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
+  // `--fail-on-leak`: device memory a candidate step allocated and never freed by the end of the
+  // run fails it (exit 1); otherwise it is a warning.
+  bool fail_on_leak = false;
   // The SIMT runtime's schedule, host threads, strict mode and race check for every launch of the
   // candidate (--simt-order, --simt-threads, --simt-strict, --race-check).
   SimtOptions simt;

@@ -78,6 +78,14 @@ struct RunReport {
   std::string numerics;    // what the noise floors modelled (numerics_str)
   std::vector<LaneLogits> logits;
   std::vector<StepLaunch> launches;  // the candidate's kernel launches, in launch order
+  // Under --simt-memcheck: no launch of the run was checked (none was made, or none of its kernels
+  // was built CHECKED), so its silence on memory errors is no verdict.
+  bool memcheck_blind = false;
+  // Device memory candidate steps allocated and had not freed when the run's last step ended, by
+  // kernel step and allocation site (the SIMT runtime's table; launch_log::live_allocations).
+  std::vector<LiveAllocation> leaks;
+  std::string leak_summary;  // one sentence on `leaks`, empty when there are none
+  bool leak_failed = false;  // --fail-on-leak made `leaks` the run's failure
   std::string crash;                 // why the candidate crashed, when it did
   std::string memory;                // the run's memory estimate, in one line (memory_estimate.h)
   std::vector<std::string> notes;    // what the run settled for the user (e.g. the dump mapping it chose)

@@ -24,6 +24,7 @@
 #include "dump_run.h"
 #include "judge_stage.h"
 #include "launch_log.h"
+#include "launch_sinks.h"
 #include "metrics.h"
 #include "moe_ties.h"
 #include "policy.h"
@@ -334,7 +335,15 @@ class StepLoop {
       TensorMap outs;
       try {
         s_.event("candidate_step");
-        cand.run(ks, ctx, inputs, outs);
+        if (!s_.opt.isolate_process) {
+          // --no-isolate: the candidate's runtime is this process's (a child files its own steps).
+          launch_sinks::begin_step(ks.name);
+          cand.run(ks, ctx, inputs, outs);
+          launch_sinks::begin_step("");
+          launch_log::set_live_allocations(launch_sinks::live_step_allocations());
+        } else {
+          cand.run(ks, ctx, inputs, outs);
+        }
         file_launches(ks, ctx, mode);
         if (batched && !FillFeature::fills(ks) && has_outputs(ks, outs))
           check_batch_call(

@@ -32,7 +32,7 @@ class Check(unittest.TestCase):
             rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "simt", json_out=out)
             self.assertEqual(rc, 0, text)
             got = parts(out)
-            for name in ["both modes", "probe long-positions", "probe large-logits", "odd widths",
+            for name in ["memory errors", "both modes", "probe long-positions", "probe large-logits", "odd widths",
                          "schedule races", "shared-memory hazards"]:
                 self.assertIn(name, got)
                 self.assertFalse(got[name]["skipped"], name)
@@ -64,6 +64,10 @@ class Check(unittest.TestCase):
             ran = [p for p in parts(out).values() if not p["skipped"]]
             self.assertEqual(len(reruns), len([p for p in ran if p["exit_code"] != 0]), text)
             self.assertGreaterEqual(len(reruns), 10, text)  # both modes, 7 probes, odd widths, races, hazards
+            # A kernel mutant is built without the CHECKED flavour: memcheck could see nothing.
+            memory = parts(out)["memory errors"]
+            self.assertTrue(memory["skipped"], memory)
+            self.assertIn("built without the CHECKED flavour", memory["verdict"])
             for part in ran:
                 if part["exit_code"] == 0:
                     continue
@@ -135,16 +139,21 @@ class Check(unittest.TestCase):
         cases = [  # (model, candidate, part, a word of its reason)
             ("synthetic:qwen2-tiny", "cpu-f16", "schedule races", "SIMT"),
             ("synthetic:qwen2-tiny", "cpu-f16", "shared-memory hazards", "SIMT"),
+            ("synthetic:qwen2-tiny", "cpu-f16", "memory errors", "SIMT"),
             ("synthetic:qwen2-tiny", "mutant:residual-scale", "schedule races", "SIMT"),  # a cpu-f16 mutant
             # A probe whose target the model lacks (issue 49, item 8): skipped, not a pass.
             ("synthetic:qwen2-tiny", "cpu-f16", "probe tiny-gdn-qk", "has no Gated DeltaNet layer"),
             (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
         ]
+        runs = {}  # one check per model and candidate
         for model, cand, part, why in cases:
             with self.subTest(part=part, candidate=cand), tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "check.json")
-                rc, text = check("--model", model, "--candidate", cand, "--decode-steps", "1", json_out=out)
-                got = parts(out)[part]
+                if (model, cand) not in runs:
+                    out = os.path.join(tmp, "check.json")
+                    rc, text = check("--model", model, "--candidate", cand, "--decode-steps", "1", json_out=out)
+                    runs[model, cand] = (text, parts(out))
+                text, got = runs[model, cand]
+                got = got[part]
                 self.assertTrue(got["skipped"], got)
                 self.assertIn(why, got["verdict"])
                 self.assertRegex(text, rf"{part} +SKIPPED")

@@ -59,6 +59,85 @@ class Memcheck(unittest.TestCase):
         with open(junit) as f:
             self.assertIn('type="memory"', f.read())
 
+    def test_check_and_verify_name_the_memory_error_first_and_blame_the_later_crashes_on_it(self):
+        # Without memcheck the stray store corrupts the heap of the candidate's process, and glibc
+        # aborts in whatever runs next (the fill's qkv): every other part of the battery crashes far
+        # from the line. The memory part runs first, names the line, and each crash points at it.
+        line = marker_line(KERNEL, "@flat:store")
+        args = ["--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:flat-rmsnorm", "--fill", "reference",
+                "--layers", "1", "--decode-steps", "1"]
+        js = os.path.join(self.tmp.name, "check.json")
+        rc, out, err = run("check", *args, "--json", js)
+        self.assertIn(rc, (1, 4), out + err)
+        with open(js) as f:
+            parts = json.load(f)["parts"]
+        self.assertEqual(parts[0]["name"], "memory errors")
+        self.assertEqual(parts[0]["exit_code"], 1, parts[0])
+        self.assertTrue(parts[0]["verdict"].startswith("attn_norm of layer 0, step 1 (isolated): memory error"),
+                        parts[0]["verdict"])
+        self.assertIn(f"flat_rmsnorm.cu:{line}", parts[0]["verdict"])
+        self.assertIn("--simt-memcheck", parts[0]["command"])
+        self.assertRegex(out, r"CHECK \w+: \d+ of \d+ parts did not pass \(first: memory errors: attn_norm of layer 0")
+        if any(p["exit_code"] == 4 for p in parts):
+            self.assertIn("cause: likely the memory error at attn_norm of layer 0, step 1 (isolated)", out)
+
+        js = os.path.join(self.tmp.name, "verify.json")
+        rc, out, err = run("verify", *args, "--json", js)
+        self.assertIn(rc, (1, 4), out + err)
+        with open(js) as f:
+            findings = json.load(f)["findings"]
+        self.assertEqual((findings[0]["kind"], findings[0]["stage"], findings[0]["step"]), ("memory", "attn_norm", 1),
+                         findings)
+        self.assertIn(f"flat_rmsnorm.cu:{line}", findings[0]["evidence"]["verdict"])
+        for crash in (f for f in findings if f["kind"] == "crash"):
+            self.assertIn("memory error at attn_norm", crash["evidence"]["likely_cause"])
+
+    def test_memory_a_step_allocates_and_never_frees_is_a_leak_named_by_step_and_line(self):
+        # leaky-rmsnorm copies its weight to a fresh device block at every call and never frees it:
+        # 3 calls of each RMSNorm step (the prompt, 2 decode steps) leave 3 blocks of 64 floats each.
+        line = marker_line(KERNEL, "@flat:weight-copy")
+        args = ["run", "--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:leaky-rmsnorm", "--fill",
+                "reference", "--layers", "1", "--prompt-tokens", "4", "--decode-steps", "2"]
+        js = os.path.join(self.tmp.name, "leak.json")
+        rc, out, err = run(*args, "--json", js)
+        self.assertEqual(rc, 0, out + err)  # a warning by default
+        for step in ("rmsnorm_attn", "rmsnorm_ffn"):
+            self.assertIn(f"leak: 3 block(s), 768 bytes, allocated at {KERNEL}:{line} during the calls of step {step} "
+                          "and not freed by the end of the run", out)
+        with open(js) as f:
+            leaks = json.load(f)["leaks"]
+        self.assertEqual(sorted((l["kernel_step"], l["blocks"], l["bytes"]) for l in leaks),
+                         [("rmsnorm_attn", 3, 768), ("rmsnorm_ffn", 3, 768)])
+
+        junit = os.path.join(self.tmp.name, "leak.xml")
+        rc, out, err = run(*args, "--fail-on-leak", "--junit", junit)
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn("FAIL: 6 block(s) of device memory (1536 bytes) allocated during steps were never freed", out)
+        with open(junit) as f:
+            self.assertIn('<failure type="leak"', f.read())
+
+        # The same kernel freeing its copy (flat-rmsnorm, whose only bug is its unguarded store, at
+        # the prompt step where the grid fits) leaks nothing.
+        rc, out, err = run("run", "--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:flat-rmsnorm", "--fill",
+                           "reference", "--layers", "1", "--prompt-tokens", "4", "--decode-steps", "0",
+                           "--fail-on-leak")
+        self.assertEqual(rc, 0, out + err)
+        self.assertNotIn("leak:", out)
+
+    def test_a_run_memcheck_cannot_look_into_says_so(self):
+        cases = [  # (candidate, what the run says)
+            ("mutant:chain-add-idx", r"memcheck: \d+ of \d+ launches were not checked, their kernels built without "
+                                     r"the CHECKED flavour \(.+\): no memory error of this run could "
+                                     r"be found"),
+            ("cpu-f16", r"memcheck: the candidate launched no SIMT kernel, so nothing was checked: cpu-f16 does not "
+                        r"run on the SIMT runtime"),
+        ]
+        for candidate, says in cases:
+            with self.subTest(candidate=candidate):
+                rc, out, err = run("run", "--model", "synthetic:llama-tiny", "--candidate", candidate,
+                                   "--mode", "isolated", "--decode-steps", "0", "--simt-memcheck")
+                self.assertRegex(out, says)
+
     def test_the_simt_candidates_checked_kernels_pass_under_memcheck(self):
         # Every tiny preset, both modes: gpt2-tiny's layernorm and attention launch with other dynamic
         # shared memory sizes than the kernels before them (memcheck's red zones move with it).
@@ -68,6 +147,7 @@ class Memcheck(unittest.TestCase):
                                "--decode-steps", "2", "--simt-memcheck")
             self.assertEqual(rc, 0, f"{model}\n{out}{err}")
             self.assertNotIn("MEMORY", out)
+            self.assertNotIn("leak:", out)  # its scratch is allocated in load() or freed within its step
             self.assertIn("memcheck", out)
 
 

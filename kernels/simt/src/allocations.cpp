@@ -7,17 +7,34 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include <sys/mman.h>
 
 namespace simt::detail {
 namespace {
 
+struct Block {
+  std::size_t bytes;
+  const std::string* step;  // the step that allocated it (an interned name), or null
+  const char* file;         // where it was asked for (std::source_location's, static storage)
+  unsigned line;
+};
+
 std::mutex g_mutex;
-std::map<std::uintptr_t, std::size_t>& table() {
-  static auto* t = new std::map<std::uintptr_t, std::size_t>();  // outlives every static DeviceBuffer
+std::map<std::uintptr_t, Block>& table() {
+  static auto* t = new std::map<std::uintptr_t, Block>();  // outlives every static DeviceBuffer
   return *t;
 }
+// Every step name seen, so that a block holds a pointer to its step's name. Guarded by g_mutex.
+std::set<std::string>& step_names() {
+  static auto* s = new std::set<std::string>();
+  return *s;
+}
+const std::string* g_step = nullptr;  // guarded by g_mutex
 
 }  // namespace
 
@@ -30,9 +47,32 @@ void advise_huge_pages(void* p, std::size_t bytes) {
   if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 }
 
-void note_allocation(void* base, std::size_t bytes) {
+void note_allocation(void* base, std::size_t bytes, const std::source_location& where) {
   std::lock_guard lock(g_mutex);
-  table()[reinterpret_cast<std::uintptr_t>(base)] = bytes;
+  table()[reinterpret_cast<std::uintptr_t>(base)] = {bytes, g_step, where.file_name(), where.line()};
+}
+
+void set_allocation_step(std::string_view step) {
+  std::lock_guard lock(g_mutex);
+  g_step = step.empty() ? nullptr : &*step_names().emplace(step).first;
+}
+
+std::vector<std::string> live_step_allocations() {
+  std::map<std::tuple<std::string, std::string, unsigned>, std::pair<std::uint64_t, std::uint64_t>> by_site;
+  {
+    std::lock_guard lock(g_mutex);
+    for (const auto& [base, b] : table())
+      if (b.step != nullptr) {
+        auto& [blocks, bytes] = by_site[{*b.step, b.file, b.line}];
+        ++blocks;
+        bytes += b.bytes;
+      }
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, n] : by_site)
+    out.push_back(fmt::format("{}\t{}:{}\t{}\t{}", std::get<0>(key), std::get<1>(key), std::get<2>(key), n.first,
+                              n.second));
+  return out;
 }
 
 void forget_allocation(void* base) {
@@ -46,8 +86,8 @@ std::optional<Allocation> allocation_of(const void* p) {
   auto it = table().upper_bound(a);
   if (it == table().begin()) return std::nullopt;
   --it;
-  if (a >= it->first + it->second && a != it->first) return std::nullopt;
-  return Allocation{reinterpret_cast<unsigned char*>(it->first), it->second};
+  if (a >= it->first + it->second.bytes && a != it->first) return std::nullopt;
+  return Allocation{reinterpret_cast<unsigned char*>(it->first), it->second.bytes};
 }
 
 std::vector<ArgAllocation> argument_allocations(const LaunchDesc& d, bool read_only) {

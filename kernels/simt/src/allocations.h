@@ -4,6 +4,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "simt/simt_cpu.h"
@@ -21,8 +24,15 @@ struct Allocation {
 // prefetcher does not cross, at nearly every row. Where the system is set to grant huge pages only
 // on request (transparent_hugepage "madvise") this is what gets them.
 void advise_huge_pages(void* p, std::size_t bytes);
-void note_allocation(void* base, std::size_t bytes);
+// `where`: the line that asked for the block; the block is filed under the step set last.
+void note_allocation(void* base, std::size_t bytes, const std::source_location& where);
 void forget_allocation(void* base);
+// The candidate step under way (driftscope_simt_begin_step): every block allocated until the next
+// call is filed under it; "" (load(), between steps) files blocks under none.
+void set_allocation_step(std::string_view step);
+// The live blocks allocated during a step, by step and the line that asked for them, one line each:
+// "STEP\tFILE:LINE\tBLOCKS\tBYTES". A block a step allocates and frees before the next is gone.
+std::vector<std::string> live_step_allocations();
 // The live allocation holding `p`, if any.
 std::optional<Allocation> allocation_of(const void* p);
 // An allocation a launch's pointer arguments point into, with the first such argument.

@@ -59,14 +59,14 @@ Config config() {
 // never-written floats NaN, like the poison in dynamic shared memory. A large block asks for huge
 // pages before the poison touches it (allocations.h).
 // Under Config::memcheck, in a process with checked kernels, a guarded block (memcheck.h).
-void* malloc(std::size_t bytes) {
+void* malloc(std::size_t bytes, std::source_location where) {
   void* p = config().memcheck && detail::g_shadow_mapped.load(std::memory_order_relaxed)
                 ? detail::guarded_malloc(bytes)
                 : std::malloc(bytes == 0 ? 1 : bytes);
   if (p == nullptr) throw std::bad_alloc();
   detail::advise_huge_pages(p, bytes);
   detail::fill_poison(p, bytes, config().poison);
-  detail::note_allocation(p, bytes);
+  detail::note_allocation(p, bytes, where);
   return p;
 }
 void free(void* p) {
@@ -238,6 +238,9 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
 
 // Memcheck's findings not yet taken (take_memory_findings). Guarded by g_launch_mutex.
 std::vector<std::string> g_memory_findings;
+// The launches memcheck was asked to check and could not (memcheck_unchecked_note), not yet taken
+// (take_uninit_reads): a run must not read their silence as clean. Guarded by g_launch_mutex.
+std::vector<std::string> g_unchecked_launches;
 
 // The hazard checker's findings between blocks (and, for a kernel with access hooks, all of them)
 // of the launch running now. Guarded by g_launch_mutex.
@@ -318,6 +321,8 @@ void launch_impl(const LaunchDesc& d) {
     }
     ~Memcheck() { end(); }
   } memcheck(d, memchecked);
+  if (cfg.memcheck && !memchecked)
+    g_unchecked_launches.push_back(fmt::format("{}{}", memcheck_unchecked_note, kernel_name(d.kernel)));
   const bool timed = launch_sink_installed();
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double seconds = 0;
@@ -357,16 +362,21 @@ void launch_impl(const LaunchDesc& d) {
   }
 }
 
-// The hazard checker's uninit reads, then the sites of poisoned locals the launch reached.
+// The hazard checker's uninit reads, memcheck's findings and unchecked launches, then the sites of
+// poisoned locals the launch reached.
 std::vector<std::string> take_uninit_reads_impl() {
+  const auto take = [] {
+    std::vector<std::string> out = access_shadow().take_uninit_reads();
+    for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
+    for (std::string& m : std::exchange(g_unchecked_launches, {})) out.push_back(std::move(m));
+    return out;
+  };
   std::vector<std::string> out;
   if (tl_reporting_launch) {
-    out = access_shadow().take_uninit_reads();
-    for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
+    out = take();  // report_launch runs under launch_impl's lock
   } else {
     std::lock_guard lock(g_launch_mutex);
-    out = access_shadow().take_uninit_reads();
-    for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
+    out = take();
   }
   for (std::string& s : take_local_sites()) out.push_back(std::move(s));
   return out;
@@ -393,6 +403,15 @@ std::vector<std::string> take_memory_findings() {
 extern "C" void driftscope_simt_take_uninit_reads(void (*each)(const char* message, void* user), void* user) {
   if (each == nullptr) return;
   for (const std::string& m : simt::take_uninit_reads()) each(m.c_str(), user);
+}
+
+extern "C" void driftscope_simt_begin_step(const char* name) {
+  simt::detail::set_allocation_step(name == nullptr ? "" : name);
+}
+
+extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user), void* user) {
+  if (each == nullptr) return;
+  for (const std::string& m : simt::detail::live_step_allocations()) each(m.c_str(), user);
 }
 
 extern "C" void driftscope_simt_set_options(const struct simt_options* o) {

@@ -17,8 +17,10 @@ constexpr int kThreads = 256;
     if (err != cudaSuccess) throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(err)); \
   } while (0)
 
-__global__ void flat_rmsnorm_kernel(const float* x, const float* w, float* y, int rows, int cols, float eps) {
+__global__ void flat_rmsnorm_kernel(const float* x, const float* w, float* y, int rows, int cols, float eps,
+                                    int guarded) {
   const int idx = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (guarded != 0 && idx >= rows * cols) return;
   const int row = idx / cols < rows ? idx / cols : rows - 1;
   const int col = idx % cols;
   const float* xr = x + static_cast<size_t>(row) * cols;
@@ -30,19 +32,20 @@ __global__ void flat_rmsnorm_kernel(const float* x, const float* w, float* y, in
 
 }  // namespace
 
-void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps) {
+void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded,
+                  bool free_weight) {
   const size_t n = static_cast<size_t>(rows) * cols;
   float *dx = nullptr, *dw = nullptr, *dy = nullptr;
   FLAT_CHECK(cudaMalloc(&dx, n * sizeof(float)));
-  FLAT_CHECK(cudaMalloc(&dw, cols * sizeof(float)));
+  FLAT_CHECK(cudaMalloc(&dw, cols * sizeof(float)));  // @flat:weight-copy
   FLAT_CHECK(cudaMalloc(&dy, n * sizeof(float)));
   FLAT_CHECK(cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice));
   FLAT_CHECK(cudaMemcpy(dw, w, cols * sizeof(float), cudaMemcpyHostToDevice));
   // Whole blocks: a step of fewer than 256 elements still runs one block of 256 threads.
   const int blocks = static_cast<int>((n + kThreads - 1) / kThreads);
-  flat_rmsnorm_kernel<<<blocks, kThreads>>>(dx, dw, dy, rows, cols, eps);
+  flat_rmsnorm_kernel<<<blocks, kThreads>>>(dx, dw, dy, rows, cols, eps, guarded ? 1 : 0);
   FLAT_CHECK(cudaMemcpy(out, dy, n * sizeof(float), cudaMemcpyDeviceToHost));
   FLAT_CHECK(cudaFree(dx));
-  FLAT_CHECK(cudaFree(dw));
+  if (free_weight) FLAT_CHECK(cudaFree(dw));
   FLAT_CHECK(cudaFree(dy));
 }

@@ -3,4 +3,7 @@
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w over host pointers, one thread per element
 // of a flat grid of 256-thread blocks with no `idx < rows * cols` guard on the store: at a step of
 // fewer elements than the grid has threads (a one-token decode step) the rest store past `out`.
-void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps);
+// `guarded`: with the guard. `free_weight` false: the device copy of `w` is never freed (a leak of
+// one block per call).
+void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded = false,
+                  bool free_weight = true);

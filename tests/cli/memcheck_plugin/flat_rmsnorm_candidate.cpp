@@ -17,8 +17,13 @@ std::vector<float> to_f32(const ds::Tensor& t) {
 
 class FlatRmsnorm final : public ds::Candidate {
  public:
-  std::string name() const override { return "flat-rmsnorm"; }
-  std::string description() const override { return "RMSNorm over a flat grid with no guard on its store"; }
+  // `leaky`: the store guarded, and the device copy of the weight never freed (a leak per call).
+  explicit FlatRmsnorm(bool leaky) : leaky_(leaky) {}
+  std::string name() const override { return leaky_ ? "leaky-rmsnorm" : "flat-rmsnorm"; }
+  std::string description() const override {
+    return leaky_ ? "RMSNorm whose host code never frees the device copy of its weight"
+                  : "RMSNorm over a flat grid with no guard on its store";
+  }
   ds::DType storage_dtype() const override { return ds::DType::f32; }
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
 
@@ -41,17 +46,20 @@ class FlatRmsnorm final : public ds::Candidate {
     const std::vector<float> x = to_f32(inputs.at(attn ? "x" : "residual_1"));
     const auto& w = (attn ? attn_w_ : ffn_w_)[static_cast<std::size_t>(ctx.layer)];
     std::vector<float> y(x.size());
-    flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, static_cast<float>(cfg_.norm_eps));
+    flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, static_cast<float>(cfg_.norm_eps), leaky_,
+                 !leaky_);
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.hidden});
     for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);
     outputs[step.outputs[0]] = std::move(out);
   }
 
  private:
+  bool leaky_;
   ds::ModelConfig cfg_;
   std::vector<std::vector<float>> attn_w_, ffn_w_;
 };
 
 }  // namespace
 
-DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(); }})
+DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(false); }},
+                  {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(true); }})

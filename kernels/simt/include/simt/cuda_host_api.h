@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <new>
+#include <source_location>
 
 #include "simt/simt.h"
 
@@ -26,10 +27,12 @@ inline cudaError_t cuda_fail(cudaError_t e) {
 }
 }  // namespace simt::detail
 
-inline cudaError_t simt_cudaMalloc(void** p, std::size_t bytes) {
+// `where`: the caller's line (cudaMalloc is a macro for this), which a leak report names.
+inline cudaError_t simt_cudaMalloc(void** p, std::size_t bytes,
+                                   std::source_location where = std::source_location::current()) {
   if (p == nullptr) return ::simt::detail::cuda_fail(cudaErrorInvalidValue);
   try {
-    *p = ::simt::malloc(bytes);
+    *p = ::simt::malloc(bytes, where);
   } catch (const std::bad_alloc&) {
     *p = nullptr;
     return ::simt::detail::cuda_fail(cudaErrorMemoryAllocation);
@@ -37,9 +40,9 @@ inline cudaError_t simt_cudaMalloc(void** p, std::size_t bytes) {
   return cudaSuccess;
 }
 template <class T>
-cudaError_t simt_cudaMalloc(T** p, std::size_t bytes) {
+cudaError_t simt_cudaMalloc(T** p, std::size_t bytes, std::source_location where = std::source_location::current()) {
   void* v = nullptr;
-  const cudaError_t e = simt_cudaMalloc(&v, bytes);
+  const cudaError_t e = simt_cudaMalloc(&v, bytes, where);
   *p = static_cast<T*>(v);
   return e;
 }

@@ -208,13 +208,15 @@ inline cudaError_t simt_cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaE
 
 // Stream-ordered and pinned allocations: device memory as cudaMalloc's, in order.
 template <class T>
-cudaError_t simt_cudaMallocAsync(T** p, std::size_t bytes, cudaStream_t) {
-  return simt_cudaMalloc(p, bytes);
+cudaError_t simt_cudaMallocAsync(T** p, std::size_t bytes, cudaStream_t,
+                                 std::source_location where = std::source_location::current()) {
+  return simt_cudaMalloc(p, bytes, where);
 }
 inline cudaError_t simt_cudaFreeAsync(void* p, cudaStream_t) { return simt_cudaFree(p); }
 template <class T>
-cudaError_t simt_cudaMallocHost(T** p, std::size_t bytes, unsigned = 0) {
-  return simt_cudaMalloc(p, bytes);
+cudaError_t simt_cudaMallocHost(T** p, std::size_t bytes, unsigned = 0,
+                                std::source_location where = std::source_location::current()) {
+  return simt_cudaMalloc(p, bytes, where);
 }
 template <class T>
 cudaError_t simt_cudaHostAlloc(T** p, std::size_t bytes, unsigned flags) {

@@ -76,6 +76,9 @@ inline constexpr std::string_view local_site_note = "local `";
 // How a memcheck finding starts among a launch's uninit reads (take_uninit_reads), where it travels
 // to a host: "memcheck: KERNEL: out-of-bounds write of 4 bytes at FILE:LINE, ...".
 inline constexpr std::string_view memcheck_note = "memcheck: ";
+// How a launch that Config::memcheck could not look into (its kernel has no access hooks: not the
+// CHECKED flavour) says so among its uninit reads: "unchecked by memcheck: KERNEL".
+inline constexpr std::string_view memcheck_unchecked_note = "unchecked by memcheck: ";
 // Config::poison_site's name for a declaration site "file:line" (FNV-1a; never 0).
 inline std::uint64_t poison_site_id(std::string_view file_line) {
   std::uint64_t h = 14695981039346656037ull;

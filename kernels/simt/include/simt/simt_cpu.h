@@ -83,6 +83,12 @@ extern "C" void driftscope_simt_set_launch_sink(simt_launch_sink sink, void* use
 extern "C" void driftscope_simt_set_race_sink(simt_race_sink sink, void* user);
 // simt::set_config through plain C, for a host reaching this runtime inside a dlopen'ed library.
 extern "C" void driftscope_simt_set_options(const struct simt_options* options);
+// The candidate step under way (`name`, null or "" outside any): the runtime files every block
+// simt::malloc hands out under it, for driftscope_simt_live_step_allocations.
+extern "C" void driftscope_simt_begin_step(const char* name);
+// Every live block some step allocated, by step and the line that asked for it: one message each,
+// "STEP\tFILE:LINE\tBLOCKS\tBYTES" (valid only during the call of `each`).
+extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user), void* user);
 
 namespace simt {
 
@@ -101,7 +107,8 @@ std::vector<std::string> take_uninit_reads();
 // them too, starting with memcheck_note): the launches' bad accesses, the host's bad frees.
 std::vector<std::string> take_memory_findings();
 
-void* malloc(std::size_t bytes);
+// `where`: the line that asked for the block, which a leak report names (set_allocation_step).
+void* malloc(std::size_t bytes, std::source_location where = std::source_location::current());
 void free(void* p);
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 inline void synchronize() {}
