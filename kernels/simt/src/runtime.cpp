@@ -393,11 +393,8 @@ void Sched::release_barrier(Fiber* self) {
     count += t.pred != 0;
     all &= t.pred != 0;
   }
-  if (cfg_.strict_barriers && exited_ != 0) {
-    error_ = fmt::format("{}: __syncthreads after {} of {} threads exited (strict mode) [block {}]",
-                         where(first->site), exited_, nthreads_, tid(blockIdx));
-    abandon(self);
-  }
+  if (cfg_.strict_barriers && exited_ != 0) [[unlikely]]
+    fail_barrier_after_exit(self, *first);
   const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
   if (tl_access_shadow != nullptr) tl_access_shadow->end_phase();
@@ -421,6 +418,18 @@ void Sched::release_barrier(Fiber* self) {
     }
     warp_runnable_r_ |= 1u << rank_of_warp_[lanes[0].warp];
   }
+}
+
+// Strict mode's finding (docs/simt.md, synccheck): a GPU releases a barrier that only exited
+// threads hold up, so this is no error without it.
+void Sched::fail_barrier_after_exit(Fiber* self, const ThreadRec& waiting) {
+  const ThreadRec* gone = &threads_.front();
+  while (gone->state != State::exited) ++gone;
+  error_ = fmt::format(
+      "{}: divergent __syncthreads: thread {} waits here, but {} of the block's {} threads exited without "
+      "reaching it (thread {} first) (strict mode) [block {}]",
+      where(waiting.site), tid(waiting.idx), exited_, nthreads_, tid(gone->idx), tid(blockIdx));
+  abandon(self);
 }
 
 std::string Sched::stall_message() {
@@ -574,7 +583,7 @@ void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
   if (interleaver_ != nullptr) interleaver_->static_shared(p, bytes);
 }
 
-std::vector<std::string> take_hazards() { return sched().take_hazards(); }
+HazardReport take_hazards() { return sched().take_hazards(); }
 
 bool running_kernel_thread() { return tl_sched != nullptr && tl_sched->in_kernel(); }
 void fail_running_thread(const char* error) { tl_sched->fail_running(error); }
