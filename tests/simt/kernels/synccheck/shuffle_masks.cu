@@ -1,6 +1,6 @@
 // Warp shuffles whose mask names lanes that are not there: a lane past the block's last thread
-// (the second warp of a 48-thread block has 16 lanes) and a lane that has returned. Each clean twin
-// names only the lanes that take part.
+// (the second warp of a 48-thread block has 16 lanes), a lane that has returned, and lanes that are
+// elsewhere (at a barrier). Each clean twin names only the lanes that take part.
 #include "common.h"
 #include "synccheck_cases.h"
 
@@ -12,6 +12,7 @@ constexpr int kWarp = 32;
 
 __global__ void broadcast_kernel(float* out, int full_mask);
 __global__ void swap_pairs_kernel(const float* in, float* out);
+__global__ void lower_half_broadcast_kernel(float* out, int full_mask);
 
 // The `n` floats a kernel wrote to `out`, freed.
 std::vector<float> take(float* out, int n) {
@@ -44,6 +45,13 @@ std::vector<float> shuffle_mask_exited_lane(bool clean) {
   return take(out, kWarp);
 }
 
+std::vector<float> shuffle_mask_inactive_lanes(bool clean) {
+  float* out = nullptr;
+  SYNC_CUDA(cudaMalloc(&out, kWarp * sizeof(float)));
+  lower_half_broadcast_kernel<<<1, kWarp>>>(out, clean ? 0 : 1);
+  return take(out, kWarp);
+}
+
 namespace {
 
 __global__ void broadcast_kernel(float* out, int full_mask) {
@@ -59,6 +67,15 @@ __global__ void swap_pairs_kernel(const float* in, float* out) {
   const float v = in[t];
   if (v < 0.0f) return;
   out[t] = __shfl_xor_sync(0xffffffffu, v, 1);  // @sync:exited-lane
+}
+
+__global__ void lower_half_broadcast_kernel(float* out, int full_mask) {
+  const int t = static_cast<int>(threadIdx.x);
+  float v = static_cast<float>(t);
+  if (t < kWarp / 2)
+    v = __shfl_sync(full_mask != 0 ? 0xffffffffu : 0x0000ffffu, v, 0);  // @sync:inactive-shfl
+  __syncthreads();                                                      // @sync:inactive-barrier
+  out[t] = v;
 }
 
 }  // namespace

@@ -20,6 +20,9 @@ std::vector<float> shuffle_mask_past_block_end(bool clean);
 // Neighbouring lanes swap values with __shfl_xor_sync(0xffffffff, ...). Planted: lane 0 has no
 // element and returns first.
 std::vector<float> shuffle_mask_exited_lane(bool clean);
+// The lower half-warp takes lane 0's value; the upper half goes on to a __syncthreads. Planted: the
+// lower half's __shfl_sync mask names all 32 lanes, half of which never come (inactive lanes).
+std::vector<float> shuffle_mask_inactive_lanes(bool clean);
 // Each half-warp exchanges through shared memory, ordered by __syncwarp. Planted: the upper half
 // calls __syncwarp with the lower half's mask, which does not name it.
 std::vector<float> syncwarp_mask_without_caller(bool clean);
