@@ -33,6 +33,8 @@ const RaceCase kCases[] = {
     {"aliased_slots", RaceKernel::aliased_slots, false, "WAW", "@aliased-write", "@aliased-write"},
     {"warp_synchronous_ok", RaceKernel::warp_synchronous_ok, false, nullptr, nullptr, nullptr},
     {"half_slots_ok", RaceKernel::half_slots_ok, false, nullptr, nullptr, nullptr},
+    // A benign hazard alone fails nothing (BenignHazardIsANote below).
+    {"warp_sums_benign", RaceKernel::warp_sums_benign, false, nullptr, nullptr, nullptr},
 };
 
 std::vector<float> run(RaceKernel k, const simt::Config& cfg) {
@@ -86,6 +88,33 @@ TEST_P(Races, HazardCheckerNamesTheAccessesByFileAndLine) {
     EXPECT_NE(m.find(fmt::format("race_kernels.cu:{}", line_of("race_kernels.cu", marker))),
               std::string::npos)
         << marker << ": " << m;
+}
+
+// Every lane storing its warp's sum to one slot: the fault-based checker compares each store of a
+// write-after-write with the bytes it overwrote, and one value stored twice is a benign hazard, a
+// note of the launch (racecheck_note) instead of a race.
+TEST(Races, BenignHazardIsANote) {
+  if (const std::string why = simt::racecheck_unsupported(); !why.empty()) GTEST_SKIP() << why;
+  (void)simt::take_uninit_reads();
+  RaceFindings findings;
+  simt::Config cfg;
+  cfg.racecheck = true;
+  (void)run(RaceKernel::warp_sums_benign, cfg);
+  EXPECT_TRUE(findings.messages.empty()) << findings.messages.front();
+  const std::vector<std::string> notes = simt::take_uninit_reads();
+  ASSERT_EQ(notes.size(), 1u);
+  const std::string& n = notes.front();
+  EXPECT_TRUE(n.starts_with(simt::racecheck_note)) << n;
+  EXPECT_NE(
+      n.find("warp_sums_kernel: benign WAW hazard on dynamic shared memory byte 0: thread (0,0,0) wrote"),
+      std::string::npos)
+      << n;
+  EXPECT_NE(n.find("then thread (1,0,0) wrote the same value at"), std::string::npos) << n;
+  if (have_symbolizer()) {
+    EXPECT_NE(n.find(fmt::format("race_kernels.cu:{}", line_of("race_kernels.cu", "@warp-sums-write"))),
+              std::string::npos)
+        << n;
+  }
 }
 
 // Global memory between blocks (src/block_writes.h): a byte two blocks change is a race unless both

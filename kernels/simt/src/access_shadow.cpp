@@ -22,6 +22,9 @@ std::atomic<AccessShadow*> g_access_shadow{nullptr};
 namespace {
 
 constexpr std::size_t kKept = 8;  // distinct findings (kind and both sites) worded per launch
+// Distinct races recorded per launch: more than are worded, so that benign ones, told apart only
+// when their stores land, crowd out no real one.
+constexpr std::size_t kRecorded = 2 * kKept;
 constexpr std::uint16_t kAtomic = 0x8000;
 constexpr std::uint16_t kThreadMask = 0x7fff;
 
@@ -57,6 +60,7 @@ AccessShadow::~AccessShadow() { (void)end_launch(); }
 
 void AccessShadow::begin_launch(const LaunchDesc& d, unsigned poison) {
   (void)end_launch();
+  benign_words_.clear();  // a failed launch's
   launch_ = &d;
   kernel_ = kernel_name(d.kernel);
   grid_dim_ = d.grid;
@@ -80,13 +84,24 @@ void AccessShadow::begin_launch(const LaunchDesc& d, unsigned poison) {
 }
 
 std::vector<std::string> AccessShadow::end_launch() {
+  settle_stores();
   std::vector<Region> globals(regions_.begin(), regions_.begin() + static_cast<std::ptrdiff_t>(n_global_));
   drop_regions(0);
   for (const Region& r : globals)
     if (r.cells != nullptr) ::munmap(r.cells, r.mapped_bytes);
   n_global_ = 0;
+  // Real hazards first, each list in the order found; a benign one is worded apart.
   std::vector<std::string> out;
-  for (const Finding& f : findings_) out.push_back(word(f));
+  for (const Finding& f : findings_) {
+    if (std::strcmp(f.kind, "WAW") == 0 && !f.differs) continue;
+    if (out.size() < kKept)
+      out.push_back(word(f));
+    else
+      ++more_;
+  }
+  for (const Finding& f : findings_)
+    if (std::strcmp(f.kind, "WAW") == 0 && !f.differs && benign_words_.size() < kKept)
+      benign_words_.push_back(word(f));
   for (const Finding& f : uninit_)
     if (uninit_words_.size() < kKept) uninit_words_.push_back(fmt::format("{}: {}", kernel_, word(f)));
   uninit_.clear();
@@ -96,6 +111,8 @@ std::vector<std::string> AccessShadow::end_launch() {
   launch_ = nullptr;
   return out;
 }
+
+std::vector<std::string> AccessShadow::take_benign() { return std::exchange(benign_words_, {}); }
 
 std::vector<std::string> AccessShadow::take_uninit_reads() {
   std::vector<std::string> out = std::move(uninit_words_);
@@ -138,7 +155,15 @@ void AccessShadow::end_block() {
   dyn_declared_ = false;
 }
 
+void AccessShadow::settle_stores() {
+  for (const PendingStore& p : pending_)
+    if (std::memcmp(p.at, p.before, p.size) != 0) findings_[p.finding].differs = true;
+  pending_.clear();
+}
+
 void AccessShadow::replay_reads() {
+  settle_stores();
+  store_landed_ = true;  // what this finds changed is stored already
   for (const LoggedRead& l : reads_) {
     const Region& r = regions_[l.region];
     if (std::memcmp(r.lo + l.offset, l.bytes, l.size) == 0) continue;
@@ -163,6 +188,7 @@ void AccessShadow::replay_reads() {
       unchecked_store(r, cell, reader);
     }
   }
+  store_landed_ = false;
 }
 
 [[gnu::always_inline]] inline void AccessShadow::check(const Region& r, std::size_t cell, bool write,
@@ -185,9 +211,9 @@ void AccessShadow::replay_reads() {
     return !(t / 32 == my_thread / 32 && x.sync != me.sync);  // a warp collective between: ordered
   };
   if (write) {
-    if (races(c.w))
-      note("WAW", r, off, c.w, true, me, true);
-    else if (races(c.r1))
+    if (races(c.w)) {
+      if (const int i = note("WAW", r, off, c.w, true, me, true); i >= 0) expect_store(r, off, i);
+    } else if (races(c.r1))
       note("WAR", r, off, c.r1, false, me, true);
     else if (races(c.r2))
       note("WAR", r, off, c.r2, false, me, true);
@@ -210,6 +236,20 @@ void AccessShadow::replay_reads() {
     c.r2 = me;
   else if (c.r1.block == c.r2.block && c.r1.block != me.block)
     c.r2 = me;
+}
+
+void AccessShadow::expect_store(const Region& r, std::size_t off, int finding) {
+  Finding& f = findings_[static_cast<std::size_t>(finding)];
+  if (f.differs) return;  // real already
+  if (store_landed_) {
+    f.differs = true;  // the value before it is gone: not known to be the same
+    return;
+  }
+  PendingStore& p = pending_.emplace_back();
+  p.at = r.lo + off;
+  p.size = static_cast<std::uint32_t>(std::min<std::size_t>(std::size_t{1} << r.shift, r.hi - p.at));
+  p.finding = static_cast<std::uint32_t>(finding);
+  std::memcpy(p.before, p.at, p.size);
 }
 
 void AccessShadow::unchecked_store(const Region& r, std::size_t cell, const Access& reader) {
@@ -270,6 +310,8 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
 
 template <bool kWrite>
 void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
+  if (!pending_.empty()) [[unlikely]]
+    settle_stores();  // the store whose hook came last has landed
   const auto* a = static_cast<const unsigned char*>(addr);
   // Regions do not overlap, and a thread's accesses mostly go to the region of its last one.
   Region* hint = hint_;
@@ -333,15 +375,18 @@ void AccessShadow::check_poison_read(const Region& r, std::size_t from, std::siz
   note("uninit", r, (from >> r.shift) << r.shift, me, false, me, false);
 }
 
-void AccessShadow::note(const char* kind, const Region& r, std::size_t off, const Access& first,
-                        bool first_write, const Access& second, bool second_write) {
+int AccessShadow::note(const char* kind, const Region& r, std::size_t off, const Access& first,
+                       bool first_write, const Access& second, bool second_write) {
   const bool uninit = std::strcmp(kind, "uninit") == 0;
   std::vector<Finding>& into = uninit ? uninit_ : findings_;
-  for (const Finding& f : into)
-    if (std::strcmp(f.kind, kind) == 0 && f.first.pc == first.pc && f.second.pc == second.pc) return;
-  if (into.size() >= kKept) {
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    const Finding& f = into[i];
+    if (std::strcmp(f.kind, kind) == 0 && f.first.pc == first.pc && f.second.pc == second.pc)
+      return static_cast<int>(i);
+  }
+  if (into.size() >= (uninit ? kKept : kRecorded)) {
     more_ += uninit ? 0 : 1;
-    return;
+    return -1;
   }
   Finding f{};
   std::strncpy(f.kind, kind, sizeof f.kind - 1);
@@ -357,6 +402,7 @@ void AccessShadow::note(const char* kind, const Region& r, std::size_t off, cons
   f.first_write = first_write;
   f.second_write = second_write;
   into.push_back(f);
+  return static_cast<int>(into.size() - 1);
 }
 
 std::string AccessShadow::word(const Finding& f) const {
@@ -387,16 +433,20 @@ std::string AccessShadow::word(const Finding& f) const {
       f.first_write ? ((f.first.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
   const char* second_verb =
       f.second_write ? ((f.second.thread & kAtomic) != 0 ? "atomically wrote" : "wrote") : "read";
+  const bool benign = std::strcmp(f.kind, "WAW") == 0 && !f.differs;
   if (f.first.block != f.second.block)
     return fmt::format(
-        "{} race between blocks on {}: thread {} of block {} {} at {}, then thread {} of block {} {} at {}, "
+        "{}{} race between blocks on {}: thread {} of block {} {} at {}, then thread {} of block {} {}{} at "
+        "{}, "
         "without an atomic between them (blocks run at once on a GPU)",
-        f.kind, where, thread(f.first), block(f.first), first_verb, site_text(f.first.pc), thread(f.second),
-        block(f.second), second_verb, site_text(f.second.pc));
+        benign ? "benign " : "", f.kind, where, thread(f.first), block(f.first), first_verb,
+        site_text(f.first.pc), thread(f.second), block(f.second), second_verb,
+        benign ? " the same value" : "", site_text(f.second.pc));
   return fmt::format(
-      "{} hazard on {}: thread {} {} at {}, then thread {} {} at {}, with no barrier between [block {}]",
-      f.kind, where, thread(f.first), first_verb, site_text(f.first.pc), thread(f.second), second_verb,
-      site_text(f.second.pc), block(f.second));
+      "{}{} hazard on {}: thread {} {} at {}, then thread {} {}{} at {}, with no barrier between [block {}]",
+      benign ? "benign " : "", f.kind, where, thread(f.first), first_verb, site_text(f.first.pc),
+      thread(f.second), second_verb, benign ? " the same value" : "", site_text(f.second.pc),
+      block(f.second));
 }
 
 }  // namespace simt::detail

@@ -56,8 +56,13 @@ class AccessShadow {
   // A checked launch: watches the allocations the writable pointer arguments of `d` point into,
   // and under `poison` (Config::poison, 0: none) those of its read-only ones, for uninit reads.
   void begin_launch(const LaunchDesc& d, unsigned poison);
-  // Drops the launch's global shadows and returns the races it found, worded with file:line.
+  // Drops the launch's global shadows and returns the races it found, worded with file:line. The
+  // benign ones, two threads writing the same value (take_benign), are not among them.
   std::vector<std::string> end_launch();
+  // The benign hazards of the launches ended since the last call: write-after-write of the value
+  // the element already held (every lane of a warp storing the warp's reduced sum), worded with
+  // file:line. A GPU stores one of two equal values, so the order changes nothing.
+  std::vector<std::string> take_benign();
   // The reads of never-written shared memory (and, under a poison, global memory) found since the
   // last call, worded with file:line.
   std::vector<std::string> take_uninit_reads();
@@ -111,6 +116,19 @@ class AccessShadow {
     const PtrArg* arg;
     Access first, second;
     bool first_write, second_write;
+    // WAW: some occurrence stored a value other than the element's (or one not seen: a store the
+    // instrumentation did not check). Until then the finding is benign.
+    bool differs;
+  };
+  // A WAW store whose hook has run and whose store has not landed yet: the element's bytes before
+  // it, compared with what it stored at the next call into the shadow (settle_stores). The store
+  // follows its hook at once, and no other thread runs in between (a checked launch does not
+  // interleave at accesses).
+  struct PendingStore {
+    const unsigned char* at;
+    std::uint32_t size;     // the element's, at most 8
+    std::uint32_t finding;  // in findings_
+    unsigned char before[8];
   };
   // GCC's instrumentation checks one access per address and basic block: the store of `x += v`
   // follows the checked load of x and is not checked itself. Such a store shows as a change of
@@ -129,9 +147,12 @@ class AccessShadow {
   template <bool kWrite>
   void access(const void* addr, std::size_t bytes, const void* pc);
   void replay_reads();
+  void settle_stores();
   // A change of element `cell` of `r` that no checked write explains: a store by the thread that
   // read it in this phase, if any.
   void unchecked_store(const Region& r, std::size_t cell, const Access& reader);
+  // A WAW of `finding` on the element at byte `off` of `r`: its store is compared when it lands.
+  void expect_store(const Region& r, std::size_t off, int finding);
 
   struct StaticShadow {
     void* addr;
@@ -149,8 +170,9 @@ class AccessShadow {
   // A read of global [from, to) of `r` under a poison: an uninit read where its bytes, widened to
   // whole elements and at least 4 bytes, all hold the poison and no checked store wrote them.
   void check_poison_read(const Region& r, std::size_t from, std::size_t to, const Access& me);
-  void note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
-            const Access& second, bool second_write);
+  // Returns the finding's index in findings_ (a new one or the same sites' earlier one), or -1.
+  int note(const char* kind, const Region& r, std::size_t off, const Access& first, bool first_write,
+           const Access& second, bool second_write);
   std::string word(const Finding& f) const;
 
   const LaunchDesc* launch_ = nullptr;
@@ -171,6 +193,9 @@ class AccessShadow {
   std::vector<StaticShadow> statics_;
   std::vector<Finding> findings_;
   std::size_t more_ = 0;
+  std::vector<PendingStore> pending_;
+  bool store_landed_ = false;  // check() sees a store after the fact (unchecked_store): value unknown
+  std::vector<std::string> benign_words_;
   std::vector<LoggedRead> reads_;  // of global memory, since the last barrier
   std::vector<Finding> uninit_;    // of the running launch
   std::vector<std::string> uninit_words_;

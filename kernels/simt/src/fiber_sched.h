@@ -194,7 +194,7 @@ class Sched {
   AccessCtx access_ctx() const {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
-  std::vector<std::string> take_hazards() { return hazards_.take(); }
+  HazardReport take_hazards() { return hazards_.take(); }
   // Config::interleave at a hooked access of the running thread (interleave.cpp): a seeded coin,
   // then another runnable thread runs first. False when the thread runs on without a switch.
   bool yield_at_access();
@@ -232,6 +232,8 @@ class Sched {
   [[noreturn, gnu::cold, gnu::noinline]] void fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size,
                                                         int width);
   [[noreturn, gnu::cold, gnu::noinline]] void fail_stall(Fiber* self);
+  // Strict mode: a barrier released with `waiting` among its threads after some threads exited.
+  [[noreturn, gnu::cold, gnu::noinline]] void fail_barrier_after_exit(Fiber* self, const ThreadRec& waiting);
   // Lane `t`'s shuffle of `kind` reads lane `src`, outside `mask`.
   [[noreturn, gnu::cold, gnu::noinline]] void fail_source(Fiber* self, const ThreadRec& t, Coll kind, int src,
                                                           unsigned mask);

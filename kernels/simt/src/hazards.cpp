@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iterator>
 #include <new>
+#include <utility>
 
 #include "source_lines.h"
 
@@ -97,6 +99,7 @@ void HazardChecker::begin_block(unsigned char* base, std::size_t bytes, unsigned
   cells_.assign(bytes, Cell{});
   block_hazards_.clear();
   block_hazards_.reserve(kKeptPerBlock);
+  n_pending_ = 0;
   if (bytes_ != 0 && arena_bytes_ != 0) ::mprotect(arena_, arena_bytes_, PROT_NONE);
 }
 
@@ -108,39 +111,45 @@ void HazardChecker::end_block(uint3 block_idx) {
   if (arena_bytes_ != 0) ::mprotect(arena_, arena_bytes_, PROT_READ | PROT_WRITE);
   tl_stepping = false;
   for (const Hazard& h : block_hazards_) {
-    if (found_.size() >= kKeptPerBlock) {
-      ++more_;
+    const bool benign = std::strcmp(h.kind, "WAW") == 0 && !h.differs;
+    std::vector<std::string>& into = benign ? benign_ : found_;
+    if (into.size() >= kKeptPerBlock) {
+      more_ += benign ? 0 : 1;
       continue;
     }
     const bool first_reads = std::strcmp(h.kind, "WAR") == 0;
     const bool second_reads = std::strcmp(h.kind, "RAW") == 0;
     std::string text = fmt::format(
-        "{} hazard on dynamic shared memory byte {}: thread {} {} at {}, then thread {} {} at {}, with no "
+        "{}{} hazard on dynamic shared memory byte {}: thread {} {} at {}, then thread {} {}{} at {}, with "
+        "no "
         "barrier between [block ({},{},{})]",
-        h.kind, h.offset, thread_text(h.first_thread, block_), first_reads ? "read" : "wrote",
-        site_text(h.first_pc), thread_text(h.second_thread, block_), second_reads ? "read" : "wrote",
-        site_text(h.second_pc), block_idx.x, block_idx.y, block_idx.z);
+        benign ? "benign " : "", h.kind, h.offset, thread_text(h.first_thread, block_),
+        first_reads ? "read" : "wrote", site_text(h.first_pc), thread_text(h.second_thread, block_),
+        second_reads ? "read" : "wrote", benign ? " the same value" : "", site_text(h.second_pc), block_idx.x,
+        block_idx.y, block_idx.z);
     bool dup = false;  // the same pair of sites in another block says nothing new
-    for (const std::string& f : found_)
+    for (const std::string& f : into)
       dup = dup || f.substr(0, f.find(" [block")) == text.substr(0, text.find(" [block"));
-    if (!dup) found_.push_back(std::move(text));
+    if (!dup) into.push_back(std::move(text));
   }
   block_hazards_.clear();
 }
 
-std::vector<std::string> HazardChecker::take() {
-  std::vector<std::string> out = std::move(found_);
-  found_.clear();
-  if (more_ != 0) out.push_back(fmt::format("and {} more hazard(s) at the same or other sites", more_));
+HazardReport HazardChecker::take() {
+  HazardReport out{std::exchange(found_, {}), std::exchange(benign_, {})};
+  if (more_ != 0) out.real.push_back(fmt::format("and {} more hazard(s) at the same or other sites", more_));
   more_ = 0;
   return out;
 }
 
-void HazardChecker::note(const char* kind, std::size_t offset, std::int32_t first, const void* first_pc,
-                         std::int32_t second, const void* second_pc) {
-  for (const Hazard& h : block_hazards_)
-    if (std::strcmp(h.kind, kind) == 0 && h.first_pc == first_pc && h.second_pc == second_pc) return;
-  if (block_hazards_.size() == kKeptPerBlock) return;  // capacity reserved: never allocate here
+int HazardChecker::note(const char* kind, std::size_t offset, std::int32_t first, const void* first_pc,
+                        std::int32_t second, const void* second_pc) {
+  for (std::size_t i = 0; i < block_hazards_.size(); ++i) {
+    const Hazard& h = block_hazards_[i];
+    if (std::strcmp(h.kind, kind) == 0 && h.first_pc == first_pc && h.second_pc == second_pc)
+      return static_cast<int>(i);
+  }
+  if (block_hazards_.size() == kKeptPerBlock) return -1;  // capacity reserved: never allocate here
   Hazard h{};
   std::memcpy(h.kind, kind, 4);
   h.offset = offset;
@@ -149,6 +158,7 @@ void HazardChecker::note(const char* kind, std::size_t offset, std::int32_t firs
   h.first_pc = first_pc;
   h.second_pc = second_pc;
   block_hazards_.push_back(h);
+  return static_cast<int>(block_hazards_.size() - 1);
 }
 
 // Runs inside the SIGSEGV handler: no allocation, no locks.
@@ -170,7 +180,7 @@ bool HazardChecker::on_fault(const void* addr, bool write, const void* pc) {
     Cell& c = cells_[off];
     if (write) {
       if (c.w_phase == ph && !ordered(c.writer, c.w_warp, c.w_sync))
-        note("WAW", off, c.writer, c.w_pc, t, pc);
+        expect_store(note("WAW", off, c.writer, c.w_pc, t, pc), from, to);
       if (c.r_phase == ph) {
         if (c.r1 >= 0 && !ordered(c.r1, c.r1_warp, c.r1_sync))
           note("WAR", off, c.r1, c.r1_pc, t, pc);
@@ -200,7 +210,29 @@ bool HazardChecker::on_fault(const void* addr, bool write, const void* pc) {
   return true;
 }
 
+void HazardChecker::expect_store(int hazard, std::size_t from, std::size_t to) {
+  if (hazard < 0) return;
+  const auto i = static_cast<std::size_t>(hazard);
+  for (std::size_t p = 0; p < n_pending_; ++p)
+    if (pending_[p].hazard == i) return;  // another byte of the same store
+  if (n_pending_ == std::size(pending_) || to - from > sizeof pending_[0].before) {
+    block_hazards_[i].differs = true;  // not compared: not known to be the same
+    return;
+  }
+  PendingStore& p = pending_[n_pending_++];
+  p.hazard = i;
+  p.from = from;
+  p.to = to;
+  std::memcpy(p.before, base_ + from, to - from);
+}
+
+// Runs inside the SIGTRAP handler, after the faulting instruction, with the arena still open.
 void HazardChecker::on_step_done() {
+  for (std::size_t p = 0; p < n_pending_; ++p) {
+    const PendingStore& s = pending_[p];
+    if (std::memcmp(base_ + s.from, s.before, s.to - s.from) != 0) block_hazards_[s.hazard].differs = true;
+  }
+  n_pending_ = 0;
   if (arena_bytes_ != 0) ::mprotect(arena_, arena_bytes_, PROT_NONE);
 }
 

@@ -27,6 +27,14 @@ struct AccessCtx {
 };
 using AccessCtxFn = AccessCtx (*)();
 
+// What a checker found, worded with file:line: hazards that fail a launch, and benign ones that only
+// note it: a write-after-write of the value the element already held (every lane of a warp storing
+// the warp's reduced sum), where a GPU stores one of two equal values and the order changes nothing.
+struct HazardReport {
+  std::vector<std::string> real;
+  std::vector<std::string> benign;
+};
+
 // One per scheduler (host thread). Not thread-safe; the checker runs grids on one host thread.
 class HazardChecker {
  public:
@@ -38,8 +46,8 @@ class HazardChecker {
   void note_elem(std::size_t elem_bytes);
   // Stops watching; the block's hazards are kept for take().
   void end_block(uint3 block_idx);
-  // The hazards found since the last take(), worded with file:line (at most a few, deduplicated).
-  std::vector<std::string> take();
+  // The hazards found since the last take() (at most a few of each kind, deduplicated).
+  HazardReport take();
 
   // Called from the SIGSEGV handler: true when `addr` was in the watched buffer (then recorded).
   bool on_fault(const void* addr, bool write, const void* pc);
@@ -60,9 +68,21 @@ class HazardChecker {
     std::int32_t first_thread, second_thread;
     const void* first_pc;
     const void* second_pc;
+    bool differs;  // WAW: some occurrence stored another value than the byte held (else benign)
   };
-  void note(const char* kind, std::size_t offset, std::int32_t first, const void* first_pc,
-            std::int32_t second, const void* second_pc);
+  // A WAW store that faulted and has not run yet: the bytes it overwrites, compared with what it
+  // stored once its instruction has run (on_step_done).
+  struct PendingStore {
+    std::size_t hazard;  // in block_hazards_
+    std::size_t from, to;
+    unsigned char before[16];
+  };
+  // Returns the hazard's index in block_hazards_ (new, or the same sites' earlier one), or -1.
+  int note(const char* kind, std::size_t offset, std::int32_t first, const void* first_pc,
+           std::int32_t second, const void* second_pc);
+
+  // A WAW of hazard `hazard` (-1: not kept) by a store to [from, to) of the arena, not yet run.
+  void expect_store(int hazard, std::size_t from, std::size_t to);
 
   unsigned char* arena_ = nullptr;
   std::size_t arena_bytes_ = 0;
@@ -74,6 +94,9 @@ class HazardChecker {
   std::vector<Cell> cells_;
   std::vector<Hazard> block_hazards_;  // reserved up front: on_fault never allocates
   std::vector<std::string> found_;
+  std::vector<std::string> benign_;
+  PendingStore pending_[4];  // one faulting instruction's; no allocation in the handler
+  std::size_t n_pending_ = 0;
   std::size_t more_ = 0;  // hazards past the kept ones
 };
 

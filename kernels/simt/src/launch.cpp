@@ -233,7 +233,8 @@ void run_grid(const LaunchDesc& d, const Config& cfg) {
     workers().run(host - 1, job);
   }
   if (exc) std::rethrow_exception(exc);
-  if (err_block != ~std::uint64_t{0}) throw KernelError(err);
+  // The block's diagnostic names its site; the kernel's name says which launch of a step made it.
+  if (err_block != ~std::uint64_t{0}) throw KernelError(fmt::format("{}: {}", kernel_name(d.kernel), err));
 }
 
 // Memcheck's findings not yet taken (take_memory_findings). Guarded by g_launch_mutex.
@@ -243,8 +244,14 @@ std::vector<std::string> g_memory_findings;
 std::vector<std::string> g_unchecked_launches;
 
 // The hazard checker's findings between blocks (and, for a kernel with access hooks, all of them)
-// of the launch running now. Guarded by g_launch_mutex.
+// of the launch running now, and the benign ones of a kernel with access hooks. Guarded by
+// g_launch_mutex.
 std::vector<std::string> g_block_races;
+std::vector<std::string> g_benign_hooked;
+
+// Benign hazards of launches that found no real one (racecheck_note), not yet taken with the
+// uninit reads. Guarded by g_launch_mutex.
+std::vector<std::string> g_hazard_notes;
 
 // One run of the grid, watched by the hazard checker where `cfg.racecheck` asks for it: a kernel
 // with access hooks through the access shadow, any other through the page faults (runtime.cpp)
@@ -281,9 +288,27 @@ void run_grid_watched(const LaunchDesc& d, const Config& cfg) {
     tl_access_shadow = nullptr;
     g_access_shadow.store(nullptr, std::memory_order_relaxed);
     g_block_races = access_shadow().end_launch();
+    g_benign_hooked = access_shadow().take_benign();
   }
 }
 
+// The hazard checker's findings of launch `d` (`races`: those between blocks, or all of a kernel
+// with access hooks): real ones go to the race sink, benign ones after them; a launch with benign
+// ones alone is no failure, and they travel with its record (racecheck_note).
+void report_hazards(const LaunchDesc& d, std::vector<std::string> races) {
+  HazardReport found = take_hazards();
+  found.real.insert(found.real.end(), races.begin(), races.end());
+  found.benign.insert(found.benign.end(), g_benign_hooked.begin(), g_benign_hooked.end());
+  g_benign_hooked.clear();
+  const std::string& kernel = kernel_name(d.kernel);
+  if (found.real.empty()) {
+    for (const std::string& b : found.benign)
+      g_hazard_notes.push_back(fmt::format("{}{}: {}", racecheck_note, kernel, b));
+    return;
+  }
+  found.real.insert(found.real.end(), found.benign.begin(), found.benign.end());
+  report_race(d, fmt::format("{}: {}", kernel, fmt::join(found.real, "; ")));
+}
 }  // namespace
 
 void launch_impl(const LaunchDesc& d) {
@@ -329,6 +354,7 @@ void launch_impl(const LaunchDesc& d) {
   std::vector<std::string> block_races;  // the checker's writes between blocks
   try {
     g_block_races.clear();
+    g_benign_hooked.clear();
     if (cfg.race_schedules == 0) {
       run_grid_watched(d, cfg);
       if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -347,12 +373,7 @@ void launch_impl(const LaunchDesc& d) {
   }
   memcheck.end();
   for (std::string& m : memcheck.found) g_memory_findings.push_back(std::move(m));
-  if (cfg.racecheck) {
-    std::vector<std::string> hazards = take_hazards();
-    hazards.insert(hazards.end(), block_races.begin(), block_races.end());
-    if (!hazards.empty())
-      report_race(d, fmt::format("{}: {}", kernel_name(d.kernel), fmt::join(hazards, "; ")));
-  }
+  if (cfg.racecheck) report_hazards(d, std::move(block_races));
   if (timed) {
     struct Reporting {
       Reporting() { tl_reporting_launch = true; }
@@ -362,12 +383,13 @@ void launch_impl(const LaunchDesc& d) {
   }
 }
 
-// The hazard checker's uninit reads, memcheck's findings and unchecked launches, then the sites of
-// poisoned locals the launch reached.
+// The hazard checker's uninit reads, memcheck's findings, benign hazards and unchecked launches,
+// then the sites of poisoned locals the launch reached.
 std::vector<std::string> take_uninit_reads_impl() {
   const auto take = [] {
     std::vector<std::string> out = access_shadow().take_uninit_reads();
     for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
+    for (std::string& m : std::exchange(g_hazard_notes, {})) out.push_back(std::move(m));
     for (std::string& m : std::exchange(g_unchecked_launches, {})) out.push_back(std::move(m));
     return out;
   };

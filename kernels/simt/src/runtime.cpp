@@ -1,8 +1,9 @@
 // Fiber scheduler of the CPU backend: runs one block. One fiber per CUDA thread; a fiber
 // that cannot continue (collective, barrier, exit) picks the next runnable thread of its
 // block itself and jumps straight to it, so there is no central scheduler loop in the hot
-// path. This file: fibers, blocks and barriers; warp collectives are in warp_collectives.cpp,
-// the state both share in fiber_sched.h. Grids, host threads and device memory are in launch.cpp.
+// path. This file: fibers, blocks and barriers; warp collectives are in warp_collectives.cpp, the
+// findings that stop a block (synccheck) in sync_findings.cpp, the state all share in
+// fiber_sched.h. Grids, host threads and device memory are in launch.cpp.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -192,11 +193,6 @@ void Sched::leave_thread(void* f) {
   // A switch ahead, the stack the thread after `next` resumes on (ThreadRec::succ).
   if (const ThreadRec* const after = next->succ) prefetch_stack_top(after->slot.ctx);
   s.transfer(self, next);
-}
-
-void Sched::fail_stall(Fiber* self) {
-  error_ = stall_message();
-  abandon(self);
 }
 
 void Sched::make_order(std::uint64_t phase) {
@@ -393,11 +389,8 @@ void Sched::release_barrier(Fiber* self) {
     count += t.pred != 0;
     all &= t.pred != 0;
   }
-  if (cfg_.strict_barriers && exited_ != 0) {
-    error_ = fmt::format("{}: __syncthreads after {} of {} threads exited (strict mode) [block {}]",
-                         where(first->site), exited_, nthreads_, tid(blockIdx));
-    abandon(self);
-  }
+  if (cfg_.strict_barriers && exited_ != 0) [[unlikely]]
+    fail_barrier_after_exit(self, *first);
   const int result = first->kind() == Coll::all ? all : (first->kind() == Coll::any ? count != 0 : count);
   at_barrier_ = 0;
   if (tl_access_shadow != nullptr) tl_access_shadow->end_phase();
@@ -421,38 +414,6 @@ void Sched::release_barrier(Fiber* self) {
     }
     warp_runnable_r_ |= 1u << rank_of_warp_[lanes[0].warp];
   }
-}
-
-std::string Sched::stall_message() {
-  // A collective naming a lane that exited is the most specific explanation.
-  for (const ThreadRec& t : threads_) {
-    if (t.state != State::at_warp) continue;
-    const WarpRec& w = warps_[t.warp];
-    if (unsigned bad = t.mask() & w.exited) {
-      return fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(t.site),
-                         coll_name(t.kind()), t.mask(), std::countr_zero(bad), ctx_suffix(t));
-    }
-  }
-  const ThreadRec* at_warp = nullptr;
-  const ThreadRec* at_bar = nullptr;
-  for (const ThreadRec& t : threads_) {
-    if (t.state == State::at_warp && at_warp == nullptr) at_warp = &t;
-    if (t.state == State::at_barrier && at_bar == nullptr) at_bar = &t;
-  }
-  if (at_warp != nullptr && at_bar != nullptr) {
-    return fmt::format(
-        "{}: deadlock: thread {} waits at {} (mask {:#010x}) while thread {} waits at __syncthreads {} "
-        "[block {}]",
-        where(at_warp->site), tid(at_warp->idx), coll_name(at_warp->kind()), at_warp->mask(),
-        tid(at_bar->idx), where(at_bar->site), tid(blockIdx));
-  }
-  if (at_warp != nullptr) {
-    const WarpRec& w = warps_[at_warp->warp];
-    return fmt::format("{}: deadlock: {} mask {:#010x} never completes (lanes waiting: {:#010x}){}",
-                       where(at_warp->site), coll_name(at_warp->kind()), at_warp->mask(), w.arrived,
-                       ctx_suffix(*at_warp));
-  }
-  return fmt::format("deadlock in block {}", tid(blockIdx));
 }
 
 Hop Sched::arrive_barrier(Site s, int pred, Coll combine) {
@@ -574,7 +535,7 @@ void Sched::static_smem(void* p, std::size_t bytes, std::size_t elem) {
   if (interleaver_ != nullptr) interleaver_->static_shared(p, bytes);
 }
 
-std::vector<std::string> take_hazards() { return sched().take_hazards(); }
+HazardReport take_hazards() { return sched().take_hazards(); }
 
 bool running_kernel_thread() { return tl_sched != nullptr && tl_sched->in_kernel(); }
 void fail_running_thread(const char* error) { tl_sched->fail_running(error); }

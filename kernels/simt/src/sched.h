@@ -22,6 +22,6 @@ bool running_kernel_thread();
 // Stops the running block from its running thread, which never resumes (memcheck.h).
 [[noreturn]] void fail_running_thread(const char* error);
 // The shared-memory hazards the calling host thread's scheduler found since the last call.
-std::vector<std::string> take_hazards();
+HazardReport take_hazards();
 
 }  // namespace simt::detail

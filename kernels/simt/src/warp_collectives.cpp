@@ -1,7 +1,7 @@
 // Warp collectives of the fiber scheduler: __syncwarp, shuffles and votes. Each lane arrives and
 // suspends (kernel code makes the switch itself, simt_cpu.h), and the last lane of the mask
 // resolves every lane's result at once (resolve); the checks of a collective's arguments and of
-// lanes that disagree live here too.
+// lanes that disagree live here too (their findings are worded in sync_findings.cpp).
 #include <bit>
 #include <cstring>
 #include <string>
@@ -9,27 +9,6 @@
 #include "fiber_sched.h"
 
 namespace simt::detail {
-
-void Sched::fail_args(Fiber* self, Site s, std::uint64_t mask_kind_size, int width) {
-  const ThreadRec& t = *cur_;
-  const WarpRec& w = warps_[t.warp];
-  const unsigned mask = static_cast<unsigned>(mask_kind_size);
-  const Coll kind = static_cast<Coll>(mask_kind_size >> 32 & 0xffu);
-  if ((mask & (1u << t.lane)) == 0) {
-    error_ = fmt::format("{}: {} called by lane {} which is not in its mask {:#010x}{}", where(s),
-                         coll_name(kind), t.lane, mask, ctx_suffix(t));
-  } else if (unsigned gone = mask & ~w.exists) {
-    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which does not exist (block has {} threads){}",
-                         where(s), coll_name(kind), mask, std::countr_zero(gone), nthreads_, ctx_suffix(t));
-  } else if (unsigned bad = mask & w.exited) {
-    error_ = fmt::format("{}: {} mask {:#010x} names lane {} which exited{}", where(s), coll_name(kind), mask,
-                         std::countr_zero(bad), ctx_suffix(t));
-  } else {
-    error_ = fmt::format("{}: {} width {} is not a power of two in [1, 32]{}", where(s), coll_name(kind),
-                         width, ctx_suffix(t));
-  }
-  abandon(self);
-}
 
 namespace {
 // Fixed-size copies for the common sizes keep memcpy calls out of the hot path.
@@ -317,12 +296,6 @@ void Sched::resolve(Fiber* self, WarpRec& w, unsigned mask) {
   } else {
     for (unsigned m = mask; m != 0; m &= m - 1) set_runnable(lanes[std::countr_zero(m)]);
   }
-}
-
-void Sched::fail_source(Fiber* self, const ThreadRec& t, Coll kind, int src, unsigned mask) {
-  error_ = fmt::format("{}: {} lane {} reads lane {} which is not in mask {:#010x} (undefined on the GPU){}",
-                       where(t.site), coll_name(kind), t.lane, src, mask, ctx_suffix(t));
-  abandon(self);
 }
 
 namespace {

@@ -21,6 +21,19 @@ __global__ void reduce_kernel(const float* in, float* out, int skip_barrier) {
   out[t] = in[t] + partial[0] + partial[1];  // @reduce-read
 }
 
+// out[t] = in[t] + the block's sum, as reduce_kernel, but every lane stores its warp's sum: 32
+// stores of one value to partial[warp] (the butterfly leaves every lane the same bits), which race
+// on a GPU too and leave the same value in any order.
+__global__ void warp_sums_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, partial);
+  const int t = static_cast<int>(threadIdx.x);
+  float v = in[t];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  partial[t / 32] = v;  // @warp-sums-write
+  __syncthreads();
+  out[t] = in[t] + partial[0] + partial[1];
+}
+
 // out[t] = in[(t + 1) % 64]: each thread reads its neighbour's slot, then reuses its own for
 // something else with no barrier, while the thread before it may not have read it yet.
 __global__ void rotate_kernel(const float* in, float* out) {
@@ -114,6 +127,9 @@ void race_kernel(RaceKernel k, const float* in, float* out) {
       break;
     case RaceKernel::half_slots_ok:
       simt::launch(half_slots_kernel, grid, block, kThreads * sizeof(__half), nullptr, in, out);
+      break;
+    case RaceKernel::warp_sums_benign:
+      simt::launch(warp_sums_kernel, grid, block, smem, nullptr, in, out);
       break;
   }
 }

@@ -12,6 +12,7 @@ enum class RaceKernel {
   aliased_slots,        // thread t and t + 32 share a slot, each writes then reads it (WAW)
   warp_synchronous_ok,  // lanes exchange through shared memory ordered by __syncwarp
   half_slots_ok,        // __half elements: neighbours share a 4-byte word, never an element
+  warp_sums_benign,     // every lane stores its warp's sum to one slot: a WAW of one value, benign
 };
 
 void race_kernel(RaceKernel k, const float* in, float* out);

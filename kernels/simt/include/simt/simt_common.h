@@ -79,6 +79,10 @@ inline constexpr std::string_view memcheck_note = "memcheck: ";
 // How a launch that Config::memcheck could not look into (its kernel has no access hooks: not the
 // CHECKED flavour) says so among its uninit reads: "unchecked by memcheck: KERNEL".
 inline constexpr std::string_view memcheck_unchecked_note = "unchecked by memcheck: ";
+// How the hazard checker's benign findings start among a launch's uninit reads when the launch has
+// no real one (then they are no failure): "racecheck: KERNEL: benign WAW hazard on ... the same value
+// ...". Two threads storing the same value race on a GPU too, but either order leaves that value.
+inline constexpr std::string_view racecheck_note = "racecheck: ";
 // Config::poison_site's name for a declaration site "file:line" (FNV-1a; never 0).
 inline std::uint64_t poison_site_id(std::string_view file_line) {
   std::uint64_t h = 14695981039346656037ull;
