@@ -62,8 +62,12 @@ void judge_stage(RunState& s, const LaunchFindings& findings, const StageCall& c
   }
   s.policy.judge(r);
   if (auto found = findings.find(r.key.stage); found != findings.end()) {
-    r.status = found->second.status;
-    r.note = found->second.note;
+    if (found->second.note_only) {
+      r.note += (r.note.empty() ? "" : "; ") + found->second.note;
+    } else {
+      r.status = found->second.status;
+      r.note = found->second.note;
+    }
   }
   if (c.batch_finding) {
     r.status = c.batch_finding->status;

@@ -40,6 +40,8 @@ struct RunState;
 struct LaunchFinding {
   Status status;
   std::string note;
+  // A note the stage carries without its status changing (a benign hazard of its launch).
+  bool note_only = false;
 };
 // This block's stages with a launch finding: stage -> finding.
 using LaunchFindings = std::map<std::string, LaunchFinding, std::less<>>;

@@ -32,6 +32,7 @@
 #include "prompt.h"
 #include "stage_catalog.h"
 #include "step_seq.h"
+#include "simt/simt_common.h"
 
 namespace ds {
 
@@ -504,6 +505,7 @@ class StepLoop {
   // Files the launches the step just made under its stages (report and trace).
   // A launch found racing (--race-check) makes every stage of its step a `race`; one with a memcheck
   // finding (--simt-memcheck) makes them `memory`, which wins: the race may be the bad access's.
+  // A benign hazard alone (two stores of the same value) is a note on them, no failure.
   void file_launches(const KernelStep& ks, const StepContext& ctx, Mode mode) {
     std::size_t index = 0;
     for (LaunchRecord& l : launch_log::take()) {
@@ -511,13 +513,23 @@ class StepLoop {
         for (const std::string& o : ks.outputs) {
           auto [it, added] = launch_findings_.try_emplace(
               o, LaunchFinding{Status::memory, launch_log::memory_note(index, ks.name, l)});
-          if (!added && it->second.status != Status::memory)
+          if (!added && (it->second.status != Status::memory || it->second.note_only))
             it->second = {Status::memory, launch_log::memory_note(index, ks.name, l)};
         }
       if (!l.race.empty())
-        for (const std::string& o : ks.outputs)
-          launch_findings_.try_emplace(o,
-                                       LaunchFinding{Status::race, launch_log::race_note(index, ks.name, l)});
+        for (const std::string& o : ks.outputs) {
+          auto [it, added] = launch_findings_.try_emplace(
+              o, LaunchFinding{Status::race, launch_log::race_note(index, ks.name, l)});
+          if (!added && it->second.note_only) it->second = {Status::race, launch_log::race_note(index, ks.name, l)};
+        }
+      for (const std::string& u : l.uninit)
+        if (u.starts_with(simt::racecheck_note))
+          for (const std::string& o : ks.outputs)
+            launch_findings_.try_emplace(
+                o, LaunchFinding{Status::pass,
+                                 fmt::format("benign hazard (no failure) in launch {} of step {}: {}", index,
+                                             ks.name, u.substr(simt::racecheck_note.size())),
+                                 true});
       ++index;
       StepLaunch sl{ctx.step, ctx.layer, mode, ks.name, ks.outputs, std::move(l)};
       if (s_.trace) s_.trace->append_launch(sl);

@@ -124,6 +124,24 @@ class Memcheck(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertNotIn("leak:", out)
 
+    def test_a_benign_same_value_race_is_a_note_on_its_stage_not_a_failure(self):
+        # row-rmsnorm's threads all store the row's 1/rms to one shared float: a write-write race of
+        # the same value, which the hazard checker classes benign (docs/simt.md: severity).
+        js = os.path.join(self.tmp.name, "benign.json")
+        rc, out, err = run("run", "--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:row-rmsnorm", "--fill",
+                           "reference", "--layers", "1", "--prompt-tokens", "4", "--decode-steps", "1", "--mode",
+                           "isolated", "--simt-racecheck", "--json", js)
+        self.assertEqual(rc, 0, out + err)
+        with open(js) as f:
+            rows = [s for s in json.load(f)["stages"] if s["stage"] == "attn_norm"]
+        self.assertEqual(len(rows), 2, rows)
+        line = marker_line(KERNEL, "@row:same-value-store")
+        for r in rows:
+            self.assertEqual(r["status"], "pass", r)
+            self.assertIn("benign hazard (no failure) in launch 0 of step rmsnorm_attn: ", r["note"])
+            self.assertIn(f"benign WAW hazard on static shared memory", r["note"])
+            self.assertIn(f"flat_rmsnorm.cu:{line}", r["note"])
+
     def test_a_run_memcheck_cannot_look_into_says_so(self):
         cases = [  # (candidate, what the run says)
             ("mutant:chain-add-idx", r"memcheck: \d+ of \d+ launches were not checked, their kernels built without "

@@ -30,10 +30,22 @@ __global__ void flat_rmsnorm_kernel(const float* x, const float* w, float* y, in
   y[idx] = xr[col] * inv * w[col];  // @flat:store
 }
 
-}  // namespace
+// One block per row, one thread per column: every thread sums the row's squares itself, in the same
+// order, and stores the same 1/rms to one shared float (a benign write-write race), then all read it.
+__global__ void row_rmsnorm_kernel(const float* x, const float* w, float* y, int cols, float eps) {
+  __shared__ float inv;
+  const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
+  float ss = 0.0f;
+  for (int c = 0; c < cols; ++c) ss += xr[c] * xr[c];
+  inv = rsqrtf(ss / cols + eps);  // @row:same-value-store
+  __syncthreads();
+  y[static_cast<size_t>(blockIdx.x) * cols + threadIdx.x] = xr[threadIdx.x] * inv * w[threadIdx.x];
+}
 
-void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded,
-                  bool free_weight) {
+// Copies x and w to the device, runs `launch(dx, dw, dy)` and copies y back; the device copy of w
+// is freed only with `free_weight`.
+template <class Launch>
+void on_device(float* out, const float* x, const float* w, int rows, int cols, bool free_weight, Launch launch) {
   const size_t n = static_cast<size_t>(rows) * cols;
   float *dx = nullptr, *dw = nullptr, *dy = nullptr;
   FLAT_CHECK(cudaMalloc(&dx, n * sizeof(float)));
@@ -41,11 +53,25 @@ void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols
   FLAT_CHECK(cudaMalloc(&dy, n * sizeof(float)));
   FLAT_CHECK(cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice));
   FLAT_CHECK(cudaMemcpy(dw, w, cols * sizeof(float), cudaMemcpyHostToDevice));
-  // Whole blocks: a step of fewer than 256 elements still runs one block of 256 threads.
-  const int blocks = static_cast<int>((n + kThreads - 1) / kThreads);
-  flat_rmsnorm_kernel<<<blocks, kThreads>>>(dx, dw, dy, rows, cols, eps, guarded ? 1 : 0);
+  launch(dx, dw, dy);
   FLAT_CHECK(cudaMemcpy(out, dy, n * sizeof(float), cudaMemcpyDeviceToHost));
   FLAT_CHECK(cudaFree(dx));
   if (free_weight) FLAT_CHECK(cudaFree(dw));
   FLAT_CHECK(cudaFree(dy));
+}
+
+}  // namespace
+
+void row_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps) {
+  on_device(out, x, w, rows, cols, true,
+            [&](float* dx, float* dw, float* dy) { row_rmsnorm_kernel<<<rows, cols>>>(dx, dw, dy, cols, eps); });
+}
+
+void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded,
+                  bool free_weight) {
+  // Whole blocks: a step of fewer than 256 elements still runs one block of 256 threads.
+  const int blocks = (rows * cols + kThreads - 1) / kThreads;
+  on_device(out, x, w, rows, cols, free_weight, [&](float* dx, float* dw, float* dy) {
+    flat_rmsnorm_kernel<<<blocks, kThreads>>>(dx, dw, dy, rows, cols, eps, guarded ? 1 : 0);
+  });
 }

@@ -5,5 +5,8 @@
 // fewer elements than the grid has threads (a one-token decode step) the rest store past `out`.
 // `guarded`: with the guard. `free_weight` false: the device copy of `w` is never freed (a leak of
 // one block per call).
+// The same RMSNorm, one block per row of `cols` (<= 1024) threads, every thread storing the row's
+// 1/rms to one shared float: correct, and a benign same-value write-write race.
+void row_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps);
 void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded = false,
                   bool free_weight = true);

@@ -17,12 +17,17 @@ std::vector<float> to_f32(const ds::Tensor& t) {
 
 class FlatRmsnorm final : public ds::Candidate {
  public:
-  // `leaky`: the store guarded, and the device copy of the weight never freed (a leak per call).
-  explicit FlatRmsnorm(bool leaky) : leaky_(leaky) {}
-  std::string name() const override { return leaky_ ? "leaky-rmsnorm" : "flat-rmsnorm"; }
+  enum class Kind { flat, leaky, row };
+  // flat: the unguarded store; leaky: the store guarded, and the device copy of the weight never
+  // freed (a leak per call); row: a block per row sharing 1/rms through one shared float.
+  explicit FlatRmsnorm(Kind kind) : kind_(kind) {}
+  std::string name() const override {
+    return kind_ == Kind::leaky ? "leaky-rmsnorm" : kind_ == Kind::row ? "row-rmsnorm" : "flat-rmsnorm";
+  }
   std::string description() const override {
-    return leaky_ ? "RMSNorm whose host code never frees the device copy of its weight"
-                  : "RMSNorm over a flat grid with no guard on its store";
+    return kind_ == Kind::leaky ? "RMSNorm whose host code never frees the device copy of its weight"
+           : kind_ == Kind::row ? "RMSNorm whose threads all store the same 1/rms to one shared float"
+                                : "RMSNorm over a flat grid with no guard on its store";
   }
   ds::DType storage_dtype() const override { return ds::DType::f32; }
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
@@ -46,20 +51,25 @@ class FlatRmsnorm final : public ds::Candidate {
     const std::vector<float> x = to_f32(inputs.at(attn ? "x" : "residual_1"));
     const auto& w = (attn ? attn_w_ : ffn_w_)[static_cast<std::size_t>(ctx.layer)];
     std::vector<float> y(x.size());
-    flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, static_cast<float>(cfg_.norm_eps), leaky_,
-                 !leaky_);
+    const float eps = static_cast<float>(cfg_.norm_eps);
+    if (kind_ == Kind::row)
+      row_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, eps);
+    else
+      flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, eps, kind_ == Kind::leaky,
+                   kind_ != Kind::leaky);
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.hidden});
     for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);
     outputs[step.outputs[0]] = std::move(out);
   }
 
  private:
-  bool leaky_;
+  Kind kind_;
   ds::ModelConfig cfg_;
   std::vector<std::vector<float>> attn_w_, ffn_w_;
 };
 
 }  // namespace
 
-DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(false); }},
-                  {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(true); }})
+DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::flat); }},
+                  {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::leaky); }},
+                  {"row-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::row); }})
