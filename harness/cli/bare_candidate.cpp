@@ -27,12 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string known_kinds() {
-  std::vector<std::string> names;
-  for (const ScaffoldKind& k : scaffold_kinds()) names.emplace_back(k.name);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 std::string map_field(const std::string& path, const YAML::Node& n, std::string_view field) {
   if (!n.IsScalar())
     throw InputError(fmt::format("{}:{}: field '{}': must be a word", path, n.Mark().line + 1, field));
@@ -116,8 +110,8 @@ StageMap read_stage_map(const std::string& path) {
     throw InputError(fmt::format("{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg));
   }
   if (!doc.IsMap())
-    throw InputError(
-        fmt::format("{}: a stage map is a mapping with `kind` ({}) and `entry`", path, known_kinds()));
+    throw InputError(fmt::format("{}: a stage map is a mapping with `kind` ({}) and `entry`", path,
+                                 scaffold_kind_names()));
   StageMap m;
   m.path = path;
   for (const auto& kv : doc) {
@@ -131,10 +125,10 @@ StageMap read_stage_map(const std::string& path) {
                                    kv.first.Mark().line + 1, key));
   }
   if (m.kind.empty())
-    throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, known_kinds()));
+    throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, scaffold_kind_names()));
   if (!find_scaffold_kind(m.kind))
-    throw InputError(
-        fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind, known_kinds()));
+    throw InputError(fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind,
+                                 scaffold_kind_names()));
   if (m.entry.empty())
     throw InputError(fmt::format(
         "{}: field 'entry' is missing: the host function of the .cu the {} glue calls", path, m.kind));
@@ -209,6 +203,7 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                              {"@KERNEL@", std::string(kind.name)},
                              {"@KERNEL_SOURCE@", cmake_quoted(b.source)},
                              {"@ENTRY@", b.map.entry},
+                             {"@MODEL@", std::string(kind.model)},
                              {"@UNAVAILABLE@", unavailable},
                              {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
   write_if_changed(project / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));

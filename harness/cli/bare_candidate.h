@@ -13,8 +13,8 @@
 
 namespace ds::cli {
 
-// The stage map: `kind` (a scaffold kind: rmsnorm, gemv, rope, swiglu) and `entry` (the host
-// function of the .cu with that kind's signature). Anything else in it is an error.
+// The stage map: `kind` (a scaffold kind, scaffold_kinds()) and `entry` (the host function of the
+// .cu with that kind's signature). Anything else in it is an error.
 struct StageMap {
   std::string path, kind, entry;
 };

@@ -8,18 +8,32 @@
 namespace ds::cli {
 
 const std::vector<ScaffoldKind>& scaffold_kinds() {
-  // The signatures are those harness/cli/scaffold/<kind>.cpp declares as @ENTRY@.
+  // The signatures are those harness/cli/scaffold/<kind>.cpp declares as @ENTRY@; the kinds of
+  // GPT-2's stages (LayerNorm, GELU, learned positions) are tried on GPT-2.
+  static constexpr std::string_view kQwen2 = "synthetic:qwen2-tiny", kGpt2 = "synthetic:gpt2-tiny";
   static const std::vector<ScaffoldKind> kinds = {
       {"rmsnorm", "attn_norm, ffn_norm",
-       "void NAME(float* out, const float* x, const float* w, int rows, int cols, float eps)"},
+       "void NAME(float* out, const float* x, const float* w, int rows, int cols, float eps)", kQwen2},
       {"gemv", "down",
        "void NAME(float* y, const float* W, const float* x, const float* bias, int tokens, int rows, int "
-       "cols)"},
+       "cols)",
+       kQwen2},
       {"rope", "q_rope, k_rope",
        "void NAME(float* q, const float* inv_freq, int tokens, int heads, int head_dim, int rotary, int "
-       "pos0, "
-       "bool neox)"},
-      {"swiglu", "ffn_act", "void NAME(float* out, const float* gate, const float* up, long n)"},
+       "pos0, bool neox)",
+       kQwen2},
+      {"swiglu", "ffn_act", "void NAME(float* out, const float* gate, const float* up, long n)", kQwen2},
+      {"layernorm", "ln_1, ln_2, final_norm",
+       "void NAME(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, int "
+       "rows, int cols, float eps)",
+       kGpt2},
+      {"gelu", "gelu", "void NAME(float* out, const float* x, long n)", kGpt2},
+      {"residual", "residual_1, residual_2", "void NAME(float* out, const float* a, const float* b, long n)",
+       kGpt2},
+      {"embedding", "embed",
+       "void NAME(float* out, const int* ids, const float* wte, const float* wpe, int tokens, int vocab, int "
+       "positions, int cols, int pos0)",
+       kGpt2},
   };
   return kinds;
 }
@@ -68,6 +82,12 @@ std::string scaffold_kinds_text() {
   std::string out;
   for (const ScaffoldKind& k : scaffold_kinds())
     out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", k.name, k.stages);
+  return out;
+}
+
+std::string scaffold_kind_names() {
+  std::string out;
+  for (const ScaffoldKind& k : scaffold_kinds()) out += fmt::format("{}{}", out.empty() ? "" : ", ", k.name);
   return out;
 }
 

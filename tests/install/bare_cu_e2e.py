@@ -85,7 +85,8 @@ def main():
             return p, (json.load(open(os.path.join(user, json_name))) if json_name else None)
 
         # Map errors: exit 2 before any build, naming the file and the field.
-        for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'layernorm'", "rmsnorm, gemv, rope, swiglu"]),
+        for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'conv2d'",
+                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding"]),
                                   ("extra_field.yaml", ["unknown field 'stages'"]),
                                   ("no_entry.yaml", ["field 'entry' is missing"])):
             p, _ = verify(good, stage_map, os.path.join(work, "wd-map"), (2,))

@@ -1,0 +1,100 @@
+"""Issue 53 item 4: every scaffold kind as a bare `.cu` for `check --candidate FILE.cu --stage-map`,
+from an installed driftscope. For each kind of the table: `new-candidate --kernel KIND` writes the
+kind's starter `KIND.cu`; `check` of that file with a map naming `KIND_forward` passes on a tiny
+preset whose model has the kind's stages (the glue of every stage the kind serves, built from the
+bare file); a twin with a planted bug fails `check`, its first failing part naming the stage
+(and layer and step) the bug is in, as the table says. One `verify` of
+the first kind's starter (its build kept from `check`) passes: the verdict path sees the kinds
+too. No .cu is written by driftscope (their SHA-256 before and after)."""
+import json
+import os
+import sys
+import tempfile
+import shutil
+
+from install_common import install, sh, sha256
+
+BUILD_DIR = os.path.abspath(sys.argv[1])
+
+# kind, model, the planted bug (text of the starter, its replacement, what it does), and where the
+# first failing stage must be: (step, layer, stage); layer -1 is the model-level stages'.
+KINDS = [
+    ("layernorm", "synthetic:gpt2-tiny",
+     ("* rstd * w[c] + b[c];", "* rstd * w[c];", "the bias left out"), (0, 0, "ln_1")),
+    ("gelu", "synthetic:gpt2-tiny",
+     ("0.5f * v * (1.0f + tanhf(sqrt_2_over_pi * (v + 0.044715f * v * v * v)))",
+      "0.5f * v * (1.0f + erff(v * 0.70710678f))", "the erf form, not GPT-2's tanh approximation"),
+     (0, 0, "gelu")),
+    ("residual", "synthetic:gpt2-tiny",
+     ("if (i >= n) return;", "if (i >= n - 1) return;", "the last element never written"),
+     (0, 0, "residual_1")),
+    ("embedding", "synthetic:gpt2-tiny",
+     ("wpe[static_cast<long>(pos0 + t) * cols + c]", "wpe[static_cast<long>(t) * cols + c]",
+      "the position counted from the call's first token, not from pos0: right in the prefill only"),
+     (1, -1, "embed")),
+]
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="ds-kinds-")
+    try:
+        ds, prefix = install(BUILD_DIR, work)
+        hashes = {}
+        for kind, model, (old, new, what), where in KINDS:
+            starters = os.path.join(work, f"new-{kind}")
+            sh(ds, "new-candidate", starters, "--kernel", kind, cwd=work)
+            good = os.path.join(work, f"{kind}.cu")
+            shutil.copy(os.path.join(starters, f"{kind}.cu"), good)
+            src = open(good).read()
+            bad_text = src.replace(old, new)
+            assert bad_text != src, f"the scaffold's {kind}.cu changed: update its planted bug"
+            bad = os.path.join(work, f"{kind}_planted.cu")
+            open(bad, "w").write(bad_text)
+            stage_map = os.path.join(work, f"{kind}.yaml")
+            open(stage_map, "w").write(f"kind: {kind}\nentry: {kind}_forward\n")
+            hashes.update({good: sha256(good), bad: sha256(bad)})
+
+            wd = os.path.join(work, f"wd-{kind}")
+            p = sh(ds, "check", "--model", model, "--candidate", good, "--stage-map", stage_map, "--seed", "3",
+                   "--decode-steps", "1", "--trace-dir", wd, "--json", os.path.join(wd, "check.json"), cwd=work)
+            c = json.load(open(os.path.join(wd, "check.json")))
+            if c["verdict"] != "PASS" or c["candidate_build"]["kind"] != kind:
+                sys.exit(f"FAILED: check of the {kind} starter:\n{p.stdout}")
+            print(f"{kind}.cu: check on {model}: exit 0, {p.stdout.strip().splitlines()[-1]}")
+
+            # The twin, through the same glue: the first part of the battery that fails names the
+            # stage (the gelu's erf form passes the plain run, within tolerance, and is named by the
+            # probes' bias test).
+            wd_bad = os.path.join(work, f"wd-{kind}-planted")
+            p = sh(ds, "check", "--model", model, "--candidate", bad, "--stage-map", stage_map, "--seed", "3",
+                   "--decode-steps", "1", "--trace-dir", wd_bad, "--json", os.path.join(wd_bad, "check.json"),
+                   cwd=work, ok=(1,))
+            parts = json.load(open(os.path.join(wd_bad, "check.json")))["parts"]
+            failed = next(x for x in parts if x["exit_code"] != 0)
+            step, layer, stage = where
+            if not failed["verdict"].startswith(f"{stage} of layer {layer}, step {step} "):
+                sys.exit(f"FAILED: {kind} with {what}: the first failing part does not name {stage} of layer "
+                         f"{layer} at step {step}:\n{p.stdout}")
+            print(f"{kind}_planted.cu ({what}): exit 1, {p.stdout.strip().splitlines()[-1]}")
+
+        # One verify, of the first kind's starter, from the build its check kept.
+        kind, model = KINDS[0][0], KINDS[0][1]
+        v_json = os.path.join(work, "verify.json")
+        p = sh(ds, "verify", "--model", model, "--candidate", os.path.join(work, f"{kind}.cu"), "--stage-map",
+               os.path.join(work, f"{kind}.yaml"), "--seed", "3", "--work-dir", os.path.join(work, f"wd-{kind}"),
+               "--json", v_json, cwd=work)
+        v = json.load(open(v_json))
+        if v["verdict"] != "pass" or v["findings"]:
+            sys.exit(f"FAILED: verify of the {kind} starter:\n{json.dumps(v, indent=1)[:3000]}\n{p.stdout}")
+        print(f"verify {kind}.cu on {model}: exit 0, verdict pass")
+
+        for cu, h in hashes.items():
+            if sha256(cu) != h:
+                sys.exit(f"FAILED: driftscope changed {cu}")
+        print(f"{len(hashes)} .cu files unchanged (sha256)")
+        print("bare cu kinds ok")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+main()
