@@ -10,7 +10,8 @@ namespace ds::cli {
 const std::vector<ScaffoldKind>& scaffold_kinds() {
   // The signatures are those harness/cli/scaffold/<kind>.cpp declares as @ENTRY@; the kinds of
   // GPT-2's stages (LayerNorm, GELU, learned positions) are tried on GPT-2.
-  static constexpr std::string_view kQwen2 = "synthetic:qwen2-tiny", kGpt2 = "synthetic:gpt2-tiny";
+  static constexpr std::string_view kQwen2 = "synthetic:qwen2-tiny", kGpt2 = "synthetic:gpt2-tiny",
+                                    kLlama = "synthetic:llama-tiny";
   static const std::vector<ScaffoldKind> kinds = {
       {"rmsnorm", "attn_norm, ffn_norm",
        "void NAME(float* out, const float* x, const float* w, int rows, int cols, float eps)", kQwen2},
@@ -34,6 +35,10 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "void NAME(float* out, const int* ids, const float* wte, const float* wpe, int tokens, int vocab, int "
        "positions, int cols, int pos0)",
        kGpt2},
+      {"attention", "attn",
+       "void NAME(float* out, const float* q, const float* k, const float* v, int tokens, int kv_len, int "
+       "n_heads, int n_kv_heads, int head_dim, float scale)",
+       kLlama},
   };
   return kinds;
 }

@@ -2,10 +2,10 @@
 from an installed driftscope. For each kind of the table: `new-candidate --kernel KIND` writes the
 kind's starter `KIND.cu`; `check` of that file with a map naming `KIND_forward` passes on a tiny
 preset whose model has the kind's stages (the glue of every stage the kind serves, built from the
-bare file); a twin with a planted bug fails `check`, its first failing part naming the stage
-(and layer and step) the bug is in, as the table says. One `verify` of
-the first kind's starter (its build kept from `check`) passes: the verdict path sees the kinds
-too. No .cu is written by driftscope (their SHA-256 before and after)."""
+bare file; a kind glued into two families, on a preset of each); a twin with a planted bug fails
+`check`, its first failing part naming the stage (and layer and step) the bug is in, as the table
+says. One `verify` of the first kind's starter (its build kept from `check`) passes: the verdict
+path sees the kinds too. No .cu is written by driftscope (their SHA-256 before and after)."""
 import json
 import os
 import sys
@@ -16,8 +16,9 @@ from install_common import install, sh, sha256
 
 BUILD_DIR = os.path.abspath(sys.argv[1])
 
-# kind, model, the planted bug (text of the starter, its replacement, what it does), and where the
-# first failing stage must be: (step, layer, stage); layer -1 is the model-level stages'.
+# kind, model, the planted bug (text of the starter, its replacement, what it does) and where the
+# first failing stage must be: (step, layer, stage), layer -1 the model-level stages'. A kind whose
+# glue serves two families runs on both; its bug is planted once.
 KINDS = [
     ("layernorm", "synthetic:gpt2-tiny",
      ("* rstd * w[c] + b[c];", "* rstd * w[c];", "the bias left out"), (0, 0, "ln_1")),
@@ -32,6 +33,11 @@ KINDS = [
      ("wpe[static_cast<long>(pos0 + t) * cols + c]", "wpe[static_cast<long>(t) * cols + c]",
       "the position counted from the call's first token, not from pos0: right in the prefill only"),
      (1, -1, "embed")),
+    ("attention", "synthetic:llama-tiny",
+     ("const int g = h / (n_heads / n_kv_heads);", "const int g = h % n_kv_heads;",
+      "query heads mapped to kv heads modulo, not by group"),
+     (0, 0, "attn")),
+    ("attention", "synthetic:gpt2-tiny", None, None),
 ]
 
 
@@ -40,27 +46,30 @@ def main():
     try:
         ds, prefix = install(BUILD_DIR, work)
         hashes = {}
-        for kind, model, (old, new, what), where in KINDS:
-            starters = os.path.join(work, f"new-{kind}")
-            sh(ds, "new-candidate", starters, "--kernel", kind, cwd=work)
-            good = os.path.join(work, f"{kind}.cu")
-            shutil.copy(os.path.join(starters, f"{kind}.cu"), good)
-            src = open(good).read()
-            bad_text = src.replace(old, new)
-            assert bad_text != src, f"the scaffold's {kind}.cu changed: update its planted bug"
-            bad = os.path.join(work, f"{kind}_planted.cu")
-            open(bad, "w").write(bad_text)
-            stage_map = os.path.join(work, f"{kind}.yaml")
-            open(stage_map, "w").write(f"kind: {kind}\nentry: {kind}_forward\n")
-            hashes.update({good: sha256(good), bad: sha256(bad)})
+        for kind, model, planted, where in KINDS:
+            good, stage_map = os.path.join(work, f"{kind}.cu"), os.path.join(work, f"{kind}.yaml")
+            if not os.path.exists(good):
+                starters = os.path.join(work, f"new-{kind}")
+                sh(ds, "new-candidate", starters, "--kernel", kind, cwd=work)
+                shutil.copy(os.path.join(starters, f"{kind}.cu"), good)
+                open(stage_map, "w").write(f"kind: {kind}\nentry: {kind}_forward\n")
+                hashes[good] = sha256(good)
 
-            wd = os.path.join(work, f"wd-{kind}")
+            wd = os.path.join(work, f"wd-{kind}-{model.split(':')[-1]}")
             p = sh(ds, "check", "--model", model, "--candidate", good, "--stage-map", stage_map, "--seed", "3",
                    "--decode-steps", "1", "--trace-dir", wd, "--json", os.path.join(wd, "check.json"), cwd=work)
             c = json.load(open(os.path.join(wd, "check.json")))
             if c["verdict"] != "PASS" or c["candidate_build"]["kind"] != kind:
                 sys.exit(f"FAILED: check of the {kind} starter:\n{p.stdout}")
             print(f"{kind}.cu: check on {model}: exit 0, {p.stdout.strip().splitlines()[-1]}")
+            if not planted:
+                continue
+            old, new, what = planted
+            src = open(good).read()
+            assert src.replace(old, new) != src, f"the scaffold's {kind}.cu changed: update its planted bug"
+            bad = os.path.join(work, f"{kind}_planted.cu")
+            open(bad, "w").write(src.replace(old, new))
+            hashes[bad] = sha256(bad)
 
             # The twin, through the same glue: the first part of the battery that fails names the
             # stage (the gelu's erf form passes the plain run, within tolerance, and is named by the
@@ -81,7 +90,8 @@ def main():
         kind, model = KINDS[0][0], KINDS[0][1]
         v_json = os.path.join(work, "verify.json")
         p = sh(ds, "verify", "--model", model, "--candidate", os.path.join(work, f"{kind}.cu"), "--stage-map",
-               os.path.join(work, f"{kind}.yaml"), "--seed", "3", "--work-dir", os.path.join(work, f"wd-{kind}"),
+               os.path.join(work, f"{kind}.yaml"), "--seed", "3",
+               "--work-dir", os.path.join(work, f"wd-{kind}-{model.split(':')[-1]}"),
                "--json", v_json, cwd=work)
         v = json.load(open(v_json))
         if v["verdict"] != "pass" or v["findings"]:
