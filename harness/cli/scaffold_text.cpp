@@ -11,7 +11,7 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
   // The signatures are those harness/cli/scaffold/<kind>.cpp declares as @ENTRY@; the kinds of
   // GPT-2's stages (LayerNorm, GELU, learned positions) are tried on GPT-2.
   static constexpr std::string_view kQwen2 = "synthetic:qwen2-tiny", kGpt2 = "synthetic:gpt2-tiny",
-                                    kLlama = "synthetic:llama-tiny";
+                                    kLlama = "synthetic:llama-tiny", kQwen3 = "synthetic:qwen3-tiny";
   static const std::vector<ScaffoldKind> kinds = {
       {"rmsnorm", "attn_norm, ffn_norm",
        "void NAME(float* out, const float* x, const float* w, int rows, int cols, float eps)", kQwen2},
@@ -39,6 +39,10 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "void NAME(float* out, const float* q, const float* k, const float* v, int tokens, int kv_len, int "
        "n_heads, int n_kv_heads, int head_dim, float scale)",
        kLlama},
+      {"qk_norm", "q_norm, k_norm",
+       "void NAME(float* out, const float* x, const float* w, int tokens, int heads, int head_dim, float "
+       "eps)",
+       kQwen3},
   };
   return kinds;
 }

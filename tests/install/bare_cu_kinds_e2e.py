@@ -38,6 +38,8 @@ KINDS = [
       "query heads mapped to kv heads modulo, not by group"),
      (0, 0, "attn")),
     ("attention", "synthetic:gpt2-tiny", None, None),
+    ("qk_norm", "synthetic:qwen3-tiny",
+     ("* inv_rms * w[d];", "* inv_rms * (1.0f + w[d]);", "Qwen3-Next's (1 + w) in a Qwen3"), (0, 0, "q_norm")),
 ]
 
 
