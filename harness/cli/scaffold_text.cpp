@@ -43,6 +43,10 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "void NAME(float* out, const float* x, const float* w, int tokens, int heads, int head_dim, float "
        "eps)",
        kQwen3},
+      {"qkv", "q, k, v, qkv",
+       "void NAME(float* qkv, const float* x, const float* W, const float* bias, int tokens, int hidden, int "
+       "q_dim, int kv_dim)",
+       kQwen2},
   };
   return kinds;
 }

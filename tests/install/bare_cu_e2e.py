@@ -86,7 +86,7 @@ def main():
 
         # Map errors: exit 2 before any build, naming the file and the field.
         for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'conv2d'",
-                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding, attention, qk_norm"]),
+                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding, attention, qk_norm, qkv"]),
                                   ("extra_field.yaml", ["unknown field 'stages'"]),
                                   ("no_entry.yaml", ["field 'entry' is missing"])):
             p, _ = verify(good, stage_map, os.path.join(work, "wd-map"), (2,))

@@ -40,6 +40,9 @@ KINDS = [
     ("attention", "synthetic:gpt2-tiny", None, None),
     ("qk_norm", "synthetic:qwen3-tiny",
      ("* inv_rms * w[d];", "* inv_rms * (1.0f + w[d]);", "Qwen3-Next's (1 + w) in a Qwen3"), (0, 0, "q_norm")),
+    ("qkv", "synthetic:qwen2-tiny",
+     ("= sum + (bias ? bias[r] : 0.0f);", "= sum;", "the bias left out"), (0, 0, "q")),
+    ("qkv", "synthetic:gpt2-tiny", None, None),
 ]
 
 
@@ -57,10 +60,12 @@ def main():
                 open(stage_map, "w").write(f"kind: {kind}\nentry: {kind}_forward\n")
                 hashes[good] = sha256(good)
 
-            wd = os.path.join(work, f"wd-{kind}-{model.split(':')[-1]}")
+            # One work dir per kind: a second family's check reuses the kind's build.
+            wd = os.path.join(work, f"wd-{kind}")
+            report = os.path.join(work, f"check-{kind}-{model.split(':')[-1]}.json")
             p = sh(ds, "check", "--model", model, "--candidate", good, "--stage-map", stage_map, "--seed", "3",
-                   "--decode-steps", "1", "--trace-dir", wd, "--json", os.path.join(wd, "check.json"), cwd=work)
-            c = json.load(open(os.path.join(wd, "check.json")))
+                   "--decode-steps", "1", "--trace-dir", wd, "--json", report, cwd=work)
+            c = json.load(open(report))
             if c["verdict"] != "PASS" or c["candidate_build"]["kind"] != kind:
                 sys.exit(f"FAILED: check of the {kind} starter:\n{p.stdout}")
             print(f"{kind}.cu: check on {model}: exit 0, {p.stdout.strip().splitlines()[-1]}")
@@ -93,7 +98,7 @@ def main():
         v_json = os.path.join(work, "verify.json")
         p = sh(ds, "verify", "--model", model, "--candidate", os.path.join(work, f"{kind}.cu"), "--stage-map",
                os.path.join(work, f"{kind}.yaml"), "--seed", "3",
-               "--work-dir", os.path.join(work, f"wd-{kind}-{model.split(':')[-1]}"),
+               "--work-dir", os.path.join(work, f"wd-{kind}"),
                "--json", v_json, cwd=work)
         v = json.load(open(v_json))
         if v["verdict"] != "pass" or v["findings"]:
