@@ -83,7 +83,7 @@ std::string relevant_tail(const std::string& log) {
 std::string entry_diagnosis(const std::string& source, const StageMap& map, const ScaffoldKind& kind,
                             const std::string& log) {
   if (log.find("undefined reference to `" + map.entry) == std::string::npos) return "";
-  std::string signature(kind.signature);
+  std::string signature(map.dtype == "f16" ? kind.signature_f16 : kind.signature);
   signature.replace(signature.find("NAME"), 4, map.entry);
   std::vector<std::string> lines;
   std::istringstream in(read_text(source));
@@ -120,15 +120,24 @@ StageMap read_stage_map(const std::string& path) {
       m.kind = map_field(path, kv.second, key);
     else if (key == "entry")
       m.entry = map_field(path, kv.second, key);
+    else if (key == "dtype")
+      m.dtype = map_field(path, kv.second, key);
     else
-      throw InputError(fmt::format("{}:{}: unknown field '{}' (a stage map has `kind` and `entry`)", path,
-                                   kv.first.Mark().line + 1, key));
+      throw InputError(
+          fmt::format("{}:{}: unknown field '{}' (a stage map has `kind`, `entry` and optionally `dtype`)",
+                      path, kv.first.Mark().line + 1, key));
   }
   if (m.kind.empty())
     throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, scaffold_kind_names()));
   if (!find_scaffold_kind(m.kind))
     throw InputError(fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind,
                                  scaffold_kind_names()));
+  if (m.dtype != "f32" && m.dtype != "f16")
+    throw InputError(
+        fmt::format("{}: field 'dtype': '{}' is neither f32 (the default) nor f16", path, m.dtype));
+  if (m.dtype == "f16" && find_scaffold_kind(m.kind)->signature_f16.empty())
+    throw InputError(fmt::format("{}: field 'dtype': the {} kind has no f16 variant (the kinds with one: {})",
+                                 path, m.kind, scaffold_kind_names(true)));
   if (m.entry.empty())
     throw InputError(fmt::format(
         "{}: field 'entry' is missing: the host function of the .cu the {} glue calls", path, m.kind));
@@ -157,6 +166,7 @@ nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
   return {{"source", b.source},
           {"kind", b.map.kind},
           {"entry", b.map.entry},
+          {"dtype", b.map.dtype},
           {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
 }
 
@@ -204,6 +214,8 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                              {"@KERNEL_SOURCE@", cmake_quoted(b.source)},
                              {"@ENTRY@", b.map.entry},
                              {"@MODEL@", std::string(kind.model)},
+                             {"@ELEM@", b.map.dtype == "f16" ? "__half" : "float"},
+                             {"@ELEM_HEADER@", b.map.dtype == "f16" ? "#include <cuda_fp16.h>" : ""},
                              {"@UNAVAILABLE@", unavailable},
                              {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
   write_if_changed(project / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
@@ -217,7 +229,8 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   const BuildLimits limits = build_limits();
   const fs::path build = project / "build", log = project / "build.log";
   fs::remove(log, ec);
-  fmt::print("building {} ({}, entry {}) against {}\n", cu, b.map.kind, b.map.entry, prefix->string());
+  fmt::print("building {} ({}{}, entry {}) against {}\n", cu, b.map.kind, b.map.dtype == "f16" ? " f16" : "",
+             b.map.entry, prefix->string());
   std::fflush(stdout);
   // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
   // link error here rather than a failed dlopen later.

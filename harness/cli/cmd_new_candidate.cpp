@@ -62,6 +62,8 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
           {"@ENTRY@", *kernel + "_forward"},
           {"@UNAVAILABLE@", *kernel + "_unavailable"},
           {"@MODEL@", std::string(kind.model)},
+          {"@ELEM@", "float"},
+          {"@ELEM_HEADER@", ""},
           {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
       write_file(root / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
       write_file(root / "README.md", scaffold_text("README.md.in", vars));

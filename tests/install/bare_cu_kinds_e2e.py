@@ -4,8 +4,10 @@ kind's starter `KIND.cu`; `check` of that file with a map naming `KIND_forward` 
 preset whose model has the kind's stages (the glue of every stage the kind serves, built from the
 bare file; a kind glued into two families, on a preset of each); a twin with a planted bug fails
 `check`, its first failing part naming the stage (and layer and step) the bug is in, as the table
-says. One `verify` of the first kind's starter (its build kept from `check`) passes: the verdict
-path sees the kinds too. No .cu is written by driftscope (their SHA-256 before and after)."""
+says. The f16 variant the same way, with a kernel file written for nvcc (`bare_cu/gelu_f16.cu`:
+`__half` pointers, `dtype: f16` in its map). One `verify` of the first kind's starter (its build
+kept from `check`) passes: the verdict path sees the kinds too. No .cu is written by driftscope
+(their SHA-256 before and after)."""
 import json
 import os
 import sys
@@ -14,11 +16,12 @@ import shutil
 
 from install_common import install, sh, sha256
 
-BUILD_DIR = os.path.abspath(sys.argv[1])
+BUILD_DIR, KERNELS = map(os.path.abspath, sys.argv[1:3])
 
 # kind, model, the planted bug (text of the starter, its replacement, what it does) and where the
 # first failing stage must be: (step, layer, stage), layer -1 the model-level stages'. A kind whose
-# glue serves two families runs on both; its bug is planted once.
+# glue serves two families runs on both; its bug is planted once. The kind's starter is the kernel,
+# or, with a file name, that file of bare_cu/ and its map (FILE.yaml).
 KINDS = [
     ("layernorm", "synthetic:gpt2-tiny",
      ("* rstd * w[c] + b[c];", "* rstd * w[c];", "the bias left out"), (0, 0, "ln_1")),
@@ -43,6 +46,8 @@ KINDS = [
     ("qkv", "synthetic:qwen2-tiny",
      ("= sum + (bias ? bias[r] : 0.0f);", "= sum;", "the bias left out"), (0, 0, "q")),
     ("qkv", "synthetic:gpt2-tiny", None, None),
+    ("gelu_f16.cu", "synthetic:gpt2-tiny",
+     ("(v + 0.044715f * v * v * v)", "(v)", "the cube term left out"), (0, 0, "gelu")),
 ]
 
 
@@ -52,36 +57,42 @@ def main():
         ds, prefix = install(BUILD_DIR, work)
         hashes = {}
         for kind, model, planted, where in KINDS:
-            good, stage_map = os.path.join(work, f"{kind}.cu"), os.path.join(work, f"{kind}.yaml")
-            if not os.path.exists(good):
+            name = kind.removesuffix(".cu")
+            good, stage_map = os.path.join(work, f"{name}.cu"), os.path.join(work, f"{name}.yaml")
+            if not os.path.exists(good) and kind.endswith(".cu"):
+                shutil.copy(os.path.join(KERNELS, kind), good)
+                shutil.copy(os.path.join(KERNELS, f"{name}.yaml"), stage_map)
+            elif not os.path.exists(good):
                 starters = os.path.join(work, f"new-{kind}")
                 sh(ds, "new-candidate", starters, "--kernel", kind, cwd=work)
                 shutil.copy(os.path.join(starters, f"{kind}.cu"), good)
                 open(stage_map, "w").write(f"kind: {kind}\nentry: {kind}_forward\n")
-                hashes[good] = sha256(good)
+            hashes[good] = sha256(good)
 
-            # One work dir per kind: a second family's check reuses the kind's build.
-            wd = os.path.join(work, f"wd-{kind}")
-            report = os.path.join(work, f"check-{kind}-{model.split(':')[-1]}.json")
+            # One work dir per kernel: a second family's check reuses its build.
+            wd = os.path.join(work, f"wd-{name}")
+            report = os.path.join(work, f"check-{name}-{model.split(':')[-1]}.json")
             p = sh(ds, "check", "--model", model, "--candidate", good, "--stage-map", stage_map, "--seed", "3",
                    "--decode-steps", "1", "--trace-dir", wd, "--json", report, cwd=work)
             c = json.load(open(report))
-            if c["verdict"] != "PASS" or c["candidate_build"]["kind"] != kind:
-                sys.exit(f"FAILED: check of the {kind} starter:\n{p.stdout}")
-            print(f"{kind}.cu: check on {model}: exit 0, {p.stdout.strip().splitlines()[-1]}")
+            built = c["candidate_build"]
+            if c["verdict"] != "PASS" or not name.startswith(built["kind"]) \
+                    or built["dtype"] != ("f16" if name.endswith("_f16") else "f32"):
+                sys.exit(f"FAILED: check of {name}.cu:\n{p.stdout}")
+            print(f"{name}.cu: check on {model}: exit 0, {p.stdout.strip().splitlines()[-1]}")
             if not planted:
                 continue
             old, new, what = planted
             src = open(good).read()
-            assert src.replace(old, new) != src, f"the scaffold's {kind}.cu changed: update its planted bug"
-            bad = os.path.join(work, f"{kind}_planted.cu")
+            assert src.replace(old, new) != src, f"{name}.cu changed: update its planted bug"
+            bad = os.path.join(work, f"{name}_planted.cu")
             open(bad, "w").write(src.replace(old, new))
             hashes[bad] = sha256(bad)
 
             # The twin, through the same glue: the first part of the battery that fails names the
             # stage (the gelu's erf form passes the plain run, within tolerance, and is named by the
             # probes' bias test).
-            wd_bad = os.path.join(work, f"wd-{kind}-planted")
+            wd_bad = os.path.join(work, f"wd-{name}-planted")
             p = sh(ds, "check", "--model", model, "--candidate", bad, "--stage-map", stage_map, "--seed", "3",
                    "--decode-steps", "1", "--trace-dir", wd_bad, "--json", os.path.join(wd_bad, "check.json"),
                    cwd=work, ok=(1,))
@@ -89,9 +100,9 @@ def main():
             failed = next(x for x in parts if x["exit_code"] != 0)
             step, layer, stage = where
             if not failed["verdict"].startswith(f"{stage} of layer {layer}, step {step} "):
-                sys.exit(f"FAILED: {kind} with {what}: the first failing part does not name {stage} of layer "
+                sys.exit(f"FAILED: {name}.cu with {what}: the first failing part does not name {stage} of layer "
                          f"{layer} at step {step}:\n{p.stdout}")
-            print(f"{kind}_planted.cu ({what}): exit 1, {p.stdout.strip().splitlines()[-1]}")
+            print(f"{name}_planted.cu ({what}): exit 1, {p.stdout.strip().splitlines()[-1]}")
 
         # One verify, of the first kind's starter, from the build its check kept.
         kind, model = KINDS[0][0], KINDS[0][1]

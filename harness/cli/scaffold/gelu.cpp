@@ -6,17 +6,23 @@
 #include <vector>
 
 #include "plugin.h"
+@ELEM_HEADER@
+
+// The element type of the kernel's activations and weights: float, or __half where a stage map
+// asks for the f16 variant (`dtype: f16`).
+using Elem = @ELEM@;
 
 // gelu.cu: out[i] = gelu_new(x[i]), the tanh approximation, host pointers.
-void @ENTRY@(float* out, const float* x, long n);
+void @ENTRY@(Elem* out, const Elem* x, long n);
 
 std::string @UNAVAILABLE@();
 
 namespace {
 
-std::vector<float> to_f32(const ds::Tensor& t) {
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(t.at(i));
+std::vector<Elem> to_elem(const ds::Tensor& t) {
+  std::vector<Elem> v(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<std::size_t>(i)] = Elem(static_cast<float>(t.at(i)));
   return v;
 }
 
@@ -41,14 +47,14 @@ class GeluCandidate final : public ds::Candidate {
 
   void run(const ds::KernelStep& step, const ds::StepContext& ctx, const ds::TensorMap& inputs,
            ds::TensorMap& outputs) override {
-    const std::vector<float> x = to_f32(inputs.at("fc"));
+    const std::vector<Elem> x = to_elem(inputs.at("fc"));
     const std::size_t n = static_cast<std::size_t>(ctx.n_tokens) * static_cast<std::size_t>(cfg_.ffn);
     if (x.size() != n)
       throw std::runtime_error(fmt::format("{}: fc has {} values, expected {}", step.name, x.size(), n));
-    std::vector<float> y(n);
+    std::vector<Elem> y(n);
     @ENTRY@(y.data(), x.data(), static_cast<long>(n));
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.ffn});
-    for (std::size_t i = 0; i < n; ++i) out.set(static_cast<std::int64_t>(i), y[i]);
+    for (std::size_t i = 0; i < n; ++i) out.set(static_cast<std::int64_t>(i), static_cast<float>(y[i]));
     outputs["gelu"] = std::move(out);
   }
 

@@ -7,25 +7,31 @@
 #include <vector>
 
 #include "plugin.h"
+@ELEM_HEADER@
+
+// The element type of the kernel's activations and weights: float, or __half where a stage map
+// asks for the f16 variant (`dtype: f16`).
+using Elem = @ELEM@;
 
 // layernorm.cu: out[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b, var the biased variance,
 // host pointers. mean and rstd ([rows] each, as llm.c's layernorm_forward writes them for its
 // backward pass) may be filled or left alone: nothing reads them.
-void @ENTRY@(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, int rows,
+void @ENTRY@(Elem* out, float* mean, float* rstd, const Elem* x, const Elem* w, const Elem* b, int rows,
              int cols, float eps);
 
 std::string @UNAVAILABLE@();
 
 namespace {
 
-std::vector<float> to_f32(const ds::Tensor& t) {
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(t.at(i));
+std::vector<Elem> to_elem(const ds::Tensor& t) {
+  std::vector<Elem> v(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<std::size_t>(i)] = Elem(static_cast<float>(t.at(i)));
   return v;
 }
 
 struct Norm {
-  std::vector<float> w, b;
+  std::vector<Elem> w, b;
 };
 
 class LayernormCandidate final : public ds::Candidate {
@@ -59,7 +65,7 @@ class LayernormCandidate final : public ds::Candidate {
     ffn_.clear();
     if (cfg.family != ds::Family::gpt2) return;
     const auto norm = [&](const std::string& role) {
-      return Norm{to_f32(weights.get(role + ".weight")), to_f32(weights.get(role + ".bias"))};
+      return Norm{to_elem(weights.get(role + ".weight")), to_elem(weights.get(role + ".bias"))};
     };
     for (int l = 0; l < cfg.n_layers; ++l) {
       attn_.push_back(norm(ds::layer_weight(l, "attn_norm")));
@@ -70,7 +76,7 @@ class LayernormCandidate final : public ds::Candidate {
 
   void run(const ds::KernelStep& step, const ds::StepContext& ctx, const ds::TensorMap& inputs,
            ds::TensorMap& outputs) override {
-    const std::vector<float> x = to_f32(inputs.at(step.inputs[0]));
+    const std::vector<Elem> x = to_elem(inputs.at(step.inputs[0]));
     const int rows = ctx.n_tokens, cols = cfg_.hidden;
     if (x.size() != static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols))
       throw std::runtime_error(
@@ -79,11 +85,13 @@ class LayernormCandidate final : public ds::Candidate {
     const Norm& n = step.name == "layernorm_final"  ? final_
                     : step.name == "layernorm_attn" ? attn_[l]
                                                     : ffn_[l];
-    std::vector<float> y(x.size()), mean(static_cast<std::size_t>(rows)), rstd(mean.size());
+    std::vector<Elem> y(x.size());
+    std::vector<float> mean(static_cast<std::size_t>(rows)), rstd(mean.size());
     @ENTRY@(y.data(), mean.data(), rstd.data(), x.data(), n.w.data(), n.b.data(), rows, cols,
             static_cast<float>(cfg_.norm_eps));
     ds::Tensor out(storage_dtype(), {rows, cols});
-    for (std::size_t i = 0; i < y.size(); ++i) out.set(static_cast<std::int64_t>(i), y[i]);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      out.set(static_cast<std::int64_t>(i), static_cast<float>(y[i]));
     outputs[step.outputs[0]] = std::move(out);
   }
 

@@ -7,17 +7,23 @@
 #include <vector>
 
 #include "plugin.h"
+@ELEM_HEADER@
+
+// The element type of the kernel's activations and weights: float, or __half where a stage map
+// asks for the f16 variant (`dtype: f16`).
+using Elem = @ELEM@;
 
 // residual.cu: out[i] = a[i] + b[i], host pointers.
-void @ENTRY@(float* out, const float* a, const float* b, long n);
+void @ENTRY@(Elem* out, const Elem* a, const Elem* b, long n);
 
 std::string @UNAVAILABLE@();
 
 namespace {
 
-std::vector<float> to_f32(const ds::Tensor& t) {
-  std::vector<float> v(static_cast<std::size_t>(t.numel()));
-  for (std::int64_t i = 0; i < t.numel(); ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(t.at(i));
+std::vector<Elem> to_elem(const ds::Tensor& t) {
+  std::vector<Elem> v(static_cast<std::size_t>(t.numel()));
+  for (std::int64_t i = 0; i < t.numel(); ++i)
+    v[static_cast<std::size_t>(i)] = Elem(static_cast<float>(t.at(i)));
   return v;
 }
 
@@ -52,15 +58,15 @@ class ResidualCandidate final : public ds::Candidate {
 
   void run(const ds::KernelStep& step, const ds::StepContext& ctx, const ds::TensorMap& inputs,
            ds::TensorMap& outputs) override {
-    const std::vector<float> a = to_f32(inputs.at(step.inputs[0])), b = to_f32(inputs.at(step.inputs[1]));
+    const std::vector<Elem> a = to_elem(inputs.at(step.inputs[0])), b = to_elem(inputs.at(step.inputs[1]));
     const std::size_t n = static_cast<std::size_t>(ctx.n_tokens) * static_cast<std::size_t>(cfg_.hidden);
     if (a.size() != n || b.size() != n)
       throw std::runtime_error(fmt::format("{}: {}/{} have {}/{} values, expected {}", step.name,
                                            step.inputs[0], step.inputs[1], a.size(), b.size(), n));
-    std::vector<float> y(n);
+    std::vector<Elem> y(n);
     @ENTRY@(y.data(), a.data(), b.data(), static_cast<long>(n));
     ds::Tensor out(storage_dtype(), {ctx.n_tokens, cfg_.hidden});
-    for (std::size_t i = 0; i < n; ++i) out.set(static_cast<std::int64_t>(i), y[i]);
+    for (std::size_t i = 0; i < n; ++i) out.set(static_cast<std::int64_t>(i), static_cast<float>(y[i]));
     outputs[step.outputs[0]] = std::move(out);
   }
 
