@@ -79,7 +79,8 @@ std::string relevant_tail(const std::string& log) {
 }
 
 // When the link misses the entry: where the .cu has a function of that name (with another
-// signature), or that it has none.
+// signature), or that it has none; and, for a kind with an f16 variant, the map's other dtype
+// (an f16 kernel under an f32 map is the likeliest other signature).
 std::string entry_diagnosis(const std::string& source, const StageMap& map, const ScaffoldKind& kind,
                             const std::string& log) {
   if (log.find("undefined reference to `" + map.entry) == std::string::npos) return "";
@@ -93,9 +94,14 @@ std::string entry_diagnosis(const std::string& source, const StageMap& map, cons
   if (lines.empty())
     return fmt::format("{} has no function {} (the entry of the stage map {}): the {} glue calls `{}`\n",
                        source, map.entry, map.path, map.kind, signature);
+  const std::string other = map.dtype == "f16" ? "f32" : "f16";
+  const std::string dtype_hint =
+      kind.signature_f16.empty()
+          ? ""
+          : fmt::format("; `dtype: {}` in {} glues the {} variant instead", other, map.path, other);
   return fmt::format(
-      "{}: {} is there, but not as the {} glue calls it: `{}` (a host function with C++ linkage)\n",
-      fmt::join(lines, ", "), map.entry, map.kind, signature);
+      "{}: {} is there, but not as the {} glue calls it: `{}` (a host function with C++ linkage){}\n",
+      fmt::join(lines, ", "), map.entry, map.kind, signature, dtype_hint);
 }
 
 }  // namespace

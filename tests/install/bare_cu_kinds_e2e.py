@@ -104,6 +104,17 @@ def main():
                          f"{layer} at step {step}:\n{p.stdout}")
             print(f"{name}_planted.cu ({what}): exit 1, {p.stdout.strip().splitlines()[-1]}")
 
+        # The f16 kernel under a map without `dtype: f16`: exit 2 at the link, naming the function's
+        # line, the f32 signature the glue calls and the dtype that would glue it.
+        f32_map = os.path.join(work, "gelu_f32.yaml")
+        open(f32_map, "w").write("kind: gelu\nentry: my_gelu_f16\n")
+        p = sh(ds, "check", "--model", "synthetic:gpt2-tiny", "--candidate", os.path.join(work, "gelu_f16.cu"),
+               "--stage-map", f32_map, "--trace-dir", os.path.join(work, "wd-f32-map"), cwd=work, ok=(2,))
+        said = next((l for l in p.stderr.splitlines() if "is there, but not as the gelu glue calls it" in l), "")
+        if "gelu_f16.cu:" not in said or "`dtype: f16`" not in said:
+            sys.exit(f"FAILED: the f16 entry under an f32 map is not named with the dtype to use:\n{p.stderr}")
+        print(f"gelu_f16.cu under an f32 map: exit 2, {said.replace(work + os.sep, '')}")
+
         # One verify, of the first kind's starter, from the build its check kept.
         kind, model = KINDS[0][0], KINDS[0][1]
         v_json = os.path.join(work, "verify.json")
