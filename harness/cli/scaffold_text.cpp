@@ -12,7 +12,8 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
   // float, or __half for the f16 variant); the kinds of GPT-2's stages (LayerNorm, GELU, learned
   // positions) are tried on GPT-2.
   static constexpr std::string_view kQwen2 = "synthetic:qwen2-tiny", kGpt2 = "synthetic:gpt2-tiny",
-                                    kLlama = "synthetic:llama-tiny", kQwen3 = "synthetic:qwen3-tiny";
+                                    kLlama = "synthetic:llama-tiny", kQwen3 = "synthetic:qwen3-tiny",
+                                    kQwen35 = "synthetic:qwen35-tiny";
   static const std::vector<ScaffoldKind> kinds = {
       {"rmsnorm",
        "attn_norm, ffn_norm",
@@ -65,6 +66,12 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "void NAME(float* qkv, const float* x, const float* W, const float* bias, int tokens, int hidden, int "
        "q_dim, int kv_dim)",
        kQwen2,
+       {}},
+      {"gated_norm",
+       "gated_norm",
+       "void NAME(float* out, const float* o, const float* z, const float* w, int tokens, int heads, int "
+       "head_dim, float eps)",
+       kQwen35,
        {}},
   };
   return kinds;

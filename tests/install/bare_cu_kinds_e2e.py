@@ -46,6 +46,9 @@ KINDS = [
     ("qkv", "synthetic:qwen2-tiny",
      ("= sum + (bias ? bias[r] : 0.0f);", "= sum;", "the bias left out"), (0, 0, "q")),
     ("qkv", "synthetic:gpt2-tiny", None, None),
+    ("gated_norm", "synthetic:qwen35-tiny",
+     ("* (g / (1.0f + expf(-g)))", "* (1.0f / (1.0f + expf(-g)))", "the gate sigmoid(z), not silu(z)"),
+     (0, 0, "gated_norm")),
     ("gelu_f16.cu", "synthetic:gpt2-tiny",
      ("(v + 0.044715f * v * v * v)", "(v)", "the cube term left out"), (0, 0, "gelu")),
 ]
