@@ -27,12 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string known_kinds() {
-  std::vector<std::string> names;
-  for (const ScaffoldKind& k : scaffold_kinds()) names.emplace_back(k.name);
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 std::string map_field(const std::string& path, const YAML::Node& n, std::string_view field) {
   if (!n.IsScalar())
     throw InputError(fmt::format("{}:{}: field '{}': must be a word", path, n.Mark().line + 1, field));
@@ -85,11 +79,12 @@ std::string relevant_tail(const std::string& log) {
 }
 
 // When the link misses the entry: where the .cu has a function of that name (with another
-// signature), or that it has none.
+// signature), or that it has none; and, for a kind with an f16 variant, the map's other dtype
+// (an f16 kernel under an f32 map is the likeliest other signature).
 std::string entry_diagnosis(const std::string& source, const StageMap& map, const ScaffoldKind& kind,
                             const std::string& log) {
   if (log.find("undefined reference to `" + map.entry) == std::string::npos) return "";
-  std::string signature(kind.signature);
+  std::string signature(map.dtype == "f16" ? kind.signature_f16 : kind.signature);
   signature.replace(signature.find("NAME"), 4, map.entry);
   std::vector<std::string> lines;
   std::istringstream in(read_text(source));
@@ -99,9 +94,14 @@ std::string entry_diagnosis(const std::string& source, const StageMap& map, cons
   if (lines.empty())
     return fmt::format("{} has no function {} (the entry of the stage map {}): the {} glue calls `{}`\n",
                        source, map.entry, map.path, map.kind, signature);
+  const std::string other = map.dtype == "f16" ? "f32" : "f16";
+  const std::string dtype_hint =
+      kind.signature_f16.empty()
+          ? ""
+          : fmt::format("; `dtype: {}` in {} glues the {} variant instead", other, map.path, other);
   return fmt::format(
-      "{}: {} is there, but not as the {} glue calls it: `{}` (a host function with C++ linkage)\n",
-      fmt::join(lines, ", "), map.entry, map.kind, signature);
+      "{}: {} is there, but not as the {} glue calls it: `{}` (a host function with C++ linkage){}\n",
+      fmt::join(lines, ", "), map.entry, map.kind, signature, dtype_hint);
 }
 
 }  // namespace
@@ -116,8 +116,8 @@ StageMap read_stage_map(const std::string& path) {
     throw InputError(fmt::format("{}:{}: not valid YAML: {}", path, e.mark.line + 1, e.msg));
   }
   if (!doc.IsMap())
-    throw InputError(
-        fmt::format("{}: a stage map is a mapping with `kind` ({}) and `entry`", path, known_kinds()));
+    throw InputError(fmt::format("{}: a stage map is a mapping with `kind` ({}) and `entry`", path,
+                                 scaffold_kind_names()));
   StageMap m;
   m.path = path;
   for (const auto& kv : doc) {
@@ -126,15 +126,24 @@ StageMap read_stage_map(const std::string& path) {
       m.kind = map_field(path, kv.second, key);
     else if (key == "entry")
       m.entry = map_field(path, kv.second, key);
+    else if (key == "dtype")
+      m.dtype = map_field(path, kv.second, key);
     else
-      throw InputError(fmt::format("{}:{}: unknown field '{}' (a stage map has `kind` and `entry`)", path,
-                                   kv.first.Mark().line + 1, key));
+      throw InputError(
+          fmt::format("{}:{}: unknown field '{}' (a stage map has `kind`, `entry` and optionally `dtype`)",
+                      path, kv.first.Mark().line + 1, key));
   }
   if (m.kind.empty())
-    throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, known_kinds()));
+    throw InputError(fmt::format("{}: field 'kind' is missing (one of {})", path, scaffold_kind_names()));
   if (!find_scaffold_kind(m.kind))
+    throw InputError(fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind,
+                                 scaffold_kind_names()));
+  if (m.dtype != "f32" && m.dtype != "f16")
     throw InputError(
-        fmt::format("{}: field 'kind': unknown kind '{}' (the kinds are {})", path, m.kind, known_kinds()));
+        fmt::format("{}: field 'dtype': '{}' is neither f32 (the default) nor f16", path, m.dtype));
+  if (m.dtype == "f16" && find_scaffold_kind(m.kind)->signature_f16.empty())
+    throw InputError(fmt::format("{}: field 'dtype': the {} kind has no f16 variant (the kinds with one: {})",
+                                 path, m.kind, scaffold_kind_names(true)));
   if (m.entry.empty())
     throw InputError(fmt::format(
         "{}: field 'entry' is missing: the host function of the .cu the {} glue calls", path, m.kind));
@@ -163,6 +172,7 @@ nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
   return {{"source", b.source},
           {"kind", b.map.kind},
           {"entry", b.map.entry},
+          {"dtype", b.map.dtype},
           {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
 }
 
@@ -209,6 +219,9 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                              {"@KERNEL@", std::string(kind.name)},
                              {"@KERNEL_SOURCE@", cmake_quoted(b.source)},
                              {"@ENTRY@", b.map.entry},
+                             {"@MODEL@", std::string(kind.model)},
+                             {"@ELEM@", b.map.dtype == "f16" ? "__half" : "float"},
+                             {"@ELEM_HEADER@", b.map.dtype == "f16" ? "#include <cuda_fp16.h>" : ""},
                              {"@UNAVAILABLE@", unavailable},
                              {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
   write_if_changed(project / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
@@ -222,7 +235,8 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   const BuildLimits limits = build_limits();
   const fs::path build = project / "build", log = project / "build.log";
   fs::remove(log, ec);
-  fmt::print("building {} ({}, entry {}) against {}\n", cu, b.map.kind, b.map.entry, prefix->string());
+  fmt::print("building {} ({}{}, entry {}) against {}\n", cu, b.map.kind, b.map.dtype == "f16" ? " f16" : "",
+             b.map.entry, prefix->string());
   std::fflush(stdout);
   // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
   // link error here rather than a failed dlopen later.

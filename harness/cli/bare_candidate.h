@@ -13,10 +13,11 @@
 
 namespace ds::cli {
 
-// The stage map: `kind` (a scaffold kind: rmsnorm, gemv, rope, swiglu) and `entry` (the host
-// function of the .cu with that kind's signature). Anything else in it is an error.
+// The stage map: `kind` (a scaffold kind, scaffold_kinds()), `entry` (the host function of the
+// .cu with that kind's signature) and optionally `dtype` (f32, or f16 for the kinds with an f16
+// variant: the entry takes __half pointers). Anything else in it is an error.
 struct StageMap {
-  std::string path, kind, entry;
+  std::string path, kind, entry, dtype = "f32";
 };
 // An InputError naming the file and the field for anything wrong.
 StageMap read_stage_map(const std::string& path);

@@ -46,6 +46,7 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       fs::create_directories(root, ec);
       if (ec)
         throw InputError(fmt::format("{}: cannot create the directory: {}", root.string(), ec.message()));
+      const ScaffoldKind& kind = *find_scaffold_kind(*kernel);
       const std::string name = scaffold_project_name(root.filename().string());
       const std::string candidate = scaffold_candidate_name(name);
       // The prefix this driftscope was installed into is the one to build against; a build tree
@@ -60,6 +61,9 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
           {"@KERNEL_SOURCE@", *kernel + ".cu"},
           {"@ENTRY@", *kernel + "_forward"},
           {"@UNAVAILABLE@", *kernel + "_unavailable"},
+          {"@MODEL@", std::string(kind.model)},
+          {"@ELEM@", "float"},
+          {"@ELEM_HEADER@", ""},
           {"@SDK_VERSION@", DRIFTSCOPE_SDK_VERSION}};
       write_file(root / "CMakeLists.txt", scaffold_text("CMakeLists.txt.in", vars));
       write_file(root / "README.md", scaffold_text("README.md.in", vars));
@@ -68,10 +72,8 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
       fmt::print("wrote {}: CMakeLists.txt, {}.cu, candidate.cpp, README.md\n\n", root.string(), *kernel);
       fmt::print("  cmake -S {0} -B {0}/build -DCMAKE_PREFIX_PATH={1}\n", root.string(), prefix);
       fmt::print("  cmake --build {}/build\n", root.string());
-      fmt::print(
-          "  driftscope run --model synthetic:qwen2-tiny --candidate {}/build/lib{}.so --fill reference "
-          "--mode both\n",
-          root.string(), name);
+      fmt::print("  driftscope run --model {} --candidate {}/build/lib{}.so --fill reference --mode both\n",
+                 kind.model, root.string(), name);
       if (!installed)
         fmt::print(
             "\nThis driftscope runs from a build tree, not an install: `cmake --install BUILD --prefix P` "

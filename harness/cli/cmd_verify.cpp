@@ -22,6 +22,7 @@
 #include "report_files.h"
 #include "report_options.h"
 #include "runner.h"
+#include "scaffold_files.h"
 #include "scratch_dir.h"
 #include "simt/simt_common.h"
 #include "timeout_flag.h"
@@ -389,10 +390,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
          "--candidate", c.candidate,
          "The candidate to verify (built-in name, PATH.so[:NAME], or a kernel FILE.cu with --stage-map)")
       ->capture_default_str();
-  cmd->add_option(
-      "--stage-map", args->stage_map,
-      "With --candidate FILE.cu: a YAML file with `kind` (rmsnorm, gemv, rope, swiglu) and `entry` "
-      "(the .cu's host function the kind's glue calls); docs/verify.md");
+  cmd->add_option("--stage-map", args->stage_map,
+                  "With --candidate FILE.cu: a YAML file with `kind` (" + scaffold_kind_names() +
+                      "), `entry` (the .cu's host function the kind's glue calls) and optionally `dtype` "
+                      "(f32, or f16 for " +
+                      scaffold_kind_names(true) + "); docs/verify.md");
   cmd->add_option("--seed", c.seed, "Seed of the synthetic weights and the prompt")->capture_default_str();
   cmd->add_option("--layers", c.layers, "Only the first N layers (0: all)")->capture_default_str();
   cmd->add_option("--decode-steps", c.decode_steps, "Decode steps of every run")->capture_default_str();

@@ -68,6 +68,8 @@ def main():
             "unknown_kind.yaml": None,
             "extra_field.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\nstages: [attn_norm]\n",
             "no_entry.yaml": "kind: rmsnorm\n",
+            "bf16.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\ndtype: bf16\n",
+            "f16_rmsnorm.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\ndtype: f16\n",
             "missing_function.yaml": "kind: rmsnorm\nentry: rmsnorm_not_here\n",
         }
         for name, text in maps.items():
@@ -85,9 +87,13 @@ def main():
             return p, (json.load(open(os.path.join(user, json_name))) if json_name else None)
 
         # Map errors: exit 2 before any build, naming the file and the field.
-        for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'layernorm'", "rmsnorm, gemv, rope, swiglu"]),
+        for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'conv2d'",
+                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding, attention, qk_norm, qkv, gated_norm"]),
                                   ("extra_field.yaml", ["unknown field 'stages'"]),
-                                  ("no_entry.yaml", ["field 'entry' is missing"])):
+                                  ("no_entry.yaml", ["field 'entry' is missing"]),
+                                  ("bf16.yaml", ["field 'dtype'", "'bf16' is neither f32"]),
+                                  ("f16_rmsnorm.yaml", ["field 'dtype'", "the rmsnorm kind has no f16 variant",
+                                                        "layernorm, gelu, residual"])):
             p, _ = verify(good, stage_map, os.path.join(work, "wd-map"), (2,))
             if not all(w in p.stderr for w in [stage_map] + wanted):
                 sys.exit(f"FAILED: {stage_map}: the error does not name {wanted}:\n{p.stderr}")
