@@ -181,10 +181,27 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
       out.verdict = "skipped: " + out.not_judged;
       return out;
     }
+    // The memory part judges memory: a stage that is merely wrong fails it too (it is a whole run),
+    // and the part that runs first would then name every parity bug; the other parts report those.
+    if (o.simt.memcheck && r.exit_code == kExitFailure) {
+      const auto memory = std::find_if(r.results.begin(), r.results.end(),
+                                       [](const StageResult& s) { return s.status == Status::memory; });
+      if (memory == r.results.end()) {
+        out.exit_code = kExitParity;
+        out.first_failure.reset();
+        out.verdict = fmt::format("no memory error in {} launches ({} fails for other reasons, which the other "
+                                  "parts report)",
+                                  r.launches.size(),
+                                  r.first_failure ? where(*r.first_failure) : std::string("the run"));
+        if (!r.leak_summary.empty()) out.verdict += fmt::format("; warning: {}", r.leak_summary);
+        return out;
+      }
+      out.first_failure = *memory;
+    }
     if (r.exit_code == kExitParity)
       out.verdict = r.verdict;
-    else if (r.first_failure)
-      out.verdict = fmt::format("{}: {}", where(*r.first_failure), failure_why(*r.first_failure));
+    else if (out.first_failure)
+      out.verdict = fmt::format("{}: {}", where(*out.first_failure), failure_why(*out.first_failure));
     else if (r.drift_failed)
       out.verdict = r.drift;
     else if (!r.crash.empty())
