@@ -144,7 +144,8 @@ bool install_in_library(void* dl_handle) {
   const simt_options c = to_c(o);
   reinterpret_cast<OptionsSetter>(options)(&c);
   auto* begin = reinterpret_cast<BeginStep>(::dlsym(dl_handle, "driftscope_simt_begin_step"));
-  auto* live = reinterpret_cast<LiveStepAllocations>(::dlsym(dl_handle, "driftscope_simt_live_step_allocations"));
+  auto* live =
+      reinterpret_cast<LiveStepAllocations>(::dlsym(dl_handle, "driftscope_simt_live_step_allocations"));
   if (begin != nullptr && live != nullptr) {
     std::lock_guard lock(g_mutex);
     const bool known = std::any_of(g_step_entries.begin(), g_step_entries.end(),

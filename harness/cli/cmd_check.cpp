@@ -189,10 +189,10 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
       if (memory == r.results.end()) {
         out.exit_code = kExitParity;
         out.first_failure.reset();
-        out.verdict = fmt::format("no memory error in {} launches ({} fails for other reasons, which the other "
-                                  "parts report)",
-                                  r.launches.size(),
-                                  r.first_failure ? where(*r.first_failure) : std::string("the run"));
+        out.verdict = fmt::format(
+            "no memory error in {} launches ({} fails for other reasons, which the other "
+            "parts report)",
+            r.launches.size(), r.first_failure ? where(*r.first_failure) : std::string("the run"));
         if (!r.leak_summary.empty()) out.verdict += fmt::format("; warning: {}", r.leak_summary);
         return out;
       }
@@ -221,7 +221,8 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
 }
 
 std::string crash_after_memory_error(const PartOutcome& memory) {
-  if (!memory.part->opt.simt.memcheck || !memory.first_failure || memory.first_failure->status != Status::memory)
+  if (!memory.part->opt.simt.memcheck || !memory.first_failure ||
+      memory.first_failure->status != Status::memory)
     return "";
   return fmt::format("likely the memory error at {} (a bad store corrupts memory that code after it uses)",
                      where(*memory.first_failure));
@@ -340,7 +341,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
         outs.push_back(run_part(p, policy, args->trace_dir, int(i)));
         if (meter) meter->clear();
         if (!outs.back().not_judged.empty()) {
-          fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, outs.back().not_judged);
+          fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name,
+                     outs.back().not_judged);
           continue;
         }
         fmt::print("  [{:>2}/{}] {:<26} {:<8} {}\n", i + 1, parts.size(), p.name,

@@ -49,8 +49,7 @@ std::string junit_testsuite(const RunReport& report, const std::string& name, Ju
   };
   if (report.incomplete) run_failure("run-finished", "INCOMPLETE", report.verdict);
   // Leaked device memory is a testcase of its own where it fails the run (--fail-on-leak).
-  if (!report.leak_summary.empty() && report.leak_failed)
-    run_failure("no-leak", "leak", report.leak_summary);
+  if (!report.leak_summary.empty() && report.leak_failed) run_failure("no-leak", "leak", report.leak_summary);
   if (!report.skipped.empty()) {
     // Nothing to judge is neither a pass nor a failure: a skipped testcase saying why.
     run_cases += fmt::format(

@@ -31,14 +31,16 @@ void note_unchecked_launches(RunState& s) {
   }
   report.memcheck_blind = unchecked == report.launches.size();
   if (unchecked > 0) {
-    report.notes.push_back(fmt::format(
-        "memcheck: {} of {} launches were not checked, their kernels built without the CHECKED flavour ({}){}",
-        unchecked, report.launches.size(), fmt::join(kernels, ", "),
-        report.memcheck_blind ? ": no memory error of this run could be found" : ""));
+    report.notes.push_back(
+        fmt::format("memcheck: {} of {} launches were not checked, their kernels built without the CHECKED "
+                    "flavour ({}){}",
+                    unchecked, report.launches.size(), fmt::join(kernels, ", "),
+                    report.memcheck_blind ? ": no memory error of this run could be found" : ""));
   } else if (report.launches.empty()) {
     const std::string why = memcheck_blind_spot(s.opt.candidate);
-    report.notes.push_back(fmt::format("memcheck: the candidate launched no SIMT kernel, so nothing was checked{}{}",
-                                       why.empty() ? "" : ": ", why));
+    report.notes.push_back(
+        fmt::format("memcheck: the candidate launched no SIMT kernel, so nothing was checked{}{}",
+                    why.empty() ? "" : ": ", why));
   }
 }
 
@@ -52,16 +54,17 @@ void note_leaks(RunState& s) {
   for (const LiveAllocation& a : report.leaks) {
     blocks += a.blocks;
     bytes += a.bytes;
-    report.notes.push_back(fmt::format(
-        "leak: {} block(s), {} bytes, allocated at {} during the calls of step {} and not freed by the end of "
-        "the run",
-        a.blocks, a.bytes, a.site, a.kernel_step));
+    report.notes.push_back(
+        fmt::format("leak: {} block(s), {} bytes, allocated at {} during the calls of step {} and not freed "
+                    "by the end of "
+                    "the run",
+                    a.blocks, a.bytes, a.site, a.kernel_step));
   }
   const LiveAllocation& first = report.leaks.front();
-  report.leak_summary =
-      fmt::format("{} block(s) of device memory ({} bytes) allocated during steps were never freed (first: step {}, "
-                  "allocated at {})",
-                  blocks, bytes, first.kernel_step, first.site);
+  report.leak_summary = fmt::format(
+      "{} block(s) of device memory ({} bytes) allocated during steps were never freed (first: step {}, "
+      "allocated at {})",
+      blocks, bytes, first.kernel_step, first.site);
   if (s.opt.fail_on_leak && report.exit_code == kExitParity) {
     report.exit_code = kExitFailure;
     report.leak_failed = true;

@@ -84,8 +84,8 @@ struct RunReport {
   // Device memory candidate steps allocated and had not freed when the run's last step ended, by
   // kernel step and allocation site (the SIMT runtime's table; launch_log::live_allocations).
   std::vector<LiveAllocation> leaks;
-  std::string leak_summary;  // one sentence on `leaks`, empty when there are none
-  bool leak_failed = false;  // --fail-on-leak made `leaks` the run's failure
+  std::string leak_summary;          // one sentence on `leaks`, empty when there are none
+  bool leak_failed = false;          // --fail-on-leak made `leaks` the run's failure
   std::string crash;                 // why the candidate crashed, when it did
   std::string memory;                // the run's memory estimate, in one line (memory_estimate.h)
   std::vector<std::string> notes;    // what the run settled for the user (e.g. the dump mapping it chose)

@@ -520,7 +520,8 @@ class StepLoop {
         for (const std::string& o : ks.outputs) {
           auto [it, added] = launch_findings_.try_emplace(
               o, LaunchFinding{Status::race, launch_log::race_note(index, ks.name, l)});
-          if (!added && it->second.note_only) it->second = {Status::race, launch_log::race_note(index, ks.name, l)};
+          if (!added && it->second.note_only)
+            it->second = {Status::race, launch_log::race_note(index, ks.name, l)};
         }
       for (const std::string& u : l.uninit)
         if (u.starts_with(simt::racecheck_note))

@@ -70,8 +70,8 @@ std::vector<std::string> live_step_allocations() {
   }
   std::vector<std::string> out;
   for (const auto& [key, n] : by_site)
-    out.push_back(fmt::format("{}\t{}:{}\t{}\t{}", std::get<0>(key), std::get<1>(key), std::get<2>(key), n.first,
-                              n.second));
+    out.push_back(fmt::format("{}\t{}:{}\t{}\t{}", std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                              n.first, n.second));
   return out;
 }
 

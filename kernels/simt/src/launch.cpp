@@ -431,7 +431,8 @@ extern "C" void driftscope_simt_begin_step(const char* name) {
   simt::detail::set_allocation_step(name == nullptr ? "" : name);
 }
 
-extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user), void* user) {
+extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user),
+                                                      void* user) {
   if (each == nullptr) return;
   for (const std::string& m : simt::detail::live_step_allocations()) each(m.c_str(), user);
 }

@@ -45,7 +45,8 @@ __global__ void row_rmsnorm_kernel(const float* x, const float* w, float* y, int
 // Copies x and w to the device, runs `launch(dx, dw, dy)` and copies y back; the device copy of w
 // is freed only with `free_weight`.
 template <class Launch>
-void on_device(float* out, const float* x, const float* w, int rows, int cols, bool free_weight, Launch launch) {
+void on_device(float* out, const float* x, const float* w, int rows, int cols, bool free_weight,
+               Launch launch) {
   const size_t n = static_cast<size_t>(rows) * cols;
   float *dx = nullptr, *dw = nullptr, *dy = nullptr;
   FLAT_CHECK(cudaMalloc(&dx, n * sizeof(float)));
@@ -63,8 +64,9 @@ void on_device(float* out, const float* x, const float* w, int rows, int cols, b
 }  // namespace
 
 void row_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps) {
-  on_device(out, x, w, rows, cols, true,
-            [&](float* dx, float* dw, float* dy) { row_rmsnorm_kernel<<<rows, cols>>>(dx, dw, dy, cols, eps); });
+  on_device(out, x, w, rows, cols, true, [&](float* dx, float* dw, float* dy) {
+    row_rmsnorm_kernel<<<rows, cols>>>(dx, dw, dy, cols, eps);
+  });
 }
 
 void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps, bool guarded,

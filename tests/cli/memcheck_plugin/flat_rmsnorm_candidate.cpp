@@ -70,6 +70,7 @@ class FlatRmsnorm final : public ds::Candidate {
 
 }  // namespace
 
-DRIFTSCOPE_PLUGIN("1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::flat); }},
-                  {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::leaky); }},
-                  {"row-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::row); }})
+DRIFTSCOPE_PLUGIN(
+    "1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::flat); }},
+    {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::leaky); }},
+    {"row-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::row); }})

@@ -40,7 +40,8 @@ inline cudaError_t simt_cudaMalloc(void** p, std::size_t bytes,
   return cudaSuccess;
 }
 template <class T>
-cudaError_t simt_cudaMalloc(T** p, std::size_t bytes, std::source_location where = std::source_location::current()) {
+cudaError_t simt_cudaMalloc(T** p, std::size_t bytes,
+                            std::source_location where = std::source_location::current()) {
   void* v = nullptr;
   const cudaError_t e = simt_cudaMalloc(&v, bytes, where);
   *p = static_cast<T*>(v);

@@ -88,7 +88,8 @@ extern "C" void driftscope_simt_set_options(const struct simt_options* options);
 extern "C" void driftscope_simt_begin_step(const char* name);
 // Every live block some step allocated, by step and the line that asked for it: one message each,
 // "STEP\tFILE:LINE\tBLOCKS\tBYTES" (valid only during the call of `each`).
-extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user), void* user);
+extern "C" void driftscope_simt_live_step_allocations(void (*each)(const char* message, void* user),
+                                                      void* user);
 
 namespace simt {
 
