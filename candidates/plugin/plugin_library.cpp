@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sha256.h"
+#include "undefined_symbols.h"
 #include "user_file.h"
 
 namespace ds {
@@ -56,7 +57,17 @@ PluginLibrary::PluginLibrary(const std::string& path) : path_(path) {
   // A path without a slash would make dlopen search the library path instead of this file.
   const std::string open_path = path.find('/') == std::string::npos ? "./" + path : path;
   handle_ = ::dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw PluginError(fmt::format("plugin {}: cannot be loaded: {}", path, ::dlerror()));
+  if (!handle_) {
+    const std::string why = ::dlerror();
+    if (why.find("undefined symbol") != std::string::npos)
+      if (const std::vector<std::string> missing = unresolved_symbols(open_path); missing.size() > 1)
+        throw PluginError(fmt::format(
+            "plugin {}: cannot be loaded: {} undefined symbols: {} (a CUDA-family one is a call the SIMT "
+            "runtime does not have: docs/simt.md lists what it covers, and driftscope_add_simt_kernel() "
+            "lists them at build time, each at its line)",
+            path, missing.size(), fmt::join(missing, ", ")));
+    throw PluginError(fmt::format("plugin {}: cannot be loaded: {}", path, why));
+  }
   auto entry = reinterpret_cast<ds_plugin_entry_fn>(::dlsym(handle_, DRIFTSCOPE_PLUGIN_ENTRY));
   if (!entry)
     throw PluginError(fmt::format(

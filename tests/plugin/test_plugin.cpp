@@ -6,6 +6,8 @@
 //   bad-plan   "test-bad-plan": its plan produces "attn-norm", which is no stage
 //   abi        declares the plugin ABI before this SDK's (a plugin built for the previous ABI)
 //   no-entry   a shared library without the entry point
+//   undefined  a plugin calling three functions nothing defines (two CUDA-family ones), as a kernel
+//              file built without driftscope_add_simt_kernel's check links
 #include <cmath>
 #include <csignal>
 #include <vector>
@@ -99,4 +101,14 @@ extern "C" __attribute__((visibility("default"))) const ds_plugin* driftscope_pl
 }
 #elif defined(PLUGIN_FLAVOUR_NO_ENTRY)
 extern "C" int not_a_driftscope_plugin(void) { return 42; }
+#elif defined(PLUGIN_FLAVOUR_UNDEFINED)
+extern "C" int cudaGraphLaunch(void* graph, void* stream);
+extern "C" int cublasSgemv_v2(void* handle, int trans);
+extern "C" int helper_from_another_library(int x);
+extern "C" __attribute__((visibility("default"))) int test_undefined_calls(int x) {
+  return cudaGraphLaunch(nullptr, nullptr) + cublasSgemv_v2(nullptr, x) + helper_from_another_library(x);
+}
+DRIFTSCOPE_PLUGIN("test", {"test-undefined", []() -> ds::Candidate* {
+                             return new TestRmsnorm("test-undefined", false, false, false, false);
+                           }})
 #endif

@@ -59,6 +59,13 @@ class Plugins(unittest.TestCase):
         rc, out, err = run("candidates", PLUGINS["abi"])
         self.assertIn("speaks plugin ABI 3", err)
 
+    def test_every_symbol_nothing_defines_is_listed_not_only_the_first(self):
+        # dlopen names one undefined symbol; a kernel file from elsewhere misses several at once.
+        self.assert_not_a_plugin(PLUGINS["undefined"], "cannot be loaded: 3 undefined symbols: ")
+        rc, out, err = run("candidates", PLUGINS["undefined"])
+        for name in ("cudaGraphLaunch", "cublasSgemv_v2", "helper_from_another_library"):
+            self.assertIn(name, err)
+
     def test_a_missing_file_is_named(self):
         self.assert_not_a_plugin(self.path("nowhere.so"), "no such file")
 
