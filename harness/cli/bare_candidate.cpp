@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstdio>
@@ -235,8 +236,11 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   const BuildLimits limits = build_limits();
   const fs::path build = project / "build", log = project / "build.log";
   fs::remove(log, ec);
-  fmt::print("building {} ({}{}, entry {}) against {}\n", cu, b.map.kind, b.map.dtype == "f16" ? " f16" : "",
-             b.map.entry, prefix->string());
+  fmt::print(
+      "building {} ({}{}, entry {}) against {}: for the CPU only, the plugin and its checked twin (no nvcc "
+      "flavour)\n",
+      cu, b.map.kind, b.map.dtype == "f16" ? " f16" : "", b.map.entry, prefix->string());
+  const auto started = std::chrono::steady_clock::now();
   std::fflush(stdout);
   // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
   // link error here rather than a failed dlopen later.
@@ -265,6 +269,8 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                  : "(--work-dir DIR keeps the generated project and its build log)"));
   }
   b.plugin = (build / ("lib" + name + ".so")).string();
+  fmt::print("built in {:.0f} s\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   return b;
 }
 

@@ -6,6 +6,7 @@ read of shared memory nothing wrote is exit 1, `uninit` at attn_norm with the li
 was planted in; a bad map, a missing entry, an entry with another signature and a compile error
 are exit 2 naming the field, the function or the file:line. No .cu is ever written."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -121,6 +122,10 @@ def main():
         twin = v["candidate_build"]["plugin"].replace(".so", "_checked.so")
         if not os.path.exists(twin):
             sys.exit(f"FAILED: no checked twin {twin} beside the built plugin")
+        # The build says which flavours it builds, and how long it took.
+        if "for the CPU only, the plugin and its checked twin (no nvcc flavour)" not in p.stdout \
+                or not re.search(r"^built in \d+ s$", p.stdout, re.M):
+            sys.exit(f"FAILED: the build does not say its flavours and its time:\n{p.stdout}")
         # The second time without --fill: a bare .cu (one kind of stage, always) has the reference fill
         # the rest, says so before the build, and the verdict is the same.
         p, v2 = verify(good, "rmsnorm.yaml", wd, (0,), "v2.json", fill=())
