@@ -121,6 +121,17 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   }
   if (is_dump(a.candidate)) tails.skip_reason = "a dump is one engine run at the model's own widths";
   parts.push_back(std::move(tails));
+  // Three sequences of ragged prompts at once: a kernel indexing rows or positions by its batch (a
+  // neighbour's row, a shared offset) is right alone and wrong here, and the batch checks compare
+  // each sequence's outputs with its run alone (invariance) and under a neighbour's other inputs.
+  Part batches{"batches",
+               "three sequences at once, prompts of 4, 1 and 7 tokens: each judged against the reference, "
+               "equal to its run alone, untouched by its neighbours' inputs",
+               base, ""};
+  batches.opt.batch = "3";
+  batches.opt.batch_prompts = "4,1,7";
+  if (is_dump(a.candidate)) batches.skip_reason = "a dump is one engine run of one sequence";
+  parts.push_back(std::move(batches));
   Part races{"schedule races", "results that depend on the order threads and blocks run in", base, ""};
   races.opt.simt.race_check = 2;
   Part hazards{
@@ -153,6 +164,8 @@ std::vector<std::string> rerun_argv(const RunOptions& o, const std::string& poli
   if (!o.numerics.empty()) add({"--numerics", o.numerics});
   add({"--mode", o.modes.size() == 2 ? std::string("both") : std::string(mode_name(o.modes.front()))});
   if (!o.probe.empty()) add({"--probe", o.probe});
+  if (!o.batch.empty()) add({"--batch", o.batch});
+  if (!o.batch_prompts.empty()) add({"--batch-prompts", o.batch_prompts});
   if (o.simt.race_check > 0) add({"--race-check", std::to_string(o.simt.race_check)});
   if (o.simt.racecheck) add({"--simt-racecheck"});
   if (o.simt.memcheck) add({"--simt-memcheck"});
@@ -255,9 +268,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* check = app.add_subcommand(
       "check",
-      "Run the battery an expert would on a candidate: both modes with drift, every probe, odd widths, "
-      "schedule races, shared-memory hazards and memory errors; one verdict naming the first failing stage "
-      "of each part");
+      "Run the battery an expert would on a candidate: memory errors, both modes with drift, every probe, "
+      "odd widths, batches, schedule races and shared-memory hazards; one verdict naming the first failing "
+      "stage of each part");
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
   check

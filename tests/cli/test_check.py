@@ -33,7 +33,7 @@ class Check(unittest.TestCase):
             self.assertEqual(rc, 0, text)
             got = parts(out)
             for name in ["memory errors", "both modes", "probe long-positions", "probe large-logits", "odd widths",
-                         "schedule races", "shared-memory hazards"]:
+                         "batches", "schedule races", "shared-memory hazards"]:
                 self.assertIn(name, got)
                 self.assertFalse(got[name]["skipped"], name)
                 self.assertEqual(got[name]["exit_code"], 0, got[name])
@@ -110,6 +110,8 @@ class Check(unittest.TestCase):
             ("synthetic:qwen35-tiny", "mutant:l2norm-no-eps", "probe tiny-gdn-qk", "q_l2", True),
             ("synthetic:llama-tiny", "mutant:reduce-war", "shared-memory hazards", "attn", True),
             ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False),
+            # Right alone, wrong beside another sequence (issue 51, item 9: only run --batch found it).
+            ("synthetic:qwen2-tiny", "mutant:batch-neighbour-row", "batches", "attn_norm", True),
             # Biases below one f16 ULP per element, on every element: the systematic-error limit.
             ("synthetic:qwen2-tiny", "mutant:residual-scale", "both modes", "residual_1", False),
             ("synthetic:qwen2-tiny", "mutant:chain-add-rz", "both modes", "residual_", False),

@@ -33,8 +33,8 @@ UNINIT_LOCAL = marked_line("@uninit-local")
 
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
 # the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
-# (`parity`, and the `probe`/`tail` parts where they fail first); no other kind may appear.
-WRONG = {"parity", "probe", "tail"}
+# (`parity`, and the `probe`/`tail`/`batch` parts where they fail first); no other kind may appear.
+WRONG = {"parity", "probe", "tail", "batch"}
 CASES = [
     ("correct kernel passes", "planted-correct", None, set()),
     ("reads dynamic shared memory nobody wrote", "planted-uninit-shared", ("uninit", "attn_norm"), WRONG),
