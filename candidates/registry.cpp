@@ -11,6 +11,7 @@
 #include "cpu/cpu_candidate.h"
 #include "dump/dump_candidate.h"
 #include "plugin/plugin_candidate.h"
+#include "python/python_candidate.h"
 #if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
 #include "gpu/cuda_kernels.h"
 #include "gpu/gpu_candidate.h"
@@ -104,6 +105,7 @@ CandidatePtr make_candidate(std::string_view name) {
   if (const auto d = dump::parse_dump_spec(name)) return std::make_unique<dump::DumpCandidate>(*d);
   if (const auto plugin = parse_plugin_spec(name))
     return std::make_unique<PluginCandidate>(plugin->path, plugin->name);
+  if (const auto py = parse_python_spec(name)) return std::make_unique<PythonCandidate>(py->path, py->name);
   std::string_view target = name;
   for (const auto& [alias, to] : kAliases)
     if (alias == name) target = to;
@@ -113,12 +115,18 @@ CandidatePtr make_candidate(std::string_view name) {
     known.push_back(f.name);
   }
   throw std::invalid_argument(
-      fmt::format("unknown candidate '{}'{} (known: {}; or a plugin: PATH.so or PATH.so:NAME; or an engine's "
-                  "tensor dumps: dump:DIR)",
+      fmt::format("unknown candidate '{}'{} (known: {}; or a plugin: PATH.so or PATH.so:NAME; or a Python "
+                  "candidate: py:FILE.py or py:FILE.py:NAME; or an engine's tensor dumps: dump:DIR)",
                   name, did_you_mean(name, known), fmt::join(known, ", ")));
 }
 
 std::vector<std::string> expand_candidate_spec(std::string_view spec) {
+  if (const auto py = parse_python_spec(spec); py && py->name.empty()) {
+    std::vector<std::string> out;
+    for (const std::string& n : PythonCandidate::names(py->path))
+      out.push_back(fmt::format("py:{}:{}", py->path, n));
+    return out;
+  }
   const auto plugin = parse_plugin_spec(spec);
   if (!plugin || !plugin->name.empty()) return {std::string(spec)};
   std::vector<std::string> out;
@@ -129,6 +137,7 @@ std::vector<std::string> expand_candidate_spec(std::string_view spec) {
 
 std::optional<PluginInfo> plugin_origin(const Candidate& cand) {
   if (const auto* p = dynamic_cast<const PluginCandidate*>(&cand)) return p->info();
+  if (const auto* p = dynamic_cast<const PythonCandidate*>(&cand)) return p->info();
   return std::nullopt;
 }
 
@@ -137,6 +146,9 @@ std::string memcheck_blind_spot(std::string_view name) {
   // A plugin may be linked against checked kernels itself, or have a checked twin: only its run
   // tells (each launch says whether memcheck could look into it).
   if (parse_plugin_spec(name)) return "";
+  if (parse_python_spec(name))
+    return "a Python candidate's code runs in Python (numpy, torch, Triton's interpreter), not on the SIMT "
+           "runtime, whose loads and stores memcheck checks";
   std::string_view target = name;
   for (const auto& [alias, to] : kAliases)
     if (alias == name) target = to;

@@ -26,7 +26,8 @@ std::vector<CandidateEntry> list_candidates();
 // Other names make_candidate accepts for a built-in one (simt-gdn = simt, cuda-gdn = cuda where
 // cuda is built): no candidate of their own, so listings and the gate show each once.
 std::vector<CandidateAlias> list_candidate_aliases();
-// A built-in name or a plugin spec ("[plugin:]PATH.so[:NAME]"). Throws std::invalid_argument
+// A built-in name, a plugin spec ("[plugin:]PATH.so[:NAME]") or a Python candidate
+// ("py:FILE.py[:NAME]"). Throws std::invalid_argument
 // naming the known candidates when `name` is unknown, PluginError (an std::invalid_argument) for
 // a file that is not a usable plugin, CandidateCrash when the plugin crashes while opened.
 CandidatePtr make_candidate(std::string_view name);

@@ -77,5 +77,8 @@ foreach(module IN LISTS DS_KERNEL_MODULES)
     install(TARGETS ${module} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/driftscope)
   endif()
 endforeach()
+# The Python SDK (docs/python.md): py:FILE.py candidates import it, and driftscope.trace reads traces.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/driftscope DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope/python
+  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/policies ${CMAKE_SOURCE_DIR}/fixtures/dumps
   DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope FILES_MATCHING PATTERN "*.yaml")

@@ -158,6 +158,38 @@ void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs) {
       put_u64(buf, std::uint64_t(std::int64_t(v)));
 }
 
+std::string step_request(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs) {
+  std::string msg;
+  put_str(msg, step.name);
+  put_u64(msg, step.inputs.size());
+  for (const auto& s : step.inputs) put_str(msg, s);
+  put_u64(msg, step.outputs.size());
+  for (const auto& s : step.outputs) put_str(msg, s);
+  for (int v : {ctx.step, ctx.layer, ctx.pos0, ctx.n_tokens}) put_u64(msg, std::uint64_t(std::int64_t(v)));
+  put_seqs(msg, ctx.seqs);
+  put_u64(msg, inputs.size());
+  for (const auto& [name, t] : inputs) {
+    put_str(msg, name);
+    put_tensor(msg, t);
+  }
+  return msg;
+}
+
+std::uint64_t max_step_output_elems(const ModelConfig& c, const StepContext& ctx) {
+  // No stage is wider per token than the widest of these (fused rows included), and no
+  // per-sequence value (a recurrent or conv state) larger than the GDN state plus the conv state;
+  // a batched call's states hold one per sequence.
+  const std::int64_t widths[] = {c.vocab, c.hidden, std::int64_t(c.q_dim()) * 2 + 2 * c.kv_dim(),
+                                 2 * std::int64_t(c.ffn),
+                                 std::int64_t(c.gdn_conv_dim()) + 2 * c.gdn_value_dim() + 2 * c.gdn_v_heads};
+  const std::int64_t row = *std::max_element(std::begin(widths), std::end(widths));
+  const std::int64_t state = std::int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
+                             std::int64_t(c.conv_kernel) * c.gdn_conv_dim();
+  const std::int64_t positions = std::max(1, ctx.pos0 + ctx.n_tokens);
+  const std::int64_t seqs = std::max<std::int64_t>(1, std::int64_t(ctx.seqs.size()));
+  return std::uint64_t(positions * row + seqs * state);
+}
+
 std::vector<SeqSpan> read_seqs(Reader& r) {
   constexpr std::size_t kFields = 7;
   const std::uint64_t n = r.u64();

@@ -44,6 +44,15 @@ void put_live_allocations(std::string& buf, const std::vector<LiveAllocation>& l
 // A batched step's sequences (StepContext::seqs; empty for one sequence).
 void put_seqs(std::string& buf, const std::vector<SeqSpan>& seqs);
 
+// One step's request to a candidate's process: its name, inputs and outputs, the context and the
+// input tensors. ChildCandidate's child reads it, and so does a Python candidate's process
+// (python/driftscope/_host.py, run_step).
+std::string step_request(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs);
+
+// The most elements one output of a step at `ctx` may have in this model: a reply claiming more
+// is refused before anything is allocated for it.
+std::uint64_t max_step_output_elems(const ModelConfig& cfg, const StepContext& ctx);
+
 // Reads what put_* wrote; throws Malformed on a truncated or malformed message.
 struct Reader {
   const std::string& buf;

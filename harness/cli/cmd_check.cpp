@@ -22,6 +22,7 @@
 #include "runner.h"
 #include "simt_flags.h"
 #include "synthetic.h"
+#include "python_flag.h"
 #include "timeout_flag.h"
 
 namespace ds::cli {
@@ -295,6 +296,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   check->add_option("--numerics", args->numerics,
                     "How the candidate computes (run --help, docs/policies.md)");
   add_timeout_flag(check, args->timeout_s);
+  add_python_flag(check);
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
   check->add_option(
       "--policy", args->report.policy,

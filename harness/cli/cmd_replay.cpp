@@ -10,6 +10,7 @@
 #include "replay.h"
 #include "report_options.h"
 #include "runner.h"
+#include "python_flag.h"
 #include "simt_flags.h"
 
 namespace ds::cli {
@@ -45,6 +46,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--candidate,-c", a->req.candidate,
                   "Candidate to run (default: the one in the trace), e.g. a fixed build of your kernel");
   add_simt_flags(cmd, a->req.simt);
+  add_python_flag(cmd);
   add_report_options(cmd, a->report);
   cmd->callback([a, case_opt, &exit_code] {
     a->req.mode = *parse_mode(a->mode);

@@ -16,6 +16,7 @@
 #include "matrix.h"
 #include "memory_estimate.h"
 #include "simt_flags.h"
+#include "python_flag.h"
 #include "timeout_flag.h"
 #include "matrix_report.h"
 #include "prompt.h"
@@ -267,8 +268,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option(
          "--candidate,-c", args->candidates,
          "Candidate to judge (see `driftscope candidates`), or a plugin: PATH.so (every candidate it "
-         "registers) or PATH.so:NAME, or dump:DIR[:MAPPING.yaml] (another engine's tensor dumps, "
-         "docs/dumps.md). Repeat for a matrix of candidates")
+         "registers) or PATH.so:NAME, or a Python candidate: py:FILE.py[:NAME] (docs/python.md), or "
+         "dump:DIR[:MAPPING.yaml] (another engine's tensor dumps, docs/dumps.md). Repeat for a matrix of candidates")
       ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option("--fill", args->fill,
@@ -412,6 +413,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                 "Print every row: passing ones, each inherited failure (else one line per layer), filled "
                 "ones, and the values under every failure (else only the first failure's)");
   add_timeout_flag(run, args->opt.timeout_s);
+  add_python_flag(run);
   run->add_option("--max-memory", args->opt.max_memory_text,
                   "Refuse (exit 2), before loading any weight, a run whose estimated peak memory (harness "
                   "and candidate process) exceeds SIZE: bytes, or K, M, G with powers of 1024 (e.g. 3G, "

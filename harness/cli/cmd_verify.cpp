@@ -25,6 +25,7 @@
 #include "scaffold_files.h"
 #include "scratch_dir.h"
 #include "simt/simt_common.h"
+#include "python_flag.h"
 #include "timeout_flag.h"
 #include "verify_findings.h"
 
@@ -404,6 +405,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--numerics", c.numerics, "How the candidate computes (run --help, docs/policies.md)");
   add_timeout_flag(cmd, c.timeout_s);
+  add_python_flag(cmd);
   cmd->add_option("--policy", c.report.policy,
                   "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   std::vector<std::string> names;

@@ -41,6 +41,12 @@ std::vector<std::string> shipped_names(const fs::path& dir) {
 
 }  // namespace
 
+fs::path python_sdk_dir() {
+  if (const auto prefix = install_prefix())
+    return *prefix / DRIFTSCOPE_INSTALL_DATADIR / "driftscope" / "python";
+  return fs::path(DRIFTSCOPE_SOURCE_DIR) / "python";
+}
+
 std::string find_shipped_yaml(std::string_view kind, const std::string& arg, std::string_view option) {
   std::error_code ec;
   // Anything there (a FIFO, a directory too) and any path is the reader's to judge and name.

@@ -21,4 +21,8 @@ std::optional<std::filesystem::path> install_prefix();
 // looked in and the shipped names.
 std::string find_shipped_yaml(std::string_view kind, const std::string& arg, std::string_view option);
 
+// The Python SDK (python/driftscope): PREFIX/share/driftscope/python when installed, the source
+// checkout's python/ when run from a build tree.
+std::filesystem::path python_sdk_dir();
+
 }  // namespace ds::cli

@@ -6,6 +6,7 @@
 
 #include "build_info.h"
 #include "commands.h"
+#include "python_flag.h"
 #include "runner.h"
 
 int main(int argc, char** argv) {
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   // no word (exit 153). Ignored, the write fails with EFBIG instead and the command reports it (exit
   // 2, naming the file), as on a full disk. The candidate's child process inherits the setting.
   std::signal(SIGXFSZ, SIG_IGN);
+  ds::cli::export_python_sdk_dir();  // before any command: a check's runs inherit it
   CLI::App app{
       "driftscope: differential parity testing of LLM inference kernels.\n"
       "Runs a double-precision reference transformer and a candidate side by side, stage by stage and layer "

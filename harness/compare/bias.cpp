@@ -5,6 +5,11 @@
 
 namespace ds {
 
+namespace {
+// Two f32 unit roundoffs: a row scale computed in f32 (a sum, a square root, a division).
+constexpr double kRowScaleRounding = 0x1p-23;
+}  // namespace
+
 // The slope is a weighted least-squares fit of d = cand - ref on ref with weights
 // w = 1 / max(|ref|, rms(ref))^2: the rounding error of a stored value scales with the value
 // itself (one relative ULP) above the stage's scale, and with the stage's scale below it (errors
@@ -21,6 +26,13 @@ namespace ds {
 //    whole row; a rounded input feeds every output of its row);
 //  - elementwise, from the fit's own residuals d_i - slope ref_i: a correct candidate noisier
 //    than the floor (an f32 kernel whose long sums round more than once per value).
+// The by-row estimate is one sample per row: a decode step's single row gives a single draw of
+// the floor's row error, which may be near zero by chance (or always, where the floor computes a
+// norm's scale more precisely than a kernel does), while a correct f32 RMSNorm in numpy or Triton
+// rounds its one 1/rms per row by a unit or two. Every row therefore also carries a shared
+// relative error of kRowScaleRounding, whatever the floor drew: a bias must stand out from a
+// per-row scale rounded in f32, which leaves every f16-sized bias (2^-12, a LayerNorm over N - 1,
+// a rounding toward zero in f16) tens of standard errors out.
 // None of these sees an error that the stage's stored inputs feed into all of its outputs alike
 // (an fc of 4H outputs from H rounded inputs has H, not 4H, independent errors). The floor run
 // read nearly the same stored inputs, so the same slope taken against the floor's output,
@@ -52,9 +64,9 @@ BiasFit fit_bias(const TensorView& ref, const TensorView& cand, const TensorView
   };
   const std::int64_t rows = ref.rank() >= 2 ? std::max<std::int64_t>(ref.dim(0), 1) : 1;
   const std::int64_t per_row = n / rows;
-  double num = 0, num_f = 0, den = 0, v_floor = 0, v_rows = 0;
+  double num = 0, num_f = 0, den = 0, v_floor = 0, v_rows = 0, v_row_scale = 0;
   for (std::int64_t row = 0; row < rows; ++row) {
-    double row_sum = 0;
+    double row_sum = 0, row_den = 0;
     for (std::int64_t i = row * per_row; i < (row + 1) * per_row; ++i) {
       const double r = ref.at(i), c = cand.at(i), f = floor_at(i, r);
       if (!usable(r, c, f)) continue;
@@ -62,10 +74,12 @@ BiasFit fit_bias(const TensorView& ref, const TensorView& cand, const TensorView
       num += a * (c - r);
       num_f += a * (c - f);
       den += a * r;
+      row_den += a * r;
       v_floor += a * a * (f - r) * (f - r);
       row_sum += a * (f - r);
     }
     v_rows += row_sum * row_sum;
+    v_row_scale += (kRowScaleRounding * row_den) * (kRowScaleRounding * row_den);
   }
   fit.slope = num / den;
   if (!floor) return fit;
@@ -78,7 +92,7 @@ BiasFit fit_bias(const TensorView& ref, const TensorView& cand, const TensorView
     v_resid += a * a * e * e;
     v_resid_f += a * a * e_f * e_f;
   }
-  const double se_ref = std::sqrt(std::max({v_floor, v_rows, v_resid})) / den;
+  const double se_ref = std::sqrt(std::max({v_floor, v_rows + v_row_scale, v_resid})) / den;
   const double se_floor = std::sqrt(std::max(v_floor, v_resid_f)) / den;
   const double z_ref = fit.slope / se_ref, z_floor = slope_f / se_floor;
   if (fit.slope == 0 || !(z_ref * z_floor > 0))

@@ -156,22 +156,10 @@ void ChildCandidate::serve() {
 void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
                          TensorMap& outputs) {
   if (child_ <= 0) throw CandidateCrash(step.name, "the candidate process is not running");
-  std::string msg;
-  put_str(msg, step.name);
-  put_u64(msg, step.inputs.size());
-  for (const auto& s : step.inputs) put_str(msg, s);
-  put_u64(msg, step.outputs.size());
-  for (const auto& s : step.outputs) put_str(msg, s);
-  for (int v : {ctx.step, ctx.layer, ctx.pos0, ctx.n_tokens}) put_u64(msg, std::uint64_t(std::int64_t(v)));
-  wire::put_seqs(msg, ctx.seqs);
-  put_u64(msg, inputs.size());
-  for (const auto& [name, t] : inputs) {
-    put_str(msg, name);
-    put_tensor(msg, t);
-  }
+  const std::string msg = wire::step_request(step, ctx, inputs);
   bool timed_out = false;
   std::string reply;
-  const std::uint64_t max_elems = max_output_elems(cfg_, ctx);
+  const std::uint64_t max_elems = wire::max_step_output_elems(cfg_, ctx);
   // Every declared output at its largest, in the widest dtype, plus names and launch records.
   const std::uint64_t max_reply = step.outputs.size() * (max_elems * 8 + 4096) + (std::uint64_t(1) << 24);
   std::uint64_t too_long = 0;
@@ -201,21 +189,6 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
   for (auto& [name, t] : got.outputs) outputs[name] = std::move(t);
   for (LaunchRecord& l : got.launches) launch_log::record(std::move(l));
   launch_log::set_live_allocations(std::move(got.live));
-}
-
-std::uint64_t ChildCandidate::max_output_elems(const ModelConfig& c, const StepContext& ctx) {
-  // No stage is wider per token than the widest of these (fused rows included), and no
-  // per-sequence value (a recurrent or conv state) larger than the GDN state plus the conv state;
-  // a batched call's states hold one per sequence.
-  const std::int64_t widths[] = {c.vocab, c.hidden, std::int64_t(c.q_dim()) * 2 + 2 * c.kv_dim(),
-                                 2 * std::int64_t(c.ffn),
-                                 std::int64_t(c.gdn_conv_dim()) + 2 * c.gdn_value_dim() + 2 * c.gdn_v_heads};
-  const std::int64_t row = *std::max_element(std::begin(widths), std::end(widths));
-  const std::int64_t state = std::int64_t(c.gdn_v_heads) * c.gdn_k_dim * c.gdn_v_dim +
-                             std::int64_t(c.conv_kernel) * c.gdn_conv_dim();
-  const std::int64_t positions = std::max(1, ctx.pos0 + ctx.n_tokens);
-  const std::int64_t seqs = std::max<std::int64_t>(1, std::int64_t(ctx.seqs.size()));
-  return std::uint64_t(positions * row + seqs * state);
 }
 
 }  // namespace ds

@@ -40,9 +40,6 @@ class ChildCandidate final : public Candidate {
   void stop_child();
   int end_child_now();  // ends the child and all it started, reaps it; its wait status
   bool child_alive();   // reaps a child that died (its helpers may still hold the reply pipe)
-  // The most elements one output of a step at `ctx` may have in this model: a reply claiming more
-  // is refused before anything is allocated for it.
-  static std::uint64_t max_output_elems(const ModelConfig& cfg, const StepContext& ctx);
   // A load's answer is "ok" or an error message.
   static constexpr std::uint64_t kMaxLoadReply = std::uint64_t(1) << 20;
 

@@ -150,6 +150,42 @@ INSTANTIATE_TEST_SUITE_P(
                     BiasCase{"rounded_toward_zero", 1.0, true, true}),
     [](const auto& i) { return std::string(i.param.name); });
 
+struct RowScaleCase {
+  const char* name;
+  std::int64_t rows;
+  double scale;  // every row of the f32 candidate is ref * scale, rounded to f32
+  bool biased;
+};
+
+class F32RowScale : public testing::TestWithParam<RowScaleCase> {};
+
+// A correct f32 RMSNorm (numpy, Triton) rounds its one 1/rms per row: on a decode step's single
+// row that scale is the whole error, and the f32 floor, rounding each element alone, drew none
+// like it. Such a scale is no bias; an f16-sized one on the same row still is.
+TEST_P(F32RowScale, OneRoundedScalePerRowIsNotABias) {
+  const std::int64_t n = GetParam().rows * 64;
+  const std::vector<double> ref = stage_values(n);
+  std::vector<double> cand(ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) cand[i] = double(float(ref[i] * GetParam().scale));
+  const Tensor r = Tensor::from_f64({GetParam().rows, 64}, ref);
+  const Tensor c = Tensor::from_f64({GetParam().rows, 64}, cand).to(DType::f32);
+  const Tensor floor = r.to(DType::f32);
+  const TensorView fv = floor.view();
+  const BiasFit fit = fit_bias(r.view(), c.view(), &fv);
+  ASSERT_TRUE(std::isfinite(fit.slope));
+  EXPECT_EQ(std::fabs(fit.slope / fit.se) > kDefaultBiasZ, GetParam().biased)
+      << "slope " << fit.slope << " se " << fit.se;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Judges, F32RowScale,
+    testing::Values(RowScaleCase{"decode_row_scale_rounded_up_1_5_ulp", 1, 1 + 0x1.8p-24, false},
+                    RowScaleCase{"decode_row_scale_rounded_down_2_ulp", 1, 1 - 0x1p-23, false},
+                    RowScaleCase{"prefill_rows_scale_1_ulp", 4, 1 + 0x1p-24, false},
+                    RowScaleCase{"decode_row_scaled_by_1_plus_2_pow_minus_12", 1, 1 + 0x1p-12, true},
+                    RowScaleCase{"prefill_scaled_by_1_plus_2_pow_minus_16", 4, 1 + 0x1p-16, true}),
+    [](const auto& i) { return std::string(i.param.name); });
+
 // ---- the systematic judge in runs ----
 
 // The built-in policy with its systematic-error limit turned off: what the judge alone adds.

@@ -1,0 +1,264 @@
+"""The process a Python candidate runs in: `python -m driftscope._host MODE FILE [NAME]`.
+
+The harness (candidates/python/python_candidate.cpp) starts it with its requests on fd 3 and
+reads the answers on fd 4, so nothing the candidate prints can corrupt them: its stdout goes to
+stderr. MODE is `meta` (what the candidate declares), `plan` (its steps for a configuration) or
+`serve` (load, then one step per request until the harness closes the pipe).
+
+Every answer starts with a two-byte tag: `ok`, `ex` (the candidate's own code raised: a crash of
+the candidate) or `bd` (the file is not a usable candidate: bad input).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import struct
+import sys
+import traceback
+
+from . import NUMPY_MISSING
+
+if not NUMPY_MISSING:
+    import numpy as np
+
+    from . import _wire
+    from .candidate import Candidate, Config, Context, Seq, Step, Weights
+
+KINDS = ["decoder", "gpt2", "gdn", "gated_attn", "embed", "head"]
+SDK_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class Unusable(Exception):
+    """The file cannot serve as a candidate (answered `bd`)."""
+
+
+def _library_file(path: str) -> bool:
+    # Frames a user never wrote: the SDK, the standard library, and the array and kernel
+    # libraries whose own code only carries the error up.
+    if path.startswith(SDK_DIR) or path.startswith("<"):
+        return True
+    parts = path.replace("\\", "/").split("/")
+    for lib in ("numpy", "torch", "triton"):
+        if lib in parts:
+            return True
+    stdlib = os.path.dirname(os.__file__)
+    return path.startswith(stdlib) and "site-packages" not in parts and "dist-packages" not in parts
+
+
+def describe(exc: BaseException) -> str:
+    """One line: what was raised and where, naming the innermost frame of code a user wrote or
+    ships (the candidate's file, or a kernel library's kernel) rather than a traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if not _library_file(f.filename)]
+    where = ""
+    if mine:
+        f = mine[-1]
+        where = f" at {f.filename}:{f.lineno} (in {f.name})"
+        outer = [g for g in mine if g.filename != f.filename]
+        if outer:
+            where += f", called from {outer[-1].filename}:{outer[-1].lineno}"
+    if os.environ.get("DRIFTSCOPE_PY_TRACEBACK"):
+        traceback.print_exception(exc, file=sys.stderr)
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    return f"{type(exc).__name__}: {first}{where}"
+
+
+def _has_gpu() -> bool:
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+
+
+def load_file(path: str):
+    if not os.path.isfile(path):
+        raise Unusable(f"py:{path}: no such file")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(f"driftscope_candidate_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise Unusable(f"{e.filename}:{e.lineno}: syntax error: {e.msg}")
+    except ImportError as e:
+        raise Unusable(f"py:{path}: importing it failed: {describe(e)}; is the package installed for "
+                       f"{sys.executable}? (--python or DRIFTSCOPE_PYTHON choose another Python)")
+    return module
+
+
+def candidate_classes(module):
+    # A class that says `abstract = True` in its own body is a base for others, not a candidate.
+    found = [v for v in vars(module).values()
+             if isinstance(v, type) and issubclass(v, Candidate) and v is not Candidate
+             and v.__module__ == module.__name__ and not vars(v).get("abstract", False)]
+    return {(c.name or c.__name__): c for c in found}
+
+
+def pick(path: str, name: str):
+    classes = candidate_classes(load_file(path))
+    if not classes:
+        raise Unusable(f"py:{path}: defines no subclass of driftscope.Candidate")
+    if not name:
+        if len(classes) != 1:
+            raise Unusable(f"py:{path} defines {len(classes)} candidates ({', '.join(classes)}): "
+                           f"pick one with py:{path}:NAME")
+        name = next(iter(classes))
+    if name not in classes:
+        raise Unusable(f"py:{path} has no candidate '{name}' (it has: {', '.join(classes)})")
+    return name, classes[name], list(classes)
+
+
+def _kind_bits(cand, method) -> int:
+    bits = 0
+    for k, kind in enumerate(KINDS):
+        if method(cand, kind):
+            bits |= 1 << k
+    return bits
+
+
+def answer_meta(path: str, name: str) -> bytes:
+    name, cls, names = pick(path, name)
+    cand = cls()
+    storage = getattr(cand, "storage", "f32")
+    if storage not in _wire.DTYPES:
+        raise Unusable(f"py:{path}:{name}: storage '{storage}' is not one of {', '.join(_wire.DTYPES)}")
+    top_k, experts = cand.moe_limits()
+    import numpy
+    w = _wire.Writer(b"ok").str(name).str(cand.description or "").u64(_wire.DTYPES.index(storage))
+    w.strings([str(op) for op in cand.ops]).str(cand.unavailable() or "")
+    w.u64(_kind_bits(cand, type(cand).batches)).u64(_kind_bits(cand, type(cand).batch_order_varies))
+    w.u64(int(top_k)).u64(int(experts)).str(str(cand.version))
+    from . import __version__
+    w.str(f"driftscope-python {__version__}, Python {sys.version.split()[0]}, numpy {numpy.__version__}")
+    w.strings(names)
+    return w.bytes()
+
+
+def _as_step(s, where: str) -> Step:
+    if isinstance(s, Step):
+        return s
+    if isinstance(s, (tuple, list)) and len(s) == 3:
+        return Step(str(s[0]), [str(i) for i in s[1]], [str(o) for o in s[2]])
+    raise TypeError(f"{where} returned {s!r}: a plan is a list of driftscope.Step(name, inputs, outputs)")
+
+
+def answer_plan(path: str, name: str, request: bytes) -> bytes:
+    _, cls, _ = pick(path, name)
+    r = _wire.Reader(request)
+    config = Config.from_json(r.str())
+    kinds = [r.u64() for _ in range(r.u64())]
+    cand = cls()
+    w = _wire.Writer(b"ok").u64(len(kinds))
+    for k in kinds:
+        steps = [_as_step(s, f"plan(config, '{KINDS[k]}')") for s in (cand.plan(config, KINDS[k]) or [])]
+        w.u64(k).u64(len(steps))
+        for s in steps:
+            w.str(s.name).strings(list(s.inputs)).strings(list(s.outputs))
+    return w.bytes()
+
+
+def _to_wire_array(value, step: str, output: str):
+    """numpy, torch or anything array-like, as something Writer.tensor takes."""
+    if hasattr(value, "bits"):
+        return value
+    if type(value).__module__.startswith("torch"):
+        import torch  # the candidate already imported it
+        value = value.detach().cpu()
+        if value.dtype == torch.bfloat16:
+            from .candidate import bf16
+            return bf16(value.view(torch.int16).numpy().view("uint16"))
+        value = value.numpy()
+    a = np.asarray(value)
+    if a.dtype.kind not in "fi" or a.dtype not in (np.float64, np.float32, np.float16, np.int32):
+        raise TypeError(f"step {step}: output '{output}' has dtype {a.dtype}; the harness takes float64, float32, "
+                        "float16, int32 or driftscope.bf16")
+    return a
+
+
+
+
+
+def serve(path: str, name: str, fin, fout) -> None:
+    _, cls, _ = pick(path, name)
+    config = Config.from_json(_wire.Reader(_wire.recv(fin)).str())
+
+    def fetch(weight: str):
+        _wire.send(fout, _wire.Writer(b"wt").str(weight).bytes())
+        reply = _wire.recv(fin)
+        return _wire.Reader(reply, 1).tensor() if reply[:1] == b"t" else None
+
+    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
+        print("triton: interpreted on the CPU (TRITON_INTERPRET=1: no GPU here)", file=sys.stderr, flush=True)
+    try:
+        cand = cls()
+        cand.load(config, Weights(fetch))
+        _wire.send(fout, b"ok")
+    except Exception as e:
+        _wire.send(fout, _wire.Writer(b"ex").str(f"load: {describe(e)}").bytes())
+        return
+    while True:
+        try:
+            msg = _wire.recv(fin)
+        except EOFError:
+            return
+        try:
+            reply = run_step(cand, config, msg)
+        except Exception as e:
+            reply = _wire.Writer(b"ex").str(describe(e)).bytes()
+        _wire.send(fout, reply)
+
+
+def run_step(cand, config, msg: bytes) -> bytes:
+    r = _wire.Reader(msg)
+    step = Step(r.str(), r.strings(), r.strings())
+    step_no, layer, pos0, n_tokens = r.i64(), r.i64(), r.i64(), r.i64()
+    seqs = [Seq(r.i64(), r.i64(), r.i64(), r.i64(), r.i64(), bool(r.u64()), r.i64()) for _ in range(r.u64())]
+    inputs = {}
+    for _ in range(r.u64()):
+        key = r.str()
+        inputs[key] = r.tensor()
+    ctx = Context(config, step_no, layer, pos0, n_tokens, seqs)
+    got = cand.run(step, ctx, inputs)
+    if not isinstance(got, dict):
+        raise TypeError(f"run() of step {step.name} returned {type(got).__name__}; it returns a dict of output "
+                        f"name -> array ({', '.join(step.outputs)})")
+    missing = [o for o in step.outputs if o not in got]
+    extra = [o for o in got if o not in step.outputs]
+    if missing or extra:
+        raise ValueError(f"run() of step {step.name} returned {sorted(got)}; its plan declares {step.outputs}"
+                         + (f" (missing: {', '.join(missing)})" if missing else "")
+                         + (f" (not declared: {', '.join(extra)})" if extra else ""))
+    w = _wire.Writer(b"ok").u64(len(step.outputs))
+    for o in step.outputs:
+        w.str(o).tensor(_to_wire_array(got[o], step.name, o))
+    return w.u64(0).u64(0).bytes()  # no launch records, no device allocations
+
+
+def main(argv) -> int:
+    mode, path = argv[1], argv[2]
+    name = argv[3] if len(argv) > 3 else ""
+    fin, fout = os.fdopen(3, "rb", buffering=0), os.fdopen(4, "wb", buffering=0)
+    os.dup2(2, 1)  # a print() in the candidate lands on stderr, never in the answers
+    if NUMPY_MISSING:
+        text = (f"py:{path}: {sys.executable} has no numpy, which Driftscope's Python SDK needs (Debian: "
+                "python3-numpy); choose a Python that has it with --python or DRIFTSCOPE_PYTHON").encode()
+        fout.write(struct.pack("<Q", len(text) + 10) + b"bd" + struct.pack("<Q", len(text)) + text)
+        return 0
+    if "TRITON_INTERPRET" not in os.environ and not _has_gpu():
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        if mode == "serve":
+            serve(path, name, fin, fout)
+            return 0
+        request = _wire.recv(fin)
+        answer = answer_meta(path, name) if mode == "meta" else answer_plan(path, name, request)
+    except Unusable as e:
+        answer = _wire.Writer(b"bd").str(str(e)).bytes()
+    except Exception as e:
+        answer = _wire.Writer(b"ex").str(describe(e)).bytes()
+    _wire.send(fout, answer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

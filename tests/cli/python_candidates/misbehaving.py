@@ -1,0 +1,151 @@
+"""Python candidates that break in every way tests/cli/test_python_candidates.py checks: planted
+numerical bugs the judge must name at their stage, and contract breaks (a raise, a hang, a print,
+a wrong shape or dtype, NaN, a dead process) that must end as a C++ plugin's would."""
+
+import os
+import signal
+import time
+
+import numpy as np
+
+import driftscope as ds
+
+
+class RmsnormBase(ds.Candidate):
+    abstract = True
+    storage = "f32"
+    ops = ["RMSNorm"]
+
+    def plan(self, cfg, kind):
+        if kind != "decoder":
+            return []
+        return [ds.Step("rmsnorm_attn", ["x"], ["attn_norm"]), ds.Step("rmsnorm_ffn", ["residual_1"], ["ffn_norm"])]
+
+    def load(self, cfg, weights):
+        self.eps = np.float32(cfg.norm_eps)
+        self.w = {(l, r): weights.layer(l, f"{r}.weight").astype(np.float32)
+                  for l in range(cfg.n_layers) for r in ("attn_norm", "ffn_norm")}
+
+    def norm(self, x, w):
+        x = x.astype(np.float32)
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
+
+    def run(self, step, ctx, inputs):
+        role = "attn_norm" if step.name == "rmsnorm_attn" else "ffn_norm"
+        x = inputs["x" if role == "attn_norm" else "residual_1"]
+        return {step.outputs[0]: self.norm(x, self.weight(ctx, role)).astype(np.float32)}
+
+    def weight(self, ctx, role):
+        return self.w[(ctx.layer, role)]
+
+
+class Correct(RmsnormBase):
+    name = "correct"
+
+
+class LayerZeroWeight(RmsnormBase):
+    """Planted: every layer's FFN norm reads layer 0's weight (an index bug)."""
+
+    name = "layer-zero-weight"
+
+    def weight(self, ctx, role):
+        return self.w[(0 if role == "ffn_norm" else ctx.layer, role)]
+
+
+class DecodeStale(RmsnormBase):
+    """Planted: decode steps reuse the prefill's last row (a cache bug): only step 1 on is wrong."""
+
+    name = "decode-stale"
+
+    def run(self, step, ctx, inputs):
+        out = super().run(step, ctx, inputs)
+        key = (step.name, ctx.layer)
+        if ctx.step == 0:
+            self.last = getattr(self, "last", {})
+            self.last[key] = out[step.outputs[0]][-1:].copy()
+        else:
+            out[step.outputs[0]] = self.last[key]
+        return out
+
+
+class Raises(RmsnormBase):
+    name = "raises"
+
+    def run(self, step, ctx, inputs):
+        if ctx.layer == 1:
+            raise ValueError("planted failure in layer 1")
+        return super().run(step, ctx, inputs)
+
+
+class Hangs(RmsnormBase):
+    name = "hangs"
+
+    def run(self, step, ctx, inputs):
+        if ctx.layer == 1:
+            time.sleep(3600)
+        return super().run(step, ctx, inputs)
+
+
+class Prints(RmsnormBase):
+    """Correct, but chatty on stdout: none of it may reach the harness's messages or its output."""
+
+    name = "prints"
+
+    def run(self, step, ctx, inputs):
+        print("prints: step", step.name, "layer", ctx.layer, "x" * 5000)
+        os.write(1, b"raw bytes on fd 1\n")
+        return super().run(step, ctx, inputs)
+
+
+class WrongShape(RmsnormBase):
+    name = "wrong-shape"
+
+    def run(self, step, ctx, inputs):
+        out = super().run(step, ctx, inputs)
+        return {k: v[:, :-1] for k, v in out.items()}
+
+
+class WrongDtype(RmsnormBase):
+    name = "wrong-dtype"
+
+    def run(self, step, ctx, inputs):
+        return {k: v.astype(np.int64) for k, v in super().run(step, ctx, inputs).items()}
+
+
+class MissingOutput(RmsnormBase):
+    name = "missing-output"
+
+    def run(self, step, ctx, inputs):
+        return {}
+
+
+class NaNs(RmsnormBase):
+    name = "nans"
+
+    def run(self, step, ctx, inputs):
+        out = super().run(step, ctx, inputs)
+        if ctx.layer == 1 and step.name == "rmsnorm_ffn":
+            out["ffn_norm"][0, 3] = np.nan
+        return out
+
+
+class Dies(RmsnormBase):
+    name = "dies"
+
+    def run(self, step, ctx, inputs):
+        if ctx.layer == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().run(step, ctx, inputs)
+
+
+class MissingWeight(RmsnormBase):
+    name = "missing-weight"
+
+    def load(self, cfg, weights):
+        super().load(cfg, weights)
+        self.extra = weights["blk.0.no_such.weight"]
+
+
+class UnknownOp(RmsnormBase):
+    name = "unknown-op"
+    ops = ["RMSNorm", "FlashMLA"]
