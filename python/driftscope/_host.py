@@ -46,32 +46,73 @@ def _library_file(path: str) -> bool:
     return path.startswith(stdlib) and "site-packages" not in parts and "dist-packages" not in parts
 
 
+CANDIDATE_FILE = ""  # the file being served, for "called from" in describe()
+
+
 def describe(exc: BaseException) -> str:
     """One line: what was raised and where, naming the innermost frame of code a user wrote or
-    ships (the candidate's file, or a kernel library's kernel) rather than a traceback."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if not _library_file(f.filename)]
+    ships (the candidate's file, or a kernel library's kernel) rather than a traceback. An error
+    Triton's interpreter wraps (InterpreterError) is described by what it wraps, at the kernel's
+    line, and the line of the candidate's file that led there."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    frames = [f for f in traceback.extract_tb(root.__traceback__) if not _library_file(f.filename)]
+    if not frames:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _library_file(f.filename)]
     where = ""
-    if mine:
-        f = mine[-1]
+    if frames:
+        f = frames[-1]
         where = f" at {f.filename}:{f.lineno} (in {f.name})"
-        outer = [g for g in mine if g.filename != f.filename]
-        if outer:
-            where += f", called from {outer[-1].filename}:{outer[-1].lineno}"
+        mine = [g for g in traceback.extract_tb(exc.__traceback__)
+                if os.path.abspath(g.filename) == CANDIDATE_FILE and (g.filename, g.lineno) != (f.filename, f.lineno)]
+        if mine:
+            where += f", called from {mine[-1].filename}:{mine[-1].lineno}"
     if os.environ.get("DRIFTSCOPE_PY_TRACEBACK"):
         traceback.print_exception(exc, file=sys.stderr)
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    return f"{type(exc).__name__}: {first}{where}"
+    def first_line(e):
+        text = str(e).strip().splitlines()
+        return f"{type(e).__name__}: {text[0] if text else ''}"
+    what = first_line(exc) if root is exc else f"{type(exc).__name__}: {first_line(root)}"
+    if root is not exc and type(exc).__name__ == "InterpreterError":
+        where += " (a kernel Triton's interpreter cannot run as written)"
+    return what + where
 
 
 def _has_gpu() -> bool:
     return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
 
 
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _autotune_without_timing() -> bool:
+    """Under Triton's interpreter an autotuned kernel cannot time its configurations (the
+    benchmarker is a GPU driver's, and the interpreter has none: "0 active drivers"), and the
+    timings would mean nothing anyway. Each autotuner keeps the first of its configurations that
+    its own pruning leaves, as it does when only one is left. False where Triton lacks the hook."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return False
+    prune = getattr(Autotuner, "prune_configs", None)
+    if prune is None or getattr(prune, "_driftscope_first_only", False):
+        return prune is not None
+
+    def first_config_only(self, kwargs, *rest):
+        return prune(self, kwargs, *rest)[:1]
+
+    first_config_only._driftscope_first_only = True
+    Autotuner.prune_configs = first_config_only
+    return True
+
+
 def load_file(path: str):
     if not os.path.isfile(path):
         raise Unusable(f"py:{path}: no such file")
+    global CANDIDATE_FILE
+    CANDIDATE_FILE = os.path.abspath(path)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     stem = os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(f"driftscope_candidate_{stem}", path)
@@ -187,8 +228,11 @@ def serve(path: str, name: str, fin, fout) -> None:
         reply = _wire.recv(fin)
         return _wire.Reader(reply, 1).tensor() if reply[:1] == b"t" else None
 
-    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") == "1":
-        print("triton: interpreted on the CPU (TRITON_INTERPRET=1: no GPU here)", file=sys.stderr, flush=True)
+    if "triton" in sys.modules and _interpreting():
+        untimed = _autotune_without_timing()
+        print("triton: interpreted on the CPU (TRITON_INTERPRET=1: no GPU here)"
+              + ("; autotuned kernels run their first configuration, untimed" if untimed else ""),
+              file=sys.stderr, flush=True)
     try:
         cand = cls()
         cand.load(config, Weights(fetch))
