@@ -249,6 +249,12 @@ bool HistoryDb::add_night(const std::string& label, const std::vector<std::strin
   const double busy = busy_timeout_s_;
   Transaction tx(db, path_, busy);
   if (db_->empty) {
+    // Another add may have created the tables between the open and this lock.
+    Statement meta(db, path_, busy,
+                   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+    db_->empty = meta.step("reading the history's tables") && meta.integer(0) == 0;
+  }
+  if (db_->empty) {
     exec(db, path_, busy, kSchema, "creating the history's tables");
     Statement meta(db, path_, busy, "INSERT INTO meta (key, value) VALUES (?, ?)");
     meta.bind(1, std::string("schema_version"))
