@@ -391,5 +391,60 @@ class History(unittest.TestCase):
         self.assertFalse(os.path.exists(new))
 
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCHEDULER_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                  "SLURM_ARRAY_TASK_STEP", "SLURM_JOB_ID", "JOB_COMPLETION_INDEX", "CI_NODE_INDEX", "CI_NODE_TOTAL")
+
+
+def docs_script(name):
+    """The fenced block of docs/nightly.md whose comment line names `name`."""
+    with open(os.path.join(ROOT, "docs", "nightly.md")) as f:
+        text = f.read()
+    for block in text.split("```sh\n")[1:]:
+        body = block.split("```", 1)[0]
+        if f"# {name}:" in body:
+            return body
+    raise AssertionError(f"docs/nightly.md has no {name} block")
+
+
+class DocsSlurmScripts(unittest.TestCase):
+    """docs/nightly.md's Slurm scripts as written, each array task run by bash under the variables
+    Slurm gives it (sbatch itself is not needed: #SBATCH lines are comments to bash)."""
+
+    def test_array_then_merge(self):
+        shard_script, merge_script = docs_script("nightly.sbatch"), docs_script("merge.sbatch")
+        first, last = (int(x) for x in shard_script.split("#SBATCH --array=", 1)[1].split()[0].split("-"))
+        with tempfile.TemporaryDirectory() as t:
+            os.symlink(os.path.join(ROOT, "fixtures"), os.path.join(t, "fixtures"))
+            for name, body in (("nightly.sbatch", shard_script), ("merge.sbatch", merge_script)):
+                with open(os.path.join(t, name), "w") as f:
+                    f.write(body)
+            env = {k: v for k, v in os.environ.items() if k not in SCHEDULER_VARS}
+            env.update(PATH=os.path.dirname(os.path.abspath(DRIFTSCOPE)) + os.pathsep + env.get("PATH", ""),
+                       NIGHT="2026-11-29", COMMIT="abc1234")
+            count = last - first + 1
+            for task in range(first, last + 1):
+                task_env = dict(env, SLURM_ARRAY_TASK_ID=str(task), SLURM_ARRAY_TASK_COUNT=str(count),
+                                SLURM_ARRAY_TASK_MIN=str(first), SLURM_ARRAY_TASK_MAX=str(last))
+                p = subprocess.run(["bash", "nightly.sbatch"], cwd=t, env=task_env, capture_output=True, text=True,
+                                   timeout=240)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn(f"--shard auto: shard {task - first}/{count} from the Slurm job array", p.stdout)
+            p = subprocess.run(["bash", "merge.sbatch"], cwd=t, env=env, capture_output=True, text=True, timeout=240)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            merged = os.path.join(t, "nightly", "2026-11-29.h5")
+            with h5py.File(merged, "r") as f:
+                cases = f["case_index"][:]
+            self.assertEqual(len(cases), 8)
+            self.assertEqual(sorted({r["shard"].decode() for r in cases}), [f"{i}/{count}" for i in range(count)])
+            self.assertTrue(os.path.exists(os.path.join(t, "nightly", "2026-11-29.xml")))
+            rc, out, err = run("history", "show", "--db", os.path.join(t, "nightly", "history.sqlite"), "--json")
+            self.assertEqual(rc, 0, out + err)
+            shown = json.loads(out)
+            self.assertEqual([n["label"] for n in shown["nights"]], ["2026-11-29/abc1234"])
+            self.assertEqual(len(shown["cases"]), 8)
+            self.assertTrue(all(c["outcomes"] == ["pass"] for c in shown["cases"]))
+
+
 if __name__ == "__main__":
     unittest.main()

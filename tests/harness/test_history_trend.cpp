@@ -2,6 +2,7 @@
 // first failed night, and an unfinished night that is never a pass.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct CreepCase {
   std::vector<std::string> statuses;  // empty: "pass" every night
   bool creeping;
 };
+
+// ctest lists each case by its name, not its bytes.
+void PrintTo(const CreepCase& c, std::ostream* os) { *os << c.name; }
 
 const std::vector<CreepCase>& creep_cases() {
   static const std::vector<CreepCase> all = {

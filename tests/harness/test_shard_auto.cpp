@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Case {
   std::string scheduler;
   std::vector<std::string> error_names;
 };
+
+// ctest lists each case by its name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 Case accepts(std::string name, std::string spec, std::map<std::string, std::string> env, ShardSpec want,
              std::string scheduler) {
