@@ -120,10 +120,14 @@ class History(unittest.TestCase):
             cls.nights.append(merged)
             rc, out, err = run("history", "add", merged, "--db", cls.db, "--label", LABELS[n])
             assert rc == 0, out + err
-        # Night 5: cpu-f16 alone, killed after its first layer: an INCOMPLETE trace.
-        cls.killed = os.path.join(t, "night5.h5")
+        # Night 5: cpu-f16 alone, killed after its first layer: an INCOMPLETE trace, merged as a
+        # nightly job merges whatever its shards left.
+        killed = os.path.join(t, "killed.h5")
         env = dict(os.environ, DRIFTSCOPE_TEST_KILL_AFTER_LAYERS="1")
-        run("run", *COMMON, "--candidate", "cpu-f16", "--trace", cls.killed, env=env)
+        run("run", *COMMON, "--candidate", "cpu-f16", "--trace", killed, env=env)
+        cls.killed = os.path.join(t, "night5.h5")
+        rc, out, err = run("merge", "-o", cls.killed, killed)
+        assert rc == 0 and "INCOMPLETE" in out, out + err
         rc, out, err = run("history", "add", cls.killed, "--db", cls.db, "--label", LABELS[4])
         assert rc == 0, out + err
         cls.add_output = out
@@ -264,7 +268,9 @@ class History(unittest.TestCase):
         self.assertIn(LABELS[1], err)
         self.assertIn("--replace", err)
         self.assertEqual(db_content(db), before)
-        rc, out, err = run("history", "add", self.nights[2], "--db", db, "--label", LABELS[1], "--replace")
+        # Replaced by night 3's shard traces, single-case files, each of its cases once.
+        shards = sorted(glob.glob(os.path.join(self.tmp.name, "night3", "*.h5")))
+        rc, out, err = run("history", "add", *shards, "--db", db, "--label", LABELS[1], "--replace")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("replaced night", out)
         rc, out, err = run("history", "show", "--db", db, "--json")
@@ -272,6 +278,15 @@ class History(unittest.TestCase):
         self.assertEqual([n["label"] for n in shown["nights"]], LABELS, "a replaced night keeps its place")
         _, down = self.layer("down", 1, self.case(self.candidate, shown))
         self.assertEqual(down["ratios"][1], down["ratios"][2], "night 2 now holds night 3's cases")
+        self.assertEqual(self.case("cpu-f16", shown)["outcomes"][1], "pass")
+
+    def test_bad_flags(self):
+        for args in (["add", self.nights[0], "--db", self.db, "--label", ""],
+                     ["show", "--db", self.db, "--busy-timeout", "nan"],
+                     ["show", "--db", self.db, "--last", "0"]):
+            rc, out, err = run("history", *args)
+            self.assertEqual(rc, 2, f"{args}: {out}{err}")
+            self.assertTrue("--label" in err or "--busy-timeout" in err or "--last" in err, err)
 
     def test_locked_database(self):
         db = self.copy_db("locked.sqlite")
