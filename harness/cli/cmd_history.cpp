@@ -2,6 +2,7 @@
 // file, and the trends over the nights (a stage creeping toward its limit while it still passes).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -72,7 +73,10 @@ int history_show(const HistoryArgs& args) {
   const std::vector<NightInfo> nights = db.nights();
   const std::vector<StoredCase> cases = db.cases(args.filter);
   const HistoryFilter& f = args.filter;
-  if (cases.empty() && !(f.model.empty() && f.candidate.empty() && f.stage.empty())) {
+  const bool stage_matched =
+      f.stage.empty() ||
+      std::any_of(cases.begin(), cases.end(), [](const StoredCase& c) { return !c.record.stages.empty(); });
+  if ((cases.empty() || !stage_matched) && !(f.model.empty() && f.candidate.empty() && f.stage.empty())) {
     // A misspelt filter would otherwise read as a quiet history.
     std::set<std::string> keys;
     for (const StoredCase& c : db.cases({})) keys.insert(c.record.key());

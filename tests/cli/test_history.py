@@ -252,6 +252,9 @@ class History(unittest.TestCase):
         self.assertEqual(rc, 2, out + err)
         self.assertIn("no stored case matches --model synthetic:no-such-tiny", err)
         self.assertIn(self.case("cpu-f16")["key"], err)
+        rc, out, err = run("history", "show", "--db", self.db, "--stage", "no_such_stage")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--stage no_such_stage", err)
 
     # Bad input: each exit 2 naming the file or label, the database as it was.
 
