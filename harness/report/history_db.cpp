@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>

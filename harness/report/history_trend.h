@@ -2,7 +2,6 @@
 // the first night it failed, and whether it is creeping (rising steadily while still passing).
 #pragma once
 
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
