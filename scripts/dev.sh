@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build ccache pkg-config git python3-venv
   libhdf5-dev hdf5-tools libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
-  nlohmann-json3-dev libyaml-cpp-dev libboost-context-dev
+  nlohmann-json3-dev libyaml-cpp-dev libboost-context-dev libsqlite3-dev
   libimgui-dev libglfw3-dev libstb-dev xvfb xauth python3-h5py python3-numpy)
 
 install_missing() {

@@ -27,6 +27,7 @@
 #include "synthetic.h"
 #include "report_options.h"
 #include "runner.h"
+#include "shard_auto.h"
 #include "stage_catalog.h"
 
 namespace ds::cli {
@@ -169,7 +170,14 @@ int run_matrix(const RunArgs& args, const Policy& policy) {
   namespace fs = std::filesystem;
   const std::vector<CaseSpec> all = enumerate_cases(args.models, args.candidates, args.seeds, args.probes);
   ShardSpec shard;
-  if (!args.shard.empty()) {
+  if (is_auto_shard(args.shard)) {
+    std::string err;
+    const auto s = resolve_auto_shard(args.shard, process_environment(), err);
+    if (!s) throw InputError(err);
+    fmt::print("--shard {}: shard {} from the {} ({})\n", args.shard, s->shard.str(), s->scheduler,
+               s->evidence);
+    shard = s->shard;
+  } else if (!args.shard.empty()) {
     std::string err;
     const auto s = parse_shard(args.shard, err);
     if (!s) throw InputError(err);
@@ -370,7 +378,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
   run->add_option(
       "--shard", args->shard,
       "Run only shard i of N (0-based, e.g. 0/4) of the model x candidate x seed matrix: the cases "
-      "k with k % N == i. For CI matrix jobs and Slurm array tasks");
+      "k with k % N == i. For CI matrix jobs and Slurm array tasks. auto: i and N from the scheduler "
+      "that started the job (a Slurm job array, SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT; a GitLab "
+      "parallel job, CI_NODE_INDEX and CI_NODE_TOTAL); auto/N: N given, i from the scheduler (a "
+      "Kubernetes Indexed Job, JOB_COMPLETION_INDEX); docs/nightly.md");
   run->add_option(
       "--trace-dir", args->trace_dir,
       "Matrix runs: write one trace per case here, named case-<k>-of-<M>.h5 (created if missing)");

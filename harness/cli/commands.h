@@ -19,5 +19,6 @@ void add_new_candidate_command(CLI::App& app, int& exit_code);
 void add_export_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_verify_command(CLI::App& app, int& exit_code);
+void add_history_command(CLI::App& app, int& exit_code);
 
 }  // namespace ds::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   ds::cli::add_export_command(app, exit_code);
   ds::cli::add_check_command(app, exit_code);
   ds::cli::add_verify_command(app, exit_code);
+  ds::cli::add_history_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -421,5 +421,77 @@ class MatrixErrors(unittest.TestCase):
         self.assertIn("--trace-dir", err)
 
 
+# Every variable --shard auto reads, so that a test run inside a real Slurm or GitLab job is not
+# steered by the job's own.
+SCHEDULER_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                  "SLURM_ARRAY_TASK_STEP", "SLURM_JOB_ID", "JOB_COMPLETION_INDEX", "CI_NODE_INDEX", "CI_NODE_TOTAL")
+
+
+def run_under(scheduler_env, *args):
+    env = {k: v for k, v in os.environ.items() if k not in SCHEDULER_VARS}
+    env.update(scheduler_env)
+    p = subprocess.run([DRIFTSCOPE, *args], capture_output=True, text=True, timeout=240, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+class AutoShards(unittest.TestCase):
+    """--shard auto as a scheduler starts it: each task finds its share, and the shares are the matrix."""
+    SEEDS = ["--candidate", "cpu-f16", "--seed", "0", "--seed", "1", "--seed", "2", "--prompt-tokens", "4"]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def shards_in(self, d):
+        out = {}
+        for name in sorted(os.listdir(d)):
+            with h5py.File(os.path.join(d, name), "r", swmr=True) as f:
+                case = json.loads(f.attrs["run"])["case"]
+            out[case["index"]] = case["shard"]
+        return out
+
+    def test_a_slurm_array_from_one_covers_the_matrix(self):
+        d = os.path.join(self.tmp.name, "t")
+        for task in (1, 2):  # sbatch --array=1-2
+            rc, out, err = run_under({"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": "2",
+                                      "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "2"},
+                                     "run", *self.SEEDS, "--shard", "auto", "--trace-dir", d)
+            self.assertEqual(rc, 0, out + err)
+            self.assertIn(f"--shard auto: shard {task - 1}/2 from the Slurm job array (SLURM_ARRAY_TASK_ID={task}",
+                          out)
+        # Round-robin over 2 shards: cases 0 and 2 in shard 0/2, case 1 in 1/2, each recorded.
+        self.assertEqual(self.shards_in(d), {0: "0/2", 1: "1/2", 2: "0/2"})
+
+    def test_kubernetes_and_gitlab_indices(self):
+        d = os.path.join(self.tmp.name, "k")
+        rc, out, err = run_under({"JOB_COMPLETION_INDEX": "2"}, "run", *self.SEEDS, "--shard", "auto/3",
+                                 "--trace-dir", d)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("shard 2/3 from the Kubernetes Indexed Job (JOB_COMPLETION_INDEX=2)", out)
+        self.assertEqual(self.shards_in(d), {2: "2/3"})
+        d = os.path.join(self.tmp.name, "g")
+        rc, out, err = run_under({"CI_NODE_INDEX": "1", "CI_NODE_TOTAL": "3"}, "run", *self.SEEDS, "--shard", "auto",
+                                 "--trace-dir", d)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("shard 0/3 from the GitLab parallel job", out)
+        self.assertEqual(self.shards_in(d), {0: "0/3"})
+
+    def test_refusals_name_the_variables(self):
+        d = os.path.join(self.tmp.name, "r")
+        for env, spec, words in [
+                ({}, "auto", ["SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX", "CI_NODE_INDEX", "--shard i/N"]),
+                ({"JOB_COMPLETION_INDEX": "1"}, "auto", ["JOB_COMPLETION_INDEX=1", "auto/N"]),
+                ({"CI_NODE_INDEX": "4", "CI_NODE_TOTAL": "3"}, "auto", ["CI_NODE_INDEX=4", "CI_NODE_TOTAL=3"]),
+                ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "2", "CI_NODE_INDEX": "1",
+                  "CI_NODE_TOTAL": "2"}, "auto", ["several schedulers"])]:
+            rc, out, err = run_under(env, "run", *self.SEEDS, "--shard", spec, "--trace-dir", d)
+            self.assertEqual(rc, 2, f"{env}: {out}{err}")
+            for w in words:
+                self.assertIn(w, err)
+            self.assertFalse(os.path.exists(d) and os.listdir(d), "a refused shard runs no case")
+
+
 if __name__ == "__main__":
     unittest.main()
