@@ -23,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-BUDGET_S=${GPU_CHECK_BUDGET_S:-470}  # the issue's ceiling is 8 minutes on one H100, build included
+BUDGET_S=${GPU_CHECK_BUDGET_S:-480}  # the issue's ceiling is 8 minutes on one H100, build included
 MODE=run
 BUNDLE_DIR=""
 PREBUILT=""
@@ -91,10 +91,10 @@ if [ -z "$GPU_NAME" ]; then
 fi
 
 # --- the plan: steps in order, each with its limit (seconds) ---------------------------------
-STEPS=(facts build parity baseline real_shapes gdn_bitexact cupti bench)
+STEPS=(facts build parity baseline real_shapes gdn_bitexact cupti fla_gdn bench)
 # Their sum is the budget: every step gets its whole limit even when each before it used all of its.
 declare -A LIMIT=([facts]=10 [build]=200 [parity]=60 [baseline]=40 [real_shapes]=60 [gdn_bitexact]=15
-  [cupti]=35 [bench]=50)
+  [cupti]=35 [fla_gdn]=25 [bench]=35)
 declare -A WHAT=(
   [facts]="nvidia-smi (name, driver, memory, compute capability, clocks), nvcc --version, CPU count"
   [build]="cmake -G Ninja -DCMAKE_CUDA_ARCHITECTURES=<this GPU's> -DCMAKE_BUILD_TYPE=RelWithDebInfo (the build CI tests), then ${TARGETS[*]} only (ccache); skipped with --prebuilt"
@@ -103,6 +103,7 @@ declare -A WHAT=(
   [real_shapes]="qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, gpt2-small with --layers 2: cuda against the reference (both modes) and against simt (--baseline)"
   [gdn_bitexact]="test_gdn --gtest_filter='GdnCuda.*': fused decode ops A-D equal to the plain ops bit for bit on the device"
   [cupti]="test_harness --gtest_filter='LaunchRecords.CudaCandidate*' and driftscope run --profile (CUPTI launch records, GPU time)"
+  [fla_gdn]="examples/fla_gdn.py (flash-linear-attention's Triton GDN kernels) compiled on the GPU: driftscope run --model synthetic:qwen35-tiny --mode both --decode-steps 3 --fill reference, with \$GPU_CHECK_FLA_PYTHON (default: the cli.fla_gdn test's venv in the build tree); skipped, saying so, where that Python lacks torch with CUDA, triton or fla-core (a device machine without the package index has none)"
   [bench]="bench_kernels --benchmark_filter='^cuda/' at the real shapes: time, GB/s and the fraction of the device's peak bandwidth"
 )
 
@@ -255,6 +256,15 @@ do_cupti() {
   cat "$RUNS/cupti.profile.txt"
   return $rc
 }
+do_fla_gdn() {
+  local py=${GPU_CHECK_FLA_PYTHON:-$ROOT/build/tests/cli/fla-venv/bin/python}
+  if ! "$py" -c 'import torch, triton, fla; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+    echo "  skipped: $py has no torch with a CUDA device, triton and fla-core (GPU_CHECK_FLA_PYTHON chooses another)"
+    return 0
+  fi
+  run_case fla_gdn qwen35-tiny --model synthetic:qwen35-tiny --candidate "py:$ROOT/examples/fla_gdn.py" \
+    --python "$py" --fill reference --mode both --decode-steps 3
+}
 do_bench() {
   until_deadline "$(bin bench_kernels)" --benchmark_filter='^cuda/' --benchmark_min_time=0.05 \
     --benchmark_out="$OUT/bench_kernels.json" --benchmark_out_format=json
@@ -278,5 +288,5 @@ TINY=($(printf '%s\n' "${TINY[@]}" | grep -v qwen35))
 FIXTURES=($(printf '%s\n' "${FIXTURES[@]}" | grep -v qwen35))
 echo "tiny presets: ${TINY[*]}"
 echo "fixtures: ${FIXTURES[*]}"
-for s in parity baseline real_shapes gdn_bitexact cupti bench; do step "$s" "do_$s"; done
+for s in parity baseline real_shapes gdn_bitexact cupti fla_gdn bench; do step "$s" "do_$s"; done
 echo "gpu-check: done in $(($(date +%s) - T0)) s; results in $OUT (gpu-results.md is the draft for docs/gpu-results.md)"

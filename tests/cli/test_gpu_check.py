@@ -17,7 +17,7 @@ DRIFTSCOPE = sys.argv.pop(1) if len(sys.argv) > 1 else "driftscope"
 BUILD = os.path.dirname(os.path.dirname(os.path.abspath(DRIFTSCOPE)))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
-STEPS = ["facts", "build", "parity", "baseline", "real_shapes", "gdn_bitexact", "cupti", "bench"]
+STEPS = ["facts", "build", "parity", "baseline", "real_shapes", "gdn_bitexact", "cupti", "fla_gdn", "bench"]
 PROGRAMS = {"driftscope": "harness/driftscope", "test_gdn": "tests/gdn/test_gdn",
             "test_harness": "tests/harness/test_harness", "bench_kernels": "bench/kernels/bench_kernels"}
 

@@ -136,6 +136,24 @@ class PythonCandidates(unittest.TestCase):
         self.assertRegex(p.stdout, r"both modes\s+PASS")
         self.assertRegex(p.stdout, r"batches\s+PASS")
 
+    def test_verify_does_not_pass_a_cheat_that_ignores_its_inputs(self):
+        out = os.path.join(self.tmp.name, "verify.json")
+        p = run_cli("verify", *TINY, "--candidate", f"py:{MISBEHAVING}:memoized", "--json", out, timeout=900)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(out) as f:
+            findings = json.load(f)["findings"]
+        self.assertTrue(any(f["stage"] == "attn_norm" for f in findings), findings)
+
+    def test_replay_reruns_the_python_step_of_a_stored_stage(self):
+        trace = os.path.join(self.tmp.name, "lz.h5")
+        p, _ = self.run_json(f"py:{MISBEHAVING}:layer-zero-weight", "--trace", trace, "--capture", "all")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        where = ["--step", "0", "--layer", "1", "--stage", "ffn_norm"]
+        again = run_cli("replay", trace, *where)
+        self.assertIn("The replay reproduces the stored metrics", again.stdout, again.stdout + again.stderr)
+        fixed = run_cli("replay", trace, *where, "--candidate", f"py:{MISBEHAVING}:correct")
+        self.assertRegex(fixed.stdout, r"replayed: .* ffn_norm +isolated PASS")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

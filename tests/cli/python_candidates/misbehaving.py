@@ -149,3 +149,17 @@ class MissingWeight(RmsnormBase):
 class UnknownOp(RmsnormBase):
     name = "unknown-op"
     ops = ["RMSNorm", "FlashMLA"]
+
+
+class Memoized(RmsnormBase):
+    """A cheat: the first answer for a (step, layer, launch) is kept and returned whatever the
+    inputs are later, so a rerun on other inputs gets the old outputs (verify's `cached`)."""
+
+    name = "memoized"
+
+    def run(self, step, ctx, inputs):
+        memo = self.__dict__.setdefault("memo", {})
+        key = (step.name, ctx.step, ctx.layer)
+        if key not in memo:
+            memo[key] = super().run(step, ctx, inputs)
+        return {k: v.copy() for k, v in memo[key].items()}
