@@ -101,6 +101,37 @@ def main():
             sys.exit(f"FAILED: export --mapping llama.cpp-llama did not use the installed mapping:\n{p.stdout}")
         sh(ds, "run", "--model", "synthetic:llama-tiny", "--candidate", f"dump:{out}", "--mode", "chained")
         print("export --mapping llama.cpp-llama found the installed mapping; the dump reads back and passes")
+
+        # A Python candidate run by the installed driftscope imports the installed SDK, and the
+        # installed driftscope.trace reads the trace it wrote (docs/python.md).
+        cand = os.path.join(work, "my_norm.py")
+        with open(cand, "w") as f:
+            f.write(
+                "import sys\nimport numpy as np\nimport driftscope as ds\n"
+                "print('sdk at', ds.__file__, file=sys.stderr)\n"
+                "class MyNorm(ds.Candidate):\n"
+                "    ops = ['RMSNorm']\n"
+                "    def plan(self, cfg, kind):\n"
+                "        return [ds.Step('n', ['x'], ['attn_norm'])] if kind == 'decoder' else []\n"
+                "    def load(self, cfg, weights):\n"
+                "        self.w = [weights.layer(l, 'attn_norm.weight') for l in range(cfg.n_layers)]\n"
+                "        self.eps = cfg.norm_eps\n"
+                "    def run(self, step, ctx, inputs):\n"
+                "        x = inputs['x'].astype(np.float64)\n"
+                "        y = x / np.sqrt((x * x).mean(-1, keepdims=True) + self.eps) * self.w[ctx.layer]\n"
+                "        return {'attn_norm': y.astype(np.float32)}\n")
+        trace = os.path.join(work, "py.h5")
+        p = sh(ds, "run", "--model", "synthetic:qwen2-tiny", "--candidate", "py:my_norm.py", "--fill", "reference",
+               "--python", "/usr/bin/python3", "--trace", trace, cwd=work)
+        installed_sdk = os.path.join(prefix, "share", "driftscope", "python", "driftscope")
+        if f"sdk at {installed_sdk}" not in p.stderr:
+            sys.exit(f"FAILED: the Python candidate did not import the installed SDK ({installed_sdk}):\n{p.stderr}")
+        reader = ("import sys; sys.path.insert(0, sys.argv[1]); from driftscope.trace import open_trace\n"
+                  "t = open_trace(sys.argv[2]); print(t.exit_code, t.run['candidate']['name'], len(t.rows))")
+        p = sh("/usr/bin/python3", "-c", reader, os.path.join(prefix, "share", "driftscope", "python"), trace)
+        if not p.stdout.startswith("0 MyNorm "):
+            sys.exit(f"FAILED: the installed driftscope.trace read {p.stdout!r} from {trace}")
+        print(f"py:my_norm.py ran with the installed SDK; driftscope.trace read it: {p.stdout.strip()}")
         print("generators ok")
     finally:
         shutil.rmtree(work, ignore_errors=True)
