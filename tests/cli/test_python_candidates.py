@@ -34,7 +34,10 @@ class PythonCandidates(unittest.TestCase):
     def run_json(self, candidate, *extra):
         out = os.path.join(self.tmp.name, "r.json")
         p = run_cli("run", *TINY, "--candidate", candidate, "--json", out, *extra)
-        report = json.load(open(out)) if os.path.exists(out) else None
+        report = None
+        if os.path.exists(out):
+            with open(out) as f:
+                report = json.load(f)
         return p, report
 
     def test_the_numpy_example_passes_both_modes_and_records_its_file(self):
@@ -55,6 +58,26 @@ class PythonCandidates(unittest.TestCase):
         p, report = self.run_json(f"py:{EXAMPLE}", "--batch", "3", "--batch-prompts", "4,1,7", "--decode-steps", "2")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("one sequence at a time", p.stdout)
+
+    def test_a_batching_candidate_gets_the_batch_at_once_and_a_row_bug_is_a_leak(self):
+        batch = ["--model", "synthetic:qwen2-tiny", "--batch", "3", "--batch-prompts", "4,1,7", "--decode-steps", "2"]
+        out = os.path.join(self.tmp.name, "b.json")
+        p = run_cli("run", *batch, "--fill", "reference", "--candidate", f"py:{MISBEHAVING}:batched", "--json", out)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("batched takes decoder batched", p.stdout)
+        p = run_cli("run", *batch, "--fill", "reference", "--candidate", f"py:{MISBEHAVING}:neighbour-row",
+                    "--json", out)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        with open(out) as f:
+            first = json.load(f)["first_failure"]
+        self.assertEqual((first["stage"], first["layer"], first["step"], first["status"], first["seq"]),
+                         ("attn_norm", 0, 0, "leak", 1), first)
+
+    def test_moe_limits_reach_the_gate(self):
+        p = run_cli("run", "--model", "synthetic:qwen3moe-tiny", "--fill", "reference",
+                    "--candidate", f"py:{MISBEHAVING}:top-two-experts")
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertIn("top-4 routing, past the top-2 its MoE kernels keep", p.stdout + p.stderr)
 
     def test_planted_bugs_and_broken_contracts_end_as_a_plugins_would(self):
         # (candidate, exit code, first failing stage, layer, step, status, words its note holds)
@@ -97,12 +120,12 @@ class PythonCandidates(unittest.TestCase):
         self.assertIn("no weight 'blk.0.no_such.weight'", p.stdout)
 
     def test_files_that_are_no_candidate_are_bad_input_naming_the_file(self):
-        broken = os.path.join(self.tmp.name, "broken.py")
-        open(broken, "w").write("import driftscope as ds\nclass A(ds.Candidate):\n    def plan(self) return []\n")
-        needs = os.path.join(self.tmp.name, "needs.py")
-        open(needs, "w").write("import a_package_nobody_installed\n")
-        empty = os.path.join(self.tmp.name, "empty.py")
-        open(empty, "w").write("x = 1\n")
+        files = {"broken.py": "import driftscope as ds\nclass A(ds.Candidate):\n    def plan(self) return []\n",
+                 "needs.py": "import a_package_nobody_installed\n", "empty.py": "x = 1\n"}
+        for name, text in files.items():
+            with open(os.path.join(self.tmp.name, name), "w") as f:
+                f.write(text)
+        broken, needs, empty = (os.path.join(self.tmp.name, n) for n in files)
         cases = [
             (f"py:{broken}", [f"{broken}:3: syntax error"], {}),
             (f"py:{needs}", ["No module named 'a_package_nobody_installed'", f"{needs}:1"], {}),

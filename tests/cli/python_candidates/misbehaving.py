@@ -163,3 +163,44 @@ class Memoized(RmsnormBase):
         if key not in memo:
             memo[key] = super().run(step, ctx, inputs)
         return {k: v.copy() for k, v in memo[key].items()}
+
+
+class Batched(RmsnormBase):
+    """Takes every sequence of a batch in one call (rows stacked; RMSNorm is row by row)."""
+
+    name = "batched"
+
+    def batches(self, kind):
+        return kind == "decoder"
+
+    def run(self, step, ctx, inputs):
+        rows = sum(q.n_tokens for q in ctx.seqs) if ctx.seqs else ctx.n_tokens
+        assert inputs["x" if step.name == "rmsnorm_attn" else "residual_1"].shape[0] == rows
+        return super().run(step, ctx, inputs)
+
+
+class NeighbourRow(Batched):
+    """Planted batch bug: in a batched call each sequence's first row is normalised with the
+    previous sequence's last row in its place (a row offset off by one)."""
+
+    name = "neighbour-row"
+
+    def run(self, step, ctx, inputs):
+        key = "x" if step.name == "rmsnorm_attn" else "residual_1"
+        x = inputs[key].copy()
+        for q in ctx.seqs[1:]:
+            x[q.row0] = inputs[key][q.row0 - 1]
+        return super().run(step, ctx, dict(inputs, **{key: x}))
+
+
+class TopTwoExperts(ds.Candidate):
+    """MoE kernels whose top-k array holds 2: the gate must refuse a model choosing 4."""
+
+    name = "top-two-experts"
+    ops = ["MoeSoftmaxTopK", "MoeNormTopK", "MoeExperts", "RMSNorm"]
+
+    def moe_limits(self):
+        return (2, 0)
+
+    def plan(self, cfg, kind):
+        return []
