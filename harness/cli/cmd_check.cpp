@@ -191,7 +191,7 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
     out.exit_code = r.exit_code;
     out.first_failure = r.first_failure;
     if (o.simt.memcheck && r.memcheck_blind && r.exit_code == kExitParity) {
-      out.not_judged = r.notes.empty() ? "memcheck checked no launch" : r.notes.back();
+      out.not_judged = r.memcheck_note.empty() ? "memcheck checked no launch" : r.memcheck_note;
       out.verdict = "skipped: " + out.not_judged;
       return out;
     }

@@ -31,17 +31,17 @@ void note_unchecked_launches(RunState& s) {
   }
   report.memcheck_blind = unchecked == report.launches.size();
   if (unchecked > 0) {
-    report.notes.push_back(
+    report.memcheck_note =
         fmt::format("memcheck: {} of {} launches were not checked, their kernels built without the CHECKED "
                     "flavour ({}){}",
                     unchecked, report.launches.size(), fmt::join(kernels, ", "),
-                    report.memcheck_blind ? ": no memory error of this run could be found" : ""));
+                    report.memcheck_blind ? ": no memory error of this run could be found" : "");
   } else if (report.launches.empty()) {
     const std::string why = memcheck_blind_spot(s.opt.candidate);
-    report.notes.push_back(
-        fmt::format("memcheck: the candidate launched no SIMT kernel, so nothing was checked{}{}",
-                    why.empty() ? "" : ": ", why));
+    report.memcheck_note = fmt::format("memcheck: the candidate launched no SIMT kernel, so nothing was checked{}{}",
+                                       why.empty() ? "" : ": ", why);
   }
+  if (!report.memcheck_note.empty()) report.notes.push_back(report.memcheck_note);
 }
 
 // Device memory the candidate's steps allocated and never freed, per kernel step and line: a

@@ -81,6 +81,9 @@ struct RunReport {
   // Under --simt-memcheck: no launch of the run was checked (none was made, or none of its kernels
   // was built CHECKED), so its silence on memory errors is no verdict.
   bool memcheck_blind = false;
+  // Under --simt-memcheck, what the run says of the launches memcheck could not look into (also in
+  // notes, where later notes, leaks among them, may follow it); empty when it checked every one.
+  std::string memcheck_note;
   // Device memory candidate steps allocated and had not freed when the run's last step ended, by
   // kernel step and allocation site (the SIMT runtime's table; launch_log::live_allocations).
   std::vector<LiveAllocation> leaks;

@@ -1,6 +1,7 @@
 """The README's quick tour, run top to bottom as written: every command of its first ```sh block
 after "## Quick tour" (continuation lines joined), in a fresh directory holding only `build` (the
-build tree) and `fixtures` (the checkout's), so the tour cannot drift from what the program does.
+build tree), `fixtures` and `examples` (the checkout's), so the tour cannot drift from what the
+program does.
 
 What each command must show is what the README says of it, in the comment lines right above it
 or at its end (a comment block speaks of the one command under it):
@@ -86,6 +87,7 @@ class QuickTour(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="ds-tour-") as home:
             os.symlink(BUILD, os.path.join(home, "build"))
             os.symlink(os.path.join(SOURCE, "fixtures"), os.path.join(home, "fixtures"))
+            os.symlink(os.path.join(SOURCE, "examples"), os.path.join(home, "examples"))
             for step in steps:
                 if only and only not in step.command:
                     continue
