@@ -135,6 +135,10 @@ std::vector<std::string> expand_candidate_spec(std::string_view spec) {
   return out;
 }
 
+bool runs_foreign_code(std::string_view spec) {
+  return parse_plugin_spec(spec).has_value() || parse_python_spec(spec).has_value();
+}
+
 std::optional<PluginInfo> plugin_origin(const Candidate& cand) {
   if (const auto* p = dynamic_cast<const PluginCandidate*>(&cand)) return p->info();
   if (const auto* p = dynamic_cast<const PythonCandidate*>(&cand)) return p->info();

@@ -13,6 +13,7 @@
 
 #include "candidate.h"
 #include "lifeline.h"
+#include "sandbox.h"
 #include "plugin/plugin_library.h"
 
 namespace ds::python {
@@ -77,6 +78,7 @@ PythonProcess::PythonProcess(const std::string& mode, const std::string& file, c
     if (in < 0 || out < 0 || ::dup2(in, 3) < 0 || ::dup2(out, 4) < 0) ::_exit(126);
     ::close(in);
     ::close(out);
+    sandbox::enter_child(exe.c_str());  // this execv of the interpreter, and no other exec
     ::setenv("PYTHONPATH", pythonpath.c_str(), 1);
     ::setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
     std::vector<const char*> argv = {exe.c_str(), "-m", "driftscope._host", mode.c_str(), file.c_str()};
@@ -117,6 +119,9 @@ std::string PythonProcess::why_silent(bool timed_out, double timeout_s) {
     reaped_ = true;
   }
   if (timed_out) return fmt::format("hung: no answer within {} s", timeout_s);
+  if (WIFSIGNALED(status_) && WTERMSIG(status_) == SIGSYS)
+    return "its Python process made a system call the sandbox forbids (a socket other than AF_UNIX) and was "
+           "stopped (docs/sandbox.md)";
   if (WIFSIGNALED(status_))
     return fmt::format("its Python process was killed by signal {} ({})", WTERMSIG(status_),
                        strsignal(WTERMSIG(status_)));
@@ -131,8 +136,12 @@ std::string probe(const std::string& mode, const std::string& file, const std::s
   PythonProcess proc(mode, file, name);
   std::string reply;
   bool timed_out = false;
-  if (!proc.send(request) || !proc.recv(reply, wire::deadline_in(kProbeTimeoutS), &timed_out))
-    throw CandidateCrash(what, proc.why_silent(timed_out, kProbeTimeoutS));
+  if (!proc.send(request) || !proc.recv(reply, wire::deadline_in(kProbeTimeoutS), &timed_out)) {
+    const std::string why = proc.why_silent(timed_out, kProbeTimeoutS);
+    wire::throw_if_sandbox_blocked(what);
+    throw CandidateCrash(what, why);
+  }
+  wire::throw_if_sandbox_blocked(what);
   const std::string tag = reply.substr(0, 2);
   if (tag == "ok") return reply.substr(2);
   std::string text;

@@ -15,6 +15,7 @@
 
 #include "candidate.h"
 #include "lifeline.h"
+#include "sandbox.h"
 
 namespace ds::wire {
 
@@ -311,6 +312,16 @@ StepReply read_step_reply(const std::string& reply, const std::vector<std::strin
   return out;
 }
 
+void throw_if_sandbox_blocked(const std::string& step) {
+  const std::string call = sandbox::blocked_call();
+  if (call.empty()) return;
+  sandbox::clear();
+  throw CandidateCrash(step,
+                       fmt::format("the sandbox blocked {}: a candidate under the sandbox may not start "
+                                   "programs or open network sockets (docs/sandbox.md)",
+                                   call));
+}
+
 std::string run_forked(const std::string& step, double timeout_s, const std::function<std::string()>& fn) {
   int up[2];
   if (::pipe(up) != 0) throw std::runtime_error("cannot create a pipe for a child process");
@@ -319,6 +330,7 @@ std::string run_forked(const std::string& step, double timeout_s, const std::fun
   if (pid < 0) throw std::runtime_error("cannot fork a child process");
   if (pid == 0) {
     ::close(up[0]);
+    sandbox::enter_child();  // a probe runs the candidate's code (a plugin's constructors, say)
     std::string reply;
     try {
       reply = "ok" + fn();
@@ -337,6 +349,7 @@ std::string run_forked(const std::string& step, double timeout_s, const std::fun
   ::close(up[0]);
   // Whatever it forked goes with it: nothing it started may outlive the answer.
   const int status = lifeline::end_supervised(pid);
+  throw_if_sandbox_blocked(step);
   if (!got)
     throw CandidateCrash(
         step, timed_out ? fmt::format("hung: no answer within {} s", timeout_s)

@@ -83,10 +83,13 @@ struct StepReply {
 StepReply read_step_reply(const std::string& reply, const std::vector<std::string>& declared,
                           std::uint64_t max_elems);
 
-// Runs `fn` in a forked child and returns what it returned. The child's death by a signal, an
-// exit without an answer, or no answer before `timeout_s` (> 0) throws CandidateCrash(step,
-// why); an exception in `fn` throws CandidateCrash(step, "threw: ..."). The harness's memory is
-// untouched whatever `fn` does.
+// A child under the sandbox (sandbox.h) made a call it forbids: CandidateCrash(step) naming it.
+void throw_if_sandbox_blocked(const std::string& step);
+
+// Runs `fn` in a forked child (under the sandbox, when one is configured) and returns what it returned. The
+// child's death by a signal, an exit without an answer, or no answer before `timeout_s` (> 0) throws
+// CandidateCrash(step, why); an exception in `fn` throws CandidateCrash(step, "threw: ..."). The harness's
+// memory is untouched whatever `fn` does.
 std::string run_forked(const std::string& step, double timeout_s, const std::function<std::string()>& fn);
 
 }  // namespace ds::wire

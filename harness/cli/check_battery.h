@@ -27,6 +27,7 @@ struct CheckArgs {
   std::string fill = "none", numerics, trace_dir, json;
   ReportOptions report;
   bool progress = false;           // --progress: where the battery is, in a log too
+  bool sandbox = false;            // --sandbox (verify: on unless --no-sandbox)
   ProgressMeter* meter = nullptr;  // every run of the battery tells it its layers
 };
 

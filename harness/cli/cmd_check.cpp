@@ -58,6 +58,7 @@ RunOptions common_options(const CheckArgs& a) {
   o.fill = a.fill == "reference";
   o.numerics = a.numerics;
   o.timeout_s = a.timeout_s;
+  o.sandbox = a.sandbox;
   if (a.meter) o.on_event = a.meter->observer();
   return o;
 }
@@ -171,6 +172,7 @@ std::vector<std::string> rerun_argv(const RunOptions& o, const std::string& poli
   if (o.simt.racecheck) add({"--simt-racecheck"});
   if (o.simt.memcheck) add({"--simt-memcheck"});
   if (o.timeout_s != RunOptions{}.timeout_s) add({"--timeout", fmt::format("{:g}", o.timeout_s)});
+  if (o.sandbox) add({"--sandbox"});
   if (!policy.empty()) add({"--policy", policy});
   return argv;
 }
@@ -297,6 +299,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
                     "How the candidate computes (run --help, docs/policies.md)");
   add_timeout_flag(check, args->timeout_s);
   add_python_flag(check);
+  check->add_flag("--sandbox", args->sandbox,
+                  "Run every process of the candidate's code sandboxed: no network, writes only under a temp "
+                  "dir, no exec or non-AF_UNIX socket, rlimits (docs/sandbox.md; verify's default)");
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
   check->add_option(
       "--policy", args->report.policy,

@@ -277,7 +277,8 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
          "--candidate,-c", args->candidates,
          "Candidate to judge (see `driftscope candidates`), or a plugin: PATH.so (every candidate it "
          "registers) or PATH.so:NAME, or a Python candidate: py:FILE.py[:NAME] (docs/python.md), or "
-         "dump:DIR[:MAPPING.yaml] (another engine's tensor dumps, docs/dumps.md). Repeat for a matrix of candidates")
+         "dump:DIR[:MAPPING.yaml] (another engine's tensor dumps, docs/dumps.md). Repeat for a matrix of "
+         "candidates")
       ->allow_extra_args(false)
       ->capture_default_str();
   run->add_option("--fill", args->fill,
@@ -434,6 +435,10 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
                 "Fail (exit 1) a run whose candidate steps allocated device memory (cudaMalloc, "
                 "simt::malloc) they never freed by its end; without it each such allocation site is a "
                 "warning ('leak: ...') and in the JSON report's `leaks`");
+  run->add_flag("--sandbox", args->opt.sandbox,
+                "Run every process of the candidate's code sandboxed: no network, writes only under a temp "
+                "dir of the run's, no exec or non-AF_UNIX socket, rlimits; a forbidden call crashes the step "
+                "naming it (docs/sandbox.md; verify's default)");
   run->add_flag(
       "!--no-isolate", args->opt.isolate_process,
       "Run the candidate in this process instead of a child (for gdb; a crash then kills the harness)");

@@ -406,6 +406,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--numerics", c.numerics, "How the candidate computes (run --help, docs/policies.md)");
   add_timeout_flag(cmd, c.timeout_s);
   add_python_flag(cmd);
+  c.sandbox = true;
+  cmd->add_flag("!--no-sandbox", c.sandbox,
+                "Run the candidate's code unsandboxed (by default every process of it has no network, writes "
+                "only under a temp dir, no exec or non-AF_UNIX socket and rlimits; docs/sandbox.md)");
   cmd->add_option("--policy", c.report.policy,
                   "A tolerance policy file or installed name (docs/policies.md); default: the built-in one");
   std::vector<std::string> names;

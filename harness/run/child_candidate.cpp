@@ -11,6 +11,7 @@
 #include "launch_log.h"
 #include "launch_sinks.h"
 #include "lifeline.h"
+#include "sandbox.h"
 #include "wire.h"
 
 namespace ds {
@@ -65,6 +66,7 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     // The candidate loads in the child: a device context (CUDA) does not survive a fork, and
     // the weights arrive copy-on-write.
     std::string status = "ok";
+    sandbox::enter_child();
     try {
       inner_->load(cfg, weights);
       launch_log::take();  // what load() launched belongs to no step; a reply carries its step's alone
@@ -88,6 +90,7 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   if (!recv_msg(from_child_, reply, wire::deadline_in(timeout_s_), &timed_out, kMaxLoadReply, &too_long,
                 [this] { return child_alive(); })) {
     const int status = end_child_now();
+    wire::throw_if_sandbox_blocked("load");
     throw CandidateCrash(
         "load", timed_out  ? fmt::format("hung: load() did not finish within --timeout {} s", timeout_s_)
                 : too_long ? fmt::format("answered its load with a message of {} bytes", too_long)
@@ -95,6 +98,8 @@ void ChildCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
                                                     WTERMSIG(status), strsignal(WTERMSIG(status)))
                                       : std::string("exited while loading"));
   }
+  if (reply.rfind("ex", 0) == 0 || !sandbox::blocked_call().empty()) stop_child();
+  wire::throw_if_sandbox_blocked("load");
   if (reply.rfind("ex", 0) == 0) {
     Reader r{reply};
     r.at = 2;
@@ -167,6 +172,7 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
                                              max_reply, &too_long, [this] { return child_alive(); })) {
     const bool dead = !timed_out && !too_long;
     const int status = end_child_now();
+    wire::throw_if_sandbox_blocked(step.name);
     throw CandidateCrash(
         step.name,
         timed_out ? fmt::format("hung: no answer within --timeout {} s", timeout_s_)
@@ -185,6 +191,8 @@ void ChildCandidate::run(const KernelStep& step, const StepContext& ctx, const T
     end_child_now();
     throw CandidateCrash(step.name, fmt::format("sent a malformed reply: {}", e.what()));
   }
+  // A forbidden call stopped: the step's outputs, if any, came from a candidate that tried it.
+  wire::throw_if_sandbox_blocked(step.name);
   if (got.threw) throw CandidateCrash(step.name, fmt::format("threw: {}", got.error));
   for (auto& [name, t] : got.outputs) outputs[name] = std::move(t);
   for (LaunchRecord& l : got.launches) launch_log::record(std::move(l));

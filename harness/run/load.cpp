@@ -3,11 +3,14 @@
 // with its noise floor per mode.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "child_candidate.h"
 #include "launch_log.h"
 #include "load_model.h"
 #include "phases.h"
 #include "prompt.h"
+#include "sandbox.h"
 
 namespace ds {
 
@@ -61,10 +64,33 @@ Loaded load_phase(RunState& s, const ModelConfig& header, CandidatePtr cand) {
   if (const std::string why = launch_sinks::racecheck_unsupported(); opt.simt.racecheck && !why.empty())
     throw InputError(fmt::format("--simt-racecheck: {}", why));
   s.simt_options.emplace(opt.simt);  // before load: a child process and a plugin take them from here
+  if (opt.sandbox && !sandbox::configured())
+    s.report.notes.push_back(
+        fmt::format("sandbox: none: {} is Driftscope's own code (a kernel module it needs may be "
+                    "built on first use); --sandbox confines plugins, bare .cu files and "
+                    "Python candidates",
+                    opt.candidate));
+  if (const auto& box = sandbox::configured())
+    s.report.notes.push_back(
+        fmt::format("sandbox: the candidate's processes run with {} (under {}; docs/sandbox.md)",
+                    sandbox::kSummary, box->writable_dir));
+  // Every child that entered the sandbox says what it could not set up: each once, loaded or not.
+  auto note_sandbox_gaps = [&s] {
+    const std::string missing = sandbox::missing();
+    std::set<std::string> said;
+    for (std::size_t at = 0, end; at < missing.size(); at = end + 1) {
+      end = std::min(missing.find('\n', at), missing.size());
+      const std::string line = missing.substr(at, end - at);
+      if (!line.empty() && said.insert(line).second)
+        s.report.notes.push_back("sandbox: not applied: " + line);
+    }
+  };
   try {
     cand->load(cfg, run.model->weights);
     launch_log::take();  // what load() launched (weight repacking, say) belongs to no step
+    note_sandbox_gaps();
   } catch (const CandidateCrash& crash) {
+    note_sandbox_gaps();
     s.crash = fmt::format("candidate crashed while loading: {}", crash.what());
     run.cand = std::move(cand);
     return run;

@@ -74,6 +74,9 @@ struct RunOptions {
   // single-case command line); stored as the trace's run JSON "case". Null for a single run.
   nlohmann::json case_info;
   bool isolate_process = true;  // run the candidate in a child process (crash isolation)
+  // `--sandbox` (verify's default): every process that runs candidate code gets no network, writes
+  // only under a temp dir of the run's, no exec or non-AF_UNIX socket, rlimits (sandbox.h).
+  bool sandbox = false;
   // `--fail-on-leak`: device memory a candidate step allocated and never freed by the end of the
   // run fails it (exit 1); otherwise it is a warning.
   bool fail_on_leak = false;

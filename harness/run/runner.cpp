@@ -6,12 +6,16 @@
 
 #include <fmt/format.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 
 #include "contracts.h"
 #include "load_model.h"
 #include "phases.h"
 #include "registry.h"
+#include "sandbox.h"
 #include "trace_stub.h"
 
 namespace ds {
@@ -134,7 +138,41 @@ std::optional<std::string> capability_refusal(const ModelConfig& cfg, const Cand
       missing.str(), cfg.name, missing.str(), cand.name());
 }
 
+namespace {
+
+// `--sandbox`: the run's temp dir, the only place its candidate's processes may write, made for the
+// run and removed with what they left in it; the sandbox holds for every process started meanwhile.
+class RunSandbox {
+ public:
+  explicit RunSandbox(const RunOptions& opt) {
+    // Driftscope's own candidates run unconfined: they may build a kernel module on first use.
+    if (!opt.sandbox || !(runs_foreign_code(opt.candidate) || runs_foreign_code(opt.baseline))) return;
+    std::error_code ec;
+    std::string dir = (std::filesystem::temp_directory_path(ec) / "driftscope-sandbox-XXXXXX").string();
+    if (ec || !::mkdtemp(dir.data()))
+      throw InputError(fmt::format("--sandbox: cannot make the candidate's temp dir {}", dir));
+    dir_ = dir;
+    // A Python candidate's process starts its interpreter; every other candidate may not exec.
+    sandbox::configure(
+        sandbox::Options{dir_, opt.candidate.starts_with("py:") || opt.baseline.starts_with("py:")});
+  }
+  ~RunSandbox() {
+    if (dir_.empty()) return;
+    sandbox::configure(std::nullopt);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  RunSandbox(const RunSandbox&) = delete;
+  RunSandbox& operator=(const RunSandbox&) = delete;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace
+
 RunReport run_parity(const RunOptions& opt, const Policy& policy) {
+  const RunSandbox sandboxed(opt);
   RunState run(opt, policy);
   try {
     if (opt.prompt_tokens <= 0) throw InputError("--prompt-tokens must be at least 1");

@@ -79,6 +79,41 @@ def describe(exc: BaseException) -> str:
     return what + where
 
 
+# Under `--sandbox` (docs/sandbox.md) the kernel already stops exec, sockets and writes outside the
+# sandbox's dir; this names them. An audit hook (PEP 578) sees every attempt the candidate's Python
+# code makes, even one it catches, and the step that made one crashes naming it.
+SANDBOX_DIR = os.environ.get("DRIFTSCOPE_SANDBOX", "")
+FORBIDDEN = []  # what the candidate tried in the step under way
+
+
+def _writes(mode, flags) -> bool:
+    if isinstance(mode, str) and any(c in mode for c in "wax+"):
+        return True
+    return isinstance(flags, int) and bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND))
+
+
+def _inside(path) -> bool:
+    full = os.path.realpath(path)
+    return any(full == d or full.startswith(d + os.sep) for d in (os.path.realpath(SANDBOX_DIR), "/dev"))
+
+
+def _sandbox_hook(event, args):
+    what = None
+    if event == "os.system":
+        what = f"os.system({args[0]!r})"
+    elif event in ("os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen", "os.fork", "os.forkpty"):
+        what = f"{event}({args[0]!r})" if args else event
+    elif event == "socket.__new__" and len(args) > 1 and args[1] != getattr(__import__("socket"), "AF_UNIX", 1):
+        what = f"socket(family {args[1]})"
+    elif event == "open" and isinstance(args[0], (str, bytes)) and _writes(args[1], args[2] if len(args) > 2 else 0):
+        path = os.fsdecode(args[0])
+        if not _inside(path):
+            what = f"open({path!r}) for writing"
+    if what:
+        FORBIDDEN.append(what)
+        raise PermissionError(f"driftscope sandbox: {what} is forbidden (docs/sandbox.md)")
+
+
 def _has_gpu() -> bool:
     return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
 
@@ -236,20 +271,31 @@ def serve(path: str, name: str, fin, fout) -> None:
     try:
         cand = cls()
         cand.load(config, Weights(fetch))
+        if FORBIDDEN:
+            raise PermissionError(f"driftscope sandbox: {FORBIDDEN[0]} is forbidden (docs/sandbox.md)")
         _wire.send(fout, b"ok")
     except Exception as e:
-        _wire.send(fout, _wire.Writer(b"ex").str(f"load: {describe(e)}").bytes())
+        _wire.send(fout, _wire.Writer(b"ex").str(f"load: {_forbidden_or(describe(e))}").bytes())
         return
     while True:
         try:
             msg = _wire.recv(fin)
         except EOFError:
             return
+        FORBIDDEN.clear()
         try:
             reply = run_step(cand, config, msg)
+            if FORBIDDEN:  # tried, and the candidate caught the error: still the step's finding
+                raise PermissionError(f"driftscope sandbox: {FORBIDDEN[0]} is forbidden (docs/sandbox.md)")
         except Exception as e:
-            reply = _wire.Writer(b"ex").str(describe(e)).bytes()
+            reply = _wire.Writer(b"ex").str(_forbidden_or(describe(e))).bytes()
         _wire.send(fout, reply)
+
+
+def _forbidden_or(text: str) -> str:
+    """What the sandbox stopped, first, when the candidate tried something: the error it raised
+    then may be any other (a file it then could not read, say)."""
+    return f"the sandbox blocked {FORBIDDEN[0]}: {text}" if FORBIDDEN else text
 
 
 def run_step(cand, config, msg: bytes) -> bytes:
@@ -290,6 +336,8 @@ def main(argv) -> int:
         return 0
     if "TRITON_INTERPRET" not in os.environ and not _has_gpu():
         os.environ["TRITON_INTERPRET"] = "1"
+    if SANDBOX_DIR:
+        sys.addaudithook(_sandbox_hook)
     try:
         if mode == "serve":
             serve(path, name, fin, fout)

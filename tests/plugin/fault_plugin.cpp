@@ -11,9 +11,13 @@
 //   fork-crash                   forks a helper that holds stdout open, then segfaults
 //   load-spin                    forks a helper into a session of its own, then both spin at a
 //                                full core, in load(), forever
+//   shell / socket / write       what a sandbox stops (tests/cli/test_sandbox.py): system() touching
+//                                $DS_FAULT_PID_FILE.shell, a TCP socket, and writing
+//                                $DS_FAULT_PID_FILE.written; each carries on as if it had worked
 // fork-crash writes its helper's pid to $DS_FAULT_PID_FILE, load-spin its own pid and its
 // helper's, so the test can see they ended.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,6 +145,16 @@ class Fault final : public ds::Candidate {
     if (fault_ == "hang") hang();
     if (fault_ == "throw") throw std::runtime_error("the fault plugin throws on purpose");
     if (fault_ == "exit0") ::_exit(0);
+    const char* at = std::getenv("DS_FAULT_PID_FILE");
+    const std::string base = at ? at : "/tmp/driftscope-fault";
+    if (fault_ == "shell") (void)!std::system(("touch " + base + ".shell").c_str());
+    if (fault_ == "socket") {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      if (fd >= 0) ::close(fd);
+    }
+    if (fault_ == "write") {
+      if (FILE* out = std::fopen((base + ".written").c_str(), "w")) std::fclose(out);
+    }
     if (fault_ == "fork-crash") {
       const pid_t helper = ::fork();
       if (helper == 0) {
@@ -210,4 +224,8 @@ DRIFTSCOPE_PLUGIN(
     {"fault-nan", [] { return make<When::run>("fault-nan", "nan"); }},
     {"fault-exit0", [] { return make<When::run>("fault-exit0", "exit0"); }},
     {"fault-fork-crash", [] { return make<When::run>("fault-fork-crash", "fork-crash"); }},
-    {"fault-load-spin", [] { return make<When::load>("fault-load-spin", "spin"); }})
+    {"fault-load-spin", [] { return make<When::load>("fault-load-spin", "spin"); }},
+    {"fault-run-shell", [] { return make<When::run>("fault-run-shell", "shell"); }},
+    {"fault-run-socket", [] { return make<When::run>("fault-run-socket", "socket"); }},
+    {"fault-run-write", [] { return make<When::run>("fault-run-write", "write"); }},
+    {"fault-load-shell", [] { return make<When::load>("fault-load-shell", "shell"); }})

@@ -1,0 +1,78 @@
+"""Issue 53 item 7: untrusted host code in a sandbox (docs/sandbox.md). A plugin whose host code
+runs a shell, opens a TCP socket or writes outside its temp dir, and Python candidates doing the
+same: unconfined (plain `run`) the shell's file appears; under `run --sandbox` and under `verify`
+(its default) nothing is written, and the step crashes (exit 4) naming the call: execve, socket,
+os.system, open(...) for writing. A native write elsewhere is stopped (Landlock) but not named.
+Driftscope's own candidates run unconfined, saying so.
+
+Usage: test_sandbox.py DRIFTSCOPE FAULTS.so"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+DRIFTSCOPE, FAULTS = sys.argv[1:3]
+del sys.argv[1:3]
+HOSTILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_candidates", "hostile.py")
+TINY = ["--model", "synthetic:qwen2-tiny", "--fill", "reference"]
+
+
+class Sandbox(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.target = os.path.join(self.tmp.name, "written-by-the-candidate")
+        self.env = dict(os.environ, DRIFTSCOPE_PYTHON="/usr/bin/python3", DS_FAULT_PID_FILE=self.target,
+                        DS_HOSTILE_FILE=self.target)
+
+    def run_cli(self, *args):
+        return subprocess.run([DRIFTSCOPE, *args], capture_output=True, text=True, timeout=600, env=self.env)
+
+    def written(self):
+        return [f for f in os.listdir(self.tmp.name) if f.startswith("written-by-the-candidate")]
+
+    def test_unconfined_the_shell_runs(self):
+        p = self.run_cli("run", *TINY, "--candidate", f"{FAULTS}:fault-run-shell")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.written(), ["written-by-the-candidate.shell"])
+
+    def test_under_the_sandbox_each_call_is_stopped_and_named(self):
+        cases = [  # (candidate, exit code, what the crash names)
+            (f"{FAULTS}:fault-run-shell", 4, "the sandbox blocked execve"),
+            (f"{FAULTS}:fault-load-shell", 4, "the sandbox blocked execve"),
+            (f"{FAULTS}:fault-run-socket", 4, "the sandbox blocked socket(AF_INET)"),
+            (f"{FAULTS}:fault-run-write", 0, ""),  # stopped by Landlock, not named: native code
+            (f"py:{HOSTILE}:writes", 4, f"the sandbox blocked open('{os.path.join(self.tmp.name, 'written-by-the-candidate')}') for writing"),
+            (f"py:{HOSTILE}:shell", 4, "the sandbox blocked os.system("),
+            (f"py:{HOSTILE}:net", 4, "the sandbox blocked socket(family 2)"),
+            (f"py:{HOSTILE}:tmp", 0, ""),
+        ]
+        for candidate, code, names in cases:
+            with self.subTest(candidate=candidate):
+                p = self.run_cli("run", *TINY, "--candidate", candidate, "--sandbox")
+                self.assertEqual(p.returncode, code, p.stdout + p.stderr)
+                self.assertIn(names, p.stdout)
+                self.assertIn("sandbox: the candidate's processes run with no network", p.stdout)
+                self.assertNotIn("sandbox: not applied", p.stdout)
+                self.assertEqual(self.written(), [])
+
+    def test_verify_sandboxes_by_default(self):
+        out = os.path.join(self.tmp.name, "verify.json")
+        p = self.run_cli("verify", *TINY, "--candidate", f"{FAULTS}:fault-run-shell", "--decode-steps", "1",
+                         "--json", out)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.written(), [])
+        with open(out) as f:
+            report = json.load(f)
+        self.assertIn("the sandbox blocked execve", json.dumps(report["findings"]))
+
+    def test_driftscopes_own_candidates_run_unconfined_and_say_so(self):
+        p = self.run_cli("run", *TINY, "--candidate", "simt", "--sandbox")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("sandbox: none: simt is Driftscope's own code", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
