@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
-#include <limits>
 
 #include "launch_sinks.h"
 #include "stage_catalog.h"
@@ -34,53 +33,6 @@ std::string probe_forked(const std::string& path, const std::string& what,
   if (reply.empty()) throw PluginError(fmt::format("plugin {}: the probe answered nothing", path));
   if (reply[0] == 'E') throw PluginError(reply.substr(1));
   return reply.substr(1);
-}
-
-// A probe's answer comes from a process that ran the plugin's code, which may have scribbled on
-// it: what does not parse is the plugin's crash (exit 4), never the harness's.
-template <class Read>
-auto read_answer(const std::string& what, Read&& read) -> decltype(read()) {
-  try {
-    return read();
-  } catch (const wire::Malformed& e) {
-    throw CandidateCrash(what, fmt::format("sent a malformed answer: {}", e.what()));
-  }
-}
-
-void put_strings(std::string& buf, const std::vector<std::string>& v) {
-  wire::put_u64(buf, v.size());
-  for (const auto& s : v) wire::put_str(buf, s);
-}
-std::vector<std::string> read_strings(wire::Reader& r) {
-  const std::uint64_t n = r.u64();
-  if (n > r.buf.size())
-    throw wire::Malformed(fmt::format("a list of {} strings in {} bytes", n, r.buf.size()));
-  std::vector<std::string> v;
-  for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.str());
-  return v;
-}
-
-// Every configuration field a plan may depend on, as one string.
-std::string config_key(const ModelConfig& c) {
-  std::string kinds;
-  for (BlockKind k : c.layer_kinds) kinds += block_kind_name(k), kinds += ',';
-  std::string factors;
-  for (double f : c.rope_freq_factors) factors += fmt::format("{},", f);
-  return fmt::format(
-      "{}|{}|{}|{} {} {} {} {} {} {} {} {} {} {} {} {} {} {}|{}{}{}{}{}{}{}{}|{} {} {} {} {} {} {}|{}|{}|{}",
-      c.name, c.arch, family_name(c.family), c.n_layers, c.hidden, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn,
-      c.vocab, c.max_positions, c.sliding_window, c.rope_theta, c.norm_eps, c.partial_rotary,
-      rope_mode_name(c.rope_mode), c.conv_kernel, c.full_attention_interval, c.qk_rows_permuted, c.qkv_bias,
-      c.o_bias, c.mlp_bias, c.qk_norm, c.tied_embeddings, c.norm_plus_one, c.attn_scale_divide, c.gdn_k_heads,
-      c.gdn_v_heads, c.gdn_k_dim, c.gdn_v_dim, gdn_head_map_name(c.gdn_head_map), int(c.gdn_state_layout),
-      int(c.conv_state_len), c.gdn_fused.str(), kinds, factors);
-}
-
-std::vector<BlockKind> kinds_of(const ModelConfig& cfg) {
-  std::vector<BlockKind> kinds = {BlockKind::embed, BlockKind::head};
-  for (BlockKind k : cfg.layer_kinds)
-    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-  return kinds;
 }
 
 }  // namespace
@@ -116,8 +68,8 @@ PluginInfo PluginCandidate::probe(const std::string& path) {
   });
 }
 
-PluginCandidate::PluginCandidate(const std::string& path, const std::string& name)
-    : path_(path), name_(name) {
+PluginCandidate::PluginCandidate(const std::string& path, const std::string& name) : path_(path) {
+  name_ = name;
   // One probe: what the file is, which candidate (the only one when no name is given), and its
   // metadata.
   const std::string reply = probe_forked(path, "open plugin", [&](const PluginLibrary& lib) {
@@ -158,19 +110,9 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     name_ = r.str();
     description_ = r.str();
     dtype = r.u64();
-    for (const std::string& op : read_strings(r)) {
-      const auto parsed = parse_op(op);
-      if (!parsed) throw wire::Malformed(fmt::format("an op '{}' no driftscope knows", op));
-      caps_.add(*parsed);
-    }
-    unavailable_ = r.str();
-    batched_kinds_ = r.u64();
-    order_varies_kinds_ = r.u64();
-    const std::uint64_t top_k = r.u64(), experts = r.u64();
-    if (top_k > std::uint64_t(std::numeric_limits<int>::max()) ||
-        experts > std::uint64_t(std::numeric_limits<int>::max()))
-      throw wire::Malformed(fmt::format("MoE limits {} / {} out of range", top_k, experts));
-    moe_limits_ = {int(top_k), int(experts)};
+    read_traits(r, [](const std::string& op) {
+      throw wire::Malformed(fmt::format("an op '{}' no driftscope knows", op));
+    });
   });
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(
@@ -185,14 +127,8 @@ PluginCandidate::~PluginCandidate() {
 
 std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   if (real_) return real_->plan(cfg, kind);
-  const std::string key = config_key(cfg);
-  if (key != plans_key_ || !plans_.count(kind)) {
-    const std::vector<BlockKind> kinds = [&] {
-      auto k = kinds_of(cfg);
-      if (std::find(k.begin(), k.end(), kind) == k.end()) k.push_back(kind);
-      return k;
-    }();
-    const std::string reply = probe_forked(path_, "plan", [&](const PluginLibrary& lib) {
+  return cached_plan(cfg, kind, [&](const std::vector<BlockKind>& kinds) {
+    return probe_forked(path_, "plan", [&](const PluginLibrary& lib) {
       const CandidatePtr c = lib.make(name_);
       std::string out;
       wire::put_u64(out, kinds.size());
@@ -208,29 +144,7 @@ std::vector<KernelStep> PluginCandidate::plan(const ModelConfig& cfg, BlockKind 
       }
       return out;
     });
-    std::map<BlockKind, std::vector<KernelStep>> plans = read_answer("plan", [&] {
-      wire::Reader r{reply};
-      std::map<BlockKind, std::vector<KernelStep>> read;
-      for (std::uint64_t n = r.u64(); n--;) {
-        const std::uint64_t k = r.u64();
-        if (k > std::uint64_t(BlockKind::head)) throw wire::Malformed(fmt::format("a block kind {}", k));
-        auto& steps = read[BlockKind(k)];
-        for (std::uint64_t m = r.u64(); m--;) {
-          KernelStep s;
-          s.name = r.str();
-          s.inputs = read_strings(r);
-          s.outputs = read_strings(r);
-          steps.push_back(std::move(s));
-        }
-      }
-      if (!read.count(kind))
-        throw wire::Malformed(fmt::format("no plan for the {} blocks asked for", block_kind_name(kind)));
-      return read;
-    });
-    plans_key_ = key;
-    plans_ = std::move(plans);
-  }
-  return plans_.at(kind);
+  });
 }
 
 std::string checked_twin(const std::string& plugin_path) {

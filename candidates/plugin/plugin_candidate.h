@@ -15,6 +15,7 @@
 
 #include "candidate.h"
 #include "plugin_library.h"
+#include "probed_candidate.h"
 
 namespace ds {
 
@@ -26,7 +27,7 @@ namespace ds {
 // kernels at memory operations. Empty when there is none, or when it is older than the plugin.
 std::string checked_twin(const std::string& plugin_path);
 
-class PluginCandidate final : public Candidate {
+class PluginCandidate final : public ProbedCandidate {
  public:
   // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such
   // candidate) or CandidateCrash (it crashed, threw or hung while being opened).
@@ -37,16 +38,12 @@ class PluginCandidate final : public Candidate {
   static PluginInfo probe(const std::string& path);
   const PluginInfo& info() const { return info_; }
 
-  std::string name() const override { return name_; }
-  std::string description() const override { return description_; }
-  DType storage_dtype() const override { return storage_; }
-  OpSet capabilities() const override { return caps_; }
-  std::string unavailable() const override { return unavailable_; }
+  // Once loaded (in the candidate's process), the candidate itself answers these.
   bool batches(BlockKind kind) const override {
-    return real_ ? real_->batches(kind) : (batched_kinds_ >> unsigned(kind)) & 1u;
+    return real_ ? real_->batches(kind) : ProbedCandidate::batches(kind);
   }
   bool batch_order_varies(BlockKind kind) const override {
-    return real_ ? real_->batch_order_varies(kind) : (order_varies_kinds_ >> unsigned(kind)) & 1u;
+    return real_ ? real_->batch_order_varies(kind) : ProbedCandidate::batch_order_varies(kind);
   }
   MoeLimits moe_limits() const override { return real_ ? real_->moe_limits() : moe_limits_; }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
@@ -55,18 +52,8 @@ class PluginCandidate final : public Candidate {
            TensorMap& outputs) override;
 
  private:
-  std::string path_, name_;
+  std::string path_;
   PluginInfo info_;
-  std::string description_;
-  DType storage_ = DType::f32;
-  OpSet caps_;
-  std::string unavailable_;
-  std::uint64_t batched_kinds_ = 0;       // bit k: batches(BlockKind(k)), from the metadata probe
-  std::uint64_t order_varies_kinds_ = 0;  // bit k: batch_order_varies(BlockKind(k)), likewise
-  MoeLimits moe_limits_;                  // likewise
-  // Plans probed for one configuration (every block kind it uses), keyed by that configuration.
-  mutable std::string plans_key_;
-  mutable std::map<BlockKind, std::vector<KernelStep>> plans_;
   std::unique_ptr<PluginLibrary> lib_;
   CandidatePtr real_;
 };

@@ -30,15 +30,17 @@ std::vector<std::string> undefined_dynamic_symbols(const std::string& path) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < eh.e_shnum; ++i) {
     const Elf64_Shdr sym = section(i);
-    if (sym.sh_type != SHT_DYNSYM || sym.sh_link >= eh.e_shnum || sym.sh_entsize != sizeof(Elf64_Sym)) continue;
+    if (sym.sh_type != SHT_DYNSYM || sym.sh_link >= eh.e_shnum || sym.sh_entsize != sizeof(Elf64_Sym))
+      continue;
     const Elf64_Shdr str = section(sym.sh_link);
-    if (sym.sh_offset > bytes.size() || sym.sh_size > bytes.size() - sym.sh_offset || str.sh_offset > bytes.size() ||
-        str.sh_size > bytes.size() - str.sh_offset)
+    if (sym.sh_offset > bytes.size() || sym.sh_size > bytes.size() - sym.sh_offset ||
+        str.sh_offset > bytes.size() || str.sh_size > bytes.size() - str.sh_offset)
       return {};
     for (std::size_t k = 1; k < sym.sh_size / sizeof(Elf64_Sym); ++k) {
       Elf64_Sym s;
       std::memcpy(&s, bytes.data() + sym.sh_offset + k * sizeof s, sizeof s);
-      if (s.st_shndx != SHN_UNDEF || ELF64_ST_BIND(s.st_info) == STB_WEAK || s.st_name >= str.sh_size) continue;
+      if (s.st_shndx != SHN_UNDEF || ELF64_ST_BIND(s.st_info) == STB_WEAK || s.st_name >= str.sh_size)
+        continue;
       const char* name = bytes.data() + str.sh_offset + s.st_name;
       const std::size_t len = strnlen(name, str.sh_size - s.st_name);
       if (len > 0) out.emplace_back(name, len);

@@ -15,6 +15,7 @@
 
 #include "candidate.h"
 #include "plugin/plugin_library.h"
+#include "plugin/probed_candidate.h"
 
 namespace ds {
 
@@ -28,7 +29,7 @@ struct PythonSpec {
 // "py:FILE.py" or "py:FILE.py:NAME"; nullopt for anything else.
 std::optional<PythonSpec> parse_python_spec(std::string_view spec);
 
-class PythonCandidate final : public Candidate {
+class PythonCandidate final : public ProbedCandidate {
  public:
   // Probes the file: throws PluginError (no such file, a syntax error, no candidate of that
   // name, a package it imports missing) or CandidateCrash (its code raised or hung).
@@ -40,16 +41,6 @@ class PythonCandidate final : public Candidate {
   // Path, SHA-256, the candidate's version and the SDK's, as a plugin's (recorded in traces).
   const PluginInfo& info() const { return info_; }
 
-  std::string name() const override { return name_; }
-  std::string description() const override { return description_; }
-  DType storage_dtype() const override { return storage_; }
-  OpSet capabilities() const override { return caps_; }
-  std::string unavailable() const override { return unavailable_; }
-  bool batches(BlockKind kind) const override { return (batched_kinds_ >> unsigned(kind)) & 1u; }
-  bool batch_order_varies(BlockKind kind) const override {
-    return (order_varies_kinds_ >> unsigned(kind)) & 1u;
-  }
-  MoeLimits moe_limits() const override { return moe_limits_; }
   std::vector<KernelStep> plan(const ModelConfig& cfg, BlockKind kind) const override;
   void load(const ModelConfig& cfg, const WeightStore& weights) override;
   void run(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -59,23 +50,11 @@ class PythonCandidate final : public Candidate {
   // Waits for the serving process's answer, handing it every weight it asks for on the way.
   std::string answer(const std::string& what);
 
-  std::string path_, name_;
+  std::string path_;
   PluginInfo info_;
-  std::string description_;
-  DType storage_ = DType::f32;
-  OpSet caps_;
-  std::string unavailable_;
-  std::uint64_t batched_kinds_ = 0, order_varies_kinds_ = 0;
-  MoeLimits moe_limits_;
-  mutable std::string plans_key_;
-  mutable std::map<BlockKind, std::vector<KernelStep>> plans_;
   ModelConfig cfg_;
   const WeightStore* weights_ = nullptr;
   std::unique_ptr<python::PythonProcess> proc_;
 };
-
-// The configuration as the JSON a Python candidate reads (driftscope.Config): every field of
-// ModelConfig by its C++ name, enums by their names.
-std::string config_json(const ModelConfig& c);
 
 }  // namespace ds

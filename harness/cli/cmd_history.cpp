@@ -13,6 +13,7 @@
 #include "history_show.h"
 #include "history_trend.h"
 #include "runner.h"
+#include "timeout_flag.h"
 
 namespace ds::cli {
 
@@ -31,17 +32,7 @@ struct HistoryArgs {
 void add_busy_timeout(CLI::App* cmd, HistoryArgs& args) {
   cmd->add_option("--busy-timeout", args.busy_timeout_s,
                   "Seconds to wait for another process's lock on the database before giving up (exit 2)")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            double s = -1;
-            try {
-              s = std::stod(v);
-            } catch (const std::exception&) {
-            }
-            // NaN compares false both ways: only a number of seconds passes.
-            return s >= 0 && s <= 86400 ? std::string() : std::string("must be 0 to 86400 seconds");
-          },
-          "SECONDS"))
+      ->check(seconds_validator(86400, "must be 0 to 86400 seconds"))
       ->capture_default_str();
 }
 

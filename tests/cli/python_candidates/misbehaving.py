@@ -4,39 +4,31 @@ a wrong shape or dtype, NaN, a dead process) that must end as a C++ plugin's wou
 
 import os
 import signal
+import sys
 import time
 
 import numpy as np
 
 import driftscope as ds
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
+from numpy_rmsnorm import NumpyRmsnorm  # noqa: E402
 
-class RmsnormBase(ds.Candidate):
+
+class RmsnormBase(NumpyRmsnorm):
+    """The example's RMSNorm (examples/numpy_rmsnorm.py), with its weight picked by one method a
+    planted bug may override."""
+
     abstract = True
-    storage = "f32"
-    ops = ["RMSNorm"]
-
-    def plan(self, cfg, kind):
-        if kind != "decoder":
-            return []
-        return [ds.Step("rmsnorm_attn", ["x"], ["attn_norm"]), ds.Step("rmsnorm_ffn", ["residual_1"], ["ffn_norm"])]
-
-    def load(self, cfg, weights):
-        self.eps = np.float32(cfg.norm_eps)
-        self.w = {(l, r): weights.layer(l, f"{r}.weight").astype(np.float32)
-                  for l in range(cfg.n_layers) for r in ("attn_norm", "ffn_norm")}
-
-    def norm(self, x, w):
-        x = x.astype(np.float32)
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * w
 
     def run(self, step, ctx, inputs):
         role = "attn_norm" if step.name == "rmsnorm_attn" else "ffn_norm"
-        x = inputs["x" if role == "attn_norm" else "residual_1"]
-        return {step.outputs[0]: self.norm(x, self.weight(ctx, role)).astype(np.float32)}
+        x = inputs["x" if role == "attn_norm" else "residual_1"].astype(np.float32)
+        rms = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps)
+        return {step.outputs[0]: (x / rms * self.weight(ctx, role)).astype(np.float32)}
 
     def weight(self, ctx, role):
-        return self.w[(ctx.layer, role)]
+        return (self.attn_w if role == "attn_norm" else self.ffn_w)[ctx.layer]
 
 
 class Correct(RmsnormBase):
@@ -49,7 +41,7 @@ class LayerZeroWeight(RmsnormBase):
     name = "layer-zero-weight"
 
     def weight(self, ctx, role):
-        return self.w[(0 if role == "ffn_norm" else ctx.layer, role)]
+        return self.ffn_w[0] if role == "ffn_norm" else self.attn_w[ctx.layer]
 
 
 class DecodeStale(RmsnormBase):
