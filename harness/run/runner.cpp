@@ -147,6 +147,9 @@ class RunSandbox {
   explicit RunSandbox(const RunOptions& opt) {
     // Driftscope's own candidates run unconfined: they may build a kernel module on first use.
     if (!opt.sandbox || !(runs_foreign_code(opt.candidate) || runs_foreign_code(opt.baseline))) return;
+    // In-process, the candidate's code would run in the harness itself, which is never confined.
+    if (!opt.isolate_process)
+      throw InputError("--sandbox confines the candidate's own process: it cannot be combined with --no-isolate");
     std::error_code ec;
     std::string dir = (std::filesystem::temp_directory_path(ec) / "driftscope-sandbox-XXXXXX").string();
     if (ec || !::mkdtemp(dir.data()))

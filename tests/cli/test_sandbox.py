@@ -68,6 +68,12 @@ class Sandbox(unittest.TestCase):
             report = json.load(f)
         self.assertIn("the sandbox blocked execve", json.dumps(report["findings"]))
 
+    def test_no_isolate_is_refused_under_the_sandbox(self):
+        p = self.run_cli("run", *TINY, "--candidate", f"{FAULTS}:fault-run-shell", "--sandbox", "--no-isolate")
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("cannot be combined with --no-isolate", p.stderr)
+        self.assertEqual(self.written(), [])
+
     def test_driftscopes_own_candidates_run_unconfined_and_say_so(self):
         p = self.run_cli("run", *TINY, "--candidate", "simt", "--sandbox")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
