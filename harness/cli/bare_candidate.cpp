@@ -188,6 +188,13 @@ void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, st
       cu, kind ? std::string(kind->stages) : map.kind, map.kind);
 }
 
+void model_for_kernel_file(const std::string& cu, const StageMap& map, std::string& model, bool model_given) {
+  if (model_given) return;
+  model = std::string(find_scaffold_kind(map.kind)->model);
+  fmt::print("{} is a {} kernel: run in {}, the {} kind's model (--model picks another)\n", cu, map.kind,
+             model, map.kind);
+}
+
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
                                    bool dir_kept) {
   BareCandidate b;

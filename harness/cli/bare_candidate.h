@@ -34,6 +34,10 @@ std::optional<StageMap> stage_map_for(const std::string& candidate, const std::s
 // gate does not refuse the model only after the build. An explicit `--fill none` stands.
 void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, std::string& fill, bool fill_given);
 
+// A bare .cu computes its kind's stages only: without a --model of the user's (`model_given`
+// false), `model` becomes the kind's own preset (one whose model has those stages), and a line says so.
+void model_for_kernel_file(const std::string& cu, const StageMap& map, std::string& model, bool model_given);
+
 struct BareCandidate {
   std::string source;  // the .cu, absolute
   StageMap map;

@@ -315,10 +315,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
     try {
       if (!args->trace_dir.empty()) std::filesystem::create_directories(args->trace_dir);
       const Policy policy = load_policy(args->report);
-      (void)load_config_spec(args->model, args->layers);  // a model that does not load: once, not per part
       // A kernel file is built into a plugin first, which the parts then run (docs/verify.md).
       const std::string candidate = args->candidate;
       const std::optional<StageMap> map = stage_map_for(candidate, *stage_map);
+      if (map) model_for_kernel_file(candidate, *map, args->model, check->count("--model") > 0);
+      (void)load_config_spec(args->model, args->layers);  // a model that does not load: once, not per part
       std::optional<ScratchDir> build_dir;
       std::optional<BareCandidate> bare;
       if (map) {

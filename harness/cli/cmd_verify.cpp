@@ -431,9 +431,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     Outcome out;
     try {
       const Policy policy = load_policy(c.report);
-      (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
       const std::optional<StageMap> map =
           stage_map_for(candidate, args->stage_map);  // errors before any work
+      if (map) model_for_kernel_file(candidate, *map, args->check.model, cmd->count("--model") > 0);
+      (void)load_config_spec(c.model, c.layers);  // a model that does not load: exit 2 before any run
       // The runs' traces: --work-dir, or a temporary directory removed unless --keep-traces.
       const ScratchDir dir(args->work_dir, "driftscope-verify", args->keep);
       if (map) {

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "cuda_rewrite.h"
 
@@ -193,6 +196,72 @@ TEST_P(CudaRewrite, RewritesOnlyItsConstructsAndKeepsEveryLine) {
 
 INSTANTIATE_TEST_SUITE_P(Table, CudaRewrite, testing::ValuesIn(kCases),
                          [](const testing::TestParamInfo<RewriteCase>& i) {
+                           return std::string(i.param.name);
+                         });
+
+// Quoted includes of files that hold CUDA only the rewrite makes C++ (an included .cu, a header with
+// a launch) are rewritten in place between #line directives, each file keeping its own name and
+// lines; other quoted includes stay includes. A small file system stands in for the disk.
+struct IncludeCase {
+  const char* name;
+  std::map<std::string, std::string> files;  // path -> text; the rewritten file is /src/w.cu
+  const char* expected;                      // the output after the three header lines
+  std::vector<std::string> inlined;
+};
+void PrintTo(const IncludeCase& c, std::ostream* os) { *os << c.name; }
+
+const IncludeCase kIncludeCases[] = {
+    {"included_cu_rewritten_in_place",
+     {{"/src/w.cu", "#include \"lib/k.cu\"\nvoid w() { run(); }\n"},
+      {"/src/lib/k.cu", "#include \"common.h\"\nvoid run() { k<<<1, 32>>>(x); }\nint main() { return 0; }"},
+      {"/src/lib/common.h", "int helper();\n"}},
+     "#line 1 \"/src/lib/k.cu\"\n#include \"/src/lib/common.h\"\n"
+     "void run() { ::simt::detail::Chevron(SIMT_SITE, 1, 32).args(x)(k); }\nint main() { return 0; }\n"
+     "#line 2 \"/src/w.cu\"\nvoid w() { run(); }\n",
+     {"/src/lib/k.cu"}},
+    {"header_with_a_launch_in_place_header_without_stays",
+     {{"/src/w.cu", "int a;\n#include \"plain.cuh\"\n#include \"launch.cuh\"\nint b;\n"},
+      {"/src/plain.cuh", "__device__ int f();\n"},
+      {"/src/launch.cuh", "inline void go() { k<<<1, 1>>>(); }\n"}},
+     "int a;\n#include \"/src/plain.cuh\"\n#line 1 \"/src/launch.cuh\"\n"
+     "inline void go() { ::simt::detail::Chevron(SIMT_SITE, 1, 1).args()(k); }\n#line 4 \"/src/w.cu\"\nint "
+     "b;\n",
+     {"/src/launch.cuh"}},
+    {"pragma_once_header_in_place_once",
+     {{"/src/w.cu", "#include \"o.cuh\"\n#include \"o.cuh\"\n"},
+      {"/src/o.cuh", "#pragma once\n__global__ void k() { __shared__ float s[4]; }\n"}},
+     "#line 1 \"/src/o.cuh\"\n// #pragma once  (simt: rewritten in place, and only once)\n"
+     "__global__ void k() { __shared__ float s[4]; ::simt::detail::static_shared(&s, sizeof(s)); }\n"
+     "#line 2 \"/src/w.cu\"\n"
+     "// #include \"/src/o.cuh\"  (simt: rewritten in place above; it says #pragma once)\n",
+     {"/src/o.cuh"}},
+    {"cu_including_itself_is_an_error",
+     {{"/src/w.cu", "#include \"a.cu\"\n"}, {"/src/a.cu", "#include \"../src/w.cu\"\n"}},
+     "#line 1 \"/src/a.cu\"\n#error \"simt: /src/w.cu is included inside itself (or more than 32 deep): the "
+     "rewrite puts each included .cu in place\"\n#line 2 \"/src/w.cu\"\n",
+     {"/src/a.cu"}},
+};
+
+class CudaRewriteIncludes : public testing::TestWithParam<IncludeCase> {};
+
+TEST_P(CudaRewriteIncludes, RewritesIncludedCudaInPlace) {
+  const IncludeCase& c = GetParam();
+  std::vector<std::string> inlined;
+  const std::string out = simt::rewrite::rewrite_cuda_source(
+      {c.files.at("/src/w.cu"), "/src/w.cu", [&](const std::string& p) { return c.files.contains(p); }, false,
+       [&](const std::string& p) -> std::optional<std::string> {
+         const auto it = c.files.find(p);
+         return it == c.files.end() ? std::nullopt : std::optional<std::string>(it->second);
+       }},
+      &inlined);
+  const std::size_t header_end = out.find("#line 1 \"/src/w.cu\"\n");
+  ASSERT_NE(header_end, std::string::npos) << out;
+  EXPECT_EQ(out.substr(header_end + std::string("#line 1 \"/src/w.cu\"\n").size()), c.expected);
+  EXPECT_EQ(inlined, c.inlined);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CudaRewriteIncludes, testing::ValuesIn(kIncludeCases),
+                         [](const testing::TestParamInfo<IncludeCase>& i) {
                            return std::string(i.param.name);
                          });
 

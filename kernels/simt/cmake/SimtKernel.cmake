@@ -42,21 +42,27 @@ function(driftscope_add_simt_kernel target)
   set(wrappers "")
   set(checked_wrappers "")
   set(abs_sources "")
+  set(depfiles "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     string(APPEND abs_sources "${abs}|")
     get_filename_component(stem "${src}" NAME_WE)
     set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_simt/${stem}.simt.cpp")
+    # The depfile lists the .cu files the rewrite puts in place of their #include (a wrapper that
+    # includes a repository's kernel file): an edit to one reruns the step.
     add_custom_command(OUTPUT "${out}"
-      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" "${abs}" "${out}"
+      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" --depfile "${out}.d" "${abs}" "${out}"
       DEPENDS "${abs}" ${rewrite_tool}
+      DEPFILE "${out}.d"
       COMMENT "SIMT: ${src} for the CPU runtime"
       VERBATIM)
+    string(APPEND depfiles "${out}.d|")
     list(APPEND wrappers "${out}")
     set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_simt/${stem}.simt_checked.cpp")
     add_custom_command(OUTPUT "${out}"
-      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" --access-hooks "${abs}" "${out}"
+      COMMAND "$<TARGET_FILE:driftscope::simt_rewrite>" --access-hooks --depfile "${out}.d" "${abs}" "${out}"
       DEPENDS "${abs}" ${rewrite_tool}
+      DEPFILE "${out}.d"
       COMMENT "SIMT: ${src} for the CPU runtime, checked flavour"
       VERBATIM)
     list(APPEND checked_wrappers "${out}")
@@ -81,7 +87,8 @@ function(driftscope_add_simt_kernel target)
       if(CMAKE_NM)
         add_custom_command(TARGET ${target} POST_BUILD
           COMMAND "${CMAKE_COMMAND}" "-DNM=${CMAKE_NM}" "-DKERNEL_LIB=$<TARGET_FILE:${target}>"
-            "-DRUNTIME_LIB=$<TARGET_FILE:driftscope::simt>" "-DSOURCES=${abs_sources}" "-DTARGET=${target}"
+            "-DRUNTIME_LIB=$<TARGET_FILE:driftscope::simt>" "-DSOURCES=${abs_sources}"
+            "-DDEPFILES=${depfiles}" "-DTARGET=${target}"
             -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/SimtUndefined.cmake"
           VERBATIM)
       endif()

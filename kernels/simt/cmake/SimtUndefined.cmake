@@ -1,4 +1,5 @@
-# cmake -DNM=... -DKERNEL_LIB=... -DRUNTIME_LIB=... -DSOURCES="a.cu|b.cu|" -DTARGET=... -P SimtUndefined.cmake
+# cmake -DNM=... -DKERNEL_LIB=... -DRUNTIME_LIB=... -DSOURCES="a.cu|b.cu|" [-DDEPFILES="a.d|b.d|"]
+#       -DTARGET=... -P SimtUndefined.cmake
 #
 # Run by driftscope_add_simt_kernel() after the SIMT flavour's static library is built: every
 # CUDA-family function (CUDA runtime and driver, cuBLAS, cuBLASLt, cuDNN, cuRAND, cuFFT, cuSPARSE,
@@ -31,6 +32,25 @@ function(symbols_of lib flags out)
 endfunction()
 
 string(REPLACE "|" ";" SOURCES "${SOURCES}")
+# The .cu files the rewrite put in place of an #include (driftscope-simt-rewrite --depfile: a rule,
+# one path a line) are searched too: a wrapper's included kernel file names its own lines.
+string(REPLACE "|" ";" DEPFILES "${DEPFILES}")
+foreach(depfile IN LISTS DEPFILES)
+  if(EXISTS "${depfile}")
+    file(STRINGS "${depfile}" rule_lines)
+    list(POP_FRONT rule_lines)  # the target, then the rewritten .cu itself
+    list(POP_FRONT rule_lines)
+    foreach(line IN LISTS rule_lines)
+      string(REGEX REPLACE "^[ \t]+|[ \t]*\\$" "" dep "${line}")
+      string(REPLACE "\\ " " " dep "${dep}")
+      string(REPLACE "\\#" "#" dep "${dep}")
+      string(REPLACE "$$" "$" dep "${dep}")
+      if(dep AND NOT dep IN_LIST SOURCES)
+        list(APPEND SOURCES "${dep}")
+      endif()
+    endforeach()
+  endif()
+endforeach()
 symbols_of("${KERNEL_LIB}" "--undefined-only" undefined)
 symbols_of("${KERNEL_LIB}" "--defined-only" defined_here)
 symbols_of("${RUNTIME_LIB}" "--defined-only" defined_runtime)

@@ -7,6 +7,9 @@
 //   extern __shared__ [__align__(n)] T name[];        -> the block's dynamic shared memory
 //   #include "local.cuh"                              -> the same file by its absolute path (the
 //                                                        generated file lives in the build tree)
+//   #include "other.cu" (or a header with a launch    -> that file, rewritten the same way, in
+//     or extern __shared__ in it)                        place between #line directives: a wrapper
+//                                                        can include a repository's kernel file as is
 //   #pragma unroll [N]                                -> a comment (g++ has no such pragma)
 //   __shared__ T name[N]; in a function               -> kept, announced to the runtime (poison)
 //   for (int o = 16; o > 0; o >>= 1)                  -> one fused collective (shuffle_loop.h),
@@ -18,8 +21,10 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace simt::rewrite {
 
@@ -32,8 +37,12 @@ struct Input {
   // reference the compiler cannot see through, so its instrumentation checks every access (it
   // skips accesses to a named static variable at a constant index).
   bool access_hooks = false;
+  // Reads a quoted include's text, so that one holding CUDA to rewrite is rewritten in place (an
+  // included .cu); without it every quoted include stays an #include.
+  std::function<std::optional<std::string>(const std::string&)> read_file;
 };
 
-std::string rewrite_cuda_source(const Input& in);
+// `inlined`, when given, receives the files rewritten into the result (a build's dependencies).
+std::string rewrite_cuda_source(const Input& in, std::vector<std::string>* inlined = nullptr);
 
 }  // namespace simt::rewrite
