@@ -36,6 +36,9 @@ struct Part {
   std::string name, aim;
   RunOptions opt;
   std::string skip_reason;  // non-empty: not run, and why
+  // The memory part: it judges memory errors only (a stage merely wrong is the other parts'), and a
+  // run memcheck could not look into is skipped. Another part under memcheck judges both.
+  bool memory_only = false;
 };
 
 struct PartOutcome {

@@ -89,6 +89,7 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
               "file:line)",
               base, memcheck_blind_spot(a.candidate)};
   memory.opt.simt.memcheck = true;
+  memory.memory_only = true;
   memory.opt.modes = {Mode::isolated};
   memory.opt.decode_steps = std::min(a.decode_steps, 1);
   parts.push_back(std::move(memory));
@@ -110,7 +111,13 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
       part.skip_reason = *why;
     parts.push_back(std::move(part));
   }
-  Part tails{"odd widths", "tails after the last full vector or tile (widths off every multiple)", base, ""};
+  // Under memcheck where the candidate runs on SIMT: a tail is where a vector load or a grid without
+  // its guard reaches past the buffer, which the model's own widths (multiples of 8) never show.
+  Part tails{"odd widths",
+             "tails after the last full vector or tile (widths off every multiple; kernels built CHECKED: "
+             "an access past the buffer named at its line)",
+             base, ""};
+  tails.opt.simt.memcheck = runs_on_simt(a.candidate);
   if (a.model.rfind("synthetic:", 0) != 0) {
     tails.skip_reason = "a model file has the widths it has (run its family's -tails-tiny preset)";
   } else {
@@ -192,14 +199,14 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
     const RunReport r = run_parity(o, policy);
     out.exit_code = r.exit_code;
     out.first_failure = r.first_failure;
-    if (o.simt.memcheck && r.memcheck_blind && r.exit_code == kExitParity) {
+    if (part.memory_only && r.memcheck_blind && r.exit_code == kExitParity) {
       out.not_judged = r.memcheck_note.empty() ? "memcheck checked no launch" : r.memcheck_note;
       out.verdict = "skipped: " + out.not_judged;
       return out;
     }
     // The memory part judges memory: a stage that is merely wrong fails it too (it is a whole run),
     // and the part that runs first would then name every parity bug; the other parts report those.
-    if (o.simt.memcheck && r.exit_code == kExitFailure) {
+    if (part.memory_only && r.exit_code == kExitFailure) {
       const auto memory = std::find_if(r.results.begin(), r.results.end(),
                                        [](const StageResult& s) { return s.status == Status::memory; });
       if (memory == r.results.end()) {
@@ -224,7 +231,7 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
       out.verdict = r.crash;
     else
       out.verdict = r.verdict;
-    if (o.simt.memcheck && !r.leak_summary.empty() && !r.leak_failed)
+    if (part.memory_only && !r.leak_summary.empty() && !r.leak_failed)
       out.verdict += fmt::format("; warning: {}", r.leak_summary);
   } catch (const GateRefusal& e) {
     out.exit_code = kExitRefused;
@@ -237,8 +244,7 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
 }
 
 std::string crash_after_memory_error(const PartOutcome& memory) {
-  if (!memory.part->opt.simt.memcheck || !memory.first_failure ||
-      memory.first_failure->status != Status::memory)
+  if (!memory.part->memory_only || !memory.first_failure || memory.first_failure->status != Status::memory)
     return "";
   return fmt::format("likely the memory error at {} (a bad store corrupts memory that code after it uses)",
                      where(*memory.first_failure));

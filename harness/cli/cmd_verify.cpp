@@ -63,10 +63,11 @@ constexpr CheckInfo kChecks[] = {
 
 // The kind of finding a failing part of the battery is. Every part is a whole run, so a stage that
 // is plainly wrong fails them all: only the schedule and hazard parts' own status (`race`) makes
-// them a race, and the memory part's (`memory`) a memory error; otherwise what failed is parity,
-// which the first part already reported.
+// them a race, and a `memory` status (the memory part's, odd widths' memcheck) a memory error; otherwise what
+// failed is parity, which the first part already reported.
 std::string part_kind(const std::string& part, int exit_code, const std::optional<StageResult>& first) {
   if (exit_code == kExitCrashed) return "crash";
+  if (first && first->status == Status::memory) return "memory";  // the odd widths' memcheck too
   const bool race = first && first->status == Status::race;
   if (part == "schedule races") return race ? "race" : "parity";
   if (part == "shared-memory hazards") return race ? "hazard" : "parity";

@@ -96,6 +96,36 @@ class Memcheck(unittest.TestCase):
         for crash in crashes:
             self.assertIn("memory error at attn_norm", crash["evidence"]["likely_cause"])
 
+    def test_a_vector_load_past_an_odd_width_row_is_named_by_the_odd_widths_part(self):
+        # vec4-rmsnorm reads each row as float4: right at the preset's widths (multiples of 8), so the
+        # memory part and the parity parts pass; at the tails preset's odd widths its loads reach past
+        # the row, which the odd-widths part (under memcheck) names at the load's line, and verify
+        # reports as a memory finding.
+        line = marker_line(KERNEL, "@vec4:load")
+        args = ["--model", "synthetic:llama-tiny", "--candidate", f"{PLUGIN}:vec4-rmsnorm", "--fill", "reference",
+                "--decode-steps", "1"]
+        js = os.path.join(self.tmp.name, "check.json")
+        rc, out, err = run("check", *args, "--json", js)
+        self.assertEqual(rc, 1, out + err)
+        with open(js) as f:
+            parts = {p["name"]: p for p in json.load(f)["parts"]}
+        self.assertEqual(parts["memory errors"]["exit_code"], 0, parts["memory errors"])
+        self.assertEqual(parts["both modes"]["exit_code"], 0, parts["both modes"])
+        tails = parts["odd widths"]
+        self.assertEqual(tails["exit_code"], 1, tails)
+        self.assertIn("--simt-memcheck", tails["command"])
+        self.assertRegex(tails["verdict"], r"^attn_norm of layer 0, step 0 \(isolated\): memory error .*"
+                         r"vec4_rmsnorm_kernel: (misaligned access|out-of-bounds read) of 16 bytes at ")
+        self.assertIn(f"flat_rmsnorm.cu:{line}", tails["verdict"])
+
+        js = os.path.join(self.tmp.name, "verify.json")
+        rc, out, err = run("verify", *args, "--checks", "check", "--json", js)
+        self.assertEqual(rc, 1, out + err)
+        with open(js) as f:
+            findings = json.load(f)["findings"]
+        self.assertEqual([(f["kind"], f["stage"], f["evidence"]["part"]) for f in findings],
+                         [("memory", "attn_norm", "odd widths")], findings)
+
     def test_memory_a_step_allocates_and_never_frees_is_a_leak_named_by_step_and_line(self):
         # leaky-rmsnorm copies its weight to a fresh device block at every call and never frees it:
         # 3 calls of each RMSNorm step (the prompt, 2 decode steps) leave 3 blocks of 64 floats each.

@@ -8,5 +8,8 @@
 // The same RMSNorm, one block per row of `cols` (<= 1024) threads, every thread storing the row's
 // 1/rms to one shared float: correct, and a benign same-value write-write race.
 void row_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps);
+// The same RMSNorm, a thread per row reading it as float4: a load past the row at a width that is
+// not a multiple of 4.
+void vec4_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps);
 void flat_rmsnorm(float* out, const float* x, const float* w, int rows, int cols, float eps,
                   bool guarded = false, bool free_weight = true);

@@ -17,17 +17,22 @@ std::vector<float> to_f32(const ds::Tensor& t) {
 
 class FlatRmsnorm final : public ds::Candidate {
  public:
-  enum class Kind { flat, leaky, row };
+  enum class Kind { flat, leaky, row, vec4 };
   // flat: the unguarded store; leaky: the store guarded, and the device copy of the weight never
-  // freed (a leak per call); row: a block per row sharing 1/rms through one shared float.
+  // freed (a leak per call); row: a block per row sharing 1/rms through one shared float; vec4: a
+  // thread per row reading it as float4 (past the row at odd widths).
   explicit FlatRmsnorm(Kind kind) : kind_(kind) {}
   std::string name() const override {
-    return kind_ == Kind::leaky ? "leaky-rmsnorm" : kind_ == Kind::row ? "row-rmsnorm" : "flat-rmsnorm";
+    return kind_ == Kind::leaky  ? "leaky-rmsnorm"
+           : kind_ == Kind::row  ? "row-rmsnorm"
+           : kind_ == Kind::vec4 ? "vec4-rmsnorm"
+                                 : "flat-rmsnorm";
   }
   std::string description() const override {
-    return kind_ == Kind::leaky ? "RMSNorm whose host code never frees the device copy of its weight"
-           : kind_ == Kind::row ? "RMSNorm whose threads all store the same 1/rms to one shared float"
-                                : "RMSNorm over a flat grid with no guard on its store";
+    return kind_ == Kind::leaky  ? "RMSNorm whose host code never frees the device copy of its weight"
+           : kind_ == Kind::row  ? "RMSNorm whose threads all store the same 1/rms to one shared float"
+           : kind_ == Kind::vec4 ? "RMSNorm reading each row as float4, whatever its width"
+                                 : "RMSNorm over a flat grid with no guard on its store";
   }
   ds::DType storage_dtype() const override { return ds::DType::f32; }
   ds::OpSet capabilities() const override { return {ds::Op::RMSNorm}; }
@@ -54,6 +59,8 @@ class FlatRmsnorm final : public ds::Candidate {
     const float eps = static_cast<float>(cfg_.norm_eps);
     if (kind_ == Kind::row)
       row_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, eps);
+    else if (kind_ == Kind::vec4)
+      vec4_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, eps);
     else
       flat_rmsnorm(y.data(), x.data(), w.data(), ctx.n_tokens, cfg_.hidden, eps, kind_ == Kind::leaky,
                    kind_ != Kind::leaky);
@@ -73,4 +80,5 @@ class FlatRmsnorm final : public ds::Candidate {
 DRIFTSCOPE_PLUGIN(
     "1.0.0", {"flat-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::flat); }},
     {"leaky-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::leaky); }},
-    {"row-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::row); }})
+    {"row-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::row); }},
+    {"vec4-rmsnorm", []() -> ds::Candidate* { return new FlatRmsnorm(FlatRmsnorm::Kind::vec4); }})
