@@ -110,9 +110,9 @@ PluginCandidate::PluginCandidate(const std::string& path, const std::string& nam
     name_ = r.str();
     description_ = r.str();
     dtype = r.u64();
-    read_traits(r, [](const std::string& op) {
+    set_traits(read_traits(r, [](const std::string& op) {
       throw wire::Malformed(fmt::format("an op '{}' no driftscope knows", op));
-    });
+    }));
   });
   if (dtype > std::uint64_t(DType::i32))
     throw PluginError(

@@ -47,21 +47,31 @@ Plans read_plans(wire::Reader& r, BlockKind wanted) {
   return read;
 }
 
-void ProbedCandidate::read_traits(wire::Reader& r,
-                                  const std::function<void(const std::string& op)>& unknown_op) {
+ProbedTraits read_traits(wire::Reader& r, const std::function<void(const std::string& op)>& unknown_op) {
+  ProbedTraits t;
   for (const std::string& op : read_strings(r)) {
-    const auto parsed = parse_op(op);
-    if (!parsed) unknown_op(op);
-    caps_.add(*parsed);
+    if (const auto parsed = parse_op(op))
+      t.caps.add(*parsed);
+    else
+      unknown_op(op);
   }
-  unavailable_ = r.str();
-  batched_kinds_ = r.u64();
-  order_varies_kinds_ = r.u64();
+  t.unavailable = r.str();
+  t.batched_kinds = r.u64();
+  t.order_varies_kinds = r.u64();
   const std::uint64_t top_k = r.u64(), experts = r.u64();
   if (top_k > std::uint64_t(std::numeric_limits<int>::max()) ||
       experts > std::uint64_t(std::numeric_limits<int>::max()))
     throw wire::Malformed(fmt::format("MoE limits {} / {} out of range", top_k, experts));
-  moe_limits_ = {int(top_k), int(experts)};
+  t.moe_limits = {int(top_k), int(experts)};
+  return t;
+}
+
+void ProbedCandidate::set_traits(ProbedTraits t) {
+  caps_ = t.caps;
+  unavailable_ = std::move(t.unavailable);
+  batched_kinds_ = t.batched_kinds;
+  order_varies_kinds_ = t.order_varies_kinds;
+  moe_limits_ = t.moe_limits;
 }
 
 std::vector<KernelStep> ProbedCandidate::cached_plan(

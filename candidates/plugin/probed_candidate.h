@@ -37,6 +37,18 @@ std::vector<BlockKind> plan_kinds(const ModelConfig& cfg, BlockKind also);
 using Plans = std::map<BlockKind, std::vector<KernelStep>>;
 Plans read_plans(wire::Reader& r, BlockKind wanted);
 
+// What every probe of candidate code answers in the same order: the ops, why it cannot run here,
+// the batched and order-varying block kinds (a bit each) and the MoE limits. `unknown_op` is called
+// for an op no driftscope knows (to throw; when it returns, the op is left out).
+struct ProbedTraits {
+  OpSet caps;
+  std::string unavailable;
+  std::uint64_t batched_kinds = 0;       // bit k: batches(BlockKind(k))
+  std::uint64_t order_varies_kinds = 0;  // bit k: batch_order_varies(BlockKind(k))
+  MoeLimits moe_limits;
+};
+ProbedTraits read_traits(wire::Reader& r, const std::function<void(const std::string& op)>& unknown_op);
+
 class ProbedCandidate : public Candidate {
  public:
   std::string name() const override { return name_; }
@@ -51,10 +63,7 @@ class ProbedCandidate : public Candidate {
   MoeLimits moe_limits() const override { return moe_limits_; }
 
  protected:
-  // What every probe of candidate code answers in the same order: the ops, why it cannot run here,
-  // the batched and order-varying block kinds (a bit each) and the MoE limits. `unknown_op` says
-  // what to throw for an op no driftscope knows.
-  void read_traits(wire::Reader& r, const std::function<void(const std::string& op)>& unknown_op);
+  void set_traits(ProbedTraits t);
   // The plan of `kind` for `cfg`, from `probe` (which answers the kinds asked for) the first time a
   // configuration is asked for; `what` names the probe in a crash.
   std::vector<KernelStep> cached_plan(

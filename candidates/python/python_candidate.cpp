@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 
 #include "plugin/sha256.h"
 #include "python_process.h"
@@ -32,48 +33,63 @@ std::optional<PythonSpec> parse_python_spec(std::string_view spec) {
   return PythonSpec{std::string(spec.substr(0, py + 3)), std::string(spec.substr(py + 4))};
 }
 
-std::vector<std::string> PythonCandidate::names(const std::string& path) {
-  const std::string reply = python::probe("meta", path, "", "", "open candidate");
+namespace {
+
+// The "meta" probe's answer: who the candidate is, its traits, and the file's candidate names.
+struct Meta {
+  std::string name, description;
+  std::uint64_t dtype = 0;
+  ProbedTraits traits;
+  std::string plugin_version, sdk_version;
+  std::vector<std::string> names;
+};
+
+Meta read_meta(const std::string& reply, const std::function<void(const std::string& op)>& unknown_op) {
   return read_answer("open candidate", [&] {
     wire::Reader r{reply};
-    for (int i = 0; i < 2; ++i) r.str();
-    r.u64();
-    read_strings(r);
-    r.str();
-    for (int i = 0; i < 4; ++i) r.u64();
-    r.str();
-    r.str();
-    return read_strings(r);
+    Meta m;
+    m.name = r.str();
+    m.description = r.str();
+    m.dtype = r.u64();
+    m.traits = read_traits(r, unknown_op);
+    m.plugin_version = r.str();
+    m.sdk_version = r.str();
+    m.names = read_strings(r);
+    return m;
   });
 }
 
+}  // namespace
+
+std::vector<std::string> PythonCandidate::names(const std::string& path) {
+  // Only the names: an op the first candidate declares wrongly is its own run's error.
+  return read_meta(python::probe("meta", path, "", "", "open candidate"), [](const std::string&) {}).names;
+}
+
 PythonCandidate::PythonCandidate(const std::string& path, const std::string& name) : path_(path) {
-  name_ = name;
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);
   if (!std::filesystem::is_regular_file(abs, ec)) throw PluginError(fmt::format("py:{}: no such file", path));
   path_ = abs.string();
   const std::string reply = python::probe("meta", path_, name, "", "open candidate");
-  std::uint64_t dtype = 0;
-  read_answer("open candidate", [&] {
+  Meta meta = read_meta(reply, [&](const std::string& op) {
+    std::vector<std::string_view> known;
+    for (unsigned i = 0; i < unsigned(Op::kCount); ++i) known.push_back(op_name(Op(i)));
+    // The name as the file has it: the meta answer's first field, read before the traits.
     wire::Reader r{reply};
-    name_ = r.str();
-    description_ = r.str();
-    dtype = r.u64();
-    read_traits(r, [&](const std::string& op) {
-      std::vector<std::string_view> known;
-      for (unsigned i = 0; i < unsigned(Op::kCount); ++i) known.push_back(op_name(Op(i)));
-      throw PluginError(fmt::format("py:{}:{} declares an op '{}' no driftscope knows (they are: {})", path,
-                                    name_, op, fmt::join(known, ", ")));
-    });
-    info_.plugin_version = r.str();
-    info_.sdk_version = r.str();
-    info_.names = read_strings(r);
+    throw PluginError(fmt::format("py:{}:{} declares an op '{}' no driftscope knows (they are: {})", path,
+                                  r.str(), op, fmt::join(known, ", ")));
   });
-  if (dtype > std::uint64_t(DType::i32))
+  name_ = std::move(meta.name);
+  description_ = std::move(meta.description);
+  set_traits(std::move(meta.traits));
+  info_.plugin_version = std::move(meta.plugin_version);
+  info_.sdk_version = std::move(meta.sdk_version);
+  info_.names = std::move(meta.names);
+  if (meta.dtype > std::uint64_t(DType::i32))
     throw PluginError(
-        fmt::format("py:{}: candidate '{}' declares an unknown storage dtype {}", path, name_, dtype));
-  storage_ = DType(dtype);
+        fmt::format("py:{}: candidate '{}' declares an unknown storage dtype {}", path, name_, meta.dtype));
+  storage_ = DType(meta.dtype);
   info_.path = path_;
   info_.sha256 = sha256_file(path_);
 }

@@ -15,7 +15,9 @@
 #include "load_model.h"
 #include "phases.h"
 #include "registry.h"
+#include "python/python_candidate.h"
 #include "sandbox.h"
+#include "scratch_dir.h"
 #include "trace_stub.h"
 
 namespace ds {
@@ -149,27 +151,23 @@ class RunSandbox {
     if (!opt.sandbox || !(runs_foreign_code(opt.candidate) || runs_foreign_code(opt.baseline))) return;
     // In-process, the candidate's code would run in the harness itself, which is never confined.
     if (!opt.isolate_process)
-      throw InputError("--sandbox confines the candidate's own process: it cannot be combined with --no-isolate");
-    std::error_code ec;
-    std::string dir = (std::filesystem::temp_directory_path(ec) / "driftscope-sandbox-XXXXXX").string();
-    if (ec || !::mkdtemp(dir.data()))
-      throw InputError(fmt::format("--sandbox: cannot make the candidate's temp dir {}", dir));
-    dir_ = dir;
+      throw InputError(
+          "--sandbox confines the candidate's own process: it cannot be combined with --no-isolate");
+    // A scratch dir: removed at the end, on SIGTERM, or (after a SIGKILL) by the next run.
+    remove_stale_scratch_dirs();
+    dir_.emplace("", "driftscope-sandbox");
     // A Python candidate's process starts its interpreter; every other candidate may not exec.
-    sandbox::configure(
-        sandbox::Options{dir_, opt.candidate.starts_with("py:") || opt.baseline.starts_with("py:")});
+    const bool python = parse_python_spec(opt.candidate) || parse_python_spec(opt.baseline);
+    sandbox::configure(sandbox::Options{dir_->path().string(), python});
   }
   ~RunSandbox() {
-    if (dir_.empty()) return;
-    sandbox::configure(std::nullopt);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    if (dir_) sandbox::configure(std::nullopt);
   }
   RunSandbox(const RunSandbox&) = delete;
   RunSandbox& operator=(const RunSandbox&) = delete;
 
  private:
-  std::string dir_;
+  std::optional<ScratchDir> dir_;
 };
 
 }  // namespace

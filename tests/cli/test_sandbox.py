@@ -6,11 +6,14 @@ os.system, open(...) for writing. A native write elsewhere is stopped (Landlock)
 Driftscope's own candidates run unconfined, saying so.
 
 Usage: test_sandbox.py DRIFTSCOPE FAULTS.so"""
+import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 DRIFTSCOPE, FAULTS = sys.argv[1:3]
@@ -57,6 +60,35 @@ class Sandbox(unittest.TestCase):
                 self.assertIn("sandbox: the candidate's processes run with no network", p.stdout)
                 self.assertNotIn("sandbox: not applied", p.stdout)
                 self.assertEqual(self.written(), [])
+
+    def test_the_sandbox_dir_is_removed_after_sigterm_and_after_sigkill_by_the_next_run(self):
+        # The candidate's temp dir is a scratch dir: removed by the handler on SIGTERM, and, since a
+        # SIGKILL leaves it, by the next sandboxed run (its name carries the dead run's pid).
+        tmpdir = os.path.join(self.tmp.name, "tmp")
+        os.mkdir(tmpdir)
+        env = dict(self.env, TMPDIR=tmpdir)
+        sandbox_dirs = lambda: glob.glob(os.path.join(tmpdir, "driftscope-sandbox-*"))
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with self.subTest(signal=sig.name):
+                p = subprocess.Popen([DRIFTSCOPE, "run", *TINY, "--candidate", f"{FAULTS}:fault-load-hang",
+                                      "--sandbox", "--timeout", "120"], env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+                deadline = time.time() + 60
+                while not sandbox_dirs() and time.time() < deadline:
+                    time.sleep(0.1)
+                self.assertTrue(sandbox_dirs(), "the sandboxed run made no driftscope-sandbox-* dir")
+                time.sleep(0.5)  # the candidate's process is up and hanging in load()
+                p.send_signal(sig)
+                p.wait(timeout=60)
+                if sig == signal.SIGTERM:
+                    self.assertEqual(sandbox_dirs(), [])
+                else:
+                    self.assertEqual(len(sandbox_dirs()), 1)
+                    q = subprocess.run([DRIFTSCOPE, "run", *TINY, "--candidate", f"py:{HOSTILE}:tmp", "--sandbox"],
+                                       capture_output=True, text=True, timeout=600, env=env)
+                    self.assertEqual(q.returncode, 0, q.stdout + q.stderr)
+                    self.assertRegex(q.stderr, r"note: removed .*driftscope-sandbox-\d+-\w+, left by driftscope process")
+                    self.assertEqual(sandbox_dirs(), [])
 
     def test_verify_sandboxes_by_default(self):
         out = os.path.join(self.tmp.name, "verify.json")

@@ -19,7 +19,7 @@
 #include "lifeline.h"
 #include "runner.h"
 
-namespace ds::cli {
+namespace ds {
 
 namespace fs = std::filesystem;
 
@@ -179,4 +179,4 @@ void remove_stale_scratch_dirs() {
   }
 }
 
-}  // namespace ds::cli
+}  // namespace ds

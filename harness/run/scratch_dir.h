@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace ds::cli {
+namespace ds {
 
 class ScratchDir {
  public:
@@ -38,4 +38,4 @@ class ScratchDir {
 // nobody holds. Each removal is noted on stderr.
 void remove_stale_scratch_dirs();
 
-}  // namespace ds::cli
+}  // namespace ds
