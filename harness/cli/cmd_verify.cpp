@@ -83,6 +83,7 @@ struct Outcome {
   nlohmann::json checks = nlohmann::json::array();
   nlohmann::json parts = nlohmann::json::array();
   bool refused = false, crashed = false;
+  bool bad_input = false;      // a part's run was bad input (exit 2), not refused by a gate
   std::string refusal;         // its first line (the JSON's "refusal")
   std::string refusal_report;  // the whole report, with what to do about it, printed once
 };
@@ -261,6 +262,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     if (o.exit_code == kExitParity) continue;
     if (o.exit_code == kExitRefused || o.exit_code == kExitUsage) {
       out.refused = true;
+      out.bad_input = out.bad_input || o.exit_code == kExitUsage;
       if (out.refusal.empty()) {
         out.refusal = battery::first_line(o.verdict);
         out.refusal_report = o.verdict;
@@ -480,15 +482,17 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       exit_code = kExitUsage;
       return;
     }
+    verify::fold_explained(out.findings);
     exit_code = out.crashed             ? kExitCrashed
                 : !out.findings.empty() ? kExitFailure
+                : out.bad_input         ? kExitUsage
                 : out.refused           ? kExitRefused
                                         : kExitParity;
     for (const Finding& f : out.findings)
       fmt::print("  FINDING {:<18} {} (layer {}, step {}, {}){}\n", f.kind, f.stage.empty() ? "-" : f.stage,
                  f.layer, f.step, mode_name(f.mode),
                  f.occurrences > 1 ? fmt::format(", {} calls", f.occurrences) : "");
-    if (out.refused) fmt::print("  refused: {}\n", out.refusal_report);
+    if (out.refused) fmt::print("  {}: {}\n", out.bad_input ? "bad input" : "refused", out.refusal_report);
     fmt::print("VERIFY {}: {} finding(s)\n", exit_word(exit_code), out.findings.size());
     if (args->json.empty()) return;
     nlohmann::json j = {{"model", c.model},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -298,6 +299,48 @@ std::vector<Finding> low_precision_findings(const trace::TraceReader& a, Mode mo
     out.push_back(std::move(f));
   }
   return out;
+}
+
+void fold_explained(std::vector<Finding>& findings) {
+  const auto general = [](const Finding& f) {
+    return f.kind == "parity" || f.kind == "probe" || f.kind == "tail" || f.kind == "batch";
+  };
+  const auto explains = [](const Finding& f) {
+    static const std::array<std::string_view, 8> kinds = {
+        "uninit", "input_insensitive", "cached_output", "returns_input", "low_precision", "memory", "race",
+        "hazard"};
+    return std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end();
+  };
+  std::vector<Finding> out;
+  std::vector<bool> placed(findings.size(), false);
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    if (placed[i]) continue;
+    const Finding& f = findings[i];
+    if (!general(f)) {
+      out.push_back(f);
+      placed[i] = true;
+      continue;
+    }
+    // The first finding that explains this stage's failure, found later (verify's own checks run after
+    // the battery): it takes this place, and every general finding of the stage goes into it.
+    const auto why = std::find_if(findings.begin() + std::ptrdiff_t(i) + 1, findings.end(),
+                                  [&](const Finding& g) { return explains(g) && g.stage == f.stage; });
+    if (why == findings.end()) {
+      out.push_back(f);
+      placed[i] = true;
+      continue;
+    }
+    Finding merged = *why;
+    placed[std::size_t(why - findings.begin())] = true;
+    for (std::size_t j = i; j < findings.size(); ++j) {
+      if (placed[j] || !general(findings[j]) || findings[j].stage != f.stage) continue;
+      merged.evidence["also_fails"].push_back({{"part", findings[j].evidence.value("part", findings[j].kind)},
+                                               {"verdict", findings[j].evidence.value("verdict", "")}});
+      placed[j] = true;
+    }
+    out.push_back(std::move(merged));
+  }
+  findings = std::move(out);
 }
 
 }  // namespace ds::cli::verify

@@ -137,6 +137,17 @@ def main():
                 ev = uninit["evidence"]
                 if not any("rmsnorm_kernel" in k for k in ev["kernels"]) or ev["element"] < 0:
                     failures.append(f"{case}: the uninit finding names no kernel or element: {ev}")
+            # The finding that says why takes the place of the battery's at its stage (fold_explained):
+            # the stage is one finding of the expected kind, and the parts it failed are in its evidence.
+            if expected and expected[0] not in WRONG:
+                at_stage = [f for f in verdict["findings"] if f["stage"] == expected[1]]
+                folded = [f["kind"] for f in at_stage if f["kind"] in WRONG]
+                if folded:
+                    failures.append(f"{case}: {folded} beside {expected[0]} at {expected[1]}, not folded into it")
+                first = [f for f in at_stage if f["kind"] == expected[0]]
+                if first and verdict["findings"][0]["stage"] == expected[1] and \
+                        verdict["findings"][0]["kind"] not in (expected[0], *also):
+                    failures.append(f"{case}: the first finding is {verdict['findings'][0]['kind']}")
             failures += [f"{case}: {w}" for w in checked_evidence(candidate, verdict["findings"])]
             failures += [f"{case}: {w}" for w in local_evidence(candidate, verdict["findings"])]
         # Deterministic for a seed: the same verdict, byte for byte, on a second run.
@@ -166,6 +177,14 @@ def main():
             failures.append(f"an unknown model: exit {p.returncode}, {p.stderr!r}")
         else:
             print("ok   an unknown model is exit 2")
+        # A plugin path with no file: every part's run is bad input, so verify is exit 2, not a refusal.
+        missing = os.path.join(tmp, "no-such-plugin.so")
+        p = subprocess.run([DRIFTSCOPE, "verify", "--model", MODEL, "--candidate", missing, "--checks", "check"],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode != 2 or f"{missing}: no such file" not in p.stdout or "VERIFY BAD-INPUT" not in p.stdout:
+            failures.append(f"a missing plugin: exit {p.returncode}, {p.stdout[-1500:]!r}")
+        else:
+            print("ok   a missing plugin file is exit 2, naming it")
     if failures:
         print("FAILED:", *failures, sep="\n  ")
         sys.exit(1)
