@@ -231,6 +231,11 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
       out.verdict = r.crash;
     else
       out.verdict = r.verdict;
+    // A crash after an earlier stage failed: the verdict names that stage, and the crash too, which
+    // is what made the part CRASHED.
+    if (r.exit_code == kExitCrashed && out.first_failure && out.first_failure->status != Status::crashed &&
+        !r.crash.empty())
+      out.verdict += fmt::format("; then {}", r.crash);
     if (part.memory_only && !r.leak_summary.empty() && !r.leak_failed)
       out.verdict += fmt::format("; warning: {}", r.leak_summary);
   } catch (const GateRefusal& e) {

@@ -159,6 +159,19 @@ class PythonCandidates(unittest.TestCase):
         self.assertRegex(p.stdout, r"both modes\s+PASS")
         self.assertRegex(p.stdout, r"batches\s+PASS")
 
+    def test_a_part_that_fails_a_stage_and_then_crashes_names_both(self):
+        # check's line for a part names its first failing stage; a crash after it is why the part is
+        # CRASHED, so the line says that too.
+        out = os.path.join(self.tmp.name, "check.json")
+        p = run_cli("check", *TINY, "--candidate", f"py:{MISBEHAVING}:wrong-then-raises", "--decode-steps", "0",
+                    "--json", out, timeout=900)
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        with open(out) as f:
+            both = next(part for part in json.load(f)["parts"] if part["name"] == "both modes")
+        self.assertEqual(both["exit_code"], 4, both)
+        self.assertRegex(both["verdict"], r"^ffn_norm of layer 0, step 0 \(isolated\): .*; then candidate crashed in "
+                         r"step 'rmsnorm_attn': .*planted failure in layer 1")
+
     def test_verify_does_not_pass_a_cheat_that_ignores_its_inputs(self):
         out = os.path.join(self.tmp.name, "verify.json")
         p = run_cli("verify", *TINY, "--candidate", f"py:{MISBEHAVING}:memoized", "--json", out, timeout=900)

@@ -69,6 +69,20 @@ class Raises(RmsnormBase):
         return super().run(step, ctx, inputs)
 
 
+class WrongThenRaises(RmsnormBase):
+    """Planted: every FFN norm 1.5x too large (a wrong stage in layer 0), then a raise in layer 1."""
+
+    name = "wrong-then-raises"
+
+    def run(self, step, ctx, inputs):
+        if ctx.layer == 1:
+            raise ValueError("planted failure in layer 1")
+        out = super().run(step, ctx, inputs)
+        if "ffn_norm" in out:
+            out["ffn_norm"] = out["ffn_norm"] * 1.5
+        return out
+
+
 class Hangs(RmsnormBase):
     name = "hangs"
 
