@@ -60,10 +60,11 @@ def main():
             "  cublasLtHandle_t lt;\n"
             "  cublasLtCreate(&lt);\n"
             "  cublasSgemv(handle, CUBLAS_OP_N, 0, 0, nullptr, nullptr, 1, nullptr, 1, nullptr, nullptr, 1);\n"
-            "  if (rows < 0) CUDA_CHECK(cudaDeviceReset());\n")
+            "  cudaGraph_t graph;\n"
+            "  if (rows < 0) CUDA_CHECK(cudaGraphCreate(&graph, 0));\n")
         open(host_api, "w").write(text)
         host_lines = {f: next(i for i, l in enumerate(text.splitlines(), 1) if f + "(" in l)
-                      for f in ("cudaMallocManaged", "cublasSgemv", "cudaDeviceReset")}
+                      for f in ("cudaMallocManaged", "cublasSgemv", "cudaGraphCreate")}
         maps = {
             "rmsnorm.yaml": None,
             "unknown_kind.yaml": None,

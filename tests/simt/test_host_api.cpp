@@ -9,6 +9,7 @@
 #include <string>
 
 #include "host_api.h"
+#include "simt/simt.h"
 
 namespace {
 
@@ -49,6 +50,11 @@ TEST(HostApi, CudaLaunchKernelFromAnArgumentArray) {
   const std::vector<float> y = host_api::add_one_launched(x);
   ASSERT_EQ(y.size(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
+}
+
+TEST(HostApi, DeviceResetFreesEveryLiveBlock) {
+  host_api::allocate_then_reset(3);
+  EXPECT_EQ(simt::device_reset(), 0u) << "cudaDeviceReset left live blocks behind";
 }
 
 TEST(HostApi, MinAndMaxOfAnIntAndAnUnsignedAreUnsignedAsUnderNvcc) {

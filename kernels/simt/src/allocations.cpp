@@ -80,6 +80,14 @@ void forget_allocation(void* base) {
   table().erase(reinterpret_cast<std::uintptr_t>(base));
 }
 
+std::vector<void*> live_allocation_bases() {
+  std::lock_guard lock(g_mutex);
+  std::vector<void*> out;
+  out.reserve(table().size());
+  for (const auto& [base, block] : table()) out.push_back(reinterpret_cast<void*>(base));
+  return out;
+}
+
 std::optional<Allocation> allocation_of(const void* p) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard lock(g_mutex);

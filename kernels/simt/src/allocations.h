@@ -27,6 +27,8 @@ void advise_huge_pages(void* p, std::size_t bytes);
 // `where`: the line that asked for the block; the block is filed under the step set last.
 void note_allocation(void* base, std::size_t bytes, const std::source_location& where);
 void forget_allocation(void* base);
+// Every live block's start (cudaDeviceReset frees them all).
+std::vector<void*> live_allocation_bases();
 // The candidate step under way (driftscope_simt_begin_step): every block allocated until the next
 // call is filed under it; "" (load(), between steps) files blocks under none.
 void set_allocation_step(std::string_view step);

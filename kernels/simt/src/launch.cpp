@@ -78,6 +78,11 @@ void free(void* p) {
   if (detail::guarded_free(p, !plain_block && config().memcheck)) return;
   std::free(p);
 }
+std::size_t device_reset() {
+  const std::vector<void*> live = detail::live_allocation_bases();
+  for (void* p : live) free(p);
+  return live.size();
+}
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
   if (bytes != 0) std::memcpy(dst, src, bytes);
 }

@@ -35,4 +35,7 @@ std::vector<float> add_one_launched(const std::vector<float>& x);
 // Per thread t of one block: min(last, 2t) + max(last - 100, t), an int beside an unsigned in each.
 std::vector<unsigned> clamp_indices(int threads, int last);
 
+// Allocates `blocks` device blocks, never freed, then calls cudaDeviceReset.
+void allocate_then_reset(int blocks);
+
 }  // namespace host_api

@@ -79,6 +79,13 @@ inline cudaError_t simt_cudaGetLastError() {
 }
 inline cudaError_t simt_cudaPeekAtLastError() { return ::simt::detail::cuda_last_error(); }
 inline cudaError_t simt_cudaDeviceSynchronize() { return cudaSuccess; }
+// Every device block freed, as the GPU's reset drops every allocation of the process (usually the
+// last line of a file's main; a step that calls it and then uses its blocks reads freed memory).
+inline cudaError_t simt_cudaDeviceReset() {
+  ::simt::device_reset();
+  ::simt::detail::cuda_last_error() = cudaSuccess;
+  return cudaSuccess;
+}
 // One device: the CPU the runtime runs on.
 inline cudaError_t simt_cudaGetDeviceCount(int* n) {
   if (n == nullptr) return ::simt::detail::cuda_fail(cudaErrorInvalidValue);
@@ -125,6 +132,7 @@ inline const char* simt_cudaGetErrorName(cudaError_t e) {
 #define cudaGetLastError simt_cudaGetLastError
 #define cudaPeekAtLastError simt_cudaPeekAtLastError
 #define cudaDeviceSynchronize simt_cudaDeviceSynchronize
+#define cudaDeviceReset simt_cudaDeviceReset
 #define cudaGetDeviceCount simt_cudaGetDeviceCount
 #define cudaSetDevice simt_cudaSetDevice
 #define cudaStreamSynchronize simt_cudaStreamSynchronize

@@ -111,6 +111,9 @@ std::vector<std::string> take_memory_findings();
 // `where`: the line that asked for the block, which a leak report names (set_allocation_step).
 void* malloc(std::size_t bytes, std::source_location where = std::source_location::current());
 void free(void* p);
+// cudaDeviceReset: frees every live device block of this runtime (a later use of one is a use
+// after free, which memcheck names). Returns how many.
+std::size_t device_reset();
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
 inline void synchronize() {}
 
