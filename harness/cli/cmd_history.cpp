@@ -10,8 +10,10 @@
 
 #include "commands.h"
 #include "history_db.h"
+#include "history_plot.h"
 #include "history_show.h"
 #include "history_trend.h"
+#include "report_files.h"
 #include "runner.h"
 #include "timeout_flag.h"
 
@@ -27,6 +29,7 @@ struct HistoryArgs {
   HistoryFilter filter;
   std::size_t last = 0;  // 0: every night
   bool all = false, json = false;
+  std::string out;  // plot: the SVG file
 };
 
 void add_busy_timeout(CLI::App* cmd, HistoryArgs& args) {
@@ -34,6 +37,16 @@ void add_busy_timeout(CLI::App* cmd, HistoryArgs& args) {
                   "Seconds to wait for another process's lock on the database before giving up (exit 2)")
       ->check(seconds_validator(86400, "must be 0 to 86400 seconds"))
       ->capture_default_str();
+}
+
+// What `show` and `plot` choose from the database: cases, a stage, the window, every stage.
+void add_view_options(CLI::App* cmd, HistoryArgs& args) {
+  cmd->add_option("--model", args.filter.model, "Only cases of this model (as given to run --model)");
+  cmd->add_option("--candidate", args.filter.candidate, "Only cases of this candidate");
+  cmd->add_option("--stage", args.filter.stage,
+                  "Only this stage (catalog name, e.g. residual_2), whether or not it failed or creeps");
+  cmd->add_option("--last", args.last, "Only the last N nights")->check(CLI::PositiveNumber);
+  cmd->add_flag("--all", args.all, "Every stage, not only those that failed some night or creep");
 }
 
 int history_add(const HistoryArgs& args) {
@@ -59,7 +72,9 @@ int history_add(const HistoryArgs& args) {
   return kExitParity;
 }
 
-int history_show(const HistoryArgs& args) {
+// The nights and cases `show` and `plot` draw from, filtered; a filter that matches nothing is an
+// InputError listing what is stored.
+HistoryView read_view(const HistoryArgs& args) {
   const HistoryDb db(args.db, HistoryDb::Access::read, args.busy_timeout_s);
   const std::vector<NightInfo> nights = db.nights();
   const std::vector<StoredCase> cases = db.cases(args.filter);
@@ -79,12 +94,25 @@ int history_show(const HistoryArgs& args) {
                                  f.stage.empty() ? "" : " --stage " + f.stage,
                                  stored.empty() ? " none" : stored));
   }
-  const HistoryView view =
-      build_history_view(nights, cases, args.last > 0 ? std::optional<std::size_t>(args.last) : std::nullopt);
+  return build_history_view(nights, cases,
+                            args.last > 0 ? std::optional<std::size_t>(args.last) : std::nullopt);
+}
+
+int history_show(const HistoryArgs& args) {
+  const HistoryView view = read_view(args);
+  const HistoryFilter& f = args.filter;
   if (args.json)
     fmt::print("{}\n", history_json(args.db, view).dump(2));
   else
     print_history(stdout, args.db, view, args.all || !f.stage.empty());
+  return kExitParity;
+}
+
+int history_plot(const HistoryArgs& args) {
+  const HistoryView view = read_view(args);
+  write_text(args.out, history_svg(args.db, view, args.all || !args.filter.stage.empty()));
+  fmt::print("history {}: {} night(s), {} case(s) drawn in {}\n", args.db, view.nights.size(),
+             view.cases.size(), args.out);
   return kExitParity;
 }
 
@@ -114,15 +142,18 @@ void add_history_command(CLI::App& app, int& exit_code) {
       "Per case and stage: the error-to-floor ratio night by night, the first night it failed, and "
       "stages creeping (rising steadily, at least 2x, while still passing)");
   show->add_option("--db", args->db, "The history database")->required();
-  show->add_option("--model", args->filter.model, "Only cases of this model (as given to run --model)");
-  show->add_option("--candidate", args->filter.candidate, "Only cases of this candidate");
-  show->add_option("--stage", args->filter.stage,
-                   "Only this stage (catalog name, e.g. residual_2); lists it "
-                   "whether or not it failed or creeps");
-  show->add_option("--last", args->last, "Only the last N nights")->check(CLI::PositiveNumber);
-  show->add_flag("--all", args->all, "List every stage, not only those that failed some night or creep");
+  add_view_options(show, *args);
   show->add_flag("--json", args->json, "Print JSON instead of the table");
   add_busy_timeout(show, *args);
+
+  CLI::App* plot = history->add_subcommand(
+      "plot",
+      "Draw the trends as an SVG file: per case, each stage's error-to-floor ratio over the nights (log "
+      "scale, the floor marked), failed nights ringed, creeping stages dashed");
+  plot->add_option("--db", args->db, "The history database")->required();
+  plot->add_option("--out", args->out, "The SVG file to write")->required();
+  add_view_options(plot, *args);
+  add_busy_timeout(plot, *args);
 
   const auto guarded = [&exit_code](const std::function<int()>& body) {
     try {
@@ -134,6 +165,7 @@ void add_history_command(CLI::App& app, int& exit_code) {
   };
   add->callback([args, guarded] { guarded([&] { return history_add(*args); }); });
   show->callback([args, guarded] { guarded([&] { return history_show(*args); }); });
+  plot->callback([args, guarded] { guarded([&] { return history_plot(*args); }); });
 }
 
 }  // namespace ds::cli

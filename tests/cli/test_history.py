@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import h5py
 import numpy as np
@@ -282,6 +283,53 @@ class History(unittest.TestCase):
         _, down = self.layer("down", 1, self.case(self.candidate, shown))
         self.assertEqual(down["ratios"][1], down["ratios"][2], "night 2 now holds night 3's cases")
         self.assertEqual(self.case("cpu-f16", shown)["outcomes"][1], "pass")
+
+    def test_plot_draws_each_notable_stage_with_its_failed_nights(self):
+        # The SVG, read back as XML: one panel per case; in the engine's, a line per stage that failed
+        # or creeps (down, attn) through every night it has a ratio, down ringed red on night 4,
+        # attn's line dashed and its legend saying creeping; the killed night 5 ringed grey.
+        svg = os.path.join(self.tmp.name, "trend.svg")
+        rc, out, err = run("history", "plot", "--db", self.db, "--out", svg)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn(f"drawn in {svg}", out)
+        ns = {"s": "http://www.w3.org/2000/svg"}
+        root = ET.parse(svg).getroot()
+        panels = {g.get("data-case"): g for g in root.findall("s:g", ns)}
+        self.assertEqual(len(panels), len(self.show["cases"]), list(panels))
+        engine = next(g for key, g in panels.items() if self.candidate in key)
+        lines = {p.get("data-stage"): p for p in engine.findall("s:polyline", ns)}
+        notable = sorted(s["stage"] for s in self.case(self.candidate)["stages"]
+                         if s["first_failed"] is not None or s["creeping"])
+        self.assertEqual(sorted(lines), notable)
+        self.assertIn("down", lines)
+        self.assertIn("attn", lines)
+        down_ratios = [r for r in self.layer("down", 1)[0]["ratios"] if r is not None]
+        self.assertEqual(len(lines["down"].get("points").split()), len(down_ratios))
+        failed = {(c.get("data-stage"), c.get("data-night")) for c in engine.findall("s:circle[@class='failed']", ns)}
+        self.assertIn(("down", LABELS[3]), failed)
+        self.assertNotIn(("attn", LABELS[2]), failed)
+        self.assertEqual(lines["attn"].get("stroke-dasharray"), "6 3")
+        self.assertIsNone(lines["down"].get("stroke-dasharray"))
+        legend = [t.text for t in engine.findall("s:text[@class='legend']", ns)]
+        self.assertIn("attn, creeping", legend)
+        self.assertIn("down, failed", legend)
+        nights = [t.text for t in engine.findall("s:text[@class='night']", ns)]
+        self.assertEqual(nights, LABELS)
+        self.assertTrue(engine.findall("s:line[@class='floor']", ns), "the floor (ratio 1) is drawn")
+        # A stage filter draws that stage alone; bad input is exit 2 and writes nothing.
+        rc, out, err = run("history", "plot", "--db", self.db, "--out", svg, "--candidate", self.candidate,
+                           "--stage", "q")
+        self.assertEqual(rc, 0, out + err)
+        only = ET.parse(svg).getroot().findall("s:g/s:polyline", ns)
+        self.assertEqual({p.get("data-stage") for p in only}, {"q"})
+        for args, names in ((["--stage", "no_such_stage"], "no stored case matches"),
+                            (["--out", os.path.join(self.tmp.name, "no", "dir", "x.svg")], "x.svg")):
+            target = args[-1] if args[0] == "--out" else os.path.join(self.tmp.name, "unwritten.svg")
+            cmd = ["history", "plot", "--db", self.db] + (args if args[0] == "--out" else ["--out", target, *args])
+            rc, out, err = run(*cmd)
+            self.assertEqual(rc, 2, f"{cmd}: {out}{err}")
+            self.assertIn(names, err)
+            self.assertFalse(os.path.exists(target))
 
     def test_bad_flags(self):
         for args in (["add", self.nights[0], "--db", self.db, "--label", ""],
