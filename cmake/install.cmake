@@ -81,4 +81,5 @@ endforeach()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/driftscope DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope/python
   FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/fixtures/policies ${CMAKE_SOURCE_DIR}/fixtures/dumps
+  ${CMAKE_SOURCE_DIR}/fixtures/batches
   DESTINATION ${CMAKE_INSTALL_DATADIR}/driftscope FILES_MATCHING PATTERN "*.yaml")

@@ -39,6 +39,9 @@ struct Part {
   // The memory part: it judges memory errors only (a stage merely wrong is the other parts'), and a
   // run memcheck could not look into is skipped. Another part under memcheck judges both.
   bool memory_only = false;
+  // A refusal by the capability gate skips the part with its reason rather than failing the
+  // battery: the part asks for an optional variant (fused GDN ops with slot ids).
+  bool skip_if_refused = false;
 };
 
 struct PartOutcome {

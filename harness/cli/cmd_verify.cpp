@@ -74,7 +74,7 @@ std::string part_kind(const std::string& part, int exit_code, const std::optiona
   if (part == "memory errors") return first && first->status == Status::memory ? "memory" : "parity";
   if (part.rfind("probe ", 0) == 0) return "probe";
   if (part == "odd widths") return "tail";
-  if (part == "batches") return "batch";
+  if (part.rfind("batches", 0) == 0) return "batch";
   return "parity";
 }
 

@@ -112,6 +112,9 @@ class Check(unittest.TestCase):
             ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False),
             # Right alone, wrong beside another sequence (issue 51, item 9: only run --batch found it).
             ("synthetic:qwen2-tiny", "mutant:batch-neighbour-row", "batches", "attn_norm", True),
+            # A fused GDN op reading the destination slot, not the one its ids name: right in every
+            # part but the hybrid's slots part (issue 51, item 9: only run --batch --gdn-variant ids).
+            ("synthetic:qwen35-tiny", "mutant:gdn-ids-ignored", "batches, GDN state slots", "conv", True),
             # Biases below one f16 ULP per element, on every element: the systematic-error limit.
             ("synthetic:qwen2-tiny", "mutant:residual-scale", "both modes", "residual_1", False),
             ("synthetic:qwen2-tiny", "mutant:chain-add-rz", "both modes", "residual_", False),
@@ -125,6 +128,14 @@ class Check(unittest.TestCase):
                 self.assertEqual(got[part]["exit_code"], 1, got[part])
                 self.assertRegex(got[part]["verdict"], rf"^{stage}\w* of layer ", got[part]["verdict"])
                 self.assertEqual(got["both modes"]["exit_code"] == 0, hidden, got["both modes"])
+                if part == "batches, GDN state slots":
+                    # Its rerun line carries the batch file and the variant, and reproduces the failure.
+                    argv = shlex.split(got[part]["command"])
+                    self.assertIn("--gdn-variant", argv)
+                    self.assertIn("--batch", argv)
+                    p = subprocess.run([DRIFTSCOPE, *argv[1:]], capture_output=True, text=True, timeout=600)
+                    self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                    self.assertIn("First failing stage: conv of layer 0", p.stdout)
 
     def test_a_layernorm_over_n_minus_1_at_width_768_is_a_systematic_error_at_ln_1(self):
         # A scale of 1 - 1/1536 on every element, inside every per-element band.
@@ -145,6 +156,8 @@ class Check(unittest.TestCase):
             ("synthetic:qwen2-tiny", "mutant:residual-scale", "schedule races", "SIMT"),  # a cpu-f16 mutant
             # A probe whose target the model lacks (issue 49, item 8): skipped, not a pass.
             ("synthetic:qwen2-tiny", "cpu-f16", "probe tiny-gdn-qk", "has no Gated DeltaNet layer"),
+            # The slots part asks for fused GDN ops with slot ids, which cpu-f16 has not.
+            ("synthetic:qwen35-tiny", "cpu-f16", "batches, GDN state slots", "Missing: [GdnInplaceIds, SsmConvUpdateIds]"),
             (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
         ]
         runs = {}  # one check per model and candidate
