@@ -168,6 +168,8 @@ const RewriteCase kCases[] = {
      "__device__ float total;\nvoid k() {\n  __shared__ float s; ::simt::detail::static_shared(&s, "
      "sizeof(s));\n  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(m, s, o);\n  for (int o = 16; o > "
      "0; o >>= 1) total = fmaxf(total, __shfl_xor_sync(m, total, o));\n}\n"},
+    {"assert_names_its_line_static_assert_stays", "assert(i < n); static_assert(sizeof(int) == 4);\n",
+     "SIMT_ASSERT(i < n); static_assert(sizeof(int) == 4);\n"},
     {"pragma_unroll_becomes_a_comment", "  #pragma unroll 4\nfor (;;) {}\n",
      "  // #pragma unroll 4  (simt: no unrolling hint on the CPU)\nfor (;;) {}\n"},
     {"local_include_made_absolute",

@@ -10,6 +10,7 @@
 
 #include "host_api.h"
 #include "simt/simt.h"
+#include "test_support.h"
 
 namespace {
 
@@ -50,6 +51,23 @@ TEST(HostApi, CudaLaunchKernelFromAnArgumentArray) {
   const std::vector<float> y = host_api::add_one_launched(x);
   ASSERT_EQ(y.size(), x.size());
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
+}
+
+TEST(HostApi, AFailedDeviceAssertStopsTheLaunchNamingItsLineAndThread) {
+  EXPECT_EQ(host_api::checked_sqrt({4, 9}), (std::vector<float>{2, 3}));
+  std::vector<float> x(100, 1.0f);
+  x[70] = -1.0f;  // thread 6 of block 1
+  try {
+    host_api::checked_sqrt(x);
+    FAIL() << "a failed device assert passed";
+  } catch (const simt::KernelError& e) {
+    const std::string what = e.what();
+    const std::string line = std::to_string(simt_test::line_of("host_api.cu", "@assert:non-negative"));
+    EXPECT_NE(what.find("device assert failed: `x[i] >= 0.0f` at "), std::string::npos) << what;
+    EXPECT_NE(what.find("host_api.cu:" + line), std::string::npos) << what;
+    EXPECT_NE(what.find("thread (6,0,0)"), std::string::npos) << what;
+    EXPECT_NE(what.find("sqrt_kernel"), std::string::npos) << what;
+  }
 }
 
 TEST(HostApi, DeviceResetFreesEveryLiveBlock) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -78,6 +79,20 @@ void free(void* p) {
   if (detail::guarded_free(p, !plain_block && config().memcheck)) return;
   std::free(p);
 }
+namespace detail {
+void assert_failed(const char* expr, const char* file, int line, const char* func) {
+  if (!running_kernel_thread()) {  // the C library's assert, as its message reads
+    std::fprintf(stderr, "%s:%d: %s: Assertion `%s' failed.\n", file, line, func, expr);
+    std::abort();
+  }
+  // No allocation: the fiber is abandoned, and a temporary on its stack would never be freed.
+  static thread_local char message[1024];
+  std::snprintf(message, sizeof message, "device assert failed: `%s` at %s:%d in %s, thread (%u,%u,%u)", expr, file,
+                line, func, threadIdx.x, threadIdx.y, threadIdx.z);
+  fail_running_thread(message);
+}
+}  // namespace detail
+
 std::size_t device_reset() {
   const std::vector<void*> live = detail::live_allocation_bases();
   for (void* p : live) free(p);

@@ -146,6 +146,11 @@ class Rewriter {
         i = extern_shared(i);
       } else if (word_at(i, "__shared__") && at_block_scope()) {
         i = static_shared(i);
+      } else if (word_at(i, "assert") && skip_space(i + 6) < s_.size() && s_[skip_space(i + 6)] == '(') {
+        // A device assert names its line and thread (simt_cuda.h SIMT_ASSERT); the host's stays C's.
+        out_ += "SIMT_ASSERT";
+        statement_ += "assert";
+        i += 6;
       } else if (in_.access_hooks && word_at(i, "reinterpret_cast")) {
         // Memcheck checks a cast pointer's alignment (simt_cpu.h checked_reinterpret_cast).
         out_ += "::simt::detail::checked_reinterpret_cast";

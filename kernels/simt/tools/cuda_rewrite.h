@@ -11,6 +11,8 @@
 //     or extern __shared__ in it)                        place between #line directives: a wrapper
 //                                                        can include a repository's kernel file as is
 //   #pragma unroll [N]                                -> a comment (g++ has no such pragma)
+//   assert(e)                                         -> SIMT_ASSERT(e): in a kernel a finding with
+//                                                        its line and thread (simt_cuda.h)
 //   __shared__ T name[N]; in a function               -> kept, announced to the runtime (poison)
 //   for (int o = 16; o > 0; o >>= 1)                  -> one fused collective (shuffle_loop.h),
 //     acc += __shfl_xor_sync(mask, acc, o);              the loop kept as its fallback

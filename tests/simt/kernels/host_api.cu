@@ -3,6 +3,8 @@
 // main). driftscope_add_simt_kernel() builds it unchanged for the CPU; nvcc builds it as it is.
 #include <cuda_runtime.h>
 
+#undef NDEBUG  // its device asserts stay on in every build type, as the repository wants them
+#include <cassert>
 #include <cstdio>
 
 #include "host_api.h"
@@ -27,6 +29,14 @@ __global__ void scale_kernel(const float* x, float* y, int n, bool verbose) {
 __global__ void add_one_kernel(const float* x, float* y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = x[i] + 1.0f;
+}
+
+// A square root that asserts its input is not negative, as kernels check their preconditions.
+__global__ void sqrt_kernel(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  assert(x[i] >= 0.0f);  // @assert:non-negative
+  y[i] = sqrtf(x[i]);
 }
 
 // An int beside an unsigned, as in `x[min(C - 1, i + u * blockDim.x)]`: CUDA's mixed overloads.
@@ -116,6 +126,20 @@ std::vector<float> add_one_launched(const std::vector<float>& x) {
   CHECK_CUDA(cudaPeekAtLastError());
   std::vector<float> y(x.size());
   CHECK_CUDA(cudaMemcpy(y.data(), d_y, bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(d_x));
+  CHECK_CUDA(cudaFree(d_y));
+  return y;
+}
+
+std::vector<float> checked_sqrt(const std::vector<float>& x) {
+  const int n = static_cast<int>(x.size());
+  float *d_x = nullptr, *d_y = nullptr;
+  CHECK_CUDA(cudaMalloc(&d_x, n * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&d_y, n * sizeof(float)));
+  CHECK_CUDA(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  sqrt_kernel<<<(n + 63) / 64, 64>>>(d_x, d_y, n);
+  std::vector<float> y(x.size());
+  CHECK_CUDA(cudaMemcpy(y.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaFree(d_x));
   CHECK_CUDA(cudaFree(d_y));
   return y;

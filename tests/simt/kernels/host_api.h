@@ -35,6 +35,9 @@ std::vector<float> add_one_launched(const std::vector<float>& x);
 // Per thread t of one block: min(last, 2t) + max(last - 100, t), an int beside an unsigned in each.
 std::vector<unsigned> clamp_indices(int threads, int last);
 
+// y = sqrt(x) by a kernel that asserts each x is not negative (a device assert).
+std::vector<float> checked_sqrt(const std::vector<float>& x);
+
 // Allocates `blocks` device blocks, never freed, then calls cudaDeviceReset.
 void allocate_then_reset(int blocks);
 

@@ -111,6 +111,11 @@ std::vector<std::string> take_memory_findings();
 // `where`: the line that asked for the block, which a leak report names (set_allocation_step).
 void* malloc(std::size_t bytes, std::source_location where = std::source_location::current());
 void free(void* p);
+namespace detail {
+// A failed SIMT_ASSERT (simt_cuda.h): in kernel code the running block stops with a KernelError
+// naming `expr`, its file:line and the thread; elsewhere the C library's assert failure.
+[[noreturn]] void assert_failed(const char* expr, const char* file, int line, const char* func);
+}  // namespace detail
 // cudaDeviceReset: frees every live device block of this runtime (a later use of one is a use
 // after free, which memcheck names). Returns how many.
 std::size_t device_reset();

@@ -26,6 +26,15 @@
 // may each have one. Calling main is ill-formed C++, so nothing else changes.
 #define main __attribute__((unused)) static simt_kernel_file_main
 
+// assert(e) in a .cu, as the rewrite spells it: a failed one in a kernel stops the launch with a
+// simt::KernelError naming the condition, its file:line and the thread (a GPU's device assert
+// stops the kernel and prints that line); on the host it fails as the C library's does. Inside the
+// file's own `assert`, so NDEBUG as the file sees it where it includes <cassert> turns it off, as
+// it turns both off under nvcc.
+#define SIMT_ASSERT(...)                                                                                      \
+  assert((static_cast<bool>(__VA_ARGS__) ||                                                                 \
+          (::simt::detail::assert_failed(#__VA_ARGS__, __FILE__, __LINE__, __func__), false)))
+
 // An expression that does not compile, with `message`: what the rewrite puts in place of a
 // construct the runtime cannot take, so the error names it at the author's line.
 #define SIMT_UNSUPPORTED(message) ([]<class SimtT = void>() { static_assert(sizeof(SimtT) == 0, message); }())
