@@ -214,6 +214,7 @@ std::string rerun_command(const Part& part, const std::string& policy) {
 
 PartOutcome run_part(const Part& part, const Policy& policy, const std::string& trace_dir, int index) {
   PartOutcome out{&part};
+  std::string missing_ops;  // what a refusing gate found the candidate lacks
   RunOptions o = part.opt;
   if (!trace_dir.empty())
     o.trace_path = (std::filesystem::path(trace_dir) / fmt::format("part-{}.h5", index)).string();
@@ -263,6 +264,7 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
   } catch (const GateRefusal& e) {
     out.exit_code = kExitRefused;
     out.verdict = e.what();
+    missing_ops = e.missing_ops;
   } catch (const InputError& e) {
     out.exit_code = kExitUsage;
     out.verdict = e.what();
@@ -270,15 +272,8 @@ PartOutcome run_part(const Part& part, const Policy& policy, const std::string& 
   if (part.skip_if_refused && out.exit_code == kExitRefused) {
     out.exit_code = kExitParity;
     out.first_failure.reset();
-    // The gate's "Missing: [...]" line says what the candidate lacks; the first line only who.
-    std::string missing;
-    if (const std::size_t at = out.verdict.find("Missing:"); at != std::string::npos)
-      missing = out.verdict.substr(at, out.verdict.find('\n', at) - at);
-    missing.erase(
-        std::unique(missing.begin(), missing.end(), [](char a, char b) { return a == ' ' && b == ' '; }),
-        missing.end());
     out.not_judged = fmt::format("the candidate lacks what this part runs ({})",
-                                 missing.empty() ? first_line(out.verdict) : missing);
+                                 missing_ops.empty() ? first_line(out.verdict) : "Missing: " + missing_ops);
     out.verdict = "skipped: " + out.not_judged;
   }
   return out;

@@ -272,6 +272,9 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     if (o.exit_code == kExitCrashed) out.crashed = true;
     Finding f;
     f.kind = part_kind(p.name, o.exit_code, o.first_failure);
+    // Memcheck's read of bytes nothing wrote is the class poison runs name `uninit`, with its line.
+    if (f.kind == "memory" && o.verdict.find(simt::memcheck_uninit_note) != std::string::npos)
+      f.kind = "uninit";
     if (o.first_failure) {
       f.stage = o.first_failure->key.stage;
       f.step = o.first_failure->key.step;

@@ -301,7 +301,36 @@ std::vector<Finding> low_precision_findings(const trace::TraceReader& a, Mode mo
   return out;
 }
 
+namespace {
+
+// Two `uninit` findings of one stage, the battery's memcheck's (a line, in its part's verdict) and
+// the poison runs' (the calls and reads): one finding, in the first's place, holding both.
+void merge_uninit(std::vector<Finding>& findings) {
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    if (findings[i].kind != "uninit") continue;
+    for (std::size_t j = i + 1; j < findings.size();) {
+      if (findings[j].kind != "uninit" || findings[j].stage != findings[i].stage) {
+        ++j;
+        continue;
+      }
+      Finding& memcheck = findings[i].evidence.contains("part") ? findings[i] : findings[j];
+      Finding& poison = &memcheck == &findings[i] ? findings[j] : findings[i];
+      if (!memcheck.evidence.contains("part") || poison.evidence.contains("part")) {
+        ++j;
+        continue;
+      }
+      Finding merged = poison;
+      merged.evidence["memcheck"] = memcheck.evidence;
+      findings[i] = std::move(merged);
+      findings.erase(findings.begin() + std::ptrdiff_t(j));
+    }
+  }
+}
+
+}  // namespace
+
 void fold_explained(std::vector<Finding>& findings) {
+  merge_uninit(findings);
   const auto general = [](const Finding& f) {
     return f.kind == "parity" || f.kind == "probe" || f.kind == "tail" || f.kind == "batch";
   };
@@ -311,34 +340,30 @@ void fold_explained(std::vector<Finding>& findings) {
         "hazard"};
     return std::find(kinds.begin(), kinds.end(), f.kind) != kinds.end();
   };
+  // The first finding that explains each stage's failure, wherever it stands (verify's own checks
+  // run after the battery; the battery's memcheck before its parity parts): it takes the place of
+  // the stage's first finding, and every general finding of the stage goes into it.
+  std::map<std::string, std::size_t> why_of;  // stage -> index in `findings`
+  for (std::size_t i = 0; i < findings.size(); ++i)
+    if (explains(findings[i])) why_of.emplace(findings[i].stage, i);
   std::vector<Finding> out;
-  std::vector<bool> placed(findings.size(), false);
+  std::map<std::size_t, std::size_t> placed_at;  // index in `findings` -> index in `out`
   for (std::size_t i = 0; i < findings.size(); ++i) {
-    if (placed[i]) continue;
     const Finding& f = findings[i];
-    if (!general(f)) {
-      out.push_back(f);
-      placed[i] = true;
+    const auto why = why_of.find(f.stage);
+    if (!general(f) || why == why_of.end()) {
+      if (!placed_at.contains(i)) {
+        placed_at[i] = out.size();
+        out.push_back(f);
+      }
       continue;
     }
-    // The first finding that explains this stage's failure, found later (verify's own checks run after
-    // the battery): it takes this place, and every general finding of the stage goes into it.
-    const auto why = std::find_if(findings.begin() + std::ptrdiff_t(i) + 1, findings.end(),
-                                  [&](const Finding& g) { return explains(g) && g.stage == f.stage; });
-    if (why == findings.end()) {
-      out.push_back(f);
-      placed[i] = true;
-      continue;
+    if (!placed_at.contains(why->second)) {
+      placed_at[why->second] = out.size();
+      out.push_back(findings[why->second]);
     }
-    Finding merged = *why;
-    placed[std::size_t(why - findings.begin())] = true;
-    for (std::size_t j = i; j < findings.size(); ++j) {
-      if (placed[j] || !general(findings[j]) || findings[j].stage != f.stage) continue;
-      merged.evidence["also_fails"].push_back({{"part", findings[j].evidence.value("part", findings[j].kind)},
-                                               {"verdict", findings[j].evidence.value("verdict", "")}});
-      placed[j] = true;
-    }
-    out.push_back(std::move(merged));
+    out[placed_at[why->second]].evidence["also_fails"].push_back(
+        {{"part", f.evidence.value("part", f.kind)}, {"verdict", f.evidence.value("verdict", "")}});
   }
   findings = std::move(out);
 }

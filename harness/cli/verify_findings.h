@@ -60,7 +60,9 @@ std::vector<Finding> low_precision_findings(const trace::TraceReader& a, Mode mo
 // A stage that fails a part of the battery (kind parity, probe, tail or batch) and draws a finding
 // of a kind that says why (uninit, input_insensitive, cached_output, returns_input, low_precision,
 // memory, race, hazard) is one finding, of that kind: the battery's are folded into it, kept in its
-// evidence as `also_fails` (part and verdict each), and it takes the first of their places.
+// evidence as `also_fails` (part and verdict each), and it takes the first of their places. Two
+// `uninit` findings of one stage, memcheck's (the battery's memory part) and the poison runs', are
+// one too, memcheck's evidence kept under `memcheck`.
 void fold_explained(std::vector<Finding>& findings);
 
 // The dtype below `declared` a cheaper kernel would compute in (f32 -> f16, f16 -> bf16, f64 -> f32);

@@ -64,7 +64,9 @@ Baseline::Baseline(const RunOptions& opt, const ModelConfig& header) : spec_(opt
     // judged `missing`, which fails the run, so nothing is filled in for it.
     if (!g.pass && !g.coverage.complete()) g = gate_candidate(cfg, *cand_, true);
     const bool refused = !g.pass && (!g.missing.empty() || g.coverage.produced.empty());
-    if (refused) throw GateRefusal(fmt::format("--baseline {}: {}", spec_, g.refusal));
+    if (refused)
+      throw GateRefusal(fmt::format("--baseline {}: {}", spec_, g.refusal),
+                        g.missing.empty() ? std::string() : g.missing.str());
   } catch (const PlanError& e) {
     throw InputError(fmt::format("--baseline {}: {}", spec_, e.what()));
   } catch (const CandidateCrash& e) {

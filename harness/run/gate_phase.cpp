@@ -16,7 +16,7 @@ void gate_candidate_of(RunState& s, const ModelConfig& header, CandidatePtr& can
   if (g.unavailable) throw InputError(g.refusal);
   if (!g.pass) {
     s.stop_ops = {g.need.str(), g.have.str(), g.missing.str()};
-    throw GateRefusal(g.refusal);
+    throw GateRefusal(g.refusal, g.missing.empty() ? std::string() : g.missing.str());
   }
   cand = FillFeature::complete(std::move(cand), header, s.opt, g.coverage);
 }

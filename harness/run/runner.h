@@ -43,7 +43,11 @@ struct TraceWriteError : InputError {
 
 // A gate refused the run before any compute: exit 3.
 struct GateRefusal : std::runtime_error {
-  GateRefusal(std::string report) : std::runtime_error(report) {}
+  explicit GateRefusal(const std::string& report, std::string missing = {})
+      : std::runtime_error(report), missing_ops(std::move(missing)) {}
+  // The ops the candidate lacks ("[GdnInplaceIds, SsmConvUpdateIds]"); empty where the gate refused
+  // the stages it leaves out rather than an op.
+  std::string missing_ops;
 };
 
 // End-of-model logits per mode: KL divergence, top-1 agreement, and the first model step whose

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "host_api.h"
@@ -68,6 +69,31 @@ TEST(HostApi, AFailedDeviceAssertStopsTheLaunchNamingItsLineAndThread) {
     EXPECT_NE(what.find("thread (6,0,0)"), std::string::npos) << what;
     EXPECT_NE(what.find("sqrt_kernel"), std::string::npos) << what;
   }
+}
+
+// A failed host assert inside a candidate step is that step's failure, with its words, rather than
+// an abort the harness could only report as signal 6; outside a step it aborts as glibc's does.
+TEST(HostApi, AFailedHostAssertInAStepThrowsItsWords) {
+  EXPECT_EQ(host_api::warps_of(64), 2);
+  driftscope_simt_begin_step("layernorm");
+  struct EndStep {
+    ~EndStep() { driftscope_simt_begin_step(""); }
+  } end_step;
+  try {
+    (void)host_api::warps_of(100);
+    FAIL() << "a failed host assert passed";
+  } catch (const std::logic_error& e) {
+    const std::string what = e.what();
+    const std::string line = std::to_string(simt_test::line_of("host_api.cu", "@assert:host-block-size"));
+    EXPECT_NE(what.find("host assert failed: `block_size % 32 == 0` at "), std::string::npos) << what;
+    EXPECT_NE(what.find("host_api.cu:" + line), std::string::npos) << what;
+    EXPECT_NE(what.find("warps_of"), std::string::npos) << what;
+  }
+}
+
+TEST(HostApiDeathTest, AFailedHostAssertOutsideAStepAbortsAsTheCLibraryDoes) {
+  EXPECT_DEATH((void)host_api::warps_of(100),
+               "host_api.cu:[0-9]+: .*warps_of.*: Assertion `block_size % 32 == 0' failed");
 }
 
 TEST(HostApi, DeviceResetFreesEveryLiveBlock) {

@@ -101,6 +101,30 @@ const MemcheckCase kCases[] = {
      {"store_kernel", "write", "4294967168 bytes past the end of a 128-byte block"},
      "memcheck/wild.cu",
      "@mem:wild"},
+    {"read_of_memory_nothing_wrote",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::nothing); }),
+     {"copy_kernel", "uninitialized read of 4 bytes", "thread (0,0,0) of block (0,0,0)",
+      "byte 0 of a 256-byte block allocated at", "unwritten.cu:", "nothing wrote it"},
+     "memcheck/unwritten.cu",
+     "@mem:unwritten"},
+    {"read_past_what_a_kernel_wrote",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::half_by_kernel); }),
+     {"copy_kernel", "uninitialized read of 4 bytes", "thread (32,0,0) of block (0,0,0)",
+      "byte 128 of a 256-byte block"},
+     "memcheck/unwritten.cu",
+     "@mem:unwritten"},
+    {"read_after_cudaMemset",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::memset); }),
+     {}},
+    {"read_after_cudaMemcpy",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::memcpy); }),
+     {}},
+    {"read_after_a_kernel_wrote_it",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::kernel); }),
+     {}},
+    {"read_after_host_code_wrote_it",
+     discard([] { return memcheck_cases::unwritten_read(memcheck_cases::UnwrittenWay::host_loop); }),
+     {}},
 };
 
 class Memcheck : public ::testing::TestWithParam<MemcheckCase> {
@@ -149,6 +173,20 @@ TEST(MemcheckResults, AlignedLoadSumsAreExact) {
   ASSERT_EQ(out.size(), 16u);
   for (int t = 0; t < 16; ++t) EXPECT_EQ(out[t], static_cast<float>(16 * t + 6)) << t;
   EXPECT_TRUE(simt::take_memory_findings().empty());
+}
+
+// An uninitialised read does not stop the launch (a GPU goes on too), so an error the kernel
+// makes after it is still the launch's failure, and the read is still a finding.
+TEST(MemcheckResults, AnUninitializedReadDoesNotHideALaterFailure) {
+  simt::Config c;
+  c.memcheck = true;
+  simt::set_config(c);
+  (void)simt::take_memory_findings();
+  EXPECT_THROW(memcheck_cases::unwritten_read_then_assert(), simt::KernelError);
+  simt::set_config(simt::Config{});
+  const std::vector<std::string> found = simt::take_memory_findings();
+  ASSERT_EQ(found.size(), 1u) << fmt::format("{}", fmt::join(found, "\n"));
+  EXPECT_NE(found[0].find("uninitialized read"), std::string::npos) << found[0];
 }
 
 // Without memcheck the same allocations are plain: no finding, nothing guarded.

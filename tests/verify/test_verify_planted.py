@@ -95,6 +95,12 @@ def checked_evidence(candidate, findings):
             wrong.append(f"the stale-global uninit finding names no global read at {STALE_READ}: {ev}")
         else:
             print(f"       uninit read at {', '.join(lines)}")
+        # The memory part's memcheck finds the same read with no poison: one finding holds both.
+        memcheck = ev.get("memcheck", {}).get("verdict", "")
+        if "uninitialized read" not in memcheck or not memcheck.split(", thread")[0].endswith(STALE_READ):
+            wrong.append(f"the stale-global uninit finding has no memcheck read at {STALE_READ}: {ev}")
+        else:
+            print(f"       and memcheck's: {memcheck[:160]}...")
     return wrong
 
 

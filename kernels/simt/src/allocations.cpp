@@ -57,6 +57,11 @@ void set_allocation_step(std::string_view step) {
   g_step = step.empty() ? nullptr : &*step_names().emplace(step).first;
 }
 
+bool allocation_step_set() {
+  std::lock_guard lock(g_mutex);
+  return g_step != nullptr;
+}
+
 std::vector<std::string> live_step_allocations() {
   std::map<std::tuple<std::string, std::string, unsigned>, std::pair<std::uint64_t, std::uint64_t>> by_site;
   {

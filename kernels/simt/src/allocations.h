@@ -32,6 +32,8 @@ std::vector<void*> live_allocation_bases();
 // The candidate step under way (driftscope_simt_begin_step): every block allocated until the next
 // call is filed under it; "" (load(), between steps) files blocks under none.
 void set_allocation_step(std::string_view step);
+// Whether a candidate step is under way (a step name is set).
+bool allocation_step_set();
 // The live blocks allocated during a step, by step and the line that asked for them, one line each:
 // "STEP\tFILE:LINE\tBLOCKS\tBYTES". A block a step allocates and frees before the next is gone.
 std::vector<std::string> live_step_allocations();

@@ -15,6 +15,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +63,7 @@ Config config() {
 // Under Config::memcheck, in a process with checked kernels, a guarded block (memcheck.h).
 void* malloc(std::size_t bytes, std::source_location where) {
   void* p = config().memcheck && detail::g_shadow_mapped.load(std::memory_order_relaxed)
-                ? detail::guarded_malloc(bytes)
+                ? detail::guarded_malloc(bytes, where.file_name(), where.line())
                 : std::malloc(bytes == 0 ? 1 : bytes);
   if (p == nullptr) throw std::bad_alloc();
   detail::advise_huge_pages(p, bytes);
@@ -81,8 +82,12 @@ void free(void* p) {
 }
 namespace detail {
 void assert_failed(const char* expr, const char* file, int line, const char* func) {
-  if (!running_kernel_thread()) {  // the C library's assert, as its message reads
-    std::fprintf(stderr, "%s:%d: %s: Assertion `%s' failed.\n", file, line, func, expr);
+  if (!running_kernel_thread()) {
+    // In a candidate's step, the step fails with these words: an abort would reach the harness
+    // as a bare signal 6, the message left on the child's stderr.
+    if (allocation_step_set())
+      throw std::logic_error(fmt::format("host assert failed: `{}` at {}:{} in {}", expr, file, line, func));
+    std::fprintf(stderr, "%s:%d: %s: Assertion `%s' failed.\n", file, line, func, expr);  // the C library's
     std::abort();
   }
   // No allocation: the fiber is abandoned, and a temporary on its stack would never be freed.
@@ -98,8 +103,18 @@ std::size_t device_reset() {
   for (void* p : live) free(p);
   return live.size();
 }
+// Memcheck's initcheck counts what a copy or a memset writes as written (memcheck.h).
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind /*kind*/) {
-  if (bytes != 0) std::memcpy(dst, src, bytes);
+  if (bytes == 0) return;
+  std::memcpy(dst, src, bytes);
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  detail::note_written(d, d + bytes);
+}
+void memset(void* dst, int value, std::size_t bytes) {
+  if (bytes == 0) return;
+  std::memset(dst, value, bytes);
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  detail::note_written(d, d + bytes);
 }
 
 namespace detail {
@@ -358,16 +373,19 @@ void launch_impl(const LaunchDesc& d) {
   struct Memcheck {
     bool on;
     std::vector<std::string> found;
+    bool stopped = false;  // a finding stopped the launch (its KernelError is that, not a failure)
     Memcheck(const LaunchDesc& launch, bool checked) : on(checked) {
       if (on) memcheck_begin_launch(launch);
     }
     void end() {
-      if (std::exchange(on, false)) found = memcheck_end_launch();
+      if (std::exchange(on, false)) found = memcheck_end_launch(&stopped);
     }
     ~Memcheck() { end(); }
   } memcheck(d, memchecked);
-  if (cfg.memcheck && !memchecked)
+  if (cfg.memcheck && !memchecked) {
     g_unchecked_launches.push_back(fmt::format("{}{}", memcheck_unchecked_note, kernel_name(d.kernel)));
+    assume_all_written();  // its stores are not seen: an uninitialised read after it would be a guess
+  }
   const bool timed = launch_sink_installed();
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double seconds = 0;
@@ -385,7 +403,10 @@ void launch_impl(const LaunchDesc& d) {
   } catch (const KernelError&) {
     memcheck.end();
     if (cfg.racecheck) (void)take_hazards();  // a failed launch's partial record must not leak into the next
-    if (memcheck.found.empty()) throw;
+    if (!memcheck.stopped) {
+      for (std::string& m : memcheck.found) g_memory_findings.push_back(std::move(m));
+      throw;
+    }
     if (timed) seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   } catch (...) {
     if (cfg.racecheck) (void)take_hazards();

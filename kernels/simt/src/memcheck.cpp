@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct BadAccess {
   bool write = false;
   bool fault = false;  // the access faulted (no shadow told of it before)
   bool cast = false;   // seen at a pointer cast (checked_reinterpret_cast): read or write unknown
+  bool unwritten = false;  // a read of bytes nothing wrote (initcheck): the launch went on
   const void* pc = nullptr;
   const char* file = nullptr;  // where known without the pc (a cast's source_location)
   unsigned line = 0;
@@ -37,6 +39,7 @@ struct BadAccess {
 
 const LaunchDesc* g_launch = nullptr;
 std::vector<BadAccess> g_bad;  // reserved at the launch's start: a fault handler pushes without allocating
+bool g_unwritten_seen = false;  // a launch reports its first uninitialised read only
 
 constexpr std::size_t kAltStackBytes = 64 * 1024;
 struct sigaction g_old_segv, g_old_bus;
@@ -49,6 +52,7 @@ std::string xyz(const uint3& v) { return fmt::format("({},{},{})", v.x, v.y, v.z
 
 // What the access was, from where it fell and how.
 const char* kind_of(const BadAccess& b) {
+  if (b.unwritten) return "uninitialized";  // with " read": memcheck_uninit_note
   if (b.fault && b.addr < 4096) return "null pointer";
   switch (b.place.kind) {
     case AddressKind::out_of_bounds: return "out-of-bounds";
@@ -63,7 +67,10 @@ std::string word(const BadAccess& b, const std::string& kernel) {
   const std::string size = b.bytes != 0 ? fmt::format(" of {} bytes", b.bytes) : std::string();
   std::string where = b.place.words.empty() ? fmt::format("address {:#x}, in no allocation", b.addr)
                                             : fmt::format("{} (address {:#x})", b.place.words, b.addr);
-  if (b.place.kind == AddressKind::inside && !b.fault)
+  if (b.unwritten)
+    where +=
+        "; nothing wrote it before this read (no store of a kernel, cudaMemcpy or cudaMemset reached it)";
+  else if (b.place.kind == AddressKind::inside && !b.fault)
     where += fmt::format(": a {}-byte access needs an address that is a multiple of {}{}", b.bytes, b.align,
                          b.cast ? " (seen where the kernel casts the pointer to its type)" : "");
   if (b.fault) where += "; the access faulted and did not land";
@@ -129,6 +136,7 @@ void memcheck_begin_launch(const LaunchDesc& d) {
   g_launch = &d;
   g_bad.clear();
   g_bad.reserve(4);
+  g_unwritten_seen = false;
   install_alt_stack();
   struct sigaction sa {};
   sa.sa_sigaction = &on_fault;
@@ -139,8 +147,9 @@ void memcheck_begin_launch(const LaunchDesc& d) {
   g_memcheck_launch.store(true, std::memory_order_relaxed);
 }
 
-std::vector<std::string> memcheck_end_launch() {
+std::vector<std::string> memcheck_end_launch(bool* stopped) {
   g_memcheck_launch.store(false, std::memory_order_relaxed);
+  *stopped = std::any_of(g_bad.begin(), g_bad.end(), [](const BadAccess& b) { return !b.unwritten; });
   ::sigaction(SIGSEGV, &g_old_segv, nullptr);
   ::sigaction(SIGBUS, &g_old_bus, nullptr);
   std::vector<std::string> out;
@@ -158,19 +167,47 @@ bool memcheck_access(const void* p, std::size_t bytes, bool write, const void* p
   const std::uintptr_t last = a + (bytes == 0 ? 0 : bytes - 1);
   bool watched = false;
   bool bad = false;
+  bool unwritten = false;
   for (std::uintptr_t g = a & ~std::uintptr_t{7}; g <= last; g += 8) {
     const unsigned char s = shadow_at(g);
     if (s == 0 || s == kShadowOwned) continue;
+    const std::uintptr_t end_in_granule = (last < g + 7 ? last : g + 7) - g;
     if (s == kShadowWatched) {
       watched = true;
+    } else if (unwritten_shadow(s)) {
+      unwritten = true;
+      bad |= end_in_granule >= (s & 0x0Fu);  // past the block's last byte in its partial granule
     } else if (s < 8) {
-      bad |= (last < g + 7 ? last : g + 7) - g >= s;  // a byte past the partial granule's `s`
+      bad |= end_in_granule >= s;  // a byte past the partial granule's `s`
     } else {
       bad = true;
     }
   }
+  // Findings come from kernel threads of a memcheck launch; the host's stores only mark.
+  const bool in_launch = g_memcheck_launch.load(std::memory_order_relaxed) && running_kernel_thread();
   const bool misaligned = (bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16) && a % bytes != 0;
-  if ((!bad && !misaligned) || !running_kernel_thread() || g_bad.size() == g_bad.capacity()) return watched;
+  if (unwritten && !bad && !(in_launch && misaligned)) {
+    if (write) {
+      note_written(a, last + 1);
+    } else if (const std::uintptr_t first = first_unwritten(a, last + 1); first != 0 && in_launch) {
+      // Reported once a launch, and the bytes counted as written from here, so it runs on at the
+      // cost of a plain one: a GPU goes on after such a read too.
+      note_written(a, last + 1);
+      if (!g_unwritten_seen && g_bad.size() < g_bad.capacity()) {
+        g_unwritten_seen = true;
+        BadAccess b;
+        b.addr = first;
+        b.bytes = bytes;
+        b.pc = pc;
+        b.unwritten = true;
+        b.thread = threadIdx;
+        b.block = blockIdx;
+        b.place = place_of(first);
+        g_bad.push_back(std::move(b));
+      }
+    }
+  }
+  if ((!bad && !misaligned) || !in_launch || g_bad.size() == g_bad.capacity()) return watched;
   {
     BadAccess b;
     b.addr = a;

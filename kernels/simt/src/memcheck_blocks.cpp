@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
 
 #include "access_shadow.h"
 #include "memcheck.h"
@@ -17,6 +18,7 @@
 namespace simt::detail {
 
 std::atomic<bool> g_shadow_mapped{false};
+std::atomic<bool> g_memcheck_blocks{false};
 
 namespace {
 
@@ -35,6 +37,9 @@ std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to *
 struct Guarded {
   std::size_t bytes;     // asked for
   std::size_t red_zone;  // before the block; after it, red_zone plus the rounding up to kAlign
+  const char* file;      // where it was asked for (static storage), or null
+  unsigned line;
+  bool may_be_unwritten = true;  // until assume_all_written counts it all as written
 };
 
 std::size_t span_of(const Guarded& g) { return g.red_zone + round_up(g.bytes, kAlign) + g.red_zone; }
@@ -53,6 +58,13 @@ void own_shadow(std::uintptr_t base, std::size_t bytes) {
   if (bytes % 8 != 0) *shadow_of(base + bytes / 8 * 8) = static_cast<unsigned char>(bytes % 8);
 }
 
+// A new block's bytes: kShadowUnwritten plus the granule's byte count.
+void unwritten_shadow_of(std::uintptr_t base, std::size_t bytes) {
+  fill_shadow(base, base + bytes / 8 * 8, kShadowUnwritten + 8);
+  if (bytes % 8 != 0)
+    *shadow_of(base + bytes / 8 * 8) = static_cast<unsigned char>(kShadowUnwritten + bytes % 8);
+}
+
 struct Freed {
   std::uintptr_t base;
   Guarded g;
@@ -68,6 +80,16 @@ std::deque<Freed>& quarantine() {
   return *q;
 }
 std::size_t g_quarantined = 0;
+// The written bytes (a bit each) of unwritten granules some store reached only in part: granule
+// address -> mask. Guarded by g_mutex.
+std::map<std::uintptr_t, unsigned char>& partly_written() {
+  static auto* m = new std::map<std::uintptr_t, unsigned char>();
+  return *m;
+}
+void forget_partly_written(std::uintptr_t lo, std::uintptr_t hi) {
+  auto& m = partly_written();
+  if (!m.empty()) m.erase(m.lower_bound(lo), m.lower_bound(hi));
+}
 std::vector<std::string>& host_findings() {
   static auto* v = new std::vector<std::string>();
   return *v;
@@ -87,7 +109,13 @@ void release(const Freed& f) {
   std::free(reinterpret_cast<void*>(raw));
 }
 
-std::string block_words(std::size_t bytes) { return fmt::format("a {}-byte block", bytes); }
+std::string allocated_at(const Guarded& g) {
+  return g.file == nullptr ? std::string() : fmt::format("allocated at {}:{}", g.file, g.line);
+}
+std::string block_words(const Guarded& g) {
+  return g.file == nullptr ? fmt::format("a {}-byte block", g.bytes)
+                           : fmt::format("a {}-byte block {}", g.bytes, allocated_at(g));
+}
 
 // `addr` relative to [base, base + bytes) of `what`.
 std::string relative(std::uintptr_t addr, std::uintptr_t base, std::size_t bytes, const std::string& what) {
@@ -98,14 +126,15 @@ std::string relative(std::uintptr_t addr, std::uintptr_t base, std::size_t bytes
 
 }  // namespace
 
-void* guarded_malloc(std::size_t bytes) {
-  const Guarded g{bytes, std::clamp(round_up(bytes / 4, kAlign), kMinRedZone, kMaxRedZone)};
+void* guarded_malloc(std::size_t bytes, const char* file, unsigned line) {
+  const Guarded g{bytes, std::clamp(round_up(bytes / 4, kAlign), kMinRedZone, kMaxRedZone), file, line};
   void* raw = std::aligned_alloc(kAlign, span_of(g));
   if (raw == nullptr) throw std::bad_alloc();
   const auto lo = reinterpret_cast<std::uintptr_t>(raw);
   const std::uintptr_t base = lo + g.red_zone;
   fill_shadow(lo, lo + span_of(g), kShadowRedZone);
-  own_shadow(base, bytes);
+  unwritten_shadow_of(base, bytes);
+  g_memcheck_blocks.store(true, std::memory_order_relaxed);
   std::lock_guard lock(g_mutex);
   live()[base] = g;
   return reinterpret_cast<void*>(base);
@@ -118,6 +147,7 @@ bool guarded_free(void* p, bool never_allocated_is_finding) {
     const Freed f{a, it->second};
     live().erase(it);
     fill_shadow(a, a + round_up(f.g.bytes, kAlign), kShadowFreed);
+    forget_partly_written(a, a + f.g.bytes);
     quarantine().push_back(f);
     g_quarantined += span_of(f.g);
     while (g_quarantined > kQuarantineBytes && quarantine().size() > 1) {
@@ -130,9 +160,9 @@ bool guarded_free(void* p, bool never_allocated_is_finding) {
   const auto freed =
       std::find_if(quarantine().begin(), quarantine().end(), [a](const Freed& f) { return f.base == a; });
   if (freed != quarantine().end()) {
-    host_findings().push_back(
-        fmt::format("memcheck: double free of {} at {:#x} (cudaFree/simt::free of a block already freed)",
-                    block_words(freed->g.bytes), a));
+    host_findings().push_back(fmt::format(
+        "memcheck: double free of {} (address {:#x}: cudaFree/simt::free of a block already freed)",
+        block_words(freed->g), a));
     return true;
   }
   if (!never_allocated_is_finding) return false;
@@ -147,7 +177,9 @@ void restore_guarded_shadow(const unsigned char* lo, const unsigned char* hi) {
   const auto a = reinterpret_cast<std::uintptr_t>(lo);
   std::lock_guard lock(g_mutex);
   if (auto it = live().find(a); it != live().end()) {
+    // What the checker watched counts as written from here (its marks replaced the record).
     own_shadow(a, it->second.bytes);
+    forget_partly_written(a, a + it->second.bytes);
     return;
   }
   if (a == g_shared && reinterpret_cast<std::uintptr_t>(hi) == a + g_shared_bytes)
@@ -224,28 +256,82 @@ AddressPlace place_of(std::uintptr_t addr) {
   // The block above `addr` may own it through its red zone before; the one below through its own
   // bytes or its red zone after.
   if (it != live().end() && addr + it->second.red_zone >= it->first)
-    return {AddressKind::out_of_bounds,
-            relative(addr, it->first, it->second.bytes, block_words(it->second.bytes))};
+    return {AddressKind::out_of_bounds, relative(addr, it->first, it->second.bytes, block_words(it->second))};
   if (it != live().begin()) {
     --it;
     const Guarded& g = it->second;
     if (addr < it->first + round_up(g.bytes, kAlign) + g.red_zone) {
       const bool in = addr < it->first + g.bytes;
       return {in ? AddressKind::inside : AddressKind::out_of_bounds,
-              relative(addr, it->first, g.bytes, block_words(g.bytes))};
+              relative(addr, it->first, g.bytes, block_words(g))};
     }
   }
   for (const Freed& f : quarantine())
     if (addr >= f.base && addr < f.base + round_up(f.g.bytes, kAlign))
       return {AddressKind::freed,
-              relative(addr, f.base, f.g.bytes, block_words(f.g.bytes) + " already freed")};
+              relative(addr, f.base, f.g.bytes,
+                       f.g.file == nullptr ? fmt::format("a {}-byte block already freed", f.g.bytes)
+                                           : fmt::format("a {}-byte block already freed ({})", f.g.bytes,
+                                                         allocated_at(f.g)))};
   // A wild address: how far it is from the nearest block below it says which index ran away.
   it = live().upper_bound(addr);
   if (it == live().begin()) return {AddressKind::unknown, {}};
   --it;
   return {AddressKind::unknown,
           fmt::format("in no allocation, {} (the nearest block below it)",
-                      relative(addr, it->first, it->second.bytes, block_words(it->second.bytes)))};
+                      relative(addr, it->first, it->second.bytes, block_words(it->second)))};
+}
+
+void note_written(std::uintptr_t lo, std::uintptr_t hi) {
+  if (!g_memcheck_blocks.load(std::memory_order_relaxed) || hi <= lo) return;
+  std::unique_lock lock(g_mutex, std::defer_lock);
+  for (std::uintptr_t g = lo & ~std::uintptr_t{7}; g < hi; g += 8) {
+    unsigned char* s = shadow_of(g);
+    if (!unwritten_shadow(*s)) continue;
+    const unsigned valid = *s & 0x0F;
+    const unsigned b0 = static_cast<unsigned>(std::max(lo, g) - g);
+    const unsigned b1 = std::min(static_cast<unsigned>(std::min(hi, g + 8) - g), valid);
+    if (b0 >= b1) continue;
+    const auto all = static_cast<unsigned char>((1u << valid) - 1);
+    const auto mask = static_cast<unsigned char>(((1u << b1) - 1) & ~((1u << b0) - 1));
+    if (!lock.owns_lock()) lock.lock();
+    auto& partly = partly_written();
+    unsigned char written = mask;
+    if (auto it = partly.find(g); it != partly.end()) {
+      written |= it->second;
+      if (written == all)
+        partly.erase(it);
+      else
+        it->second = written;
+    } else if (written != all) {
+      partly.emplace(g, written);
+    }
+    if (written == all) *s = valid == 8 ? kShadowOwned : static_cast<unsigned char>(valid);
+  }
+}
+
+std::uintptr_t first_unwritten(std::uintptr_t lo, std::uintptr_t hi) {
+  if (!g_memcheck_blocks.load(std::memory_order_relaxed) || hi <= lo) return 0;
+  std::lock_guard lock(g_mutex);
+  for (std::uintptr_t g = lo & ~std::uintptr_t{7}; g < hi; g += 8) {
+    const unsigned char s = *shadow_of(g);
+    if (!unwritten_shadow(s)) continue;
+    const unsigned b0 = static_cast<unsigned>(std::max(lo, g) - g);
+    const unsigned b1 = std::min(static_cast<unsigned>(std::min(hi, g + 8) - g), unsigned{s & 0x0Fu});
+    const auto it = partly_written().find(g);
+    const unsigned written = it == partly_written().end() ? 0 : it->second;
+    for (unsigned b = b0; b < b1; ++b)
+      if ((written & (1u << b)) == 0) return g + b;
+  }
+  return 0;
+}
+
+void assume_all_written() {
+  if (!g_memcheck_blocks.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(g_mutex);
+  for (auto& [base, g] : live())
+    if (std::exchange(g.may_be_unwritten, false)) own_shadow(base, g.bytes);
+  partly_written().clear();
 }
 
 }  // namespace simt::detail

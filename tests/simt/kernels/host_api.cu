@@ -145,6 +145,11 @@ std::vector<float> checked_sqrt(const std::vector<float>& x) {
   return y;
 }
 
+int warps_of(int block_size) {
+  assert(block_size % 32 == 0);  // @assert:host-block-size
+  return block_size / 32;
+}
+
 void allocate_then_reset(int blocks) {
   for (int i = 0; i < blocks; ++i) {
     void* p = nullptr;

@@ -38,6 +38,9 @@ std::vector<unsigned> clamp_indices(int threads, int last);
 // y = sqrt(x) by a kernel that asserts each x is not negative (a device assert).
 std::vector<float> checked_sqrt(const std::vector<float>& x);
 
+// The warps of a block of `block_size` threads, which host code asserts is a whole number.
+int warps_of(int block_size);
+
 // Allocates `blocks` device blocks, never freed, then calls cudaDeviceReset.
 void allocate_then_reset(int blocks);
 

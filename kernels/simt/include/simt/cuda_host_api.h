@@ -64,7 +64,7 @@ cudaError_t simt_cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, 
 }
 inline cudaError_t simt_cudaMemset(void* p, int value, std::size_t bytes) {
   if (bytes != 0 && p == nullptr) return ::simt::detail::cuda_fail(cudaErrorInvalidValue);
-  if (bytes != 0) std::memset(p, value, bytes);
+  ::simt::memset(p, value, bytes);
   return cudaSuccess;
 }
 template <class Stream = cudaStream_t>

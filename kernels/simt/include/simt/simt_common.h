@@ -79,6 +79,9 @@ inline constexpr std::string_view memcheck_note = "memcheck: ";
 // How a launch that Config::memcheck could not look into (its kernel has no access hooks: not the
 // CHECKED flavour) says so among its uninit reads: "unchecked by memcheck: KERNEL".
 inline constexpr std::string_view memcheck_unchecked_note = "unchecked by memcheck: ";
+// What a memcheck finding of a read nothing wrote calls it (initcheck): "memcheck: KERNEL:
+// uninitialized read of 4 bytes at FILE:LINE, ...". `driftscope verify` classes it `uninit`.
+inline constexpr std::string_view memcheck_uninit_note = "uninitialized read";
 // How the hazard checker's benign findings start among a launch's uninit reads when the launch has
 // no real one (then they are no failure): "racecheck: KERNEL: benign WAW hazard on ... the same value
 // ...". Two threads storing the same value race on a GPU too, but either order leaves that value.

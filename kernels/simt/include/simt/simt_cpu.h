@@ -120,6 +120,8 @@ namespace detail {
 // after free, which memcheck names). Returns how many.
 std::size_t device_reset();
 void memcpy(void* dst, const void* src, std::size_t bytes, CopyKind kind);
+// cudaMemset's: `bytes` bytes of `value`, which memcheck counts as written.
+void memset(void* dst, int value, std::size_t bytes);
 inline void synchronize() {}
 
 namespace detail {

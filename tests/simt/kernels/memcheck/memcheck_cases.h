@@ -33,5 +33,11 @@ void free_of_never_allocated();
 void null_store();
 // The kernel writes 4 GiB past its output.
 void wild_store();
+// How a 64-float buffer is written before a kernel reads all of it: not at all, by each way a host
+// program writes device memory, or by a kernel that fills only its first half.
+enum class UnwrittenWay { nothing, memset, memcpy, kernel, half_by_kernel, host_loop };
+std::vector<float> unwritten_read(UnwrittenWay way);
+// 32 threads read a buffer nothing wrote, then threads 16..31 fail a device assert.
+void unwritten_read_then_assert();
 
 }  // namespace memcheck_cases
