@@ -18,7 +18,10 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +38,7 @@ namespace {
 struct SharedPage {
   std::atomic<int> blocked_nr{-1};
   std::atomic<int> blocked_arg{-1};
+  char blocked_path[1024] = {};  // a write refused outside the temp dir: the path it opened
   char missing[3000] = {};
 };
 SharedPage* g_page = nullptr;
@@ -52,11 +56,16 @@ void note_missing(const std::string& what) {
   }
 }
 
-void record_blocked(int nr, int arg) {
+void record_blocked(int nr, int arg, const std::string& path = {}) {
   if (!g_page) return;
   int none = -1;
   // The first call stopped is the one named; later ones are its consequences.
-  if (g_page->blocked_nr.compare_exchange_strong(none, nr)) g_page->blocked_arg.store(arg);
+  if (g_page->blocked_nr.compare_exchange_strong(none, nr)) {
+    g_page->blocked_arg.store(arg);
+    const std::size_t n = std::min(path.size(), sizeof g_page->blocked_path - 1);
+    std::memcpy(g_page->blocked_path, path.data(), n);
+    g_page->blocked_path[n] = '\0';
+  }
 }
 
 void on_sigsys(int, siginfo_t* si, void* context) {
@@ -157,6 +166,11 @@ class Filter {
   void if_equal(std::uint32_t k, std::string then, std::string otherwise) {
     code_.push_back({BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, 0, 0), std::move(then), std::move(otherwise)});
   }
+  // Jumps to `then` when any bit of `mask` is set in the loaded word.
+  void if_any_bit(std::uint32_t mask, std::string then, std::string otherwise) {
+    code_.push_back(
+        {BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 0), std::move(then), std::move(otherwise)});
+  }
   void mark(const std::string& label) { labels_.emplace_back(label, code_.size()); }
   // `deny`: what a forbidden call gets (SECCOMP_RET_TRAP: stopped and named; SECCOMP_RET_ERRNO: it fails).
   std::vector<sock_filter> program(std::uint32_t deny) const {
@@ -192,6 +206,65 @@ class Filter {
   std::vector<std::pair<std::string, std::size_t>> labels_;
 };
 
+// The path process `pid` asked to open (a string at `address` of its memory), made absolute
+// against `dirfd` (AT_FDCWD: its working directory) and with "." and ".." taken out; "" when it
+// cannot be read.
+std::string opened_path(int pid, int dirfd, std::uint64_t address) {
+  const int mem = ::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (mem < 0) return "";
+  std::string path;
+  char buf[256];
+  for (bool done = false; !done && path.size() < 4096;) {
+    const ssize_t n = ::pread(mem, buf, sizeof buf, off_t(address + path.size()));
+    if (n <= 0) {
+      path.clear();
+      break;
+    }
+    const auto* nul = static_cast<const char*>(std::memchr(buf, '\0', std::size_t(n)));
+    path.append(buf, nul ? std::size_t(nul - buf) : std::size_t(n));
+    done = nul != nullptr;
+  }
+  ::close(mem);
+  if (path.empty()) return "";
+  if (path[0] != '/') {
+    const std::string link =
+        dirfd == AT_FDCWD ? fmt::format("/proc/{}/cwd", pid) : fmt::format("/proc/{}/fd/{}", pid, dirfd);
+    char base[4096];
+    const ssize_t n = ::readlink(link.c_str(), base, sizeof base - 1);
+    if (n <= 0) return "";
+    path = std::string(base, std::size_t(n)) + "/" + path;
+  }
+  std::vector<std::string> parts;
+  for (std::size_t at = 0; at <= path.size();) {
+    const std::size_t slash = std::min(path.find('/', at), path.size());
+    const std::string part = path.substr(at, slash - at);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    at = slash + 1;
+  }
+  std::string out;
+  for (const std::string& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+// Whether Landlock lets the sandbox write `path`: under `writable` or /dev (the directory holding
+// it resolved, so a symlink into either counts as in it).
+bool may_write(const std::string& path, const std::string& writable) {
+  std::string where = path;
+  if (const std::size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+    char real[PATH_MAX];
+    if (::realpath(path.substr(0, slash).c_str(), real) != nullptr)
+      where = std::string(real) + path.substr(slash);
+  }
+  char real_writable[PATH_MAX];
+  const std::string dir = ::realpath(writable.c_str(), real_writable) != nullptr ? real_writable : writable;
+  const auto under = [&](const std::string& d) { return !d.empty() && where.rfind(d + "/", 0) == 0; };
+  return under(dir) || under("/dev");
+}
+
 // No exec (but of `only_exec`, the exact pointer the caller is about to pass to execve, when given;
 // every exec when `any_exec`) and no socket but AF_UNIX. A plugin's process is stopped at such a call
 // and it is named (SIGSYS, the shared page); a Python candidate's sees it fail with EPERM, which its
@@ -200,25 +273,45 @@ void forbid_calls(bool any_exec, const char* only_exec, bool fail_with_errno) {
 #if defined(__x86_64__)
   const auto arg0 = std::uint32_t(offsetof(seccomp_data, args[0]));
   const auto pointer = reinterpret_cast<std::uint64_t>(only_exec);
-  Filter f;
-  f.load(offsetof(seccomp_data, arch));
-  f.if_equal(AUDIT_ARCH_X86_64, "next", "deny");  // x32 or i386 calls: refused whole
-  f.load(offsetof(seccomp_data, nr));
-  if (!any_exec) {
-    f.if_equal(__NR_execve, only_exec ? "exec" : "deny", "next");
-    f.if_equal(__NR_execveat, "deny", "next");
-  }
-  f.if_equal(__NR_socket, "socket", "allow");
-  f.mark("socket");
-  f.load(arg0);
-  f.if_equal(AF_UNIX, "allow", "deny");
-  if (only_exec && !any_exec) {
-    f.mark("exec");
-    f.load(arg0);  // the low word (x86_64 is little-endian), then the high one
-    f.if_equal(std::uint32_t(pointer), "next", "deny");
-    f.load(arg0 + 4);
-    f.if_equal(std::uint32_t(pointer >> 32), "allow", "deny");
-  }
+  // `name_writes`: an open for writing goes to the listener too, which names one outside the temp
+  // dir (Landlock refuses it either way, but silently).
+  const auto build = [&](bool name_writes) {
+    Filter f;
+    f.load(offsetof(seccomp_data, arch));
+    f.if_equal(AUDIT_ARCH_X86_64, "next", "deny");  // x32 or i386 calls: refused whole
+    f.load(offsetof(seccomp_data, nr));
+    if (!any_exec) {
+      f.if_equal(__NR_execve, only_exec ? "exec" : "deny", "next");
+      f.if_equal(__NR_execveat, "deny", "next");
+    }
+    if (name_writes) {
+      f.if_equal(__NR_open, "open", "next");
+      f.if_equal(__NR_openat, "openat", "next");
+      f.if_equal(__NR_creat, "deny", "next");
+    }
+    f.if_equal(__NR_socket, "socket", "allow");
+    f.mark("socket");
+    f.load(arg0);
+    f.if_equal(AF_UNIX, "allow", "deny");
+    if (only_exec && !any_exec) {
+      f.mark("exec");
+      f.load(arg0);  // the low word (x86_64 is little-endian), then the high one
+      f.if_equal(std::uint32_t(pointer), "next", "deny");
+      f.load(arg0 + 4);
+      f.if_equal(std::uint32_t(pointer >> 32), "allow", "deny");
+    }
+    if (name_writes) {
+      constexpr std::uint32_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+      f.mark("open");
+      f.load(std::uint32_t(offsetof(seccomp_data, args[1])));
+      f.if_any_bit(kWrites, "deny", "allow");
+      f.mark("openat");
+      f.load(std::uint32_t(offsetof(seccomp_data, args[2])));
+      f.if_any_bit(kWrites, "deny", "allow");
+    }
+    return f;
+  };
+  Filter f = build(false);
   if (fail_with_errno) {
     std::vector<sock_filter> code = f.program(SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
     sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
@@ -230,22 +323,39 @@ void forbid_calls(bool any_exec, const char* only_exec, bool fail_with_errno) {
   // Every forbidden call, from this process or any it forks (system() runs its shell from a child
   // whose signal handlers glibc resets, so a SIGSYS handler would never hear of it), is handed to a
   // thread of this process, which records it on the shared page and fails it with EPERM.
-  std::vector<sock_filter> code = f.program(SECCOMP_RET_USER_NOTIF);
+  // An open for writing is handed over too: one under the temp dir goes on, one elsewhere is
+  // recorded with its path and fails with EACCES, as Landlock fails it.
+  std::vector<sock_filter> code = build(true).program(SECCOMP_RET_USER_NOTIF);
   sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
   const int listener =
       int(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
   if (listener >= 0) {
-    std::thread([listener] {
+    const std::string writable = g_options ? g_options->writable_dir : std::string();
+    std::thread([listener, writable] {
       for (;;) {
         seccomp_notif req{};
         if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
           if (errno == EINTR || errno == ENOENT) continue;
           return;
         }
-        record_blocked(int(req.data.nr), int(req.data.args[0]));
         seccomp_notif_resp resp{};
         resp.id = req.id;
         resp.error = -EPERM;
+        const int nr = int(req.data.nr);
+        if (nr == __NR_open || nr == __NR_openat || nr == __NR_creat) {
+          const bool at = nr == __NR_openat;
+          const std::string path = opened_path(int(req.pid), at ? int(req.data.args[0]) : AT_FDCWD,
+                                               at ? req.data.args[1] : req.data.args[0]);
+          if (path.empty() || may_write(path, writable)) {
+            resp.error = 0;
+            resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+          } else {
+            record_blocked(nr, -1, path);
+            resp.error = -EACCES;
+          }
+        } else {
+          record_blocked(nr, int(req.data.args[0]));
+        }
         ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
       }
     }).detach();
@@ -364,6 +474,9 @@ std::string call_name(int nr, int arg) {
       return arg == AF_INET    ? "socket(AF_INET)"
              : arg == AF_INET6 ? "socket(AF_INET6)"
                                : fmt::format("socket(domain {})", arg);
+    case __NR_open:
+    case __NR_openat:
+    case __NR_creat: return fmt::format("open('{}') for writing", g_page ? g_page->blocked_path : "");
 #endif
     default: return fmt::format("system call {}", nr);
   }
@@ -411,6 +524,7 @@ void clear() {
   if (!g_page) return;
   g_page->blocked_nr.store(-1);
   g_page->blocked_arg.store(-1);
+  std::memset(g_page->blocked_path, 0, sizeof g_page->blocked_path);
   std::memset(g_page->missing, 0, sizeof g_page->missing);
 }
 

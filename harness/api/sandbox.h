@@ -6,7 +6,8 @@
 //    that one: Linux's rule);
 //  - no network: a network namespace of its own (nothing but a loopback that is down), and where
 //    Landlock has network rules (ABI 4), no TCP bind or connect;
-//  - writes only under its own temp dir (and to /dev's character devices): Landlock;
+//  - writes only under its own temp dir (and to /dev's character devices): Landlock; an open for
+//    writing elsewhere is also named (the seccomp listener below reads its path);
 //  - no exec and no socket other than AF_UNIX: seccomp; such a call is stopped and named, the
 //    candidate's step crashes with "the sandbox blocked execve". A Python candidate's process is
 //    allowed the one exec of its interpreter; later ones and sockets fail there with EPERM, which

@@ -318,7 +318,8 @@ void throw_if_sandbox_blocked(const std::string& step) {
   sandbox::clear();
   throw CandidateCrash(step,
                        fmt::format("the sandbox blocked {}: a candidate under the sandbox may not start "
-                                   "programs or open network sockets (docs/sandbox.md)",
+                                   "programs, open network sockets or write outside its temp dir "
+                                   "(docs/sandbox.md)",
                                    call));
 }
 

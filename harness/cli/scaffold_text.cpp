@@ -73,6 +73,25 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "head_dim, float eps)",
        kQwen35,
        {}},
+      {"conv",
+       "conv, conv_state",
+       "void NAME(float* out, float* state, const float* x, const float* w, int tokens, int channels, int "
+       "taps, "
+       "int state_rows)",
+       kQwen35,
+       {}},
+      {"l2norm",
+       "q_l2, k_l2",
+       "void NAME(float* q_out, float* k_out, const float* conv, int tokens, int k_heads, int k_dim, int "
+       "conv_dim, float q_scale, float eps)",
+       kQwen35,
+       {}},
+      {"gdn",
+       "gdn_out, gdn_state",
+       "void NAME(float* out, float* state, const float* q, const float* k, const float* v, const float* g, "
+       "const float* beta, int tokens, int k_heads, int v_heads, int k_dim, int v_dim, bool tiled)",
+       kQwen35,
+       {}},
   };
   return kinds;
 }

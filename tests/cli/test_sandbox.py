@@ -2,7 +2,8 @@
 runs a shell, opens a TCP socket or writes outside its temp dir, and Python candidates doing the
 same: unconfined (plain `run`) the shell's file appears; under `run --sandbox` and under `verify`
 (its default) nothing is written, and the step crashes (exit 4) naming the call: execve, socket,
-os.system, open(...) for writing. A native write elsewhere is stopped (Landlock) but not named.
+os.system, open(...) for writing. A native write elsewhere is stopped (Landlock) and named (the
+seccomp listener sees the open for writing); one under the run's temp dir goes on.
 Driftscope's own candidates run unconfined, saying so.
 
 Usage: test_sandbox.py DRIFTSCOPE FAULTS.so"""
@@ -46,7 +47,8 @@ class Sandbox(unittest.TestCase):
             (f"{FAULTS}:fault-run-shell", 4, "the sandbox blocked execve"),
             (f"{FAULTS}:fault-load-shell", 4, "the sandbox blocked execve"),
             (f"{FAULTS}:fault-run-socket", 4, "the sandbox blocked socket(AF_INET)"),
-            (f"{FAULTS}:fault-run-write", 0, ""),  # stopped by Landlock, not named: native code
+            (f"{FAULTS}:fault-run-write", 4, f"the sandbox blocked open('{self.target}.written') for writing"),
+            (f"{FAULTS}:fault-run-write-tmp", 0, ""),  # its own temp dir: allowed
             (f"py:{HOSTILE}:writes", 4, f"the sandbox blocked open('{os.path.join(self.tmp.name, 'written-by-the-candidate')}') for writing"),
             (f"py:{HOSTILE}:shell", 4, "the sandbox blocked os.system("),
             (f"py:{HOSTILE}:net", 4, "the sandbox blocked socket(family 2)"),

@@ -49,6 +49,20 @@ KINDS = [
     ("gated_norm", "synthetic:qwen35-tiny",
      ("* (g / (1.0f + expf(-g)))", "* (1.0f / (1.0f + expf(-g)))", "the gate sigmoid(z), not silu(z)"),
      (0, 0, "gated_norm")),
+    # The conv keeps the window's oldest rows for the next step, not its newest.
+    ("conv", "synthetic:qwen35-tiny",
+     ("window(tokens + r)", "window(r)", "the state kept from the window's start, not its end"),
+     (0, 0, "conv_state")),
+    # Without the epsilon a near-zero query or key divides by almost nothing: only the tiny-gdn-qk
+    # probe feeds one.
+    ("l2norm", "synthetic:qwen35-tiny", ("rsqrtf(sum_sq + eps)", "rsqrtf(sum_sq)", "the epsilon left out"),
+     (0, 0, "q_l2")),
+    # The recurrence is handed its previous step's state: one that starts each call from zeros
+    # passes the prefill and fails the first decode step.
+    ("gdn", "synthetic:qwen35-tiny",
+     ("  d_state.upload(state, ns);", "  const std::vector<float> zeros(ns, 0.0f);\n  d_state.upload(zeros.data(), ns);",
+      "the state from the previous step dropped"),
+     (1, 0, "gdn_out")),
     ("gelu_f16.cu", "synthetic:gpt2-tiny",
      ("(v + 0.044715f * v * v * v)", "(v)", "the cube term left out"), (0, 0, "gelu")),
 ]

@@ -155,6 +155,13 @@ class Fault final : public ds::Candidate {
     if (fault_ == "write") {
       if (FILE* out = std::fopen((base + ".written").c_str(), "w")) std::fclose(out);
     }
+    if (fault_ == "write-tmp") {  // where TMPDIR points: the sandbox's own dir, allowed
+      const char* tmp = std::getenv("TMPDIR");
+      if (FILE* out = std::fopen((std::string(tmp ? tmp : "/tmp") + "/scratch.bin").c_str(), "w")) {
+        std::fputs("scratch", out);
+        std::fclose(out);
+      }
+    }
     if (fault_ == "fork-crash") {
       const pid_t helper = ::fork();
       if (helper == 0) {
@@ -228,4 +235,5 @@ DRIFTSCOPE_PLUGIN(
     {"fault-run-shell", [] { return make<When::run>("fault-run-shell", "shell"); }},
     {"fault-run-socket", [] { return make<When::run>("fault-run-socket", "socket"); }},
     {"fault-run-write", [] { return make<When::run>("fault-run-write", "write"); }},
+    {"fault-run-write-tmp", [] { return make<When::run>("fault-run-write-tmp", "write-tmp"); }},
     {"fault-load-shell", [] { return make<When::load>("fault-load-shell", "shell"); }})

@@ -82,6 +82,18 @@ std::string word(const BadAccess& b, const std::string& kernel) {
                      xyz(b.block), where);
 }
 
+// An access of the running kernel thread at `addr`, placed among memcheck's memory.
+BadAccess access_by_running_thread(std::uintptr_t addr, std::size_t bytes, const void* pc) {
+  BadAccess b;
+  b.addr = addr;
+  b.bytes = bytes;
+  b.pc = pc;
+  b.thread = threadIdx;
+  b.block = blockIdx;
+  b.place = place_of(addr);
+  return b;
+}
+
 void chain(const struct sigaction& old, int sig, siginfo_t* si, void* uc) {
   if ((old.sa_flags & SA_SIGINFO) != 0 && old.sa_sigaction != nullptr) {
     old.sa_sigaction(sig, si, uc);
@@ -195,29 +207,17 @@ bool memcheck_access(const void* p, std::size_t bytes, bool write, const void* p
       note_written(a, last + 1);
       if (!g_unwritten_seen && g_bad.size() < g_bad.capacity()) {
         g_unwritten_seen = true;
-        BadAccess b;
-        b.addr = first;
-        b.bytes = bytes;
-        b.pc = pc;
+        BadAccess b = access_by_running_thread(first, bytes, pc);
         b.unwritten = true;
-        b.thread = threadIdx;
-        b.block = blockIdx;
-        b.place = place_of(first);
         g_bad.push_back(std::move(b));
       }
     }
   }
   if ((!bad && !misaligned) || !in_launch || g_bad.size() == g_bad.capacity()) return watched;
   {
-    BadAccess b;
-    b.addr = a;
-    b.bytes = bytes;
+    BadAccess b = access_by_running_thread(a, bytes, pc);
     b.write = write;
-    b.pc = pc;
     b.align = bytes;
-    b.thread = threadIdx;
-    b.block = blockIdx;
-    b.place = place_of(a);
     if (bad && b.place.kind == AddressKind::inside) {
       // The first byte is the block's own; the access runs past its end.
       b.place = place_of(last);
@@ -234,17 +234,11 @@ void misaligned_cast(const void* p, std::size_t align, std::size_t size, const c
       g_bad.size() == g_bad.capacity())
     return;
   {
-    BadAccess b;
-    b.addr = reinterpret_cast<std::uintptr_t>(p);
-    b.bytes = size;
+    BadAccess b = access_by_running_thread(reinterpret_cast<std::uintptr_t>(p), size, pc);
     b.align = align;
     b.cast = true;
-    b.pc = pc;
     b.file = file;
     b.line = line;
-    b.thread = threadIdx;
-    b.block = blockIdx;
-    b.place = place_of(b.addr);
     // Memory memcheck does not own (a local, a global of the host build) may be laid out unlike on
     // a GPU: no finding there. Static __shared__ arrays it owns, and lays out 16-byte aligned.
     if (b.place.kind != AddressKind::inside) return;
