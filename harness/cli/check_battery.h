@@ -28,6 +28,7 @@ struct CheckArgs {
   ReportOptions report;
   bool progress = false;           // --progress: where the battery is, in a log too
   bool sandbox = false;            // --sandbox (verify: on unless --no-sandbox)
+  bool fail_fast = false;          // --fail-fast: the parts after the first that does not pass are not run
   ProgressMeter* meter = nullptr;  // every run of the battery tells it its layers
 };
 

@@ -344,6 +344,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   check->add_flag("--sandbox", args->sandbox,
                   "Run every process of the candidate's code sandboxed: no network, writes only under a temp "
                   "dir, no exec or non-AF_UNIX socket, rlimits (docs/sandbox.md; verify's default)");
+  check->add_flag("--fail-fast", args->fail_fast,
+                  "Stop at the first part that does not pass: the rest are NOT RUN (never a pass), and the "
+                  "verdict is that part's");
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
   check->add_option(
       "--policy", args->report.policy,
@@ -393,8 +396,18 @@ void add_check_command(CLI::App& app, int& exit_code) {
           parts.size());
       std::fflush(stdout);  // the parts take minutes: what runs is said first, even into a pipe
       std::vector<PartOutcome> outs;
+      std::string stopped_at;  // --fail-fast: the part that did not pass
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const Part& p = parts[i];
+        if (!stopped_at.empty()) {
+          PartOutcome o{&p, kExitParity};
+          o.not_judged = fmt::format("not run: --fail-fast stopped at {}", stopped_at);
+          o.verdict = o.not_judged;
+          outs.push_back(std::move(o));
+          fmt::print("  [{:>2}/{}] {:<26} NOT RUN  --fail-fast stopped at {}\n", i + 1, parts.size(), p.name,
+                     stopped_at);
+          continue;
+        }
         if (!p.skip_reason.empty()) {
           outs.push_back({&p, kExitParity, "skipped: " + p.skip_reason, std::nullopt});
           fmt::print("  [{:>2}/{}] {:<26} SKIPPED  {}\n", i + 1, parts.size(), p.name, p.skip_reason);
@@ -415,6 +428,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
         if (const std::string cause = crash_after_memory_error(outs.front());
             outs.back().exit_code == kExitCrashed && !cause.empty())
           fmt::print("          cause: {}\n", cause);
+        if (args->fail_fast && outs.back().exit_code != kExitParity)
+          stopped_at = fmt::format("[{}/{}] {}", i + 1, parts.size(), p.name);
       }
       exit_code = worst(outs);
       int failed = 0;
@@ -423,8 +438,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
         if (o.exit_code != kExitParity) {
           if (++failed == 1) first = fmt::format(" (first: {}: {})", o.part->name, first_line(o.verdict));
         }
-      fmt::print("CHECK {}: {} of {} parts {}{}\n", exit_word(exit_code), failed, outs.size(),
-                 failed ? "did not pass" : "failed", first);
+      const auto not_run = std::count_if(outs.begin(), outs.end(), [](const PartOutcome& o) {
+        return o.not_judged.starts_with("not run: --fail-fast");
+      });
+      fmt::print("CHECK {}: {} of {} parts {}{}{}\n", exit_word(exit_code), failed, outs.size(),
+                 failed ? "did not pass" : "failed", first,
+                 not_run > 0 ? fmt::format("; {} not run (--fail-fast)", not_run) : std::string());
       if (!args->json.empty()) {
         nlohmann::json j = {
             {"model", args->model},   {"candidate", candidate},          {"seed", args->seed},

@@ -50,6 +50,26 @@ class Check(unittest.TestCase):
             self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
             self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
 
+    def test_fail_fast_stops_at_the_first_part_that_does_not_pass(self):
+        # The parts after it are NOT RUN, never passed; the verdict and exit code are that part's.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx", "--fail-fast",
+                             json_out=out)
+            self.assertEqual(rc, 1, text)
+            got = list(parts(out).values())
+            first = next(i for i, p in enumerate(got) if p["exit_code"] != 0)
+            self.assertIn("residual_1 of layer 0", got[first]["verdict"])
+            later = got[first + 1:]
+            self.assertTrue(later, "the failing part was the last")
+            for p in later:
+                self.assertTrue(p["skipped"], p)
+                self.assertEqual(p["exit_code"], 0, p)
+                self.assertTrue(p["verdict"].startswith("not run: --fail-fast stopped at"), p)
+            self.assertEqual(text.count(" NOT RUN "), len(later), text)
+            self.assertRegex(text, rf"CHECK FAIL: 1 of \d+ parts did not pass \(first: {got[first]['name']}: "
+                                   rf"residual_1.*; {len(later)} not run \(--fail-fast\)")
+
     def test_every_rerun_line_is_a_command_that_reproduces_its_part(self):
         # Issue 49, item 3: the hazard part repeated --decode-steps (CLI11 refused it) and the
         # odd-widths part ended "(as synthetic:...)". A kernel mutant fails every part that runs, so

@@ -112,7 +112,7 @@ def main():
             wd_bad = os.path.join(work, f"wd-{name}-planted")
             p = sh(ds, "check", "--model", model, "--candidate", bad, "--stage-map", stage_map, "--seed", "3",
                    "--decode-steps", "1", "--trace-dir", wd_bad, "--json", os.path.join(wd_bad, "check.json"),
-                   cwd=work, ok=(1,))
+                   "--fail-fast", cwd=work, ok=(1,))
             parts = json.load(open(os.path.join(wd_bad, "check.json")))["parts"]
             failed = next(x for x in parts if x["exit_code"] != 0)
             step, layer, stage = where
