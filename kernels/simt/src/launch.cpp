@@ -71,15 +71,18 @@ void* malloc(std::size_t bytes, std::source_location where) {
   detail::note_allocation(p, bytes, where);
   return p;
 }
-void free(void* p) {
+namespace {
+void free_block(void* p, bool by_reset) {
   if (p == nullptr) return;
   const auto a = detail::allocation_of(p);
   const bool plain_block = a && a->base == p;
   detail::forget_allocation(p);
   // Memcheck's blocks go to its quarantine; under memcheck a free it cannot explain is a finding.
-  if (detail::guarded_free(p, !plain_block && config().memcheck)) return;
+  if (detail::guarded_free(p, !plain_block && config().memcheck, by_reset)) return;
   std::free(p);
 }
+}  // namespace
+void free(void* p) { free_block(p, false); }
 namespace detail {
 void assert_failed(const char* expr, const char* file, int line, const char* func) {
   if (!running_kernel_thread()) {
@@ -100,7 +103,7 @@ void assert_failed(const char* expr, const char* file, int line, const char* fun
 
 std::size_t device_reset() {
   const std::vector<void*> live = detail::live_allocation_bases();
-  for (void* p : live) free(p);
+  for (void* p : live) free_block(p, true);
   return live.size();
 }
 // Memcheck's initcheck counts what a copy or a memset writes as written (memcheck.h).

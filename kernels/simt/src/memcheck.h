@@ -61,7 +61,8 @@ void* guarded_malloc(std::size_t bytes, const char* file, unsigned line);
 // Frees `p` if memcheck knows it (a guarded block: quarantined; freed twice: a finding) and returns
 // true; false for a pointer it never handed out, which with `never_allocated_is_finding` (memcheck
 // on, and no plain block starts at `p`) is a finding instead (and true: nothing is freed).
-bool guarded_free(void* p, bool never_allocated_is_finding);
+// `by_reset`: cudaDeviceReset frees it, which a later use of it says.
+bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset = false);
 // Sets the shadow of [lo, hi) back to what memcheck gave it, after a checker that marked it for
 // its own hooks (kShadowWatched) stops watching.
 void restore_guarded_shadow(const unsigned char* lo, const unsigned char* hi);

@@ -68,6 +68,7 @@ void unwritten_shadow_of(std::uintptr_t base, std::size_t bytes) {
 struct Freed {
   std::uintptr_t base;
   Guarded g;
+  bool by_reset = false;  // freed by cudaDeviceReset, not by a free of its own
 };
 
 std::mutex g_mutex;
@@ -140,11 +141,11 @@ void* guarded_malloc(std::size_t bytes, const char* file, unsigned line) {
   return reinterpret_cast<void*>(base);
 }
 
-bool guarded_free(void* p, bool never_allocated_is_finding) {
+bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard lock(g_mutex);
   if (auto it = live().find(a); it != live().end()) {
-    const Freed f{a, it->second};
+    const Freed f{a, it->second, by_reset};
     live().erase(it);
     fill_shadow(a, a + round_up(f.g.bytes, kAlign), kShadowFreed);
     forget_partly_written(a, a + f.g.bytes);
@@ -270,9 +271,9 @@ AddressPlace place_of(std::uintptr_t addr) {
     if (addr >= f.base && addr < f.base + round_up(f.g.bytes, kAlign))
       return {AddressKind::freed,
               relative(addr, f.base, f.g.bytes,
-                       f.g.file == nullptr ? fmt::format("a {}-byte block already freed", f.g.bytes)
-                                           : fmt::format("a {}-byte block already freed ({})", f.g.bytes,
-                                                         allocated_at(f.g)))};
+                       fmt::format("a {}-byte block already freed{}{}", f.g.bytes,
+                                   f.by_reset ? " by cudaDeviceReset" : "",
+                                   f.g.file == nullptr ? "" : fmt::format(" ({})", allocated_at(f.g))))};
   // A wild address: how far it is from the nearest block below it says which index ran away.
   it = live().upper_bound(addr);
   if (it == live().begin()) return {AddressKind::unknown, {}};

@@ -1,5 +1,5 @@
-// Lifetimes gone wrong on the host: a launch on freed memory, a block freed twice, a free of an
-// interior pointer.
+// Lifetimes gone wrong on the host: a launch on freed memory (by cudaFree or by cudaDeviceReset), a
+// block freed twice, a free of an interior pointer.
 #include "common.h"
 #include "memcheck_cases.h"
 
@@ -17,6 +17,15 @@ std::vector<float> use_after_free() {
   float* y = nullptr;
   MEMCHECK_CUDA(cudaMalloc(&y, n * sizeof(float)));
   MEMCHECK_CUDA(cudaFree(y));
+  fill_kernel<<<1, n>>>(y);
+  return {};
+}
+
+std::vector<float> use_after_device_reset() {
+  constexpr int n = 32;
+  float* y = nullptr;
+  MEMCHECK_CUDA(cudaMalloc(&y, n * sizeof(float)));
+  MEMCHECK_CUDA(cudaDeviceReset());
   fill_kernel<<<1, n>>>(y);
   return {};
 }

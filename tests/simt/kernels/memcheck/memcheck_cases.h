@@ -25,6 +25,8 @@ std::vector<float> dynamic_shared_past_size();
 std::vector<float> float4_load(int offset);
 // The kernel writes a buffer the host freed before the launch.
 std::vector<float> use_after_free();
+// The same after cudaDeviceReset, which freed every block.
+std::vector<float> use_after_device_reset();
 // cudaFree twice on one block.
 void double_free();
 // cudaFree of a pointer into the middle of a block (never handed out by cudaMalloc).
