@@ -10,10 +10,13 @@ PACKAGES=(build-essential cmake ninja-build ccache pkg-config git python3-venv
   libhdf5-dev hdf5-tools libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   nlohmann-json3-dev libyaml-cpp-dev libboost-context-dev libsqlite3-dev
   libimgui-dev libglfw3-dev libstb-dev xvfb xauth python3-h5py python3-numpy)
+# What only the test suite needs: a real single-node Slurm for the job-array test (cli.slurm_array).
+TEST_PACKAGES=(slurm-wlm)
 
+# install_missing [PACKAGE...]: PACKAGES and these, those not installed yet.
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -74,7 +77,7 @@ case "${1:-}" in
     report_time demo
     ;;
   test)
-    install_missing
+    install_missing "${TEST_PACKAGES[@]}"
     build
     ctest --test-dir build --output-on-failure -j "$(nproc)"
     sanitize
