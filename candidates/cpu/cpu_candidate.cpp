@@ -209,26 +209,38 @@ std::vector<KernelStep> CpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
 void CpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   cfg_ = cfg;
   w_.clear();
-  for (const auto& [name, t] : weights.all()) w_.emplace(name, to_mat(t));
+  vec_.clear();
+  // In place (the store outlives the candidate's runs): no copy of the model's matrices.
+  for (const auto& [name, t] : weights.all()) {
+    w_.emplace(name, WeightMat(t));
+    if (t.rank() == 1) vec_.emplace(name, to_mat(t).v);
+  }
 }
 
-const Mat& CpuCandidate::w(int layer, std::string_view role) const {
+const WeightMat& CpuCandidate::w(int layer, std::string_view role) const {
   const std::string n = layer == kModelLayer ? std::string(role) : layer_weight(layer, role);
   auto it = w_.find(n);
   if (it == w_.end()) throw std::out_of_range(fmt::format("cpu candidate: weight '{}' not loaded", n));
   return it->second;
 }
 
+const std::vector<float>& CpuCandidate::vec(int layer, std::string_view role) const {
+  const std::string n = layer == kModelLayer ? std::string(role) : layer_weight(layer, role);
+  auto it = vec_.find(n);
+  if (it == vec_.end()) throw std::out_of_range(fmt::format("cpu candidate: vector weight '{}' not loaded", n));
+  return it->second;
+}
+
 std::vector<float> CpuCandidate::norm_w(int layer, std::string_view role) const {
-  std::vector<float> v = w(layer, role).v;
+  std::vector<float> v = vec(layer, role);
   if (cfg_.norm_plus_one)
     for (float& e : v) e += 1.0f;  // Qwen3-Next's (1 + w), applied in f32 as HF does
   return v;
 }
 
 std::span<const float> CpuCandidate::b(int layer, std::string_view role) const {
-  auto it = w_.find(layer_weight(layer, role));
-  return it == w_.end() ? std::span<const float>{} : std::span<const float>(it->second.v);
+  auto it = vec_.find(layer_weight(layer, role));
+  return it == vec_.end() ? std::span<const float>{} : std::span<const float>(it->second);
 }
 
 void CpuCandidate::crash_if_planted() const {
@@ -271,7 +283,7 @@ void CpuCandidate::plant_neighbour_row(const StepContext& ctx, const Mat& x, con
   }
 }
 
-Mat CpuCandidate::project(const StepContext& ctx, const Mat& x, const Mat& w,
+Mat CpuCandidate::project(const StepContext& ctx, const Mat& x, const WeightMat& w,
                           std::span<const float> bias) const {
   const bool split = bug_ == PlantedBug::batch_split_k || bug_ == PlantedBug::batch_split_k_undeclared;
   return split && ctx.seqs.size() > 1 ? linear_split_k(x, w, bias, int(ctx.seqs.size())) : linear(x, w, bias);
@@ -290,24 +302,27 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     // a mixture-of-experts step (cpu_moe.cpp)
   } else if (s == "embed") {
     const Tensor& tok = in(inputs, "tokens");
-    const Mat& table = w(kModelLayer, "token_embd.weight");
+    const WeightMat& table = w(kModelLayer, "token_embd.weight");
+    std::vector<float> scratch;
     Mat e(tok.numel(), table.cols);
     for (std::int64_t t = 0; t < tok.numel(); ++t) {
       const auto id = std::int64_t(tok.at(t));
       if (id < 0 || id >= table.rows)
         throw std::out_of_range(fmt::format("token id {} outside the vocabulary", id));
-      std::copy_n(table.row(id), table.cols, e.row(t));
+      std::copy_n(table.row(id, scratch), table.cols, e.row(t));
     }
     // GPT-2's learned absolute positions: a sequence's token t sits at its position pos0 + t.
     if (auto pos = w_.find("position_embd.weight"); pos != w_.end()) {
-      const Mat& p = pos->second;
+      const WeightMat& p = pos->second;
       e = map_seqs(ctx, e, [&](const SeqSpan& q, const Mat& rows) {
         Mat r = rows;
         if (q.pos0 + r.rows > p.rows)
           throw std::out_of_range(
               fmt::format("position {} beyond the {} learned positions", q.pos0 + r.rows - 1, p.rows));
-        for (std::int64_t t = 0; t < r.rows; ++t)
-          for (std::int64_t i = 0; i < r.cols; ++i) r.row(t)[i] += p.row(q.pos0 + t)[i];
+        for (std::int64_t t = 0; t < r.rows; ++t) {
+          const float* pr = p.row(q.pos0 + t, scratch);
+          for (std::int64_t i = 0; i < r.cols; ++i) r.row(t)[i] += pr[i];
+        }
         return r;
       });
     }
@@ -317,12 +332,12 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     const int layer = s == "ln_f" ? kModelLayer : l;
     const std::string_view role = s == "ln_f" ? "output_norm" : s == "ln_1" ? "attn_norm" : "ffn_norm";
     const int ddof = bug_ == PlantedBug::layernorm_n_minus_1 ? 1 : 0;  // the planted bug: N - 1
-    out(step.outputs[0], layernorm(x(step.inputs[0]), w(layer, fmt::format("{}.weight", role)).v,
-                                   w(layer, fmt::format("{}.bias", role)).v, float(c.norm_eps), ddof));
+    out(step.outputs[0], layernorm(x(step.inputs[0]), vec(layer, fmt::format("{}.weight", role)),
+                                   vec(layer, fmt::format("{}.bias", role)), float(c.norm_eps), ddof));
   } else if (s == "c_attn" || s == "c_fc") {
     const std::string_view role = s == "c_attn" ? "attn_qkv" : "ffn_up";
     out(step.outputs[0], project(ctx, x(step.inputs[0]), w(l, fmt::format("{}.weight", role)),
-                                 w(l, fmt::format("{}.bias", role)).v));
+                                 vec(l, fmt::format("{}.bias", role))));
   } else if (s == "attention_qkv") {
     // GPT-2: q, k and v are the column ranges [0, Q), [Q, Q + KV), [Q + KV, Q + 2 KV) of c_attn.
     if (l == 1) crash_if_planted();
@@ -337,7 +352,7 @@ void CpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
   } else if (s == "gelu") {
     out("gelu", gelu_tanh(x("fc")));
   } else if (s == "mlp_proj") {
-    out("proj", project(ctx, x("gelu"), w(l, "ffn_down.weight"), w(l, "ffn_down.bias").v));
+    out("proj", project(ctx, x("gelu"), w(l, "ffn_down.weight"), vec(l, "ffn_down.bias")));
   } else if (s == "final_norm") {
     out("final_norm",
         rmsnorm(x("x"), norm_w(kModelLayer, "output_norm.weight"), float(c.norm_eps), c.hidden));

@@ -81,7 +81,10 @@ class CpuCandidate final : public Candidate {
            TensorMap& outputs) override;
 
  private:
-  const Mat& w(int layer, std::string_view role) const;
+  // A weight where the harness holds it, read a row at a time (cpu_ops.h).
+  const WeightMat& w(int layer, std::string_view role) const;
+  // A vector weight (a norm's, a bias, a per-head parameter) as f32, copied at load.
+  const std::vector<float>& vec(int layer, std::string_view role) const;
   std::span<const float> b(int layer, std::string_view role) const;   // empty when absent
   std::vector<float> norm_w(int layer, std::string_view role) const;  // (1 + w) when norm_plus_one
   // The Qwen3-Next steps (cpu_hybrid.cpp); false when `step` is not one of them.
@@ -96,7 +99,7 @@ class CpuCandidate final : public Candidate {
   int cache_start(const SeqSpan& q) const;
   int position_of(const StepContext& ctx, const SeqSpan& q) const;
   // A dense projection: linear, split-K by the batch's size in the batch_split_k variants.
-  Mat project(const StepContext& ctx, const Mat& x, const Mat& w, std::span<const float> bias) const;
+  Mat project(const StepContext& ctx, const Mat& x, const WeightMat& w, std::span<const float> bias) const;
   void plant_neighbour_row(const StepContext& ctx, const Mat& x, const std::vector<float>& w, Mat& y) const;
 
   PlantedBug bug_;
@@ -104,7 +107,8 @@ class CpuCandidate final : public Candidate {
   bool fill_ = false;
   DType storage_ = DType::f16;
   ModelConfig cfg_;
-  std::map<std::string, Mat, std::less<>> w_;
+  std::map<std::string, WeightMat, std::less<>> w_;
+  std::map<std::string, std::vector<float>, std::less<>> vec_;  // the rank-1 weights, as f32
 };
 
 }  // namespace ds::cpu

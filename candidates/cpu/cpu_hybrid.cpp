@@ -43,7 +43,7 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     out("qkv_mixed", linear(a, w(l, "attn_qkv.weight"), {}));
     out("z_gate", linear(a, w(l, "attn_gate.weight"), {}));
     out("beta", gdn_beta(linear(a, w(l, "ssm_beta.weight"), {})));
-    out("g", gdn_decay(linear(a, w(l, "ssm_alpha.weight"), {}), w(l, "ssm_a").v, w(l, "ssm_dt.bias").v));
+    out("g", gdn_decay(linear(a, w(l, "ssm_alpha.weight"), {}), vec(l, "ssm_a"), vec(l, "ssm_dt.bias")));
   } else if (s == "conv") {
     // Per sequence, on its rows and its own conv state (cpu_batch.h).
     const Tensor& prev = input(inputs, "prev:conv_state", "cpu candidate");
@@ -52,7 +52,7 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     std::vector<Mat> convs, states;
     for (std::size_t i = 0; i < spans.size(); ++i) {
       Mat next;
-      convs.push_back(conv_silu(row_range(xs, spans[i].row0, spans[i].n_tokens), w(l, "ssm_conv1d.weight"),
+      convs.push_back(conv_silu(row_range(xs, spans[i].row0, spans[i].n_tokens), w(l, "ssm_conv1d.weight").to_mat(),
                                 state_part(prev, ctx, i), c.conv_state_rows(), next));
       states.push_back(std::move(next));
     }
@@ -81,7 +81,7 @@ bool CpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
     out("gdn_state", stack_mats(states));
   } else if (s == "gated_norm") {
     out("gated_norm",
-        gated_rmsnorm(x("gdn_out"), x("z_gate"), w(l, "ssm_norm.weight").v, float(c.norm_eps), c.gdn_v_dim));
+        gated_rmsnorm(x("gdn_out"), x("z_gate"), vec(l, "ssm_norm.weight"), float(c.norm_eps), c.gdn_v_dim));
   } else if (s == "out_proj") {
     out("out_proj", linear(x("gated_norm"), w(l, "ssm_out.weight"), {}));
   } else {

@@ -34,9 +34,10 @@ std::vector<int> top_k(std::span<const float> v, int k) {
 }
 
 // y = W x for one expert's [out, in] block of a stacked [experts, out * in] matrix.
-std::vector<float> expert_matvec(const Mat& stack, int expert, std::int64_t out, std::span<const float> x) {
+std::vector<float> expert_matvec(const WeightMat& stack, int expert, std::int64_t out, std::span<const float> x,
+                                 std::vector<float>& scratch) {
   std::vector<float> y(std::size_t(out), 0.0f);
-  const float* w = stack.row(expert);
+  const float* w = stack.row(expert, scratch);
   const std::int64_t in = std::int64_t(x.size());
   for (std::int64_t o = 0; o < out; ++o) {
     float acc = 0;
@@ -114,8 +115,9 @@ bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
   // experts: each token's k experts, combined in f32 in slot order.
   const Mat a = x("ffn_norm"), weights = x("expert_weights");
   const Tensor& ids = input(inputs, "expert_ids", "cpu candidate");
-  const Mat &gate = w(l, "ffn_gate_exps.weight"), &up = w(l, "ffn_up_exps.weight"),
-            &down = w(l, "ffn_down_exps.weight");
+  const WeightMat &gate = w(l, "ffn_gate_exps.weight"), &up = w(l, "ffn_up_exps.weight"),
+                  &down = w(l, "ffn_down_exps.weight");
+  std::vector<float> scratch;
   Mat out(a.rows, D);
   for (std::int64_t t = 0; t < a.rows; ++t) {
     const std::span<const float> xt(a.row(t), std::size_t(D));
@@ -123,13 +125,13 @@ bool CpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
       int e = int(ids.at(t * K + j));
       if (e < 0 || e >= E) throw std::out_of_range(fmt::format("cpu candidate: expert id {} of {}", e, E));
       if (bug_ == PlantedBug::moe_expert_off_by_one) e = int((e + 1) % E);  // the planted bug
-      const std::vector<float> g = expert_matvec(gate, e, F, xt), u = expert_matvec(up, e, F, xt);
+      const std::vector<float> g = expert_matvec(gate, e, F, xt, scratch), u = expert_matvec(up, e, F, xt, scratch);
       std::vector<float> act(std::size_t(F), 0.0f);
       for (std::int64_t f = 0; f < F; ++f) {
         const float gf = g[std::size_t(f)];
         act[std::size_t(f)] = gf / (1.0f + std::exp(-gf)) * u[std::size_t(f)];
       }
-      const std::vector<float> y = expert_matvec(down, e, D, act);
+      const std::vector<float> y = expert_matvec(down, e, D, act, scratch);
       for (std::int64_t d = 0; d < D; ++d) out.row(t)[d] += weights.row(t)[j] * y[std::size_t(d)];
     }
   }

@@ -40,6 +40,42 @@ Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, 
   return y;
 }
 
+WeightMat::WeightMat(const Tensor& t)
+    : rows(t.rank() == 1 ? 1 : t.dim(0)),
+      cols(t.rank() == 1 ? t.dim(0) : t.numel() / t.dim(0)),
+      data_(t.raw()),
+      dtype_(t.dtype()) {
+  if (!is_float(dtype_)) throw std::invalid_argument("cpu candidate: a weight that is not floating point");
+}
+
+const float* WeightMat::row(std::int64_t r, std::vector<float>& scratch) const {
+  const std::int64_t at = r * cols;
+  if (dtype_ == DType::f32) return reinterpret_cast<const float*>(data_) + at;
+  scratch.resize(std::size_t(cols));
+  for (std::int64_t i = 0; i < cols; ++i) {
+    const std::byte* e = data_ + std::size_t(at + i) * dtype_size(dtype_);
+    float v = 0;
+    if (dtype_ == DType::f64) {
+      double d;
+      std::memcpy(&d, e, sizeof d);
+      v = float(d);
+    } else {
+      std::uint16_t bits;
+      std::memcpy(&bits, e, sizeof bits);
+      v = dtype_ == DType::f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+    }
+    scratch[std::size_t(i)] = v;
+  }
+  return scratch.data();
+}
+
+Mat WeightMat::to_mat() const {
+  Mat m(rows, cols);
+  std::vector<float> scratch;
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(row(r, scratch), cols, m.row(r));
+  return m;
+}
+
 namespace {
 
 // Tokens ride in the lanes of a vector, kTile of them per register tile: every lane runs one
@@ -56,13 +92,14 @@ float dot_in_order(const float* w, const float* x, std::int64_t n) {
 
 // Outputs [o_begin, o_end) of every row: whole tiles of kTile tokens from `xt` (the input
 // transposed in tiles, [T / kTile][n][kTile]), the rows past the last whole tile one by one.
-void linear_outputs(const Mat& x, const std::vector<float>& xt, const Mat& w, std::span<const float> bias,
+void linear_outputs(const Mat& x, const std::vector<float>& xt, const WeightMat& w, std::span<const float> bias,
                     Mat& y, std::int64_t o_begin, std::int64_t o_end) {
   const std::int64_t n = x.cols, tiles = x.rows / kTile;
+  std::vector<float> scratch;  // a converted weight row (none for f32 weights)
   for (std::int64_t t = 0; t < tiles; ++t) {
     const float* xs = xt.data() + t * n * kTile;
     for (std::int64_t o = o_begin; o < o_end; ++o) {
-      const float* wr = w.row(o);
+      const float* wr = w.row(o, scratch);
       Lanes acc[kVectors] = {};
       for (std::int64_t i = 0; i < n; ++i) {
         const float wi = wr[i];
@@ -77,14 +114,18 @@ void linear_outputs(const Mat& x, const std::vector<float>& xt, const Mat& w, st
         for (std::int64_t k = 0; k < kLanes; ++k) y.row(t * kTile + v * kLanes + k)[o] = acc[v][k] + b;
     }
   }
-  for (std::int64_t r = tiles * kTile; r < x.rows; ++r)
-    for (std::int64_t o = o_begin; o < o_end; ++o)
-      y.row(r)[o] = dot_in_order(w.row(o), x.row(r), n) + (bias.empty() ? 0.0f : bias[std::size_t(o)]);
+  // Each weight row once, for every row past the tiles.
+  if (tiles * kTile < x.rows)
+    for (std::int64_t o = o_begin; o < o_end; ++o) {
+      const float* wr = w.row(o, scratch);
+      for (std::int64_t r = tiles * kTile; r < x.rows; ++r)
+        y.row(r)[o] = dot_in_order(wr, x.row(r), n) + (bias.empty() ? 0.0f : bias[std::size_t(o)]);
+    }
 }
 
 }  // namespace
 
-Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
+Mat linear(const Mat& x, const WeightMat& w, std::span<const float> bias) {
   if (x.cols != w.cols) throw std::invalid_argument("cpu linear: input width does not match the weight");
   Mat y(x.rows, w.rows);
   const std::int64_t n = x.cols, tiles = x.rows / kTile;
@@ -100,15 +141,17 @@ Mat linear(const Mat& x, const Mat& w, std::span<const float> bias) {
   return y;
 }
 
-Mat linear_split_k(const Mat& x, const Mat& w, std::span<const float> bias, int splits) {
+Mat linear_split_k(const Mat& x, const WeightMat& w, std::span<const float> bias, int splits) {
   if (x.cols != w.cols) throw std::invalid_argument("cpu linear: input width does not match the weight");
   Mat y(x.rows, w.rows);
   const std::int64_t n = x.cols, chunk = (n + splits - 1) / splits;
+  std::vector<float> scratch;
   for (std::int64_t r = 0; r < x.rows; ++r)
     for (std::int64_t o = 0; o < w.rows; ++o) {
+      const float* wr = w.row(o, scratch);
       float acc = 0;
       for (std::int64_t c0 = 0; c0 < n; c0 += chunk)
-        acc += dot_in_order(w.row(o) + c0, x.row(r) + c0, std::min(chunk, n - c0));
+        acc += dot_in_order(wr + c0, x.row(r) + c0, std::min(chunk, n - c0));
       y.row(r)[o] = acc + (bias.empty() ? 0.0f : bias[std::size_t(o)]);
     }
   return y;

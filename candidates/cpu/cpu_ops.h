@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model_config.h"
+#include "tensor.h"
 
 namespace ds::cpu {
 
@@ -21,14 +22,32 @@ struct Mat {
   const float* row(std::int64_t r) const { return v.data() + r * cols; }
 };
 
+// A weight matrix read where the harness holds it (Candidate::load's weights stay alive), in its
+// stored dtype: an f32 row is the store's own memory, an f16, bf16 or f64 row is converted into
+// the caller's scratch as it is read, so the candidate holds no copy of the model. Its values are
+// those of to_mat (each element as float). Rank 1 is one row; a higher rank [d0, ...] is d0 rows.
+class WeightMat {
+ public:
+  WeightMat() = default;
+  explicit WeightMat(const Tensor& t);
+  std::int64_t rows = 0, cols = 0;
+  // Row r as f32: in place, or converted into `scratch` (resized to cols).
+  const float* row(std::int64_t r, std::vector<float>& scratch) const;
+  Mat to_mat() const;
+
+ private:
+  const std::byte* data_ = nullptr;
+  DType dtype_ = DType::f32;
+};
+
 Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);
 // The variance divides by N - ddof: 0 is the biased variance LayerNorm takes (1 only for a mutant).
 Mat layernorm(const Mat& x, std::span<const float> w, std::span<const float> b, float eps, int ddof = 0);
-Mat linear(const Mat& x, const Mat& w, std::span<const float> bias);  // w is [out, in]
+Mat linear(const Mat& x, const WeightMat& w, std::span<const float> bias);  // w is [out, in]
 // linear's sums split over the input: each output is `splits` in-order partial sums of consecutive
 // chunks of the input width, added in order (a split-K GEMV). Another order of the same products,
 // so other roundings: what an engine that picks its split by the batch size computes.
-Mat linear_split_k(const Mat& x, const Mat& w, std::span<const float> bias, int splits);
+Mat linear_split_k(const Mat& x, const WeightMat& w, std::span<const float> bias, int splits);
 // `freq_factors` (empty: none) divides pair i's frequency, as Llama-3 and linear RoPE scaling do.
 Mat rope(const Mat& x, int head_dim, int rotary_dim, int pos0, float theta, RopeMode mode,
          const std::vector<double>& freq_factors);

@@ -44,13 +44,12 @@ void check_memory(RunState& s, const ModelConfig& header, const CandidateMemory&
 }  // namespace
 
 void gate_phase(RunState& s, const ModelConfig& header, CandidatePtr& cand) {
-  CandidateMemory memory = candidate_memory(*cand);  // the candidate as made, before the fill
+  const CandidateMemory memory = candidate_memory(*cand);  // the candidate as made, before the fill
   s.event("gate");
   DumpFeature::fill_missing_sources(s, *cand, header);
   gate_candidate_of(s, header, cand);
   s.features.baseline.make(s.opt, header);
   DumpFeature::preflight(*cand, header, s.opt);
-  memory.fill = FillFeature::filled(*cand);
   check_memory(s, header, memory);
 }
 

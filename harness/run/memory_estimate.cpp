@@ -159,11 +159,10 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
   auto copy_of = [&](const CandidateMemory& c) {
     std::uint64_t bytes = 0;
     if (!c.dump && !c.on_device) {
-      const double per = c.f32_copy ? 4.0 : std::clamp(bytes_per_weight, 2.0, 4.0);
+      const double per = std::clamp(bytes_per_weight, 2.0, 4.0);
       bytes = std::uint64_t(double(c.in_place ? copied_elements(cfg, c) : elements) * per);
     }
-    if (c.fill) bytes += elements * 4;
-    return bytes;
+    return bytes;  // the reference fill (cpu-f16 math) reads them in place too
   };
   const std::uint64_t candidate = copy_of(cand);
 

@@ -21,8 +21,6 @@ struct CandidateMemory {
   DType storage = DType::f16;
   bool dump = false;       // computes nothing, holds no weights, runs in the harness
   bool on_device = false;  // keeps its weights in GPU memory, not in host memory
-  bool f32_copy = false;   // holds every weight as f32 whatever its stored dtype (cpu-f16)
-  bool fill = false;       // completed by the reference fill (cpu-f16 math), which loads too
   bool in_place = false;   // reads the weights where the harness holds them (simt: host memory is
                            // its device memory), so it adds no copy of them...
   // ...but for these roles of a layer of each block kind, which it copies (in_place only): the

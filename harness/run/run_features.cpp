@@ -125,17 +125,15 @@ CandidatePtr FillFeature::complete(CandidatePtr cand, const ModelConfig& header,
   return cand;
 }
 
-bool FillFeature::filled(const Candidate& cand) {
-  return dynamic_cast<const FilledCandidate*>(&cand) != nullptr;
-}
-
 CandidateMemory candidate_memory(const Candidate& cand) {
   CandidateMemory m;
   m.name = cand.name();
   m.storage = cand.storage_dtype();
   m.dump = as_dump(cand) != nullptr;
   m.on_device = m.name.rfind("cuda", 0) == 0;
-  m.f32_copy = dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr;
+  // cpu-f16 reads the matrices where the harness holds them; its f32 copies of vector weights are
+  // too small to count.
+  if (dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr) m.in_place = true;
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
   if (const auto* g = dynamic_cast<const gpu::GpuCandidate*>(&cand); g && g->reads_weights_in_place()) {
     m.in_place = true;

@@ -95,8 +95,6 @@ struct FillFeature {
   // gate: `cand` completed by the fill where the run asks for it.
   static CandidatePtr complete(CandidatePtr cand, const ModelConfig& header, const RunOptions& opt,
                                const Coverage& coverage);
-  // gate: whether `cand` carries the fill (the memory estimate counts its copy).
-  static bool filled(const Candidate& cand);
   // step loop: whether the stages of `step` came from the fill: recorded `filled`, never judged.
   static bool fills(const KernelStep& step) { return is_fill_step(step); }
 };

@@ -34,21 +34,27 @@ TEST_P(CpuLinear, EqualsThePlainLoopBitForBit) {
   const LinearCase& c = GetParam();
   const Mat x = filled(c.tokens, c.in, 1), w = filled(c.out, c.in, 2), b = filled(1, c.out, 3);
   const std::span<const float> bias = c.bias ? std::span<const float>(b.v) : std::span<const float>();
-  // One thread, and three (more than this machine may have: the split, not the speed, is tested).
-  for (int threads : {1, 3}) {
-    set_worker_threads(threads);
-    const Mat y = linear(x, w, bias);
-    set_worker_threads(0);
-    ASSERT_EQ(y.rows, c.tokens);
-    ASSERT_EQ(y.cols, c.out);
-    for (std::int64_t r = 0; r < c.tokens; ++r)
-      for (std::int64_t o = 0; o < c.out; ++o) {
-        float acc = 0;
-        for (std::int64_t i = 0; i < c.in; ++i) acc += w.row(o)[i] * x.row(r)[i];
-        const float want = acc + (c.bias ? b.v[std::size_t(o)] : 0.0f);
-        ASSERT_EQ(std::memcmp(&want, &y.row(r)[o], sizeof want), 0)
-            << threads << " threads, row " << r << " output " << o;
-      }
+  // The weight as a store holds it: f32 read in place, f16 and bf16 converted a row at a time.
+  for (DType stored : {DType::f32, DType::f16, DType::bf16}) {
+    Tensor wt(stored, {c.out, c.in});
+    for (std::int64_t i = 0; i < wt.numel(); ++i) wt.set(i, double(w.v[std::size_t(i)]));
+    const WeightMat weight(wt);
+    // One thread, and three (more than this machine may have: the split, not the speed, is tested).
+    for (int threads : {1, 3}) {
+      set_worker_threads(threads);
+      const Mat y = linear(x, weight, bias);
+      set_worker_threads(0);
+      ASSERT_EQ(y.rows, c.tokens);
+      ASSERT_EQ(y.cols, c.out);
+      for (std::int64_t r = 0; r < c.tokens; ++r)
+        for (std::int64_t o = 0; o < c.out; ++o) {
+          float acc = 0;
+          for (std::int64_t i = 0; i < c.in; ++i) acc += float(wt.at(o * c.in + i)) * x.row(r)[i];
+          const float want = acc + (c.bias ? b.v[std::size_t(o)] : 0.0f);
+          ASSERT_EQ(std::memcmp(&want, &y.row(r)[o], sizeof want), 0)
+              << dtype_name(stored) << ", " << threads << " threads, row " << r << " output " << o;
+        }
+    }
   }
 }
 
