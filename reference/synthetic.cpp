@@ -149,6 +149,17 @@ const Preset kPresets[] = {
        c.rope_freq_factors = llama3_freq_factors(64, c.rope_theta, 32.0, 1.0, 4.0, 8192.0);
        return c;
      }},
+    // The 8B class nightly jobs serve (issue 54), from their config.json: Llama-3.1-8B, 32 layers,
+    // hidden 4096, 32 q / 8 kv heads of 128, ffn 14336, vocab 128256, untied, llama3 RoPE scaling
+    // with factor 8 (3.2's is 32); Qwen3-8B, 36 layers, hidden 4096, 32 q / 8 kv heads of 128, ffn
+    // 12288, vocab 151936, QK-norm, untied. 16.1 and 16.4 GB in bf16.
+    {"llama3.1-8b",
+     [] {
+       ModelConfig c = decoder(Family::llama, 32, 4096, 32, 8, 128, 14336, 128256);
+       c.rope_freq_factors = llama3_freq_factors(128, c.rope_theta, 8.0, 1.0, 4.0, 8192.0);
+       return c;
+     }},
+    {"qwen3-8b", [] { return decoder(Family::qwen3, 36, 4096, 32, 8, 128, 12288, 151936); }},
     {"gpt2-small", [] { return gpt2(12, 768, 12, 3072, 50257, 1024); }},
     // Qwen3-30B-A3B's config.json: 48 layers, hidden 2048, 32 q / 4 kv heads of 128, 128 experts of
     // width 768 (moe_intermediate_size), 8 per token, norm_topk_prob true; intermediate_size 6144
