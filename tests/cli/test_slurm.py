@@ -5,6 +5,7 @@ tasks each run `driftscope run ... --shard auto`, merges the shards' traces, and
 merged file equals the same matrix run on one machine, case for case: the same cases in the same
 order, the same exit codes, and every stage's statistics and reference tensors bit for bit.
 Skipped (exit 77) with the reason where the Slurm or munge programs are absent."""
+import ctypes
 import getpass
 import glob
 import os
@@ -31,6 +32,12 @@ SCHEDULER_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_
 def program(name):
     return shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/usr/bin/{name}") if os.path.exists(p)),
                                       None)
+
+
+def die_with_the_test():
+    # In the daemon, before exec: SIGTERM when the test's process ends, however it ends (a ctest
+    # timeout kills it with no cleanup), so no slurmctld, slurmd or munged outlives it.
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port():
@@ -102,7 +109,7 @@ PartitionName=driftscope Nodes={host} Default=YES MaxTime=INFINITE State=UP
         self.logs_open.append(log)
         # A session of its own: stop() ends each daemon and whatever it started.
         self.procs.append(subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True))
+                                           start_new_session=True, preexec_fn=die_with_the_test))
 
     def node_idle(self):
         p = subprocess.run([program("sinfo"), "-h", "-o", "%t"], env=self.env, capture_output=True, text=True)
