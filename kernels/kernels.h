@@ -97,7 +97,7 @@ struct KernelTable {
                     int pos0, int n_q, int n_kv, int head_dim, int q_ld, int kv_ld);
   // act[t, i] = half(silu(g) * u), g = gate[t * ld + i] (+ b_gate[i] when has_bias), likewise
   // u; ld is the row stride of gate / up (F, or 2F for a packed [gate | up] buffer). The
-  // candidate's gate_up GEMV already adds the bias, so it passes has_bias = false.
+  // candidate's gate_proj and up_proj GEMVs already add the bias, so it passes has_bias = false.
   void (*swiglu)(const void* gate, const void* up, const float* b_gate, const float* b_up, bool has_bias,
                  void* act, int T, int F, int ld);
   // y[i] = half(gelu_tanh(x[i])) over n elements (GPT-2's gelu_new); in place allowed.

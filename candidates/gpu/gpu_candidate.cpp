@@ -74,7 +74,8 @@ OpSet GpuCandidate::capabilities() const {
 
 std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kind) const {
   const std::vector<KernelStep> mlp = {{"ffn_norm", {"residual_1"}, {"ffn_norm"}},
-                                       {"gate_up", {"ffn_norm"}, {"gate", "up"}},
+                                       {"gate_proj", {"ffn_norm"}, {"gate"}},
+                                       {"up_proj", {"ffn_norm"}, {"up"}},
                                        {"swiglu", {"gate", "up"}, {"ffn_act"}},
                                        {"down_add", {"ffn_act", "residual_1"}, {"down", "residual_2"}}};
   std::vector<KernelStep> p;
@@ -124,10 +125,11 @@ std::vector<KernelStep> GpuCandidate::plan(const ModelConfig& cfg, BlockKind kin
   return p;
 }
 
-void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts) {
+void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts,
+                                 bool as_f32) {
   // Kept in the stored dtype when every part shares f32 / f16 / bf16; otherwise as f32.
   const DType dt = parts.front()->dtype();
-  bool same = dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
+  bool same = !as_f32 && (dt == DType::f32 || dt == DType::f16 || dt == DType::bf16);
   for (const Tensor* t : parts) same = same && t->dtype() == dt;
   const dsk::WType wt = !same               ? dsk::WType::f32
                         : dt == DType::f16  ? dsk::WType::f16
@@ -149,6 +151,15 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
     at += src.nbytes();
   }
   dev_[key] = {p, wt};
+}
+
+void GpuCandidate::upload_same_type(int l, const WeightStore& weights, std::vector<std::string_view> roles) {
+  // One launch reads these with a single WType (fused_qkv's q, k and v): each stays its own matrix,
+  // so on SIMT each is read in place, and a mixed set goes up as f32.
+  bool mixed = false;
+  for (std::string_view r : roles)
+    mixed = mixed || weights.layer(l, r).dtype() != weights.layer(l, roles[0]).dtype();
+  for (std::string_view r : roles) upload_matrix(layer_weight(l, r), {&weights.layer(l, r)}, mixed);
 }
 
 void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
@@ -233,23 +244,18 @@ void GpuCandidate::choose_kernels() {
 }
 
 std::vector<std::string_view> GpuCandidate::packed_roles(BlockKind kind) {
-  switch (kind) {
-    case BlockKind::decoder:
-    case BlockKind::gated_attn:
-      return {"attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight", "ffn_up.weight"};
-    case BlockKind::gdn:
-      return {"attn_qkv.weight",  "attn_gate.weight", "ssm_beta.weight",
-              "ssm_alpha.weight", "ffn_gate.weight",  "ffn_up.weight"};
-    default: return {};  // GPT-2's c_attn is stored packed; its MLP has no gate
-  }
+  // Decoder and gated-attention layers launch per stored matrix (fused_qkv takes q, k and v
+  // apart; gate and up are two GEMVs), and GPT-2's c_attn is stored packed: nothing to copy.
+  if (kind == BlockKind::gdn)
+    return {"attn_qkv.weight", "attn_gate.weight", "ssm_beta.weight", "ssm_alpha.weight"};
+  return {};
 }
 
 void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
-  // Packed [q | k | v]: one buffer, as a fused checkpoint stores it. A gated-attention layer's
-  // q part is q_proj as stored, [q | gate] per head (2 H d rows).
-  upload_matrix(n("attn_qkv.packed"), {&weights.layer(l, "attn_q.weight"), &weights.layer(l, "attn_k.weight"),
-                                       &weights.layer(l, "attn_v.weight")});
+  // q, k and v as stored (a gated-attention layer's q is q_proj, [q | gate] per head, 2 H d rows):
+  // fused_qkv takes the three apart, so none is packed into a copy.
+  upload_same_type(l, weights, {"attn_q.weight", "attn_k.weight", "attn_v.weight"});
   upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
   for (std::string_view v : {"attn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
                              "attn_k.bias", "attn_v.bias", "attn_output.bias"})
@@ -262,16 +268,9 @@ void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
 
 void GpuCandidate::load_mlp(int l, const WeightStore& weights) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
-  // Packed [gate | up]: one GEMV for both.
-  upload_matrix(n("ffn_gate_up.packed"),
-                {&weights.layer(l, "ffn_gate.weight"), &weights.layer(l, "ffn_up.weight")});
-  upload_matrix(n("ffn_down.weight"), {&weights.layer(l, "ffn_down.weight")});
-  if (const Tensor* bg = weights.find_layer(l, "ffn_gate.bias")) {
-    const Tensor packed =
-        Tensor::concat_rows(bg->to(DType::f32).reshaped({bg->numel(), 1}),
-                            weights.layer(l, "ffn_up.bias").to(DType::f32).reshaped({bg->numel(), 1}));
-    upload_vector(n("ffn_gate_up.bias"), packed);
-  }
+  // gate and up as stored, one GEMV each: a packed [gate | up] would be a copy of both.
+  for (std::string_view m : {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"})
+    upload_matrix(n(m), {&weights.layer(l, m)});
   for (std::string_view v : {"ffn_norm.weight", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
     if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
 }
@@ -377,10 +376,8 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
             D);
     outputs["logits"] = y.f16(T, c.vocab);
   } else if (s == "fused_qkv") {
-    const dsk::WType wt = wt_of(l, "attn_qkv.packed");
-    const char* wq = static_cast<const char*>(mat(l, "attn_qkv.packed"));
-    const char* wk = wq + std::size_t(Q) * D * wsize(wt);
-    const char* wv = wk + std::size_t(KV) * D * wsize(wt);
+    const dsk::WType wt = wt_of(l, "attn_q.weight");  // upload_same_type: q, k and v share it
+    const void *wq = mat(l, "attn_q.weight"), *wk = mat(l, "attn_k.weight"), *wv = mat(l, "attn_v.weight");
     DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
     k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
@@ -450,14 +447,13 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
     DevBuf x = up("fc");
     k_.gelu(x.get(), x.get(), T * F);
     outputs["gelu"] = x.f16(T, F);
-  } else if (s == "gate_up") {
-    // One GEMV over the packed [gate | up] weight, bias added in f32 in its epilogue.
-    DevBuf x = up("ffn_norm"), gu = buf(std::int64_t(T) * 2 * F);
-    k_.gemv(mat(l, "ffn_gate_up.packed"), wt_of(l, "ffn_gate_up.packed"), x.get(), vec(l, "ffn_gate_up.bias"),
-            gu.get(), nullptr, T, 2 * F, D);
-    const Tensor both = gu.f16(T, 2 * F);
-    outputs["gate"] = f16_columns(both, 0, F);
-    outputs["up"] = f16_columns(both, F, F);
+  } else if (s == "gate_proj" || s == "up_proj") {
+    // gate and up each a GEMV over its stored matrix, bias added in f32 in the epilogue.
+    const std::string_view role = s == "gate_proj" ? "ffn_gate" : "ffn_up";
+    DevBuf x = up("ffn_norm"), y = buf(std::int64_t(T) * F);
+    k_.gemv(mat(l, fmt::format("{}.weight", role)), wt_of(l, fmt::format("{}.weight", role)), x.get(),
+            vec(l, fmt::format("{}.bias", role)), y.get(), nullptr, T, F, D);
+    outputs[step.outputs[0]] = y.f16(T, F);
   } else if (s == "swiglu") {
     DevBuf g = up("gate"), u = up("up"), act = buf(std::int64_t(T) * F);
     k_.swiglu(g.get(), u.get(), vec(l, "ffn_gate.bias"), vec(l, "ffn_up.bias"), false, act.get(), T, F, F);

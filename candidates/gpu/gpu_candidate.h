@@ -4,14 +4,15 @@
 //
 // Stage map (decoder layer), one KernelStep per launch or fused group:
 //   attn_norm       rmsnorm                       x -> attn_norm
-//   fused_qkv       fused_qkv (bias in f32)       attn_norm -> q, k, v
+//   fused_qkv       fused_qkv (bias in f32), q, k and v as stored
+//                                                 attn_norm -> q, k, v
 //   qk_norm         qk_norm (qwen3)               q, k -> q_norm, k_norm
 //   rope            rope, in place on q and k     q|q_norm, k|k_norm -> q_rope, k_rope
 //   attention       attention                     q_rope, cache:k_rope, cache:v -> attn
 //   o_proj_add      gemv + chain-add epilogue     attn, x -> attn_out, residual_1
 //   ffn_norm        rmsnorm                       residual_1 -> ffn_norm
-//   gate_up         gemv over packed [gate | up], bias in the epilogue (f32)
-//                                                 ffn_norm -> gate, up
+//   gate_proj       gemv + bias in the epilogue (f32)  ffn_norm -> gate
+//   up_proj         gemv + bias in the epilogue (f32)  ffn_norm -> up
 //   swiglu          swiglu (no bias: the GEMV added it)   gate, up -> ffn_act
 //   down_add        gemv + chain-add epilogue     ffn_act, residual_1 -> down, residual_2
 //
@@ -28,7 +29,7 @@
 //
 // Stage map (Qwen3-Next gated full-attention layer; gpu_hybrid.cpp):
 //   attn_norm       rmsnorm, (1 + w)              x -> attn_norm
-//   q_proj          fused_qkv over packed [q_proj (2 H d rows, [q | gate] per head) | k | v]
+//   q_proj          fused_qkv over q_proj (2 H d rows, [q | gate] per head), k and v
 //                                                 attn_norm -> q, attn_gate, k, v
 //   qk_norm         qk_norm, (1 + w)              q, k -> q_norm, k_norm
 //   rope            rope on the first rotary_dim of each head (partial, neox)
@@ -129,9 +130,9 @@ class GpuCandidate final : public Candidate {
   // read where the model holds it, so the candidate (and its child process, through fork) adds
   // no copy of it. Kernels only read weights; Candidate::load's contract keeps them alive.
   bool reads_weights_in_place() const { return std::string_view(k_.backend) == "simt"; }
-  // The stored matrices of a layer that load() packs with others into one buffer ([q | k | v],
-  // [gate | up], GDN's [qkv | z] and [beta | alpha]), by block kind. On SIMT every other matrix
-  // is read in place and these are copied: the memory estimate counts them.
+  // The stored matrices of a layer that load() packs with others into one buffer (GDN's
+  // [qkv | z] and [beta | alpha]), by block kind. On SIMT every other matrix is read in place and
+  // these are copied: the memory estimate counts them.
   static std::vector<std::string_view> packed_roles(BlockKind kind);
   // Whether the last load() chose the checked flavour of the kernels (gpu/checked_kernels.h): the
   // simt candidate under the hazard checker alone (`--simt-racecheck` without `--race-check`) or the
@@ -180,7 +181,10 @@ class GpuCandidate final : public Candidate {
   std::vector<float> gdn_slot(const Tensor& prev) const;
   Tensor gdn_state_stage(const std::vector<float>& state) const;
   float norm_offset() const { return cfg_.norm_plus_one ? 1.0f : 0.0f; }  // (1 + w) norms
-  void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts);
+  // as_f32: converted to f32 whatever the parts' dtype (a copy).
+  void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts, bool as_f32 = false);
+  // Layer l's matrices `roles`, each its own; one launch reads them with one WType.
+  void upload_same_type(int l, const WeightStore& weights, std::vector<std::string_view> roles);
   void upload_vector(const std::string& key, const Tensor& t);
   void free_all();
 

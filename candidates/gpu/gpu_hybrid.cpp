@@ -63,11 +63,8 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
   if (s == "q_proj") {
     // Gated attention: q_proj's rows are [q | gate] per head, so its output row is too.
     const int Q = c.q_dim(), KV = c.kv_dim(), d = c.head_dim, H = c.n_heads;
-    const dsk::WType wt = wt_of("attn_qkv.packed");
-    const std::size_t es = wt == dsk::WType::f32 ? 4 : 2;
-    const char* wq = static_cast<const char*>(mat(l, "attn_qkv.packed"));
-    const char* wk = wq + std::size_t(2 * Q) * D * es;
-    const char* wv = wk + std::size_t(KV) * D * es;
+    const dsk::WType wt = wt_of("attn_q.weight");  // upload_same_type: q, k and v share it
+    const void *wq = mat(l, "attn_q.weight"), *wk = mat(l, "attn_k.weight"), *wv = mat(l, "attn_v.weight");
     DevBuf x = up("attn_norm"), qg = buf(std::int64_t(T) * 2 * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
     k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),

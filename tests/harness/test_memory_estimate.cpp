@@ -90,16 +90,24 @@ TEST(MemoryEstimate, ACandidateReadingInPlaceAddsNoCopy) {
 }
 
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
-// simt reads the weights in place but packs [q | k | v] and [gate | up] into buffers of its own.
-TEST(MemoryEstimate, SimtCountsTheMatricesItPacks) {
+// simt reads a decoder's weights in place (q, k, v, gate and up each as stored) and packs only a
+// GDN layer's [qkv | z] and [beta | alpha] into buffers of its own.
+TEST(MemoryEstimate, SimtCountsOnlyTheMatricesItPacks) {
   RunOptions o;
   CandidateMemory bare{"simt", DType::f16}, simt{"simt", DType::f16};
   bare.in_place = simt.in_place = true;
   simt.copied_roles = gpu::GpuCandidate::packed_roles;
-  const ModelConfig cfg = ref::load_config("synthetic:llama3.2-1b");
-  // Llama 3.2 1B: 16 layers of q [2048, 2048], k and v [512, 2048], gate and up [8192, 2048], bf16.
-  const std::uint64_t packed = 16ull * (2048 * 2048 + 2 * 512 * 2048 + 2 * 8192 * 2048);
-  EXPECT_EQ(estimate_memory(cfg, 2, o, simt).total() - estimate_memory(cfg, 2, o, bare).total(), packed * 2);
+  const ModelConfig dense = ref::load_config("synthetic:llama3.2-1b");
+  EXPECT_EQ(estimate_memory(dense, 2, o, simt).total(), estimate_memory(dense, 2, o, bare).total());
+  const ModelConfig hybrid = ref::load_config("synthetic:qwen3-next-80b-a3b", 4);
+  std::uint64_t packed = 0;
+  for (int l = 0; l < hybrid.n_layers; ++l)
+    if (hybrid.block_kind(l) == BlockKind::gdn)
+      packed += std::uint64_t(hybrid.hidden) *
+                (hybrid.gdn_conv_dim() + hybrid.gdn_value_dim() + 2 * std::uint64_t(hybrid.gdn_v_heads));
+  ASSERT_GT(packed, 0u);
+  EXPECT_EQ(estimate_memory(hybrid, 2, o, simt).total() - estimate_memory(hybrid, 2, o, bare).total(),
+            packed * 2);
 }
 #endif
 
