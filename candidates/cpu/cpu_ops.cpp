@@ -49,24 +49,32 @@ WeightMat::WeightMat(const Tensor& t)
 }
 
 const float* WeightMat::row(std::int64_t r, std::vector<float>& scratch) const {
-  const std::int64_t at = r * cols;
+  const std::size_t at = std::size_t(r * cols), n = std::size_t(cols);
   if (dtype_ == DType::f32) return reinterpret_cast<const float*>(data_) + at;
-  scratch.resize(std::size_t(cols));
-  for (std::int64_t i = 0; i < cols; ++i) {
-    const std::byte* e = data_ + std::size_t(at + i) * dtype_size(dtype_);
-    float v = 0;
-    if (dtype_ == DType::f64) {
+  scratch.resize(n);
+  float* out = scratch.data();
+  // One loop per dtype, chosen once per row: memcpy reads an element whatever the alignment.
+  if (dtype_ == DType::f64) {
+    for (std::size_t i = 0; i < n; ++i) {
       double d;
-      std::memcpy(&d, e, sizeof d);
-      v = float(d);
-    } else {
-      std::uint16_t bits;
-      std::memcpy(&bits, e, sizeof bits);
-      v = dtype_ == DType::f16 ? f16_to_f32(bits) : bf16_to_f32(bits);
+      std::memcpy(&d, data_ + (at + i) * sizeof d, sizeof d);
+      out[i] = float(d);
     }
-    scratch[std::size_t(i)] = v;
+    return out;
   }
-  return scratch.data();
+  const std::byte* bits = data_ + at * sizeof(std::uint16_t);
+  auto each = [&](auto convert) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint16_t b;
+      std::memcpy(&b, bits + i * sizeof b, sizeof b);
+      out[i] = convert(b);
+    }
+  };
+  if (dtype_ == DType::f16)
+    each([](std::uint16_t b) { return f16_to_f32(b); });
+  else
+    each([](std::uint16_t b) { return bf16_to_f32(b); });
+  return out;
 }
 
 Mat WeightMat::to_mat() const {

@@ -250,8 +250,14 @@ std::string opened_path(int pid, int dirfd, std::uint64_t address) {
   return out.empty() ? "/" : out;
 }
 
-// Whether Landlock lets the sandbox write `path`: under `writable` or /dev (the directory holding
-// it resolved, so a symlink into either counts as in it).
+// `dir` with its symlinks resolved, or as given when it cannot be.
+std::string resolved_dir(const std::string& dir) {
+  char real[PATH_MAX];
+  return !dir.empty() && ::realpath(dir.c_str(), real) != nullptr ? std::string(real) : dir;
+}
+
+// Whether Landlock lets the sandbox write `path`: under `writable` (resolved_dir's) or /dev (the
+// directory holding `path` resolved, so a symlink into either counts as in it).
 bool may_write(const std::string& path, const std::string& writable) {
   std::string where = path;
   if (const std::size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
@@ -259,10 +265,8 @@ bool may_write(const std::string& path, const std::string& writable) {
     if (::realpath(path.substr(0, slash).c_str(), real) != nullptr)
       where = std::string(real) + path.substr(slash);
   }
-  char real_writable[PATH_MAX];
-  const std::string dir = ::realpath(writable.c_str(), real_writable) != nullptr ? real_writable : writable;
   const auto under = [&](const std::string& d) { return !d.empty() && where.rfind(d + "/", 0) == 0; };
-  return under(dir) || under("/dev");
+  return under(writable) || under("/dev");
 }
 
 // No exec (but of `only_exec`, the exact pointer the caller is about to pass to execve, when given;
@@ -330,7 +334,7 @@ void forbid_calls(bool any_exec, const char* only_exec, bool fail_with_errno) {
   const int listener =
       int(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
   if (listener >= 0) {
-    const std::string writable = g_options ? g_options->writable_dir : std::string();
+    const std::string writable = g_options ? resolved_dir(g_options->writable_dir) : std::string();
     std::thread([listener, writable] {
       for (;;) {
         seccomp_notif req{};

@@ -271,6 +271,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     }
     if (o.exit_code == kExitCrashed) out.crashed = true;
     Finding f;
+    f.from_check_part = true;
     f.kind = part_kind(p.name, o.exit_code, o.first_failure);
     // Memcheck's read of bytes nothing wrote is the class poison runs name `uninit`, with its line.
     if (f.kind == "memory" && o.verdict.find(simt::memcheck_uninit_note) != std::string::npos)

@@ -313,9 +313,9 @@ void merge_uninit(std::vector<Finding>& findings) {
         ++j;
         continue;
       }
-      Finding& memcheck = findings[i].evidence.contains("part") ? findings[i] : findings[j];
+      Finding& memcheck = findings[i].from_check_part ? findings[i] : findings[j];
       Finding& poison = &memcheck == &findings[i] ? findings[j] : findings[i];
-      if (!memcheck.evidence.contains("part") || poison.evidence.contains("part")) {
+      if (!memcheck.from_check_part || poison.from_check_part) {
         ++j;
         continue;
       }

@@ -30,6 +30,7 @@ struct Finding {
   Mode mode = Mode::isolated;
   int occurrences = 1;  // calls of the stage (steps x layers) showing the same thing
   nlohmann::json evidence = nlohmann::json::object();
+  bool from_check_part = false;  // a part of the check battery's, not one of verify's own checks
 };
 
 // Whether launch `l` is one of those that made the call of `stage` at step, layer and mode.

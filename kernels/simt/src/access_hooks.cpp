@@ -30,7 +30,7 @@ namespace {
 [[gnu::always_inline]] inline void seen(const void* p, std::size_t n, bool write, const void* pc) {
   // Memcheck's launch, or a store of host code that marks a block's bytes written (memcheck.h).
   if (simt::detail::g_memcheck_launch.load(std::memory_order_relaxed) ||
-      simt::detail::g_memcheck_blocks.load(std::memory_order_relaxed)) [[unlikely]] {
+      simt::detail::g_memcheck_live_blocks.load(std::memory_order_relaxed) != 0) [[unlikely]] {
     if (!simt::detail::memcheck_access(p, n, write, pc)) return;  // memcheck's alone (memcheck.h)
   }
   if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))

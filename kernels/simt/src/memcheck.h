@@ -51,9 +51,10 @@ constexpr unsigned char kShadowWatched = 0xF8;
 extern std::atomic<bool> g_shadow_mapped;
 // True while a memcheck launch runs: the hooks then check every access they see.
 extern std::atomic<bool> g_memcheck_launch;
-// True once memcheck handed out a guarded block: from then on the hooks mark the stores of
-// instrumented host code too, and copies and memsets mark what they write.
-extern std::atomic<bool> g_memcheck_blocks;
+// Guarded blocks live (handed out, not yet freed): while there are any, the hooks mark the stores
+// of instrumented host code too, and copies and memsets mark what they write. A later launch of a
+// process whose memcheck blocks are all freed pays nothing for them.
+extern std::atomic<std::size_t> g_memcheck_live_blocks;
 
 // A guarded block of `bytes` (simt::malloc under Config::memcheck with a shadow mapped), asked for
 // at `file`:`line` (static storage), which its findings name.

@@ -18,7 +18,7 @@
 namespace simt::detail {
 
 std::atomic<bool> g_shadow_mapped{false};
-std::atomic<bool> g_memcheck_blocks{false};
+std::atomic<std::size_t> g_memcheck_live_blocks{0};
 
 namespace {
 
@@ -135,9 +135,9 @@ void* guarded_malloc(std::size_t bytes, const char* file, unsigned line) {
   const std::uintptr_t base = lo + g.red_zone;
   fill_shadow(lo, lo + span_of(g), kShadowRedZone);
   unwritten_shadow_of(base, bytes);
-  g_memcheck_blocks.store(true, std::memory_order_relaxed);
   std::lock_guard lock(g_mutex);
   live()[base] = g;
+  g_memcheck_live_blocks.fetch_add(1, std::memory_order_relaxed);
   return reinterpret_cast<void*>(base);
 }
 
@@ -147,6 +147,7 @@ bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset) {
   if (auto it = live().find(a); it != live().end()) {
     const Freed f{a, it->second, by_reset};
     live().erase(it);
+    g_memcheck_live_blocks.fetch_sub(1, std::memory_order_relaxed);
     fill_shadow(a, a + round_up(f.g.bytes, kAlign), kShadowFreed);
     forget_partly_written(a, a + f.g.bytes);
     quarantine().push_back(f);
@@ -284,7 +285,7 @@ AddressPlace place_of(std::uintptr_t addr) {
 }
 
 void note_written(std::uintptr_t lo, std::uintptr_t hi) {
-  if (!g_memcheck_blocks.load(std::memory_order_relaxed) || hi <= lo) return;
+  if (g_memcheck_live_blocks.load(std::memory_order_relaxed) == 0 || hi <= lo) return;
   std::unique_lock lock(g_mutex, std::defer_lock);
   for (std::uintptr_t g = lo & ~std::uintptr_t{7}; g < hi; g += 8) {
     unsigned char* s = shadow_of(g);
@@ -312,7 +313,7 @@ void note_written(std::uintptr_t lo, std::uintptr_t hi) {
 }
 
 std::uintptr_t first_unwritten(std::uintptr_t lo, std::uintptr_t hi) {
-  if (!g_memcheck_blocks.load(std::memory_order_relaxed) || hi <= lo) return 0;
+  if (g_memcheck_live_blocks.load(std::memory_order_relaxed) == 0 || hi <= lo) return 0;
   std::lock_guard lock(g_mutex);
   for (std::uintptr_t g = lo & ~std::uintptr_t{7}; g < hi; g += 8) {
     const unsigned char s = *shadow_of(g);
@@ -328,7 +329,7 @@ std::uintptr_t first_unwritten(std::uintptr_t lo, std::uintptr_t hi) {
 }
 
 void assume_all_written() {
-  if (!g_memcheck_blocks.load(std::memory_order_relaxed)) return;
+  if (g_memcheck_live_blocks.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard lock(g_mutex);
   for (auto& [base, g] : live())
     if (std::exchange(g.may_be_unwritten, false)) own_shadow(base, g.bytes);
