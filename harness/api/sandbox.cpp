@@ -38,7 +38,7 @@ namespace {
 struct SharedPage {
   std::atomic<int> blocked_nr{-1};
   std::atomic<int> blocked_arg{-1};
-  char blocked_path[1024] = {};  // a write refused outside the temp dir: the path it opened
+  char blocked_path[1024] = {};  // a change refused outside the temp dir: the path it named
   char missing[3000] = {};
 };
 SharedPage* g_page = nullptr;
@@ -269,6 +269,66 @@ bool may_write(const std::string& path, const std::string& writable) {
   return under(writable) || under("/dev");
 }
 
+#if defined(__x86_64__)
+// The calls that create, remove, rename or truncate a path (or open one, openat2, whose flags the
+// filter cannot read): each goes to the listener, which names the path when it is outside the temp dir.
+constexpr long kPathChanges[] = {__NR_creat,     __NR_mkdir,    __NR_mkdirat, __NR_rmdir,
+                                 __NR_unlink,    __NR_unlinkat, __NR_rename,  __NR_renameat,
+                                 __NR_renameat2, __NR_truncate, __NR_openat2};
+
+// openat2's `struct open_how` starts with its u64 flags; 0 when they cannot be read.
+std::uint64_t open_how_flags(int pid, std::uint64_t address) {
+  const int mem = ::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (mem < 0) return 0;
+  std::uint64_t flags = 0;
+  if (::pread(mem, &flags, sizeof flags, off_t(address)) != ssize_t(sizeof flags)) flags = 0;
+  ::close(mem);
+  return flags;
+}
+
+// The listener's answer to one call: a path it changes under the temp dir (or /dev) goes on
+// (Landlock still decides); one elsewhere is recorded and fails with EACCES, as Landlock fails it;
+// an exec or a socket is recorded and fails with EPERM.
+void answer(const seccomp_notif& req, const std::string& writable, seccomp_notif_resp& resp) {
+  constexpr std::uint64_t kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+  const int pid = int(req.pid), nr = int(req.data.nr);
+  const auto* a = req.data.args;
+  // (dirfd, path address) of every path the call changes.
+  std::vector<std::pair<int, std::uint64_t>> paths;
+  switch (nr) {
+    case __NR_open:
+    case __NR_creat:
+    case __NR_mkdir:
+    case __NR_rmdir:
+    case __NR_unlink:
+    case __NR_truncate: paths = {{AT_FDCWD, a[0]}}; break;
+    case __NR_openat:
+    case __NR_mkdirat:
+    case __NR_unlinkat: paths = {{int(a[0]), a[1]}}; break;
+    case __NR_openat2:
+      if ((open_how_flags(pid, a[2]) & kWrites) != 0) paths = {{int(a[0]), a[1]}};
+      break;
+    case __NR_rename: paths = {{AT_FDCWD, a[0]}, {AT_FDCWD, a[1]}}; break;
+    case __NR_renameat:
+    case __NR_renameat2: paths = {{int(a[0]), a[1]}, {int(a[2]), a[3]}}; break;
+    default:  // exec, socket
+      record_blocked(nr, int(a[0]));
+      resp.error = -EPERM;
+      return;
+  }
+  for (const auto& [dirfd, address] : paths) {
+    const std::string path = opened_path(pid, dirfd, address);
+    if (!path.empty() && !may_write(path, writable)) {
+      record_blocked(nr, -1, path);
+      resp.error = -EACCES;
+      return;
+    }
+  }
+  resp.error = 0;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+}
+#endif
+
 // No exec (but of `only_exec`, the exact pointer the caller is about to pass to execve, when given;
 // every exec when `any_exec`) and no socket but AF_UNIX. A plugin's process is stopped at such a call
 // and it is named (SIGSYS, the shared page); a Python candidate's sees it fail with EPERM, which its
@@ -291,7 +351,7 @@ void forbid_calls(bool any_exec, const char* only_exec, bool fail_with_errno) {
     if (name_writes) {
       f.if_equal(__NR_open, "open", "next");
       f.if_equal(__NR_openat, "openat", "next");
-      f.if_equal(__NR_creat, "deny", "next");
+      for (const long nr : kPathChanges) f.if_equal(std::uint32_t(nr), "deny", "next");
     }
     f.if_equal(__NR_socket, "socket", "allow");
     f.mark("socket");
@@ -344,22 +404,7 @@ void forbid_calls(bool any_exec, const char* only_exec, bool fail_with_errno) {
         }
         seccomp_notif_resp resp{};
         resp.id = req.id;
-        resp.error = -EPERM;
-        const int nr = int(req.data.nr);
-        if (nr == __NR_open || nr == __NR_openat || nr == __NR_creat) {
-          const bool at = nr == __NR_openat;
-          const std::string path = opened_path(int(req.pid), at ? int(req.data.args[0]) : AT_FDCWD,
-                                               at ? req.data.args[1] : req.data.args[0]);
-          if (path.empty() || may_write(path, writable)) {
-            resp.error = 0;
-            resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-          } else {
-            record_blocked(nr, -1, path);
-            resp.error = -EACCES;
-          }
-        } else {
-          record_blocked(nr, int(req.data.args[0]));
-        }
+        answer(req, writable, resp);
         ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
       }
     }).detach();
@@ -480,7 +525,17 @@ std::string call_name(int nr, int arg) {
                                : fmt::format("socket(domain {})", arg);
     case __NR_open:
     case __NR_openat:
+    case __NR_openat2:
     case __NR_creat: return fmt::format("open('{}') for writing", g_page ? g_page->blocked_path : "");
+    case __NR_mkdir:
+    case __NR_mkdirat: return fmt::format("mkdir('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_rmdir: return fmt::format("rmdir('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_unlink:
+    case __NR_unlinkat: return fmt::format("unlink('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_rename:
+    case __NR_renameat:
+    case __NR_renameat2: return fmt::format("rename touching '{}'", g_page ? g_page->blocked_path : "");
+    case __NR_truncate: return fmt::format("truncate('{}')", g_page ? g_page->blocked_path : "");
 #endif
     default: return fmt::format("system call {}", nr);
   }

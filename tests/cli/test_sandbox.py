@@ -63,6 +63,29 @@ class Sandbox(unittest.TestCase):
                 self.assertNotIn("sandbox: not applied", p.stdout)
                 self.assertEqual(self.written(), [])
 
+    def test_a_path_created_removed_or_renamed_outside_the_temp_dir_is_stopped_and_named(self):
+        # Landlock refuses each (EACCES) whatever the listener says; the listener names the path, so
+        # a plugin that ignores the error still crashes the step, naming the call.
+        cases = [  # (fault, what the crash names)
+            ("fault-run-mkdir", f"the sandbox blocked mkdir('{self.target}.dir')"),
+            ("fault-run-unlink", f"the sandbox blocked unlink('{self.target}')"),
+            ("fault-run-rename", f"the sandbox blocked rename touching '{self.target}'"),
+        ]
+        for fault, names in cases:
+            with self.subTest(fault=fault):
+                with open(self.target, "w") as f:
+                    f.write("kept")
+                p = self.run_cli("run", *TINY, "--candidate", f"{FAULTS}:{fault}", "--sandbox")
+                self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+                self.assertIn(names, p.stdout)
+                self.assertEqual(self.written(), ["written-by-the-candidate"])  # nothing made, moved or gone
+                with open(self.target) as f:
+                    self.assertEqual(f.read(), "kept")
+        # Unconfined, the same plugin does what it says: the test would see it.
+        p = self.run_cli("run", *TINY, "--candidate", f"{FAULTS}:fault-run-mkdir")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("written-by-the-candidate.dir", self.written())
+
     def test_the_sandbox_dir_is_removed_after_sigterm_and_after_sigkill_by_the_next_run(self):
         # The candidate's temp dir is a scratch dir: removed by the handler on SIGTERM, and, since a
         # SIGKILL leaves it, by the next sandboxed run (its name carries the dead run's pid).

@@ -155,6 +155,10 @@ class Fault final : public ds::Candidate {
     if (fault_ == "write") {
       if (FILE* out = std::fopen((base + ".written").c_str(), "w")) std::fclose(out);
     }
+    // The other ways to change a path outside the temp dir: each named by the sandbox's listener.
+    if (fault_ == "mkdir") (void)::mkdir((base + ".dir").c_str(), 0755);
+    if (fault_ == "unlink") (void)::unlink(base.c_str());
+    if (fault_ == "rename") (void)std::rename(base.c_str(), (base + ".renamed").c_str());
     if (fault_ == "write-tmp") {  // where TMPDIR points: the sandbox's own dir, allowed
       const char* tmp = std::getenv("TMPDIR");
       if (FILE* out = std::fopen((std::string(tmp ? tmp : "/tmp") + "/scratch.bin").c_str(), "w")) {
@@ -236,4 +240,7 @@ DRIFTSCOPE_PLUGIN(
     {"fault-run-socket", [] { return make<When::run>("fault-run-socket", "socket"); }},
     {"fault-run-write", [] { return make<When::run>("fault-run-write", "write"); }},
     {"fault-run-write-tmp", [] { return make<When::run>("fault-run-write-tmp", "write-tmp"); }},
+    {"fault-run-mkdir", [] { return make<When::run>("fault-run-mkdir", "mkdir"); }},
+    {"fault-run-unlink", [] { return make<When::run>("fault-run-unlink", "unlink"); }},
+    {"fault-run-rename", [] { return make<When::run>("fault-run-rename", "rename"); }},
     {"fault-load-shell", [] { return make<When::load>("fault-load-shell", "shell"); }})
