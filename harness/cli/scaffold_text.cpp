@@ -86,6 +86,13 @@ const std::vector<ScaffoldKind>& scaffold_kinds() {
        "conv_dim, float q_scale, float eps)",
        kQwen35,
        {}},
+      {"gdn_gates",
+       "beta, g",
+       "void NAME(float* beta, float* g, const float* x, const float* Wb, const float* Wa, const float* "
+       "a_neg, "
+       "const float* dt_bias, int tokens, int hidden, int v_heads)",
+       kQwen35,
+       {}},
       {"gdn",
        "gdn_out, gdn_state",
        "void NAME(float* out, float* state, const float* q, const float* k, const float* v, const float* g, "

@@ -90,7 +90,7 @@ def main():
 
         # Map errors: exit 2 before any build, naming the file and the field.
         for stage_map, wanted in (("unknown_kind.yaml", ["field 'kind'", "'conv2d'",
-                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding, attention, qk_norm, qkv, gated_norm, conv, l2norm, gdn"]),
+                                                           "rmsnorm, gemv, rope, swiglu, layernorm, gelu, residual, embedding, attention, qk_norm, qkv, gated_norm, conv, l2norm, gdn_gates, gdn"]),
                                   ("extra_field.yaml", ["unknown field 'stages'"]),
                                   ("no_entry.yaml", ["field 'entry' is missing"]),
                                   ("bf16.yaml", ["field 'dtype'", "'bf16' is neither f32"]),

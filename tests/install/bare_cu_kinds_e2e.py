@@ -57,6 +57,10 @@ KINDS = [
     # probe feeds one.
     ("l2norm", "synthetic:qwen35-tiny", ("rsqrtf(sum_sq + eps)", "rsqrtf(sum_sq)", "the epsilon left out"),
      (0, 0, "q_l2")),
+    # Without dt_bias the decay's softplus is taken of the bare projection: g is off at every token.
+    ("gdn_gates", "synthetic:qwen35-tiny", ("const float a = u + dt_bias[h];", "const float a = u;",
+                                            "dt_bias left out of the decay"),
+     (0, 0, "g")),
     # The recurrence is handed its previous step's state: one that starts each call from zeros
     # passes the prefill and fails the first decode step.
     ("gdn", "synthetic:qwen35-tiny",
