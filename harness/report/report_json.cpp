@@ -9,7 +9,7 @@ namespace ds {
 
 namespace {
 // JSON has no NaN or infinity: those become the strings "nan", "inf", "-inf".
-nlohmann::json num(double v) {
+nlohmann::json json_number(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return v;
@@ -37,26 +37,26 @@ nlohmann::json stage_json(const StageResult& r) {
   if (r.status == Status::pass || r.status == Status::fail || r.status == Status::nan ||
       is_run_finding(r.status)) {
     j["metrics"] = {{"numel", m.numel},
-                    {"max_abs", num(m.max_abs)},
+                    {"max_abs", json_number(m.max_abs)},
                     {"max_abs_index", m.max_abs_index},
                     {"max_abs_coords", coords(m.max_abs_index, r.shape)},
-                    {"max_abs_ref", num(m.max_abs_ref)},
-                    {"max_abs_cand", num(m.max_abs_cand)},
-                    {"mean_abs", num(m.mean_abs)},
-                    {"rms", num(m.rms)},
-                    {"max_rel", num(m.max_rel)},
-                    {"max_ulp", num(m.max_ulp)},
-                    {"mean_ulp", num(m.mean_ulp)},
+                    {"max_abs_ref", json_number(m.max_abs_ref)},
+                    {"max_abs_cand", json_number(m.max_abs_cand)},
+                    {"mean_abs", json_number(m.mean_abs)},
+                    {"rms", json_number(m.rms)},
+                    {"max_rel", json_number(m.max_rel)},
+                    {"max_ulp", json_number(m.max_ulp)},
+                    {"mean_ulp", json_number(m.mean_ulp)},
                     {"ulp_hist", m.ulp_hist},
-                    {"cosine", num(m.cosine)},
-                    {"nmse", num(m.nmse)},
-                    {"sqnr_db", num(m.sqnr_db)},
-                    {"ref_rms", num(m.ref_rms)},
+                    {"cosine", json_number(m.cosine)},
+                    {"nmse", json_number(m.nmse)},
+                    {"sqnr_db", json_number(m.sqnr_db)},
+                    {"ref_rms", json_number(m.ref_rms)},
                     {"mismatches", m.mismatches},
                     {"first_mismatch", m.first_mismatch},
                     {"first_mismatch_coords", coords(m.first_mismatch, r.shape)},
-                    {"first_ref", num(m.first_ref)},
-                    {"first_cand", num(m.first_cand)},
+                    {"first_ref", json_number(m.first_ref)},
+                    {"first_cand", json_number(m.first_cand)},
                     {"nan_ref", m.nan_ref},
                     {"nan_cand", m.nan_cand},
                     {"inf_ref", m.inf_ref},
@@ -64,32 +64,32 @@ nlohmann::json stage_json(const StageResult& r) {
                     {"first_nan", m.first_nan},
                     {"first_nan_coords", coords(m.first_nan, r.shape)},
                     {"inf_agree", m.inf_agree},
-                    {"min_atol", num(m.min_atol)},
-                    {"min_rtol", num(m.min_rtol)},
-                    {"atol", num(m.atol)},
-                    {"rtol", num(m.rtol)},
-                    {"floor_max_abs", num(r.floor_max_abs)},
-                    {"floor_rms", num(r.floor_rms)},
-                    {"floor_mean_abs", num(r.floor_mean_abs)},
-                    {"bias_slope", num(r.bias_slope)},
-                    {"bias_se", num(r.bias_se)},
+                    {"min_atol", json_number(m.min_atol)},
+                    {"min_rtol", json_number(m.min_rtol)},
+                    {"atol", json_number(m.atol)},
+                    {"rtol", json_number(m.rtol)},
+                    {"floor_max_abs", json_number(r.floor_max_abs)},
+                    {"floor_rms", json_number(r.floor_rms)},
+                    {"floor_mean_abs", json_number(r.floor_mean_abs)},
+                    {"bias_slope", json_number(r.bias_slope)},
+                    {"bias_se", json_number(r.bias_se)},
                     {"cand_hash", fmt::format("{:016x}", r.cand_hash)}};
     if (r.local.ran())
-      j["metrics"]["local"] = {{"max_abs", num(r.local.max_abs)},
-                               {"rms", num(r.local.rms)},
-                               {"noise_max_abs", num(r.local.noise_max_abs)},
-                               {"noise_rms", num(r.local.noise_rms)},
-                               {"scale", num(r.local.scale)},
-                               {"bias_slope", num(r.local.bias_slope)},
-                               {"bias_se", num(r.local.bias_se)},
-                               {"carried_max_abs", num(r.local.carried_max_abs)},
-                               {"carried_rms", num(r.local.carried_rms)}};
+      j["metrics"]["local"] = {{"max_abs", json_number(r.local.max_abs)},
+                               {"rms", json_number(r.local.rms)},
+                               {"noise_max_abs", json_number(r.local.noise_max_abs)},
+                               {"noise_rms", json_number(r.local.noise_rms)},
+                               {"scale", json_number(r.local.scale)},
+                               {"bias_slope", json_number(r.local.bias_slope)},
+                               {"bias_se", json_number(r.local.bias_se)},
+                               {"carried_max_abs", json_number(r.local.carried_max_abs)},
+                               {"carried_rms", json_number(r.local.carried_rms)}};
     if (r.local.ran() && r.local.groups > 0)
       j["metrics"]["local"]["group"] = {{"index", r.local.group},
                                         {"of", r.local.groups},
                                         {"width", r.local.group_width},
-                                        {"slope", num(r.local.group_slope)},
-                                        {"se", num(r.local.group_se)}};
+                                        {"slope", json_number(r.local.group_slope)},
+                                        {"se", json_number(r.local.group_se)}};
   }
   return j;
 }
