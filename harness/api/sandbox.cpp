@@ -209,13 +209,31 @@ class Filter {
 // The path process `pid` asked to open (a string at `address` of its memory), made absolute
 // against `dirfd` (AT_FDCWD: its working directory) and with "." and ".." taken out; "" when it
 // cannot be read.
+// The stopped caller's memory (the listener is another process): its call's arguments point there.
+class CallerMemory {
+ public:
+  explicit CallerMemory(int pid)
+      : fd_(::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC)) {}
+  ~CallerMemory() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  CallerMemory(const CallerMemory&) = delete;
+  CallerMemory& operator=(const CallerMemory&) = delete;
+  // Up to n bytes at `address` into `to`: how many, <= 0 when none could be read.
+  ssize_t read(std::uint64_t address, void* to, std::size_t n) const {
+    return fd_ < 0 ? -1 : ::pread(fd_, to, n, off_t(address));
+  }
+
+ private:
+  int fd_;
+};
+
 std::string opened_path(int pid, int dirfd, std::uint64_t address) {
-  const int mem = ::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
-  if (mem < 0) return "";
+  const CallerMemory mem(pid);
   std::string path;
   char buf[256];
   for (bool done = false; !done && path.size() < 4096;) {
-    const ssize_t n = ::pread(mem, buf, sizeof buf, off_t(address + path.size()));
+    const ssize_t n = mem.read(address + path.size(), buf, sizeof buf);
     if (n <= 0) {
       path.clear();
       break;
@@ -224,7 +242,6 @@ std::string opened_path(int pid, int dirfd, std::uint64_t address) {
     path.append(buf, nul ? std::size_t(nul - buf) : std::size_t(n));
     done = nul != nullptr;
   }
-  ::close(mem);
   if (path.empty()) return "";
   if (path[0] != '/') {
     const std::string link =
@@ -272,17 +289,15 @@ bool may_write(const std::string& path, const std::string& writable) {
 #if defined(__x86_64__)
 // The calls that create, remove, rename or truncate a path (or open one, openat2, whose flags the
 // filter cannot read): each goes to the listener, which names the path when it is outside the temp dir.
-constexpr long kPathChanges[] = {__NR_creat,     __NR_mkdir,    __NR_mkdirat, __NR_rmdir,
-                                 __NR_unlink,    __NR_unlinkat, __NR_rename,  __NR_renameat,
-                                 __NR_renameat2, __NR_truncate, __NR_openat2};
+constexpr long kPathChanges[] = {__NR_creat,    __NR_mkdir,  __NR_mkdirat,  __NR_rmdir,     __NR_unlink,
+                                 __NR_unlinkat, __NR_rename, __NR_renameat, __NR_renameat2, __NR_truncate,
+                                 __NR_openat2,  __NR_link,   __NR_linkat,   __NR_symlink,   __NR_symlinkat,
+                                 __NR_mknod,    __NR_mknodat};
 
 // openat2's `struct open_how` starts with its u64 flags; 0 when they cannot be read.
 std::uint64_t open_how_flags(int pid, std::uint64_t address) {
-  const int mem = ::open(fmt::format("/proc/{}/mem", pid).c_str(), O_RDONLY | O_CLOEXEC);
-  if (mem < 0) return 0;
   std::uint64_t flags = 0;
-  if (::pread(mem, &flags, sizeof flags, off_t(address)) != ssize_t(sizeof flags)) flags = 0;
-  ::close(mem);
+  if (CallerMemory(pid).read(address, &flags, sizeof flags) != ssize_t(sizeof flags)) flags = 0;
   return flags;
 }
 
@@ -309,6 +324,13 @@ void answer(const seccomp_notif& req, const std::string& writable, seccomp_notif
       if ((open_how_flags(pid, a[2]) & kWrites) != 0) paths = {{int(a[0]), a[1]}};
       break;
     case __NR_rename: paths = {{AT_FDCWD, a[0]}, {AT_FDCWD, a[1]}}; break;
+    // A link's new name is the path it makes; what it points at is not written.
+    case __NR_mknod: paths = {{AT_FDCWD, a[0]}}; break;
+    case __NR_mknodat: paths = {{int(a[0]), a[1]}}; break;
+    case __NR_link:
+    case __NR_symlink: paths = {{AT_FDCWD, a[1]}}; break;
+    case __NR_linkat: paths = {{int(a[2]), a[3]}}; break;
+    case __NR_symlinkat: paths = {{int(a[1]), a[2]}}; break;
     case __NR_renameat:
     case __NR_renameat2: paths = {{int(a[0]), a[1]}, {int(a[2]), a[3]}}; break;
     default:  // exec, socket
@@ -536,6 +558,12 @@ std::string call_name(int nr, int arg) {
     case __NR_renameat:
     case __NR_renameat2: return fmt::format("rename touching '{}'", g_page ? g_page->blocked_path : "");
     case __NR_truncate: return fmt::format("truncate('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_link:
+    case __NR_linkat: return fmt::format("link('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_symlink:
+    case __NR_symlinkat: return fmt::format("symlink('{}')", g_page ? g_page->blocked_path : "");
+    case __NR_mknod:
+    case __NR_mknodat: return fmt::format("mknod('{}')", g_page ? g_page->blocked_path : "");
 #endif
     default: return fmt::format("system call {}", nr);
   }

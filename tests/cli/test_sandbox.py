@@ -63,13 +63,16 @@ class Sandbox(unittest.TestCase):
                 self.assertNotIn("sandbox: not applied", p.stdout)
                 self.assertEqual(self.written(), [])
 
-    def test_a_path_created_removed_or_renamed_outside_the_temp_dir_is_stopped_and_named(self):
+    def test_a_path_created_removed_renamed_or_linked_outside_the_temp_dir_is_stopped_and_named(self):
         # Landlock refuses each (EACCES) whatever the listener says; the listener names the path, so
         # a plugin that ignores the error still crashes the step, naming the call.
         cases = [  # (fault, what the crash names)
             ("fault-run-mkdir", f"the sandbox blocked mkdir('{self.target}.dir')"),
             ("fault-run-unlink", f"the sandbox blocked unlink('{self.target}')"),
             ("fault-run-rename", f"the sandbox blocked rename touching '{self.target}'"),
+            ("fault-run-symlink", f"the sandbox blocked symlink('{self.target}.link')"),
+            ("fault-run-link", f"the sandbox blocked link('{self.target}.hard')"),
+            ("fault-run-mknod", f"the sandbox blocked mknod('{self.target}.fifo')"),
         ]
         for fault, names in cases:
             with self.subTest(fault=fault):

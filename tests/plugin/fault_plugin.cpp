@@ -159,6 +159,9 @@ class Fault final : public ds::Candidate {
     if (fault_ == "mkdir") (void)::mkdir((base + ".dir").c_str(), 0755);
     if (fault_ == "unlink") (void)::unlink(base.c_str());
     if (fault_ == "rename") (void)std::rename(base.c_str(), (base + ".renamed").c_str());
+    if (fault_ == "symlink") (void)::symlink("/etc/hostname", (base + ".link").c_str());
+    if (fault_ == "link") (void)::link(base.c_str(), (base + ".hard").c_str());
+    if (fault_ == "mknod") (void)::mknod((base + ".fifo").c_str(), S_IFIFO | 0600, 0);
     if (fault_ == "write-tmp") {  // where TMPDIR points: the sandbox's own dir, allowed
       const char* tmp = std::getenv("TMPDIR");
       if (FILE* out = std::fopen((std::string(tmp ? tmp : "/tmp") + "/scratch.bin").c_str(), "w")) {
@@ -243,4 +246,7 @@ DRIFTSCOPE_PLUGIN(
     {"fault-run-mkdir", [] { return make<When::run>("fault-run-mkdir", "mkdir"); }},
     {"fault-run-unlink", [] { return make<When::run>("fault-run-unlink", "unlink"); }},
     {"fault-run-rename", [] { return make<When::run>("fault-run-rename", "rename"); }},
+    {"fault-run-symlink", [] { return make<When::run>("fault-run-symlink", "symlink"); }},
+    {"fault-run-link", [] { return make<When::run>("fault-run-link", "link"); }},
+    {"fault-run-mknod", [] { return make<When::run>("fault-run-mknod", "mknod"); }},
     {"fault-load-shell", [] { return make<When::load>("fault-load-shell", "shell"); }})
