@@ -74,6 +74,9 @@ std::string ProgressMeter::line_locked(Clock::time_point now) const {
   const int total = layers_ * steps_;
   if ((!phase_.empty() && done_ == 0) || total <= 0)
     return fmt::format("{}: {}, {} elapsed", label_, phase_.empty() ? "running" : phase_, clock_text(part));
+  // More layers than announced (a batch file's sequences, which the caller could not count): no
+  // bar and no estimate, which would claim an end the meter does not know.
+  if (done_ > total) return fmt::format("{}: {} layers done, {} elapsed", label_, done_, clock_text(part));
   // done_ counts finished layer ticks; the one under way is the next.
   const int at = std::min(done_, total - 1);
   return fmt::format("{}: {} (step {}/{}, layer {}/{})", label_, progress_line(done_, total, part, 0.0),

@@ -61,6 +61,11 @@ TEST(ProgressMeter, NamesThePhaseThenTheStepAndLayer) {
   EXPECT_NE(m.line().find("(step 2/3, layer 2/24)"), std::string::npos) << m.line();
   m.begin("[3/9] odd widths", 0, 1);  // a model whose layers are unknown: a clock only
   EXPECT_EQ(m.line(), "[3/9] odd widths: starting, 0:00 elapsed");
+  // A batch file's sequences each run the layers: past the plan, a count without bar or estimate
+  // (it read "24/8 layers").
+  m.begin("[4/9] batches, GDN state slots", 2, 2);
+  for (int i = 0; i < 5; ++i) on("reference_layer");
+  EXPECT_EQ(m.line(), "[4/9] batches, GDN state slots: 5 layers done, 0:00 elapsed");
   std::fclose(sink);
 }
 
