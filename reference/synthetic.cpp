@@ -197,6 +197,24 @@ const Preset kPresets[] = {
     // And Qwen3-MoE's: 7 experts of width 170, 3 per token (no power of two anywhere in the routing).
     {"qwen3moe-tails-tiny",
      [] { return moe(decoder(Family::qwen3moe, 2, 90, 5, 1, 26, 170, 300), 7, 3, 170); }},
+    // Real widths at the cost of one layer and a small vocabulary, where kernels switch paths on
+    // size (a split-K reduction, a wider tile, another shared-memory plan): hidden 2304 (past 2048,
+    // gemma-2-2b's width; 18 heads of 128 over 2 KV heads), ffn 8192 (the columns of llama3.2-1b's
+    // `down`), GPT-2's 4x ffn; Qwen3-MoE's 128 experts of width 64, 8 per token (ids up to 127, as
+    // Qwen3-30B-A3B's). `check` runs a tiny preset's family's one.
+    {"llama-wide", [] { return decoder(Family::llama, 1, 2304, 18, 2, 128, 8192, 256); }},
+    {"qwen2-wide", [] { return decoder(Family::qwen2, 1, 2304, 18, 2, 128, 8192, 256); }},
+    {"qwen3-wide", [] { return decoder(Family::qwen3, 1, 2304, 18, 2, 128, 8192, 256); }},
+    {"gpt2-wide", [] { return gpt2(1, 2304, 18, 9216, 256, 64); }},
+    {"qwen3moe-wide",
+     [] { return moe(decoder(Family::qwen3moe, 1, 2304, 18, 2, 128, 8192, 256), 128, 8, 64); }},
+    // Mixtral's 8 experts, 2 per token, each as wide as the hidden state; the hybrids' GDN layer at
+    // Qwen3-Next's head counts and dims (16 key / 32 value heads of 128), and its 512 experts (ids
+    // past 256), 10 per token, beside a shared expert of 512.
+    {"mixtral-wide", [] { return moe(decoder(Family::llama, 1, 2304, 18, 2, 128, 8192, 256), 8, 2, 2304); }},
+    {"qwen35-wide", [] { return qwen35(1, 4, 2304, 18, 2, 128, 8192, 256, 16, 32, 128, 128); }},
+    {"qwen3next-wide",
+     [] { return qwen3next(qwen35(1, 4, 2304, 18, 2, 128, 8192, 256, 16, 32, 128, 128), 512, 10, 32, 512); }},
     // Every projection biased (q/k/v, o, gate/up/down): exercises bias paths a kernel can
     // double or drop (a fused epilogue that adds the bias twice).
     {"qwen2-bias-tiny",
@@ -244,14 +262,27 @@ std::vector<std::string> synthetic_presets() {
   return out;
 }
 
-std::string synthetic_tails_preset(std::string_view preset) {
-  const Family family = synthetic_config(preset).family;
+namespace {
+
+// The preset named `<family>SUFFIX` of `preset`'s family (and, with `same_moe`, MoE or not, as it is).
+std::string family_preset(std::string_view preset, std::string_view suffix, bool same_moe,
+                          std::string_view what) {
+  const ModelConfig c = synthetic_config(preset);
   for (const auto& p : kPresets)
-    if (p.name.ends_with("-tails-tiny") && p.make().family == family) return std::string(p.name);
+    if (p.name.ends_with(suffix) && p.make().family == c.family && (!same_moe || p.make().moe() == c.moe()))
+      return std::string(p.name);
   throw std::invalid_argument(
-      fmt::format("synthetic:{}: its family has no -tails-tiny preset (widths off every "
-                  "vector and tile multiple) yet",
-                  preset));
+      fmt::format("synthetic:{}: its family has no {} preset ({}) yet", preset, suffix, what));
+}
+
+}  // namespace
+
+std::string synthetic_tails_preset(std::string_view preset) {
+  return family_preset(preset, "-tails-tiny", false, "widths off every vector and tile multiple");
+}
+
+std::string synthetic_wide_preset(std::string_view preset) {
+  return family_preset(preset, "-wide", true, "real widths, one layer");
 }
 
 ModelConfig synthetic_config(std::string_view preset) {

@@ -39,6 +39,10 @@ ModelConfig synthetic_config(std::string_view preset);
 // (`<family>-tails-tiny`: hidden 90, ffn 170, heads of 18, vocab 300), for `run --widths odd`.
 // Throws std::invalid_argument for an unknown preset or a family that has none.
 std::string synthetic_tails_preset(std::string_view preset);
+// The preset of `preset`'s family (and MoE or not) at real widths, one layer (`<family>-wide`:
+// hidden 2304, ffn 8192, heads of 128; 128 experts for Qwen3-MoE), for check's real-widths part. Throws
+// std::invalid_argument for an unknown preset or a family that has none.
+std::string synthetic_wide_preset(std::string_view preset);
 // The dtype a preset's weights are generated in (what the run's memory estimate counts).
 DType synthetic_dtype(std::string_view preset);
 // Config + weights. `layers` > 0 truncates the model to its first layers (real-shape presets

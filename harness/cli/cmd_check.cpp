@@ -72,6 +72,9 @@ void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o
   } catch (const InputError&) {
     // The run itself names the bad model; the meter shows a clock without layers.
   }
+  // A batch of N sequences runs the reference's layers once per sequence (a batch file: unknown here).
+  const bool counted = !o.batch.empty() && o.batch.find_first_not_of("0123456789") == std::string::npos;
+  if (counted) layers *= std::stoi(o.batch);
   meter->begin(std::move(label), layers, o.decode_steps + 1);
 }
 
@@ -131,6 +134,35 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   }
   if (is_dump(a.candidate)) tails.skip_reason = "a dump is one engine run at the model's own widths";
   parts.push_back(std::move(tails));
+  // Paths a kernel takes only at real sizes (a split-K reduction past some width, a wider tile,
+  // expert ids past 64): the family's one-layer preset at real widths, which no tiny preset reaches,
+  // at one prompt and one decode step, under every checker a SIMT candidate's checked kernels carry.
+  Part wide{"real widths",
+            "paths taken only at real sizes: hidden 2304, ffn 8192 (the columns of llama3.2-1b's down), 128 "
+            "or 512 experts on MoE, one layer, under memcheck and two schedule reruns",
+            base, ""};
+  wide.opt.modes = {Mode::isolated};
+  wide.opt.decode_steps = std::min(a.decode_steps, 1);
+  // Memcheck and two schedule reruns, whose first interleaves threads and blocks at every access of
+  // kernels built CHECKED (a split-K lost update shows as a changed value). Not the hazard checker:
+  // kernels built without the CHECKED flavour (the kernel mutants, a plugin without its twin) get
+  // its page-fault form, minutes at these widths.
+  wide.opt.simt.memcheck = runs_on_simt(a.candidate);
+  wide.opt.simt.race_check = runs_on_simt(a.candidate) ? 2 : 0;
+  if (a.model.rfind("synthetic:", 0) != 0) {
+    wide.skip_reason = "a model file has the widths it has, which the other parts ran";
+  } else if (!a.model.ends_with("-tiny")) {
+    wide.skip_reason = fmt::format("{} is not a tiny preset: the other parts ran its own widths", a.model);
+  } else {
+    try {
+      wide.opt.model = "synthetic:" + ref::synthetic_wide_preset(a.model.substr(10));
+      wide.opt.layers = 0;
+    } catch (const std::invalid_argument& e) {
+      wide.skip_reason = e.what();
+    }
+  }
+  if (is_dump(a.candidate)) wide.skip_reason = "a dump is one engine run at the model's own widths";
+  parts.push_back(std::move(wide));
   // Three sequences of ragged prompts at once: a kernel indexing rows or positions by its batch (a
   // neighbour's row, a shared offset) is right alone and wrong here, and the batch checks compare
   // each sequence's outputs with its run alone (invariance) and under a neighbour's other inputs.
@@ -314,7 +346,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
   CLI::App* check = app.add_subcommand(
       "check",
       "Run the battery an expert would on a candidate: memory errors, both modes with drift, every probe, "
-      "odd widths, batches, schedule races and shared-memory hazards; one verdict naming the first failing "
+      "odd widths, real widths, batches, schedule races and shared-memory hazards; one verdict naming the "
+      "first failing "
       "stage of each part");
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();

@@ -52,7 +52,8 @@ struct CheckInfo {
 };
 constexpr CheckInfo kChecks[] = {
     {"check",
-     "the `check` battery: memory errors, both modes, probes, odd widths, batches, schedule races, "
+     "the `check` battery: memory errors, both modes, probes, odd widths, real widths, batches, schedule "
+     "races, "
      "shared-memory hazards"},
     {"poison", "reads of memory nothing wrote: device and shared memory under two poisons"},
     {"perturb", "outputs that do not follow their inputs: a rerun on other prompt tokens"},
@@ -74,6 +75,7 @@ std::string part_kind(const std::string& part, int exit_code, const std::optiona
   if (part == "memory errors") return first && first->status == Status::memory ? "memory" : "parity";
   if (part.rfind("probe ", 0) == 0) return "probe";
   if (part == "odd widths") return "tail";
+  if (part == "real widths") return race ? "race" : "size";
   if (part.rfind("batches", 0) == 0) return "batch";
   return "parity";
 }

@@ -332,7 +332,8 @@ void merge_uninit(std::vector<Finding>& findings) {
 void fold_explained(std::vector<Finding>& findings) {
   merge_uninit(findings);
   const auto general = [](const Finding& f) {
-    return f.kind == "parity" || f.kind == "probe" || f.kind == "tail" || f.kind == "batch";
+    return f.kind == "parity" || f.kind == "probe" || f.kind == "tail" || f.kind == "size" ||
+           f.kind == "batch";
   };
   const auto explains = [](const Finding& f) {
     static const std::array<std::string_view, 8> kinds = {

@@ -33,7 +33,7 @@ class Check(unittest.TestCase):
             self.assertEqual(rc, 0, text)
             got = parts(out)
             for name in ["memory errors", "both modes", "probe long-positions", "probe large-logits", "odd widths",
-                         "batches", "schedule races", "shared-memory hazards"]:
+                         "real widths", "batches", "schedule races", "shared-memory hazards"]:
                 self.assertIn(name, got)
                 self.assertFalse(got[name]["skipped"], name)
                 self.assertEqual(got[name]["exit_code"], 0, got[name])
@@ -179,6 +179,7 @@ class Check(unittest.TestCase):
             # The slots part asks for fused GDN ops with slot ids, which cpu-f16 has not.
             ("synthetic:qwen35-tiny", "cpu-f16", "batches, GDN state slots", "Missing: [GdnInplaceIds, SsmConvUpdateIds]"),
             (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "odd widths", "model file"),
+            (os.path.join(ROOT, "fixtures", "models", "qwen2-tiny.gguf"), "cpu-f16", "real widths", "model file"),
         ]
         runs = {}  # one check per model and candidate
         for model, cand, part, why in cases:

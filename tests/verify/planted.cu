@@ -188,6 +188,17 @@ void planted_rmsnorm(PlantedKernel k, float* out, const float* x, const float* w
       split_sumsq_kernel<<<dim3(rows, 2), kThreads>>>(d.x, scratch.sums, cols);
       scale_kernel<<<rows, kThreads>>>(d.x, scratch.sums, d.w, d.y, cols, eps);
       break;
+    case PlantedKernel::split_past_2048:
+      // Correct up to 2048 columns; past them (a real model's width, which no tiny preset has) the
+      // row is split across two blocks that meet in sums[row] with the lost update above.
+      if (cols <= 2048) {
+        rmsnorm_kernel<<<rows, kThreads, smem>>>(d.x, d.w, d.y, cols, eps, kThreads);
+        break;
+      }
+      PLANTED_CHECK(cudaMemset(scratch.sums, 0, static_cast<size_t>(rows) * sizeof(float)));
+      split_sumsq_kernel<<<dim3(rows, 2), kThreads>>>(d.x, scratch.sums, cols);
+      scale_kernel<<<rows, kThreads>>>(d.x, scratch.sums, d.w, d.y, cols, eps);
+      break;
     case PlantedKernel::static_shared_race:
       static_race_kernel<<<rows, kThreads>>>(d.x, d.w, d.y, cols, eps);
       break;

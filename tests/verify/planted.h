@@ -7,6 +7,7 @@ enum class PlantedKernel {
   uninit_static_shared,
   stale_global,
   lost_update,
+  split_past_2048,
   static_shared_race,
   half_compute,
   uninit_local

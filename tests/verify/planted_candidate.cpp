@@ -105,6 +105,7 @@ DRIFTSCOPE_PLUGIN("1.0.0", PLANTED("planted-correct", PlantedKernel::correct, Ch
                   PLANTED("planted-stale-global", PlantedKernel::stale_global, Cheat::none),
                   PLANTED("planted-uninit-local", PlantedKernel::uninit_local, Cheat::none),
                   PLANTED("planted-lost-update", PlantedKernel::lost_update, Cheat::none),
+                  PLANTED("planted-split-past-2048", PlantedKernel::split_past_2048, Cheat::none),
                   PLANTED("planted-static-shared-race", PlantedKernel::static_shared_race, Cheat::none),
                   PLANTED("planted-half-compute", PlantedKernel::half_compute, Cheat::none),
                   PLANTED("planted-cached-output", PlantedKernel::correct, Cheat::cached_output),

@@ -34,7 +34,7 @@ UNINIT_LOCAL = marked_line("@uninit-local")
 # (case, candidate in the plugin, the finding it must draw: (kind, stage), or None for a pass, and
 # the other kinds it may also draw). Any candidate whose output is wrong also fails plain parity
 # (`parity`, and the `probe`/`tail`/`batch` parts where they fail first); no other kind may appear.
-WRONG = {"parity", "probe", "tail", "batch"}
+WRONG = {"parity", "probe", "tail", "size", "batch"}
 CASES = [
     ("correct kernel passes", "planted-correct", None, set()),
     ("reads dynamic shared memory nobody wrote", "planted-uninit-shared", ("uninit", "attn_norm"), WRONG),
@@ -45,6 +45,11 @@ CASES = [
     ("a local partial sum nobody wrote", "planted-uninit-local", ("uninit", "attn_norm"), WRONG | {"race"}),
     # The checked flavour's schedule rerun interleaves the blocks and may see the lost update as a value.
     ("global += between blocks without atomicAdd", "planted-lost-update", ("hazard", "attn_norm"), WRONG | {"race"}),
+    # Split only past 2048 columns: every tiny part passes, the real-widths part (hidden 2304) fails;
+    # its first schedule rerun interleaves the blocks at each access of checked kernels. Without the
+    # checked flavour the blocks run one after the other and the update is never lost: a pass.
+    ("split-K past 2048 columns, += between blocks", "planted-split-past-2048",
+     ("race", "attn_norm") if CHECKED else None, WRONG),
     ("static __shared__ tree without barriers", "planted-static-shared-race", ("race", "attn_norm"),
      WRONG | {"hazard"}),
     ("computes in f16 while declaring f32", "planted-half-compute", ("low_precision", "attn_norm"), WRONG),
