@@ -165,6 +165,12 @@ std::string memcheck_blind_spot(std::string_view name) {
   return fmt::format("{} does not run on the SIMT runtime, whose loads and stores memcheck checks", name);
 }
 
+bool simt_blocks_race_free(std::string_view name) {
+  for (const auto& [alias, to] : kAliases)
+    if (alias == name) name = to;
+  return name == "simt" || name == "simt-gdn-plain";
+}
+
 CandidatePtr make_fill_candidate(DType storage) { return cpu::CpuCandidate::fill(storage); }
 
 }  // namespace ds

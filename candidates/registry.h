@@ -42,6 +42,10 @@ std::optional<PluginInfo> plugin_origin(const Candidate& cand);
 // built CHECKED only (simt's own, a plugin's own or its STEM_checked.so twin's); a run that
 // checked no launch says so.
 std::string memcheck_blind_spot(std::string_view name);
+// Whether `name` is a built-in candidate whose SIMT kernels never race between blocks (simt and its
+// GDN variants: the hazard checker and schedule reruns pass them on every preset), so its launches
+// may spread over host threads with the same bits.
+bool simt_blocks_race_free(std::string_view name);
 // Whether `spec` names code Driftscope did not write: a plugin (a bare .cu becomes one) or a Python
 // candidate. Those are what `--sandbox` confines (sandbox.h); the built-in candidates, mutants and
 // dumps are Driftscope's own, and may build a kernel module on first use.

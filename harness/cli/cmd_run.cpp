@@ -23,6 +23,7 @@
 #include "numerics.h"
 #include "probes.h"
 #include "progress_meter.h"
+#include "parallel.h"
 #include "registry.h"
 #include "synthetic.h"
 #include "report_options.h"
@@ -50,6 +51,7 @@ struct RunArgs {
   bool all_rows = false;
   bool progress = false;
   bool profile = false;
+  bool simt_threads_given = false;  // --simt-threads: otherwise chosen per candidate (run_and_print)
   ReportOptions report;
 };
 
@@ -122,6 +124,14 @@ std::string layers_run_text(const RunOptions& o) {
 
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
+  // Our own simt kernels are race-free between blocks (the hazard checker and the schedule reruns
+  // pass them on every preset, tests/cli/test_races.py): by default their blocks spread over the cores
+  // cpu-f16's loops use. Every other SIMT candidate (a mutant, a plugin, a bare .cu) keeps one host
+  // thread, where a kernel whose blocks race still gives the same bits on every run; so do the
+  // checkers, which watch one schedule.
+  const SimtOptions asked = o.simt;
+  if (!args.simt_threads_given && !serves_checked_kernels(o.simt) && simt_blocks_race_free(o.candidate))
+    o.simt.threads = unsigned(worker_count(std::int64_t(1) << 40));
   // Where the run is, on a terminal (or with --progress in a log): its layers, and a clock that
   // moves while a layer or a weight load takes long.
   std::optional<ProgressMeter> meter;
@@ -153,7 +163,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   }
   for (const std::string& note : report.notes) fmt::print("{}\n", note);
   if (!report.memory.empty()) fmt::print("memory: estimated peak {}\n", report.memory);
-  if (o.simt != SimtOptions{})  // what a race finding was found under
+  if (asked != SimtOptions{})  // what a race finding was found under
     fmt::print(
         "simt: order {}, {} host thread(s){}{}{}{}\n", simt_order_text(o.simt), simt_threads(o.simt),
         o.simt.strict ? ", strict" : "",
@@ -447,6 +457,7 @@ void add_run_command(CLI::App& app, const std::vector<std::string>& argv, int& e
     auto& o = args->opt;
     o.fill = args->fill == "reference";
     o.modes_given = run->count("--mode") > 0;
+    args->simt_threads_given = run->count("--simt-threads") > 0;
     o.modes = args->mode == "both" ? std::vector<Mode>{Mode::isolated, Mode::chained}
                                    : std::vector<Mode>{*parse_mode(args->mode)};
     o.capture = args->capture == "all"       ? trace::Capture::all

@@ -20,13 +20,14 @@ void add_simt_flags(CLI::App* cmd, SimtOptions& o) {
          "random or random:SEED (a new shuffle per barrier phase). A race-free kernel gives the same "
          "output under every order")
       ->default_str("forward");
-  cmd->add_option(
-         "--simt-threads", o.threads,
-         "Host threads the blocks of a SIMT launch are spread over (1 to 256; default 1). A race-free "
-         "kernel gives the same bits for any count and runs faster on more; one whose blocks race "
-         "(a block reading what another writes, cross-block float atomics) is reproducible only on 1")
+  cmd->add_option("--simt-threads", o.threads,
+                  "Host threads the blocks of a SIMT launch are spread over (1 to 256; default: every core "
+                  "DRIFTSCOPE_THREADS allows for the built-in simt candidate, whose blocks never race, and 1 "
+                  "for any other and under a checker). A race-free kernel gives the same bits for any count "
+                  "and runs faster on more; one whose blocks race (a block reading what another writes, "
+                  "cross-block float atomics) is reproducible only on 1")
       ->check(CLI::Range(1u, kMaxSimtThreads))
-      ->default_str("1");
+      ->default_str("simt: every core; others: 1");
   cmd->add_flag("--simt-strict", o.strict,
                 "SIMT strict mode: __syncthreads after some threads of the block exited is an error (a "
                 "hang on other vendors' GPUs) and the step is reported as crashed");

@@ -61,13 +61,30 @@ class Races(unittest.TestCase):
                           "racecheck": False, "memcheck": False})
         self.assertEqual(race_rows(trace), [])
 
-    def test_default_simt_threads_are_one_and_recorded_as_the_count(self):
-        trace = self.path("default.h5")
-        rc, out, err = run("run", "--model", "synthetic:qwen2-tiny", "--candidate", "simt", "--layers", "1",
-                           "--trace", trace)
-        self.assertEqual(rc, 0, out + err)
-        # One host thread: a kernel whose blocks race stays reproducible (docs/cli.md).
-        self.assertEqual(run_attrs(trace)["simt"]["threads"], 1)
+    def test_default_simt_threads_are_every_core_for_simt_and_one_for_the_others(self):
+        # simt's own kernels never race between blocks: every core DRIFTSCOPE_THREADS allows, as
+        # cpu-f16's loops. A mutant (or a plugin, a bare .cu) and any run under a checker: one host
+        # thread, where a kernel whose blocks race stays reproducible (docs/cli.md).
+        cases = [  # (candidate, extra flags, DRIFTSCOPE_THREADS, the threads the trace records)
+            ("simt", [], None, os.cpu_count()),
+            ("simt", [], "3", 3),
+            ("simt-gdn", [], "3", 3),
+            ("simt", ["--simt-threads", "1"], "3", 1),
+            ("simt", ["--race-check", "1"], "3", 1),
+            ("mutant:chain-add-rz", [], "3", 1),
+        ]
+        for candidate, extra, threads, want in cases:
+            with self.subTest(candidate=candidate, extra=extra, threads=threads):
+                trace = self.path("default.h5")
+                env = dict(os.environ)
+                env.pop("DRIFTSCOPE_THREADS", None)
+                if threads:
+                    env["DRIFTSCOPE_THREADS"] = threads
+                p = subprocess.run([DRIFTSCOPE, "run", "--model", "synthetic:qwen2-tiny", "--candidate", candidate,
+                                    "--layers", "1", "--trace", trace, *extra], capture_output=True, text=True,
+                                   timeout=240, env=env)
+                self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)
+                self.assertEqual(run_attrs(trace)["simt"]["threads"], want)
 
     def test_race_check_reports_the_missing_barrier_everywhere_a_status_appears(self):
         trace, js, junit, md = (self.path(n) for n in ("race.h5", "r.json", "r.xml", "r.md"))
