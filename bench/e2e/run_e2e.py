@@ -2,7 +2,7 @@
 """End-to-end benchmark of `driftscope run` on whole models (issue 17).
 
 Each case runs the same model and flags under the `cpu-f16` candidate (the baseline, measured in
-the same invocation) and under `simt` (its defaults, then `--simt-threads 2`). For every run it
+the same invocation) and under `simt` (its defaults: every core, then `--simt-threads 1`). For every run it
 records the wall time, the peak resident memory of the whole process tree (the harness forks a
 child process for the candidate, so the harness alone undercounts) and the exit code, then
 prints a table with each run's ratio to the baseline.
@@ -35,7 +35,7 @@ QUICK = {"qwen2-tiny": ("synthetic:qwen2-tiny",
 ALIASES = {"a": "qwen2.5-0.5b", "b": "llama3.2-1b", "c": "qwen3-0.6b-long"}
 
 BASELINE = ("cpu-f16", [])
-CANDIDATES = [BASELINE, ("simt", []), ("simt", ["--simt-threads", "2"])]
+CANDIDATES = [BASELINE, ("simt", []), ("simt", ["--simt-threads", "1"])]
 SAMPLE_S = 0.05
 RESCAN_S = 0.5
 
@@ -161,7 +161,7 @@ def main():
     ap.add_argument("--json", metavar="OUT", help="write every run's figures to OUT")
     ap.add_argument("--logs", metavar="DIR", help="keep each run's output in DIR (default: a temp dir)")
     ap.add_argument("--defaults-only", action="store_true",
-                    help="skip the `simt --simt-threads 2` run: two runs of a case instead of three")
+                    help="skip the `simt --simt-threads 1` run: two runs of a case instead of three")
     ap.add_argument("--timeout", type=float, default=0, help="kill a run after this many seconds")
     args = ap.parse_args()
 

@@ -23,7 +23,7 @@ def main():
         assert p.returncode == 0, f"run_e2e.py exited {p.returncode}"
         results = json.loads(out.read_text())["results"]
     labels = [r["label"] for r in results]
-    assert labels == ["cpu-f16", "simt", "simt --simt-threads 2"], labels
+    assert labels == ["cpu-f16", "simt", "simt --simt-threads 1"], labels
     for r in results:
         assert r["exit_code"] == 0, r
         assert r["wall_s"] > 0 and r["peak_tree_rss_bytes"] > 0 and "peak_tree_pss_bytes" in r, r

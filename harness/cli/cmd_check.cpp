@@ -73,7 +73,8 @@ void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o
     // The run itself names the bad model; the meter shows a clock without layers.
   }
   // A batch of N sequences runs the reference's layers once per sequence (a batch file: unknown here).
-  const bool counted = !o.batch.empty() && o.batch.find_first_not_of("0123456789") == std::string::npos;
+  const bool counted =
+      !o.batch.empty() && o.batch.size() <= 4 && o.batch.find_first_not_of("0123456789") == std::string::npos;
   if (counted) layers *= std::stoi(o.batch);
   meter->begin(std::move(label), layers, o.decode_steps + 1);
 }
@@ -136,7 +137,7 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   parts.push_back(std::move(tails));
   // Paths a kernel takes only at real sizes (a split-K reduction past some width, a wider tile,
   // expert ids past 64): the family's one-layer preset at real widths, which no tiny preset reaches,
-  // at one prompt and one decode step, under every checker a SIMT candidate's checked kernels carry.
+  // at one prompt and one decode step.
   Part wide{"real widths",
             "paths taken only at real sizes: hidden 2304, ffn 8192 (the columns of llama3.2-1b's down), 128 "
             "or 512 experts on MoE, one layer, under memcheck and two schedule reruns",
@@ -347,8 +348,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "check",
       "Run the battery an expert would on a candidate: memory errors, both modes with drift, every probe, "
       "odd widths, real widths, batches, schedule races and shared-memory hazards; one verdict naming the "
-      "first failing "
-      "stage of each part");
+      "first failing stage of each part");
   check->add_option("--model", args->model, "Model: a synthetic preset, GGUF file or HF directory")
       ->capture_default_str();
   check
