@@ -79,6 +79,28 @@ void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o
   meter->begin(std::move(label), layers, o.decode_steps + 1);
 }
 
+namespace {
+
+// `part` runs, whole, the preset `preset_of` names for the checked synthetic model's family, or is
+// skipped with the reason: a model file (`file_reason`), a dump, a family that has none.
+void run_on_family_preset(Part& part, const CheckArgs& a, std::string (*preset_of)(std::string_view),
+                          std::string_view file_reason) {
+  if (is_dump(a.candidate)) {
+    part.skip_reason = "a dump is one engine run at the model's own widths";
+  } else if (a.model.rfind("synthetic:", 0) != 0) {
+    part.skip_reason = std::string(file_reason);
+  } else {
+    try {
+      part.opt.model = "synthetic:" + preset_of(a.model.substr(10));
+      part.opt.layers = 0;
+    } catch (const std::invalid_argument& e) {
+      part.skip_reason = e.what();
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Part> plan_parts(const CheckArgs& a) {
   RunOptions base = common_options(a);
   // A dump is the engine's own chain of outputs: it has no isolated lane.
@@ -123,17 +145,8 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
              "an access past the buffer named at its line)",
              base, ""};
   tails.opt.simt.memcheck = runs_on_simt(a.candidate);
-  if (a.model.rfind("synthetic:", 0) != 0) {
-    tails.skip_reason = "a model file has the widths it has (run its family's -tails-tiny preset)";
-  } else {
-    try {
-      tails.opt.model = "synthetic:" + ref::synthetic_tails_preset(a.model.substr(10));
-      tails.opt.layers = 0;
-    } catch (const std::invalid_argument& e) {
-      tails.skip_reason = e.what();
-    }
-  }
-  if (is_dump(a.candidate)) tails.skip_reason = "a dump is one engine run at the model's own widths";
+  run_on_family_preset(tails, a, ref::synthetic_tails_preset,
+                       "a model file has the widths it has (run its family's -tails-tiny preset)");
   parts.push_back(std::move(tails));
   // Paths a kernel takes only at real sizes (a split-K reduction past some width, a wider tile,
   // expert ids past 64): the family's one-layer preset at real widths, which no tiny preset reaches,
@@ -150,19 +163,11 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   // its page-fault form, minutes at these widths.
   wide.opt.simt.memcheck = runs_on_simt(a.candidate);
   wide.opt.simt.race_check = runs_on_simt(a.candidate) ? 2 : 0;
-  if (a.model.rfind("synthetic:", 0) != 0) {
-    wide.skip_reason = "a model file has the widths it has, which the other parts ran";
-  } else if (!a.model.ends_with("-tiny")) {
+  if (a.model.starts_with("synthetic:") && !a.model.ends_with("-tiny"))
     wide.skip_reason = fmt::format("{} is not a tiny preset: the other parts ran its own widths", a.model);
-  } else {
-    try {
-      wide.opt.model = "synthetic:" + ref::synthetic_wide_preset(a.model.substr(10));
-      wide.opt.layers = 0;
-    } catch (const std::invalid_argument& e) {
-      wide.skip_reason = e.what();
-    }
-  }
-  if (is_dump(a.candidate)) wide.skip_reason = "a dump is one engine run at the model's own widths";
+  else
+    run_on_family_preset(wide, a, ref::synthetic_wide_preset,
+                         "a model file has the widths it has, which the other parts ran");
   parts.push_back(std::move(wide));
   // Three sequences of ragged prompts at once: a kernel indexing rows or positions by its batch (a
   // neighbour's row, a shared offset) is right alone and wrong here, and the batch checks compare
