@@ -206,9 +206,6 @@ class Filter {
   std::vector<std::pair<std::string, std::size_t>> labels_;
 };
 
-// The path process `pid` asked to open (a string at `address` of its memory), made absolute
-// against `dirfd` (AT_FDCWD: its working directory) and with "." and ".." taken out; "" when it
-// cannot be read.
 // The stopped caller's memory (the listener is another process): its call's arguments point there.
 class CallerMemory {
  public:
@@ -228,6 +225,9 @@ class CallerMemory {
   int fd_;
 };
 
+// The path process `pid` asked to open (a string at `address` of its memory), made absolute
+// against `dirfd` (AT_FDCWD: its working directory) and with "." and ".." taken out; "" when it
+// cannot be read.
 std::string opened_path(int pid, int dirfd, std::uint64_t address) {
   const CallerMemory mem(pid);
   std::string path;

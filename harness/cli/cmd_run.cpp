@@ -124,8 +124,8 @@ std::string layers_run_text(const RunOptions& o) {
 
 // One parity run, printed as its header and table: the single-case run and each matrix case.
 RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy) {
-  // Our own simt kernels are race-free between blocks (the hazard checker and the schedule reruns
-  // pass them on every preset, tests/cli/test_races.py): by default their blocks spread over the cores
+  // Our own simt kernels are race-free between blocks (check's hazard and schedule parts pass them on
+  // every tiny preset, cli.verify_correct): by default their blocks spread over the cores
   // cpu-f16's loops use. Every other SIMT candidate (a mutant, a plugin, a bare .cu) keeps one host
   // thread, where a kernel whose blocks race still gives the same bits on every run; so do the
   // checkers, which watch one schedule.

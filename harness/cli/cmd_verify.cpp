@@ -53,8 +53,7 @@ struct CheckInfo {
 constexpr CheckInfo kChecks[] = {
     {"check",
      "the `check` battery: memory errors, both modes, probes, odd widths, real widths, batches, schedule "
-     "races, "
-     "shared-memory hazards"},
+     "races, shared-memory hazards"},
     {"poison", "reads of memory nothing wrote: device and shared memory under two poisons"},
     {"perturb", "outputs that do not follow their inputs: a rerun on other prompt tokens"},
     {"cached", "outputs kept from an earlier call of the same stage"},
