@@ -1,6 +1,7 @@
 """--candidate dump:DIR end to end: dumps written with numpy in llama.cpp's and HF transformers'
 naming and layout from the reference's own stages judge as parity, a planted error in layer 1's
 ffn_out is named, `export` round-trips bit-exactly, and bad dumps are exit 2 naming the file."""
+import atexit
 import json
 import os
 import shutil
@@ -28,6 +29,7 @@ class Fixture:
         if cls.tmp:
             return
         cls.tmp = tempfile.mkdtemp(prefix="ds-dumps-")
+        atexit.register(shutil.rmtree, cls.tmp, True)  # every test program's run left one in /tmp
         cls.gguf_trace = dumplib.reference_trace(LLAMA_GGUF, os.path.join(cls.tmp, "ref-gguf.h5"))
         cls.hf_trace = dumplib.reference_trace(LLAMA_HF, os.path.join(cls.tmp, "ref-hf.h5"))
         cls.gguf = dumplib.read_reference(cls.gguf_trace)
