@@ -27,10 +27,13 @@ install_missing() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# build [TARGET...]: the whole tree, or only the named targets (the demo needs the CLI and one module).
-build() {
+configure() {
   # The CUDA toolkit is optional: without nvcc the cuda candidate is simply not built.
   [ -d build ] || cmake --preset default
+}
+# build [TARGET...]: the whole tree, or only the named targets (the demo needs the CLI and one module).
+build() {
+  configure
   if [ $# -gt 0 ]; then
     cmake --build build -j "$(nproc)" --target "$@"
   else
@@ -41,12 +44,47 @@ build() {
 # The loaders, compare engine, trace reader/writer, policy parser, SIMT runtime and the fuzz
 # targets' replays (seeds and regression inputs) again under ASan + UBSan (the asan preset, in
 # build-asan/, through ccache like the main build): only the test programs those tests need are
-# built, and ctest runs the tests labelled `sanitize` (tests/CMakeLists.txt), without the Python
-# tests of the trace folder (traces.*), which drive the whole CLI and are run by the main build.
-sanitize() {
+# built (no CLI, no kernel mutant), and ctest runs the tests labelled `sanitize`
+# (tests/CMakeLists.txt), without the Python tests of the trace folder (traces.*), which drive the
+# whole CLI and are run by the main build.
+sanitize_build() {
   [ -f build-asan/build.ninja ] || cmake --preset asan >/dev/null
   cmake --build build-asan -j "$(nproc)" --target sanitize_tests
+}
+sanitize_tests() {
   ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -L sanitize -E '^traces[.]'
+}
+
+# The test command on a fresh machine is mostly waiting for two cores; what it can overlap, it does
+# (docs/build.md has the measurements). The FLA test's venv (torch, triton, fla-core from PyPI: a
+# download, the network's time) is made while the tree compiles. The ASan tree compiles beside the
+# main suite at the lowest priority, on the CPU time the tests leave idle (timeouts they wait out,
+# children they wait for). Each runs in a session of its own, killed whole if this script stops
+# first.
+BACKGROUND=()
+in_background() {  # in_background LOG COMMAND...: its process group's id in BACKGROUND
+  local log=$1
+  shift
+  setsid "$@" >"$log" 2>&1 &
+  BACKGROUND+=("$!")
+}
+trap 'for g in "${BACKGROUND[@]}"; do kill -- "-$g" 2>/dev/null || true; done' EXIT
+
+run_tests() {
+  configure
+  in_background build/fla-venv.log /usr/bin/python3 tests/cli/test_fla_gdn.py --make-venv build/tests/cli/fla-venv
+  build
+  wait "${BACKGROUND[0]}" ||
+    echo "(the FLA test's venv was not made: $(tail -1 build/fla-venv.log); cli.fla_gdn will say why)"
+  in_background build/asan-build.log nice -n 19 "$0" sanitize-build
+  ctest --test-dir build --output-on-failure -j "$(nproc)"
+  if ! wait "${BACKGROUND[1]}"; then
+    tail -40 build/asan-build.log
+    echo "the ASan build failed (its whole log: build/asan-build.log)"
+    exit 1
+  fi
+  BACKGROUND=()
+  sanitize_tests
 }
 
 # The command's wall time, printed last (docs/build.md lists what each command should take).
@@ -78,10 +116,12 @@ case "${1:-}" in
     ;;
   test)
     install_missing "${TEST_PACKAGES[@]}"
-    build
-    ctest --test-dir build --output-on-failure -j "$(nproc)"
-    sanitize
+    run_tests
     report_time test
+    ;;
+  # What run_tests starts in the background (not one of the two README commands).
+  sanitize-build)
+    sanitize_build
     ;;
   *)
     echo "usage: $0 demo|test" >&2

@@ -26,6 +26,19 @@ def parts(path):
 
 
 class Check(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # One whole battery of a kernel mutant, which every part that runs fails: read by the tests
+        # of the verdict and of the rerun lines.
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.mutant_json = os.path.join(cls.tmp.name, "check.json")
+        cls.mutant_rc, cls.mutant_text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
+                                               "--decode-steps", "1", json_out=cls.mutant_json)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
     def test_correct_kernels_pass_every_part_that_applies(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "check.json")
@@ -40,15 +53,13 @@ class Check(unittest.TestCase):
             self.assertIn("CHECK PASS", text)
 
     def test_a_planted_bug_fails_naming_its_stage_and_the_rerun_command(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "check.json")
-            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx", json_out=out)
-            self.assertEqual(rc, 1, text)
-            both = parts(out)["both modes"]
-            self.assertEqual(both["exit_code"], 1)
-            self.assertIn("residual_1 of layer 0", both["verdict"])
-            self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
-            self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
+        rc, text = self.mutant_rc, self.mutant_text
+        self.assertEqual(rc, 1, text)
+        both = parts(self.mutant_json)["both modes"]
+        self.assertEqual(both["exit_code"], 1)
+        self.assertIn("residual_1 of layer 0", both["verdict"])
+        self.assertIn("rerun: driftscope run --model synthetic:qwen2-tiny --candidate mutant:chain-add-idx", text)
+        self.assertRegex(text, r"CHECK FAIL: \d+ of \d+ parts did not pass \(first: both modes: residual_1")
 
     def test_fail_fast_stops_at_the_first_part_that_does_not_pass(self):
         # The parts after it are NOT RUN, never passed; the verdict and exit code are that part's.
@@ -75,33 +86,30 @@ class Check(unittest.TestCase):
         # odd-widths part ended "(as synthetic:...)". A kernel mutant fails every part that runs, so
         # each part prints a rerun line: each must be the JSON's command, give every flag once,
         # and run as is to the part's own exit code and first failing stage.
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "check.json")
-            rc, text = check("--model", "synthetic:qwen2-tiny", "--candidate", "mutant:chain-add-idx",
-                             "--decode-steps", "1", json_out=out)
-            self.assertEqual(rc, 1, text)
-            reruns = [line.split("rerun: ", 1)[1] for line in text.splitlines() if "rerun: " in line]
-            ran = [p for p in parts(out).values() if not p["skipped"]]
-            self.assertEqual(len(reruns), len([p for p in ran if p["exit_code"] != 0]), text)
-            self.assertGreaterEqual(len(reruns), 10, text)  # both modes, 7 probes, odd widths, races, hazards
-            # A kernel mutant is built without the CHECKED flavour: memcheck could see nothing.
-            memory = parts(out)["memory errors"]
-            self.assertTrue(memory["skipped"], memory)
-            self.assertIn("built without the CHECKED flavour", memory["verdict"])
-            for part in ran:
-                if part["exit_code"] == 0:
-                    continue
-                with self.subTest(part=part["name"]):
-                    self.assertIn(part["command"], reruns)
-                    argv = shlex.split(part["command"])
-                    self.assertEqual(argv[:2], ["driftscope", "run"])
-                    flags = [a for a in argv if a.startswith("-")]
-                    self.assertEqual(len(flags), len(set(flags)), f"a flag given twice: {argv}")
-                    self.assertNotIn("(", part["command"])
-                    p = subprocess.run([DRIFTSCOPE, *argv[1:]], capture_output=True, text=True, timeout=300)
-                    self.assertEqual(p.returncode, part["exit_code"], f"{part['command']}\n{p.stdout}{p.stderr}")
-                    stage = part["verdict"].split(" of ", 1)[0]
-                    self.assertIn(f"First failing stage: {stage} of", p.stdout)
+        out, rc, text = self.mutant_json, self.mutant_rc, self.mutant_text
+        self.assertEqual(rc, 1, text)
+        reruns = [line.split("rerun: ", 1)[1] for line in text.splitlines() if "rerun: " in line]
+        ran = [p for p in parts(out).values() if not p["skipped"]]
+        self.assertEqual(len(reruns), len([p for p in ran if p["exit_code"] != 0]), text)
+        self.assertGreaterEqual(len(reruns), 10, text)  # both modes, 7 probes, odd widths, races, hazards
+        # A kernel mutant is built without the CHECKED flavour: memcheck could see nothing.
+        memory = parts(out)["memory errors"]
+        self.assertTrue(memory["skipped"], memory)
+        self.assertIn("built without the CHECKED flavour", memory["verdict"])
+        for part in ran:
+            if part["exit_code"] == 0:
+                continue
+            with self.subTest(part=part["name"]):
+                self.assertIn(part["command"], reruns)
+                argv = shlex.split(part["command"])
+                self.assertEqual(argv[:2], ["driftscope", "run"])
+                flags = [a for a in argv if a.startswith("-")]
+                self.assertEqual(len(flags), len(set(flags)), f"a flag given twice: {argv}")
+                self.assertNotIn("(", part["command"])
+                p = subprocess.run([DRIFTSCOPE, *argv[1:]], capture_output=True, text=True, timeout=300)
+                self.assertEqual(p.returncode, part["exit_code"], f"{part['command']}\n{p.stdout}{p.stderr}")
+                stage = part["verdict"].split(" of ", 1)[0]
+                self.assertIn(f"First failing stage: {stage} of", p.stdout)
 
     def test_check_and_verify_say_their_decode_steps_and_why_they_differ(self):
         # Issue 49, item 8: by default check judges 3 decode steps and verify 2; each first line says
@@ -124,28 +132,36 @@ class Check(unittest.TestCase):
                 self.assertIn(want, first)
 
     def test_each_planted_bug_is_caught_by_the_part_aimed_at_it(self):
-        cases = [  # (model, mutant, the part that catches it, its stage, whether `both modes` misses it)
-            ("synthetic:qwen2-tiny", "mutant:softmax-no-max", "probe large-logits", "attn", True),
-            ("synthetic:qwen2-tiny", "mutant:gemv-no-tail", "odd widths", "attn_out", True),
-            ("synthetic:qwen35-tiny", "mutant:l2norm-no-eps", "probe tiny-gdn-qk", "q_l2", True),
-            ("synthetic:llama-tiny", "mutant:reduce-war", "shared-memory hazards", "attn", True),
-            ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False),
+        # (model, mutant, the part that catches it, its stage, whether `both modes` misses it, whether
+        # that part is the first to fail). Where it is, the battery runs --fail-fast and that is
+        # checked too: the parts after it (the kernel mutants' page-fault hazard checker the
+        # costliest, about 13 s a model) would add nothing.
+        cases = [
+            ("synthetic:qwen2-tiny", "mutant:softmax-no-max", "probe large-logits", "attn", True, True),
+            ("synthetic:qwen2-tiny", "mutant:gemv-no-tail", "odd widths", "attn_out", True, True),
+            ("synthetic:qwen35-tiny", "mutant:l2norm-no-eps", "probe tiny-gdn-qk", "q_l2", True, True),
+            # The long-positions probe fails it first.
+            ("synthetic:llama-tiny", "mutant:reduce-war", "shared-memory hazards", "attn", True, False),
+            ("synthetic:llama-tiny", "mutant:reduce-no-barrier", "schedule races", "attn", False, False),
             # Right alone, wrong beside another sequence (issue 51, item 9: only run --batch found it).
-            ("synthetic:qwen2-tiny", "mutant:batch-neighbour-row", "batches", "attn_norm", True),
+            ("synthetic:qwen2-tiny", "mutant:batch-neighbour-row", "batches", "attn_norm", True, True),
             # A fused GDN op reading the destination slot, not the one its ids name: right in every
             # part but the hybrid's slots part (issue 51, item 9: only run --batch --gdn-variant ids).
-            ("synthetic:qwen35-tiny", "mutant:gdn-ids-ignored", "batches, GDN state slots", "conv", True),
+            ("synthetic:qwen35-tiny", "mutant:gdn-ids-ignored", "batches, GDN state slots", "conv", True, True),
             # Biases below one f16 ULP per element, on every element: the systematic-error limit.
-            ("synthetic:qwen2-tiny", "mutant:residual-scale", "both modes", "residual_1", False),
-            ("synthetic:qwen2-tiny", "mutant:chain-add-rz", "both modes", "residual_", False),
+            ("synthetic:qwen2-tiny", "mutant:residual-scale", "both modes", "residual_1", False, True),
+            ("synthetic:qwen2-tiny", "mutant:chain-add-rz", "both modes", "residual_", False, True),
         ]
-        for model, mutant, part, stage, hidden in cases:
+        for model, mutant, part, stage, hidden, first in cases:
             with self.subTest(mutant=mutant), tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "check.json")
-                rc, text = check("--model", model, "--candidate", mutant, "--decode-steps", "1", json_out=out)
+                rc, text = check("--model", model, "--candidate", mutant, "--decode-steps", "1",
+                                 *(["--fail-fast"] if first else []), json_out=out)
                 self.assertEqual(rc, 1, text)
                 got = parts(out)
                 self.assertEqual(got[part]["exit_code"], 1, got[part])
+                if first:
+                    self.assertEqual(next(n for n, p in got.items() if p["exit_code"] != 0), part, text)
                 self.assertRegex(got[part]["verdict"], rf"^{stage}\w* of layer ", got[part]["verdict"])
                 self.assertEqual(got["both modes"]["exit_code"] == 0, hidden, got["both modes"])
                 if part == "batches, GDN state slots":

@@ -11,13 +11,10 @@
 #include "ops.h"
 #include "parallel.h"
 #include "synthetic.h"
+#include "test_util.h"
 
 namespace ds::ref {
 namespace {
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
 
 // The definition of every element of `linear` (ops.cpp): four interleaved lanes combined as
 // (l0 + l1) + (l2 + l3), then the tail, plus the bias, over weights widened to double.
@@ -71,7 +68,7 @@ TEST(LinearOrder, EveryElementIsThePlainDotInItsFixedOrder) {
           const Tensor b = random({s.out}, fmt::format("b{}", s.out));
           for (const Tensor* bias : {static_cast<const Tensor*>(nullptr), &b}) {
             const Tensor got = linear(x, w, bias), want = plain_linear(x, w, bias);
-            EXPECT_TRUE(same_bits(got, want)) << dtype_name(dt) << " in " << s.in << " rows " << rows
+            EXPECT_TRUE(test::same_bits(got, want)) << dtype_name(dt) << " in " << s.in << " rows " << rows
                                               << " bias " << (bias != nullptr) << " threads " << threads;
           }
         }
@@ -96,7 +93,7 @@ TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
       for (const auto& [name, kernel] : builds) {
         Tensor got(DType::f64, {rows, out});
         kernel({x.data<double>(), w.raw(), dt, b.data<double>(), got.data<double>(), rows, in, out}, 0, out);
-        EXPECT_TRUE(same_bits(got, want)) << name << " " << dtype_name(dt) << " rows " << rows;
+        EXPECT_TRUE(test::same_bits(got, want)) << name << " " << dtype_name(dt) << " rows " << rows;
       }
     }
 }
@@ -107,7 +104,7 @@ TEST(LinearOrder, EveryF16WeightWidensExactly) {
   for (std::int64_t i = 0; i < 65536; ++i) w.data<std::uint16_t>()[i] = std::uint16_t(i);
   Tensor x(DType::f64, {1, 1});
   x.data<double>()[0] = 1.0;
-  EXPECT_TRUE(same_bits(linear(x, w, nullptr), plain_linear(x, w, nullptr)));
+  EXPECT_TRUE(test::same_bits(linear(x, w, nullptr), plain_linear(x, w, nullptr)));
 }
 
 }  // namespace

@@ -34,12 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kModels = fs::path(DRIFTSCOPE_FIXTURES_DIR) / "models";
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / fmt::format("driftscope-ref-{}-{}", ::getpid(), name);
-  fs::create_directories(p);
-  return p;
-}
-
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
@@ -84,7 +78,7 @@ TEST_P(FixtureFiles, GgufAndSafetensorsGiveTheSyntheticOutputs) {
 
 TEST_P(FixtureFiles, CommittedFilesAreWhatTheGeneratorWrites) {
   const std::string preset = GetParam();
-  const fs::path dir = temp_dir("regen");
+  const fs::path dir = test::temp_dir("regen");
   const Model syn = make_synthetic(preset, 1);
   write_gguf(syn, (dir / (preset + ".gguf")).string());
   write_hf(syn, (dir / preset).string());
@@ -118,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(Tiny, FixtureFiles,
 TEST(Gguf, MissingRequiredTensorIsRefusedNamingIt) {
   Model m = make_synthetic("qwen3-tiny", 1);
   m.weights.erase("blk.1.attn_k_norm.weight");
-  const fs::path dir = temp_dir("missing");
+  const fs::path dir = test::temp_dir("missing");
   const std::string path = (dir / "qwen3-missing.gguf").string();
   write_gguf(m, path);
   const Model loaded = load_model(path);
@@ -154,7 +148,7 @@ TEST(Gguf, LlamaPermutationKeptOrUndone) {
 
 TEST(Gguf, Q8_0FileDequantisesExactlyAndStaysClose) {
   const Model syn = make_synthetic("qwen2-tiny", 1);
-  const fs::path dir = temp_dir("q8");
+  const fs::path dir = test::temp_dir("q8");
   const std::string path = (dir / "q8.gguf").string();
   write_gguf(syn, path, {GgmlType::Q8_0});
   const GgufFile f(path);
@@ -178,7 +172,7 @@ TEST(Gguf, Q8_0FileDequantisesExactlyAndStaysClose) {
 }
 
 TEST(Gguf, TruncatedFileNamesTheFile) {
-  const fs::path dir = temp_dir("trunc");
+  const fs::path dir = test::temp_dir("trunc");
   const std::string path = (dir / "cut.gguf").string();
   const std::string bytes = slurp(kModels / "qwen2-tiny.gguf");
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
@@ -195,7 +189,7 @@ TEST(Gguf, TruncatedFileNamesTheFile) {
 // A refused file must not stay mapped (its constructor throws, so no destructor unmaps it): a
 // process that tries many files, a fuzzer or a long-lived tool, would run out of mappings.
 TEST(Gguf, RefusedFilesAreUnmapped) {
-  const fs::path dir = temp_dir("unmap");
+  const fs::path dir = test::temp_dir("unmap");
   const std::string path = (dir / "cut.gguf").string();
   const std::string bytes = slurp(kModels / "qwen2-tiny.gguf");
   std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
@@ -211,7 +205,7 @@ TEST(Gguf, RefusedFilesAreUnmapped) {
 }
 
 TEST(Safetensors, MissingConfigFieldIsNamed) {
-  const fs::path dir = temp_dir("cfg");
+  const fs::path dir = test::temp_dir("cfg");
   fs::copy(kModels / "qwen2-tiny", dir / "m", fs::copy_options::recursive);
   nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
   j.erase("hidden_size");
@@ -271,7 +265,7 @@ TEST(Safetensors, Qwen3NextFusedProjectionsAreSplit) {
     tensors.emplace_back(fmt::format("model.layers.{}.linear_attn.in_proj_qkvz.weight", l), fused);
     tensors.emplace_back(fmt::format("model.layers.{}.linear_attn.in_proj_ba.weight", l), ba);
   }
-  const fs::path dir = temp_dir("fused");
+  const fs::path dir = test::temp_dir("fused");
   nlohmann::json cfg = hf_config_json(c);
   cfg["model_type"] = "qwen3_next";
   std::ofstream(dir / "config.json") << cfg.dump();
@@ -321,7 +315,7 @@ namespace {
 TEST(Gguf, SlidingWindowRoundTrips) {
   Model m = make_synthetic("llama-tiny", 1);
   m.config.sliding_window = 5;
-  const fs::path dir = temp_dir("swa");
+  const fs::path dir = test::temp_dir("swa");
   write_gguf(m, (dir / "m.gguf").string());
   write_hf(m, (dir / "hf").string());
   EXPECT_EQ(load_model((dir / "m.gguf").string()).config.sliding_window, 5);
@@ -334,7 +328,7 @@ TEST(Gguf, SlidingWindowRoundTrips) {
 TEST(Gguf, RopeFreqFactorsRoundTrip) {
   Model m = make_synthetic("llama-tiny", 1);
   m.config.rope_freq_factors = llama3_freq_factors(m.config.rotary_dim(), 10.0, 8.0, 1.0, 4.0, 16.0);
-  const fs::path dir = temp_dir("ropefreqs");
+  const fs::path dir = test::temp_dir("ropefreqs");
   const std::string path = (dir / "l3.gguf").string();
   write_gguf(m, path);
   const Model g = load_model(path);
@@ -349,7 +343,7 @@ TEST(Gguf, RopeFreqFactorsRoundTrip) {
 // Linear scaling divides positions by the factor; the rope op takes it as per-pair divisors of
 // the inverse frequencies, so position 2p with factor 2 must rotate exactly like position p.
 TEST(Safetensors, LinearRopeScalingFromConfigMatchesScaledPositions) {
-  const fs::path dir = temp_dir("lincfg");
+  const fs::path dir = test::temp_dir("lincfg");
   fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
   nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
   j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
@@ -374,7 +368,7 @@ TEST(Safetensors, LinearRopeScalingFromConfigMatchesScaledPositions) {
 // (qwen3; qwen3moe and llama/Mixtral have one, moe_test.cpp) is refused as such, not as a file
 // missing its dense MLP.
 TEST(Loaders, MixtureOfExpertsIsRefusedByName) {
-  const fs::path dir = temp_dir("moe");
+  const fs::path dir = test::temp_dir("moe");
   fs::copy(kModels / "qwen3-tiny", dir / "m", fs::copy_options::recursive);
   nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
   j["num_experts"] = 512;
@@ -396,7 +390,7 @@ TEST(Loaders, MixtureOfExpertsIsRefusedByName) {
 TEST(Gguf, LinearRopeScalingTravelsAsMetadata) {
   Model m = make_synthetic("llama-tiny", 1);
   m.config.rope_freq_factors.assign(std::size_t(m.config.rotary_dim() / 2), 4.0);
-  const fs::path dir = temp_dir("ropelinear");
+  const fs::path dir = test::temp_dir("ropelinear");
   const std::string path = (dir / "lin.gguf").string();
   write_gguf(m, path);
   const GgufFile f(path);
@@ -423,7 +417,7 @@ TEST(Gguf, LinearRopeScalingTravelsAsMetadata) {
 }
 
 TEST(Safetensors, Llama3RopeScalingFromConfig) {
-  const fs::path dir = temp_dir("l3cfg");
+  const fs::path dir = test::temp_dir("l3cfg");
   fs::copy(kModels / "llama-tiny", dir / "m", fs::copy_options::recursive);
   nlohmann::json j = nlohmann::json::parse(slurp(dir / "m" / "config.json"));
   j["rope_scaling"] = {{"rope_type", "llama3"},
@@ -500,7 +494,7 @@ TEST(Gguf, CountsAcceptAnyIntegerTypeAndPerLayerArrays) {
   for (int i = 0; i < 3; ++i) b.put<std::int32_t>(4);
   ++b.n_kv;
   b.kv<std::uint8_t>("qwen2.attention.head_count_kv", 0, 2);
-  const fs::path dir = temp_dir("meta");
+  const fs::path dir = test::temp_dir("meta");
   const std::string path = (dir / "meta.gguf").string();
   std::ofstream(path, std::ios::binary) << b.file();
   const Model m = load_model(path);
@@ -524,7 +518,7 @@ TEST(Gguf, MissingMetadataIsNamed) {
   GgufBytes b;
   b.kv_str("general.architecture", "llama");
   b.kv<std::uint32_t>("llama.block_count", 4, 2);
-  const fs::path dir = temp_dir("meta2");
+  const fs::path dir = test::temp_dir("meta2");
   const std::string path = (dir / "m.gguf").string();
   std::ofstream(path, std::ios::binary) << b.file();
   try {
@@ -554,7 +548,7 @@ TEST_P(HalfFiles, GgufAndSafetensorsAgree) {
   WeightStore half;
   for (const auto& [name, w] : m.weights.all()) half.put(name, w.to(t));
   m.weights = half;
-  const fs::path dir = temp_dir(std::string("half-") + std::string(dtype_name(t)));
+  const fs::path dir = test::temp_dir(std::string("half-") + std::string(dtype_name(t)));
   write_gguf(m, (dir / "m.gguf").string(), {t == DType::bf16 ? GgmlType::BF16 : GgmlType::F16});
   write_hf(m, (dir / "hf").string());
   const GgufFile f((dir / "m.gguf").string());

@@ -27,13 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / fmt::format("driftscope-moe-{}-{}", ::getpid(), name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
 struct RouteCase {
   std::string name;
   MoeRouting rule;
@@ -154,18 +147,6 @@ TEST(Moe, DenseLayersHaveNoMoeStages) {
 using test::all_stages;
 using test::Stages;
 
-void expect_same_stages(const Model& got, const Model& want, double tolerance) {
-  const Stages g = all_stages(got), w = all_stages(want);
-  ASSERT_EQ(g.size(), w.size());
-  for (const auto& [key, t] : w) {
-    SCOPED_TRACE(
-        fmt::format("step {} layer {} stage {}", std::get<0>(key), std::get<1>(key), std::get<2>(key)));
-    ASSERT_TRUE(g.count(key));
-    ASSERT_EQ(g.at(key).shape(), t.shape());
-    EXPECT_LE(test::max_abs_diff(g.at(key), t), tolerance);
-  }
-}
-
 void expect_same_moe_config(const ModelConfig& got, const ModelConfig& want) {
   EXPECT_EQ(got.family, want.family);
   EXPECT_EQ(got.n_experts, want.n_experts);
@@ -180,7 +161,7 @@ void expect_same_moe_config(const ModelConfig& got, const ModelConfig& want) {
 // Our GGUF, read back: llama.cpp's keys give the same MoE config, its names and 3-D shapes the
 // same experts, stage for stage (llama Q/K rows permuted and un-permuted exactly).
 TEST(Moe, GgufRoundTripGivesTheSameStages) {
-  const fs::path dir = temp_dir("gguf");
+  const fs::path dir = test::temp_dir("moe-gguf");
   for (const char* preset : {"qwen3moe-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(preset);
     const Model syn = make_synthetic(preset, 1);
@@ -200,14 +181,14 @@ TEST(Moe, GgufRoundTripGivesTheSameStages) {
     EXPECT_TRUE(saw_exps);
     const Model back = load_model(path);
     expect_same_moe_config(back.config, syn.config);
-    expect_same_stages(back, syn, 1e-12);
+    test::expect_same_stages(back, syn, 1e-12);
   }
   fs::remove_all(dir);
 }
 
 // Our safetensors checkpoint (one tensor per expert, HF's names), read back.
 TEST(Moe, SafetensorsRoundTripGivesTheSameStages) {
-  const fs::path dir = temp_dir("hf");
+  const fs::path dir = test::temp_dir("moe-hf");
   for (const char* preset : {"qwen3moe-tiny", "mixtral-tiny"}) {
     SCOPED_TRACE(preset);
     const Model syn = make_synthetic(preset, 1);
@@ -222,14 +203,14 @@ TEST(Moe, SafetensorsRoundTripGivesTheSameStages) {
     const Model back = load_model(out.string());
     expect_same_moe_config(back.config, syn.config);
     EXPECT_EQ(back.config.arch, mixtral ? "mixtral" : "qwen3_moe");
-    expect_same_stages(back, syn, 0.0);
+    test::expect_same_stages(back, syn, 0.0);
   }
   fs::remove_all(dir);
 }
 
 // Refusals name the file and what is wrong, before any compute.
 TEST(Moe, IncompleteOrUnsupportedExpertsAreRefusedByName) {
-  const fs::path dir = temp_dir("refuse");
+  const fs::path dir = test::temp_dir("moe-refuse");
   const Model syn = make_synthetic("qwen3moe-tiny", 1);
   // config.json against the checkpoint: a dense-layer mix, an expert beyond num_experts, and
   // one expert fewer than it declares.

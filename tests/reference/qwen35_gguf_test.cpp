@@ -28,12 +28,6 @@ const fs::path kFixtures = fs::path(DRIFTSCOPE_FIXTURES_DIR);
 const fs::path kPeerQwen35 =
     kFixtures.parent_path().parent_path() / "shared" / "peers" / "llama.cpp" / "models" / "qwen35-tiny.gguf";
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / fmt::format("driftscope-qwen35-{}-{}", ::getpid(), name);
-  fs::create_directories(p);
-  return p;
-}
-
 using test::all_stages;
 using test::Stages;
 
@@ -77,7 +71,7 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
 
 // Each stage of `got` against `want` after bringing `got`'s value heads to `want`'s order.
 // `tolerance`: the same sums in another order (ssm_out reads the heads in the file's order).
-void expect_same_stages(const Model& got_model, const Model& want_model, double tolerance) {
+void expect_same_stages_in_head_order(const Model& got_model, const Model& want_model, double tolerance) {
   const Stages got = all_stages(got_model), want = all_stages(want_model);
   ASSERT_EQ(got.size(), want.size());
   const ModelConfig& c = got_model.config;
@@ -115,9 +109,9 @@ TEST(Qwen35Gguf, TiledFileComputesTheGroupedModelAfterTheHeadReorder) {
   ASSERT_EQ(tiled.config.gdn_head_map, GdnHeadMap::tiled);
   ASSERT_EQ(grouped.config.gdn_head_map, GdnHeadMap::grouped);
   EXPECT_EQ(grouped.config.family, Family::qwen35);
-  expect_same_stages(tiled, grouped, 1e-12);
+  expect_same_stages_in_head_order(tiled, grouped, 1e-12);
   // And the synthetic preset by its old name is that grouped model.
-  expect_same_stages(make_synthetic("qwen35-tiny", 1), grouped, 0.0);
+  expect_same_stages_in_head_order(make_synthetic("qwen35-tiny", 1), grouped, 0.0);
 }
 
 // llama.cpp's qwen35-tiny.gguf (shared peers) is the legacy fixture's bytes relabelled qwen35,
@@ -131,7 +125,7 @@ TEST(Qwen35Gguf, LlamaCppPeerFileReadsAsTheFixtureUnderTheTiledMap) {
   LoadOptions tiled;
   tiled.gdn_head_map = GdnHeadMap::tiled;
   const Model fixture = load_model((kFixtures / "legacy" / "qwen3next-tiny.gguf").string(), 0, 0, tiled);
-  expect_same_stages(peer, fixture, 0.0);
+  expect_same_stages_in_head_order(peer, fixture, 0.0);
 }
 
 // llama.cpp's legacy fused Qwen3-Next layout: per key head [q | k | v | z] rows in ssm_in and
@@ -165,7 +159,7 @@ TEST(Qwen35Gguf, FusedSsmInLayoutIsSplitIntoTheSameModel) {
     fused.weights.put(layer_weight(l, "ssm_in.weight"), std::move(in));
     fused.weights.put(layer_weight(l, "ssm_beta_alpha.weight"), std::move(ba));
   }
-  const fs::path dir = temp_dir("fused");
+  const fs::path dir = test::temp_dir("qwen35-fused");
   for (const auto& [name, layout] : {std::pair{"qwen3next", GgufGdnLayout::legacy_grouped},
                                      std::pair{"qwen35", GgufGdnLayout::llamacpp_tiled}}) {
     SCOPED_TRACE(name);
@@ -179,7 +173,7 @@ TEST(Qwen35Gguf, FusedSsmInLayoutIsSplitIntoTheSameModel) {
     for (const char* role :
          {"ssm_in.weight", "ssm_beta_alpha.weight", "fused_qkvz.weight", "fused_ba.weight"})
       EXPECT_FALSE(back.weights.has(layer_weight(0, role))) << role;
-    expect_same_stages(back, syn, 1e-12);
+    expect_same_stages_in_head_order(back, syn, 1e-12);
   }
   fs::remove_all(dir);
 }
@@ -187,7 +181,7 @@ TEST(Qwen35Gguf, FusedSsmInLayoutIsSplitIntoTheSameModel) {
 // Router and expert tensors: refused from the header, by config and model load alike, naming the
 // file and the tensor (the CLI's exit 2), before any weight is decoded.
 TEST(Qwen35Gguf, ExpertTensorsAreRefusedNamingFileAndTensor) {
-  const fs::path dir = temp_dir("moe");
+  const fs::path dir = test::temp_dir("qwen35-moe");
   for (const char* tensor :
        {"blk.0.ffn_gate_inp.weight", "blk.1.ffn_up_exps.weight", "blk.0.ffn_down_shexp.weight"}) {
     SCOPED_TRACE(tensor);
@@ -220,12 +214,12 @@ TEST(Qwen35Gguf, TiledModelWritesGroupedHfCheckpoint) {
   Model tiled = syn;
   reorder_gdn_value_heads(tiled.weights, tiled.config, GdnHeadMap::grouped, GdnHeadMap::tiled);
   tiled.config.gdn_head_map = GdnHeadMap::tiled;
-  expect_same_stages(tiled, syn, 1e-12);
-  const fs::path dir = temp_dir("hf");
+  expect_same_stages_in_head_order(tiled, syn, 1e-12);
+  const fs::path dir = test::temp_dir("qwen35-hf");
   write_hf(tiled, (dir / "hf").string());
   const Model hf = load_model((dir / "hf").string());
   EXPECT_EQ(hf.config.gdn_head_map, GdnHeadMap::grouped);
-  expect_same_stages(hf, syn, 1e-12);
+  expect_same_stages_in_head_order(hf, syn, 1e-12);
   fs::remove_all(dir);
 }
 

@@ -26,12 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path temp_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / fmt::format("driftscope-qwen3next-{}-{}", ::getpid(), name);
-  fs::create_directories(p);
-  return p;
-}
-
 bool has(const std::vector<std::string_view>& v, std::string_view s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -88,18 +82,6 @@ TEST(Qwen3Next, SharedExpertIsGatedAndAddedToTheRoutedOutput) {
   }
 }
 
-void expect_same_stages(const Model& got, const Model& want, double tolerance) {
-  const test::Stages g = test::all_stages(got), w = test::all_stages(want);
-  ASSERT_EQ(g.size(), w.size());
-  for (const auto& [key, t] : w) {
-    SCOPED_TRACE(
-        fmt::format("step {} layer {} stage {}", std::get<0>(key), std::get<1>(key), std::get<2>(key)));
-    ASSERT_TRUE(g.count(key));
-    ASSERT_EQ(g.at(key).shape(), t.shape());
-    EXPECT_LE(test::max_abs_diff(g.at(key), t), tolerance);
-  }
-}
-
 void expect_same_config(const ModelConfig& got, const ModelConfig& want) {
   EXPECT_EQ(got.family, want.family);
   EXPECT_EQ(got.layer_kinds, want.layer_kinds);
@@ -116,7 +98,7 @@ void expect_same_config(const ModelConfig& got, const ModelConfig& want) {
 // input projections fused per key head, the shared-expert gate a vector, the expert keys; read
 // back it is the same model. (1 + w) norms are stored pre-added in f32, hence the tolerance.
 TEST(Qwen3Next, GgufInLlamaCppLayoutRoundTrips) {
-  const fs::path dir = temp_dir("gguf");
+  const fs::path dir = test::temp_dir("qwen3next-gguf");
   const Model syn = make_synthetic("qwen3next-tiny", 1);
   const ModelConfig& c = syn.config;
   const std::string path = (dir / "qwen3next-tiny.gguf").string();
@@ -149,14 +131,14 @@ TEST(Qwen3Next, GgufInLlamaCppLayoutRoundTrips) {
   const Model back = load_model(path);
   expect_same_config(back.config, c);
   EXPECT_TRUE(check_completeness(back).empty());
-  expect_same_stages(back, syn, 1e-5);
+  test::expect_same_stages(back, syn, 1e-5);
   fs::remove_all(dir);
 }
 
 // Our HF checkpoint is Qwen3NextForCausalLM's: model_type qwen3_next, the fused GDN projections,
 // mlp.experts.M.*, mlp.shared_expert.* and mlp.shared_expert_gate; read back, the same stages.
 TEST(Qwen3Next, HfCheckpointRoundTrips) {
-  const fs::path dir = temp_dir("hf");
+  const fs::path dir = test::temp_dir("qwen3next-hf");
   const Model syn = make_synthetic("qwen3next-tiny", 1);
   write_hf(syn, (dir / "hf").string());
   const nlohmann::json j = nlohmann::json::parse(std::ifstream(dir / "hf" / "config.json"));
@@ -179,14 +161,14 @@ TEST(Qwen3Next, HfCheckpointRoundTrips) {
   EXPECT_FALSE(h.contains("model.layers.0.linear_attn.in_proj_qkv.weight"));
   const Model back = load_model((dir / "hf").string());
   expect_same_config(back.config, syn.config);
-  expect_same_stages(back, syn, 0.0);
+  test::expect_same_stages(back, syn, 0.0);
   fs::remove_all(dir);
 }
 
 // A missing shared-expert tensor is named by the completeness gate before any compute; a config
 // without experts is the dense hybrid (the files this project wrote under the name before).
 TEST(Qwen3Next, MissingSharedExpertIsRefusedAndDenseFilesAreQwen35) {
-  const fs::path dir = temp_dir("refuse");
+  const fs::path dir = test::temp_dir("qwen3next-refuse");
   Model m = make_synthetic("qwen3next-tiny", 1);
   m.weights.erase("blk.1.ffn_gate_inp_shexp.weight");
   const std::string path = (dir / "no-gate.gguf").string();

@@ -10,6 +10,7 @@
 
 #include "reference.h"
 #include "synthetic.h"
+#include "test_util.h"
 
 namespace ds::ref {
 namespace {
@@ -30,16 +31,12 @@ Model model_in(const Case& c) {
   return m;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
-}
-
 void expect_same_stages(const TensorMap& widened, const TensorMap& stored, const std::string& where) {
   ASSERT_EQ(widened.size(), stored.size()) << where;
   for (const auto& [stage, t] : widened) {
     auto it = stored.find(stage);
     ASSERT_NE(it, stored.end()) << where << " " << stage;
-    EXPECT_TRUE(same_bits(t, it->second)) << where << " stage " << stage;
+    EXPECT_TRUE(test::same_bits(t, it->second)) << where << " stage " << stage;
   }
 }
 

@@ -1,6 +1,11 @@
 #include "test_util.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -60,6 +65,30 @@ Stages all_stages(const Model& m) {
     pos += n;
   }
   return out;
+}
+
+void expect_same_stages(const Model& got, const Model& want, double tolerance) {
+  const Stages g = all_stages(got), w = all_stages(want);
+  ASSERT_EQ(g.size(), w.size());
+  for (const auto& [key, t] : w) {
+    SCOPED_TRACE(
+        fmt::format("step {} layer {} stage {}", std::get<0>(key), std::get<1>(key), std::get<2>(key)));
+    ASSERT_TRUE(g.count(key));
+    ASSERT_EQ(g.at(key).shape(), t.shape());
+    EXPECT_LE(max_abs_diff(g.at(key), t), tolerance);
+  }
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / fmt::format("driftscope-ref-{}-{}", ::getpid(), name);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
 }
 
 }  // namespace ds::ref::test

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -23,5 +24,11 @@ std::vector<std::int32_t> token_ids(int n, int vocab, std::uint64_t seed);
 using Stages = std::map<std::tuple<int, int, std::string>, Tensor>;  // (step, layer, stage)
 // Every stage of a 5-token prefill and two decode steps through the oracle (layer -1: the head's).
 Stages all_stages(const Model& m);
+// Every stage of `got` within `tolerance` (max abs diff) of `want`'s, with the same stages and shapes.
+void expect_same_stages(const Model& got, const Model& want, double tolerance);
+// The same dtype, shape and bytes.
+bool same_bits(const Tensor& a, const Tensor& b);
+// An empty directory of this process's under the system temp dir: driftscope-ref-PID-NAME.
+std::filesystem::path temp_dir(const std::string& name);
 
 }  // namespace ds::ref::test

@@ -22,7 +22,7 @@ struct RewriteCase {
 };
 void PrintTo(const RewriteCase& c, std::ostream* os) { *os << c.name; }
 
-const RewriteCase kCases[] = {
+const RewriteCase kRewriteCases[] = {
     {"launch", "void f() { k<<<1, 32>>>(a, b); }\n",
      "void f() { ::simt::detail::Chevron(SIMT_SITE, 1, 32).args(a, b)(k); }\n"},
     {"launch_with_smem_stream_and_no_args", "k<<<g, b, smem, s>>>();\n",
@@ -196,7 +196,7 @@ TEST_P(CudaRewrite, RewritesOnlyItsConstructsAndKeepsEveryLine) {
       << "every line after the rewrite must keep its number";
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, CudaRewrite, testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Table, CudaRewrite, testing::ValuesIn(kRewriteCases),
                          [](const testing::TestParamInfo<RewriteCase>& i) {
                            return std::string(i.param.name);
                          });

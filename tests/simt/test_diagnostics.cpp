@@ -55,7 +55,7 @@ TEST_P(Diagnostics, NamesSiteAndRecovers) {
   }
 }
 
-const DiagCase kCases[] = {
+const DiagCase kDiagCases[] = {
     {"divergent_sync", diag_divergent_sync, "@diag:divergent-", "divergent __syncthreads"},
     {"exited_lane", diag_exited_lane, "@diag:exited", "which exited"},
     {"deadlock", diag_deadlock, "@diag:deadlock-shfl", "deadlock"},
@@ -65,7 +65,7 @@ const DiagCase kCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(Planted, Diagnostics,
-                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(1u, 2u)),
+                         ::testing::Combine(::testing::ValuesIn(kDiagCases), ::testing::Values(1u, 2u)),
                          [](const auto& info) {
                            return fmt::format("{}_{}threads", std::get<0>(info.param).name,
                                               std::get<1>(info.param));

@@ -53,7 +53,7 @@ auto hazard(HazardKernel k) {
   return [k](const float* in, float* out) { hazard_kernel(k, in, out); };
 }
 
-const HookedCase kCases[] = {
+const HookedCase kHookedCases[] = {
     // The fault-based checker's table (test_races.cpp), found through the hooks.
     {"reduce_ok", race(RaceKernel::reduce_ok), 64, "race_kernels.cu", {}, {}},
     {"reduce_no_barrier",
@@ -205,7 +205,7 @@ TEST_P(HookedRaces, NamesEachRaceWithTheLinesOfBothAccesses) {
   expect_lines(m, c.file, c.markers);
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, HookedRaces, testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Table, HookedRaces, testing::ValuesIn(kHookedCases),
                          [](const testing::TestParamInfo<HookedCase>& i) {
                            return std::string(i.param.name);
                          });
@@ -284,7 +284,7 @@ INSTANTIATE_TEST_SUITE_P(Table, GlobalUninitReads, testing::ValuesIn(kGlobalRead
 TEST(HookedRaces, NothingIsReportedWithTheCheckerOff) {
   RaceFindings findings;
   (void)simt::take_uninit_reads();
-  const std::vector<float> out = run(kCases[1], false);
+  const std::vector<float> out = run(kHookedCases[1], false);
   EXPECT_TRUE(findings.messages.empty());
   EXPECT_TRUE(simt::take_uninit_reads().empty());
 }

@@ -36,7 +36,7 @@ struct LostUpdateCase {
 };
 void PrintTo(const LostUpdateCase& c, std::ostream* os) { *os << c.name; }
 
-const LostUpdateCase kCases[] = {
+const LostUpdateCase kLostUpdateCases[] = {
     {"global_plus_equals", LostUpdateKernel::global_plus_equals, true, kSum},
     {"static_shared_plus_equals", LostUpdateKernel::static_shared_plus_equals, true, kSum},
     {"dynamic_shared_plus_equals", LostUpdateKernel::dynamic_shared_plus_equals, true, kSum},
@@ -147,7 +147,7 @@ TEST_P(Interleave, ScheduleRerunReportsTheLostUpdateAsARace) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, Interleave, testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Table, Interleave, testing::ValuesIn(kLostUpdateCases),
                          [](const testing::TestParamInfo<LostUpdateCase>& i) {
                            return std::string(i.param.name);
                          });

@@ -39,7 +39,7 @@ std::function<void()> discard(F f) {
   return [f] { (void)f(); };
 }
 
-const MemcheckCase kCases[] = {
+const MemcheckCase kMemcheckCases[] = {
     {"grid_guard_missing_at_one_token",
      discard([] { return memcheck_cases::grid_guard(false); }),
      {"scale_kernel", "out-of-bounds write of 4 bytes", "thread (64,0,0) of block (0,0,0)",
@@ -163,7 +163,7 @@ TEST_P(Memcheck, FindsTheBadAccessAndGoesOn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Planted, Memcheck, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Planted, Memcheck, ::testing::ValuesIn(kMemcheckCases),
                          [](const ::testing::TestParamInfo<MemcheckCase>& i) {
                            return std::string(i.param.name);
                          });

@@ -25,7 +25,7 @@ struct RaceCase {
 };
 void PrintTo(const RaceCase& c, std::ostream* os) { *os << c.name; }
 
-const RaceCase kCases[] = {
+const RaceCase kRaceCases[] = {
     {"reduce_ok", RaceKernel::reduce_ok, false, nullptr, nullptr, nullptr},
     {"reduce_no_barrier", RaceKernel::reduce_no_barrier, true, "RAW", "@reduce-write", "@reduce-read"},
     {"rotate_war", RaceKernel::rotate_war, true, "WAR", "@rotate-read", "@rotate-write"},
@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Table, CrossBlock, testing::ValuesIn(kCrossBlockCases),
                            return std::string(i.param.name);
                          });
 
-INSTANTIATE_TEST_SUITE_P(Table, Races, testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Table, Races, testing::ValuesIn(kRaceCases),
                          [](const testing::TestParamInfo<RaceCase>& i) { return std::string(i.param.name); });
 
 // Every rerun starts from the launch's inputs: an in-place update is not applied K + 1 times.
@@ -185,7 +185,7 @@ TEST(RaceRerun, RestoresInputsBeforeEverySchedule) {
 // a plain kernel runs under Config::interleave as without it, and its schedule rerun has no
 // interleaved schedule (aliased_slots, which only interleaving could expose, stays unseen).
 TEST(RaceRerun, PlainKernelsIgnoreInterleaving) {
-  for (const RaceCase& c : kCases) {
+  for (const RaceCase& c : kRaceCases) {
     simt::Config cfg;
     cfg.interleave = true;
     cfg.seed = 1;

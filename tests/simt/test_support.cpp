@@ -10,7 +10,7 @@
 namespace simt_test {
 
 int line_of(const std::string& file, const std::string& marker) {
-  std::ifstream in(std::string(SIMT_TEST_KERNEL_DIR) + "/" + file);
+  std::ifstream in(fmt::format("{}/{}", SIMT_TEST_KERNEL_DIR, file));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find(marker) != std::string::npos) return n;

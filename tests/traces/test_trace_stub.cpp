@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string tmp(const std::string& name) {
+std::string stub_path(const std::string& name) {
   return (fs::temp_directory_path() / (std::to_string(::getpid()) + "_stub_" + name)).string();
 }
 
@@ -46,7 +46,7 @@ TEST(StoppedTrace, ResultRecordsStatusExitCodeReasonAndOps) {
 }
 
 TEST(StoppedTrace, ReaderSeesAFinishedCaseWithNoRowsAndItsReason) {
-  const std::string path = tmp("refused.h5");
+  const std::string path = stub_path("refused.h5");
   write_stopped_trace(path, {{"tool_version", "test"}}, run_json("v1", 4), kRefusal);
   const TraceReader r(path);
   EXPECT_TRUE(r.rows().empty());
@@ -64,7 +64,7 @@ TEST(StoppedTrace, ReaderSeesAFinishedCaseWithNoRowsAndItsReason) {
 
 TEST(StoppedTrace, ATraceWithoutStatusRan) {
   // Traces written before stopped runs existed have no "status": they ran.
-  const std::string path = tmp("old.h5");
+  const std::string path = stub_path("old.h5");
   TraceWriter(path, {}, run_json("cpu-f16", 0)).finish({{"verdict", "PASS: 3 stages"}, {"exit_code", 0}});
   const TraceCase c = TraceReader(path).trace_case();
   EXPECT_EQ(c.status, kStatusRan);
@@ -73,7 +73,7 @@ TEST(StoppedTrace, ATraceWithoutStatusRan) {
 }
 
 TEST(StoppedTrace, MergeKeepsItAndMarksItInTheIndex) {
-  const std::string stub = tmp("m_refused.h5"), ran = tmp("m_ran.h5"), out = tmp("merged.h5");
+  const std::string stub = stub_path("m_refused.h5"), ran = stub_path("m_ran.h5"), out = stub_path("merged.h5");
   write_stopped_trace(stub, {}, run_json("v1", 0), kRefusal);
   TraceWriter(ran, {}, run_json("cpu-f16", 0))
       .finish({{"status", kStatusRan}, {"verdict", "PASS: 3 stages"}, {"exit_code", 0}});

@@ -17,10 +17,13 @@ CANDIDATES = ["simt", "cpu-f16", "cpu-f16-v1"]
 
 
 def tiny_presets():
+    """The tiny presets but the -tails-tiny ones: each is its family's odd-widths part, which every
+    verify of that family runs (and again here would only repeat the family's real-widths part,
+    about 15 s of simt under memcheck and interleaving)."""
     out = subprocess.run([DRIFTSCOPE, "run", "--help"], capture_output=True, text=True).stdout
     line = next(l for l in out.splitlines() if "Presets:" in l)
     names = [n.strip() for n in line.split("Presets:")[1].split(",")]
-    return [n for n in names if n.endswith("-tiny")]
+    return [n for n in names if n.endswith("-tiny") and not n.endswith("-tails-tiny")]
 
 
 def main():

@@ -1,5 +1,7 @@
 #include "screenshot_util.h"
 
+#include <fmt/format.h>
+
 #include <stb/stb_image.h>
 #include <sys/wait.h>
 
@@ -24,7 +26,7 @@ std::string output_of(const std::string& cmd) {
   return out;
 }
 
-std::string xvfb() { return std::string(DRIFTSCOPE_XVFB_RUN) + " -a -s \"-screen 0 1600x1000x24\" "; }
+std::string xvfb() { return fmt::format("{} -a -s \"-screen 0 1600x1000x24\" ", DRIFTSCOPE_XVFB_RUN); }
 
 fs::path dir() {
   const fs::path d = fs::temp_directory_path() / "driftscope_viewer_shot";
