@@ -13,6 +13,7 @@ Standard library only; Linux only (reads /proc).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -203,9 +204,14 @@ def main():
                   file=sys.stderr, flush=True)
 
     print(table(results))
+    failed = [r for r in results if r["exit_code"] != 0]
+    if not args.logs and not failed:
+        # The temporary log directory is kept only to show a failure's output.
+        shutil.rmtree(logs, ignore_errors=True)
+        for r in results:
+            r["log"] = None
     if args.json:
         Path(args.json).write_text(json.dumps({"driftscope": str(exe), "results": results}, indent=2))
-    failed = [r for r in results if r["exit_code"] != 0]
     for r in failed:
         print(f"{r['case']} {r['label']}: exit {r['exit_code']} (output: {r['log']})", file=sys.stderr)
     return 1 if failed else 0

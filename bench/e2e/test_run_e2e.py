@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """ctest smoke of run_e2e.py --quick: every run exits 0, the table carries the ratios to the
-cpu-f16 baseline, and the JSON has a wall time, a non-zero peak tree RSS and a peak tree Pss for every run."""
+cpu-f16 baseline, and the JSON has a wall time, a non-zero peak tree RSS and a peak tree Pss for every run.
+Without --logs, the temporary log directory is removed after runs that pass and kept, named, after
+one that fails."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -32,6 +35,14 @@ def main():
     assert re.search(r"\| cpu-f16 +\| 0 +\|.*\| - +\| - +\|$", rows[0]), rows[0]
     for row in rows[1:]:
         assert re.search(r"\| \d+\.\d\dx +\| \d+\.\d\dx +\|$", row), row
+    for binary, exit_code, kept in [(exe, 0, False), ("/bin/false", 1, True)]:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = subprocess.run([sys.executable, str(HERE / "run_e2e.py"), binary, "--quick", "--defaults-only"],
+                               capture_output=True, text=True, timeout=120, env=dict(os.environ, TMPDIR=tmp))
+            assert p.returncode == exit_code, (binary, p.returncode, p.stderr)
+            left = list(Path(tmp).glob("ds-e2e-*"))
+            assert bool(left) == kept, (binary, left)
+            assert not kept or str(left[0]) in p.stderr, p.stderr
     print("ok")
 
 
