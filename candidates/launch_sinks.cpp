@@ -31,9 +31,12 @@ std::string g_pending_race;  // the finding of the launch whose record comes nex
 // them has none). Guarded by g_mutex.
 using BeginStep = void (*)(const char*);
 using LiveStepAllocations = void (*)(void (*)(const char*, void*), void*);
+// A runtime's driftscope_simt_take_uninit_reads (its src/launch_sink.h).
+using TakeUninit = void (*)(void (*)(const char*, void*), void*);
 struct StepAllocationEntries {
   BeginStep begin;
   LiveStepAllocations live;
+  TakeUninit take = nullptr;  // none in a runtime that predates it
 };
 std::vector<StepAllocationEntries> g_step_entries;
 
@@ -72,33 +75,30 @@ void to_pending_race(const simt_race_info* info, void* /*user*/) {
   g_pending_race += (g_pending_race.empty() ? "" : "; ") + std::string(info->message);
 }
 
-// A runtime's driftscope_simt_take_uninit_reads (its src/launch_sink.h), the launch sink's `user` where the
-// library has one: the launch just reported is the last one, so what it returns is that launch's.
-using TakeUninit = void (*)(void (*)(const char*, void*), void*);
+// One message of a runtime's take_uninit_reads list (its uninit reads, the sites of poisoned locals,
+// memcheck's findings, its unchecked launches) filed in `into`, a LaunchRecord.
+void file_runtime_message(const char* m, void* into) {
+  LaunchRecord& rec = *static_cast<LaunchRecord*>(into);
+  const std::string_view v(m);
+  if (v.starts_with(simt::memcheck_unchecked_note)) {
+    rec.unchecked_by_memcheck = true;
+    return;
+  }
+  (v.starts_with(simt::local_site_note) ? rec.local_sites
+   : v.starts_with(simt::memcheck_note) ? rec.memory
+                                        : rec.uninit)
+      .emplace_back(m);
+}
 
+// `user`: the library's TakeUninit where it has one. The launch just reported is the last one, so
+// what it returns is that launch's.
 void to_launch_log(const simt_launch_info* info, void* user) {
   LaunchRecord r;
   {
     std::lock_guard lock(g_mutex);
     r.race = std::exchange(g_pending_race, {});
   }
-  // The runtime hands over its uninit reads, the sites of poisoned locals and memcheck's findings
-  // in one list.
-  if (user != nullptr)
-    reinterpret_cast<TakeUninit>(user)(
-        [](const char* m, void* into) {
-          LaunchRecord& rec = *static_cast<LaunchRecord*>(into);
-          const std::string_view v(m);
-          if (v.starts_with(simt::memcheck_unchecked_note)) {
-            rec.unchecked_by_memcheck = true;
-            return;
-          }
-          (v.starts_with(simt::local_site_note) ? rec.local_sites
-           : v.starts_with(simt::memcheck_note) ? rec.memory
-                                                : rec.uninit)
-              .emplace_back(m);
-        },
-        &r);
+  if (user != nullptr) reinterpret_cast<TakeUninit>(user)(&file_runtime_message, &r);
   r.kernel = info->kernel;
   r.backend = "simt";
   for (int i = 0; i < 3; ++i) {
@@ -150,7 +150,9 @@ bool install_in_library(void* dl_handle) {
     std::lock_guard lock(g_mutex);
     const bool known = std::any_of(g_step_entries.begin(), g_step_entries.end(),
                                    [&](const StepAllocationEntries& e) { return e.begin == begin; });
-    if (!known) g_step_entries.push_back({begin, live});
+    if (!known)
+      g_step_entries.push_back(
+          {begin, live, reinterpret_cast<TakeUninit>(::dlsym(dl_handle, "driftscope_simt_take_uninit_reads"))});
   }
   return true;
 }
@@ -165,6 +167,26 @@ void begin_step(const std::string& name) {
   driftscope_simt_begin_step(name.c_str());
 #endif
   for (const StepAllocationEntries& e : entries) e.begin(name.c_str());
+}
+
+void end_step() {
+  std::vector<StepAllocationEntries> entries;
+  {
+    std::lock_guard lock(g_mutex);
+    entries = g_step_entries;
+  }
+  LaunchRecord late;
+#if defined(DRIFTSCOPE_HAVE_SIMT_KERNELS)
+  take_in_process(&file_runtime_message, &late);
+#endif
+  for (const StepAllocationEntries& e : entries)
+    if (e.take != nullptr) e.take(&file_runtime_message, &late);
+  if (!late.memory.empty() || !late.uninit.empty() || !late.local_sites.empty()) {
+    late.kernel = "(host code)";
+    late.backend = "simt";
+    launch_log::amend_last(std::move(late));
+  }
+  begin_step("");
 }
 
 std::vector<LiveAllocation> live_step_allocations() {

@@ -38,6 +38,10 @@ class ScopedOptions {
 // Tells every SIMT runtime of this process (driftscope's own and each installed plugin's) that the
 // candidate step `name` begins ("" : none is under way): the blocks it allocates are filed under it.
 void begin_step(const std::string& name);
+// The candidate step under way has ended: what its runtimes found after its last launch's record
+// (memcheck's finding of a bad free in the step's cleanup) is filed with that record
+// (launch_log::amend_last), then begin_step(""). Idempotent.
+void end_step();
 // The blocks allocated during a step and still live, in every SIMT runtime of this process.
 std::vector<LiveAllocation> live_step_allocations();
 // Empty when --simt-racecheck can run here (x86-64 Linux, a SIMT runtime built in); otherwise why not.

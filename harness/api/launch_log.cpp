@@ -23,6 +23,18 @@ void add_flusher(std::function<void()> flush) {
   g_flushers.push_back(std::move(flush));
 }
 
+void amend_last(LaunchRecord late) {
+  std::lock_guard lock(g_mutex);
+  if (g_records.empty()) {
+    g_records.push_back(std::move(late));
+    return;
+  }
+  LaunchRecord& last = g_records.back();
+  using Messages = std::vector<std::string> LaunchRecord::*;
+  for (const Messages field : {&LaunchRecord::uninit, &LaunchRecord::local_sites, &LaunchRecord::memory})
+    for (std::string& m : late.*field) (last.*field).push_back(std::move(m));
+}
+
 std::vector<LaunchRecord> take() {
   std::vector<std::function<void()>> flushers;
   {

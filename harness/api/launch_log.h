@@ -65,6 +65,10 @@ void record(LaunchRecord r);
 // A device backend whose records arrive late (CUPTI buffers) registers how to flush them; take()
 // calls every flusher first.
 void add_flusher(std::function<void()> flush);
+// Findings of the step's runtime made after its last launch was recorded (a bad free in its
+// cleanup), `late`'s uninit reads, local sites and memory findings: added to the last record since
+// the last take(), or recorded as `late` itself where the step launched nothing.
+void amend_last(LaunchRecord late);
 // Every record since the last take(), in arrival order.
 std::vector<LaunchRecord> take();
 // The live step allocations a candidate's process reported with its last step (each reply carries

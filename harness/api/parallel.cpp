@@ -10,6 +10,7 @@ namespace ds {
 
 namespace {
 std::atomic<int> g_override{0};
+}  // namespace
 
 int configured_threads() {
   if (const int o = g_override.load()) return o;
@@ -22,7 +23,6 @@ int configured_threads() {
   }();
   return n;
 }
-}  // namespace
 
 void set_worker_threads(int n) { g_override.store(n > 0 ? n : 0); }
 

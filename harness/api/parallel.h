@@ -7,8 +7,11 @@
 
 namespace ds {
 
-// Threads used for work worth more than `min_work` (multiply-adds); 1 below it. Override with
-// DRIFTSCOPE_THREADS (read once).
+// The threads parallel loops may use: DRIFTSCOPE_THREADS (read once) if set, else the cores;
+// set_worker_threads() overrides both.
+int configured_threads();
+// Threads used for work worth more than `min_work` (multiply-adds); 1 below it, else
+// configured_threads().
 int worker_count(std::int64_t work, std::int64_t min_work = std::int64_t(1) << 20);
 // Overrides the thread count (0 restores the default); for tests and callers that share cores.
 void set_worker_threads(int n);

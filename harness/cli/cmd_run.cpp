@@ -131,7 +131,7 @@ RunReport run_and_print(const RunArgs& args, RunOptions o, const Policy& policy)
   // checkers, which watch one schedule.
   const SimtOptions asked = o.simt;
   if (!args.simt_threads_given && !serves_checked_kernels(o.simt) && simt_blocks_race_free(o.candidate))
-    o.simt.threads = unsigned(worker_count(std::int64_t(1) << 40));
+    o.simt.threads = unsigned(configured_threads());
   // Where the run is, on a terminal (or with --progress in a log): its layers, and a clock that
   // moves while a layer or a weight load takes long.
   std::optional<ProgressMeter> meter;

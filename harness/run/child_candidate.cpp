@@ -139,9 +139,10 @@ void ChildCandidate::serve() {
       TensorMap outputs;
       launch_sinks::begin_step(step.name);
       struct StepEnd {
-        ~StepEnd() { launch_sinks::begin_step(""); }
+        ~StepEnd() { launch_sinks::end_step(); }
       } step_end;
       inner_->run(step, ctx, inputs, outputs);
+      launch_sinks::end_step();  // before the records are taken: a bad free in its cleanup is the step's
       reply = "ok";
       put_u64(reply, outputs.size());
       for (const auto& [name, t] : outputs) {

@@ -340,7 +340,7 @@ class StepLoop {
           // --no-isolate: the candidate's runtime is this process's (a child files its own steps).
           launch_sinks::begin_step(ks.name);
           cand.run(ks, ctx, inputs, outs);
-          launch_sinks::begin_step("");
+          launch_sinks::end_step();
           launch_log::set_live_allocations(launch_sinks::live_step_allocations());
         } else {
           cand.run(ks, ctx, inputs, outs);

@@ -72,17 +72,18 @@ void* malloc(std::size_t bytes, std::source_location where) {
   return p;
 }
 namespace {
-void free_block(void* p, bool by_reset) {
+// `where`: the freeing line (none for cudaDeviceReset's frees).
+void free_block(void* p, bool by_reset, const std::source_location* where) {
   if (p == nullptr) return;
   const auto a = detail::allocation_of(p);
   const bool plain_block = a && a->base == p;
   detail::forget_allocation(p);
   // Memcheck's blocks go to its quarantine; under memcheck a free it cannot explain is a finding.
-  if (detail::guarded_free(p, !plain_block && config().memcheck, by_reset)) return;
+  if (detail::guarded_free(p, !plain_block && config().memcheck, by_reset, where)) return;
   std::free(p);
 }
 }  // namespace
-void free(void* p) { free_block(p, false); }
+void free(void* p, std::source_location where) { free_block(p, false, &where); }
 namespace detail {
 void assert_failed(const char* expr, const char* file, int line, const char* func) {
   if (!running_kernel_thread()) {
@@ -103,7 +104,7 @@ void assert_failed(const char* expr, const char* file, int line, const char* fun
 
 std::size_t device_reset() {
   const std::vector<void*> live = detail::live_allocation_bases();
-  for (void* p : live) free_block(p, true);
+  for (void* p : live) free_block(p, true, nullptr);
   return live.size();
 }
 // Memcheck's initcheck counts what a copy or a memset writes as written (memcheck.h).
@@ -427,11 +428,13 @@ void launch_impl(const LaunchDesc& d) {
   }
 }
 
-// The hazard checker's uninit reads, memcheck's findings, benign hazards and unchecked launches,
+// The hazard checker's uninit reads, memcheck's findings (the host's bad frees since the last
+// launch among them: a step's cleanup after its last launch), benign hazards and unchecked launches,
 // then the sites of poisoned locals the launch reached.
 std::vector<std::string> take_uninit_reads_impl() {
   const auto take = [] {
     std::vector<std::string> out = access_shadow().take_uninit_reads();
+    for (std::string& m : take_host_memory_findings()) g_memory_findings.push_back(std::move(m));
     for (std::string& m : std::exchange(g_memory_findings, {})) out.push_back(std::move(m));
     for (std::string& m : std::exchange(g_hazard_notes, {})) out.push_back(std::move(m));
     for (std::string& m : std::exchange(g_unchecked_launches, {})) out.push_back(std::move(m));

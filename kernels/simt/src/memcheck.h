@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,8 @@ void* guarded_malloc(std::size_t bytes, const char* file, unsigned line);
 // true; false for a pointer it never handed out, which with `never_allocated_is_finding` (memcheck
 // on, and no plain block starts at `p`) is a finding instead (and true: nothing is freed).
 // `by_reset`: cudaDeviceReset frees it, which a later use of it says.
-bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset = false);
+bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset = false,
+                  const std::source_location* where = nullptr);
 // Sets the shadow of [lo, hi) back to what memcheck gave it, after a checker that marked it for
 // its own hooks (kShadowWatched) stops watching.
 void restore_guarded_shadow(const unsigned char* lo, const unsigned char* hi);

@@ -118,6 +118,11 @@ std::string block_words(const Guarded& g) {
                            : fmt::format("a {}-byte block {}", g.bytes, allocated_at(g));
 }
 
+// " at FILE:LINE" of the freeing call, where there is one.
+std::string freed_at(const std::source_location* where) {
+  return where == nullptr ? std::string() : fmt::format(" at {}:{}", where->file_name(), where->line());
+}
+
 // `addr` relative to [base, base + bytes) of `what`.
 std::string relative(std::uintptr_t addr, std::uintptr_t base, std::size_t bytes, const std::string& what) {
   if (addr < base) return fmt::format("{} bytes before the start of {}", base - addr, what);
@@ -141,7 +146,7 @@ void* guarded_malloc(std::size_t bytes, const char* file, unsigned line) {
   return reinterpret_cast<void*>(base);
 }
 
-bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset) {
+bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset, const std::source_location* where) {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard lock(g_mutex);
   if (auto it = live().find(a); it != live().end()) {
@@ -162,16 +167,16 @@ bool guarded_free(void* p, bool never_allocated_is_finding, bool by_reset) {
   const auto freed =
       std::find_if(quarantine().begin(), quarantine().end(), [a](const Freed& f) { return f.base == a; });
   if (freed != quarantine().end()) {
-    host_findings().push_back(fmt::format(
-        "memcheck: double free of {} (address {:#x}: cudaFree/simt::free of a block already freed)",
-        block_words(freed->g), a));
+    host_findings().push_back(
+        fmt::format("memcheck: double free of {} (address {:#x}: cudaFree/simt::free{} of a block already freed)",
+                    block_words(freed->g), a, freed_at(where)));
     return true;
   }
   if (!never_allocated_is_finding) return false;
   host_findings().push_back(fmt::format(
-      "memcheck: free of a pointer never allocated ({:#x}: cudaFree/simt::free of no block cudaMalloc "
+      "memcheck: free of a pointer never allocated ({:#x}: cudaFree/simt::free{} of no block cudaMalloc "
       "handed out)",
-      a));
+      a, freed_at(where)));
   return true;
 }
 

@@ -47,8 +47,8 @@ cudaError_t simt_cudaMalloc(T** p, std::size_t bytes,
   *p = static_cast<T*>(v);
   return e;
 }
-inline cudaError_t simt_cudaFree(void* p) {
-  ::simt::free(p);
+inline cudaError_t simt_cudaFree(void* p, std::source_location where = std::source_location::current()) {
+  ::simt::free(p, where);
   return cudaSuccess;
 }
 inline cudaError_t simt_cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind) {

@@ -212,7 +212,10 @@ cudaError_t simt_cudaMallocAsync(T** p, std::size_t bytes, cudaStream_t,
                                  std::source_location where = std::source_location::current()) {
   return simt_cudaMalloc(p, bytes, where);
 }
-inline cudaError_t simt_cudaFreeAsync(void* p, cudaStream_t) { return simt_cudaFree(p); }
+inline cudaError_t simt_cudaFreeAsync(void* p, cudaStream_t,
+                                     std::source_location where = std::source_location::current()) {
+  return simt_cudaFree(p, where);
+}
 template <class T>
 cudaError_t simt_cudaMallocHost(T** p, std::size_t bytes, unsigned = 0,
                                 std::source_location where = std::source_location::current()) {
@@ -222,7 +225,9 @@ template <class T>
 cudaError_t simt_cudaHostAlloc(T** p, std::size_t bytes, unsigned flags) {
   return simt_cudaMallocHost(p, bytes, flags);
 }
-inline cudaError_t simt_cudaFreeHost(void* p) { return simt_cudaFree(p); }
+inline cudaError_t simt_cudaFreeHost(void* p, std::source_location where = std::source_location::current()) {
+  return simt_cudaFree(p, where);
+}
 
 // __constant__ and __device__ variables are plain variables of the host build (the toolkit's
 // host_defines.h spells the qualifiers as nothing outside nvcc): a symbol copy is a bounded memcpy.

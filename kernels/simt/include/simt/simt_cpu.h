@@ -110,7 +110,8 @@ std::vector<std::string> take_memory_findings();
 
 // `where`: the line that asked for the block, which a leak report names (set_allocation_step).
 void* malloc(std::size_t bytes, std::source_location where = std::source_location::current());
-void free(void* p);
+// `where`: the line that frees, which memcheck's finding of a bad free names.
+void free(void* p, std::source_location where = std::source_location::current());
 namespace detail {
 // A failed SIMT_ASSERT (simt_cuda.h): in kernel code the running block stops with a KernelError
 // naming `expr`, its file:line and the thread; elsewhere the C library's assert failure.
