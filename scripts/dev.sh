@@ -60,12 +60,14 @@ sanitize_tests() {
 # download, the network's time) is made while the tree compiles. The ASan tree compiles beside the
 # main suite at the lowest priority, on the CPU time the tests leave idle (timeouts they wait out,
 # children they wait for). Each runs in a session of its own, killed whole if this script stops
-# first.
+# first, at the lowest priority: under the kernel's autogroup scheduling (on by default) a new
+# session is a scheduling group of its own, which competes with ours as an equal whatever its
+# processes' nice values, so the group is given nice 19 too.
 BACKGROUND=()
 in_background() {  # in_background LOG COMMAND...: its process group's id in BACKGROUND
   local log=$1
   shift
-  setsid "$@" >"$log" 2>&1 &
+  setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 "$@"' sh "$@" >"$log" 2>&1 &
   BACKGROUND+=("$!")
 }
 trap 'for g in "${BACKGROUND[@]}"; do kill -- "-$g" 2>/dev/null || true; done' EXIT
@@ -76,7 +78,7 @@ run_tests() {
   build
   wait "${BACKGROUND[0]}" ||
     echo "(the FLA test's venv was not made: $(tail -1 build/fla-venv.log); cli.fla_gdn will say why)"
-  in_background build/asan-build.log nice -n 19 "$0" sanitize-build
+  in_background build/asan-build.log "$0" sanitize-build
   ctest --test-dir build --output-on-failure -j "$(nproc)"
   if ! wait "${BACKGROUND[1]}"; then
     tail -40 build/asan-build.log
