@@ -74,6 +74,20 @@ TEST_F(ReportTest, BadPolicyIsAUsageError) {
   EXPECT_NE(r.out.find("bad.yaml:3: field 'chek'"), std::string::npos) << r.out;
 }
 
+// A trace cut short (a disk that filled, a copy that stopped) is a clear error, exit 2, never a
+// signal; the reader's side of it is test_traces' (TraceIo), run under ASan too.
+TEST_F(ReportTest, TruncatedTracesAreAnErrorNotACrash) {
+  const auto size = fs::file_size(path("good.h5"));
+  for (double frac : {0.9, 0.5, 0.1, 0.01}) {
+    const std::string cut = path("cut.h5");
+    fs::copy_file(path("good.h5"), cut, fs::copy_options::overwrite_existing);
+    fs::resize_file(cut, static_cast<std::uintmax_t>(static_cast<double>(size) * frac));
+    const Result r = sh("report " + cut);
+    EXPECT_EQ(r.rc, 2) << frac << ": " << r.out;
+    EXPECT_NE(r.out.find("cut.h5"), std::string::npos) << frac << ": " << r.out;
+  }
+}
+
 TEST_F(ReportTest, DiffOfIdenticalTracesPasses) {
   const Result r = sh("diff " + path("good.h5") + " " + path("good.h5"));
   EXPECT_EQ(r.rc, 0) << r.out;

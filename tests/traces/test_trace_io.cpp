@@ -141,12 +141,7 @@ TEST(TraceIo, TruncatedFilesGiveAnErrorNotACrash) {
     fs::copy_file(p, t, fs::copy_options::overwrite_existing);
     fs::resize_file(t, std::uintmax_t(double(size) * frac));
     const std::string err = open_error(t);
-    EXPECT_FALSE(err.empty()) << frac;
-    // And through the CLI: exit 2 with a message, not a signal.
-    const int st =
-        std::system((std::string(DRIFTSCOPE_BIN) + " report " + t.string() + " > /dev/null 2>&1").c_str());
-    EXPECT_TRUE(WIFEXITED(st)) << frac;
-    EXPECT_EQ(WEXITSTATUS(st), 2) << frac;
+    EXPECT_FALSE(err.empty()) << frac;  // through the CLI: test_diff_report's ReportTest
     fs::remove(t);
   }
   fs::remove(p);
