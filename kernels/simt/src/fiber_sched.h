@@ -197,14 +197,37 @@ class Sched {
   HazardReport take_hazards() { return hazards_.take(); }
   // Config::interleave at a hooked access of the running thread (interleave.cpp): a seeded coin,
   // then another runnable thread runs first. False when the thread runs on without a switch.
-  bool yield_at_access();
-  // True one time in `n`, drawn from the block's interleave generator.
+  // The coin, true one access in 8, is drawn as the count of accesses to its next heads: the same
+  // odds at every access, and a generator draw per 21 tosses instead of one per access (the draws
+  // were a third of an interleaved run).
+  bool yield_at_access() {
+    if (--accesses_to_yield_ != 0) return false;
+    accesses_to_yield_ = tosses_to_heads(3);
+    return yield_now();
+  }
+  // The 1-in-2 coin of a hand-over to another block at a global load (Interleaver::on_access),
+  // drawn the same way.
+  bool handover_coin() {
+    if (--loads_to_handover_ != 0) return false;
+    loads_to_handover_ = tosses_to_heads(1);
+    return true;
+  }
+  // Before the block's first hooked access.
+  void begin_interleave(std::uint64_t seed) {
+    interleave_rng_ = seed;
+    accesses_to_yield_ = tosses_to_heads(3);
+    loads_to_handover_ = tosses_to_heads(1);
+  }
+  // The block's interleave generator.
   std::uint64_t interleave_draw() { return splitmix(interleave_rng_); }
   // A draw in [0, n) (multiply and shift: no division on the hooks' path).
   unsigned interleave_below(unsigned n) {
     return static_cast<unsigned>(((interleave_draw() >> 32) * n) >> 32);
   }
-  bool interleave_coin(unsigned n) { return interleave_below(n) == 0; }
+  // Tosses of a coin that comes up heads one time in 2^bits (bits 1 or 3), up to and including its
+  // next heads.
+  std::uint32_t tosses_to_heads(unsigned bits);
+  bool yield_now();
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);
@@ -312,6 +335,8 @@ class Sched {
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
   Interleaver* interleaver_ = nullptr;   // this block's, under Config::interleave (interleave.h)
   std::uint64_t interleave_rng_ = 0;
+  std::uint32_t accesses_to_yield_ = 1;  // hooked accesses left before yield_at_access switches
+  std::uint32_t loads_to_handover_ = 1;  // global loads left before handover_coin comes up
 };
 
 // Kernel code only runs inside run_block, which created this thread's Sched. Every collective

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstring>
 
 #include "access_shadow.h"
@@ -150,8 +151,7 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   // changes nothing the shuffled block order does not (a hand-over wakes another host thread:
   // the stores of a kernel's outputs would cost one each).
   bool switched = false;
-  if (baton_ != nullptr && !write && is_global(p) && s.interleave_coin(2) &&
-      baton_->pass(s.interleave_draw())) {
+  if (baton_ != nullptr && !write && is_global(p) && s.handover_coin() && baton_->pass(s.interleave_draw())) {
     switched = true;
     sched_ = &s;  // the host threads that ran meanwhile set their own
   } else {
@@ -173,8 +173,22 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
 // both chosen by the block's interleave generator. The scheduler's fast paths take the next thread
 // from the running thread's warp, relying on no runnable warp ranking below it (fiber_sched.h
 // take_next_after): the chosen thread's warp swaps ranks with the lowest-ranked runnable one.
-bool Sched::yield_at_access() {
-  if (!interleave_coin(8) || warp_runnable_r_ == 0) return false;
+std::uint32_t Sched::tosses_to_heads(unsigned bits) {
+  assert(bits == 1 || bits == 3);
+  // Each group of `bits` bits of a draw is a toss, heads where all of them are zero; the lowest
+  // bit of each whole group marks it.
+  const unsigned per_draw = 64 / bits;
+  const std::uint64_t group_starts = bits == 1 ? ~std::uint64_t{0} : 0x1249249249249249;  // bits 3
+  for (std::uint32_t tosses = 0;; tosses += per_draw) {
+    const std::uint64_t x = interleave_draw();
+    const std::uint64_t ones = bits == 1 ? x : x | x >> 1 | x >> 2;
+    const std::uint64_t heads = ~ones & group_starts;
+    if (heads != 0) return tosses + static_cast<std::uint32_t>(std::countr_zero(heads)) / bits + 1;
+  }
+}
+
+bool Sched::yield_now() {
+  if (warp_runnable_r_ == 0) return false;
   // A runnable warp, then a runnable lane of it (the running thread is in neither mask).
   const auto nth_bit = [](unsigned m, unsigned n) {
     for (; n != 0; --n) m &= m - 1;

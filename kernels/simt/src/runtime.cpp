@@ -293,7 +293,7 @@ bool Sched::run_block(const LaunchDesc& d, const Config& cfg, std::uint64_t line
   tl_unwatched_dyn_smem = smem_watched_ ? nullptr : smem_;
   interleaver_ = cfg.interleave && d.access_hooks ? g_interleaver.load(std::memory_order_relaxed) : nullptr;
   if (interleaver_ != nullptr) {
-    interleave_rng_ = block_seed_ ^ 0x5851F42D4C957F2Dull;
+    begin_interleave(block_seed_ ^ 0x5851F42D4C957F2Dull);
     interleaver_->begin_block(this, smem_, d.dyn_smem_bytes);
   }
 
