@@ -7,9 +7,9 @@
 #include <regex>
 
 #include "closest_name.h"
+#include "load_model.h"
 #include "policy.h"
 #include "policy_scope.h"
-#include "runner.h"
 #include "stage_catalog.h"
 
 namespace ds {
@@ -42,7 +42,7 @@ INSTANTIATE_TEST_SUITE_P(Names, ClosestName,
 
 // qwen2-tiny's header: 2 layers, no QK-norm.
 ModelConfig two_layer_qwen2() {
-  ModelConfig c = load_config_spec("synthetic:qwen2-tiny", 0);
+  ModelConfig c = ref::load_config("synthetic:qwen2-tiny", 0);
   c.name = "qwen2-test";
   return c;
 }
@@ -77,9 +77,10 @@ INSTANTIATE_TEST_SUITE_P(
         ScopeCase{"regex_over_stages", "stage: \"q|k\"\n    bit_exact: true", ""},
         ScopeCase{"model_level_stage", "stage: logits\n    bit_exact: true", ""},
         ScopeCase{"layer_in_range", "stage: q\n    layers: 1\n    bit_exact: true", ""},
-        ScopeCase{"typo_gets_a_suggestion", "stage: atn_norm\n    bit_exact: true",
-                  "rule stage 'atn_norm' matches no stage of qwen2-test nor of any other model family; did you "
-                  "mean 'attn_norm'?"},
+        ScopeCase{
+            "typo_gets_a_suggestion", "stage: atn_norm\n    bit_exact: true",
+            "rule stage 'atn_norm' matches no stage of qwen2-test nor of any other model family; did you "
+            "mean 'attn_norm'?"},
         // One policy serves a matrix of families and depths: a rule for another family's stage, or
         // for layers this model does not have, is kept for the models that do.
         ScopeCase{"stage_another_family_has", "stage: q_norm\n    bit_exact: true", ""},

@@ -1,5 +1,6 @@
 // The drift judge over every step (its layer does not move with --decode-steps, its sentence says
-// "growing" only when the error grows) and the systematic-error judge (compare/bias.h).
+// "growing" only when the error grows), the systematic-error judge (compare/bias.h), and the
+// verdict of a run that judged nothing.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -250,6 +251,15 @@ TEST(SystematicJudge, NoFalseAlarmOnCorrectCandidates) {
             << preset << " " << candidate << " seed " << seed << ": " << r.verdict
             << (r.first_failure ? " " + r.first_failure->note : "");
       }
+}
+
+// ---- a run that judged no stage ----
+
+TEST(Conclude, ZeroJudgedStagesIsAFailure) {
+  RunReport report;
+  conclude(report);
+  EXPECT_EQ(report.exit_code, kExitFailure);
+  EXPECT_NE(report.verdict.find("no stage was judged"), std::string::npos);
 }
 
 }  // namespace
