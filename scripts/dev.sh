@@ -44,9 +44,9 @@ build() {
 # The loaders, compare engine, trace reader/writer, policy parser, SIMT runtime and the fuzz
 # targets' replays (seeds and regression inputs) again under ASan + UBSan (the asan preset, in
 # build-asan/, through ccache like the main build): only the test programs those tests need are
-# built (no kernel mutant; the CLI, which test_traces runs), and ctest runs the tests labelled
-# `sanitize` (tests/CMakeLists.txt), without the Python tests of the trace folder (traces.*), which
-# drive the whole CLI and are run by the main build.
+# built (no CLI, runner, candidate or kernel mutant), and ctest runs the tests labelled `sanitize`
+# (tests/CMakeLists.txt), without the Python tests of the trace folder (traces.*), which drive the
+# whole CLI and are run by the main build.
 sanitize_build() {
   [ -f build-asan/build.ninja ] || cmake --preset asan >/dev/null
   cmake --build build-asan -j "$(nproc)" --target sanitize_tests
