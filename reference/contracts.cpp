@@ -290,8 +290,8 @@ std::vector<MissingWeight> check_completeness(const Model& model) {
   std::vector<MissingWeight> missing;
   auto need = [&](int layer, const std::string& role) {
     std::string name = role_tensor(layer, role);
-    const Tensor* t = model.weights.find(name);
-    if (!t || t->numel() == 0) missing.push_back({role, std::move(name), layer});
+    const auto shape = model.weights.shape_of(name);
+    if (!shape || numel(*shape) == 0) missing.push_back({role, std::move(name), layer});
   };
   for (const auto& r : required_model_roles(c)) need(-1, r);
   for (int l = 0; l < cfg.n_layers; ++l)

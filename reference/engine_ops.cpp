@@ -65,25 +65,14 @@ Numerics::ActQuant ggml_vec_dot_quant(std::string_view file_type) {
   return Numerics::ActQuant::none;
 }
 
-// Weight row `o` of w as floats (exact for f32, f16 and bf16 weights).
-void weight_row(const Tensor& w, std::int64_t o, std::vector<float>& out) {
-  const std::int64_t in = w.dim(1);
-  out.resize(std::size_t(in));
-  if (w.dtype() == DType::f32) {
-    std::copy_n(w.data<float>() + o * in, in, out.begin());
-  } else {
-    for (std::int64_t i = 0; i < in; ++i) out[std::size_t(i)] = float(w.at(o * in + i));
-  }
-}
-
 // ggml's dot product of Q4_1 or Q5_1 weights (w = d_w q + m per block of 32) with Q8_1 activations
 // (Q8_0's values, plus s = d_a * sum(q) stored as f16) adds m * s for each block, where the values
 // give m * f16(d_a) * sum(q). Each block's minimum m is the block's smallest dequantized weight (the
 // quantizer maps the minimum to q = 0). Adds, to every output, sum over blocks of m times the
 // difference, for the activations' rows x (not yet quantized).
-void add_q8_1_block_sums(const Tensor& x, const Tensor& w, Tensor& y) {
+void add_q8_1_block_sums(const Tensor& x, const Matrix& w, Tensor& y) {
   constexpr std::int64_t kBlock = 32;
-  const std::int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0), blocks = in / kBlock;
+  const std::int64_t rows = x.dim(0), in = w.in(), out = w.out(), blocks = in / kBlock;
   std::vector<double> diff(static_cast<std::size_t>(rows * blocks));
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t b = 0; b < blocks; ++b) {
@@ -97,7 +86,7 @@ void add_q8_1_block_sums(const Tensor& x, const Tensor& w, Tensor& y) {
     }
   std::vector<float> wr;
   for (std::int64_t o = 0; o < out; ++o) {
-    weight_row(w, o, wr);
+    w.row(o, wr);
     for (std::int64_t b = 0; b < blocks; ++b) {
       const float m = *std::min_element(wr.begin() + b * kBlock, wr.begin() + (b + 1) * kBlock);
       for (std::int64_t r = 0; r < rows; ++r)
@@ -134,28 +123,28 @@ Tensor engine_activations(const Tensor& x, Numerics::ActQuant q, std::string_vie
   return y;
 }
 
-Tensor numerics_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Numerics& n,
+Tensor numerics_linear(const Tensor& x, const Matrix& w, const Tensor* bias, const Numerics& n,
                        std::string_view file_type) {
   if (n.act_quant == Numerics::ActQuant::none && n.accum == Numerics::Accum::exact) return linear(x, w, bias);
-  const Tensor xq = engine_activations(x, n.act_quant, file_type, w.dtype());
+  const Tensor xq = engine_activations(x, n.act_quant, file_type, w.t ? w.t->dtype() : DType::f32);
   Tensor y = n.accum == Numerics::Accum::f32 ? linear_f32(xq, w, bias) : linear(xq, w, bias);
   if (n.act_quant == Numerics::ActQuant::ggml && (file_type == "Q4_1" || file_type == "Q5_1"))
     add_q8_1_block_sums(x, w, y);
   return y;
 }
 
-Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor* bias) {
-  if (w.rank() != 2 || x.rank() != 2 || x.dim(1) != w.dim(1))
+Tensor linear_f32(const Tensor& x, const Matrix& w, const Tensor* bias) {
+  if (w.rank() != 2 || x.rank() != 2 || x.dim(1) != w.in())
     throw std::invalid_argument(
         fmt::format("linear: incompatible shapes {} and {}", shape_str(x.shape()), shape_str(w.shape())));
-  const std::int64_t rows = x.dim(0), in = w.dim(1), out = w.dim(0);
+  const std::int64_t rows = x.dim(0), in = w.in(), out = w.out();
   std::vector<float> xf(std::size_t(rows * in));
   for (std::int64_t i = 0; i < rows * in; ++i) xf[std::size_t(i)] = float(x.data<double>()[i]);
   Tensor y(DType::f64, {rows, out});
   parallel_for(out, rows * out * in, [&](std::int64_t b, std::int64_t e) {
     std::vector<float> wr;
     for (std::int64_t o = b; o < e; ++o) {
-      weight_row(w, o, wr);
+      w.row(o, wr);
       const float bo = bias ? float(bias->data<double>()[o]) : 0.f;
       for (std::int64_t r = 0; r < rows; ++r) {
         const float* xr = xf.data() + r * in;

@@ -18,12 +18,12 @@ Tensor engine_activations(const Tensor& x, Numerics::ActQuant q, std::string_vie
 
 // ref::linear as the engine computes it: its activations as `engine_activations` makes them,
 // then summed in f32 (accum=f32) or exactly.
-Tensor numerics_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Numerics& n,
+Tensor numerics_linear(const Tensor& x, const Matrix& w, const Tensor* bias, const Numerics& n,
                        std::string_view file_type);
 
 // y = x W^T (+ b), every element summed in f32 one term after another (fused multiply-add), the
 // bias added in f32.
-Tensor linear_f32(const Tensor& x, const Tensor& w, const Tensor* bias);
+Tensor linear_f32(const Tensor& x, const Matrix& w, const Tensor* bias);
 
 // ref::rope with the angle of each (position, pair) computed as `angles` says (numerics.h).
 Tensor engine_rope(const Tensor& x, int head_dim, int rotary_dim, int pos0, double theta, RopeMode mode,

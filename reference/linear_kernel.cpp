@@ -45,8 +45,17 @@ inline double f16_wide(std::uint16_t h) {
 }
 
 // Weight rows [o, o + c) widened to double into `out` (row stride `in`); widening is exact.
-void widen_rows(const LinearArgs& a, std::int64_t o, std::int64_t c, double* out) {
+// `decoded` holds a quantized row's floats on the way.
+void widen_rows(const LinearArgs& a, std::int64_t o, std::int64_t c, double* out,
+                std::vector<float>& decoded) {
   const std::int64_t n = c * a.in, base = o * a.in;
+  if (a.q) {
+    for (std::int64_t k = 0; k < c; ++k) {
+      a.q->row(o + k, decoded.data());
+      for (std::int64_t i = 0; i < a.in; ++i) out[k * a.in + i] = double(decoded[std::size_t(i)]);
+    }
+    return;
+  }
   switch (a.wtype) {
     case DType::f32: {
       const float* p = static_cast<const float*>(a.w) + base;
@@ -109,16 +118,18 @@ void columns(const LinearArgs& a, std::int64_t o_begin, std::int64_t o_end) {
   const std::int64_t in = a.in;
   const std::int64_t block =
       std::max<std::int64_t>(4, (kRowBlockBytes / std::max<std::int64_t>(1, in * 8)) & ~std::int64_t(3));
-  std::vector<double> wide(a.wtype == DType::f64 ? 0 : std::size_t(C * in));
+  const bool widened = a.q || a.wtype != DType::f64;
+  std::vector<double> wide(widened ? std::size_t(C * in) : 0);
+  std::vector<float> decoded(a.q ? std::size_t(in) : 0);
   for (std::int64_t r0 = 0; r0 < a.rows; r0 += block) {
     const std::int64_t r1 = std::min(a.rows, r0 + block);
     for (std::int64_t o = o_begin; o < o_end;) {
       const std::int64_t c = std::min<std::int64_t>(C, o_end - o);
-      const double* w = static_cast<const double*>(a.w) + o * in;
-      if (a.wtype != DType::f64) {
-        widen_rows(a, o, c, wide.data());
-        w = wide.data();
-      }
+      const double* w = wide.data();
+      if (widened)
+        widen_rows(a, o, c, wide.data(), decoded);
+      else
+        w = static_cast<const double*>(a.w) + o * in;
       if (c == C) {
         rows_against<C>(a, w, r0, r1, o);
       } else {

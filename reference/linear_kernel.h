@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "dtype.h"
+#include "weights.h"
 
 namespace ds::ref::detail {
 
@@ -13,8 +14,9 @@ struct LinearArgs {
   const double* x;  // [rows, in]
   const void* w;    // [out, in] in `wtype`: f64, f32, f16 or bf16
   DType wtype;
-  const double* bias;  // [out] or null
-  double* y;           // [rows, out]
+  const QuantMatrix* q;  // instead of w: block-quantized rows, decoded to f32 as they are read
+  const double* bias;    // [out] or null
+  double* y;             // [rows, out]
   std::int64_t rows, in, out;
 };
 

@@ -76,19 +76,36 @@ LinearKernel pick_linear_kernel() {
 // interleaved partial sums (element i goes to lane i % 4), combined as (l0 + l1) + (l2 + l3),
 // then the tail. One dependency chain per lane keeps the adds from waiting on each other, and
 // the order is the same for every thread count, every kernel build and every call.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
-  require(w.rank() == 2 && x.rank() == 2 && x.dim(1) == w.dim(1), "linear", x, w);
-  const std::int64_t in = w.dim(1), out = w.dim(0);
-  if (bias) require(bias->numel() == out && bias->dtype() == DType::f64, "linear bias", w, *bias);
-  if (w.dtype() != DType::f64 && w.dtype() != DType::f32 && w.dtype() != DType::f16 &&
-      w.dtype() != DType::bf16)
+void Matrix::row(std::int64_t o, std::vector<float>& out) const {
+  const std::int64_t n = in();
+  out.resize(std::size_t(n));
+  if (q) {
+    q->row(o, out.data());
+  } else if (t->dtype() == DType::f32) {
+    std::copy_n(t->data<float>() + o * n, n, out.begin());
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out[std::size_t(i)] = float(t->at(o * n + i));
+  }
+}
+
+Tensor linear(const Tensor& x, const Matrix& w, const Tensor* bias) {
+  if (w.rank() != 2 || x.rank() != 2 || x.dim(1) != w.in())
     throw std::invalid_argument(
-        fmt::format("linear: weight dtype {} (expected f64, f32, f16 or bf16)", dtype_name(w.dtype())));
+        fmt::format("linear: incompatible shapes {} and {}", shape_str(x.shape()), shape_str(w.shape())));
+  const std::int64_t in = w.in(), out = w.out();
+  if (bias && (bias->numel() != out || bias->dtype() != DType::f64))
+    throw std::invalid_argument(fmt::format("linear bias: incompatible shapes {} and {}",
+                                            shape_str(w.shape()), shape_str(bias->shape())));
+  const DType wtype = w.t ? w.t->dtype() : DType::f32;
+  if (wtype != DType::f64 && wtype != DType::f32 && wtype != DType::f16 && wtype != DType::bf16)
+    throw std::invalid_argument(
+        fmt::format("linear: weight dtype {} (expected f64, f32, f16 or bf16)", dtype_name(wtype)));
   const std::int64_t rows = x.dim(0);
   Tensor y(DType::f64, {rows, out});
   const detail::LinearArgs args{.x = x.data<double>(),
-                                .w = w.raw(),
-                                .wtype = w.dtype(),
+                                .w = w.t ? w.t->raw() : nullptr,
+                                .wtype = wtype,
+                                .q = w.q,
                                 .bias = bias ? bias->data<double>() : nullptr,
                                 .y = y.data<double>(),
                                 .rows = rows,
@@ -241,18 +258,21 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return y;
 }
 
-Tensor embed(std::span<const std::int32_t> tokens, const Tensor& table) {
-  const std::int64_t V = table.dim(0), D = table.dim(1);
+Tensor embed(std::span<const std::int32_t> tokens, const Matrix& table) {
+  const std::int64_t V = table.out(), D = table.in();
+  std::vector<float> row;
   Tensor y(DType::f64, {std::int64_t(tokens.size()), D});
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= V)
       throw std::out_of_range(fmt::format("token id {} outside the vocabulary of {}", tokens[t], V));
     double* yr = y.data<double>() + std::int64_t(t) * D;
     const std::int64_t base = std::int64_t(tokens[t]) * D;
-    if (table.dtype() == DType::f32)
-      for (std::int64_t i = 0; i < D; ++i) yr[i] = table.data<float>()[base + i];
-    else
-      for (std::int64_t i = 0; i < D; ++i) yr[i] = table.at(base + i);
+    if (table.t && table.t->dtype() == DType::f64) {
+      for (std::int64_t i = 0; i < D; ++i) yr[i] = table.t->data<double>()[base + i];
+    } else {
+      table.row(tokens[t], row);
+      for (std::int64_t i = 0; i < D; ++i) yr[i] = row[std::size_t(i)];
+    }
   }
   return y;
 }

@@ -9,8 +9,24 @@
 
 #include "model_config.h"
 #include "tensor.h"
+#include "weights.h"
 
 namespace ds::ref {
+
+// The weight operand of `linear` and `embed`, [out, in]: a tensor in its stored dtype (f64, f32,
+// f16, bf16) or a block-quantized matrix, read a row at a time either way.
+struct Matrix {
+  const Tensor* t = nullptr;
+  const QuantMatrix* q = nullptr;
+  Matrix(const Tensor& tensor) : t(&tensor) {}     // NOLINT: every Tensor is one
+  Matrix(const QuantMatrix& quant) : q(&quant) {}  // NOLINT
+  int rank() const { return t ? t->rank() : int(q->shape.size()); }
+  std::int64_t out() const { return t ? t->dim(0) : q->rows(); }
+  std::int64_t in() const { return t ? t->dim(1) : q->cols(); }
+  const Shape& shape() const { return t ? t->shape() : q->shape; }
+  // Row o as floats: exact for f32, f16, bf16 and quantized rows (f64 rows are rounded).
+  void row(std::int64_t o, std::vector<float>& out) const;
+};
 
 // y = x * rsqrt(mean(x^2) + eps) * w  (or * (1 + w)), per row of `width` (rows may be heads).
 Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int width);
@@ -18,7 +34,7 @@ Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps, bool plus_one, int 
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 // y = x W^T (+ b). Output columns are split over threads; each element is one dot product in
 // a fixed order (four interleaved partial sums, see linear_kernel.cpp), whatever the thread count.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
+Tensor linear(const Tensor& x, const Matrix& w, const Tensor* bias);
 // Rotary embedding of heads of size `head_dim` packed in each row, tokens at pos0, pos0+1, ...
 // Dims >= rotary_dim pass through (partial RoPE). `freq_factors` (empty or rotary_dim / 2
 // values) divide the inverse frequencies (llama3 scaling).
@@ -42,7 +58,7 @@ Tensor gelu_new(const Tensor& x);                       // tanh approximation (G
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor sigmoid_mul(const Tensor& x, const Tensor& gate);  // x * sigmoid(gate)
-Tensor embed(std::span<const std::int32_t> tokens, const Tensor& table);
+Tensor embed(std::span<const std::int32_t> tokens, const Matrix& table);
 // Columns [begin, begin + width) of every row of `width_total`-wide rows, for each of `groups`
 // consecutive groups: the per-head split of packed projections.
 Tensor take_columns(const Tensor& x, int group_width, int begin, int width);

@@ -34,6 +34,11 @@ Reference::Reference(std::shared_ptr<const Model> model, ReferenceOptions option
   check_shapes(*model_);
   for (const auto& [name, t] : model_->weights.all())
     if (opt_.widen_all || !kept_stored(name, t.shape(), t.dtype())) wide_.put(name, t.to(DType::f64));
+  // Quantized matrices are read a row at a time, as stored ones are; one an f64-only op reads is
+  // decoded into this reference's copy like any other.
+  for (const auto& [name, q] : model_->weights.quantized())
+    if (opt_.widen_all || !kept_stored(name, q.shape, DType::f32))
+      wide_.put(name, q.dequantized().to(DType::f64));
 }
 
 std::uint64_t Reference::own_bytes(std::string_view name, const Shape& shape, DType stored) {
@@ -52,14 +57,16 @@ void Reference::reset() {
 int Reference::positions() const { return state_.empty() ? 0 : state_.front().positions; }
 
 TensorMap Reference::embed(std::span<const std::int32_t> tokens, int pos0) const {
-  Tensor e = ref::embed(tokens, w("token_embd.weight"));
-  if (const Tensor* pos = w_opt("position_embd.weight")) {
-    if (pos0 + e.dim(0) > pos->dim(0))
+  Tensor e = ref::embed(tokens, weights().matrix("token_embd.weight"));
+  if (weights().has("position_embd.weight")) {
+    const Matrix table = weights().matrix("position_embd.weight");
+    if (pos0 + e.dim(0) > table.out())
       throw std::out_of_range(fmt::format("{}: position {} beyond the {} learned positions", cfg_.name,
-                                          pos0 + e.dim(0) - 1, pos->dim(0)));
-    for (std::int64_t t = 0; t < e.dim(0); ++t)
-      for (std::int64_t i = 0; i < e.dim(1); ++i)
-        e.data<double>()[t * e.dim(1) + i] += pos->at((pos0 + t) * e.dim(1) + i);
+                                          pos0 + e.dim(0) - 1, table.out()));
+    std::vector<std::int32_t> positions(std::size_t(e.dim(0)));
+    for (std::size_t t = 0; t < positions.size(); ++t) positions[t] = pos0 + std::int32_t(t);
+    const Tensor p = ref::embed(positions, table);  // the learned rows, read as the tokens' are
+    for (std::int64_t i = 0; i < e.numel(); ++i) e.data<double>()[i] += p.data<double>()[i];
   }
   TensorMap out;
   out["embed"] = stage(e);
@@ -74,12 +81,11 @@ TensorMap Reference::head(const Tensor& x, const TensorMap* forced) const {
                  : numerics_rmsnorm(x, w("output_norm.weight"), cfg_.norm_eps, cfg_.norm_plus_one,
                                     cfg_.hidden, opt_.numerics);
   out["final_norm"] = stage(n);
-  const Tensor* lm = w_opt("output.weight");
-  const std::string_view head_weight = lm ? "output.weight" : "token_embd.weight";
+  const std::string_view head_weight = weights().has("output.weight") ? "output.weight" : "token_embd.weight";
   const auto f = forced ? forced->find("final_norm") : TensorMap::const_iterator{};
   const Tensor& normed = forced && f != forced->end() ? f->second : out["final_norm"];
-  out["logits"] =
-      stage(numerics_linear(normed, w(head_weight), nullptr, opt_.numerics, model_->file_type(head_weight)));
+  out["logits"] = stage(numerics_linear(normed, weights().matrix(head_weight), nullptr, opt_.numerics,
+                                        model_->file_type(head_weight)));
   return out;
 }
 

@@ -215,6 +215,7 @@ void CpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
     w_.emplace(name, WeightMat(t));
     if (t.rank() == 1) vec_.emplace(name, to_mat(t).v);
   }
+  for (const auto& [name, q] : weights.quantized()) w_.emplace(name, WeightMat(q));
 }
 
 const WeightMat& CpuCandidate::w(int layer, std::string_view role) const {
@@ -227,7 +228,8 @@ const WeightMat& CpuCandidate::w(int layer, std::string_view role) const {
 const std::vector<float>& CpuCandidate::vec(int layer, std::string_view role) const {
   const std::string n = layer == kModelLayer ? std::string(role) : layer_weight(layer, role);
   auto it = vec_.find(n);
-  if (it == vec_.end()) throw std::out_of_range(fmt::format("cpu candidate: vector weight '{}' not loaded", n));
+  if (it == vec_.end())
+    throw std::out_of_range(fmt::format("cpu candidate: vector weight '{}' not loaded", n));
   return it->second;
 }
 

@@ -48,11 +48,20 @@ WeightMat::WeightMat(const Tensor& t)
   if (!is_float(dtype_)) throw std::invalid_argument("cpu candidate: a weight that is not floating point");
 }
 
+WeightMat::WeightMat(const QuantMatrix& q)
+    : rows(q.shape.front()), cols(ds::numel(q.shape) / q.shape.front()), quant_(&q) {}
+
 const float* WeightMat::row(std::int64_t r, std::vector<float>& scratch) const {
   const std::size_t at = std::size_t(r * cols), n = std::size_t(cols);
-  if (dtype_ == DType::f32) return reinterpret_cast<const float*>(data_) + at;
+  if (dtype_ == DType::f32 && quant_ == nullptr) return reinterpret_cast<const float*>(data_) + at;
   scratch.resize(n);
   float* out = scratch.data();
+  if (quant_) {
+    // A stack's row [out, in] is `out` quantized rows.
+    const std::int64_t per = cols / quant_->cols();
+    for (std::int64_t k = 0; k < per; ++k) quant_->row(r * per + k, out + k * quant_->cols());
+    return out;
+  }
   // One loop per dtype, chosen once per row: memcpy reads an element whatever the alignment.
   if (dtype_ == DType::f64) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -100,8 +109,8 @@ float dot_in_order(const float* w, const float* x, std::int64_t n) {
 
 // Outputs [o_begin, o_end) of every row: whole tiles of kTile tokens from `xt` (the input
 // transposed in tiles, [T / kTile][n][kTile]), the rows past the last whole tile one by one.
-void linear_outputs(const Mat& x, const std::vector<float>& xt, const WeightMat& w, std::span<const float> bias,
-                    Mat& y, std::int64_t o_begin, std::int64_t o_end) {
+void linear_outputs(const Mat& x, const std::vector<float>& xt, const WeightMat& w,
+                    std::span<const float> bias, Mat& y, std::int64_t o_begin, std::int64_t o_end) {
   const std::int64_t n = x.cols, tiles = x.rows / kTile;
   std::vector<float> scratch;  // a converted weight row (none for f32 weights)
   for (std::int64_t t = 0; t < tiles; ++t) {

@@ -26,10 +26,12 @@ struct Mat {
 // stored dtype: an f32 row is the store's own memory, an f16, bf16 or f64 row is converted into
 // the caller's scratch as it is read, so the candidate holds no copy of the model. Its values are
 // those of to_mat (each element as float). Rank 1 is one row; a higher rank [d0, ...] is d0 rows.
+// A block-quantized matrix is decoded into the scratch a row at a time, the same way.
 class WeightMat {
  public:
   WeightMat() = default;
   explicit WeightMat(const Tensor& t);
+  explicit WeightMat(const QuantMatrix& q);
   std::int64_t rows = 0, cols = 0;
   // Row r as f32: in place, or converted into `scratch` (resized to cols).
   const float* row(std::int64_t r, std::vector<float>& scratch) const;
@@ -38,6 +40,7 @@ class WeightMat {
  private:
   const std::byte* data_ = nullptr;
   DType dtype_ = DType::f32;
+  const QuantMatrix* quant_ = nullptr;
 };
 
 Mat rmsnorm(const Mat& x, std::span<const float> w, float eps, int width);

@@ -24,8 +24,8 @@
 
 // ABI history: 1, the first; 2, batches (StepContext::seqs, Candidate::batches; docs/batches.md);
 // 3, Candidate::moe_limits and Candidate::batch_order_varies (new virtual functions: a plugin
-// built for 2 has another vtable).
-#define DRIFTSCOPE_PLUGIN_ABI_VERSION 3u
+// built for 2 has another vtable); 4, WeightStore holds quantized matrices (another layout).
+#define DRIFTSCOPE_PLUGIN_ABI_VERSION 4u
 #define DRIFTSCOPE_PLUGIN_ENTRY "driftscope_plugin"
 
 extern "C" {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "contracts.h"
+#include "loaders/gguf.h"
 #include "load_model.h"
 #include "local_check.h"
 #include "reference.h"
@@ -135,7 +136,22 @@ double held_bytes_per_weight(const std::string& model_spec, const ModelConfig& f
     const std::uint64_t n = weight_elements(full);
     return n > 0 && bytes > 0 ? std::clamp(double(bytes) / double(n), 1.0, 8.0) : 4.0;
   }
-  return 4.0;  // GGUF tensors, quantized or not, are dequantized to f32
+  // A GGUF: what its tensor table says each tensor takes (anything without a decoder is held as f32).
+  double bytes = 0, n = 0;
+  try {
+    const ref::GgufFile f(model_spec);
+    for (const auto& t : f.tensors()) {
+      double elems = 1;
+      for (std::int64_t d : t.ne) elems *= double(d);
+      const auto info = ref::ggml_type_info(t.type);
+      const bool kept = info && (ref::ggml_row_decoder(info->type) != nullptr || info->block_elems == 1);
+      bytes += kept ? elems * double(info->block_bytes) / double(info->block_elems) : elems * 4;
+      n += elems;
+    }
+  } catch (const std::exception&) {
+    return 4.0;  // not a GGUF the loader would read: it refuses the file itself, naming it
+  }
+  return n > 0 ? std::clamp(bytes / n, 0.25, 8.0) : 4.0;
 }
 
 MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, const RunOptions& opt,
@@ -156,11 +172,14 @@ MemoryEstimate estimate_memory(const ModelConfig& cfg, double bytes_per_weight, 
     reference_own += ref::Reference::own_bytes(w.name, w.shape, held);
   }
   // A candidate's own copy of the weights in its child process.
+  const bool quantized = bytes_per_weight < 2.0;
   auto copy_of = [&](const CandidateMemory& c) {
-    std::uint64_t bytes = 0;
-    if (!c.dump && !c.on_device) {
+    if (c.dump) return std::uint64_t(0);
+    // Its child decodes a quantized model's matrices to f32 unless it reads them a row at a time.
+    std::uint64_t bytes = quantized && !c.reads_quantized ? elements * 4 : 0;
+    if (!c.on_device) {
       const double per = std::clamp(bytes_per_weight, 2.0, 4.0);
-      bytes = std::uint64_t(double(c.in_place ? copied_elements(cfg, c) : elements) * per);
+      bytes += std::uint64_t(double(c.in_place ? copied_elements(cfg, c) : elements) * per);
     }
     return bytes;  // the reference fill (cpu-f16 math) reads them in place too
   };

@@ -26,6 +26,9 @@ struct CandidateMemory {
   // ...but for these roles of a layer of each block kind, which it copies (in_place only): the
   // parts of a matrix it packs from several stored tensors. Empty: none.
   std::function<std::vector<std::string_view>(BlockKind)> copied_roles;
+  // Reads a quantized matrix a row at a time (cpu-f16); any other candidate's child decodes each
+  // quantized matrix to f32 once (WeightStore::find) and holds that copy.
+  bool reads_quantized = false;
 };
 
 struct MemoryPart {
@@ -41,8 +44,9 @@ struct MemoryEstimate {
 };
 
 // Bytes per element the loader of `model_spec` will hold its weights in: the synthetic
-// presets' dtype, a GGUF file's dequantized f32, an HF directory's stored dtype (its
-// *.safetensors bytes over the full model's element count).
+// presets' dtype, a GGUF file's stored bytes (quantized matrices stay quantized, F16 and BF16
+// stay 2 bytes) over its element count, an HF directory's stored dtype (its *.safetensors bytes
+// over the full model's element count). Under 2: a quantized model.
 double held_bytes_per_weight(const std::string& model_spec, const ModelConfig& full);
 
 // Elements of every weight the model `cfg` has (required roles, plus the untied output).

@@ -133,7 +133,7 @@ CandidateMemory candidate_memory(const Candidate& cand) {
   m.on_device = m.name.rfind("cuda", 0) == 0;
   // cpu-f16 reads the matrices where the harness holds them; its f32 copies of vector weights are
   // too small to count.
-  if (dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr) m.in_place = true;
+  if (dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr) m.in_place = m.reads_quantized = true;
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
   if (const auto* g = dynamic_cast<const gpu::GpuCandidate*>(&cand); g && g->reads_weights_in_place()) {
     m.in_place = true;

@@ -30,6 +30,7 @@ struct WeightView {
   const WeightStore* wide = nullptr;
   const WeightStore* stored = nullptr;
 
+  bool has(std::string_view name) const { return wide->has(name) || stored->has(name); }
   const Tensor* find(std::string_view name) const {
     if (const Tensor* t = wide->find(name)) return t;
     return stored->find(name);
@@ -38,6 +39,15 @@ struct WeightView {
   const Tensor& get(std::string_view name) const {
     const Tensor* t = find(name);
     return t ? *t : stored->get(name);
+  }
+  // The model's quantized matrix of that name, unless this reference widened it.
+  const QuantMatrix* find_quantized(std::string_view name) const {
+    return wide->all().contains(name) ? nullptr : stored->find_quantized(name);
+  }
+  // A linear's or embedding's operand: quantized rows stay quantized.
+  Matrix matrix(std::string_view name) const {
+    if (const QuantMatrix* q = find_quantized(name)) return *q;
+    return get(name);
   }
 };
 

@@ -47,7 +47,8 @@ void swiglu_mlp(const BlockContext& c, TensorMap& s) {
 
 Tensor BlockContext::linear(const Tensor& x, std::string_view role) const {
   const std::string w = fmt::format("{}.weight", role), b = fmt::format("{}.bias", role);
-  return numerics_linear(x, lw(w), lb(b), numerics, model.file_type(layer_weight(layer, w)));
+  const std::string name = layer_weight(layer, w);
+  return numerics_linear(x, weights.matrix(name), lb(b), numerics, model.file_type(name));
 }
 
 Tensor BlockContext::rope(const Tensor& x, int head_dim, int pos0) const {

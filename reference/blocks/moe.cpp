@@ -20,6 +20,8 @@ Tensor expert_matrix(const BlockContext& c, std::string_view role, int e) {
 
 Tensor expert_linear(const BlockContext& c, const Tensor& x, std::string_view role, int e) {
   const std::string name = layer_weight(c.layer, fmt::format("{}.weight", role));
+  if (const QuantMatrix* q = c.weights.find_quantized(name))
+    return numerics_linear(x, q->matrix(e), nullptr, c.numerics, c.model.file_type(name));
   return numerics_linear(x, expert_matrix(c, role, e), nullptr, c.numerics, c.model.file_type(name));
 }
 

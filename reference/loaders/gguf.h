@@ -46,6 +46,10 @@ class GgufFile {
   const GgufValue* find(std::string_view key) const;
   // The tensor decoded to f32, in PyTorch shape order (ne reversed).
   Tensor read(const GgufTensorInfo& t) const;
+  // The tensor as a loaded model holds it: F16 and BF16 in their own dtype, block-quantized
+  // matrices kept quantized into `w` (decoded a row at a time by their readers), anything else
+  // decoded to f32.
+  void put_stored(const GgufTensorInfo& t, const std::string& name, WeightStore& w) const;
 
  private:
   void parse();  // the header and tensor table of the mapped file
@@ -53,6 +57,7 @@ class GgufFile {
   std::string path_;
   const std::byte* base_ = nullptr;
   std::size_t size_ = 0;
+  std::shared_ptr<const std::byte> mapping_;  // owns base_'s mapping once the file parsed
   std::uint64_t data_start_ = 0;
   std::map<std::string, GgufValue, std::less<>> meta_;
   std::vector<GgufTensorInfo> tensors_;

@@ -147,6 +147,8 @@ GgufFile::GgufFile(std::string path) : path_(std::move(path)) {
     ::munmap(const_cast<std::byte*>(base_), size_);
     throw;
   }
+  mapping_ = std::shared_ptr<const std::byte>(
+      base_, [size = size_](const std::byte* p) { ::munmap(const_cast<std::byte*>(p), size); });
 }
 
 void GgufFile::parse() {
@@ -226,9 +228,7 @@ void GgufFile::parse() {
   }
 }
 
-GgufFile::~GgufFile() {
-  if (base_) ::munmap(const_cast<std::byte*>(base_), size_);
-}
+GgufFile::~GgufFile() = default;  // the mapping goes with the last matrix that reads it
 
 const GgufValue* GgufFile::find(std::string_view key) const {
   auto it = meta_.find(key);
@@ -245,6 +245,31 @@ Tensor GgufFile::read(const GgufTensorInfo& t) const {
   Tensor out(DType::f32, shape);
   dequantize(info->type, base_ + data_start_ + t.offset, out.data<float>(), out.numel());
   return out;
+}
+
+void GgufFile::put_stored(const GgufTensorInfo& t, const std::string& name, WeightStore& w) const {
+  const auto info = ggml_type_info(t.type);
+  const Shape shape(t.ne.rbegin(), t.ne.rend());
+  const std::byte* src = base_ + data_start_ + t.offset;
+  if (info && (info->type == GgmlType::F16 || info->type == GgmlType::BF16)) {
+    Tensor out(info->type == GgmlType::F16 ? DType::f16 : DType::bf16, shape);
+    std::memcpy(out.raw(), src, out.nbytes());
+    w.put(name, std::move(out));
+    return;
+  }
+  const QuantDecode decode = info ? ggml_row_decoder(info->type) : nullptr;
+  if (decode == nullptr || shape.size() < 2) {
+    w.put(name, read(t));
+    return;
+  }
+  // The constructor checked the block size and that the bytes lie inside the file. The rows stay
+  // in the mapping, which lives as long as any matrix read from it.
+  w.put_quantized(name, QuantMatrix{.type = std::string(info->name),
+                                    .shape = shape,
+                                    .row_bytes = std::size_t(ggml_nbytes(*info, shape.back())),
+                                    .decode = decode,
+                                    .owner = mapping_,
+                                    .data = src});
 }
 
 namespace {
@@ -527,7 +552,7 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
     if (beyond(t.name, m.config.n_layers)) continue;
     const std::string name = canonical_name(m.config, t.name);
     if (name.empty()) continue;
-    m.weights.put(name, f.read(t));
+    f.put_stored(t, name, m.weights);
     if (const auto info = ggml_type_info(t.type)) m.file_types[name] = std::string(info->name);
   }
   if (is_gdn_hybrid(m.config.family)) split_fused(m, path);
@@ -535,16 +560,17 @@ Model load_gguf(const std::string& path, int layers, const LoadOptions& options)
   // one output, [1, hidden].
   for (int l = 0; l < m.config.n_layers; ++l) {
     const std::string gate = layer_weight(l, "ffn_gate_inp_shexp.weight");
-    if (const Tensor* t = m.weights.find(gate); t && t->rank() == 1)
-      m.weights.put(gate, t->reshaped({1, t->numel()}));
+    if (const auto shape = m.weights.shape_of(gate); shape && shape->size() == 1)
+      m.weights.put(gate, m.weights.get(gate).reshaped({1, (*shape)[0]}));
   }
   auto& c = m.config;
-  if (const Tensor* e = m.weights.find("token_embd.weight")) {
-    if (c.vocab == 0 && e->dim(0) > kMaxVocab)
+  if (const auto e = m.weights.shape_of("token_embd.weight")) {
+    const std::int64_t rows = e->empty() ? 0 : e->front();
+    if (c.vocab == 0 && rows > kMaxVocab)
       throw ModelError(
           fmt::format("{}: tensor token_embd.weight: {} rows is more than the {} a vocabulary may hold", path,
-                      e->dim(0), kMaxVocab));
-    if (c.vocab == 0) c.vocab = int(e->dim(0));
+                      rows, kMaxVocab));
+    if (c.vocab == 0) c.vocab = int(rows);
   } else if (c.vocab == 0) {
     throw ModelError(fmt::format("{}: no {}.vocab_size and no token_embd.weight", path, c.arch));
   }

@@ -137,9 +137,9 @@ std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
 WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
   const ModelConfig& c = m.config;
   WeightStore w;
-  for (const auto& [name, t] : m.weights.all()) {
+  for (const std::string& name : m.weights.names()) {
     std::string out = name;
-    Tensor v = t.to(DType::f32);
+    Tensor v = m.weights.get(name).to(DType::f32);  // a quantized one decoded (re-encoded below)
     const bool plus_one_norm = c.norm_plus_one && name.find("norm.weight") != std::string::npos &&
                                name.find("ssm_norm") == std::string::npos;
     if (plus_one_norm)

@@ -17,27 +17,40 @@ namespace {
 
 namespace qb = quant_blocks;
 
+using BlockDecode = void (*)(const std::byte* block, float* y);
+
 struct Entry {
   GgmlTypeInfo info;
-  void (*decode)(const std::byte* block, float* y);  // null for the plain float types
+  BlockDecode decode;  // null for the plain float types
+  QuantDecode row;     // decode's blocks over a row, without a table lookup per call
 };
 
+template <BlockDecode Decode, std::int64_t Elems, std::int64_t Bytes>
+void decode_row(const std::byte* src, float* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n / Elems; ++i) Decode(src + i * Bytes, dst + i * Elems);
+}
+
+template <GgmlType T, std::int64_t Elems, std::int64_t Bytes, BlockDecode Decode>
+constexpr Entry block_type(std::string_view name) {
+  return {{T, name, Elems, Bytes}, Decode, decode_row<Decode, Elems, Bytes>};
+}
+
 constexpr Entry kTypes[] = {
-    {{GgmlType::F32, "F32", 1, 4}, nullptr},
-    {{GgmlType::F16, "F16", 1, 2}, nullptr},
-    {{GgmlType::BF16, "BF16", 1, 2}, nullptr},
-    {{GgmlType::Q8_0, "Q8_0", 32, 34}, qb::q8_0},
-    {{GgmlType::Q4_0, "Q4_0", 32, 18}, qb::q4_0},
-    {{GgmlType::Q4_1, "Q4_1", 32, 20}, qb::q4_1},
-    {{GgmlType::Q5_0, "Q5_0", 32, 22}, qb::q5_0},
-    {{GgmlType::Q5_1, "Q5_1", 32, 24}, qb::q5_1},
-    {{GgmlType::IQ4_NL, "IQ4_NL", 32, 18}, qb::iq4_nl},
-    {{GgmlType::Q2_K, "Q2_K", 256, 84}, qb::q2_k},
-    {{GgmlType::Q3_K, "Q3_K", 256, 110}, qb::q3_k},
-    {{GgmlType::Q4_K, "Q4_K", 256, 144}, qb::q4_k},
-    {{GgmlType::Q5_K, "Q5_K", 256, 176}, qb::q5_k},
-    {{GgmlType::Q6_K, "Q6_K", 256, 210}, qb::q6_k},
-    {{GgmlType::IQ4_XS, "IQ4_XS", 256, 136}, qb::iq4_xs},
+    {{GgmlType::F32, "F32", 1, 4}, nullptr, nullptr},
+    {{GgmlType::F16, "F16", 1, 2}, nullptr, nullptr},
+    {{GgmlType::BF16, "BF16", 1, 2}, nullptr, nullptr},
+    block_type<GgmlType::Q8_0, 32, 34, qb::q8_0>("Q8_0"),
+    block_type<GgmlType::Q4_0, 32, 18, qb::q4_0>("Q4_0"),
+    block_type<GgmlType::Q4_1, 32, 20, qb::q4_1>("Q4_1"),
+    block_type<GgmlType::Q5_0, 32, 22, qb::q5_0>("Q5_0"),
+    block_type<GgmlType::Q5_1, 32, 24, qb::q5_1>("Q5_1"),
+    block_type<GgmlType::IQ4_NL, 32, 18, qb::iq4_nl>("IQ4_NL"),
+    block_type<GgmlType::Q2_K, 256, 84, qb::q2_k>("Q2_K"),
+    block_type<GgmlType::Q3_K, 256, 110, qb::q3_k>("Q3_K"),
+    block_type<GgmlType::Q4_K, 256, 144, qb::q4_k>("Q4_K"),
+    block_type<GgmlType::Q5_K, 256, 176, qb::q5_k>("Q5_K"),
+    block_type<GgmlType::Q6_K, 256, 210, qb::q6_k>("Q6_K"),
+    block_type<GgmlType::IQ4_XS, 256, 136, qb::iq4_xs>("IQ4_XS"),
 };
 
 const Entry* find_entry(std::uint32_t code) {
@@ -80,9 +93,12 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n) {
   const Entry* e = find_entry(std::uint32_t(t));
   if (!e || !e->decode)
     throw std::invalid_argument(fmt::format("dequantize: ggml type {} has no decoder", std::uint32_t(t)));
-  const std::int64_t blocks = n / e->info.block_elems;
-  for (std::int64_t i = 0; i < blocks; ++i)
-    e->decode(src + i * e->info.block_bytes, dst + i * e->info.block_elems);
+  e->row(src, dst, n);
+}
+
+QuantDecode ggml_row_decoder(GgmlType t) {
+  const Entry* e = find_entry(std::uint32_t(t));
+  return e ? e->row : nullptr;
 }
 
 std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n, Ties ties) {

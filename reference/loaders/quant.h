@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "weights.h"
+
 namespace ds::ref {
 
 // The codes are ggml's (ggml.h); every type the quantizers of real downloaded small-model GGUFs
@@ -46,6 +48,10 @@ std::string_view ggml_supported_types();
 std::int64_t ggml_nbytes(const GgmlTypeInfo& t, std::int64_t n);
 // Decodes `n` elements (a multiple of the block size) of type `t` from `src` into `dst`.
 void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n);
+
+// The row decoder of a block type (QuantMatrix::decode): dequantize's arithmetic for that type;
+// null for F32, F16 and BF16, which are held as tensors of their own dtype.
+QuantDecode ggml_row_decoder(GgmlType t);
 
 // Round-to-nearest Q8_0 (d = max|x| / 127, q = x * (1 / d)). Ties away from zero, as ggml's
 // quantize_row_q8_0_ref writes weights (fixtures); ties to even, as its AVX2 and NEON paths quantize

@@ -1,9 +1,10 @@
 // driftscope-mkfixture: writes synthetic models as real weight files, so tests and users can
 // load GGUF and safetensors without downloading a checkpoint.
 //
-//   driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] PRESET...
+//   driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] [--gguf-only]
+//                        PRESET...
 //
-// For each preset P: DIR/P<S>.gguf and DIR/P<S>/{config.json, model.safetensors}.
+// For each preset P: DIR/P<S>.gguf and (unless --gguf-only) DIR/P<S>/{config.json, model.safetensors}.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -18,6 +19,7 @@
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   std::string out = "fixtures/models", suffix;
+  bool gguf_only = false;
   std::uint64_t seed = 1;
   ds::ref::GgufWriteOptions gguf;
   std::vector<std::string> presets;
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
       out = value();
     } else if (a == "--seed") {
       seed = std::stoull(value());
+    } else if (a == "--gguf-only") {
+      gguf_only = true;
     } else if (a == "--suffix") {
       suffix = value();
     } else if (a == "--gguf-type") {
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       fmt::print(
           "usage: driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] "
-          "PRESET...\n"
+          "[--gguf-only] PRESET...\n"
           "presets: {}\n",
           fmt::join(ds::ref::synthetic_presets(), ", "));
       return 0;
@@ -68,6 +72,10 @@ int main(int argc, char** argv) {
       const ds::Model m = ds::ref::make_synthetic(p, seed);
       const std::string gguf_path = (fs::path(out) / (p + suffix + ".gguf")).string();
       ds::ref::write_gguf(m, gguf_path, gguf);
+      if (gguf_only) {
+        fmt::print("{}: {}\n", p, gguf_path);
+        continue;
+      }
       const std::string hf_dir = (fs::path(out) / (p + suffix)).string();
       ds::ref::write_hf(m, hf_dir);
       fmt::print("{}: {} and {}/\n", p, gguf_path, hf_dir);

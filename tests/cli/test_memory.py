@@ -1,6 +1,7 @@
 """The memory budget through the real CLI: `run` prints its estimate, refuses a run over
 `--max-memory` (exit 2) before loading, and the estimate is within 25% of the peak the
-harness and its candidate process really reach on real-shape presets."""
+harness and its candidate process really reach on real-shape presets, and on a quantized GGUF
+(written here by driftscope-mkfixture, DRIFTSCOPE_MKFIXTURE), whose matrices stay quantized."""
 import os
 import re
 import subprocess
@@ -74,6 +75,11 @@ def measured_peak(args):
     return p.returncode, out, peak
 
 
+def printed_part(out, part):
+    m = re.search(r"^memory: estimated peak .*[(,] ?" + part + r" ([0-9.]+) (B|KiB|MiB|GiB)[,)]", out, re.M)
+    return float(m.group(1)) * UNITS[m.group(2)] if m else None
+
+
 def printed_estimate(out):
     m = re.search(r"^memory: estimated peak ([0-9.]+) (B|KiB|MiB|GiB) \(", out, re.M)
     return float(m.group(1)) * UNITS[m.group(2)] if m else None
@@ -99,6 +105,33 @@ class MemoryBudget(unittest.TestCase):
                       f"ratio {ratio:.2f}", file=sys.stderr)
                 self.assertGreaterEqual(ratio, 0.75, out)
                 self.assertLessEqual(ratio, 1.25, out)
+
+    def test_a_quantized_gguf_stays_quantized_and_is_estimated_within_a_quarter(self):
+        mkfixture = os.environ.get("DRIFTSCOPE_MKFIXTURE")
+        self.assertTrue(mkfixture, "DRIFTSCOPE_MKFIXTURE names driftscope-mkfixture (tests/cli/CMakeLists.txt)")
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([mkfixture, "--out", d, "--gguf-type", "q8_0", "--gguf-only", "qwen2.5-0.5b"],
+                           check=True, capture_output=True, timeout=300)
+            model = os.path.join(d, "qwen2.5-0.5b.gguf")
+            peaks, outs = {}, {}
+            for cand in ("cpu-f16", "simt"):
+                with self.subTest(cand):
+                    rc, out, peak = measured_peak(["run", "--model", model, "--layers", "2", "--candidate", cand,
+                                                   "--prompt-tokens", "2"])
+                    self.assertEqual(rc, 0, out)
+                    ratio = printed_estimate(out) / peak
+                    print(f"qwen2.5-0.5b Q8_0, 2 layers, {cand}: measured {peak / 2**20:.0f} MiB, ratio {ratio:.2f}",
+                          file=sys.stderr)
+                    self.assertGreaterEqual(ratio, 0.75, out)
+                    self.assertLessEqual(ratio, 1.25, out)
+                    peaks[cand], outs[cand] = peak, out
+            # simt's child decodes every matrix to f32 (its "candidate" part); cpu-f16 and the references
+            # read the Q8_0 rows where the file's mapping holds them, so the whole cpu-f16 run stays
+            # below what that one f32 copy takes.
+            decoded = printed_part(outs["simt"], "candidate")
+            self.assertIsNotNone(decoded, outs["simt"])
+            self.assertLess(peaks["cpu-f16"], decoded, outs["cpu-f16"])
+            self.assertLess(printed_part(outs["cpu-f16"], "weights"), 0.3 * decoded, outs["cpu-f16"])
 
     def test_run_over_max_memory_is_refused_naming_estimate_and_budget(self):
         p = subprocess.run([DRIFTSCOPE, "run", "--model", "synthetic:llama3.2-1b", "--candidate", "simt",

@@ -53,11 +53,11 @@ class Plugins(unittest.TestCase):
         self.assert_not_a_plugin(libm, "no entry point 'driftscope_plugin'")
 
     def test_a_plugin_built_for_the_previous_abi_is_refused_naming_both_versions(self):
-        # ABI 3 added Candidate::batch_order_varies and moe_limits: a plugin built for ABI 2 has
-        # another vtable.
-        self.assert_not_a_plugin(PLUGINS["abi"], "built for plugin ABI 2, but this driftscope")
+        # ABI 4 changed WeightStore's layout (quantized matrices): a plugin built for ABI 3 reads
+        # another object.
+        self.assert_not_a_plugin(PLUGINS["abi"], "built for plugin ABI 3, but this driftscope")
         rc, out, err = run("candidates", PLUGINS["abi"])
-        self.assertIn("speaks plugin ABI 3", err)
+        self.assertIn("speaks plugin ABI 4", err)
 
     def test_every_symbol_nothing_defines_is_listed_not_only_the_first(self):
         # dlopen names one undefined symbol; a kernel file from elsewhere misses several at once.

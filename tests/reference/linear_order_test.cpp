@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "linear_kernel.h"
+#include "loaders/quant.h"
 #include "ops.h"
 #include "parallel.h"
 #include "synthetic.h"
@@ -68,8 +70,9 @@ TEST(LinearOrder, EveryElementIsThePlainDotInItsFixedOrder) {
           const Tensor b = random({s.out}, fmt::format("b{}", s.out));
           for (const Tensor* bias : {static_cast<const Tensor*>(nullptr), &b}) {
             const Tensor got = linear(x, w, bias), want = plain_linear(x, w, bias);
-            EXPECT_TRUE(test::same_bits(got, want)) << dtype_name(dt) << " in " << s.in << " rows " << rows
-                                              << " bias " << (bias != nullptr) << " threads " << threads;
+            EXPECT_TRUE(test::same_bits(got, want))
+                << dtype_name(dt) << " in " << s.in << " rows " << rows << " bias " << (bias != nullptr)
+                << " threads " << threads;
           }
         }
   }
@@ -77,12 +80,19 @@ TEST(LinearOrder, EveryElementIsThePlainDotInItsFixedOrder) {
 }
 
 // Each build of the kernel, called directly (the dispatcher runs only the widest one here).
-TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
-  using Kernel = void (*)(const detail::LinearArgs&, std::int64_t, std::int64_t);
+using Kernel = void (*)(const detail::LinearArgs&, std::int64_t, std::int64_t);
+
+// Every build of the kernel this CPU runs.
+std::vector<std::pair<const char*, Kernel>> kernel_builds() {
   std::vector<std::pair<const char*, Kernel>> builds = {{"baseline", detail::linear_cols_baseline}};
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx2")) builds.emplace_back("avx2", detail::linear_cols_avx2);
 #endif
+  return builds;
+}
+
+TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
+  const auto builds = kernel_builds();
   for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16})
     for (std::int64_t rows : {1, 3, 4, 7}) {
       const std::int64_t in = 131, out = 9;
@@ -92,10 +102,40 @@ TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
       const Tensor want = plain_linear(x, w, &b);
       for (const auto& [name, kernel] : builds) {
         Tensor got(DType::f64, {rows, out});
-        kernel({x.data<double>(), w.raw(), dt, b.data<double>(), got.data<double>(), rows, in, out}, 0, out);
+        kernel({x.data<double>(), w.raw(), dt, nullptr, b.data<double>(), got.data<double>(), rows, in, out},
+               0, out);
         EXPECT_TRUE(test::same_bits(got, want)) << name << " " << dtype_name(dt) << " rows " << rows;
       }
     }
+}
+
+// A Q8_0 matrix read a row at a time gives the bits of the same matrix decoded up front, through
+// ref::linear and through every instruction set's kernel.
+TEST(LinearOrder, QuantizedRowsHaveTheBitsOfTheDecodedMatrix) {
+  const std::int64_t in = 96, out = 7;
+  const Tensor wf = random({out, in}, "qw").to(DType::f32);
+  const auto bytes =
+      std::make_shared<const std::vector<std::byte>>(quantize_q8_0(wf.data<float>(), out * in));
+  const QuantMatrix q{.type = "Q8_0",
+                      .shape = {out, in},
+                      .row_bytes = std::size_t(in / 32 * 34),
+                      .decode = ggml_row_decoder(GgmlType::Q8_0),
+                      .owner = bytes,
+                      .data = bytes->data()};
+  const Tensor decoded = q.dequantized();
+  EXPECT_FALSE(test::same_bits(decoded, wf)) << "Q8_0 rounds: the comparison below could not fail";
+  for (std::int64_t rows : {1, 5}) {
+    const Tensor x = random({rows, in}, fmt::format("qx{}", rows));
+    const Tensor b = random({out}, "qb");
+    const Tensor want = plain_linear(x, decoded, &b);
+    EXPECT_TRUE(test::same_bits(linear(x, q, &b), want)) << "rows " << rows;
+    for (const auto& [name, kernel] : kernel_builds()) {
+      Tensor got(DType::f64, {rows, out});
+      kernel({x.data<double>(), nullptr, DType::f32, &q, b.data<double>(), got.data<double>(), rows, in, out},
+             0, out);
+      EXPECT_TRUE(test::same_bits(got, want)) << name << " rows " << rows;
+    }
+  }
 }
 
 // Every f16 bit pattern (normals, subnormals, zeros, infinities, NaNs) widens as Tensor::to does.

@@ -1,13 +1,18 @@
-// The reference keeps matrices and tables in their stored dtype and widens them a row at a time:
-// every stage tensor must have the bits it had when every weight was widened to f64 up front.
+// The reference keeps matrices and tables in their stored dtype (or quantized, as a GGUF stores
+// them) and widens them a row at a time: every stage tensor must have the bits it had when every
+// weight was widened to f64 up front.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "load_model.h"
+#include "loaders/gguf.h"
 #include "reference.h"
 #include "synthetic.h"
 #include "test_util.h"
@@ -83,6 +88,112 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"Qwen3NextBf16", "qwen35-tiny", DType::bf16, DType::f64},
                       Case{"Qwen3NextF32FloorF16", "qwen35-tiny", DType::f32, DType::f16},
                       Case{"Llama3RopeScalingBf16", "llama3-tiny", DType::bf16, DType::f64}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A GGUF's quantized matrices stay quantized in memory (WeightStore::quantized) and the reference
+// decodes them a row at a time: every stage, of the oracle and of an engine's noise floor, must
+// have the bits it has when every matrix is decoded to f32 up front, and nothing may be decoded
+// whole along the way. Synthetic presets written as Q8_0 here; every type llama.cpp's quantizer
+// wrote, from the shared peers, where they are present.
+namespace fs = std::filesystem;
+
+const fs::path kPeerQuants =
+    fs::path(DRIFTSCOPE_FIXTURES_DIR).parent_path().parent_path() / "shared" / "peers" / "llama.cpp";
+
+struct QuantCase {
+  const char* name;
+  const char* preset;  // written as Q8_0 here; empty: `peer` is read
+  const char* peer;    // a file under kPeerQuants
+  const char* numerics;
+};
+
+// The model of `c` as load_model holds it; empty when a peer file is absent.
+std::optional<Model> load_case(const QuantCase& c) {
+  if (*c.preset == '\0') {
+    const fs::path p = kPeerQuants / c.peer;
+    if (!fs::exists(p)) return std::nullopt;
+    return load_model(p.string());
+  }
+  const fs::path dir = test::temp_dir(fmt::format("quant-{}", c.name));
+  const std::string path = (dir / "m.gguf").string();
+  write_gguf(make_synthetic(c.preset, 5), path, {GgmlType::Q8_0});
+  Model m = load_model(path);
+  fs::remove_all(dir);
+  return m;
+}
+
+// The same model with every quantized matrix decoded to an f32 tensor up front.
+Model decoded(const Model& m) {
+  Model d = m;
+  for (const auto& [name, q] : m.weights.quantized()) d.weights.put(name, q.dequantized());
+  return d;
+}
+
+void PrintTo(const QuantCase& c, std::ostream* os) { *os << c.name; }
+
+class QuantizedWeights : public ::testing::TestWithParam<QuantCase> {};
+
+TEST_P(QuantizedWeights, EveryStageHasTheBitsOfTheMatricesDecodedUpFront) {
+  const QuantCase& c = GetParam();
+  const auto loaded = load_case(c);
+  if (!loaded) GTEST_SKIP() << "no shared llama.cpp peers at " << (kPeerQuants / c.peer);
+  // The loader read the shapes it checks without decoding a matrix.
+  EXPECT_EQ(loaded->weights.dequantized_count(), 0u);
+  const auto model = std::make_shared<const Model>(*loaded);
+  ASSERT_FALSE(model->weights.quantized().empty()) << "nothing stayed quantized: the test could not fail";
+  for (const auto& [name, q] : model->weights.quantized()) EXPECT_EQ(model->file_type(name), q.type) << name;
+  const auto whole = std::make_shared<const Model>(decoded(*model));
+  const ReferenceOptions options{DType::f64, false,
+                                 parse_numerics(*c.numerics ? c.numerics : "one-rounding")};
+  Reference want(whole, options), got(model, options);
+  const std::vector<std::vector<std::int32_t>> steps = {{5, 17, 42, 7}, {3}};
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const int pos0 = got.positions();
+    const TensorMap we = want.embed(steps[s], pos0), ge = got.embed(steps[s], pos0);
+    expect_same_stages(we, ge, fmt::format("step {} embed", s));
+    Tensor x = we.at("embed");
+    for (int l = 0; l < model->config.n_layers; ++l) {
+      const TensorMap wl = want.layer(l, x, pos0), gl = got.layer(l, x, pos0);
+      expect_same_stages(wl, gl, fmt::format("step {} layer {}", s, l));
+      x = wl.at("residual_2");
+    }
+    expect_same_stages(want.head(x), got.head(x), fmt::format("step {} head", s));
+  }
+  // Read a row at a time: no matrix was decoded whole (the hybrids' GDN projections, which the
+  // loader reorders by column, are f32 tensors before anything reads them).
+  EXPECT_EQ(model->weights.dequantized_count(), 0u);
+}
+
+TEST_P(QuantizedWeights, HoldsTheFilesBytesNotAnF32Copy) {
+  const QuantCase& c = GetParam();
+  const auto model = load_case(c);
+  if (!model) GTEST_SKIP() << "no shared llama.cpp peers at " << (kPeerQuants / c.peer);
+  std::uint64_t f32 = 0;
+  for (const std::string& name : model->weights.names())
+    f32 += std::uint64_t(numel(*model->weights.shape_of(name))) * 4;
+  // Q8_0 is 34 bytes per 32 weights; the smallest types under a fifth of f32.
+  EXPECT_LT(double(model->weights.stored_bytes()), 0.5 * double(f32));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, QuantizedWeights,
+    ::testing::Values(
+        QuantCase{"LlamaQ8_0", "llama-tiny", "", ""}, QuantCase{"Qwen2BiasQ8_0", "qwen2-bias-tiny", "", ""},
+        QuantCase{"Qwen2Q8_0EngineNumerics", "qwen2-tiny", "", "llama.cpp-default"},
+        QuantCase{"Gpt2Q8_0", "gpt2-tiny", "", ""}, QuantCase{"Qwen3MoeQ8_0", "qwen3moe-tiny", "", ""},
+        QuantCase{"Qwen35Q8_0", "qwen35-tiny", "", ""},
+        QuantCase{"PeerQ4_K_M", "", "models/llama256.q4_k_m.gguf", "llama.cpp-default"},
+        QuantCase{"PeerQ8_0", "", "models/llama256.q8_0.gguf", ""},
+        QuantCase{"PeerQ2_K", "", "quants/llama256.Q2_K.gguf", ""},
+        QuantCase{"PeerQ3_K_M", "", "quants/llama256.Q3_K_M.gguf", ""},
+        QuantCase{"PeerQ4_0", "", "quants/llama256.Q4_0.gguf", ""},
+        QuantCase{"PeerQ4_1EngineNumerics", "", "quants/llama256.Q4_1.gguf", "llama.cpp-default"},
+        QuantCase{"PeerQ5_0", "", "quants/llama256.Q5_0.gguf", ""},
+        QuantCase{"PeerQ5_1", "", "quants/llama256.Q5_1.gguf", ""},
+        QuantCase{"PeerQ5_K_M", "", "quants/llama256.Q5_K_M.gguf", ""},
+        QuantCase{"PeerQ6_K", "", "quants/llama256.Q6_K.gguf", ""},
+        QuantCase{"PeerIQ4_NL", "", "quants/llama256.IQ4_NL.gguf", ""},
+        QuantCase{"PeerIQ4_XS", "", "quants/llama256.IQ4_XS.gguf", "llama.cpp-default"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -1,0 +1,114 @@
+// A run on a quantized GGUF reads its matrices where the loader keeps them, quantized, in the
+// oracle, the noise floors and cpu-f16 alike: the run must equal, stage for stage and bit for bit
+// in what the candidate wrote, the run of the same model with every matrix decoded to f32 up front
+// and written as an F32 GGUF. (An engine's numerics that follow the file's types, act-quant=ggml,
+// differ between those two files by design; stored_weights_test holds them to the decoded model
+// with the same file types.)
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include "load_model.h"
+#include "loaders/gguf.h"
+#include "reference.h"
+#include "registry.h"
+#include "runner.h"
+#include "synthetic.h"
+
+namespace ds {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct QuantRunCase {
+  const char* preset;
+};
+void PrintTo(const QuantRunCase& c, std::ostream* os) { *os << c.preset; }
+
+class QuantizedRun : public testing::TestWithParam<QuantRunCase> {};
+
+TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
+  const QuantRunCase& c = GetParam();
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ds-quant-run-{}-{}", getpid(), c.preset);
+  fs::create_directories(dir);
+  const std::string q8 = (dir / "q8.gguf").string(), f32 = (dir / "f32.gguf").string();
+  ref::write_gguf(ref::make_synthetic(c.preset, 7), q8, {ref::GgmlType::Q8_0});
+  const Model quant = ref::load_model(q8);
+  ASSERT_FALSE(quant.weights.quantized().empty());
+  Model whole = quant;
+  for (const auto& [name, q] : quant.weights.quantized()) whole.weights.put(name, q.dequantized());
+  ref::write_gguf(whole, f32);
+  ASSERT_TRUE(ref::load_model(f32).weights.quantized().empty());
+
+  RunOptions o;
+  o.candidate = "cpu-f16";
+  o.prompt_tokens = 5;
+  o.decode_steps = 2;
+  o.modes = {Mode::isolated, Mode::chained};
+  o.isolate_process = false;
+  o.model = q8;
+  const RunReport a = run_parity(o, Policy::dtype_defaults());
+  o.model = f32;
+  const RunReport b = run_parity(o, Policy::dtype_defaults());
+  ASSERT_EQ(a.results.size(), b.results.size());
+  ASSERT_GT(a.results.size(), 20u);
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    const StageResult &x = a.results[i], &y = b.results[i];
+    const std::string where = fmt::format("{} {}", i, x.key.stage);
+    EXPECT_EQ(x.key.stage, y.key.stage) << where;
+    EXPECT_EQ(x.cand_hash, y.cand_hash) << where;
+    EXPECT_EQ(x.m.max_abs, y.m.max_abs) << where;
+    EXPECT_TRUE(x.floor_max_abs == y.floor_max_abs ||
+                (x.floor_max_abs != x.floor_max_abs && y.floor_max_abs != y.floor_max_abs))
+        << where;
+  }
+  EXPECT_EQ(a.exit_code, b.exit_code) << a.verdict << " / " << b.verdict;
+  fs::remove_all(dir);
+}
+
+// cpu-f16 computes every step of a layer from the quantized rows without decoding a matrix whole.
+TEST_P(QuantizedRun, CpuF16DecodesNoMatrixWhole) {
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("ds-quant-cpu-{}-{}", getpid(), GetParam().preset);
+  fs::create_directories(dir);
+  const std::string q8 = (dir / "q8.gguf").string();
+  ref::write_gguf(ref::make_synthetic(GetParam().preset, 7), q8, {ref::GgmlType::Q8_0});
+  const Model m = ref::load_model(q8);
+  fs::remove_all(dir);
+  const ModelConfig& cfg = m.config;
+  CandidatePtr cand = make_candidate("cpu-f16");
+  cand->load(cfg, m.weights);
+  ref::Reference reference(m);
+  const std::vector<std::int32_t> tokens = {5, 17, 42};
+  Tensor x = reference.embed(tokens, 0).at("embed");
+  const TensorMap rs = reference.layer(0, x, 0);
+  TensorMap out;
+  const StepContext ctx{&cfg, 0, 0, 0, 3};
+  for (const KernelStep& step : cand->plan(cfg, cfg.block_kind(0))) {
+    TensorMap in;
+    for (const std::string& name : step.inputs) {
+      const std::string stage = name.substr(name.find(':') == std::string::npos ? 0 : name.find(':') + 1);
+      in[name] = (name == "x" ? x : rs.at(stage)).to(DType::f16);
+    }
+    cand->run(step, ctx, in, out);
+  }
+  EXPECT_GE(out.size(), 8u);
+  EXPECT_EQ(m.weights.dequantized_count(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, QuantizedRun,
+                         testing::Values(QuantRunCase{"llama-tiny"}, QuantRunCase{"qwen2-bias-tiny"},
+                                         QuantRunCase{"gpt2-tiny"}, QuantRunCase{"qwen3moe-tiny"}),
+                         [](const auto& info) {
+                           std::string n = info.param.preset;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace ds
