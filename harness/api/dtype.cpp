@@ -69,20 +69,6 @@ std::uint16_t round_binary(double v, int mant, int emin, int emax, int bias) {
   return std::uint16_t(sign | (biased << mant) | frac);
 }
 
-double decode_binary(std::uint16_t bits, int mant, int bias) {
-  const bool neg = bits >> 15;
-  const int exp_bits = 15 - mant;
-  const int e = (bits >> mant) & ((1 << exp_bits) - 1);
-  const int f = bits & ((1 << mant) - 1);
-  double v;
-  if (e == (1 << exp_bits) - 1)
-    v = f ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (e == 0)
-    v = std::ldexp(double(f), 1 - bias - mant);
-  else
-    v = std::ldexp(double(f | (1 << mant)), e - bias - mant);
-  return neg ? -v : v;
-}
 
 }  // namespace
 
@@ -99,13 +85,15 @@ std::uint16_t f32_to_f16(float v) {
 }
 
 float f16_to_f32(std::uint16_t bits) {
-  if ((bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu)) {
-    // Keep the NaN payload so a round trip through f32 is bit-exact.
-    std::uint32_t b =
-        (std::uint32_t(bits & 0x8000u) << 16) | 0x7F800000u | (std::uint32_t(bits & 0x3FFu) << 13);
-    return std::bit_cast<float>(b);
+  // Every f16 is an f32: a normal one rebiases its exponent, a subnormal one is m * 2^-24, exactly.
+  // Bit moves, not decode_binary's scalbn: quantized weight rows decode one scale per block.
+  const std::uint32_t sign = std::uint32_t(bits & 0x8000u) << 16, e = (bits >> 10) & 31u, m = bits & 0x3FFu;
+  if (e == 31u) return std::bit_cast<float>(sign | 0x7F800000u | (m << 13));  // Inf; NaN keeps its payload
+  if (e == 0u) {
+    const float v = float(m) * 0x1p-24f;
+    return sign ? -v : v;
   }
-  return float(decode_binary(bits, 10, 15));
+  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
 }
 
 std::uint16_t f64_to_bf16(double v) {
