@@ -29,11 +29,15 @@ CASES = {
     "llama3.2-1b": ("synthetic:llama3.2-1b",
                     ["--prompt-tokens", "16", "--decode-steps", "4", "--mode", "both"]),
     "qwen3-0.6b-long": ("synthetic:qwen3-0.6b", ["--prompt-tokens", "1024", "--layers", "2"]),
+    # The preset written as a Q8_0 GGUF (by driftscope-mkfixture, before the case's runs): its
+    # matrices stay quantized in memory, read a row at a time.
+    "llama3.2-1b-q8_0": ("q8_0:llama3.2-1b",
+                         ["--prompt-tokens", "16", "--decode-steps", "4", "--mode", "both"]),
 }
 QUICK = {"qwen2-tiny": ("synthetic:qwen2-tiny",
                         ["--prompt-tokens", "4", "--decode-steps", "2", "--mode", "both"])}
 # The issue's letters for the cases.
-ALIASES = {"a": "qwen2.5-0.5b", "b": "llama3.2-1b", "c": "qwen3-0.6b-long"}
+ALIASES = {"a": "qwen2.5-0.5b", "b": "llama3.2-1b", "c": "qwen3-0.6b-long", "d": "llama3.2-1b-q8_0"}
 
 BASELINE = ("cpu-f16", [])
 CANDIDATES = [BASELINE, ("simt", []), ("simt", ["--simt-threads", "1"])]
@@ -47,6 +51,21 @@ def find_driftscope():
         if p.is_file() and os.access(p, os.X_OK):
             return p
     return None
+
+
+def written_model(model, exe, into):
+    """`TYPE:PRESET` written as a GGUF of that type into `into` by the build's driftscope-mkfixture
+    (beside the binary's build tree); any other model spec as it is."""
+    kind, _, preset = model.partition(":")
+    if kind == "synthetic" or not preset:
+        return model
+    mkfixture = exe.resolve().parents[1] / "reference" / "tools" / "driftscope-mkfixture"
+    if not mkfixture.is_file():
+        sys.exit(f"run_e2e.py: the case's model is written by {mkfixture}, which is not built")
+    print(f"writing {preset} as {kind} with {mkfixture.name}", file=sys.stderr, flush=True)
+    subprocess.run([str(mkfixture), "--out", str(into), "--gguf-type", kind, "--gguf-only", preset],
+                   check=True, stdout=subprocess.DEVNULL)
+    return str(Path(into) / f"{preset}.gguf")
 
 
 def children_map():
@@ -157,7 +176,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("driftscope", nargs="?", help="the driftscope binary (default: build*/harness/driftscope)")
     ap.add_argument("--cases", default="qwen2.5-0.5b,llama3.2-1b,qwen3-0.6b-long",
-                    help="comma-separated: " + ", ".join(CASES) + " (or a, b, c)")
+                    help="comma-separated: " + ", ".join(CASES) + " (or a, b, c, d)")
     ap.add_argument("--quick", action="store_true", help="a tiny smoke case instead (seconds)")
     ap.add_argument("--json", metavar="OUT", help="write every run's figures to OUT")
     ap.add_argument("--logs", metavar="DIR", help="keep each run's output in DIR (default: a temp dir)")
@@ -181,7 +200,9 @@ def main():
     logs.mkdir(parents=True, exist_ok=True)
 
     results = []
-    for name, (model, flags) in cases.items():
+    models = Path(tempfile.mkdtemp(prefix="ds-e2e-models-"))
+    for name, (spec, flags) in cases.items():
+        model = written_model(spec, exe, models)
         base = None
         for cand, extra in CANDIDATES:
             if args.defaults_only and extra:
@@ -203,6 +224,7 @@ def main():
             print(f"  exit {rc}, {fmt_wall(wall)}, peak tree RSS {fmt_bytes(peak)}, Pss {fmt_bytes(peak_pss)}",
                   file=sys.stderr, flush=True)
 
+    shutil.rmtree(models, ignore_errors=True)
     print(table(results))
     failed = [r for r in results if r["exit_code"] != 0]
     if not args.logs and not failed:

@@ -1,7 +1,11 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
 
 #include "family.h"
 #include "gdn_layout.h"
@@ -24,7 +28,6 @@ class Buffer {
     const auto* p = reinterpret_cast<const std::byte*>(s.data());
     bytes_.insert(bytes_.end(), p, p + s.size());
   }
-  void raw(const std::vector<std::byte>& b) { bytes_.insert(bytes_.end(), b.begin(), b.end()); }
   void pad(std::size_t align) { bytes_.resize((bytes_.size() + align - 1) / align * align); }
   std::size_t size() const { return bytes_.size(); }
   const std::vector<std::byte>& bytes() const { return bytes_; }
@@ -132,32 +135,53 @@ std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
   return kv;
 }
 
-// Weights as the converter writes them: llama Q/K permuted, (1 + w) norms pre-added, GDN value
-// heads tiled (qwen35).
+// Weight `name` of `m` as f32, as the converter writes it: (1 + w) norms pre-added, llama's Q/K rows
+// permuted; `out` receives its name in the file.
+Tensor file_tensor(const Model& m, const std::string& name, std::string& out) {
+  const ModelConfig& c = m.config;
+  out = name;
+  // A quantized weight is decoded here, not through the store, which would keep the f32 copy.
+  const QuantMatrix* q = m.weights.find_quantized(name);
+  Tensor v = q ? q->dequantized() : m.weights.get(name).to(DType::f32);
+  const bool plus_one_norm = c.norm_plus_one && name.find("norm.weight") != std::string::npos &&
+                             name.find("ssm_norm") == std::string::npos;
+  if (plus_one_norm)
+    for (std::int64_t i = 0; i < v.numel(); ++i) v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
+  if (is_gdn_hybrid(c.family))
+    if (auto at = out.find(".ffn_norm."); at != std::string::npos)
+      out.replace(at, 10, ".post_attention_norm.");
+  // llama.cpp's qwen3next loads the shared-expert gate as a vector {n_embd}.
+  if (name.ends_with(".ffn_gate_inp_shexp.weight")) v = v.reshaped({v.numel()});
+  if (c.family == Family::llama && !c.qk_rows_permuted)
+    for (const auto& [role, heads] : {std::pair{".attn_q.", c.n_heads}, std::pair{".attn_k.", c.n_kv_heads}})
+      if (name.find(role) != std::string::npos) {
+        WeightStore one;
+        one.put(name, std::move(v));
+        permute_qk(one, name, heads);
+        v = one.get(name);
+      }
+  return v;
+}
+
+std::optional<Tensor> rope_freqs_tensor(const ModelConfig& c) {
+  if (c.rope_freq_factors.empty() || linear_rope_factor(c)) return std::nullopt;
+  Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
+  for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i)
+    f.data<float>()[i] = float(c.rope_freq_factors[i]);
+  return f;
+}
+
+// Every weight as the converter writes it, at once: what the GDN hybrids' value-head reorder and
+// llama.cpp's fused qwen3next projections need (they move columns across tensors).
 WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
   const ModelConfig& c = m.config;
   WeightStore w;
   for (const std::string& name : m.weights.names()) {
-    std::string out = name;
-    Tensor v = m.weights.get(name).to(DType::f32);  // a quantized one decoded (re-encoded below)
-    const bool plus_one_norm = c.norm_plus_one && name.find("norm.weight") != std::string::npos &&
-                               name.find("ssm_norm") == std::string::npos;
-    if (plus_one_norm)
-      for (std::int64_t i = 0; i < v.numel(); ++i)
-        v.data<float>()[i] = float(1.0 + double(v.data<float>()[i]));
-    if (is_gdn_hybrid(c.family))
-      if (auto at = out.find(".ffn_norm."); at != std::string::npos)
-        out.replace(at, 10, ".post_attention_norm.");
-    // llama.cpp's qwen3next loads the shared-expert gate as a vector {n_embd}.
-    if (name.ends_with(".ffn_gate_inp_shexp.weight")) v = v.reshaped({v.numel()});
+    std::string out;
+    Tensor v = file_tensor(m, name, out);
     w.put(out, std::move(v));
   }
-  if (!c.rope_freq_factors.empty() && !linear_rope_factor(c)) {
-    Tensor f(DType::f32, {std::int64_t(c.rope_freq_factors.size())});
-    for (std::size_t i = 0; i < c.rope_freq_factors.size(); ++i)
-      f.data<float>()[i] = float(c.rope_freq_factors[i]);
-    w.put("rope_freqs.weight", std::move(f));
-  }
+  if (auto f = rope_freqs_tensor(c)) w.put("rope_freqs.weight", std::move(*f));
   if (c.family == Family::qwen35)
     reorder_gdn_value_heads(
         w, c, c.gdn_head_map,
@@ -168,14 +192,39 @@ WeightStore file_weights(const Model& m, const GgufWriteOptions& o) {
     reorder_gdn_value_heads(w, c, c.gdn_head_map, GdnHeadMap::grouped);
     fuse_gdn_projections(w, c);
   }
-  if (c.family == Family::llama && !c.qk_rows_permuted)
-    for (int l = 0; l < c.n_layers; ++l) {
-      permute_qk(w, layer_weight(l, "attn_q.weight"), c.n_heads);
-      permute_qk(w, layer_weight(l, "attn_q.bias"), c.n_heads);
-      permute_qk(w, layer_weight(l, "attn_k.weight"), c.n_kv_heads);
-      permute_qk(w, layer_weight(l, "attn_k.bias"), c.n_kv_heads);
-    }
   return w;
+}
+
+// One tensor of the file: its name and shape, and how to make its f32 values when its turn to be
+// written comes, so that a model is written a tensor at a time (an 8B model's f32 copy would not
+// fit beside it).
+struct FileEntry {
+  std::string name;
+  Shape shape;
+  std::function<Tensor()> make;
+};
+
+std::vector<FileEntry> file_entries(const Model& m, const GgufWriteOptions& o) {
+  std::vector<FileEntry> entries;
+  if (is_gdn_hybrid(m.config.family)) {
+    auto w = std::make_shared<const WeightStore>(file_weights(m, o));
+    for (const auto& [name, t] : w->all())
+      entries.push_back({name, t.shape(), [w, n = name] { return w->get(n); }});
+    return entries;
+  }
+  for (const std::string& name : m.weights.names()) {
+    entries.push_back({name, *m.weights.shape_of(name), [&m, name] {
+                         std::string out;
+                         return file_tensor(m, name, out);
+                       }});
+  }
+  if (auto f = rope_freqs_tensor(m.config)) {
+    auto t = std::make_shared<const Tensor>(std::move(*f));
+    entries.push_back({"rope_freqs.weight", t->shape(), [t] { return *t; }});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const FileEntry& a, const FileEntry& b) { return a.name < b.name; });
+  return entries;
 }
 
 std::vector<std::byte> encode(const Tensor& t, GgmlType type) {
@@ -201,11 +250,11 @@ std::vector<std::byte> encode(const Tensor& t, GgmlType type) {
 }  // namespace
 
 void write_gguf(const Model& model, const std::string& path, const GgufWriteOptions& options) {
-  const WeightStore w = file_weights(model, options);
+  const std::vector<FileEntry> entries = file_entries(model, options);
   Buffer head;
   head.put<std::uint32_t>(0x46554747);  // "GGUF"
   head.put<std::uint32_t>(3);
-  head.put<std::uint64_t>(w.size());
+  head.put<std::uint64_t>(entries.size());
   auto kv = metadata(model.config, options);
   for (const auto& [key, value] : options.extra_u32)
     kv.push_back({gguf_arch(model.config, options) + "." + key, 4, value});
@@ -223,27 +272,38 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
       for (std::int32_t v : e.i32s) head.put<std::int32_t>(v);
     }
   }
-  Buffer data;
-  for (const auto& [name, t] : w.all()) {
+  // The tensor table first (offsets follow from the types and shapes), then the data a tensor at a time.
+  std::vector<GgmlType> types;
+  std::uint64_t offset = 0;
+  for (const FileEntry& e : entries) {
     // Matrices and stacks of them (MoE experts, [experts, out, in]) in the matrix type.
-    GgmlType type = t.rank() >= 2 ? options.matrix_type : GgmlType::F32;
-    if (type == GgmlType::Q8_0 && t.dim(t.rank() - 1) % 32) type = GgmlType::F32;
+    GgmlType type = e.shape.size() >= 2 ? options.matrix_type : GgmlType::F32;
+    if (type == GgmlType::Q8_0 && e.shape.back() % 32) type = GgmlType::F32;
     if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16 && type != GgmlType::Q8_0)
       throw ModelError(fmt::format("{}: writing {} tensors is not supported", path,
                                    ggml_type_info(std::uint32_t(type))->name));
-    data.pad(kAlign);
-    head.str(name);
-    head.put<std::uint32_t>(std::uint32_t(t.rank()));
-    for (int d = t.rank() - 1; d >= 0; --d) head.put<std::uint64_t>(std::uint64_t(t.dim(d)));
+    offset = (offset + kAlign - 1) / kAlign * kAlign;
+    head.str(e.name);
+    head.put<std::uint32_t>(std::uint32_t(e.shape.size()));
+    for (auto d = e.shape.rbegin(); d != e.shape.rend(); ++d) head.put<std::uint64_t>(std::uint64_t(*d));
     head.put<std::uint32_t>(std::uint32_t(type));
-    head.put<std::uint64_t>(data.size());
-    data.raw(encode(t, type));
+    head.put<std::uint64_t>(offset);
+    offset += std::uint64_t(ggml_nbytes(*ggml_type_info(std::uint32_t(type)), numel(e.shape)));
+    types.push_back(type);
   }
   head.pad(kAlign);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw ModelError(fmt::format("{}: cannot open for writing", path));
   out.write(reinterpret_cast<const char*>(head.bytes().data()), std::streamsize(head.size()));
-  out.write(reinterpret_cast<const char*>(data.bytes().data()), std::streamsize(data.size()));
+  std::uint64_t written = 0;
+  const std::vector<char> zeros(kAlign, 0);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::uint64_t pad = (kAlign - written % kAlign) % kAlign;
+    out.write(zeros.data(), std::streamsize(pad));
+    const std::vector<std::byte> bytes = encode(entries[i].make(), types[i]);
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    written += pad + bytes.size();
+  }
   if (!out) throw ModelError(fmt::format("{}: write failed", path));
 }
 
