@@ -27,18 +27,28 @@ void check_memory(RunState& s, const ModelConfig& header, const CandidateMemory&
   const RunOptions& opt = s.opt;
   const ModelConfig full = opt.layers > 0 ? load_config_spec(opt.model, 0) : header;
   const std::optional<CandidateMemory> base = s.features.baseline.memory();
-  const MemoryEstimate e =
-      estimate_memory(header, held_bytes_per_weight(opt.model, full), opt, cand, base ? &*base : nullptr);
+  const double bytes_per_weight = held_bytes_per_weight(opt.model, full);
+  const MemoryEstimate e = estimate_memory(header, bytes_per_weight, opt, cand, base ? &*base : nullptr);
   s.report.memory = e.str();
   const std::optional<std::uint64_t> available = available_memory();
   const std::optional<std::uint64_t> budget = opt.max_memory ? opt.max_memory : available;
   if (!budget || e.total() <= *budget) return;
+  // A quantized model's matrices stay quantized for cpu-f16 and the references; any other candidate
+  // holds them decoded, which is most of such an estimate.
+  const std::string decodes =
+      bytes_per_weight < 2.0 && !cand.reads_quantized && !cand.dump
+          ? fmt::format(
+                " ({} decodes this quantized model's matrices to f32 in its process; cpu-f16 reads them "
+                "a row at a time)",
+                cand.name)
+          : std::string();
   throw InputError(fmt::format(
-      "memory budget: this run needs an estimated {}, over the budget of {} ({}); refused before loading "
+      "memory budget: this run needs an estimated {}, over the budget of {} ({}){}; refused before loading "
       "any weight. Run fewer --layers, or raise --max-memory",
       e.str(), format_bytes(*budget),
       opt.max_memory ? fmt::format("--max-memory {}", opt.max_memory_text)
-                     : std::string("MemAvailable of /proc/meminfo")));
+                     : std::string("MemAvailable of /proc/meminfo"),
+      decodes));
 }
 
 }  // namespace

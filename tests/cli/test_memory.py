@@ -132,6 +132,11 @@ class MemoryBudget(unittest.TestCase):
             self.assertIsNotNone(decoded, outs["simt"])
             self.assertLess(peaks["cpu-f16"], decoded, outs["cpu-f16"])
             self.assertLess(printed_part(outs["cpu-f16"], "weights"), 0.3 * decoded, outs["cpu-f16"])
+            # Refused over a budget, simt's estimate says where its size comes from.
+            p = subprocess.run([DRIFTSCOPE, "run", "--model", model, "--layers", "2", "--candidate", "simt",
+                                "--max-memory", "300M"], capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("simt decodes this quantized model's matrices to f32", p.stderr)
 
     def test_run_over_max_memory_is_refused_naming_estimate_and_budget(self):
         p = subprocess.run([DRIFTSCOPE, "run", "--model", "synthetic:llama3.2-1b", "--candidate", "simt",
