@@ -45,6 +45,24 @@ void expect_same_stages(const TensorMap& widened, const TensorMap& stored, const
   }
 }
 
+// Runs `steps` through both references, stage by stage (each layer fed `want`'s residual), and
+// expects every stage of `got` to have `want`'s bits.
+void expect_same_runs(Reference& want, Reference& got, int layers,
+                      const std::vector<std::vector<std::int32_t>>& steps) {
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    const int pos0 = got.positions();
+    const TensorMap we = want.embed(steps[s], pos0), ge = got.embed(steps[s], pos0);
+    expect_same_stages(we, ge, fmt::format("step {} embed", s));
+    Tensor x = we.at("embed");
+    for (int l = 0; l < layers; ++l) {
+      const TensorMap wl = want.layer(l, x, pos0), gl = got.layer(l, x, pos0);
+      expect_same_stages(wl, gl, fmt::format("step {} layer {}", s, l));
+      x = wl.at("residual_2");
+    }
+    expect_same_stages(want.head(x), got.head(x), fmt::format("step {} head", s));
+  }
+}
+
 class StoredWeights : public ::testing::TestWithParam<Case> {};
 
 TEST_P(StoredWeights, EveryStageHasTheBitsOfWeightsWidenedUpFront) {
@@ -52,19 +70,7 @@ TEST_P(StoredWeights, EveryStageHasTheBitsOfWeightsWidenedUpFront) {
   const auto model = std::make_shared<const Model>(model_in(c));
   Reference widened(*model, {c.storage, true});
   Reference stored(model, {c.storage, false});
-  const std::vector<std::vector<std::int32_t>> steps = {{5, 17, 42, 7, 99}, {3}, {250}};
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    const int pos0 = stored.positions();
-    const TensorMap we = widened.embed(steps[s], pos0), se = stored.embed(steps[s], pos0);
-    expect_same_stages(we, se, fmt::format("step {} embed", s));
-    Tensor x = we.at("embed");
-    for (int l = 0; l < model->config.n_layers; ++l) {
-      const TensorMap wl = widened.layer(l, x, pos0), sl = stored.layer(l, x, pos0);
-      expect_same_stages(wl, sl, fmt::format("step {} layer {}", s, l));
-      x = wl.at("residual_2");
-    }
-    expect_same_stages(widened.head(x), stored.head(x), fmt::format("step {} head", s));
-  }
+  expect_same_runs(widened, stored, model->config.n_layers, {{5, 17, 42, 7, 99}, {3}, {250}});
 }
 
 TEST_P(StoredWeights, MatricesAreTheModelsOwnTensorsAndVectorsAreWidened) {
@@ -146,19 +152,7 @@ TEST_P(QuantizedWeights, EveryStageHasTheBitsOfTheMatricesDecodedUpFront) {
   const ReferenceOptions options{DType::f64, false,
                                  parse_numerics(*c.numerics ? c.numerics : "one-rounding")};
   Reference want(whole, options), got(model, options);
-  const std::vector<std::vector<std::int32_t>> steps = {{5, 17, 42, 7}, {3}};
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    const int pos0 = got.positions();
-    const TensorMap we = want.embed(steps[s], pos0), ge = got.embed(steps[s], pos0);
-    expect_same_stages(we, ge, fmt::format("step {} embed", s));
-    Tensor x = we.at("embed");
-    for (int l = 0; l < model->config.n_layers; ++l) {
-      const TensorMap wl = want.layer(l, x, pos0), gl = got.layer(l, x, pos0);
-      expect_same_stages(wl, gl, fmt::format("step {} layer {}", s, l));
-      x = wl.at("residual_2");
-    }
-    expect_same_stages(want.head(x), got.head(x), fmt::format("step {} head", s));
-  }
+  expect_same_runs(want, got, model->config.n_layers, {{5, 17, 42, 7}, {3}});
   // Read a row at a time: no matrix was decoded whole (the hybrids' GDN projections, which the
   // loader reorders by column, are f32 tensors before anything reads them).
   EXPECT_EQ(model->weights.dequantized_count(), 0u);
