@@ -1,7 +1,8 @@
 // The oracle's ops, in double. Activations are f64 Tensors of shape [T, width]; weights are
-// f64 or f32 [out, in] (the nn.Linear layout; large f32 tables are not widened, the products
-// are formed in double either way). Each op is the formula in docs/reference-math.md, written
-// plainly: this code is the definition candidates are judged against.
+// [out, in] (the nn.Linear layout) in f64, or stored as loaded (f32, f16, bf16, block-quantized:
+// `Matrix`) and widened a row at a time; the products are formed in double either way. Each op
+// is the formula in docs/reference-math.md, written plainly: this code is the definition
+// candidates are judged against.
 #pragma once
 
 #include <span>
