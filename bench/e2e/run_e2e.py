@@ -201,30 +201,31 @@ def main():
 
     results = []
     models = Path(tempfile.mkdtemp(prefix="ds-e2e-models-"))
-    for name, (spec, flags) in cases.items():
-        model = written_model(spec, exe, models)
-        base = None
-        for cand, extra in CANDIDATES:
-            if args.defaults_only and extra:
-                continue
-            label = " ".join([cand] + extra)
-            cmd = [str(exe), "run", "--model", model, "--candidate", cand] + flags + extra
-            log = logs / f"{name}.{label.replace(' ', '_').replace('-', '')}.log"
-            print(f"running {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-            rc, wall, peak, peak_pss = measure(cmd, log, args.timeout)
-            r = {"case": name, "model": model, "candidate": cand, "label": label,
-                 "command": cmd, "exit_code": rc, "wall_s": round(wall, 3),
-                 "peak_tree_rss_bytes": peak, "peak_tree_pss_bytes": peak_pss, "log": str(log)}
-            if (cand, extra) == BASELINE:
-                base = r
-            elif base and base["wall_s"] > 0 and base["peak_tree_rss_bytes"] > 0:
-                r["wall_ratio"] = round(wall / base["wall_s"], 3)
-                r["rss_ratio"] = round(peak / base["peak_tree_rss_bytes"], 3)
-            results.append(r)
-            print(f"  exit {rc}, {fmt_wall(wall)}, peak tree RSS {fmt_bytes(peak)}, Pss {fmt_bytes(peak_pss)}",
-                  file=sys.stderr, flush=True)
-
-    shutil.rmtree(models, ignore_errors=True)
+    try:
+        for name, (spec, flags) in cases.items():
+            model = written_model(spec, exe, models)
+            base = None
+            for cand, extra in CANDIDATES:
+                if args.defaults_only and extra:
+                    continue
+                label = " ".join([cand] + extra)
+                cmd = [str(exe), "run", "--model", model, "--candidate", cand] + flags + extra
+                log = logs / f"{name}.{label.replace(' ', '_').replace('-', '')}.log"
+                print(f"running {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+                rc, wall, peak, peak_pss = measure(cmd, log, args.timeout)
+                r = {"case": name, "model": model, "candidate": cand, "label": label,
+                     "command": cmd, "exit_code": rc, "wall_s": round(wall, 3),
+                     "peak_tree_rss_bytes": peak, "peak_tree_pss_bytes": peak_pss, "log": str(log)}
+                if (cand, extra) == BASELINE:
+                    base = r
+                elif base and base["wall_s"] > 0 and base["peak_tree_rss_bytes"] > 0:
+                    r["wall_ratio"] = round(wall / base["wall_s"], 3)
+                    r["rss_ratio"] = round(peak / base["peak_tree_rss_bytes"], 3)
+                results.append(r)
+                print(f"  exit {rc}, {fmt_wall(wall)}, peak tree RSS {fmt_bytes(peak)}, Pss {fmt_bytes(peak_pss)}",
+                      file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(models, ignore_errors=True)  # a written model is gigabytes: never left behind
     print(table(results))
     failed = [r for r in results if r["exit_code"] != 0]
     if not args.logs and not failed:

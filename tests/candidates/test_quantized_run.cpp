@@ -29,12 +29,25 @@ struct QuantRunCase {
 };
 void PrintTo(const QuantRunCase& c, std::ostream* os) { *os << c.preset; }
 
+// A directory of this test's, removed however the test ends (a failed ASSERT returns early).
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(fs::temp_directory_path() / fmt::format("ds-{}-{}", name, getpid())) {
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 class QuantizedRun : public testing::TestWithParam<QuantRunCase> {};
 
 TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
   const QuantRunCase& c = GetParam();
-  const fs::path dir = fs::temp_directory_path() / fmt::format("ds-quant-run-{}-{}", getpid(), c.preset);
-  fs::create_directories(dir);
+  const ScratchDir scratch(fmt::format("quant-run-{}", c.preset));
+  const fs::path& dir = scratch.path;
   const std::string q8 = (dir / "q8.gguf").string(), f32 = (dir / "f32.gguf").string();
   ref::write_gguf(ref::make_synthetic(c.preset, 7), q8, {ref::GgmlType::Q8_0});
   const Model quant = ref::load_model(q8);
@@ -67,18 +80,15 @@ TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
         << where;
   }
   EXPECT_EQ(a.exit_code, b.exit_code) << a.verdict << " / " << b.verdict;
-  fs::remove_all(dir);
 }
 
 // cpu-f16 computes every step of a layer from the quantized rows without decoding a matrix whole.
 TEST_P(QuantizedRun, CpuF16DecodesNoMatrixWhole) {
-  const fs::path dir =
-      fs::temp_directory_path() / fmt::format("ds-quant-cpu-{}-{}", getpid(), GetParam().preset);
-  fs::create_directories(dir);
+  const ScratchDir scratch(fmt::format("quant-cpu-{}", GetParam().preset));
+  const fs::path& dir = scratch.path;
   const std::string q8 = (dir / "q8.gguf").string();
   ref::write_gguf(ref::make_synthetic(GetParam().preset, 7), q8, {ref::GgmlType::Q8_0});
   const Model m = ref::load_model(q8);
-  fs::remove_all(dir);
   const ModelConfig& cfg = m.config;
   CandidatePtr cand = make_candidate("cpu-f16");
   cand->load(cfg, m.weights);
