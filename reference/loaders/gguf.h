@@ -73,8 +73,13 @@ enum class GgufGdnLayout {
   legacy_grouped,  // qwen3next, value heads grouped: the files this project wrote before
 };
 
+// How a file's matrices get their types: all in GgufWriteOptions::matrix_type, or as llama.cpp's
+// `llama-quantize ... Q4_K_M` assigns them (gguf_writer.cpp, tensor_type).
+enum class GgufMix { uniform, q4_k_m };
+
 struct GgufWriteOptions {
   GgmlType matrix_type = GgmlType::F32;  // 2-D weights; vectors are always F32
+  GgufMix mix = GgufMix::uniform;        // q4_k_m: matrix_type is not read
   // Further u32 metadata, "<arch>." prefixed, for keys a converter writes that ModelConfig has
   // no field for (tests use it to build files the reader must refuse, e.g. expert_count).
   std::vector<std::pair<std::string, std::uint32_t>> extra_u32;

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -227,11 +228,74 @@ std::vector<FileEntry> file_entries(const Model& m, const GgufWriteOptions& o) {
   return entries;
 }
 
+// The layer of a "blk.N." tensor name; -1 for a model-level tensor.
+int layer_of(const std::string& name) {
+  if (!name.starts_with("blk.")) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+// llama.cpp's `use_more_bits`: the first and last eighth of the layers and every third between
+// them take the larger type in a _M mix.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// The type of tensor `name` in a file written as `o` says, following llama.cpp's
+// llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M (src/llama-quant.cpp) for the tensors our
+// families have: Q4_K by default; the output head (or a tied token embedding) Q6_K; attn_v and
+// ffn_down Q6_K in the layers use_more_bits picks (attn_v counted over the attention layers only,
+// as llama.cpp counts them); a fused attn_qkv Q5_K; for 8 experts (Mixtral) attn_k and attn_v
+// Q8_0 and attn_output Q5_K. The router, position embeddings and vectors stay F32, as llama.cpp
+// leaves them unquantized. A row length the block does not divide falls back as llama.cpp's
+// tensor_type_fallback does: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and to F16 where 32 does
+// not divide it either.
+GgmlType tensor_type(const std::string& name, const Shape& shape, const GgufWriteOptions& o,
+                     const ModelConfig& c, const std::vector<FileEntry>& entries) {
+  if (shape.size() < 2) return GgmlType::F32;
+  if (o.mix == GgufMix::uniform) {
+    const GgmlType t = o.matrix_type;
+    return t == GgmlType::Q8_0 && shape.back() % 32 ? GgmlType::F32 : t;
+  }
+  if (name.find("ffn_gate_inp") != std::string::npos || name.starts_with("position_embd"))
+    return GgmlType::F32;
+  const auto has = [&](std::string_view part) { return name.find(part) != std::string::npos; };
+  const bool tied = std::none_of(entries.begin(), entries.end(),
+                                 [](const FileEntry& e) { return e.name == "output.weight"; });
+  GgmlType t = GgmlType::Q4_K;
+  if (name == "output.weight" || (tied && name == "token_embd.weight")) {
+    t = GgmlType::Q6_K;
+  } else if (has(".attn_v.")) {
+    // i_attention_wv / n_attention_wv: this layer's place among the layers with an attn_v.
+    int i = 0, n = 0;
+    for (const FileEntry& e : entries)
+      if (e.name.find(".attn_v.") != std::string::npos) {
+        ++n;
+        i += layer_of(e.name) < layer_of(name);
+      }
+    t = c.n_experts == 8 ? GgmlType::Q8_0 : use_more_bits(i, n) ? GgmlType::Q6_K : GgmlType::Q4_K;
+  } else if (has(".attn_k.") && c.n_experts == 8) {
+    t = GgmlType::Q8_0;
+  } else if (has(".attn_output.") && c.n_experts == 8) {
+    t = GgmlType::Q5_K;
+  } else if (has(".attn_qkv.")) {
+    t = GgmlType::Q5_K;
+  } else if (has(".ffn_down")) {
+    t = use_more_bits(layer_of(name), c.n_layers) ? GgmlType::Q6_K : GgmlType::Q4_K;
+  }
+  const std::int64_t cols = shape.back();
+  if (t == GgmlType::Q8_0 || cols % 256 == 0) return cols % 32 == 0 ? t : GgmlType::F16;
+  if (cols % 32 != 0) return GgmlType::F16;
+  return t == GgmlType::Q4_K ? GgmlType::Q5_0 : t == GgmlType::Q5_K ? GgmlType::Q5_1 : GgmlType::Q8_0;
+}
+
 std::vector<std::byte> encode(const Tensor& t, GgmlType type) {
   const float* x = t.data<float>();
   std::vector<std::byte> out;
   switch (type) {
-    case GgmlType::Q8_0: return quantize_q8_0(x, t.numel());
+    case GgmlType::Q8_0:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K: return quantize_blocks(type, x, t.numel());
     case GgmlType::F16:
     case GgmlType::BF16:
       out.resize(std::size_t(t.numel()) * 2);
@@ -276,10 +340,10 @@ void write_gguf(const Model& model, const std::string& path, const GgufWriteOpti
   std::vector<GgmlType> types;
   std::uint64_t offset = 0;
   for (const FileEntry& e : entries) {
-    // Matrices and stacks of them (MoE experts, [experts, out, in]) in the matrix type.
-    GgmlType type = e.shape.size() >= 2 ? options.matrix_type : GgmlType::F32;
-    if (type == GgmlType::Q8_0 && e.shape.back() % 32) type = GgmlType::F32;
-    if (type != GgmlType::F32 && type != GgmlType::F16 && type != GgmlType::BF16 && type != GgmlType::Q8_0)
+    // Matrices and stacks of them (MoE experts, [experts, out, in]) in the matrix type, or the mix's.
+    const GgmlType type = tensor_type(e.name, e.shape, options, model.config, entries);
+    if (options.mix == GgufMix::uniform && type != GgmlType::F32 && type != GgmlType::F16 &&
+        type != GgmlType::BF16 && type != GgmlType::Q8_0)
       throw ModelError(fmt::format("{}: writing {} tensors is not supported", path,
                                    ggml_type_info(std::uint32_t(type))->name));
     offset = (offset + kAlign - 1) / kAlign * kAlign;

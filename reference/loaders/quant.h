@@ -60,4 +60,8 @@ QuantDecode ggml_row_decoder(GgmlType t);
 enum class Ties { away_from_zero, to_even };
 std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n, Ties ties = Ties::away_from_zero);
 
+// Round-to-nearest blocks of Q8_0, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K (quantize_blocks.cpp): what a
+// Q4_K_M file holds, in the layouts the decoders above read. n must be a multiple of the block size.
+std::vector<std::byte> quantize_blocks(GgmlType type, const float* x, std::int64_t n);
+
 }  // namespace ds::ref

@@ -1,8 +1,8 @@
 // driftscope-mkfixture: writes synthetic models as real weight files, so tests and users can
 // load GGUF and safetensors without downloading a checkpoint.
 //
-//   driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] [--gguf-only]
-//                        PRESET...
+//   driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0|q4_k_m] [--suffix S]
+//                        [--gguf-only] PRESET...
 //
 // For each preset P: DIR/P<S>.gguf and (unless --gguf-only) DIR/P<S>/{config.json, model.safetensors}.
 #include <fmt/format.h>
@@ -50,14 +50,16 @@ int main(int argc, char** argv) {
         gguf.matrix_type = ds::ref::GgmlType::BF16;
       else if (t == "q8_0")
         gguf.matrix_type = ds::ref::GgmlType::Q8_0;
+      else if (t == "q4_k_m")  // llama.cpp's mix: Q4_K, Q6_K where it puts them (gguf_writer.cpp)
+        gguf.mix = ds::ref::GgufMix::q4_k_m;
       else {
         fmt::print(stderr, "driftscope-mkfixture: unknown --gguf-type {}\n", t);
         return 2;
       }
     } else if (a == "-h" || a == "--help") {
       fmt::print(
-          "usage: driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0] [--suffix S] "
-          "[--gguf-only] PRESET...\n"
+          "usage: driftscope-mkfixture [--out DIR] [--seed N] [--gguf-type f32|f16|bf16|q8_0|q4_k_m] "
+          "[--suffix S] [--gguf-only] PRESET...\n"
           "presets: {}\n",
           fmt::join(ds::ref::synthetic_presets(), ", "));
       return 0;

@@ -108,9 +108,10 @@ const fs::path kPeerQuants =
 
 struct QuantCase {
   const char* name;
-  const char* preset;  // written as Q8_0 here; empty: `peer` is read
+  const char* preset;  // written as Q8_0 here (or as `mix` says); empty: `peer` is read
   const char* peer;    // a file under kPeerQuants
   const char* numerics;
+  GgufMix mix = GgufMix::uniform;
 };
 
 // The model of `c` as load_model holds it; empty when a peer file is absent.
@@ -122,7 +123,7 @@ std::optional<Model> load_case(const QuantCase& c) {
   }
   const fs::path dir = test::temp_dir(fmt::format("quant-{}", c.name));
   const std::string path = (dir / "m.gguf").string();
-  write_gguf(make_synthetic(c.preset, 5), path, {GgmlType::Q8_0});
+  write_gguf(make_synthetic(c.preset, 5), path, {.matrix_type = GgmlType::Q8_0, .mix = c.mix});
   Model m = load_model(path);
   fs::remove_all(dir);
   return m;
@@ -176,6 +177,13 @@ INSTANTIATE_TEST_SUITE_P(
         QuantCase{"Qwen2Q8_0EngineNumerics", "qwen2-tiny", "", "llama.cpp-default"},
         QuantCase{"Gpt2Q8_0", "gpt2-tiny", "", ""}, QuantCase{"Qwen3MoeQ8_0", "qwen3moe-tiny", "", ""},
         QuantCase{"Qwen35Q8_0", "qwen35-tiny", "", ""},
+        // Written as llama.cpp's Q4_K_M mix: Q4_K, Q5_K (GPT-2's fused QKV) and Q6_K at real widths;
+        // at tiny widths (no multiple of 256) their fallbacks Q5_0, Q5_1 and Q8_0; Mixtral's Q8_0 K/V.
+        QuantCase{"LlamaWideQ4_K_M", "llama-wide", "", "", GgufMix::q4_k_m},
+        QuantCase{"Gpt2WideQ4_K_M", "gpt2-wide", "", "", GgufMix::q4_k_m},
+        QuantCase{"Qwen2Q4_K_M", "qwen2-tiny", "", "", GgufMix::q4_k_m},
+        QuantCase{"Gpt2Q4_K_M", "gpt2-tiny", "", "", GgufMix::q4_k_m},
+        QuantCase{"MixtralQ4_K_M", "mixtral-tiny", "", "", GgufMix::q4_k_m},
         QuantCase{"PeerQ4_K_M", "", "models/llama256.q4_k_m.gguf", "llama.cpp-default"},
         QuantCase{"PeerQ8_0", "", "models/llama256.q8_0.gguf", ""},
         QuantCase{"PeerQ2_K", "", "quants/llama256.Q2_K.gguf", ""},
