@@ -88,21 +88,6 @@ inline void add_product(dv& acc, const dv& a, const dv& b) {
 #endif
 }
 
-// Whether any lane of a comparison's result is set (all ones).
-inline bool any_lane(const lv& m) {
-#if defined(__AVX512F__) && DS_LANES_WIDTH == 8
-  return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
-#elif defined(__AVX__) && DS_LANES_WIDTH == 4
-  return _mm256_testz_si256((__m256i)m, (__m256i)m) == 0;
-#elif defined(__SSE2__) && DS_LANES_WIDTH == 2
-  return _mm_movemask_pd((__m128d)m) != 0;
-#else
-  bool any = false;
-  for (int j = 0; j < kLanes; ++j) any |= m[j] != 0;
-  return any;
-#endif
-}
-
 // Per-lane f64 accumulators (kept in registers once inlined).
 struct Wide {
   dv sum_abs, sum_d2, sum_r2, sum_c2, sum_rc, max_abs, max_rel, min_atol, min_rtol;
@@ -121,36 +106,23 @@ __attribute__((always_inline)) inline void wide_metrics(const dv& r, const dv& c
   if constexpr (sizeof(R) == 8) w.odd |= (mag < kTiny) & (mag != 0);
   // Written as selects so that AVX-512 adds under a compare mask instead of materialising it.
   w.mismatches = d > atol + rtol * mag ? w.mismatches + 1 : w.mismatches;
+  w.max_abs = d > w.max_abs ? d : w.max_abs;
+  // One division serves both relative quantities; mag is 0 or >= tiny here. On a zero reference
+  // the relative error uses 1/tiny (as the element path does) and the needed rtol is
+  // (d - atol) * inf: +inf when d > atol, as it must be, and -inf or NaN otherwise, which the
+  // `>` below never takes.
+  const dv inv = 1.0 / mag;
+  const dv rel = d * (mag == 0 ? dv{} + 1 / kTiny : inv);
+  w.max_rel = rel > w.max_rel ? rel : w.max_rel;
+  const dv need_atol = d - rtol * mag;
+  w.min_atol = need_atol > w.min_atol ? need_atol : w.min_atol;
+  const dv need_rtol = (d - atol) * inv;
+  w.min_rtol = need_rtol > w.min_rtol ? need_rtol : w.min_rtol;
   w.sum_abs += d;
   add_product(w.sum_d2, d, d);
   add_product(w.sum_r2, r, r);
   add_product(w.sum_c2, c, c);
   add_product(w.sum_rc, r, c);
-  w.max_abs = d > w.max_abs ? d : w.max_abs;
-  const dv need_atol = d - rtol * mag;
-  w.min_atol = need_atol > w.min_atol ? need_atol : w.min_atol;
-  // The two relative maxima need a division, which costs more than the rest of the loop; once a
-  // lane's maxima have grown, few elements can raise them. An element may raise max_rel only if
-  // d > max_rel * mag (and min_rtol only if d - atol > min_rtol * mag), tested by multiplication
-  // with room for the rounding of both sides (2^-45, against the division's 2^-52); where a
-  // product is so small that it rounds absolutely (below 2^-1000) any positive side counts. A
-  // vector where some lane may rise takes the division, exactly as before; the others cannot
-  // change a maximum, so every result keeps its bits.
-  const dv over = d - atol;
-  const dv room = dv{} + (1.0 - 0x1p-45), safe = dv{} + 0x1p-1000;
-  const dv rel_bar = w.max_rel * mag * room, rtol_bar = w.min_rtol * mag * room;
-  const lv may_rise =
-      (d > rel_bar) | ((rel_bar < safe) & (d > 0)) | (over > rtol_bar) | ((rtol_bar < safe) & (over > 0));
-  if (!any_lane(may_rise)) [[likely]]
-    return;
-  // mag is 0 or >= tiny here. On a zero reference the relative error uses 1/tiny (as the element
-  // path does) and the needed rtol is (d - atol) * inf: +inf when d > atol, as it must be, and
-  // -inf or NaN otherwise, which the `>` below never takes.
-  const dv inv = 1.0 / mag;
-  const dv rel = d * (mag == 0 ? dv{} + 1 / kTiny : inv);
-  w.max_rel = rel > w.max_rel ? rel : w.max_rel;
-  const dv need_rtol = over * inv;
-  w.min_rtol = need_rtol > w.min_rtol ? need_rtol : w.min_rtol;
 }
 
 template <class R, class C>
