@@ -205,17 +205,23 @@ class Sched {
     accesses_to_yield_ = tosses_to_heads(3);
     return yield_now();
   }
-  // The 1-in-2 coin of a hand-over to another block at a global load (Interleaver::on_access),
-  // drawn the same way.
+  // The coin of a hand-over to another block at a global load (Interleaver::on_access), drawn the
+  // same way: 1 in 2 for a block's first kFullOddsHandovers hand-overs, then 1 in 64. A hand-over
+  // wakes another host thread (two context switches, about 10 us on this machine's two cores), so
+  // a block that loads what the launch writes at every step of a long loop (a GDN state, read and
+  // written in place) would wait minutes at even odds; a kernel that loads such memory a few times
+  // per block, where a lost update between blocks hides, keeps them.
+  static constexpr std::uint32_t kFullOddsHandovers = 32;
   bool handover_coin() {
     if (--loads_to_handover_ != 0) return false;
-    loads_to_handover_ = tosses_to_heads(1);
+    loads_to_handover_ = tosses_to_heads(++handovers_ < kFullOddsHandovers ? 1 : 6);
     return true;
   }
   // Before the block's first hooked access.
   void begin_interleave(std::uint64_t seed) {
     interleave_rng_ = seed;
     accesses_to_yield_ = tosses_to_heads(3);
+    handovers_ = 0;
     loads_to_handover_ = tosses_to_heads(1);
   }
   // The block's interleave generator.
@@ -224,8 +230,8 @@ class Sched {
   unsigned interleave_below(unsigned n) {
     return static_cast<unsigned>(((interleave_draw() >> 32) * n) >> 32);
   }
-  // Tosses of a coin that comes up heads one time in 2^bits (bits 1 or 3), up to and including its
-  // next heads.
+  // Tosses of a coin that comes up heads one time in 2^bits (bits 1, 3 or 6), up to and including
+  // its next heads.
   std::uint32_t tosses_to_heads(unsigned bits);
   bool yield_now();
 
@@ -337,6 +343,7 @@ class Sched {
   std::uint64_t interleave_rng_ = 0;
   std::uint32_t accesses_to_yield_ = 1;  // hooked accesses left before yield_at_access switches
   std::uint32_t loads_to_handover_ = 1;  // global loads left before handover_coin comes up
+  std::uint32_t handovers_ = 0;          // the block's hand-overs so far
 };
 
 // Kernel code only runs inside run_block, which created this thread's Sched. Every collective

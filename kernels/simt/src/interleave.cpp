@@ -45,8 +45,8 @@ std::vector<std::uint64_t> interleaved_block_order(std::uint64_t nblocks, std::u
 void Baton::join() {
   std::unique_lock lock(m_);
   tl_baton_id = joined_++;
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return joined_ == left_.size() && holder_ == tl_baton_id; });
+  if (joined_ == left_.size()) wake_[holder_].notify_one();
+  wake_[tl_baton_id].wait(lock, [&] { return joined_ == left_.size() && holder_ == tl_baton_id; });
 }
 
 bool Baton::pass(std::uint64_t pick) {
@@ -63,8 +63,8 @@ bool Baton::pass(std::uint64_t pick) {
       break;
     }
   }
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return holder_ == tl_baton_id; });
+  wake_[holder_].notify_one();
+  wake_[tl_baton_id].wait(lock, [&] { return holder_ == tl_baton_id; });
   return true;
 }
 
@@ -79,7 +79,7 @@ void Baton::leave() {
       break;
     }
   }
-  cv_.notify_all();
+  wake_[holder_].notify_one();
 }
 
 void Interleaver::watch(unsigned char* lo, unsigned char* hi, bool global) {
@@ -174,14 +174,17 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
 // from the running thread's warp, relying on no runnable warp ranking below it (fiber_sched.h
 // take_next_after): the chosen thread's warp swaps ranks with the lowest-ranked runnable one.
 std::uint32_t Sched::tosses_to_heads(unsigned bits) {
-  assert(bits == 1 || bits == 3);
+  assert(bits == 1 || bits == 3 || bits == 6);
   // Each group of `bits` bits of a draw is a toss, heads where all of them are zero; the lowest
   // bit of each whole group marks it.
   const unsigned per_draw = 64 / bits;
-  const std::uint64_t group_starts = bits == 1 ? ~std::uint64_t{0} : 0x1249249249249249;  // bits 3
+  const std::uint64_t group_starts = bits == 1   ? ~std::uint64_t{0}
+                                     : bits == 3 ? 0x1249249249249249   // every third bit
+                                                 : 0x0041041041041041;  // every sixth, ten groups
   for (std::uint32_t tosses = 0;; tosses += per_draw) {
     const std::uint64_t x = interleave_draw();
-    const std::uint64_t ones = bits == 1 ? x : x | x >> 1 | x >> 2;
+    std::uint64_t ones = x;
+    for (unsigned k = 1; k < bits; ++k) ones |= x >> k;
     const std::uint64_t heads = ~ones & group_starts;
     if (heads != 0) return tosses + static_cast<std::uint32_t>(std::countr_zero(heads)) / bits + 1;
   }

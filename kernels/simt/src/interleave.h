@@ -56,7 +56,7 @@ std::vector<std::uint64_t> interleaved_block_order(std::uint64_t nblocks, std::u
 // it stops depend on the seeds alone, never on timing.
 class Baton {
  public:
-  explicit Baton(unsigned threads) : left_(threads, 0) {}
+  explicit Baton(unsigned threads) : wake_(threads), left_(threads, 0) {}
   // Before the calling host thread's first block: waits for all to join and for the baton.
   void join();
   // Hands the baton to another host thread that has not left (the `pick`th of them, modulo their
@@ -67,7 +67,8 @@ class Baton {
 
  private:
   std::mutex m_;
-  std::condition_variable cv_;
+  // One per host thread, so that a hand-over wakes the one it hands to and no other.
+  std::vector<std::condition_variable> wake_;
   unsigned joined_ = 0;
   unsigned holder_ = 0;
   std::vector<char> left_;
