@@ -243,10 +243,10 @@ bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n 
 // families have: Q4_K by default; the output head (or a tied token embedding) Q6_K; attn_v and
 // ffn_down Q6_K in the layers use_more_bits picks (attn_v counted over the attention layers only,
 // as llama.cpp counts them); a fused attn_qkv Q5_K; for 8 experts (Mixtral) attn_k and attn_v
-// Q8_0 and attn_output Q5_K. The router, position embeddings and vectors stay F32, as llama.cpp
-// leaves them unquantized. A row length the block does not divide falls back as llama.cpp's
-// tensor_type_fallback does: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, and to F16 where 32 does
-// not divide it either.
+// Q8_0 and attn_output Q5_K. The router, the GDN conv kernel, position embeddings and vectors stay
+// F32, as llama.cpp leaves them unquantized (tensor_allows_quantization). A row length the block
+// does not divide falls back as llama.cpp's tensor_type_fallback does: Q4_K to Q5_0, Q5_K to Q5_1,
+// Q6_K to Q8_0, and to F16 where 32 does not divide it either.
 GgmlType tensor_type(const std::string& name, const Shape& shape, const GgufWriteOptions& o,
                      const ModelConfig& c, const std::vector<FileEntry>& entries) {
   if (shape.size() < 2) return GgmlType::F32;
@@ -254,7 +254,8 @@ GgmlType tensor_type(const std::string& name, const Shape& shape, const GgufWrit
     const GgmlType t = o.matrix_type;
     return t == GgmlType::Q8_0 && shape.back() % 32 ? GgmlType::F32 : t;
   }
-  if (name.find("ffn_gate_inp") != std::string::npos || name.starts_with("position_embd"))
+  if (name.find("ffn_gate_inp") != std::string::npos || name.find("ssm_conv1d") != std::string::npos ||
+      name.starts_with("position_embd"))
     return GgmlType::F32;
   const auto has = [&](std::string_view part) { return name.find(part) != std::string::npos; };
   const bool tied = std::none_of(entries.begin(), entries.end(),

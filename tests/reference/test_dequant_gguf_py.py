@@ -71,7 +71,8 @@ def q4_k_m_type(t, reader):
     (src/llama-quant.cpp, llama_tensor_get_type_impl), for the tensors these presets have: restated
     here apart from gguf_writer.cpp's."""
     name, cols = t.name, int(t.shape[0])
-    if len(t.shape) < 2 or "ffn_gate_inp" in name or name.startswith("position_embd"):
+    # llama.cpp's tensor_allows_quantization: no vectors, router, conv kernel or position table.
+    if len(t.shape) < 2 or "ffn_gate_inp" in name or "ssm_conv1d" in name or name.startswith("position_embd"):
         return "F32"
     names = [x.name for x in reader.tensors]
     arch = reader.fields["general.architecture"].contents()
