@@ -6,8 +6,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,10 +123,13 @@ std::optional<Model> load_case(const QuantCase& c) {
   }
   const fs::path dir = test::temp_dir(fmt::format("quant-{}", c.name));
   const std::string path = (dir / "m.gguf").string();
+  // The model holds the file's mapping, not the path: the directory goes however the load ends.
+  const std::unique_ptr<const fs::path, void (*)(const fs::path*)> remove(&dir, [](const fs::path* d) {
+    std::error_code ec;
+    fs::remove_all(*d, ec);
+  });
   write_gguf(make_synthetic(c.preset, 5), path, {.matrix_type = GgmlType::Q8_0, .mix = c.mix});
-  Model m = load_model(path);
-  fs::remove_all(dir);
-  return m;
+  return load_model(path);
 }
 
 // The same model with every quantized matrix decoded to an f32 tensor up front.
