@@ -16,6 +16,10 @@
 //   MemcheckVsPlainRun    the same checked GEMV under memcheck (Config::memcheck, run
 //                         --simt-memcheck: guarded buffers, every 8- and 16-byte access checked)
 //                         against the plain flavour's SIMT run (issue 51: at most 3x).
+//   InterleavedVsPlainRun the same checked GEMV interleaved at every access (Config::interleave:
+//                         the first schedule of the reruns that `--race-check`, `check` and
+//                         `verify` make) against the plain flavour's SIMT run, wall time (the
+//                         blocks take turns on several host threads).
 //   FusedGemvVsPlainLoop  the product's fused GEMV (kernels/gemv.cu, what the simt candidate runs
 //                         for every projection) on bf16 weights and T tokens, one host thread,
 //                         against the plain loop over the same bf16 weights.
@@ -240,6 +244,36 @@ void MemcheckVsPlainRun(benchmark::State& state) {
   state.counters["memcheck_findings"] = findings;
 }
 
+void InterleavedVsPlainRun(benchmark::State& state) {
+  const CheckedGemv& m = checked_gemv();
+  if (!m.error.empty()) {
+    state.SkipWithError(m.error.c_str());
+    return;
+  }
+  const int rows = static_cast<int>(state.range(0));
+  const int cols = static_cast<int>(state.range(1));
+  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
+  const auto x = random_floats(cols, 2);
+  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
+  simt::Config cfg;
+  cfg.host_threads = 1;
+  simt::set_config(cfg);
+  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
+  plain_run();  // warm the fiber pool
+  m.setup(W.data(), x.data(), rows, cols, 0);
+  std::vector<float> interleaved_y(rows);
+  (void)m.run(3, interleaved_y.data());  // warm the module's fiber pools
+  if (interleaved_y != dy.to_host()) {
+    state.SkipWithError("the interleaved GEMV computed other bits than the plain one (it has no race)");
+    return;
+  }
+  const Best plain = best_of_15(plain_run);
+  const Best interleaved = best_of_state(state, [&] { (void)m.run(3, nullptr); });
+  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  state.counters["interleaved_best_ms"] = interleaved.wall * 1e3;
+  state.counters["ratio"] = interleaved.wall / plain.wall;
+}
+
 // y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
 // reference would write it.
 __attribute__((noinline)) void plain_gemv_bf16(const __nv_bfloat16* W, const float* x, float* y, int T,
@@ -319,6 +353,12 @@ BENCHMARK(HookedRacecheckVsPlainRun)
     ->Args({64, 896})
     ->Args({896, 896})
     ->Args({4864, 896})
+    ->Args({37, 100})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(InterleavedVsPlainRun)
+    ->ArgNames({"rows", "cols"})
+    ->Args({64, 896})
+    ->Args({896, 896})
     ->Args({37, 100})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(MemcheckVsPlainRun)

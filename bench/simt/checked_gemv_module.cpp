@@ -35,9 +35,10 @@ extern "C" [[gnu::visibility("default")]] void bench_checked_gemv_setup(const fl
                                   simt::DeviceBuffer<float>(static_cast<std::size_t>(rows)), rows, cols});
 }
 
-// One GEMV on one host thread, checked by `check` (0 nothing, 1 the hazard checker, 2 memcheck);
-// returns the number of race reports and memcheck findings it made (none for this kernel) or -1
-// before setup.
+// One GEMV on one host thread, checked by `check` (0 nothing, 1 the hazard checker, 2 memcheck,
+// 3 none but interleaved at every access: Config::interleave, the schedule rerun's first
+// schedule, whose blocks take turns on the interleaver's host threads); returns the number of
+// race reports and memcheck findings it made (none for this kernel) or -1 before setup.
 extern "C" [[gnu::visibility("default")]] int bench_checked_gemv_run(int check, float* y_out) {
   if (!g_gemv) return -1;
   static int reports = 0;
@@ -46,6 +47,8 @@ extern "C" [[gnu::visibility("default")]] int bench_checked_gemv_run(int check, 
   cfg.host_threads = 1;
   cfg.racecheck = check == 1;
   cfg.memcheck = check == 2;
+  cfg.interleave = check == 3;
+  cfg.seed = 1;
   simt::set_config(cfg);
   reports = 0;
   simt_test::gemv(g_gemv->W.data(), g_gemv->x.data(), g_gemv->y.data(), g_gemv->rows, g_gemv->cols);

@@ -37,7 +37,7 @@ namespace {
       [[likely]]
     s->on_access(p, n, write, pc);
   else if (simt::detail::Interleaver* i = simt::detail::g_interleaver.load(std::memory_order_relaxed))
-    i->on_access(p, n, write);  // Config::interleave (interleave.h)
+    i->on_access(p, n, write, pc);  // Config::interleave (interleave.h)
 }
 
 // Whether /proc/self/maps lists an anonymous read-write mapping of exactly [lo, hi): the shadow

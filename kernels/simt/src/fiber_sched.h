@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -195,15 +196,25 @@ class Sched {
     return {static_cast<std::uint32_t>(cur_ - threads_.data()), cur_->warp, warps_[cur_->warp].syncs, phase_};
   }
   HazardReport take_hazards() { return hazards_.take(); }
-  // Config::interleave at a hooked access of the running thread (interleave.cpp): a seeded coin,
-  // then another runnable thread runs first. False when the thread runs on without a switch.
-  // The coin, true one access in 8, is drawn as the count of accesses to its next heads: the same
-  // odds at every access, and a generator draw per 21 tosses instead of one per access (in perf,
-  // the per-access draw was about a tenth of an interleaved run).
-  bool yield_at_access() {
-    if (--accesses_to_yield_ != 0) return false;
-    accesses_to_yield_ = tosses_to_heads(3);
-    return yield_now();
+  // Config::interleave at a hooked access of the running thread (interleave.cpp), made by the
+  // instruction at `site`: a seeded coin, which when true has another runnable thread run first
+  // (yield_now). The coin is true one access in 8 for a site's first
+  // kFullOddsAccesses accesses in the block, then one in 64: a loop's load of a shared-memory row
+  // is made thousands of times per block and gains nothing from a switch at each eighth (at real
+  // widths those switches were a third of the interleaved run), while an access a block makes a
+  // few times per thread (the read-modify-write of a reduction's total, where a lost update
+  // hides) keeps even odds however long the loop before it. Each coin is drawn as the count of
+  // accesses to its next heads: a generator draw per 21 (or 10) tosses instead of one per access.
+  static constexpr std::uint32_t kFullOddsAccesses = 64;
+  bool yield_coin(const void* site) {
+    if (site_is_hot(site)) {
+      if (--hot_accesses_to_yield_ != 0) return false;
+      hot_accesses_to_yield_ = tosses_to_heads(6);
+    } else {
+      if (--accesses_to_yield_ != 0) return false;
+      accesses_to_yield_ = tosses_to_heads(3);
+    }
+    return true;
   }
   // The coin of a hand-over to another block at a global load (Interleaver::on_access), drawn the
   // same way: 1 in 2 for a block's first kFullOddsHandovers hand-overs, then 1 in 64. A hand-over
@@ -221,6 +232,8 @@ class Sched {
   void begin_interleave(std::uint64_t seed) {
     interleave_rng_ = seed;
     accesses_to_yield_ = tosses_to_heads(3);
+    hot_accesses_to_yield_ = tosses_to_heads(6);
+    sites_.fill(SiteCount{});
     handovers_ = 0;
     loads_to_handover_ = tosses_to_heads(1);
   }
@@ -234,6 +247,23 @@ class Sched {
   // its next heads.
   std::uint32_t tosses_to_heads(unsigned bits);
   bool yield_now();
+  // Counts an access of `site` in the block: true past its first kFullOddsAccesses. A site that
+  // finds the table full counts as not hot. Sites take the first free slot from their hash on, so
+  // which sites have one depends on the order they were first reached (the seed's), never on
+  // where the module was loaded.
+  bool site_is_hot(const void* site) {
+    const auto pc = reinterpret_cast<std::uintptr_t>(site);
+    std::size_t i = (pc ^ (pc >> 7)) % sites_.size();
+    for (std::size_t probes = 0; probes < sites_.size(); ++probes, i = (i + 1) % sites_.size()) {
+      SiteCount& c = sites_[i];
+      if (c.site == pc) return ++c.accesses > kFullOddsAccesses;
+      if (c.site == 0) {
+        c = {pc, 1};
+        return false;
+      }
+    }
+    return false;
+  }
 
   [[noreturn]] void fiber_main(Fiber* self);
   static void leave_thread(void* fiber);
@@ -341,7 +371,13 @@ class Sched {
   std::vector<void*> static_smem_seen_;  // static __shared__ arrays poisoned in this block
   Interleaver* interleaver_ = nullptr;   // this block's, under Config::interleave (interleave.h)
   std::uint64_t interleave_rng_ = 0;
-  std::uint32_t accesses_to_yield_ = 1;  // hooked accesses left before yield_at_access switches
+  std::uint32_t accesses_to_yield_ = 1;      // hooked accesses left before yield_coin is true
+  std::uint32_t hot_accesses_to_yield_ = 1;  // the same at sites past their full-odds accesses
+  struct SiteCount {
+    std::uintptr_t site = 0;  // the hook's return address; 0: a free slot
+    std::uint32_t accesses = 0;
+  };
+  std::array<SiteCount, 128> sites_{};  // the block's sites under Config::interleave (site_is_hot)
   std::uint32_t loads_to_handover_ = 1;  // global loads left before handover_coin comes up
   std::uint32_t handovers_ = 0;          // the block's hand-overs so far
 };

@@ -110,6 +110,8 @@ void Interleaver::end_launch() {
 
 void Interleaver::begin_block(Sched* sched, unsigned char* smem, std::size_t bytes) {
   sched_ = sched;
+  smem_lo_ = smem;
+  smem_hi_ = smem + bytes;
   mark(smem, smem + bytes, true);
   // No thread of the block has made an atomic yet: an earlier block's or launch's last atomic
   // (at an address a new buffer may now occupy) must not make a plain load count as one.
@@ -128,16 +130,23 @@ void Interleaver::static_shared(void* p, std::size_t bytes) {
   if (!seen) watch(lo, lo + bytes, false);
 }
 
-void Interleaver::settle() {
-  if (at_ == nullptr) return;
+void Interleaver::settle_stale_load() {
   if (std::memcmp(at_, stale_, size_) == 0) std::memcpy(at_, newer_, size_);
   at_ = nullptr;
 }
 
-void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
+void Interleaver::on_access(const void* addr, std::size_t bytes, bool write, const void* site) {
   settle();
   Sched& s = *sched_;
   auto* p = static_cast<unsigned char*>(const_cast<void*>(addr));
+  // Another block first, else another thread of this block. Blocks hand over at loads of global
+  // memory only: nothing else of this block's reaches another block, and a store between blocks
+  // changes nothing the shuffled block order does not (a hand-over wakes another host thread:
+  // the stores of a kernel's outputs would cost one each).
+  const unsigned char *smem_lo = smem_lo_, *smem_hi = smem_hi_;
+  const bool handover =
+      baton_ != nullptr && !write && (p < smem_lo || p >= smem_hi) && is_global(p) && s.handover_coin();
+  if (!handover && !s.yield_coin(site)) return;  // most accesses: no switch, nothing to keep
   const ThreadRec& t = *s.current_thread();
   // The running thread's last atomic, which the threads that run meanwhile overwrite.
   const void* const atomic_target = g_atomic_target;
@@ -146,16 +155,15 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write) {
   const bool may_be_stale = !write && !atomic && bytes <= sizeof stale_;
   unsigned char before[sizeof stale_];
   if (may_be_stale) std::memcpy(before, p, bytes);
-  // Another block first, else another thread of this block. Blocks hand over at loads of global
-  // memory only: nothing else of this block's reaches another block, and a store between blocks
-  // changes nothing the shuffled block order does not (a hand-over wakes another host thread:
-  // the stores of a kernel's outputs would cost one each).
   bool switched = false;
-  if (baton_ != nullptr && !write && is_global(p) && s.handover_coin() && baton_->pass(s.interleave_draw())) {
+  if (handover && baton_->pass(s.interleave_draw())) {
     switched = true;
     sched_ = &s;  // the host threads that ran meanwhile set their own
+    smem_lo_ = smem_lo;
+    smem_hi_ = smem_hi;
   } else {
-    switched = s.yield_at_access();
+    // No other host thread is left: the block's own coin decides, as at any other access.
+    switched = (!handover || s.yield_coin(site)) && s.yield_now();
   }
   if (!switched) return;
   g_atomic_target = atomic_target;

@@ -6,9 +6,10 @@
 // loses an update on it. Under this schedule the memory a launch writes (the allocations its
 // writable pointer arguments point into, the block's dynamic shared memory, each static __shared__
 // array a thread reaches) is marked in the access shadow, so every load and store of it reaches a
-// hook first (access_hooks.cpp). There a coin (seeded by Config::seed and the block) decides
-// whether the thread is suspended and another runnable thread of the block, chosen by the same
-// generator, runs first (Sched::yield_at_access).
+// hook first (access_hooks.cpp). There a coin (seeded by Config::seed and the block; its odds fall
+// at an instruction the block has reached often, fiber_sched.h yield_coin) decides whether the
+// thread is suspended and another runnable thread of the block, chosen by the same generator,
+// runs first (Sched::yield_now).
 //
 // A suspended load reads what the memory held when its thread was suspended: the instrumentation
 // checks the load of `x += v` but not the store that follows it in the same basic block (GCC), so
@@ -87,8 +88,9 @@ class Interleaver {
   // A static __shared__ array a thread of the block reached (kept marked until the launch's end:
   // it is the same array for every block of the host thread).
   void static_shared(void* p, std::size_t bytes);
-  // A hooked load or store of marked memory by the running thread.
-  void on_access(const void* addr, std::size_t bytes, bool write);
+  // A hooked load or store of marked memory by the running thread, made at `site` (the hook's
+  // return address).
+  void on_access(const void* addr, std::size_t bytes, bool write, const void* site);
 
  private:
   struct Range {
@@ -99,13 +101,19 @@ class Interleaver {
   void watch(unsigned char* lo, unsigned char* hi, bool global);
   bool is_global(const unsigned char* p) const;
   // Puts the bytes other threads wrote back under a stale load, unless its thread overwrote them.
-  void settle();
+  void settle() {
+    if (at_ != nullptr) settle_stale_load();
+  }
+  void settle_stale_load();
 
   std::vector<Range> launch_ranges_;  // argument allocations and static shared arrays
   Baton* baton_ = nullptr;
   // The scheduler of the host thread holding the baton (or the only one): set where a block starts
   // and where a hand-over returns, so the hooks need no thread-local lookup.
   Sched* sched_ = nullptr;
+  // The running block's dynamic shared memory: most hooked loads, and never another block's.
+  const unsigned char* smem_lo_ = nullptr;
+  const unsigned char* smem_hi_ = nullptr;
   // A stale load in flight: at `at`, `size` bytes, `stale` what its thread was given in place of
   // `newer`.
   unsigned char* at_ = nullptr;
