@@ -377,7 +377,7 @@ class Sched {
     std::uintptr_t site = 0;  // the hook's return address; 0: a free slot
     std::uint32_t accesses = 0;
   };
-  std::array<SiteCount, 128> sites_{};  // the block's sites under Config::interleave (site_is_hot)
+  std::array<SiteCount, 128> sites_{};   // the block's sites under Config::interleave (site_is_hot)
   std::uint32_t loads_to_handover_ = 1;  // global loads left before handover_coin comes up
   std::uint32_t handovers_ = 0;          // the block's hand-overs so far
 };
