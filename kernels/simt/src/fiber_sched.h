@@ -197,7 +197,7 @@ class Sched {
   }
   HazardReport take_hazards() { return hazards_.take(); }
   // Config::interleave at a hooked access of the running thread (interleave.cpp), made by the
-  // instruction at `site`: a seeded coin, which when true has another runnable thread run first
+  // instruction at `site` (site_is_hot): a seeded coin, which when true has another runnable thread run first
   // (yield_now). The coin is true one access in 8 for a site's first
   // kFullOddsAccesses accesses in the block, then one in 64: a loop's load of a shared-memory row
   // is made thousands of times per block and gains nothing from a switch at each eighth (at real
@@ -206,7 +206,7 @@ class Sched {
   // hides) keeps even odds however long the loop before it. Each coin is drawn as the count of
   // accesses to its next heads: a generator draw per 21 (or 10) tosses instead of one per access.
   static constexpr std::uint32_t kFullOddsAccesses = 64;
-  bool yield_coin(const void* site) {
+  bool yield_coin(std::uintptr_t site) {
     if (site_is_hot(site)) {
       if (--hot_accesses_to_yield_ != 0) return false;
       hot_accesses_to_yield_ = tosses_to_heads(6);
@@ -247,18 +247,19 @@ class Sched {
   // its next heads.
   std::uint32_t tosses_to_heads(unsigned bits);
   bool yield_now();
-  // Counts an access of `site` in the block: true past its first kFullOddsAccesses. A site that
-  // finds the table full counts as not hot. Sites take the first free slot from their hash on, so
-  // which sites have one depends on the order they were first reached (the seed's), never on
-  // where the module was loaded.
-  bool site_is_hot(const void* site) {
-    const auto pc = reinterpret_cast<std::uintptr_t>(site);
-    std::size_t i = (pc ^ (pc >> 7)) % sites_.size();
-    for (std::size_t probes = 0; probes < sites_.size(); ++probes, i = (i + 1) % sites_.size()) {
+  // Counts an access of `site` in the block: true past its first kFullOddsAccesses. `site` is the
+  // hook's return address less a fixed address of the same module (Interleaver::on_access), so
+  // where the module was loaded changes neither its slot nor which sites find one: a seed stays
+  // one schedule. A site whose few slots are taken counts as not hot.
+  bool site_is_hot(std::uintptr_t site) {
+    constexpr std::size_t kProbes = 8;
+    const std::uintptr_t key = site | std::uintptr_t{1} << 63;  // never 0, a free slot's
+    std::size_t i = (key ^ (key >> 7) ^ (key >> 13)) % sites_.size();
+    for (std::size_t probe = 0; probe < kProbes; ++probe, i = (i + 1) % sites_.size()) {
       SiteCount& c = sites_[i];
-      if (c.site == pc) return ++c.accesses > kFullOddsAccesses;
+      if (c.site == key) return ++c.accesses > kFullOddsAccesses;
       if (c.site == 0) {
-        c = {pc, 1};
+        c = {key, 1};
         return false;
       }
     }

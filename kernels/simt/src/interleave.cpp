@@ -146,7 +146,9 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write, con
   const unsigned char *smem_lo = smem_lo_, *smem_hi = smem_hi_;
   const bool handover =
       baton_ != nullptr && !write && (p < smem_lo || p >= smem_hi) && is_global(p) && s.handover_coin();
-  if (!handover && !s.yield_coin(site)) return;  // most accesses: no switch, nothing to keep
+  // The site as an offset in this module, the same wherever it is loaded.
+  const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(site) - reinterpret_cast<std::uintptr_t>(&mark);
+  if (!handover && !s.yield_coin(at)) return;  // most accesses: no switch, nothing to keep
   const ThreadRec& t = *s.current_thread();
   // The running thread's last atomic, which the threads that run meanwhile overwrite.
   const void* const atomic_target = g_atomic_target;
@@ -163,7 +165,7 @@ void Interleaver::on_access(const void* addr, std::size_t bytes, bool write, con
     smem_hi_ = smem_hi;
   } else {
     // No other host thread is left: the block's own coin decides, as at any other access.
-    switched = (!handover || s.yield_coin(site)) && s.yield_now();
+    switched = (!handover || s.yield_coin(at)) && s.yield_now();
   }
   if (!switched) return;
   g_atomic_target = atomic_target;
