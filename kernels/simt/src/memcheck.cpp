@@ -195,9 +195,11 @@ bool memcheck_access(const void* p, std::size_t bytes, bool write, const void* p
       bad = true;
     }
   }
-  // Findings come from kernel threads of a memcheck launch; the host's stores only mark.
-  const bool in_launch = g_memcheck_launch.load(std::memory_order_relaxed) && running_kernel_thread();
   const bool misaligned = (bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16) && a % bytes != 0;
+  if (!bad && !misaligned && !unwritten) return watched;  // most accesses: nothing to mark or report
+  // Findings come from kernel threads of a memcheck launch; the host's stores only mark. (Asked
+  // only here: the running thread is a thread-local lookup, through the loader in a plugin.)
+  const bool in_launch = g_memcheck_launch.load(std::memory_order_relaxed) && running_kernel_thread();
   if (unwritten && !bad && !(in_launch && misaligned)) {
     if (write) {
       note_written(a, last + 1);
