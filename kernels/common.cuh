@@ -78,9 +78,12 @@ __device__ inline void lane_dots(const W* w, const float* xs, int nt, int cols, 
     float wf[V];
     for (int i = 0; i < V; ++i) wf[i] = to_f(e[i]);
     for (int p = 0; p < nt; ++p) {
-      const float* xp = xs + p * cols + c;
+      // The V values as one copy: a kernel built CHECKED then makes one hooked access of the row
+      // here rather than V (the interleaved rerun and the hazard checker pay a call per access).
+      float xv[V];
+      memcpy(xv, xs + p * cols + c, sizeof xv);
       float s = 0.0f;
-      for (int i = 0; i < V; ++i) s += wf[i] * xp[i];
+      for (int i = 0; i < V; ++i) s += wf[i] * xv[i];
       acc[p] += s;
     }
   }
