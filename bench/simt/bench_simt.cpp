@@ -24,11 +24,13 @@
 //                         for every projection) on bf16 weights and T tokens, one host thread,
 //                         against the plain loop over the same bf16 weights.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -176,102 +178,90 @@ const CheckedGemv& checked_gemv() {
   return m;
 }
 
-void HookedRacecheckVsPlainRun(benchmark::State& state) {
+// What the checked module's benchmarks share: random W and x (rows x cols, the benchmark's first
+// two arguments), the plain flavour's GEMV of them on one host thread and its best time, the
+// module's copy of them (memcheck's guarded blocks under `memcheck`), and one warm run of the
+// module under `check` (bench_checked_gemv_run), which must find nothing and give the plain run's
+// bits. Null, with the benchmark skipped, where it cannot run or does not.
+struct CheckedGemvBench {
+  CheckedGemvBench(int rows, int cols)
+      : rows(rows),
+        cols(cols),
+        W(random_floats(static_cast<std::size_t>(rows) * cols, 1)),
+        x(random_floats(cols, 2)),
+        dW(W),
+        dx(x),
+        dy(rows) {}
+  void plain_run() { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); }
+  int rows, cols;
+  std::vector<float> W, x;
+  simt::DeviceBuffer<float> dW, dx, dy;
+  Best plain;
+};
+std::unique_ptr<CheckedGemvBench> start_checked_gemv(benchmark::State& state, int check, bool memcheck) {
   const CheckedGemv& m = checked_gemv();
   if (!m.error.empty()) {
     state.SkipWithError(m.error.c_str());
-    return;
+    return nullptr;
   }
-  const int rows = static_cast<int>(state.range(0));
-  const int cols = static_cast<int>(state.range(1));
-  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
-  const auto x = random_floats(cols, 2);
-  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
+  auto b =
+      std::make_unique<CheckedGemvBench>(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   simt::Config cfg;
   cfg.host_threads = 1;
   simt::set_config(cfg);
-  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
-  plain_run();  // warm the fiber pool
-  m.setup(W.data(), x.data(), rows, cols, 0);
-  std::vector<float> checked_y(rows);
-  int reports = m.run(1, checked_y.data());  // warm the module's fiber pool
-  if (reports != 0 || checked_y != dy.to_host()) {
-    state.SkipWithError("the checked GEMV reported a race or computed other bits than the plain one");
-    return;
+  b->plain_run();  // warm the fiber pool
+  m.setup(b->W.data(), b->x.data(), b->rows, b->cols, memcheck ? 1 : 0);
+  std::vector<float> checked_y(static_cast<std::size_t>(b->rows));
+  const int findings = m.run(check, checked_y.data());  // warm the module's fiber pools
+  if (findings != 0 || checked_y != b->dy.to_host()) {
+    const std::string why = fmt::format(
+        "the checked GEMV under check {} made {} finding(s) or computed other bits than the plain one", check,
+        findings);
+    state.SkipWithError(why.c_str());
+    return nullptr;
   }
-  const Best plain = best_of_15(plain_run);
+  b->plain = best_of_15([&] { b->plain_run(); });
+  return b;
+}
+
+void HookedRacecheckVsPlainRun(benchmark::State& state) {
+  const auto b = start_checked_gemv(state, 1, false);
+  if (!b) return;
+  const CheckedGemv& m = checked_gemv();
+  int reports = 0;
   const Best hooks_off = best_of_15([&] { (void)m.run(0, nullptr); });
   const Best checked = best_of_state(state, [&] { reports += m.run(1, nullptr); });
-  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  state.counters["plain_simt_ms"] = b->plain.wall * 1e3;
   state.counters["racecheck_best_ms"] = checked.wall * 1e3;
-  state.counters["ratio"] = checked.wall / plain.wall;
-  state.counters["cpu_ratio"] = checked.cpu / plain.cpu;
+  state.counters["ratio"] = checked.wall / b->plain.wall;
+  state.counters["cpu_ratio"] = checked.cpu / b->plain.cpu;
   // The checked flavour with the checker off: what the hooks alone cost.
-  state.counters["hooks_off_cpu_ratio"] = hooks_off.cpu / plain.cpu;
+  state.counters["hooks_off_cpu_ratio"] = hooks_off.cpu / b->plain.cpu;
   state.counters["race_reports"] = reports;
 }
 
 void MemcheckVsPlainRun(benchmark::State& state) {
+  const auto b = start_checked_gemv(state, 2, true);
+  if (!b) return;
   const CheckedGemv& m = checked_gemv();
-  if (!m.error.empty()) {
-    state.SkipWithError(m.error.c_str());
-    return;
-  }
-  const int rows = static_cast<int>(state.range(0));
-  const int cols = static_cast<int>(state.range(1));
-  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
-  const auto x = random_floats(cols, 2);
-  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
-  simt::Config cfg;
-  cfg.host_threads = 1;
-  simt::set_config(cfg);
-  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
-  plain_run();  // warm the fiber pool
-  m.setup(W.data(), x.data(), rows, cols, 1);
-  std::vector<float> checked_y(rows);
-  int findings = m.run(2, checked_y.data());  // warm the module's fiber pool
-  if (findings != 0 || checked_y != dy.to_host()) {
-    state.SkipWithError("the memchecked GEMV found a bad access or computed other bits than the plain one");
-    return;
-  }
-  const Best plain = best_of_15(plain_run);
+  int findings = 0;
   const Best checked = best_of_state(state, [&] { findings += m.run(2, nullptr); });
-  m.setup(W.data(), x.data(), rows, cols, 0);  // plain buffers again for the other benchmarks
-  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  m.setup(b->W.data(), b->x.data(), b->rows, b->cols, 0);  // plain buffers again for the other benchmarks
+  state.counters["plain_simt_ms"] = b->plain.wall * 1e3;
   state.counters["memcheck_best_ms"] = checked.wall * 1e3;
-  state.counters["ratio"] = checked.wall / plain.wall;
-  state.counters["cpu_ratio"] = checked.cpu / plain.cpu;
+  state.counters["ratio"] = checked.wall / b->plain.wall;
+  state.counters["cpu_ratio"] = checked.cpu / b->plain.cpu;
   state.counters["memcheck_findings"] = findings;
 }
 
 void InterleavedVsPlainRun(benchmark::State& state) {
+  const auto b = start_checked_gemv(state, 3, false);
+  if (!b) return;
   const CheckedGemv& m = checked_gemv();
-  if (!m.error.empty()) {
-    state.SkipWithError(m.error.c_str());
-    return;
-  }
-  const int rows = static_cast<int>(state.range(0));
-  const int cols = static_cast<int>(state.range(1));
-  const auto W = random_floats(static_cast<std::size_t>(rows) * cols, 1);
-  const auto x = random_floats(cols, 2);
-  simt::DeviceBuffer<float> dW(W), dx(x), dy(rows);
-  simt::Config cfg;
-  cfg.host_threads = 1;
-  simt::set_config(cfg);
-  auto plain_run = [&] { simt_test::gemv(dW.data(), dx.data(), dy.data(), rows, cols); };
-  plain_run();  // warm the fiber pool
-  m.setup(W.data(), x.data(), rows, cols, 0);
-  std::vector<float> interleaved_y(rows);
-  (void)m.run(3, interleaved_y.data());  // warm the module's fiber pools
-  if (interleaved_y != dy.to_host()) {
-    state.SkipWithError("the interleaved GEMV computed other bits than the plain one (it has no race)");
-    return;
-  }
-  const Best plain = best_of_15(plain_run);
   const Best interleaved = best_of_state(state, [&] { (void)m.run(3, nullptr); });
-  state.counters["plain_simt_ms"] = plain.wall * 1e3;
+  state.counters["plain_simt_ms"] = b->plain.wall * 1e3;
   state.counters["interleaved_best_ms"] = interleaved.wall * 1e3;
-  state.counters["ratio"] = interleaved.wall / plain.wall;
+  state.counters["ratio"] = interleaved.wall / b->plain.wall;
 }
 
 // y[t, r] = sum_c W[r, c] x[t, c] over bf16 weights, what kernels/gemv.cu computes, as a CPU
