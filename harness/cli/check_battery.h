@@ -29,8 +29,12 @@ struct CheckArgs {
   bool progress = false;           // --progress: where the battery is, in a log too
   bool sandbox = false;            // --sandbox (verify: on unless --no-sandbox)
   bool fail_fast = false;          // --fail-fast: the parts after the first that does not pass are not run
+  std::vector<std::string> skip_parts;  // --skip-part: parts not run, by name (kSkippedByFlag)
   ProgressMeter* meter = nullptr;  // every run of the battery tells it its layers
 };
+
+// The skip reason of a part named by --skip-part.
+inline constexpr const char* kSkippedByFlag = "--skip-part: not run, so neither passed nor failed";
 
 // One run of the battery: what it is for, and every option it runs with.
 struct Part {
@@ -61,7 +65,11 @@ bool runs_on_simt(const std::string& candidate);
 // The run options every part shares: the model, candidate, seed, layers, decode steps, fill,
 // numerics and timeout the command was given (no modes: each part sets its own).
 RunOptions common_options(const CheckArgs& a);
+// The battery's parts for `a`; those --skip-part names skipped (kSkippedByFlag), a name that is
+// no part's bad input naming the parts.
 std::vector<Part> plan_parts(const CheckArgs& a);
+// How many of `parts` --skip-part skipped, as "; N skipped by --skip-part" ("" for none).
+std::string skipped_by_flag_note(const std::vector<Part>& parts);
 // Tells the meter (if any) that the run `o` begins, as `label`: its layers and steps.
 void begin_progress(ProgressMeter* meter, std::string label, const RunOptions& o);
 // The `driftscope run` arguments that rerun `opt` alone, each flag once, all read from the options

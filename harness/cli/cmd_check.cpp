@@ -2,6 +2,7 @@
 // an ordinary `run` (its command line is printed, to rerun it alone); the verdict names the first
 // failing stage of each part.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -217,6 +218,16 @@ std::vector<Part> plan_parts(const CheckArgs& a) {
   }
   parts.push_back(std::move(races));
   parts.push_back(std::move(hazards));
+  for (const std::string& name : a.skip_parts) {
+    const auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.name == name; });
+    if (it == parts.end()) {
+      std::vector<std::string> names;
+      for (const Part& p : parts) names.push_back(fmt::format("'{}'", p.name));
+      throw InputError(fmt::format("--skip-part '{}': the battery has no such part; its parts here: {}", name,
+                                   fmt::join(names, ", ")));
+    }
+    if (it->skip_reason.empty()) it->skip_reason = kSkippedByFlag;
+  }
   return parts;
 }
 
@@ -343,6 +354,12 @@ int worst(const std::vector<PartOutcome>& outs) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+std::string skipped_by_flag_note(const std::vector<Part>& parts) {
+  const auto n =
+      std::count_if(parts.begin(), parts.end(), [](const Part& p) { return p.skip_reason == kSkippedByFlag; });
+  return n == 0 ? std::string() : fmt::format("; {} skipped by --skip-part", n);
+}
+
 }  // namespace battery
 
 using namespace battery;
@@ -385,6 +402,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   check->add_flag("--fail-fast", args->fail_fast,
                   "Stop at the first part that does not pass: the rest are NOT RUN (never a pass), and the "
                   "verdict is that part's");
+  check->add_option("--skip-part", args->skip_parts,
+                    "A part not to run, named as the battery lists it (repeatable; e.g. \"real widths\" where "
+                    "another run already ran it): SKIPPED, never a pass, and counted in the verdict line");
   check->add_option("--trace-dir", args->trace_dir, "Write each part's trace here as part-<k>.h5");
   check->add_option(
       "--policy", args->report.policy,
@@ -479,9 +499,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       const auto not_run = std::count_if(outs.begin(), outs.end(), [](const PartOutcome& o) {
         return o.not_judged.starts_with("not run: --fail-fast");
       });
-      fmt::print("CHECK {}: {} of {} parts {}{}{}\n", exit_word(exit_code), failed, outs.size(),
+      fmt::print("CHECK {}: {} of {} parts {}{}{}{}\n", exit_word(exit_code), failed, outs.size(),
                  failed ? "did not pass" : "failed", first,
-                 not_run > 0 ? fmt::format("; {} not run (--fail-fast)", not_run) : std::string());
+                 not_run > 0 ? fmt::format("; {} not run (--fail-fast)", not_run) : std::string(),
+                 skipped_by_flag_note(parts));
       if (!args->json.empty()) {
         nlohmann::json j = {
             {"model", args->model},   {"candidate", candidate},          {"seed", args->seed},

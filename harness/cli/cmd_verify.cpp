@@ -87,6 +87,7 @@ struct Outcome {
   bool bad_input = false;      // a part's run was bad input (exit 2), not refused by a gate
   std::string refusal;         // its first line (the JSON's "refusal")
   std::string refusal_report;  // the whole report, with what to do about it, printed once
+  std::string skipped_note;    // "; N skipped by --skip-part", or ""
 };
 
 // One run of the candidate for the new checks: isolated (a dump: chained), every step's inputs kept.
@@ -238,11 +239,17 @@ void note_check(Outcome& out, const CheckInfo& c, const std::string& skip, std::
 
 void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
   const std::vector<battery::Part> parts = battery::plan_parts(a.check);
+  out.skipped_note = battery::skipped_by_flag_note(parts);
   std::string crash_cause;  // what the memory part found, which later crashes likely are
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const battery::Part& p = parts[i];
     if (!p.skip_reason.empty()) {
-      out.parts.push_back({{"name", p.name}, {"skipped", true}, {"verdict", p.skip_reason}});
+      if (p.skip_reason == battery::kSkippedByFlag)
+        fmt::print("  check: {:<26} SKIPPED  {}\n", p.name, p.skip_reason);
+      out.parts.push_back({{"name", p.name},
+                           {"skipped", true},
+                           {"verdict", p.skip_reason},
+                           {"command", battery::rerun_command(p, a.check.report.policy)}});
       continue;
     }
     battery::begin_progress(a.check.meter, fmt::format("check: {}", p.name), p.opt);
@@ -250,7 +257,10 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     if (a.check.meter) a.check.meter->clear();
     if (!o.not_judged.empty()) {
       fmt::print("  check: {:<26} SKIPPED  {}\n", p.name, o.not_judged);
-      out.parts.push_back({{"name", p.name}, {"skipped", true}, {"verdict", o.not_judged}});
+      out.parts.push_back({{"name", p.name},
+                           {"skipped", true},
+                           {"verdict", o.not_judged},
+                           {"command", battery::rerun_command(p, a.check.report.policy)}});
       continue;
     }
     fmt::print("  check: {:<26} {:<8} {}\n", p.name, exit_word(o.exit_code), battery::first_line(o.verdict));
@@ -259,7 +269,8 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     out.parts.push_back({{"name", p.name},
                          {"skipped", false},
                          {"exit_code", o.exit_code},
-                         {"verdict", battery::first_line(o.verdict)}});
+                         {"verdict", battery::first_line(o.verdict)},
+                         {"command", battery::rerun_command(p, a.check.report.policy)}});
     if (o.exit_code == kExitParity) continue;
     if (o.exit_code == kExitRefused || o.exit_code == kExitUsage) {
       out.refused = true;
@@ -425,6 +436,9 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--checks", args->checks, "Only these checks (default: all)")
       ->delimiter(',')
       ->check(CLI::IsMember(names));
+  cmd->add_option("--skip-part", c.skip_parts,
+                  "A part of the check battery not to run, named as `check` lists it (repeatable): SKIPPED, "
+                  "never a pass, and counted in the verdict line");
   cmd->add_option("--json", args->json, "Write the verdict here as JSON");
   cmd->add_flag("--progress", c.progress,
                 "Print where verify is every 10 s where stderr is no terminal (a terminal always shows it)");
@@ -498,7 +512,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                  f.layer, f.step, mode_name(f.mode),
                  f.occurrences > 1 ? fmt::format(", {} calls", f.occurrences) : "");
     if (out.refused) fmt::print("  {}: {}\n", out.bad_input ? "bad input" : "refused", out.refusal_report);
-    fmt::print("VERIFY {}: {} finding(s)\n", exit_word(exit_code), out.findings.size());
+    fmt::print("VERIFY {}: {} finding(s){}\n", exit_word(exit_code), out.findings.size(), out.skipped_note);
     if (args->json.empty()) return;
     nlohmann::json j = {{"model", c.model},
                         {"candidate", candidate},

@@ -210,6 +210,29 @@ class Check(unittest.TestCase):
                 self.assertIn(why, got["verdict"])
                 self.assertRegex(text, rf"{part} +SKIPPED")
 
+    def test_skip_part_skips_the_named_parts_and_says_so(self):
+        # A part named by --skip-part is SKIPPED with the flag as its reason and counted in the
+        # verdict line (a pass of the parts that ran, saying what did not); a name that is no part's
+        # is bad input naming the parts.
+        skipped = ("real widths", "schedule races")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "check.json")
+            rc, text = check("--model", "synthetic:llama-tiny", "--candidate", "simt", "--decode-steps", "1",
+                             *[a for name in skipped for a in ("--skip-part", name)], json_out=out)
+            self.assertEqual(rc, 0, text)
+            got = parts(out)
+            for name, part in got.items():
+                by_flag = "--skip-part" in part["verdict"]
+                self.assertEqual(by_flag, name in skipped, part)
+                if by_flag:
+                    self.assertTrue(part["skipped"], part)
+                    self.assertRegex(text, rf"{name} +SKIPPED  --skip-part: not run")
+            self.assertRegex(text, r"CHECK PASS: 0 of 15 parts failed; 2 skipped by --skip-part\n")
+        rc, text = check("--model", "synthetic:llama-tiny", "--candidate", "cpu-f16", "--skip-part", "real width")
+        self.assertEqual(rc, 2, text)
+        self.assertIn("--skip-part 'real width': the battery has no such part", text)
+        self.assertIn("'real widths'", text)
+
     def test_bad_input_is_exit_2(self):
         rc, text = check("--model", "synthetic:no-such-preset", "--candidate", "cpu-f16", "--decode-steps", "0")
         self.assertEqual(rc, 2, text)

@@ -4,7 +4,8 @@
 The whole of verify, the `check` battery included, runs for each candidate on every tiny preset:
 the battery's own checks and verify's (poison, perturbed inputs, the cheat detectors) must find
 nothing. It fits CI's time since the battery's hazard part runs the simt candidate on its checked
-kernels (about 1 s a preset; the page-fault checker took about a minute).
+kernels (about 1 s a preset; the page-fault checker took about a minute), and since a preset
+whose family's real-widths run an earlier preset made skips it (SAME_REAL_WIDTHS).
 Usage: test_verify_correct.py DRIFTSCOPE"""
 import json
 import os
@@ -26,16 +27,31 @@ def tiny_presets():
     return [n for n in names if n.endswith("-tiny") and not n.endswith("-tails-tiny")]
 
 
+# Presets whose family's real-widths run (the family's -wide preset, the same command for every
+# preset of the family) an earlier preset of the list already made: their verify skips that part
+# (--skip-part), and the skipped part's command must be the one the earlier preset ran, so a
+# preset that moves to a family of its own fails here rather than losing its run.
+SAME_REAL_WIDTHS = {"llama-deep-tiny": "llama-tiny", "llama3-tiny": "llama-tiny",
+                    "qwen2-bias-tiny": "qwen2-tiny", "qwen3moe-unnormed-tiny": "qwen3moe-tiny"}
+
+
+def real_widths_command(verdict):
+    return next(p["command"] for p in verdict["check_parts"] if p["name"] == "real widths")
+
+
 def main():
     presets = tiny_presets()
     assert len(presets) >= 8, presets
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for candidate in CANDIDATES:
+            wide_runs = {}  # preset -> its real-widths part's command, where it ran
             for preset in presets:
                 out = os.path.join(tmp, f"{candidate}-{preset}.json")
+                same = SAME_REAL_WIDTHS.get(preset)
+                skip = ["--skip-part", "real widths"] if same in wide_runs else []
                 p = subprocess.run([DRIFTSCOPE, "verify", "--model", f"synthetic:{preset}", "--candidate",
-                                    candidate, "--json", out], capture_output=True, text=True, timeout=900)
+                                    candidate, "--json", out, *skip], capture_output=True, text=True, timeout=900)
                 # A refusal is no pass: cpu-f16-v1 claims few ops; cpu-f16 and simt serve every
                 # family (Qwen3-Next's shared expert included), so they are never refused.
                 if p.returncode == 3 and candidate == "cpu-f16-v1":
@@ -44,8 +60,18 @@ def main():
                 with open(out) as f:
                     verdict = json.load(f)
                 ok = p.returncode == 0 and verdict["verdict"] == "pass" and not verdict["findings"]
+                if skip:
+                    # The same run as the earlier preset's, up to the model's name in --model.
+                    wanted = wide_runs[same]
+                    if real_widths_command(verdict) != wanted:
+                        ok = False
+                        print(f"FAIL {candidate} on {preset}: its real widths would run `{real_widths_command(verdict)}`, "
+                              f"not {same}'s `{wanted}`: update SAME_REAL_WIDTHS")
+                else:
+                    wide_runs[preset] = real_widths_command(verdict)
                 print(f"{'ok  ' if ok else 'FAIL'} {candidate} on {preset}: exit {p.returncode}, "
-                      f"{[(x['kind'], x['stage']) for x in verdict['findings']]}")
+                      f"{[(x['kind'], x['stage']) for x in verdict['findings']]}"
+                      f"{' (real widths as ' + same + ')' if skip else ''}")
                 if not ok:
                     failures.append(f"{candidate} on {preset}")
                     print(p.stdout[-3000:], p.stderr[-2000:])
