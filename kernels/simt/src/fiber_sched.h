@@ -197,14 +197,14 @@ class Sched {
   }
   HazardReport take_hazards() { return hazards_.take(); }
   // Config::interleave at a hooked access of the running thread (interleave.cpp), made by the
-  // instruction at `site` (site_is_hot): a seeded coin, which when true has another runnable thread run first
-  // (yield_now). The coin is true one access in 8 for a site's first
+  // instruction at `site` (site_is_hot): a seeded coin, which when true has another runnable
+  // thread run first (yield_now). The coin is true one access in 8 for a site's first
   // kFullOddsAccesses accesses in the block, then one in 64: a loop's load of a shared-memory row
   // is made thousands of times per block and gains nothing from a switch at each eighth (at real
   // widths those switches were a third of the interleaved run), while an access a block makes a
   // few times per thread (the read-modify-write of a reduction's total, where a lost update
-  // hides) keeps even odds however long the loop before it. Each coin is drawn as the count of
-  // accesses to its next heads: a generator draw per 21 (or 10) tosses instead of one per access.
+  // hides) keeps the one-in-8 odds however long the loop before it. Each coin is drawn as the
+  // count of accesses to its next heads: a generator draw per 21 (or 10) tosses, not per access.
   static constexpr std::uint32_t kFullOddsAccesses = 64;
   bool yield_coin(std::uintptr_t site) {
     if (site_is_hot(site)) {
@@ -375,7 +375,7 @@ class Sched {
   std::uint32_t accesses_to_yield_ = 1;      // hooked accesses left before yield_coin is true
   std::uint32_t hot_accesses_to_yield_ = 1;  // the same at sites past their full-odds accesses
   struct SiteCount {
-    std::uintptr_t site = 0;  // the hook's return address; 0: a free slot
+    std::uintptr_t site = 0;  // site_is_hot's key (the site with its top bit set); 0: a free slot
     std::uint32_t accesses = 0;
   };
   std::array<SiteCount, 128> sites_{};   // the block's sites under Config::interleave (site_is_hot)
