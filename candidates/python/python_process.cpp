@@ -13,6 +13,7 @@
 
 #include "candidate.h"
 #include "lifeline.h"
+#include "program_path.h"
 #include "sandbox.h"
 #include "plugin/plugin_library.h"
 
@@ -22,20 +23,6 @@ namespace {
 
 // Importing torch and triton takes seconds; a probe silent for two minutes is hung.
 constexpr double kProbeTimeoutS = 120;
-
-// The interpreter as exec would find it, or "" when it would not.
-std::string resolve(const std::string& program) {
-  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0 ? program : "";
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (std::size_t at = 0; at <= dirs.size();) {
-    const std::size_t end = std::min(dirs.find(':', at), dirs.size());
-    const std::string full = (end > at ? dirs.substr(at, end - at) : ".") + "/" + program;
-    if (::access(full.c_str(), X_OK) == 0) return full;
-    at = end + 1;
-  }
-  return "";
-}
 
 std::string sdk_dir() {
   const char* dir = std::getenv("DRIFTSCOPE_PYTHON_SDK");
@@ -57,7 +44,7 @@ std::string interpreter() {
 
 PythonProcess::PythonProcess(const std::string& mode, const std::string& file, const std::string& name) {
   const std::string python = interpreter();
-  const std::string exe = resolve(python);
+  const std::string exe = program_on_path(python);
   if (exe.empty())
     throw PluginError(
         fmt::format("py:{}: cannot run Python '{}': not found or not executable (choose one with "

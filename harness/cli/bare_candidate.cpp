@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "build_process.h"
+#include "program_path.h"
 #include "identifier_scan.h"
 #include "install_paths.h"
 #include "runner.h"
@@ -251,10 +252,20 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   std::fflush(stdout);
   // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
   // link error here rather than a failed dlopen later.
-  const int configured = run_logged(
-      {"cmake", "-S", project.string(), "-B", build.string(), "-DCMAKE_PREFIX_PATH=" + prefix->string(),
-       "-D" + name + "_CUDA=OFF", "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"},
-      log, limits);
+  std::vector<std::string> configure = {"cmake",
+                                        "-S",
+                                        project.string(),
+                                        "-B",
+                                        build.string(),
+                                        "-DCMAKE_PREFIX_PATH=" + prefix->string(),
+                                        "-D" + name + "_CUDA=OFF",
+                                        "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"};
+  // Ninja where there is one: about a fifth less CPU than CMake's Makefiles for the build, whose
+  // recursive makes start CMake some thirty times, and a rebuild of an unchanged .cu all but free
+  // (docs/verify.md). A build directory keeps the generator it was made with.
+  if (!fs::exists(build / "CMakeCache.txt", ec) && !program_on_path("ninja").empty())
+    configure.insert(configure.end(), {"-G", "Ninja"});
+  const int configured = run_logged(configure, log, limits);
   if (configured == -1)
     throw InputError(
         fmt::format("--candidate {}: cmake was not found on the PATH; a .cu is built with cmake", cu));
