@@ -252,14 +252,9 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
   std::fflush(stdout);
   // --no-undefined: an entry the .cu does not define (or defines with another signature) is a
   // link error here rather than a failed dlopen later.
-  std::vector<std::string> configure = {"cmake",
-                                        "-S",
-                                        project.string(),
-                                        "-B",
-                                        build.string(),
-                                        "-DCMAKE_PREFIX_PATH=" + prefix->string(),
-                                        "-D" + name + "_CUDA=OFF",
-                                        "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"};
+  std::vector<std::string> configure = {"cmake", "-S", project.string(), "-B", build.string()};
+  configure.insert(configure.end(), {"-DCMAKE_PREFIX_PATH=" + prefix->string(), "-D" + name + "_CUDA=OFF",
+                                     "-DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-undefined"});
   // Ninja where there is one: about a fifth less CPU than CMake's Makefiles for the build, whose
   // recursive makes start CMake some thirty times, and a rebuild of an unchanged .cu all but free
   // (docs/verify.md). A build directory keeps the generator it was made with.
