@@ -104,7 +104,7 @@ class thread_block_tile {
   static unsigned mask() {
     const unsigned tile = N == 32 ? 0xffffffffu : ((1u << N) - 1u) << first_lane();
     const unsigned warp_base = ::simt::detail::block_thread_rank() / 32 * 32;
-    const unsigned lanes = std::min(32u, ::simt::detail::block_size() - warp_base);
+    const unsigned left = ::simt::detail::block_size() - warp_base, lanes = left < 32u ? left : 32u;
     return lanes == 32 ? tile : tile & ((1u << lanes) - 1u);
   }
 };

@@ -4,18 +4,17 @@
 // occupancy, and cudaLaunchKernel. Part of simt/cuda_host_api.h, redirected by macro as it is.
 //
 // Everything runs in order on the host thread, as cuda_host_api.h's calls do: a stream is a name
-// for "now", an event records the CPU's steady clock (cudaEventElapsedTime times the emulation,
+// for "now", an event records the CPU's monotonic clock (cudaEventElapsedTime times the emulation,
 // not a GPU), and a launch on a stream has finished when it returns. The simulated device is the
 // one DRIFTSCOPE_SIMT_DEVICE names (docs/simt.md, "The host API"): h100 (the default), a100 or
 // rtx4090, with that GPU's published SM count, shared memory, register file and compute
 // capability, so that code choosing a tile size or a grid from them takes the path it would there.
 #pragma once
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -65,7 +64,7 @@ struct SimtStream {
   unsigned flags = 0;
 };
 struct SimtEvent {
-  std::chrono::steady_clock::time_point at{};
+  double at_ms = 0;  // CLOCK_MONOTONIC
   bool recorded = false;
 };
 inline SimtEvent* event_of(cudaEvent_t e) { return reinterpret_cast<SimtEvent*>(e); }
@@ -189,7 +188,9 @@ inline cudaError_t simt_cudaEventDestroy(cudaEvent_t e) {
 }
 inline cudaError_t simt_cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
   if (e == nullptr) return ::simt::detail::cuda_fail(cudaErrorInvalidResourceHandle);
-  ::simt::detail::event_of(e)->at = std::chrono::steady_clock::now();
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  ::simt::detail::event_of(e)->at_ms = double(now.tv_sec) * 1e3 + double(now.tv_nsec) * 1e-6;
   ::simt::detail::event_of(e)->recorded = true;
   return cudaSuccess;
 }
@@ -202,7 +203,7 @@ inline cudaError_t simt_cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaE
     return ::simt::detail::cuda_fail(cudaErrorInvalidResourceHandle);
   const ::simt::detail::SimtEvent *a = ::simt::detail::event_of(start), *b = ::simt::detail::event_of(end);
   if (!a->recorded || !b->recorded) return ::simt::detail::cuda_fail(cudaErrorInvalidResourceHandle);
-  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  *ms = float(b->at_ms - a->at_ms);
   return cudaSuccess;
 }
 
@@ -286,8 +287,10 @@ cudaError_t simt_cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, Kern
     *blocks = 0;
     return cudaSuccess;
   }
-  int n = std::min(p.maxThreadsPerMultiProcessor / block_size, p.maxBlocksPerMultiProcessor);
-  if (dynamic_smem > 0) n = std::min(n, int(p.sharedMemPerMultiprocessor / dynamic_smem));
+  int n = p.maxThreadsPerMultiProcessor / block_size;
+  if (p.maxBlocksPerMultiProcessor < n) n = p.maxBlocksPerMultiProcessor;
+  if (dynamic_smem > 0 && int(p.sharedMemPerMultiprocessor / dynamic_smem) < n)
+    n = int(p.sharedMemPerMultiprocessor / dynamic_smem);
   *blocks = n;
   return cudaSuccess;
 }

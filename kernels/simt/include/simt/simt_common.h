@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -100,9 +99,9 @@ enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_d
 // the CUPTI recorder both name kernels through this, so simt and cuda records line up.
 inline std::string kernel_display_name(const char* symbol) {
   int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> demangled(
-      abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free);
-  std::string name = status == 0 && demangled ? demangled.get() : symbol;
+  char* demangled = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : symbol;
+  std::free(demangled);
   // A template's demangled name starts with its return type, always void for a kernel.
   if (name.rfind("void ", 0) == 0) name.erase(0, 5);
   // Internal linkage says nothing about which kernel ran; and its parentheses are not parameters.
