@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 
@@ -17,12 +18,14 @@ namespace {
 
 // Opening a plugin and asking for its plans takes milliseconds; a minute is a hang.
 constexpr double kProbeTimeoutS = 60;
+// What ScopedPluginProbeTimeout set; probes run on the thread that makes and gates the candidate.
+std::atomic<double> probe_timeout_s{kProbeTimeoutS};
 
 // Runs `fn` in a forked child against the opened library. A PluginError there comes back as
 // one here (bad file, exit 2); a crash, hang or other exception as CandidateCrash (exit 4).
 std::string probe_forked(const std::string& path, const std::string& what,
                          const std::function<std::string(const PluginLibrary&)>& fn) {
-  const std::string reply = wire::run_forked(what, kProbeTimeoutS, [&]() -> std::string {
+  const std::string reply = wire::run_forked(what, probe_timeout_s.load(), [&]() -> std::string {
     try {
       const PluginLibrary lib(path);
       return "O" + fn(lib);
@@ -36,6 +39,12 @@ std::string probe_forked(const std::string& path, const std::string& what,
 }
 
 }  // namespace
+
+ScopedPluginProbeTimeout::ScopedPluginProbeTimeout(double timeout_s) {
+  // --timeout 0 waits forever for a step; a probe still gets its minute.
+  probe_timeout_s = timeout_s > 0 && timeout_s < kProbeTimeoutS ? timeout_s : kProbeTimeoutS;
+}
+ScopedPluginProbeTimeout::~ScopedPluginProbeTimeout() { probe_timeout_s = kProbeTimeoutS; }
 
 namespace {
 

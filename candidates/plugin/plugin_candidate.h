@@ -27,6 +27,18 @@ namespace ds {
 // kernels at memory operations. Empty when there is none, or when it is older than the plugin.
 std::string checked_twin(const std::string& plugin_path);
 
+// How long a forked probe of a plugin (what it registers, its metadata, its plans) may take before
+// it is a hang: a minute, or the run's --timeout when that is shorter, so a plan() that never
+// returns costs no more than a step that never returns. For as long as it lives, then the minute
+// again (a run's bound never leaks into the next).
+class ScopedPluginProbeTimeout {
+ public:
+  explicit ScopedPluginProbeTimeout(double timeout_s);
+  ~ScopedPluginProbeTimeout();
+  ScopedPluginProbeTimeout(const ScopedPluginProbeTimeout&) = delete;
+  ScopedPluginProbeTimeout& operator=(const ScopedPluginProbeTimeout&) = delete;
+};
+
 class PluginCandidate final : public ProbedCandidate {
  public:
   // Probes the plugin (`name` empty: its only candidate): throws PluginError (not a usable plugin, no such

@@ -14,6 +14,7 @@
 #include "contracts.h"
 #include "load_model.h"
 #include "phases.h"
+#include "plugin/plugin_candidate.h"
 #include "registry.h"
 #include "python/python_candidate.h"
 #include "sandbox.h"
@@ -91,6 +92,7 @@ namespace {
 // still concludes (exit 4, the trace says so); bad input and refusals leave by exception.
 RunReport run_phases(RunState& s) {
   BaselineFeature::check_usage(s.opt);
+  const ScopedPluginProbeTimeout probe_bound(s.opt.timeout_s);
   const ModelConfig header = settle_header(s);
   CandidatePtr cand;
   try {

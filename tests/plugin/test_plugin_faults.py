@@ -74,6 +74,10 @@ class PluginFaults(unittest.TestCase):
                 self.assertNotIn(p.returncode, (134, -6, 139, -11), out[-2000:])
                 self.assertEqual(p.returncode, max(code, 0), out[-3000:])
                 self.assertIn(says, out, out[-3000:])
+                if says == "hung":
+                    # --timeout 3 bounds a hang in load(), plan() or a step alike (a plan() probe
+                    # had its own minute).
+                    self.assertLess(seconds, 30, f"{fault}: {seconds:.0f} s under --timeout 3")
                 rss = int(out.rsplit("maxrss_kib", 1)[1].split()[0])
                 self.assertLess(rss, MAX_RSS_KIB, f"{fault}: peak {rss} KiB")
                 # The faulty case's trace is complete and says what the run said.
