@@ -243,13 +243,12 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
   std::string crash_cause;  // what the memory part found, which later crashes likely are
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const battery::Part& p = parts[i];
+    const std::string command = battery::rerun_command(p, a.check.report.policy);
     if (!p.skip_reason.empty()) {
       if (p.skip_reason == battery::kSkippedByFlag)
         fmt::print("  check: {:<26} SKIPPED  {}\n", p.name, p.skip_reason);
-      out.parts.push_back({{"name", p.name},
-                           {"skipped", true},
-                           {"verdict", p.skip_reason},
-                           {"command", battery::rerun_command(p, a.check.report.policy)}});
+      out.parts.push_back(
+          {{"name", p.name}, {"skipped", true}, {"verdict", p.skip_reason}, {"command", command}});
       continue;
     }
     battery::begin_progress(a.check.meter, fmt::format("check: {}", p.name), p.opt);
@@ -257,10 +256,8 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     if (a.check.meter) a.check.meter->clear();
     if (!o.not_judged.empty()) {
       fmt::print("  check: {:<26} SKIPPED  {}\n", p.name, o.not_judged);
-      out.parts.push_back({{"name", p.name},
-                           {"skipped", true},
-                           {"verdict", o.not_judged},
-                           {"command", battery::rerun_command(p, a.check.report.policy)}});
+      out.parts.push_back(
+          {{"name", p.name}, {"skipped", true}, {"verdict", o.not_judged}, {"command", command}});
       continue;
     }
     fmt::print("  check: {:<26} {:<8} {}\n", p.name, exit_word(o.exit_code), battery::first_line(o.verdict));
@@ -270,7 +267,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
                          {"skipped", false},
                          {"exit_code", o.exit_code},
                          {"verdict", battery::first_line(o.verdict)},
-                         {"command", battery::rerun_command(p, a.check.report.policy)}});
+                         {"command", command}});
     if (o.exit_code == kExitParity) continue;
     if (o.exit_code == kExitRefused || o.exit_code == kExitUsage) {
       out.refused = true;
@@ -304,7 +301,7 @@ void run_battery(const VerifyArgs& a, const Policy& policy, Outcome& out) {
     f.evidence = {{"part", p.name},
                   {"aims_at", p.aim},
                   {"verdict", battery::first_line(o.verdict)},
-                  {"command", battery::rerun_command(p, a.check.report.policy)}};
+                  {"command", command}};
     if (f.kind == "crash" && !crash_cause.empty()) f.evidence["likely_cause"] = crash_cause;
     out.findings.push_back(std::move(f));
   }

@@ -61,7 +61,7 @@ def main():
                     verdict = json.load(f)
                 ok = p.returncode == 0 and verdict["verdict"] == "pass" and not verdict["findings"]
                 if skip:
-                    # The same run as the earlier preset's, up to the model's name in --model.
+                    # Exactly the command the earlier preset's part ran (its --model the family's -wide preset).
                     wanted = wide_runs[same]
                     if real_widths_command(verdict) != wanted:
                         ok = False
