@@ -142,3 +142,6 @@ __device__ inline void stage_rows_f32(const __half* x, int t0, int nt, int cols,
 inline int round_up32(int n) { return (n + 31) / 32 * 32; }
 
 }  // namespace DSK_NS
+
+// Block-quantized matrices as kernel operands (QRows), beside the plain `const W*` ones above.
+#include "quant_rows.cuh"

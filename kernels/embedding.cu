@@ -8,32 +8,28 @@
 namespace DSK_NS {
 
 template <class W>
-__global__ void embedding_kernel(const W* __restrict__ table, const std::int32_t* __restrict__ tokens,
+__global__ void embedding_kernel(W table, const std::int32_t* __restrict__ tokens,
                                  const float* __restrict__ pos, int pos0, __half* __restrict__ out, int D) {
   const int t = static_cast<int>(blockIdx.x);
-  const W* row = table + static_cast<std::size_t>(tokens[t]) * D;
+  const W row = weight_row(table, static_cast<std::size_t>(tokens[t]), D);
   const int p = pos0 + t;
   const float* prow = pos != nullptr ? pos + static_cast<std::size_t>(p) * D : nullptr;
   for (int c = static_cast<int>(threadIdx.x); c < D; c += static_cast<int>(blockDim.x)) {
-    const float v = to_f(row[c]) + (prow != nullptr ? prow[c] : 0.0f);
+    const float v = to_f_at(row, c) + (prow != nullptr ? prow[c] : 0.0f);
     out[static_cast<std::size_t>(t) * D + c] = __float2half_rn(v);
   }
 }
 
 template <class W>
-static void launch_embedding(const void* table, const std::int32_t* tokens, const float* pos, int pos0,
-                             void* out, int T, int D) {
-  simt::launch(embedding_kernel<W>, dim3(T), dim3(128), 0, nullptr, static_cast<const W*>(table), tokens, pos,
-               pos0, static_cast<__half*>(out), D);
+static void launch_embedding(W table, const std::int32_t* tokens, const float* pos, int pos0, void* out,
+                             int T, int D) {
+  simt::launch(embedding_kernel<W>, dim3(T), dim3(128), 0, nullptr, table, tokens, pos, pos0,
+               static_cast<__half*>(out), D);
 }
 
 void embedding(const void* table, dsk::WType wt, const std::int32_t* tokens, const float* pos, int pos0,
                void* out, int T, int D) {
-  switch (wt) {
-    case dsk::WType::f32: launch_embedding<float>(table, tokens, pos, pos0, out, T, D); break;
-    case dsk::WType::f16: launch_embedding<__half>(table, tokens, pos, pos0, out, T, D); break;
-    case dsk::WType::bf16: launch_embedding<__nv_bfloat16>(table, tokens, pos, pos0, out, T, D); break;
-  }
+  with_weight(table, wt, D, [&](auto w) { launch_embedding(w, tokens, pos, pos0, out, T, D); });
 }
 
 }  // namespace DSK_NS

@@ -11,28 +11,28 @@ namespace DSK_NS {
 // Row `row` of the stacked [q | k | v] rows: its weight row, bias, output and the output's width.
 template <class W>
 struct QkvRow {
-  const W* w;
+  W w;
   const float* b;
   __half* out;
   int rows, row;
 };
 template <class W>
-__device__ inline QkvRow<W> qkv_row(int row, int q_rows, int kv_rows, int cols, const W* Wq, const W* Wk,
-                                    const W* Wv, const float* bq, const float* bk, const float* bv, __half* q,
-                                    __half* k, __half* v) {
+__device__ inline QkvRow<W> qkv_row(int row, int q_rows, int kv_rows, int cols, W Wq, W Wk, W Wv,
+                                    const float* bq, const float* bk, const float* bv, __half* q, __half* k,
+                                    __half* v) {
   QkvRow<W> s{Wq, bq, q, q_rows, row};
   if (row >= q_rows + kv_rows) {
     s = {Wv, bv, v, kv_rows, row - q_rows - kv_rows};
   } else if (row >= q_rows) {
     s = {Wk, bk, k, kv_rows, row - q_rows};
   }
-  s.w += static_cast<std::size_t>(s.row) * cols;
+  s.w = weight_row(s.w, static_cast<std::size_t>(s.row), cols);
   return s;
 }
 
+// W: `const float*`, `const __half*`, `const __nv_bfloat16*` or QRows; q, k and v of one type.
 template <class W>
-__global__ void fused_qkv_kernel(const W* __restrict__ Wq, const W* __restrict__ Wk, const W* __restrict__ Wv,
-                                 const float* __restrict__ bq, const float* __restrict__ bk,
+__global__ void fused_qkv_kernel(W Wq, W Wk, W Wv, const float* __restrict__ bq, const float* __restrict__ bk,
                                  const float* __restrict__ bv, const __half* __restrict__ x,
                                  __half* __restrict__ q, __half* __restrict__ k, __half* __restrict__ v,
                                  int T, int q_rows, int kv_rows, int cols, int nt, int rpw) {
@@ -70,14 +70,12 @@ __global__ void fused_qkv_kernel(const W* __restrict__ Wq, const W* __restrict__
 }
 
 template <class W>
-static void launch_qkv(const void* Wq, const void* Wk, const void* Wv, const float* bq, const float* bk,
-                       const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows,
-                       int kv_rows, int cols) {
+static void launch_qkv(W Wq, W Wk, W Wv, const float* bq, const float* bk, const float* bv, const void* x,
+                       void* q, void* k, void* v, int T, int q_rows, int kv_rows, int cols) {
   const int rows = q_rows + 2 * kv_rows;
   const int nt = gemv_tokens(T, cols), rpw = gemv_rows_per_warp(nt);
   const dim3 grid((rows + kGemvRows - 1) / kGemvRows, (T + nt - 1) / nt), block(32 * (kGemvRows / rpw));
-  simt::launch(fused_qkv_kernel<W>, grid, block, gemv_smem_bytes(nt, cols), nullptr,
-               static_cast<const W*>(Wq), static_cast<const W*>(Wk), static_cast<const W*>(Wv), bq, bk, bv,
+  simt::launch(fused_qkv_kernel<W>, grid, block, gemv_smem_bytes(nt, cols), nullptr, Wq, Wk, Wv, bq, bk, bv,
                static_cast<const __half*>(x), static_cast<__half*>(q), static_cast<__half*>(k),
                static_cast<__half*>(v), T, q_rows, kv_rows, cols, nt, rpw);
 }
@@ -85,17 +83,9 @@ static void launch_qkv(const void* Wq, const void* Wk, const void* Wv, const flo
 void fused_qkv(const void* Wq, const void* Wk, const void* Wv, dsk::WType wt, const float* bq,
                const float* bk, const float* bv, const void* x, void* q, void* k, void* v, int T, int q_rows,
                int kv_rows, int cols) {
-  switch (wt) {
-    case dsk::WType::f32:
-      launch_qkv<float>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols);
-      break;
-    case dsk::WType::f16:
-      launch_qkv<__half>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols);
-      break;
-    case dsk::WType::bf16:
-      launch_qkv<__nv_bfloat16>(Wq, Wk, Wv, bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols);
-      break;
-  }
+  with_weight(Wq, wt, cols, [&](auto wq) {
+    launch_qkv(wq, same_kind(wq, Wk), same_kind(wq, Wv), bq, bk, bv, x, q, k, v, T, q_rows, kv_rows, cols);
+  });
 }
 
 }  // namespace DSK_NS

@@ -13,10 +13,9 @@
 namespace DSK_NS {
 
 template <class W>
-__global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__ Wa,
-                                 const float* __restrict__ a_neg, const float* __restrict__ dt_bias,
-                                 const __half* __restrict__ x, __half* __restrict__ beta,
-                                 __half* __restrict__ g, int nv, int cols) {
+__global__ void gdn_gates_kernel(W Wb, W Wa, const float* __restrict__ a_neg,
+                                 const float* __restrict__ dt_bias, const __half* __restrict__ x,
+                                 __half* __restrict__ beta, __half* __restrict__ g, int nv, int cols) {
   SIMT_DYNAMIC_SHARED(float, xs);
   const int t = static_cast<int>(blockIdx.y);
   stage_rows_f32(x, t, 1, cols, xs);
@@ -26,7 +25,7 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
   if (out >= 2 * nv) return;
   const bool is_beta = out < nv;
   const int h = is_beta ? out : out - nv;
-  const float u = warp_dot((is_beta ? Wb : Wa) + static_cast<std::size_t>(h) * cols, xs, cols, lane);
+  const float u = warp_dot(weight_row(is_beta ? Wb : Wa, static_cast<std::size_t>(h), cols), xs, cols, lane);
   if (lane != 0) return;
   const std::size_t o = static_cast<std::size_t>(t) * nv + h;
   if (is_beta) {
@@ -38,8 +37,8 @@ __global__ void gdn_gates_kernel(const W* __restrict__ Wb, const W* __restrict__
 }
 
 template <class W>
-static void launch_gdn_gates(const W* Wb, const W* Wa, const float* a_neg, const float* dt_bias,
-                             const void* x, void* beta, void* g, int T, int nv, int cols) {
+static void launch_gdn_gates(W Wb, W Wa, const float* a_neg, const float* dt_bias, const void* x, void* beta,
+                             void* g, int T, int nv, int cols) {
   const dim3 grid((2 * nv + kGemvRows - 1) / kGemvRows, T), block(32 * kGemvRows);
   simt::launch(gdn_gates_kernel<W>, grid, block, static_cast<std::size_t>(cols) * sizeof(float), nullptr, Wb,
                Wa, a_neg, dt_bias, static_cast<const __half*>(x), static_cast<__half*>(beta),
@@ -48,20 +47,9 @@ static void launch_gdn_gates(const W* Wb, const W* Wa, const float* a_neg, const
 
 void gdn_gates(const void* W_beta, const void* W_alpha, dsk::WType wt, const float* a_neg,
                const float* dt_bias, const void* x, void* beta, void* g, int T, int nv, int cols) {
-  switch (wt) {
-    case dsk::WType::f32:
-      launch_gdn_gates(static_cast<const float*>(W_beta), static_cast<const float*>(W_alpha), a_neg, dt_bias,
-                       x, beta, g, T, nv, cols);
-      break;
-    case dsk::WType::f16:
-      launch_gdn_gates(static_cast<const __half*>(W_beta), static_cast<const __half*>(W_alpha), a_neg,
-                       dt_bias, x, beta, g, T, nv, cols);
-      break;
-    case dsk::WType::bf16:
-      launch_gdn_gates(static_cast<const __nv_bfloat16*>(W_beta), static_cast<const __nv_bfloat16*>(W_alpha),
-                       a_neg, dt_bias, x, beta, g, T, nv, cols);
-      break;
-  }
+  with_weight(W_beta, wt, cols, [&](auto wb) {
+    launch_gdn_gates(wb, same_kind(wb, W_alpha), a_neg, dt_bias, x, beta, g, T, nv, cols);
+  });
 }
 
 }  // namespace DSK_NS

@@ -13,10 +13,11 @@
 
 namespace DSK_NS {
 
+// W: `const float*`, `const __half*`, `const __nv_bfloat16*` or a quantized matrix's QRows.
 template <class W>
-__global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__ x,
-                            const float* __restrict__ bias, __half* __restrict__ y,
-                            __half* __restrict__ resid, int T, int rows, int cols, int nt, int rpw) {
+__global__ void gemv_kernel(W Wt, const __half* __restrict__ x, const float* __restrict__ bias,
+                            __half* __restrict__ y, __half* __restrict__ resid, int T, int rows, int cols,
+                            int nt, int rpw) {
   SIMT_DYNAMIC_SHARED(float, smem);
   const int t0 = static_cast<int>(blockIdx.y) * nt;
   const int n = T - t0 < nt ? T - t0 : nt;  // tokens of this block
@@ -32,7 +33,7 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
     if (row >= rows) {
       for (int p = 0; p < n; ++p) a[p] = 0.0f;
     } else {
-      lane_dots(Wt + static_cast<std::size_t>(row) * cols, xs, n, cols, lane, a);
+      lane_dots(weight_row(Wt, row, cols), xs, n, cols, lane, a);
     }
   }
   float* part =
@@ -66,7 +67,7 @@ __global__ void gemv_kernel(const W* __restrict__ Wt, const __half* __restrict__
 }
 
 template <class W>
-static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
+static void launch_gemv(W Wt, const void* x, const float* bias, void* y, void* resid, int T, int rows,
                         int cols) {
   const int nt = gemv_tokens(T, cols), rpw = gemv_rows_per_warp(nt);
   const int warps = kGemvRows / rpw;
@@ -78,13 +79,7 @@ static void launch_gemv(const W* Wt, const void* x, const float* bias, void* y, 
 
 void gemv(const void* W, dsk::WType wt, const void* x, const float* bias, void* y, void* resid, int T,
           int rows, int cols) {
-  switch (wt) {
-    case dsk::WType::f32: launch_gemv(static_cast<const float*>(W), x, bias, y, resid, T, rows, cols); break;
-    case dsk::WType::f16: launch_gemv(static_cast<const __half*>(W), x, bias, y, resid, T, rows, cols); break;
-    case dsk::WType::bf16:
-      launch_gemv(static_cast<const __nv_bfloat16*>(W), x, bias, y, resid, T, rows, cols);
-      break;
-  }
+  with_weight(W, wt, cols, [&](auto w) { launch_gemv(w, x, bias, y, resid, T, rows, cols); });
 }
 
 }  // namespace DSK_NS

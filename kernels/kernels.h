@@ -9,9 +9,9 @@
 // (mutants/mutants.h); the kernels here carry none.
 //
 // Conventions: every pointer handed to a kernel is a device pointer. Activations are f16
-// ([rows, width] row-major, width innermost). Matrices are [out, in] in their stored dtype
-// (f32, f16 or bf16) and accumulate in f32. Norm weights and biases are f32 vectors; a null
-// bias means "no bias". This header is C++17 (nvcc compiles the kernels as C++17).
+// ([rows, width] row-major, width innermost). Matrices are [out, in] in their stored type
+// (f32, f16, bf16 or a GGUF block-quantized type, WType) and accumulate in f32. Norm weights and biases are
+// f32 vectors; a null bias means "no bias". This header is C++17 (nvcc compiles the kernels as C++17).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +20,63 @@
 
 namespace dsk {
 
-// Weight storage types the projection kernels are instantiated for.
-enum class WType : int { f32 = 0, f16 = 1, bf16 = 2 };
+// Weight storage types the projection kernels read: f32, f16, bf16, and GGUF's block-quantized
+// types, decoded 32 elements at a time inside the kernel (quant_rows.cuh), never into a copy.
+enum class WType : int {
+  f32 = 0,
+  f16 = 1,
+  bf16 = 2,
+  q8_0,
+  q4_0,
+  q4_1,
+  q5_0,
+  q5_1,
+  iq4_nl,
+  q2_k,
+  q3_k,
+  q4_k,
+  q5_k,
+  q6_k,
+  iq4_xs,
+};
+
+#if defined(__CUDACC__)
+#define DSK_HOST_DEVICE __host__ __device__
+#else
+#define DSK_HOST_DEVICE
+#endif
+
+// A block-quantized type's block: elements and bytes (ggml's layouts); {1, element size} for the
+// float types.
+struct QuantBlock {
+  int elems, bytes;
+};
+DSK_HOST_DEVICE inline QuantBlock quant_block(WType t) {
+  switch (t) {
+    case WType::f32: return {1, 4};
+    case WType::f16:
+    case WType::bf16: return {1, 2};
+    case WType::q8_0: return {32, 34};
+    case WType::q4_0: return {32, 18};
+    case WType::q4_1: return {32, 20};
+    case WType::q5_0: return {32, 22};
+    case WType::q5_1: return {32, 24};
+    case WType::iq4_nl: return {32, 18};
+    case WType::q2_k: return {256, 84};
+    case WType::q3_k: return {256, 110};
+    case WType::q4_k: return {256, 144};
+    case WType::q5_k: return {256, 176};
+    case WType::q6_k: return {256, 210};
+    case WType::iq4_xs: return {256, 136};
+  }
+  return {1, 4};
+}
+inline bool is_quantized(WType t) { return quant_block(t).elems > 1; }
+// Bytes of one row of `cols` elements (whole blocks for the quantized types).
+inline std::size_t weight_row_bytes(WType t, int cols) {
+  const QuantBlock q = quant_block(t);
+  return static_cast<std::size_t>(cols / q.elems) * static_cast<std::size_t>(q.bytes);
+}
 
 // Output rows per block of the GEMV kernels (gemv.cu, fused_qkv.cu: up to 4 per warp; gdn_gates.cu:
 // one warp each).
@@ -152,14 +207,14 @@ struct KernelTable {
   void (*moe_route)(const void* W_router, WType wt, const void* x, void* logits, std::int32_t* ids,
                     void* weights, int T, int E, int cols, int k, MoeRule rule, bool norm_topk);
   // Grouped experts and combine (moe_experts.cu): the T k (token, slot) pairs grouped by expert, each
-  // expert's SwiGLU MLP run once over its tokens (W_gate / W_up [E, F, D], W_down [E, D, F]
-  // stacked, in wt), and out[t, :] = half(sum_j weights[t, j] * y_j) accumulated in f32 in slot
-  // order; with `resid`, also resid[t, :] = half(resid + that f32 sum) in place. ids int32 [T, k]
-  // (an id outside [0, E) contributes nothing), weights f16 [T, k], x / out / resid f16 [T, D];
-  // scratch: moe_scratch_bytes(T, k, E, F, D).
-  void (*moe_experts)(const void* W_gate, const void* W_up, const void* W_down, WType wt, const void* x,
-                      const std::int32_t* ids, const void* weights, void* out, void* resid, void* scratch,
-                      int T, int k, int E, int F, int D);
+  // expert's SwiGLU MLP run once over its tokens (W_gate / W_up [E, F, D] stacked in wt, W_down
+  // [E, D, F] in wt_down: a Q4_K_M file keeps some layers' down in Q6_K), and out[t, :] = half(sum_j
+  // weights[t, j] * y_j) accumulated in f32 in slot order; with `resid`, also resid[t, :] = half(resid + that
+  // f32 sum) in place. ids int32 [T, k] (an id outside [0, E) contributes nothing), weights f16 [T, k], x /
+  // out / resid f16 [T, D]; scratch: moe_scratch_bytes(T, k, E, F, D).
+  void (*moe_experts)(const void* W_gate, const void* W_up, const void* W_down, WType wt, WType wt_down,
+                      const void* x, const std::int32_t* ids, const void* weights, void* out, void* resid,
+                      void* scratch, int T, int k, int E, int F, int D);
   // Qwen3-Next's shared-expert gate and sum (moe_shexp.cu), one block per token: g = sigmoid(W_gate x[t, :])
   // in f32 (W_gate [1, D] in wt, x = ffn_norm), gate[t] = half(g), ffn_out[t, :] = half(moe_out[t, :] +
   // g * shexp_out[t, :]) in f32; with `resid`, also resid[t, :] = half(resid + that f32 sum) in place.

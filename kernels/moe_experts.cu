@@ -79,9 +79,8 @@ __global__ void moe_group_kernel(const std::int32_t* __restrict__ ids, int n, in
 // One block: rows [blockIdx.x kGemvRows, +kGemvRows) of expert active[blockIdx.y]'s matrix (Wa,
 // and Wb for SwiGLU's up half) against the source rows src[slot / src_div] of its slots.
 template <class W, class S, bool kSwiGLU>
-__global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict__ Wb,
-                                   const S* __restrict__ src, int src_div, MoeScratch s, int rows, int cols,
-                                   int nt) {
+__global__ void moe_grouped_kernel(W Wa, W Wb, const S* __restrict__ src, int src_div, MoeScratch s, int rows,
+                                   int cols, int nt) {
   SIMT_DYNAMIC_SHARED(float, xs);  // [nt][cols]
   const int a = static_cast<int>(blockIdx.y);
   if (a >= *s.n_active) return;  // uniform over the block
@@ -89,7 +88,7 @@ __global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict
   const int tid = static_cast<int>(threadIdx.x), bd = static_cast<int>(blockDim.x);
   const int warp = tid / 32, lane = tid % 32;
   const int row = static_cast<int>(blockIdx.x) * kGemvRows + warp;
-  const std::size_t w_off = (static_cast<std::size_t>(e) * rows + (row < rows ? row : 0)) * cols;
+  const std::size_t w_row = static_cast<std::size_t>(e) * rows + (row < rows ? row : 0);  // of the stack
   for (int s0 = begin; s0 < end; s0 += nt) {
     const int n = end - s0 < nt ? end - s0 : nt;
     __syncthreads();  // the previous group's rows read by every warp before they are replaced
@@ -101,8 +100,8 @@ __global__ void moe_grouped_kernel(const W* __restrict__ Wa, const W* __restrict
     float acc_a[kGemvTokens], acc_b[kGemvTokens];
     for (int p = 0; p < kGemvTokens; ++p) acc_a[p] = acc_b[p] = 0.0f;
     if (row < rows) {
-      lane_dots(Wa + w_off, xs, n, cols, lane, acc_a);
-      if (kSwiGLU) lane_dots(Wb + w_off, xs, n, cols, lane, acc_b);
+      lane_dots(weight_row(Wa, w_row, cols), xs, n, cols, lane, acc_a);
+      if (kSwiGLU) lane_dots(weight_row(Wb, w_row, cols), xs, n, cols, lane, acc_b);
     }
     for (int p = 0; p < n; ++p) {
       const float g = warp_sum(acc_a[p]);
@@ -135,28 +134,22 @@ void moe_group(const std::int32_t* ids, int n, int E, const MoeScratch& s) {
   simt::launch(moe_group_kernel, dim3(1), dim3(kMoeThreads), 0, nullptr, ids, n, E, s);
 }
 
-template <class W, class S, bool kSwiGLU>
-static void launch_grouped(const void* Wa, const void* Wb, const S* src, int src_div, const MoeScratch& s,
-                           int n, int E, int rows, int cols) {
+template <class S, bool kSwiGLU, class W>
+static void launch_grouped(W Wa, W Wb, const S* src, int src_div, const MoeScratch& s, int n, int E, int rows,
+                           int cols) {
   const int nt = grouped_tokens(cols);
   const dim3 grid((rows + kGemvRows - 1) / kGemvRows, E < n ? E : n), block(32 * kGemvRows);
   simt::launch(moe_grouped_kernel<W, S, kSwiGLU>, grid, block,
-               static_cast<std::size_t>(nt) * cols * sizeof(float), nullptr, static_cast<const W*>(Wa),
-               static_cast<const W*>(Wb), src, src_div, s, rows, cols, nt);
+               static_cast<std::size_t>(nt) * cols * sizeof(float), nullptr, Wa, Wb, src, src_div, s, rows,
+               cols, nt);
 }
 
 template <class S, bool kSwiGLU>
 static void grouped(const void* Wa, const void* Wb, dsk::WType wt, const S* src, int src_div,
                     const MoeScratch& s, int n, int E, int rows, int cols) {
-  switch (wt) {
-    case dsk::WType::f32: launch_grouped<float, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols); break;
-    case dsk::WType::f16:
-      launch_grouped<__half, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols);
-      break;
-    case dsk::WType::bf16:
-      launch_grouped<__nv_bfloat16, S, kSwiGLU>(Wa, Wb, src, src_div, s, n, E, rows, cols);
-      break;
-  }
+  with_weight(Wa, wt, cols, [&](auto wa) {
+    launch_grouped<S, kSwiGLU>(wa, same_kind(wa, Wb), src, src_div, s, n, E, rows, cols);
+  });
 }
 
 void moe_gate_up(const void* W_gate, const void* W_up, dsk::WType wt, const void* x, int k,
@@ -175,14 +168,14 @@ void moe_combine(const void* weights, void* out, void* resid, const MoeScratch& 
                T, k, D);
 }
 
-void moe_experts(const void* W_gate, const void* W_up, const void* W_down, dsk::WType wt, const void* x,
-                 const std::int32_t* ids, const void* weights, void* out, void* resid, void* scratch, int T,
-                 int k, int E, int F, int D) {
+void moe_experts(const void* W_gate, const void* W_up, const void* W_down, dsk::WType wt, dsk::WType wt_down,
+                 const void* x, const std::int32_t* ids, const void* weights, void* out, void* resid,
+                 void* scratch, int T, int k, int E, int F, int D) {
   const int n = T * k;
   const MoeScratch s = moe_scratch(scratch, T, k, E, F);
   moe_group(ids, n, E, s);
   moe_gate_up(W_gate, W_up, wt, x, k, s, n, E, F, D);
-  moe_down(W_down, wt, s, n, E, F, D);
+  moe_down(W_down, wt_down, s, n, E, F, D);
   moe_combine(weights, out, resid, s, T, k, D);
 }
 

@@ -21,10 +21,9 @@ __device__ inline bool ranks_before(float v, int i, float bv, int bi) {
 }
 
 template <class W>
-__global__ void moe_route_kernel(const W* __restrict__ Wr, const __half* __restrict__ x,
-                                 __half* __restrict__ logits, std::int32_t* __restrict__ ids,
-                                 __half* __restrict__ weights, int E, int cols, int k, int rule,
-                                 int norm_topk) {
+__global__ void moe_route_kernel(W Wr, const __half* __restrict__ x, __half* __restrict__ logits,
+                                 std::int32_t* __restrict__ ids, __half* __restrict__ weights, int E,
+                                 int cols, int k, int rule, int norm_topk) {
   SIMT_DYNAMIC_SHARED(float, smem);
   float* xs = smem;         // [cols] the token's row
   float* lg = xs + cols;    // [E] f32 logits
@@ -37,7 +36,7 @@ __global__ void moe_route_kernel(const W* __restrict__ Wr, const __half* __restr
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int n_warps = static_cast<int>(blockDim.x) / 32;
   for (int e = warp; e < E; e += n_warps) {
-    const float v = warp_dot(Wr + static_cast<std::size_t>(e) * cols, xs, cols, lane);
+    const float v = warp_dot(weight_row(Wr, static_cast<std::size_t>(e), cols), xs, cols, lane);
     if (lane == 0) {
       lg[e] = v;
       logits[static_cast<std::size_t>(t) * E + e] = __float2half_rn(v);
@@ -110,8 +109,8 @@ __global__ void moe_route_kernel(const W* __restrict__ Wr, const __half* __restr
 }
 
 template <class W>
-static void launch_moe_route(const W* Wr, const void* x, void* logits, std::int32_t* ids, void* weights,
-                             int T, int E, int cols, int k, dsk::MoeRule rule, bool norm_topk) {
+static void launch_moe_route(W Wr, const void* x, void* logits, std::int32_t* ids, void* weights, int T,
+                             int E, int cols, int k, dsk::MoeRule rule, bool norm_topk) {
   const std::size_t smem = (static_cast<std::size_t>(cols) + 3 * static_cast<std::size_t>(E)) * sizeof(float);
   simt::launch(moe_route_kernel<W>, dim3(T), dim3(32 * kGemvRows), smem, nullptr, Wr,
                static_cast<const __half*>(x), static_cast<__half*>(logits), ids,
@@ -120,19 +119,8 @@ static void launch_moe_route(const W* Wr, const void* x, void* logits, std::int3
 
 void moe_route(const void* W, dsk::WType wt, const void* x, void* logits, std::int32_t* ids, void* weights,
                int T, int E, int cols, int k, dsk::MoeRule rule, bool norm_topk) {
-  switch (wt) {
-    case dsk::WType::f32:
-      launch_moe_route(static_cast<const float*>(W), x, logits, ids, weights, T, E, cols, k, rule, norm_topk);
-      break;
-    case dsk::WType::f16:
-      launch_moe_route(static_cast<const __half*>(W), x, logits, ids, weights, T, E, cols, k, rule,
-                       norm_topk);
-      break;
-    case dsk::WType::bf16:
-      launch_moe_route(static_cast<const __nv_bfloat16*>(W), x, logits, ids, weights, T, E, cols, k, rule,
-                       norm_topk);
-      break;
-  }
+  with_weight(W, wt, cols,
+              [&](auto w) { launch_moe_route(w, x, logits, ids, weights, T, E, cols, k, rule, norm_topk); });
 }
 
 }  // namespace DSK_NS

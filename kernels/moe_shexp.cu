@@ -17,7 +17,7 @@ namespace DSK_NS {
 constexpr int kShexpThreads = 256;
 
 template <class W>
-__global__ void moe_shexp_gate_add_kernel(const W* __restrict__ Wg, const __half* __restrict__ x,
+__global__ void moe_shexp_gate_add_kernel(W Wg, const __half* __restrict__ x,
                                           const __half* __restrict__ moe_out,
                                           const __half* __restrict__ shexp_out, __half* __restrict__ gate,
                                           __half* __restrict__ ffn_out, __half* __restrict__ resid, int D) {
@@ -43,28 +43,18 @@ __global__ void moe_shexp_gate_add_kernel(const W* __restrict__ Wg, const __half
 }
 
 template <class W>
-static void launch_shexp(const void* Wg, const void* x, const void* moe_out, const void* shexp_out,
-                         void* gate, void* ffn_out, void* resid, int T, int D) {
+static void launch_shexp(W Wg, const void* x, const void* moe_out, const void* shexp_out, void* gate,
+                         void* ffn_out, void* resid, int T, int D) {
   simt::launch(moe_shexp_gate_add_kernel<W>, dim3(T), dim3(kShexpThreads),
-               static_cast<std::size_t>(D + 1) * sizeof(float), nullptr, static_cast<const W*>(Wg),
-               static_cast<const __half*>(x), static_cast<const __half*>(moe_out),
-               static_cast<const __half*>(shexp_out), static_cast<__half*>(gate),
-               static_cast<__half*>(ffn_out), static_cast<__half*>(resid), D);
+               static_cast<std::size_t>(D + 1) * sizeof(float), nullptr, Wg, static_cast<const __half*>(x),
+               static_cast<const __half*>(moe_out), static_cast<const __half*>(shexp_out),
+               static_cast<__half*>(gate), static_cast<__half*>(ffn_out), static_cast<__half*>(resid), D);
 }
 
 void moe_shexp_gate_add(const void* W_gate, dsk::WType wt, const void* x, const void* moe_out,
                         const void* shexp_out, void* gate, void* ffn_out, void* resid, int T, int D) {
-  switch (wt) {
-    case dsk::WType::f32:
-      launch_shexp<float>(W_gate, x, moe_out, shexp_out, gate, ffn_out, resid, T, D);
-      break;
-    case dsk::WType::f16:
-      launch_shexp<__half>(W_gate, x, moe_out, shexp_out, gate, ffn_out, resid, T, D);
-      break;
-    case dsk::WType::bf16:
-      launch_shexp<__nv_bfloat16>(W_gate, x, moe_out, shexp_out, gate, ffn_out, resid, T, D);
-      break;
-  }
+  with_weight(W_gate, wt, D,
+              [&](auto w) { launch_shexp(w, x, moe_out, shexp_out, gate, ffn_out, resid, T, D); });
 }
 
 }  // namespace DSK_NS

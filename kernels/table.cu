@@ -34,8 +34,8 @@ void ssm_conv_update_ids(float*, const std::int32_t*, int, float*, const float*,
                          int, int, bool);
 void moe_route(const void*, dsk::WType, const void*, void*, std::int32_t*, void*, int, int, int, int,
                dsk::MoeRule, bool);
-void moe_experts(const void*, const void*, const void*, dsk::WType, const void*, const std::int32_t*,
-                 const void*, void*, void*, void*, int, int, int, int, int);
+void moe_experts(const void*, const void*, const void*, dsk::WType, dsk::WType, const void*,
+                 const std::int32_t*, const void*, void*, void*, void*, int, int, int, int, int);
 void moe_shexp_gate_add(const void*, dsk::WType, const void*, const void*, const void*, void*, void*, void*,
                         int, int);
 

@@ -805,8 +805,8 @@ Prepared moe_experts(Arena& a, const Moe& m, int T) {
   p.bytes = n_used * 3 * F * D * ds::dtype_size(kWeight) +
             double(x.bytes() + ids.bytes() + w.bytes() + 2 * resid.bytes() + out.bytes());
   p.launch = [&a, &Wg, &Wu, &Wd, &x, &ids, &w, &out, &resid, &scratch, T, K, E, F, D] {
-    a.k.moe_experts(Wg.dev, Wu.dev, Wd.dev, kWType, x.dev, ids.as<std::int32_t>(), w.dev, out.dev, resid.dev,
-                    scratch.dev, T, K, E, F, D);
+    a.k.moe_experts(Wg.dev, Wu.dev, Wd.dev, kWType, kWType, x.dev, ids.as<std::int32_t>(), w.dev, out.dev,
+                    resid.dev, scratch.dev, T, K, E, F, D);
   };
   // Each (token, slot)'s SwiGLU activation, computed once when a checked element first needs it.
   auto acts = std::make_shared<std::vector<std::vector<double>>>(std::size_t(T) * K);

@@ -20,6 +20,19 @@ const Tensor& in(const TensorMap& inputs, std::string_view name) { return step_i
 
 std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
 
+// The kernels' name for a GGUF block-quantized type (QuantMatrix::type); every type the loader
+// decodes has one.
+std::optional<dsk::WType> quant_wtype(std::string_view ggml_name) {
+  static constexpr std::pair<std::string_view, dsk::WType> kTypes[] = {
+      {"Q8_0", dsk::WType::q8_0}, {"Q4_0", dsk::WType::q4_0}, {"Q4_1", dsk::WType::q4_1},
+      {"Q5_0", dsk::WType::q5_0}, {"Q5_1", dsk::WType::q5_1}, {"IQ4_NL", dsk::WType::iq4_nl},
+      {"Q2_K", dsk::WType::q2_k}, {"Q3_K", dsk::WType::q3_k}, {"Q4_K", dsk::WType::q4_k},
+      {"Q5_K", dsk::WType::q5_k}, {"Q6_K", dsk::WType::q6_k}, {"IQ4_XS", dsk::WType::iq4_xs}};
+  for (const auto& [name, wt] : kTypes)
+    if (name == ggml_name) return wt;
+  return std::nullopt;
+}
+
 }  // namespace
 
 GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
@@ -153,13 +166,75 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
   dev_[key] = {p, wt};
 }
 
-void GpuCandidate::upload_same_type(int l, const WeightStore& weights, std::vector<std::string_view> roles) {
-  // One launch reads these with a single WType (fused_qkv's q, k and v): each stays its own matrix,
-  // so on SIMT each is read in place, and a mixed set goes up as f32.
-  bool mixed = false;
-  for (std::string_view r : roles)
-    mixed = mixed || weights.layer(l, r).dtype() != weights.layer(l, roles[0]).dtype();
-  for (std::string_view r : roles) upload_matrix(layer_weight(l, r), {&weights.layer(l, r)}, mixed);
+const QuantMatrix* GpuCandidate::readable_quantized(const WeightStore& weights, std::string_view name) const {
+  const QuantMatrix* q = weights.find_quantized(name);
+  if (q == nullptr || !quant_wtype(q->type)) return nullptr;
+  if (q->row_bytes != dsk::weight_row_bytes(*quant_wtype(q->type), int(q->cols())))
+    throw std::logic_error(
+        fmt::format("{}: {} rows of {} bytes, not whole {} blocks", name_, name, q->row_bytes, q->type));
+  return q;
+}
+
+void GpuCandidate::upload_weight(const std::string& key, const WeightStore& weights, std::string_view name) {
+  const QuantMatrix* q = readable_quantized(weights, name);
+  if (q == nullptr) return upload_matrix(key, {&weights.get(name)});
+  // Its file's blocks, decoded by the kernels as they read them: in place on SIMT (the GGUF's
+  // mapping lives as long as the model), one copy of the bytes on a GPU.
+  const dsk::WType wt = *quant_wtype(q->type);
+  if (reads_weights_in_place()) {
+    dev_[key] = {const_cast<std::byte*>(q->data), wt, true};
+    return;
+  }
+  void* p = k_.alloc(q->nbytes());
+  k_.to_device(p, q->data, q->nbytes());
+  dev_[key] = {p, wt};
+}
+
+void GpuCandidate::upload_packed(const std::string& key, const WeightStore& weights,
+                                 const std::vector<std::string_view>& names) {
+  // Quantized parts of one type are packed as their bytes (rows are whole blocks); otherwise as
+  // the decoded tensors (upload_matrix's rules).
+  std::vector<const QuantMatrix*> q;
+  for (std::string_view n : names)
+    if (const QuantMatrix* m = readable_quantized(weights, n); m && (q.empty() || m->type == q.front()->type))
+      q.push_back(m);
+  if (q.size() == names.size()) {
+    std::size_t bytes = 0;
+    for (const QuantMatrix* m : q) bytes += m->nbytes();
+    char* p = static_cast<char*>(k_.alloc(bytes));
+    std::size_t at = 0;
+    for (const QuantMatrix* m : q) {
+      k_.to_device(p + at, m->data, m->nbytes());
+      at += m->nbytes();
+      copied_matrix_elements_ += std::uint64_t(numel(m->shape));
+    }
+    dev_[key] = {p, *quant_wtype(q.front()->type)};
+    return;
+  }
+  std::vector<const Tensor*> parts;
+  for (std::string_view n : names) parts.push_back(&weights.get(n));
+  upload_matrix(key, parts);
+}
+
+void GpuCandidate::qkv_projection(int l, const void* x, void* q, void* k, void* v, int T, int q_rows,
+                                  int kv_rows, int cols) const {
+  const dsk::WType wt = dev_.at(layer_weight(l, "attn_q.weight")).wt;
+  const bool one_type = dev_.at(layer_weight(l, "attn_k.weight")).wt == wt &&
+                        dev_.at(layer_weight(l, "attn_v.weight")).wt == wt;
+  if (one_type) {
+    k_.fused_qkv(mat(l, "attn_q.weight"), mat(l, "attn_k.weight"), mat(l, "attn_v.weight"), wt,
+                 vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x, q, k, v, T, q_rows,
+                 kv_rows, cols);
+    return;
+  }
+  // Stored in different types (a Q4_K_M file keeps some layers' v in Q6_K): one GEMV each, since
+  // a fused_qkv launch reads its three matrices with one type.
+  const std::pair<std::string_view, void*> parts[] = {{"attn_q", q}, {"attn_k", k}, {"attn_v", v}};
+  for (const auto& [role, out] : parts) {
+    const std::string w = fmt::format("{}.weight", role);
+    k_.gemv(mat(l, w), dev_.at(layer_weight(l, w)).wt, x, vec(l, fmt::format("{}.bias", role)), out, nullptr,
+            T, role == "attn_q" ? q_rows : kv_rows, cols);
+  }
 }
 
 void GpuCandidate::upload_vector(const std::string& key, const Tensor& t) {
@@ -186,11 +261,14 @@ void GpuCandidate::load(const ModelConfig& cfg, const WeightStore& weights) {
   cfg_ = cfg;
   n_positions_ = 0;
   copied_matrix_elements_ = 0;
-  upload_matrix("token_embd.weight", {&weights.get("token_embd.weight")});
-  if (const Tensor* out = weights.find("output.weight")) upload_matrix("output.weight", {out});
+  upload_weight("token_embd.weight", weights, "token_embd.weight");
+  if (weights.shape_of("output.weight")) upload_weight("output.weight", weights, "output.weight");
   // Learned positions go up as f32 whatever their stored dtype: the embedding kernel adds
   // them in f32, and the table is small next to the token embedding.
-  if (const Tensor* pos = weights.find("position_embd.weight")) {
+  if (const QuantMatrix* pos = weights.find_quantized("position_embd.weight")) {
+    upload_vector("position_embd.weight", pos->dequantized());  // not kept decoded in the store
+    n_positions_ = int(pos->rows());
+  } else if (const Tensor* pos = weights.find("position_embd.weight")) {
     upload_vector("position_embd.weight", *pos);
     n_positions_ = int(pos->dim(0));
   }
@@ -255,8 +333,8 @@ void GpuCandidate::load_decoder_layer(int l, const WeightStore& weights) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   // q, k and v as stored (a gated-attention layer's q is q_proj, [q | gate] per head, 2 H d rows):
   // fused_qkv takes the three apart, so none is packed into a copy.
-  upload_same_type(l, weights, {"attn_q.weight", "attn_k.weight", "attn_v.weight"});
-  upload_matrix(n("attn_output.weight"), {&weights.layer(l, "attn_output.weight")});
+  for (std::string_view m : {"attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight"})
+    upload_weight(n(m), weights, n(m));
   for (std::string_view v : {"attn_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight", "attn_q.bias",
                              "attn_k.bias", "attn_v.bias", "attn_output.bias"})
     if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
@@ -270,7 +348,7 @@ void GpuCandidate::load_mlp(int l, const WeightStore& weights) {
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   // gate and up as stored, one GEMV each: a packed [gate | up] would be a copy of both.
   for (std::string_view m : {"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"})
-    upload_matrix(n(m), {&weights.layer(l, m)});
+    upload_weight(n(m), weights, n(m));
   for (std::string_view v : {"ffn_norm.weight", "ffn_gate.bias", "ffn_up.bias", "ffn_down.bias"})
     if (const Tensor* t = weights.find_layer(l, v)) upload_vector(n(v), *t);
 }
@@ -280,7 +358,7 @@ void GpuCandidate::load_gpt2_layer(int l, const WeightStore& weights) {
   // Conv1D [in, out] weights, and llama.cpp's converter did the same before writing a GGUF.
   // So c_attn is one [3 D, D] matrix whose rows are q, then k, then v.
   for (std::string_view m : {"attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight"})
-    upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
+    upload_weight(layer_weight(l, m), weights, layer_weight(l, m));
   for (std::string_view v : {"attn_norm.weight", "attn_norm.bias", "attn_qkv.bias", "attn_output.bias",
                              "ffn_norm.weight", "ffn_norm.bias", "ffn_up.bias", "ffn_down.bias"})
     upload_vector(layer_weight(l, v), weights.layer(l, v));
@@ -376,12 +454,9 @@ void GpuCandidate::run(const KernelStep& step, const StepContext& ctx, const Ten
             D);
     outputs["logits"] = y.f16(T, c.vocab);
   } else if (s == "fused_qkv") {
-    const dsk::WType wt = wt_of(l, "attn_q.weight");  // upload_same_type: q, k and v share it
-    const void *wq = mat(l, "attn_q.weight"), *wk = mat(l, "attn_k.weight"), *wv = mat(l, "attn_v.weight");
     DevBuf x = up("attn_norm"), q = buf(std::int64_t(T) * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
-    k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
-                 q.get(), k.get(), v.get(), T, Q, KV, D);
+    qkv_projection(l, x.get(), q.get(), k.get(), v.get(), T, Q, KV, D);
     outputs["q"] = q.f16(T, Q);
     outputs["k"] = k.f16(T, KV);
     outputs["v"] = v.f16(T, KV);

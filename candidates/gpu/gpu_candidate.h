@@ -159,8 +159,10 @@ class GpuCandidate final : public Candidate {
   void load_decoder_layer(int l, const WeightStore& weights);
   void load_gpt2_layer(int l, const WeightStore& weights);
   void load_mlp(int l, const WeightStore& weights);
-  void load_gdn_layer(int l, const WeightStore& weights);        // gpu_hybrid.cpp
-  void load_moe(int l, const WeightStore& weights);              // gpu_moe.cpp
+  void load_gdn_layer(int l, const WeightStore& weights);  // gpu_hybrid.cpp
+  void load_moe(int l, const WeightStore& weights);        // gpu_moe.cpp
+  // Layer l's expert gate and up matrices, in one type (gpu_moe.cpp).
+  void upload_gate_up(int l, const WeightStore& weights, std::string_view gate, std::string_view up);
   static std::vector<KernelStep> moe_steps(bool shared_expert);  // gpu_moe.cpp
   // The MoE steps (gpu_moe.cpp); false when `step` is not one of them.
   bool run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs, TensorMap& outputs);
@@ -183,8 +185,17 @@ class GpuCandidate final : public Candidate {
   float norm_offset() const { return cfg_.norm_plus_one ? 1.0f : 0.0f; }  // (1 + w) norms
   // as_f32: converted to f32 whatever the parts' dtype (a copy).
   void upload_matrix(const std::string& key, const std::vector<const Tensor*>& parts, bool as_f32 = false);
-  // Layer l's matrices `roles`, each its own; one launch reads them with one WType.
-  void upload_same_type(int l, const WeightStore& weights, std::vector<std::string_view> roles);
+  // The weight `name` as stored: a block-quantized matrix in its blocks, else upload_matrix's way.
+  void upload_weight(const std::string& key, const WeightStore& weights, std::string_view name);
+  // The weights `names` packed into one matrix (rows after rows).
+  void upload_packed(const std::string& key, const WeightStore& weights,
+                     const std::vector<std::string_view>& names);
+  // `name` when it is held quantized in a type the kernels read (every type the loader decodes).
+  const QuantMatrix* readable_quantized(const WeightStore& weights, std::string_view name) const;
+  // Layer l's q, k and v projections of x: one fused_qkv launch, or a GEMV each when they are
+  // stored in different types.
+  void qkv_projection(int l, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows,
+                      int cols) const;
   void upload_vector(const std::string& key, const Tensor& t);
   void free_all();
 

@@ -37,11 +37,9 @@ void GpuCandidate::load_gdn_layer(int l, const WeightStore& weights) {
     throw std::runtime_error(fmt::format("{}: kernels/ssm_conv.cu keeps K-1 conv taps (ggml layout)", name_));
   auto n = [&](std::string_view role) { return layer_weight(l, role); };
   // [in_proj_qkv | in_proj_z] and [in_proj_b | in_proj_a]: one buffer each, one launch each.
-  upload_matrix(n("gdn_qkvz.packed"),
-                {&weights.layer(l, "attn_qkv.weight"), &weights.layer(l, "attn_gate.weight")});
-  upload_matrix(n("gdn_ba.packed"),
-                {&weights.layer(l, "ssm_beta.weight"), &weights.layer(l, "ssm_alpha.weight")});
-  upload_matrix(n("ssm_out.weight"), {&weights.layer(l, "ssm_out.weight")});
+  upload_packed(n("gdn_qkvz.packed"), weights, {n("attn_qkv.weight"), n("attn_gate.weight")});
+  upload_packed(n("gdn_ba.packed"), weights, {n("ssm_beta.weight"), n("ssm_alpha.weight")});
+  upload_weight(n("ssm_out.weight"), weights, n("ssm_out.weight"));
   for (std::string_view v :
        {"attn_norm.weight", "ssm_a", "ssm_dt.bias", "ssm_conv1d.weight", "ssm_norm.weight"})
     upload_vector(n(v), weights.layer(l, v));
@@ -63,12 +61,9 @@ bool GpuCandidate::run_hybrid(const KernelStep& step, const StepContext& ctx, co
   if (s == "q_proj") {
     // Gated attention: q_proj's rows are [q | gate] per head, so its output row is too.
     const int Q = c.q_dim(), KV = c.kv_dim(), d = c.head_dim, H = c.n_heads;
-    const dsk::WType wt = wt_of("attn_q.weight");  // upload_same_type: q, k and v share it
-    const void *wq = mat(l, "attn_q.weight"), *wk = mat(l, "attn_k.weight"), *wv = mat(l, "attn_v.weight");
     DevBuf x = up("attn_norm"), qg = buf(std::int64_t(T) * 2 * Q), k = buf(std::int64_t(T) * KV),
            v = buf(std::int64_t(T) * KV);
-    k_.fused_qkv(wq, wk, wv, wt, vec(l, "attn_q.bias"), vec(l, "attn_k.bias"), vec(l, "attn_v.bias"), x.get(),
-                 qg.get(), k.get(), v.get(), T, 2 * Q, KV, D);
+    qkv_projection(l, x.get(), qg.get(), k.get(), v.get(), T, 2 * Q, KV, D);
     const Tensor both = qg.f16(T, 2 * Q);
     outputs["q"] = f16_blocks(both, 0, d, 2 * d, H);
     outputs["attn_gate"] = f16_blocks(both, d, d, 2 * d, H);

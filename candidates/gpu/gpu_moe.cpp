@@ -36,28 +36,33 @@ void GpuCandidate::load_moe(int l, const WeightStore& weights) {
     throw std::runtime_error(
         fmt::format("{}: kernels/moe_route.cu ranks at most {} experts and keeps a top-{}", name_,
                     dsk::kMoeMaxExperts, dsk::kMoeMaxTopK));
-  // Stacked [experts, out, in] as stored: read in place on SIMT, one copy each on a GPU.
-  for (std::string_view m :
-       {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"})
-    upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
+  // Stacked [experts, out, in] as stored (block-quantized ones in their blocks): read in place on
+  // SIMT, one copy each on a GPU.
+  for (std::string_view m : {"ffn_gate_inp.weight", "ffn_down_exps.weight"})
+    upload_weight(layer_weight(l, m), weights, layer_weight(l, m));
+  upload_gate_up(l, weights, "ffn_gate_exps.weight", "ffn_up_exps.weight");
   upload_vector(layer_weight(l, "ffn_norm.weight"), weights.layer(l, "ffn_norm.weight"));
-  auto same_dtype = [&](std::string_view gate, std::string_view up, std::string_view down) {
-    const dsk::WType wt = dev_.at(layer_weight(l, gate)).wt;
-    for (std::string_view m : {up, down})
-      if (dev_.at(layer_weight(l, m)).wt != wt)
-        throw std::runtime_error(
-            fmt::format("{}: layer {}'s {} and {} are stored in different dtypes; "
-                        "kernels/moe_experts.cu reads all three in one",
-                        name_, l, gate, m));
-  };
-  same_dtype("ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight");
   if (!cfg_.shared_expert()) return;
   // The shared expert's [F, D] / [D, F] matrices are the stacked [1, F, D] / [1, D, F] of one
   // expert as stored, read in place on SIMT like the routed ones; the gate [1, D] likewise.
-  for (std::string_view m :
-       {"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight"})
-    upload_matrix(layer_weight(l, m), {&weights.layer(l, m)});
-  same_dtype("ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight");
+  for (std::string_view m : {"ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight"})
+    upload_weight(layer_weight(l, m), weights, layer_weight(l, m));
+  upload_gate_up(l, weights, "ffn_gate_shexp.weight", "ffn_up_shexp.weight");
+}
+
+void GpuCandidate::upload_gate_up(int l, const WeightStore& weights, std::string_view gate,
+                                  std::string_view up) {
+  // kernels/moe_experts.cu reads gate and up with one type (down has its own): stored in two, both
+  // go up as f32.
+  const std::string g = layer_weight(l, gate), u = layer_weight(l, up);
+  upload_weight(g, weights, g);
+  upload_weight(u, weights, u);
+  if (dev_.at(g).wt == dev_.at(u).wt) return;
+  for (const std::string& m : {g, u}) {
+    if (!dev_.at(m).borrowed) k_.release(dev_.at(m).p);
+    dev_.erase(m);
+    upload_matrix(m, {&weights.get(m)}, true);
+  }
 }
 
 bool GpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const TensorMap& inputs,
@@ -107,8 +112,8 @@ bool GpuCandidate::run_moe(const KernelStep& step, const StepContext& ctx, const
       id_dev(k_, ids), out(k_, std::size_t(T) * D * 2),
       scratch(k_, dsk::moe_scratch_bytes(T, K, E, c.expert_ffn, D));
   k_.moe_experts(mat(l, "ffn_gate_exps.weight"), mat(l, "ffn_up_exps.weight"), mat(l, "ffn_down_exps.weight"),
-                 wt_of("ffn_gate_exps.weight"), x.get(), id_dev.i32(), w.get(), out.get(),
-                 add ? resid.get() : nullptr, scratch.get(), T, K, E, c.expert_ffn, D);
+                 wt_of("ffn_gate_exps.weight"), wt_of("ffn_down_exps.weight"), x.get(), id_dev.i32(), w.get(),
+                 out.get(), add ? resid.get() : nullptr, scratch.get(), T, K, E, c.expert_ffn, D);
   k_.synchronize();
   outputs["moe_out"] = out.f16(T, D);
   if (add) outputs["residual_2"] = resid.f16(T, D);
@@ -128,8 +133,9 @@ bool GpuCandidate::run_shared_expert(const KernelStep& step, const StepContext& 
     DevBuf ids(k_, only), w(k_, ones), out(k_, std::size_t(T) * D * 2),
         scratch(k_, dsk::moe_scratch_bytes(T, 1, 1, F, D));
     k_.moe_experts(mat(l, "ffn_gate_shexp.weight"), mat(l, "ffn_up_shexp.weight"),
-                   mat(l, "ffn_down_shexp.weight"), wt_of("ffn_gate_shexp.weight"), x.get(), ids.i32(),
-                   w.get(), out.get(), nullptr, scratch.get(), T, 1, 1, F, D);
+                   mat(l, "ffn_down_shexp.weight"), wt_of("ffn_gate_shexp.weight"),
+                   wt_of("ffn_down_shexp.weight"), x.get(), ids.i32(), w.get(), out.get(), nullptr,
+                   scratch.get(), T, 1, 1, F, D);
     k_.synchronize();
     outputs["shexp_out"] = out.f16(T, D);
     return true;

@@ -135,9 +135,13 @@ CandidateMemory candidate_memory(const Candidate& cand) {
   // too small to count.
   if (dynamic_cast<const cpu::CpuCandidate*>(&cand) != nullptr) m.in_place = m.reads_quantized = true;
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
-  if (const auto* g = dynamic_cast<const gpu::GpuCandidate*>(&cand); g && g->reads_weights_in_place()) {
-    m.in_place = true;
-    m.copied_roles = gpu::GpuCandidate::packed_roles;
+  if (const auto* g = dynamic_cast<const gpu::GpuCandidate*>(&cand)) {
+    // The kernels read a quantized model's blocks as stored (kernels/quant_rows.cuh).
+    m.reads_quantized = true;
+    if (g->reads_weights_in_place()) {
+      m.in_place = true;
+      m.copied_roles = gpu::GpuCandidate::packed_roles;
+    }
   }
 #endif
   return m;

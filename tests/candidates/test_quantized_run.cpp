@@ -5,10 +5,12 @@
 // differ between those two files by design; stored_weights_test holds them to the decoded model
 // with the same file types.)
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <ostream>
 #include <string>
 
@@ -82,15 +84,11 @@ TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
   EXPECT_EQ(a.exit_code, b.exit_code) << a.verdict << " / " << b.verdict;
 }
 
-// cpu-f16 computes every step of a layer from the quantized rows without decoding a matrix whole.
-TEST_P(QuantizedRun, CpuF16DecodesNoMatrixWhole) {
-  const ScratchDir scratch(fmt::format("quant-cpu-{}", GetParam().preset));
-  const fs::path& dir = scratch.path;
-  const std::string q8 = (dir / "q8.gguf").string();
-  ref::write_gguf(ref::make_synthetic(GetParam().preset, 7), q8, {ref::GgmlType::Q8_0});
-  const Model m = ref::load_model(q8);
+// A candidate computes every step of layer 0 from the quantized rows without decoding a matrix
+// whole: cpu-f16 a row at a time, simt's kernels a block at a time (kernels/quant_rows.cuh).
+void runs_layer_without_decoding(const std::string& candidate, const Model& m) {
   const ModelConfig& cfg = m.config;
-  CandidatePtr cand = make_candidate("cpu-f16");
+  CandidatePtr cand = make_candidate(candidate);
   cand->load(cfg, m.weights);
   ref::Reference reference(m);
   const std::vector<std::int32_t> tokens = {5, 17, 42};
@@ -106,9 +104,55 @@ TEST_P(QuantizedRun, CpuF16DecodesNoMatrixWhole) {
     }
     cand->run(step, ctx, in, out);
   }
-  EXPECT_GE(out.size(), 8u);
-  EXPECT_EQ(m.weights.dequantized_count(), 0u);
+  EXPECT_GE(out.size(), 8u) << candidate;
+  EXPECT_EQ(m.weights.dequantized_count(), 0u) << candidate;
 }
+
+TEST_P(QuantizedRun, CpuF16AndSimtDecodeNoMatrixWhole) {
+  const ScratchDir scratch(fmt::format("quant-cpu-{}", GetParam().preset));
+  const std::string q8 = (scratch.path / "q8.gguf").string();
+  ref::write_gguf(ref::make_synthetic(GetParam().preset, 7), q8, {ref::GgmlType::Q8_0});
+  for (const char* candidate : {"cpu-f16", "simt"})
+    runs_layer_without_decoding(candidate, ref::load_model(q8));
+}
+
+// llama.cpp's Q4_K_M mix at real widths: Q4_K, and Q6_K for the last layer's attn_v and
+// ffn_down (the experts' down in a MoE), so q, k and v come in two types and fused_qkv gives way to
+// a GEMV each, and the experts' gate/up and down are read in their own types; the hybrid's GDN
+// layer packs its projections' blocks. simt holds the blocks, decodes none, and the run passes.
+class SimtOnQ4KM : public testing::TestWithParam<QuantRunCase> {};
+TEST_P(SimtOnQ4KM, ReadsTheBlocksAndPasses) {
+  const ScratchDir scratch(fmt::format("q4km-{}", GetParam().preset));
+  const std::string file = (scratch.path / "q4km.gguf").string();
+  ref::GgufWriteOptions w;
+  w.mix = ref::GgufMix::q4_k_m;
+  ref::write_gguf(ref::make_synthetic(GetParam().preset, 7), file, w);
+  const Model m = ref::load_model(file);
+  std::set<std::string> types;
+  for (const auto& [name, q] : m.weights.quantized()) types.insert(q.type);
+  EXPECT_TRUE(types.count("Q4_K") && types.count("Q6_K")) << fmt::format("{}", fmt::join(types, ", "));
+  runs_layer_without_decoding("simt", m);
+
+  RunOptions o;
+  o.candidate = "simt";
+  o.prompt_tokens = 5;
+  o.decode_steps = 1;
+  o.modes = {Mode::isolated, Mode::chained};
+  o.isolate_process = false;
+  o.model = file;
+  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  EXPECT_EQ(r.exit_code, 0) << r.verdict;
+  EXPECT_GT(r.results.size(), 20u);
+}
+INSTANTIATE_TEST_SUITE_P(Table, SimtOnQ4KM,
+                         testing::Values(QuantRunCase{"llama-wide"}, QuantRunCase{"qwen3moe-wide"},
+                                         QuantRunCase{"gpt2-wide"}, QuantRunCase{"qwen3next-wide"}),
+                         [](const auto& info) {
+                           std::string n = info.param.preset;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Table, QuantizedRun,
                          testing::Values(QuantRunCase{"llama-tiny"}, QuantRunCase{"qwen2-bias-tiny"},

@@ -1,6 +1,7 @@
 """Every GGUF a real llama.cpp quantized loads as a model and runs: `driftscope run --model FILE
 --candidate cpu-f16 --prompt-tokens 4`, one case per file, ends with a verdict (exit 0 or 1),
-never a refusal, a crash or a hang.
+never a refusal, a crash or a hang; and the simt candidate, whose kernels read the blocks as the
+file stores them, passes on every file.
 
 Usage: test_real_quants.py DRIFTSCOPE PEERS_DIR (the llama.cpp peer folder; absent: skip, exit 77)
 """
@@ -42,6 +43,19 @@ class RealQuantFiles(unittest.TestCase):
                 self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)
                 self.assertRegex(p.stdout, r"\d+ stages judged", p.stdout + p.stderr)
                 print(f"{name}: exit {p.returncode}, {p.stdout.strip().splitlines()[-1]}")
+
+    def test_simt_kernels_read_every_real_block_type_and_pass(self):
+        # The simt kernels decode the blocks llama-quantize wrote as they read them
+        # (kernels/quant_rows.cuh): every type passes against the oracle, which decodes the same
+        # file with the loader's dequantizer.
+        for name, rel in FILES:
+            with self.subTest(name):
+                path = os.path.join(PEERS, rel)
+                p = subprocess.run([DRIFTSCOPE, "run", "--model", path, "--candidate", "simt", "--mode", "both",
+                                    "--prompt-tokens", "4", "--decode-steps", "1"],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("PASS", p.stdout)
 
 
 if __name__ == "__main__":

@@ -89,6 +89,20 @@ TEST(MemoryEstimate, ACandidateReadingInPlaceAddsNoCopy) {
   EXPECT_NE(a.str().find("candidate"), std::string::npos) << a.str();
 }
 
+// A quantized model (0.56 bytes a weight, Q4_K_M): a candidate that decodes its matrices holds an
+// f32 copy in its process; one that reads the blocks (cpu-f16, simt) holds none.
+TEST(MemoryEstimate, ACandidateReadingQuantizedBlocksAddsNoDecodedCopy) {
+  RunOptions o;
+  CandidateMemory decoding{"plugin", DType::f16}, reading{"simt", DType::f16};
+  decoding.in_place = reading.in_place = true;
+  reading.reads_quantized = true;
+  const ModelConfig cfg = ref::load_config("synthetic:qwen2.5-0.5b", 2);
+  const MemoryEstimate a = estimate_memory(cfg, 0.56, o, decoding),
+                       b = estimate_memory(cfg, 0.56, o, reading);
+  EXPECT_EQ(a.total() - b.total(), weight_elements(cfg) * 4);
+  EXPECT_EQ(b.str().find("candidate"), std::string::npos) << b.str();
+}
+
 #ifdef DRIFTSCOPE_HAVE_SIMT_KERNELS
 // simt reads a decoder's weights in place (q, k, v, gate and up each as stored) and packs only a
 // GDN layer's [qkv | z] and [beta | alpha] into buffers of its own.

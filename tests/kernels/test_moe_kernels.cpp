@@ -149,7 +149,7 @@ ExpertsRun run_experts(const dsk::KernelTable& kt, const ExpertsCase& p, const W
                        const Bits& wb, const Bits& rb) {
   Buf dg(wg.bytes), du(wu.bytes), dd(wd.bytes), dx(xb), di(ids), dwt(wb), dr(rb), out(xb.size() * 2),
       scratch(dsk::moe_scratch_bytes(p.T, p.k, p.E, p.F, p.D));
-  kt.moe_experts(dg.p, du.p, dd.p, p.wt, dx.p, di.as<std::int32_t>(), dwt.p, out.p,
+  kt.moe_experts(dg.p, du.p, dd.p, p.wt, p.wt, dx.p, di.as<std::int32_t>(), dwt.p, out.p,
                  p.chain_add ? dr.p : nullptr, scratch.p, p.T, p.k, p.E, p.F, p.D);
   return {out.bits(), dr.bits()};
 }

@@ -91,9 +91,9 @@ TEST(Screenshot, ClickingACellOpensItInTheInspector) {
   };
   const ClickCase cases[] = {
       {Mode::isolated, 0, "residual_1", "tab=inspect selected=step 0 layer 0 stage residual_1 mode isolated",
-       "dsk_simt::mutant_chain_add_idx::gemv_kernel<float>"},  // the mutant's own GEMV source
+       "dsk_simt::mutant_chain_add_idx::gemv_kernel<float const*>"},  // the mutant's own GEMV source
       {Mode::chained, 1, "q", "tab=inspect selected=step 0 layer 1 stage q mode chained",
-       "dsk_simt::fused_qkv_kernel<float>"},  // one launch makes q, k and v
+       "dsk_simt::fused_qkv_kernel<float const*>"},  // one launch makes q, k and v
       {Mode::isolated, 0, "final_norm", "tab=overview selected=none",
        ""},  // a model-level stage: no cell here
   };

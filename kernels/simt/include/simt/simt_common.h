@@ -95,7 +95,7 @@ inline std::uint64_t poison_site_id(std::string_view file_line) {
 enum class CopyKind : std::uint8_t { host_to_device, device_to_host, device_to_device };
 
 // The name a launch record shows for a kernel's (mangled) symbol: demangled, without its
-// parameter list, template arguments kept ("dsk_simt::gemv_kernel<__half>"). The CPU runtime and
+// parameter list, template arguments kept ("dsk_simt::gemv_kernel<__half const*>"). The CPU runtime and
 // the CUPTI recorder both name kernels through this, so simt and cuda records line up.
 inline std::string kernel_display_name(const char* symbol) {
   int status = 0;
