@@ -94,7 +94,8 @@ std::vector<Kv> metadata(const ModelConfig& c, const GgufWriteOptions& o) {
       u("block_count", c.n_layers),
       u("context_length", c.max_positions),
       u("embedding_length", c.hidden),
-      u("feed_forward_length", c.ffn),
+      // A llama MoE (Mixtral) has no dense FFN: llama.cpp reads its experts' width here.
+      u("feed_forward_length", c.moe() && c.family == Family::llama ? c.expert_ffn : c.ffn),
       u("attention.head_count", c.n_heads),
       u("attention.head_count_kv", c.n_kv_heads),
       u("attention.key_length", c.head_dim),

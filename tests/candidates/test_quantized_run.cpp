@@ -146,7 +146,8 @@ TEST_P(SimtOnQ4KM, ReadsTheBlocksAndPasses) {
 }
 INSTANTIATE_TEST_SUITE_P(Table, SimtOnQ4KM,
                          testing::Values(QuantRunCase{"llama-wide"}, QuantRunCase{"qwen3moe-wide"},
-                                         QuantRunCase{"gpt2-wide"}, QuantRunCase{"qwen3next-wide"}),
+                                         QuantRunCase{"gpt2-wide"}, QuantRunCase{"qwen3next-wide"},
+                                         QuantRunCase{"mixtral-wide"}),
                          [](const auto& info) {
                            std::string n = info.param.preset;
                            for (char& ch : n)
