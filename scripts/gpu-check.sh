@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
-TARGETS=(driftscope test_gdn test_harness bench_kernels)
+TARGETS=(driftscope test_gdn test_harness bench_kernels driftscope-mkfixture)
 
 # Build-time plan, one place: what --bundle and the normal run both build.
 # configure_and_build ARCH DIR [RUNNER...]: RUNNER (e.g. a timeout) prefixes both commands.
@@ -55,7 +55,8 @@ configure_and_build() {
 
 # The programs and where each lands in a build tree.
 declare -A PROGRAM=([driftscope]=harness/driftscope [test_gdn]=tests/gdn/test_gdn
-  [test_harness]=tests/harness/test_harness [bench_kernels]=bench/kernels/bench_kernels)
+  [test_harness]=tests/harness/test_harness [bench_kernels]=bench/kernels/bench_kernels
+  [driftscope-mkfixture]=reference/tools/driftscope-mkfixture)
 
 if [ "$MODE" = bundle ]; then
   [ -n "$ARCH" ] || { echo "gpu-check: --bundle needs --arch (e.g. 90 for an H100)" >&2; exit 2; }
@@ -100,7 +101,7 @@ declare -A WHAT=(
   [build]="cmake -G Ninja -DCMAKE_CUDA_ARCHITECTURES=<this GPU's> -DCMAKE_BUILD_TYPE=RelWithDebInfo (the build CI tests), then ${TARGETS[*]} only (ccache); skipped with --prebuilt"
   [parity]="driftscope run --candidate cuda --mode both --prompt-tokens 8 --decode-steps 4 on every tiny preset, every fixture (GGUF and safetensors) and, on the Qwen3-Next hybrids, every --gdn-variant (plain, inplace = A, ids = B, conv-update = C, conv-update-ids = D), against the reference"
   [baseline]="the same cases with --baseline simt (--baseline-gdn-variant the same) under fixtures/policies/strict.yaml: every cuda/simt divergence"
-  [real_shapes]="qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, gpt2-small with --layers 2: cuda against the reference (both modes) and against simt (--baseline)"
+  [real_shapes]="qwen2.5-0.5b, qwen3-0.6b, llama3.2-1b, gpt2-small with --layers 2: cuda against the reference (both modes) and against simt (--baseline); then llama-wide and qwen3moe-wide written as Q4_K_M GGUFs (driftscope-mkfixture --gguf-type q4_k_m), whose blocks the kernels decode as they read them, likewise"
   [gdn_bitexact]="test_gdn --gtest_filter='GdnCuda.*': fused decode ops A-D equal to the plain ops bit for bit on the device"
   [cupti]="test_harness --gtest_filter='LaunchRecords.CudaCandidate*' and driftscope run --profile (CUPTI launch records, GPU time)"
   [fla_gdn]="examples/fla_gdn.py (flash-linear-attention's Triton GDN kernels) compiled on the GPU: driftscope run --model synthetic:qwen35-tiny --mode both --decode-steps 3 --fill reference, with \$GPU_CHECK_FLA_PYTHON (default: the cli.fla_gdn test's venv in the build tree); skipped, saying so, where that Python lacks torch with CUDA, triton or fla-core (a device machine without the package index has none)"
@@ -245,6 +246,19 @@ do_real_shapes() {
     run_case real_shapes "$m-vs-simt" --model "synthetic:$m" --layers 2 --candidate cuda --baseline simt \
       --policy fixtures/policies/strict.yaml --simt-threads "$(nproc)" --prompt-tokens 8 --decode-steps 2
   done
+  # Block-quantized matrices (kernels/quant_rows.cuh), written here; not in runs/ (tens of MB each).
+  local qdir
+  qdir=$(mktemp -d)
+  if until_deadline "$(bin driftscope-mkfixture)" --out "$qdir" --gguf-type q4_k_m --gguf-only llama-wide \
+    qwen3moe-wide >/dev/null; then
+    for m in llama-wide qwen3moe-wide; do
+      run_case real_shapes "q4_k_m-$m" --model "$qdir/$m.gguf" --candidate cuda --mode both --prompt-tokens 8 \
+        --decode-steps 2
+      run_case real_shapes "q4_k_m-$m-vs-simt" --model "$qdir/$m.gguf" --candidate cuda --baseline simt \
+        --policy fixtures/policies/strict.yaml --simt-threads "$(nproc)" --prompt-tokens 8 --decode-steps 2
+    done
+  fi
+  rm -rf "$qdir"
 }
 do_gdn_bitexact() { until_deadline "$(bin test_gdn)" --gtest_filter='GdnCuda.*' --gtest_output="json:$RUNS/gdn_bitexact.json"; }
 do_cupti() {

@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
 STEPS = ["facts", "build", "parity", "baseline", "real_shapes", "gdn_bitexact", "cupti", "fla_gdn", "bench"]
 PROGRAMS = {"driftscope": "harness/driftscope", "test_gdn": "tests/gdn/test_gdn",
-            "test_harness": "tests/harness/test_harness", "bench_kernels": "bench/kernels/bench_kernels"}
+            "test_harness": "tests/harness/test_harness", "bench_kernels": "bench/kernels/bench_kernels",
+            "driftscope-mkfixture": "reference/tools/driftscope-mkfixture"}
 
 
 def no_gpu_env(tmp, **extra):
@@ -106,6 +107,9 @@ class ForcedRunWithoutGpu(unittest.TestCase):
                      "qwen35-tiny-conv-update-ids", "file-qwen35-tiny-plain", "file-qwen3next-tiny.gguf-inplace"]:
             self.assertIn(must, names)
         self.assertEqual(len(names), len(parity), "two cases share a name")
+        real = {r["case"] for r in res["runs"] if r["step"] == "real_shapes"}
+        for must in ["qwen2.5-0.5b", "gpt2-small-vs-simt", "q4_k_m-llama-wide", "q4_k_m-qwen3moe-wide-vs-simt"]:
+            self.assertIn(must, real)
         baseline = [r for r in res["runs"] if r["step"] == "baseline"]
         self.assertEqual(len(baseline), len(parity))
         # Without a device the cuda candidate cannot run: no case may read as a pass.
