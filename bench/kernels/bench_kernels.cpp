@@ -42,6 +42,7 @@
 #include "dtype.h"
 #include "tensor.h"
 #include "kernels.h"
+#include "loaders/quant.h"
 #include "mutants/mutants.h"
 #include "shapes.h"
 #if defined(DS_BENCH_CUDA)
@@ -67,7 +68,8 @@ struct Buf {
   std::size_t n;
   void* dev;
   std::vector<float> host;
-  std::size_t bytes() const { return n * ds::dtype_size(elem); }
+  std::size_t stored = 0;  // a block-quantized matrix's bytes (elem is then not its element)
+  std::size_t bytes() const { return stored != 0 ? stored : n * ds::dtype_size(elem); }
   template <class T>
   T* as() const {
     return static_cast<T*>(dev);
@@ -100,6 +102,17 @@ class Arena {
     Buf& b = alloc(e, v.size());
     k.to_device(b.dev, stored.raw(), stored.nbytes());
     b.host = std::move(v);
+    return b;
+  }
+
+  // A matrix as a GGUF stores it in block type t (the writer's round-to-nearest blocks), read by the
+  // kernels as they are; `host` holds the values its blocks decode to.
+  Buf& upload_quant(ds::ref::GgmlType t, std::vector<float> v) {
+    const std::vector<std::byte> blocks = ds::ref::quantize_blocks(t, v.data(), std::int64_t(v.size()));
+    ds::ref::dequantize(t, blocks.data(), v.data(), std::int64_t(v.size()));
+    Buf& b =
+        bufs_.emplace_back(Buf{DType::f32, v.size(), k.alloc(blocks.size()), std::move(v), blocks.size()});
+    k.to_device(b.dev, blocks.data(), blocks.size());
     return b;
   }
 
@@ -233,10 +246,14 @@ Prepared layernorm(Arena& a, const Decoder& m, int T) {
   return p;
 }
 
-// y = W x (+ bias); with chain_add, also resid += y in place (o_proj_add, down_add).
-Prepared gemv(Arena& a, int T, int rows, int cols, bool bias, bool chain_add) {
+// y = W x (+ bias); with chain_add, also resid += y in place (o_proj_add, down_add). W in kWeight, or
+// block-quantized (wt Q8_0 or Q4_K: a GGUF's), its bytes the ones that count.
+Prepared gemv(Arena& a, int T, int rows, int cols, bool bias, bool chain_add, dsk::WType wt = kWType) {
   const float ws = std::sqrt(3.0f / static_cast<float>(cols));  // keeps y near unit scale
-  Buf& W = a.upload(kWeight, a.uniform(std::size_t(rows) * cols, -ws, ws));
+  std::vector<float> w = a.uniform(std::size_t(rows) * cols, -ws, ws);
+  Buf& W = wt == dsk::WType::q8_0   ? a.upload_quant(ds::ref::GgmlType::Q8_0, std::move(w))
+           : wt == dsk::WType::q4_k ? a.upload_quant(ds::ref::GgmlType::Q4_K, std::move(w))
+                                    : a.upload(kWeight, std::move(w));
   Buf& x = a.upload(DType::f16, a.uniform(std::size_t(T) * cols, -1, 1));
   Buf* b = bias ? &a.upload(DType::f32, a.uniform(rows, -0.1f, 0.1f)) : nullptr;
   Buf* resid = chain_add ? &a.upload(DType::f16, a.uniform(std::size_t(T) * rows, -1, 1)) : nullptr;
@@ -244,8 +261,8 @@ Prepared gemv(Arena& a, int T, int rows, int cols, bool bias, bool chain_add) {
   Prepared p;
   p.bytes =
       double(W.bytes() + x.bytes() + y.bytes()) + (b ? b->bytes() : 0) + (resid ? 2 * resid->bytes() : 0);
-  p.launch = [&a, &W, &x, b, resid, &y, T, rows, cols] {
-    a.k.gemv(W.dev, kWType, x.dev, b ? b->as<float>() : nullptr, y.dev, resid ? resid->dev : nullptr, T, rows,
+  p.launch = [&a, &W, &x, b, resid, &y, T, rows, cols, wt] {
+    a.k.gemv(W.dev, wt, x.dev, b ? b->as<float>() : nullptr, y.dev, resid ? resid->dev : nullptr, T, rows,
              cols);
   };
   auto want_y = [&W, &x, b, rows, cols](std::size_t i) {
@@ -903,6 +920,14 @@ std::vector<Case> cases(bool smoke) {
       add(name("gelu"), [m, T](Arena& a) { return gelu(a, m, T); });
       if (!m.ffn_only) add(name("attn_gate"), [m, T](Arena& a) { return attn_gate(a, m, T); });
       add(name("gemv.down_add"), [m, T](Arena& a) { return gemv(a, T, m.hidden, m.ffn, false, true); });
+      // The same from a quantized file's blocks (kernels/quant_rows.cuh), where the width is whole
+      // blocks: Q8_0's 32 elements, Q4_K's 256.
+      if (m.ffn % 32 == 0)
+        add(name("gemv.down_add.q8_0"),
+            [m, T](Arena& a) { return gemv(a, T, m.hidden, m.ffn, false, true, dsk::WType::q8_0); });
+      if (m.ffn % 256 == 0)
+        add(name("gemv.down_add.q4_k"),
+            [m, T](Arena& a) { return gemv(a, T, m.hidden, m.ffn, false, true, dsk::WType::q4_k); });
       // Decode only: sampling after a prefill needs the logits of its last token alone.
       if (!m.ffn_only && T == 1)
         add(name("gemv.lm_head"), [m](Arena& a) { return gemv(a, 1, m.vocab, m.hidden, false, false); });
