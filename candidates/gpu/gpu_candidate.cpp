@@ -20,9 +20,9 @@ const Tensor& in(const TensorMap& inputs, std::string_view name) { return step_i
 
 std::size_t wsize(dsk::WType wt) { return wt == dsk::WType::f32 ? 4 : 2; }
 
-// The kernels' name for a GGUF block-quantized type (QuantMatrix::type); every type the loader
-// decodes has one.
-std::optional<dsk::WType> quant_wtype(std::string_view ggml_name) {
+}  // namespace
+
+std::optional<dsk::WType> kernel_wtype(std::string_view ggml_name) {
   static constexpr std::pair<std::string_view, dsk::WType> kTypes[] = {
       {"Q8_0", dsk::WType::q8_0}, {"Q4_0", dsk::WType::q4_0}, {"Q4_1", dsk::WType::q4_1},
       {"Q5_0", dsk::WType::q5_0}, {"Q5_1", dsk::WType::q5_1}, {"IQ4_NL", dsk::WType::iq4_nl},
@@ -32,8 +32,6 @@ std::optional<dsk::WType> quant_wtype(std::string_view ggml_name) {
     if (name == ggml_name) return wt;
   return std::nullopt;
 }
-
-}  // namespace
 
 GpuCandidate::GpuCandidate(const dsk::KernelTable& table, std::string name, std::string description,
                            bool fused_gdn_ops)
@@ -168,8 +166,8 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
 
 const QuantMatrix* GpuCandidate::readable_quantized(const WeightStore& weights, std::string_view name) const {
   const QuantMatrix* q = weights.find_quantized(name);
-  if (q == nullptr || !quant_wtype(q->type)) return nullptr;
-  if (q->row_bytes != dsk::weight_row_bytes(*quant_wtype(q->type), int(q->cols())))
+  if (q == nullptr || !kernel_wtype(q->type)) return nullptr;
+  if (q->row_bytes != dsk::weight_row_bytes(*kernel_wtype(q->type), int(q->cols())))
     throw std::logic_error(
         fmt::format("{}: {} rows of {} bytes, not whole {} blocks", name_, name, q->row_bytes, q->type));
   return q;
@@ -180,7 +178,7 @@ void GpuCandidate::upload_weight(const std::string& key, const WeightStore& weig
   if (q == nullptr) return upload_matrix(key, {&weights.get(name)});
   // Its file's blocks, decoded by the kernels as they read them: in place on SIMT (the GGUF's
   // mapping lives as long as the model), one copy of the bytes on a GPU.
-  const dsk::WType wt = *quant_wtype(q->type);
+  const dsk::WType wt = *kernel_wtype(q->type);
   if (reads_weights_in_place()) {
     dev_[key] = {const_cast<std::byte*>(q->data), wt, true};
     return;
@@ -208,7 +206,7 @@ void GpuCandidate::upload_packed(const std::string& key, const WeightStore& weig
       at += m->nbytes();
       copied_matrix_elements_ += std::uint64_t(numel(m->shape));
     }
-    dev_[key] = {p, *quant_wtype(q.front()->type)};
+    dev_[key] = {p, *kernel_wtype(q.front()->type)};
     return;
   }
   std::vector<const Tensor*> parts;

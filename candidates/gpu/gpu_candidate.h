@@ -84,6 +84,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,6 +93,10 @@
 #include "kernels.h"
 
 namespace ds::gpu {
+
+// The kernels' WType for a GGUF block-quantized type (QuantMatrix::type, "Q4_K"); nullopt for
+// any other name. Every block type the loader decodes has one.
+std::optional<dsk::WType> kernel_wtype(std::string_view ggml_name);
 
 class GpuCandidate final : public Candidate {
  public:

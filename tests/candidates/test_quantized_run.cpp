@@ -14,8 +14,10 @@
 #include <ostream>
 #include <string>
 
+#include "gpu/gpu_candidate.h"
 #include "load_model.h"
 #include "loaders/gguf.h"
+#include "loaders/quant.h"
 #include "reference.h"
 #include "registry.h"
 #include "runner.h"
@@ -44,6 +46,40 @@ struct ScratchDir {
   }
 };
 
+// A short run of `candidate` on `model` in both modes, in this process.
+RunOptions short_run(const std::string& candidate, const std::string& model, int decode_steps) {
+  RunOptions o;
+  o.candidate = candidate;
+  o.prompt_tokens = 5;
+  o.decode_steps = decode_steps;
+  o.modes = {Mode::isolated, Mode::chained};
+  o.isolate_process = false;
+  o.model = model;
+  return o;
+}
+
+// The simt and cuda candidates hand the kernels every block type the loader decodes, as stored,
+// with the loader's block geometry: none is left to be decoded to f32.
+TEST(KernelWType, EveryLoaderBlockTypeHasOne) {
+  int block_types = 0;
+  for (std::uint32_t code = 0; code < 256; ++code) {
+    const auto info = ref::ggml_type_info(code);
+    if (!info || info->block_elems == 1) {
+      if (info) {
+        EXPECT_FALSE(gpu::kernel_wtype(info->name)) << info->name;  // F32, F16, BF16: tensors
+      }
+      continue;
+    }
+    ++block_types;
+    const std::optional<dsk::WType> wt = gpu::kernel_wtype(info->name);
+    ASSERT_TRUE(wt) << info->name;
+    EXPECT_EQ(dsk::quant_block(*wt).elems, info->block_elems) << info->name;
+    EXPECT_EQ(dsk::quant_block(*wt).bytes, info->block_bytes) << info->name;
+  }
+  EXPECT_EQ(block_types, 12);
+  EXPECT_FALSE(gpu::kernel_wtype("IQ2_XXS"));
+}
+
 class QuantizedRun : public testing::TestWithParam<QuantRunCase> {};
 
 TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
@@ -59,13 +95,7 @@ TEST_P(QuantizedRun, EqualsTheRunOfTheDecodedModel) {
   ref::write_gguf(whole, f32);
   ASSERT_TRUE(ref::load_model(f32).weights.quantized().empty());
 
-  RunOptions o;
-  o.candidate = "cpu-f16";
-  o.prompt_tokens = 5;
-  o.decode_steps = 2;
-  o.modes = {Mode::isolated, Mode::chained};
-  o.isolate_process = false;
-  o.model = q8;
+  RunOptions o = short_run("cpu-f16", q8, 2);
   const RunReport a = run_parity(o, Policy::dtype_defaults());
   o.model = f32;
   const RunReport b = run_parity(o, Policy::dtype_defaults());
@@ -133,14 +163,7 @@ TEST_P(SimtOnQ4KM, ReadsTheBlocksAndPasses) {
   EXPECT_TRUE(types.count("Q4_K") && types.count("Q6_K")) << fmt::format("{}", fmt::join(types, ", "));
   runs_layer_without_decoding("simt", m);
 
-  RunOptions o;
-  o.candidate = "simt";
-  o.prompt_tokens = 5;
-  o.decode_steps = 1;
-  o.modes = {Mode::isolated, Mode::chained};
-  o.isolate_process = false;
-  o.model = file;
-  const RunReport r = run_parity(o, Policy::dtype_defaults());
+  const RunReport r = run_parity(short_run("simt", file, 1), Policy::dtype_defaults());
   EXPECT_EQ(r.exit_code, 0) << r.verdict;
   EXPECT_GT(r.results.size(), 20u);
 }

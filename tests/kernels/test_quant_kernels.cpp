@@ -43,6 +43,26 @@ const QuantType& quant_type(WType wt) {
   throw std::invalid_argument("not a quantized WType");
 }
 
+// The kernels' block geometry (kernels.h, C++17 for nvcc, apart from the loader) is the loader's.
+TEST(QuantBlocks, AreTheLoadersBlocks) {
+  for (const QuantType& t : quant_types()) {
+    const auto info = ds::ref::ggml_type_info(std::uint32_t(t.ggml));
+    ASSERT_TRUE(info.has_value()) << t.name;
+    EXPECT_EQ(info->name, t.name);
+    EXPECT_EQ(dsk::quant_block(t.wt).elems, info->block_elems) << t.name;
+    EXPECT_EQ(dsk::quant_block(t.wt).bytes, info->block_bytes) << t.name;
+    EXPECT_TRUE(dsk::is_quantized(t.wt)) << t.name;
+  }
+  // Every block type the loader decodes has its WType.
+  for (std::uint32_t code = 0; code < 256; ++code) {
+    const auto info = ds::ref::ggml_type_info(code);
+    if (!info || info->block_elems == 1) continue;
+    bool listed = false;
+    for (const QuantType& t : quant_types()) listed = listed || std::uint32_t(t.ggml) == code;
+    EXPECT_TRUE(listed) << info->name << " has no WType the kernels read";
+  }
+}
+
 // A [rows, cols] matrix of random blocks: every bit pattern is a valid block once its f16 scales
 // are finite, so the quants, sub-block scales and high bits take every value they can. The scales
 // are small, as a trained matrix's are. `values` are the reference dequantizer's.
