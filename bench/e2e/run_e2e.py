@@ -36,12 +36,16 @@ CASES = {
     # The same as llama.cpp's Q4_K_M mix (Q4_K, Q6_K for the head and half the attn_v/ffn_down).
     "llama3.2-1b-q4_k_m": ("q4_k_m:llama3.2-1b",
                            ["--prompt-tokens", "16", "--decode-steps", "4", "--mode", "both"]),
+    # Issue 54's 8B model at full depth, as llama.cpp's Q4_K_M mix (5 GB; writing it takes about
+    # 3 minutes at an 18 GiB peak, each run about 4).
+    "qwen3-8b-q4_k_m": ("q4_k_m:qwen3-8b",
+                        ["--prompt-tokens", "16", "--decode-steps", "4", "--mode", "both"]),
 }
 QUICK = {"qwen2-tiny": ("synthetic:qwen2-tiny",
                         ["--prompt-tokens", "4", "--decode-steps", "2", "--mode", "both"])}
-# The issue's letters for the cases (and (e), the Q4_K_M file beside its (d)).
+# The issue's letters for the cases (and (e), the Q4_K_M file beside its (d); (f), issue 54's 8B).
 ALIASES = {"a": "qwen2.5-0.5b", "b": "llama3.2-1b", "c": "qwen3-0.6b-long", "d": "llama3.2-1b-q8_0",
-           "e": "llama3.2-1b-q4_k_m"}
+           "e": "llama3.2-1b-q4_k_m", "f": "qwen3-8b-q4_k_m"}
 
 BASELINE = ("cpu-f16", [])
 CANDIDATES = [BASELINE, ("simt", []), ("simt", ["--simt-threads", "1"])]
