@@ -107,24 +107,23 @@ void q5_k(const std::byte* b, float* y) {
   }
 }
 
-// ql[128], qh[64], scales[16] (int8), d.
+// ql[128], qh[64], scales[16] (int8), d. Each half of 128 elements is four runs of 32: run k takes
+// the low (k < 2) or high nibble of ql[l + 32 (k % 2)] and bits 2k, 2k+1 of qh[l], and the scale of
+// its 16-element sub-block. A run at a time, so the compiler vectorises each one.
 void q6_k(const std::byte* b, float* y) {
   const std::byte* ql = b;
   const std::byte* qh = b + 128;
   const std::byte* sc = b + 192;
   const float d = half(b + 208);
-  for (int n = 0; n < 2; ++n, y += 128, ql += 64, qh += 32, sc += 8)
-    for (int l = 0; l < 32; ++l) {
-      const int is = l / 16;
-      const int q1 = int((u8(ql + l) & 0xF) | (((u8(qh + l) >> 0) & 3) << 4)) - 32;
-      const int q2 = int((u8(ql + l + 32) & 0xF) | (((u8(qh + l) >> 2) & 3) << 4)) - 32;
-      const int q3 = int((u8(ql + l) >> 4) | (((u8(qh + l) >> 4) & 3) << 4)) - 32;
-      const int q4 = int((u8(ql + l + 32) >> 4) | (((u8(qh + l) >> 6) & 3) << 4)) - 32;
-      auto s = [&](int k) { return float(std::int8_t(u8(sc + is + k))); };
-      y[l + 0] = d * s(0) * float(q1);
-      y[l + 32] = d * s(2) * float(q2);
-      y[l + 64] = d * s(4) * float(q3);
-      y[l + 96] = d * s(6) * float(q4);
+  for (int n = 0; n < 2; ++n, ql += 64, qh += 32, sc += 8)
+    for (int k = 0; k < 4; ++k, y += 32) {
+      const std::byte* lo = ql + 32 * (k % 2);
+      const int shift = k < 2 ? 0 : 4;
+      const float s0 = d * float(std::int8_t(u8(sc + 2 * k))), s1 = d * float(std::int8_t(u8(sc + 2 * k + 1)));
+      for (int l = 0; l < 32; ++l) {
+        const int q = int(((u8(lo + l) >> shift) & 0xF) | (((u8(qh + l) >> (2 * k)) & 3) << 4)) - 32;
+        y[l] = (l < 16 ? s0 : s1) * float(q);
+      }
     }
 }
 
