@@ -158,8 +158,9 @@ __device__ inline void decode_chunk256(dsk::WType t, const unsigned char* b, int
       int s, m;
       scale_min_k4(j, sc, s, m);
       const float dl = half_at(b) * static_cast<float>(s), ml = half_at(b + 2) * static_cast<float>(m);
+      const int shift = 4 * (j % 2);  // low nibbles first
       for (int l = 0; l < 32; ++l) {
-        int v = j % 2 == 0 ? q[l] & 0xF : q[l] >> 4;
+        int v = (q[l] >> shift) & 0xF;
         if (five) v += ((qh[l] >> j) & 1) << 4;
         y[l] = __fadd_rn(__fmul_rn(dl, static_cast<float>(v)), -ml);
       }
@@ -173,10 +174,13 @@ __device__ inline void decode_chunk256(dsk::WType t, const unsigned char* b, int
       memcpy(qh, b + 128 + 32 * n, 32);
       memcpy(sc, b + 192 + 8 * n + 2 * quarter, 2);
       const float d = half_at(b + 208);
-      for (int l = 0; l < 32; ++l) {
-        const int lo = quarter < 2 ? ql[l] & 0xF : ql[l] >> 4;
-        const int q = (lo | ((qh[l] >> (2 * quarter)) & 3) << 4) - 32;
-        y[l] = d * static_cast<float>(sc[l / 16]) * static_cast<float>(q);
+      const int shift = quarter < 2 ? 0 : 4;
+      for (int h = 0; h < 2; ++h) {  // two sub-blocks of 16, each with its scale
+        const float s = d * static_cast<float>(sc[h]);
+        for (int l = 16 * h; l < 16 * h + 16; ++l) {
+          const int q = (((ql[l] >> shift) & 0xF) | ((qh[l] >> (2 * quarter)) & 3) << 4) - 32;
+          y[l] = s * static_cast<float>(q);
+        }
       }
       return;
     }
