@@ -74,14 +74,17 @@ __device__ inline void scale_min_k4(int j, const unsigned char* s, int& sc, int&
 // The blocks of 32: an f16 scale (and min), 16 bytes of nibbles (element l low, l + 16 high), the
 // 5-bit types' fifth bits in a 32-bit mask; Q8_0 is 32 signed bytes.
 __device__ inline void decode_block32(dsk::WType t, const unsigned char* blk, float* y) {
+  if (t == dsk::WType::q8_0) {  // the common one: copies of a size the compiler knows
+    signed char q[32];
+    memcpy(q, blk + 2, sizeof q);
+    const float d = half_at(blk);
+    for (int l = 0; l < 32; ++l) y[l] = static_cast<float>(q[l]) * d;
+    return;
+  }
   unsigned char b[34];
   const int bytes = dsk::quant_block(t).bytes;
   memcpy(b, blk, static_cast<std::size_t>(bytes));  // one load of the whole block
   const float d = half_at(b);
-  if (t == dsk::WType::q8_0) {
-    for (int l = 0; l < 32; ++l) y[l] = static_cast<float>(static_cast<signed char>(b[2 + l])) * d;
-    return;
-  }
   const bool has_min = t == dsk::WType::q4_1 || t == dsk::WType::q5_1;
   const bool five = t == dsk::WType::q5_0 || t == dsk::WType::q5_1;
   const float m = has_min ? half_at(b + 2) : 0.0f;
