@@ -164,21 +164,22 @@ void GpuCandidate::upload_matrix(const std::string& key, const std::vector<const
   dev_[key] = {p, wt};
 }
 
-const QuantMatrix* GpuCandidate::readable_quantized(const WeightStore& weights, std::string_view name) const {
+GpuCandidate::Blocks GpuCandidate::readable_quantized(const WeightStore& weights,
+                                                      std::string_view name) const {
   const QuantMatrix* q = weights.find_quantized(name);
-  if (q == nullptr || !kernel_wtype(q->type)) return nullptr;
-  if (q->row_bytes != dsk::weight_row_bytes(*kernel_wtype(q->type), int(q->cols())))
+  const std::optional<dsk::WType> wt = q ? kernel_wtype(q->type) : std::nullopt;
+  if (!wt) return {};
+  if (q->row_bytes != dsk::weight_row_bytes(*wt, int(q->cols())))
     throw std::logic_error(
         fmt::format("{}: {} rows of {} bytes, not whole {} blocks", name_, name, q->row_bytes, q->type));
-  return q;
+  return {q, *wt};
 }
 
 void GpuCandidate::upload_weight(const std::string& key, const WeightStore& weights, std::string_view name) {
-  const QuantMatrix* q = readable_quantized(weights, name);
+  const auto [q, wt] = readable_quantized(weights, name);
   if (q == nullptr) return upload_matrix(key, {&weights.get(name)});
   // Its file's blocks, decoded by the kernels as they read them: in place on SIMT (the GGUF's
   // mapping lives as long as the model), one copy of the bytes on a GPU.
-  const dsk::WType wt = *kernel_wtype(q->type);
   if (reads_weights_in_place()) {
     dev_[key] = {const_cast<std::byte*>(q->data), wt, true};
     return;
@@ -193,9 +194,12 @@ void GpuCandidate::upload_packed(const std::string& key, const WeightStore& weig
   // Quantized parts of one type are packed as their bytes (rows are whole blocks); otherwise as
   // the decoded tensors (upload_matrix's rules).
   std::vector<const QuantMatrix*> q;
+  dsk::WType wt{};
   for (std::string_view n : names)
-    if (const QuantMatrix* m = readable_quantized(weights, n); m && (q.empty() || m->type == q.front()->type))
-      q.push_back(m);
+    if (const Blocks b = readable_quantized(weights, n); b.q && (q.empty() || b.wt == wt)) {
+      q.push_back(b.q);
+      wt = b.wt;
+    }
   if (q.size() == names.size()) {
     std::size_t bytes = 0;
     for (const QuantMatrix* m : q) bytes += m->nbytes();
@@ -206,7 +210,7 @@ void GpuCandidate::upload_packed(const std::string& key, const WeightStore& weig
       at += m->nbytes();
       copied_matrix_elements_ += std::uint64_t(numel(m->shape));
     }
-    dev_[key] = {p, *kernel_wtype(q.front()->type)};
+    dev_[key] = {p, wt};
     return;
   }
   std::vector<const Tensor*> parts;

@@ -195,8 +195,13 @@ class GpuCandidate final : public Candidate {
   // The weights `names` packed into one matrix (rows after rows).
   void upload_packed(const std::string& key, const WeightStore& weights,
                      const std::vector<std::string_view>& names);
-  // `name` when it is held quantized in a type the kernels read (every type the loader decodes).
-  const QuantMatrix* readable_quantized(const WeightStore& weights, std::string_view name) const;
+  // `name` when it is held quantized in a type the kernels read (every type the loader decodes),
+  // with that type; q null otherwise.
+  struct Blocks {
+    const QuantMatrix* q = nullptr;
+    dsk::WType wt{};
+  };
+  Blocks readable_quantized(const WeightStore& weights, std::string_view name) const;
   // Layer l's q, k and v projections of x: one fused_qkv launch, or a GEMV each when they are
   // stored in different types.
   void qkv_projection(int l, const void* x, void* q, void* k, void* v, int T, int q_rows, int kv_rows,
