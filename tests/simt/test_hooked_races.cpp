@@ -147,6 +147,15 @@ const HookedCase kHookedCases[] = {
      {"hazard on dynamic shared memory byte 0: thread (0,0,0) ", "then thread (32,0,0) "},
      {"@shared-plus-equals"}},
     {"shared_tree_ok", hazard(HazardKernel::shared_tree_ok), 64, "hazard_kernels.cu", {}, {}},
+    // A write to an element many threads read in the phase, by a thread whose read the cell did
+    // not record.
+    {"late_reader_writes",
+     hazard(HazardKernel::late_reader_writes),
+     64,
+     "hazard_kernels.cu",
+     {"WAR hazard on dynamic shared memory byte 0: thread (0,0,0) read at ", "then thread (40,0,0) wrote at ",
+      "RAW hazard on dynamic shared memory byte 0: thread (40,0,0) wrote at "},
+     {"@broadcast-read", "@reader-write"}},
 };
 
 std::vector<float> run(const HookedCase& c, bool racecheck) {

@@ -34,8 +34,9 @@ namespace {
     if (!simt::detail::memcheck_access(p, n, write, pc)) return;  // memcheck's alone (memcheck.h)
   }
   if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))
-      [[likely]]
-    s->on_access(p, n, write, pc);
+      [[likely]] {
+    if (write || !s->read_changes_nothing(p, n)) s->on_access(p, n, write, pc);
+  }
   else if (simt::detail::Interleaver* i = simt::detail::g_interleaver.load(std::memory_order_relaxed))
     i->on_access(p, n, write, pc);  // Config::interleave (interleave.h)
 }

@@ -122,6 +122,7 @@ std::vector<std::string> AccessShadow::take_uninit_reads() {
 
 void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
   ++serial_;
+  next_epoch();
   sched_ = tl_sched;
   // No thread of this block has made an atomic yet: the last atomic of an earlier block or launch
   // (at an address a plain access of this block may reach) must not make that access count as one.
@@ -130,11 +131,14 @@ void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 bloc
   drop_regions(n_global_);
   dyn_accessed_ = false;
   if (bytes != 0) {
-    if (dyn_cells_.size() < bytes) dyn_cells_.resize(bytes);  // stale cells name an earlier block
+    if (dyn_cells_.size() < bytes) {  // stale cells name an earlier block
+      dyn_cells_.resize(bytes);
+      dyn_settled_.resize(bytes);
+    }
     dyn_copy_.assign(smem, smem + bytes);
     // Bytes until the kernel declares its element type (dynamic_shared_elem).
-    add_region(
-        Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0, dyn_copy_.data()});
+    add_region(Region{smem, smem + bytes, dyn_cells_.data(), Kind::dynamic_shared, 0, nullptr, 0,
+                      dyn_copy_.data(), dyn_settled_.data()});
   }
 }
 
@@ -146,6 +150,7 @@ void AccessShadow::dynamic_shared_elem(std::size_t elem) {
     const unsigned shift = shift_for(elem);  // the smallest type declared
     if (!dyn_declared_ || shift < r.shift) r.shift = shift;
   }
+  forget_hint();  // its copy of the width
   dyn_declared_ = true;
 }
 
@@ -220,6 +225,7 @@ void AccessShadow::replay_reads() {
     c.w = me;
     c.r1 = Access{};
     c.r2 = Access{};
+    if (r.settled != nullptr) r.settled[cell] = 0;
     return;
   }
   if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);
@@ -236,6 +242,13 @@ void AccessShadow::replay_reads() {
     c.r2 = me;
   else if (c.r1.block == c.r2.block && c.r1.block != me.block)
     c.r2 = me;
+  if (r.settled != nullptr) {
+    const auto now = [&](const Access& x) { return x.block == me.block && x.phase == me.phase; };
+    const bool settled = c.w.block == me.block && c.w.phase != me.phase && now(c.r1) && now(c.r2);
+    r.settled[cell] = settled ? settled_word(epoch_, static_cast<std::uint16_t>(c.r1.thread & kThreadMask),
+                                             static_cast<std::uint16_t>(c.r2.thread & kThreadMask))
+                              : 0;
+  }
 }
 
 void AccessShadow::expect_store(const Region& r, std::size_t off, int finding) {
@@ -266,12 +279,13 @@ void AccessShadow::static_shared(void* p, std::size_t bytes, std::size_t elem) {
   auto it =
       std::find_if(statics_.begin(), statics_.end(), [&](const StaticShadow& s) { return s.addr == p; });
   if (it == statics_.end()) {
-    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes), std::vector<unsigned char>(bytes)});
+    statics_.push_back(StaticShadow{p, bytes, std::vector<Cell>(bytes), std::vector<unsigned char>(bytes),
+                                    std::vector<std::uint64_t>(bytes)});
     it = statics_.end() - 1;
   }
   std::memcpy(it->copy.data(), lo, bytes);
   add_region(Region{lo, lo + bytes, it->cells.data(), Kind::static_shared, shift_for(elem), nullptr, 0,
-                    it->copy.data()});
+                    it->copy.data(), it->settled.data()});
 }
 
 void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool watched) {
@@ -286,19 +300,27 @@ void AccessShadow::mark(const unsigned char* lo, const unsigned char* hi, bool w
 
 void AccessShadow::add_region(const Region& r) {
   regions_.push_back(r);
-  hint_ = nullptr;  // the vector may have moved
+  forget_hint();  // the vector may have moved
   mark(r.lo, r.hi, true);
 }
 
 void AccessShadow::drop_regions(std::size_t from) {
   for (std::size_t i = from; i < regions_.size(); ++i) mark(regions_[i].lo, regions_[i].hi, false);
   regions_.resize(from);
-  hint_ = nullptr;
+  forget_hint();
   // A dropped region may have shared its first or last 8-byte granule with one still watched.
   for (const Region& r : regions_) {
     mark(r.lo, std::min(r.hi, r.lo + 8), true);
     mark(std::max(r.lo, r.hi - 8), r.hi, true);
   }
+}
+
+void AccessShadow::next_epoch() {
+  if (++epoch_ != 0) return;
+  // After 2^32 phases: no word may still hold an epoch that comes round again.
+  std::fill(dyn_settled_.begin(), dyn_settled_.end(), 0);
+  for (StaticShadow& st : statics_) std::fill(st.settled.begin(), st.settled.end(), 0);
+  epoch_ = 1;
 }
 
 void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
@@ -308,8 +330,9 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
     access<false>(addr, bytes, pc);
 }
 
+
 template <bool kWrite>
-void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
+[[gnu::noinline]] void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
   if (!pending_.empty()) [[unlikely]]
     settle_stores();  // the store whose hook came last has landed
   const auto* a = static_cast<const unsigned char*>(addr);
@@ -320,7 +343,7 @@ void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
     for (Region& r : regions_)
       if (a >= r.lo && a < r.hi) hint = &r;
     if (hint == nullptr) return;  // a neighbour sharing an 8-byte granule with a watched region
-    hint_ = hint;
+    set_hint(hint);
   }
   const Region& r = *hint;
   if (r.kind == Kind::dynamic_shared) dyn_accessed_ = true;

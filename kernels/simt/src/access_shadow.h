@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber_sched.h"
 #include "hazards.h"
 #include "simt/simt_cpu.h"
 
@@ -71,7 +72,10 @@ class AccessShadow {
   void end_block();
   // A barrier released the running block's threads: see the stores of this phase the
   // instrumentation did not check (below).
-  void end_phase() { replay_reads(); }
+  void end_phase() {
+    replay_reads();
+    next_epoch();
+  }
   // A static __shared__ array of `elem`-byte elements reached by a thread of the running block.
   void static_shared(void* p, std::size_t bytes, std::size_t elem);
   // A SIMT_DYNAMIC_SHARED declaration of `elem`-byte elements in the running block.
@@ -81,6 +85,24 @@ class AccessShadow {
   // address of the hook's call. An access at the address of the calling thread's last atomic
   // (simt_cpu.h's atomic_at) counts as atomic.
   void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
+  // Whether a read can be left out of on_access: it finds nothing and changes nothing. Most reads
+  // of shared memory read an element written in an earlier phase that two other threads have read
+  // in this one already (x in a GEMV, read by every warp), and the two readers check() keeps give
+  // way only to a thread of theirs or to a later phase. check() says so in the region's `settled`
+  // word of the element: the epoch (this block's phase) and the two readers' threads; a write
+  // clears it. The hooks ask this first, inline: 8 bytes per element where the cell takes 48, and
+  // no access built (its site, its warp's collectives).
+  bool read_changes_nothing(const void* addr, std::size_t bytes) const {
+    const auto* a = static_cast<const unsigned char*>(addr);
+    if (a < settled_.lo || a >= settled_.hi || !pending_.empty()) return false;
+    const auto from = static_cast<std::size_t>(a - settled_.lo);
+    const std::size_t cell = from >> settled_.shift;
+    if (((from + bytes - 1) >> settled_.shift) != cell) return false;
+    const std::uint64_t s = settled_.words[cell];
+    if (static_cast<std::uint32_t>(s) != epoch_) return false;
+    const auto thread = static_cast<std::uint64_t>(sched_->current_thread_index());
+    return thread != ((s >> 32) & 0xffff) && thread != (s >> 48);
+  }
 
  private:
   struct Access {              // one recorded access; block 0: none
@@ -108,6 +130,7 @@ class AccessShadow {
     const PtrArg* arg;              // global: the first writable argument pointing into it
     std::size_t mapped_bytes = 0;   // global: the shadow's own mapping, unmapped at the launch's end
     unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
+    std::uint64_t* settled = nullptr;  // shared: a word per cell (read_changes_nothing)
   };
   struct Finding {
     char kind[8];  // "RAW", "WAR", "WAW", "uninit"
@@ -146,6 +169,11 @@ class AccessShadow {
   };
   template <bool kWrite>
   void access(const void* addr, std::size_t bytes, const void* pc);
+  static std::uint64_t settled_word(std::uint32_t epoch, std::uint16_t t1, std::uint16_t t2) {
+    return epoch | std::uint64_t{t1} << 32 | std::uint64_t{t2} << 48;
+  }
+  // A new block or phase: the settled words of the last one stop counting.
+  void next_epoch();
   void replay_reads();
   void settle_stores();
   // A change of element `cell` of `r` that no checked write explains: a store by the thread that
@@ -159,6 +187,7 @@ class AccessShadow {
     std::size_t bytes;
     std::vector<Cell> cells;
     std::vector<unsigned char> copy;
+    std::vector<std::uint64_t> settled;
   };
 
   // Makes accesses to [lo, hi) reach the hooks (watched) or not.
@@ -185,8 +214,28 @@ class AccessShadow {
   std::vector<Region> regions_;  // [0, n_global_): the launch's allocations; then this block's
   std::size_t n_global_ = 0;
   Region* hint_ = nullptr;  // in regions_: the region of the last watched access, tried first
+  // The bounds and settled words of the shared memory region of the last access to one, for
+  // read_changes_nothing: one load each. Kept while the hint moves to global memory and back (a
+  // thread's reads of shared memory and its stores of outputs alternate).
+  struct {
+    const unsigned char* lo = nullptr;
+    const unsigned char* hi = nullptr;
+    const std::uint64_t* words = nullptr;
+    unsigned shift = 0;
+  } settled_;
+  void set_hint(Region* r) {
+    hint_ = r;
+    if (r->settled != nullptr) settled_ = {r->lo, r->hi, r->settled, r->shift};
+  }
+  // The regions changed (or a region's cell width).
+  void forget_hint() {
+    hint_ = nullptr;
+    settled_ = {};
+  }
   Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
+  std::uint32_t epoch_ = 1;  // of the running block's phase (settled words); 0: none
   std::vector<Cell> dyn_cells_;
+  std::vector<std::uint64_t> dyn_settled_;
   bool dyn_accessed_ = false;  // the block accessed its dynamic shared memory: its shift is fixed
   bool dyn_declared_ = false;  // a SIMT_DYNAMIC_SHARED declaration set its shift
   std::vector<unsigned char> dyn_copy_;

@@ -83,6 +83,23 @@ __global__ void shared_plus_equals_kernel(const float* in, float* out) {
   out[t] = slot[t % 32];
 }
 
+// Every thread reads s[0], which the barrier before made visible; then thread `writer` stores into
+// it with no barrier between: a WAR with the threads that read before it, a RAW with those after.
+// The checker answers most of those reads from the element's settled word (access_shadow.h's
+// read_changes_nothing), the writer's among them: its write must still be checked against the
+// two readers the cell keeps. `slot` is 0: an index the compiler cannot prove equal to the read's,
+// so that the store is checked where it is made (a store to an address checked earlier in the
+// function is not, and is found at the barrier instead, blamed on a reader).
+__global__ void broadcast_then_write_kernel(const float* in, float* out, int writer, int slot) {
+  SIMT_DYNAMIC_SHARED(float, s);
+  const int t = static_cast<int>(threadIdx.x);
+  s[t] = in[t];
+  __syncthreads();
+  const float v = s[0];                 // @broadcast-read
+  if (t == writer) s[slot] = v + 1.0f;  // @reader-write
+  out[t] = v;
+}
+
 // out[t] = the sum of in, by a tree in shared memory with a barrier after every level.
 __global__ void shared_tree_kernel(const float* in, float* out) {
   SIMT_DYNAMIC_SHARED(float, s);
@@ -156,6 +173,9 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::uninit_static_half:
       simt::launch(uninit_static_half_kernel, one, block, 0, nullptr, in, out);
+      break;
+    case HazardKernel::late_reader_writes:
+      simt::launch(broadcast_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 40, 0);
       break;
     case HazardKernel::shared_tree_ok:
       simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);

@@ -17,6 +17,7 @@ enum class HazardKernel {
   uninit_static_half,        // the same in a static __shared__ __half array
   shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
   shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
+  late_reader_writes,        // every thread reads s[0], thread 40 then stores into it, no barrier between
 };
 
 void hazard_kernel(HazardKernel k, const float* in, float* out);
