@@ -179,18 +179,23 @@ void AccessShadow::replay_reads() {
   for (std::size_t i = n_global_; i < regions_.size(); ++i) {
     const Region& r = regions_[i];
     const auto n = static_cast<std::size_t>(r.hi - r.lo);
-    if (std::memcmp(r.copy, r.lo, n) == 0) continue;
-    std::size_t last = ~std::size_t{0};
-    for (std::size_t off = 0; off < n; ++off) {
-      if (r.copy[off] == r.lo[off]) continue;
-      r.copy[off] = r.lo[off];
-      const std::size_t cell = off >> r.shift;
-      if (cell == last) continue;  // one store per element
-      last = cell;
-      const Cell& c = r.cells[cell];
-      // The reader of this phase: this block's, the latest phase's (phases only grow in a block).
-      const Access& reader = c.r2.block == serial_ && c.r2.phase >= c.r1.phase ? c.r2 : c.r1;
-      unchecked_store(r, cell, reader);
+    // By 64-byte pieces (whole elements: they are at most 8 bytes), most of which are unchanged or
+    // hold only elements a checked write of this phase explains.
+    constexpr std::size_t kPiece = 64;
+    const std::size_t width = std::size_t{1} << r.shift;
+    for (std::size_t at = 0; at < n; at += kPiece) {
+      const std::size_t piece = std::min(kPiece, n - at);
+      if (std::memcmp(r.copy + at, r.lo + at, piece) == 0) continue;
+      for (std::size_t off = at; off < at + piece; off += width) {
+        const std::size_t size = std::min(width, n - off);
+        if (std::memcmp(r.copy + off, r.lo + off, size) == 0) continue;
+        const std::size_t cell = off >> r.shift;
+        const Cell& c = r.cells[cell];
+        // The reader of this phase: this block's, the latest phase's (phases only grow in a block).
+        const Access& reader = c.r2.block == serial_ && c.r2.phase >= c.r1.phase ? c.r2 : c.r1;
+        unchecked_store(r, cell, reader);
+      }
+      std::memcpy(r.copy + at, r.lo + at, piece);
     }
   }
   store_landed_ = false;
