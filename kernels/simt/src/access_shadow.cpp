@@ -16,6 +16,8 @@
 
 namespace simt::detail {
 
+[[gnu::noinline]] void access_pc_anchor() { asm volatile(""); }
+
 constinit thread_local AccessShadow* tl_access_shadow = nullptr;
 std::atomic<AccessShadow*> g_access_shadow{nullptr};
 
@@ -25,21 +27,9 @@ constexpr std::size_t kKept = 8;  // distinct findings (kind and both sites) wor
 // Distinct races recorded per launch: more than are worded, so that benign ones, told apart only
 // when their stores land, crowd out no real one.
 constexpr std::size_t kRecorded = 2 * kKept;
-constexpr std::uint16_t kAtomic = 0x8000;
-constexpr std::uint16_t kThreadMask = 0x7fff;
-
-// Code addresses are stored as 32-bit offsets from a function of this module: the hooks, and so
-// the kernels that call them, are linked into the same module as this file.
-[[gnu::noinline]] void pc_anchor() { asm volatile(""); }
-
-std::int32_t pc_offset(const void* pc) {
-  const std::intptr_t d = reinterpret_cast<std::intptr_t>(pc) - reinterpret_cast<std::intptr_t>(&pc_anchor);
-  return d > INT32_MIN && d <= INT32_MAX && d != 0 ? static_cast<std::int32_t>(d) : 0;
-}
-
 const void* pc_of(std::int32_t off) {
   return off == 0 ? nullptr
-                  : reinterpret_cast<const void*>(reinterpret_cast<std::intptr_t>(&pc_anchor) + off);
+                  : reinterpret_cast<const void*>(reinterpret_cast<std::intptr_t>(&access_pc_anchor) + off);
 }
 
 std::string site_text(std::int32_t off) { return detail::site_text(pc_of(off)); }
@@ -247,12 +237,13 @@ void AccessShadow::replay_reads() {
     c.r2 = me;
   else if (c.r1.block == c.r2.block && c.r1.block != me.block)
     c.r2 = me;
-  if (r.settled != nullptr) {
+  if (r.settled != nullptr) {  // read_handled_inline's word
     const auto now = [&](const Access& x) { return x.block == me.block && x.phase == me.phase; };
-    const bool settled = c.w.block == me.block && c.w.phase != me.phase && now(c.r1) && now(c.r2);
-    r.settled[cell] = settled ? settled_word(epoch_, static_cast<std::uint16_t>(c.r1.thread & kThreadMask),
-                                             static_cast<std::uint16_t>(c.r2.thread & kThreadMask))
-                              : 0;
+    const auto thread = [](const Access& x) { return static_cast<std::uint16_t>(x.thread & kThreadMask); };
+    const bool written_before = c.w.block == me.block && c.w.phase != me.phase;
+    r.settled[cell] = written_before && now(c.r1)
+                          ? settled_word(epoch_, thread(c.r1), now(c.r2) ? thread(c.r2) : kNoReader)
+                          : 0;
   }
 }
 

@@ -41,7 +41,8 @@
 
 namespace simt::detail {
 
-class Sched;
+// Never called: the address access records' code addresses are kept as offsets from.
+void access_pc_anchor();
 
 // AddressSanitizer's shadow on x86-64 Linux: byte (address / 8 + kShadowOffset) describes the 8
 // bytes at address & ~7; instrumented code calls a hook for an access whose shadow is not zero.
@@ -85,14 +86,15 @@ class AccessShadow {
   // address of the hook's call. An access at the address of the calling thread's last atomic
   // (simt_cpu.h's atomic_at) counts as atomic.
   void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
-  // Whether a read can be left out of on_access: it finds nothing and changes nothing. Most reads
-  // of shared memory read an element written in an earlier phase that two other threads have read
-  // in this one already (x in a GEMV, read by every warp), and the two readers check() keeps give
-  // way only to a thread of theirs or to a later phase. check() says so in the region's `settled`
-  // word of the element: the epoch (this block's phase) and the two readers' threads; a write
-  // clears it. The hooks ask this first, inline: 8 bytes per element where the cell takes 48, and
-  // no access built (its site, its warp's collectives).
-  bool read_changes_nothing(const void* addr, std::size_t bytes) const {
+  // A read the hooks handle inline, before on_access (true: handled). Most reads of shared memory
+  // read an element written in an earlier phase of the block, and check() would find nothing in
+  // them; what it would change is which two readers of the phase the element's cell keeps, and
+  // those give way only to a thread of theirs or to a later phase. So check() keeps a word per
+  // element (the region's `settled`) saying the cell is in that state, with the phase (epoch_) and
+  // its readers' threads; any write clears it. The phase's second reader is then kept here, at the
+  // cost of building its access, and every later reader of another thread costs a compare: x in a
+  // GEMV, read by every warp, reaches check() once per element and phase.
+  bool read_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
     const auto* a = static_cast<const unsigned char*>(addr);
     if (a < settled_.lo || a >= settled_.hi || !pending_.empty()) return false;
     const auto from = static_cast<std::size_t>(a - settled_.lo);
@@ -100,8 +102,20 @@ class AccessShadow {
     if (((from + bytes - 1) >> settled_.shift) != cell) return false;
     const std::uint64_t s = settled_.words[cell];
     if (static_cast<std::uint32_t>(s) != epoch_) return false;
-    const auto thread = static_cast<std::uint64_t>(sched_->current_thread_index());
-    return thread != ((s >> 32) & 0xffff) && thread != (s >> 48);
+    const ThreadRec* t = sched_->current_thread();
+    const auto thread = static_cast<std::uint16_t>(t->warp * 32u + t->lane);
+    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
+    if (thread == first) return false;  // its own record: check() brings it up to date
+    if (second != kNoReader) return thread != second;
+    if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
+    Access& me = settled_.cells[cell].r2;
+    me.block = serial_;
+    me.phase = static_cast<std::uint32_t>(sched_->phase());
+    me.thread = thread;
+    me.sync = static_cast<std::uint16_t>(t->wr->syncs);
+    me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+    settled_.words[cell] = settled_word(epoch_, first, thread);
+    return true;
   }
 
  private:
@@ -110,7 +124,7 @@ class AccessShadow {
     std::uint32_t phase = 0;   // barrier phases the block had completed
     std::uint16_t thread = 0;  // linear thread index in the block | kAtomic for an atomic
     std::uint16_t sync = 0;    // warp collectives the thread's warp had completed (low bits)
-    std::int32_t pc = 0;       // from kPcAnchor (pc_offset); 0: unknown
+    std::int32_t pc = 0;       // from access_pc_anchor (pc_offset); 0: unknown
   };
   struct Cell {
     Access w;       // the last write
@@ -169,8 +183,18 @@ class AccessShadow {
   };
   template <bool kWrite>
   void access(const void* addr, std::size_t bytes, const void* pc);
+  static constexpr std::uint16_t kAtomic = 0x8000;  // in Access::thread: the access was an atomic
+  static constexpr std::uint16_t kThreadMask = 0x7fff;
+  static constexpr std::uint16_t kNoReader = 0xffff;  // in a settled word: no second reader yet
   static std::uint64_t settled_word(std::uint32_t epoch, std::uint16_t t1, std::uint16_t t2) {
     return epoch | std::uint64_t{t1} << 32 | std::uint64_t{t2} << 48;
+  }
+  // Code addresses are kept as 32-bit offsets from a function of this module (access_pc_anchor):
+  // the hooks, and so the kernels that call them, are linked into the same module.
+  static std::int32_t pc_offset(const void* pc) {
+    const std::intptr_t d =
+        reinterpret_cast<std::intptr_t>(pc) - reinterpret_cast<std::intptr_t>(&access_pc_anchor);
+    return d > INT32_MIN && d <= INT32_MAX && d != 0 ? static_cast<std::int32_t>(d) : 0;
   }
   // A new block or phase: the settled words of the last one stop counting.
   void next_epoch();
@@ -220,12 +244,13 @@ class AccessShadow {
   struct {
     const unsigned char* lo = nullptr;
     const unsigned char* hi = nullptr;
-    const std::uint64_t* words = nullptr;
+    std::uint64_t* words = nullptr;
+    Cell* cells = nullptr;
     unsigned shift = 0;
   } settled_;
   void set_hint(Region* r) {
     hint_ = r;
-    if (r->settled != nullptr) settled_ = {r->lo, r->hi, r->settled, r->shift};
+    if (r->settled != nullptr) settled_ = {r->lo, r->hi, r->settled, r->cells, r->shift};
   }
   // The regions changed (or a region's cell width).
   void forget_hint() {
