@@ -113,6 +113,7 @@ std::vector<std::string> AccessShadow::take_uninit_reads() {
 void AccessShadow::begin_block(unsigned char* smem, std::size_t bytes, dim3 block_dim, uint3 /*block_idx*/) {
   ++serial_;
   next_epoch();
+  block_epoch_ = epoch_;
   sched_ = tl_sched;
   // No thread of this block has made an atomic yet: the last atomic of an earlier block or launch
   // (at an address a plain access of this block may reach) must not make that access count as one.
@@ -317,6 +318,7 @@ void AccessShadow::next_epoch() {
   std::fill(dyn_settled_.begin(), dyn_settled_.end(), 0);
   for (StaticShadow& st : statics_) std::fill(st.settled.begin(), st.settled.end(), 0);
   epoch_ = 1;
+  block_epoch_ = 1;  // the running block's words were cleared with the others
 }
 
 void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, const void* pc) {
@@ -347,12 +349,7 @@ template <bool kWrite>
   const unsigned thread = t->warp * 32u + t->lane;
   const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
   Access me;
-  me.block = serial_;
-  me.phase = static_cast<std::uint32_t>(sched_->phase());
-  me.thread = static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0));
-  me.sync = static_cast<std::uint16_t>(t->wr->syncs);
-  // The hook's return address is the instruction after the call: step back into the call.
-  me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+  record(me, t, static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0)), pc);
   const std::size_t from = static_cast<std::size_t>(a - r.lo);
   const std::size_t to = std::min(from + bytes, static_cast<std::size_t>(r.hi - r.lo));
   if (r.cells == nullptr) {  // read-only arguments' memory: only its reads of the poison

@@ -86,20 +86,17 @@ class AccessShadow {
   // address of the hook's call. An access at the address of the calling thread's last atomic
   // (simt_cpu.h's atomic_at) counts as atomic.
   void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
-  // A read the hooks handle inline, before on_access (true: handled). Most reads of shared memory
-  // read an element written in an earlier phase of the block, and check() would find nothing in
-  // them; what it would change is which two readers of the phase the element's cell keeps, and
-  // those give way only to a thread of theirs or to a later phase. So check() keeps a word per
-  // element (the region's `settled`) saying the cell is in that state, with the phase (epoch_) and
-  // its readers' threads; any write clears it. The phase's second reader is then kept here, at the
-  // cost of building its access, and every later reader of another thread costs a compare: x in a
-  // GEMV, read by every warp, reaches check() once per element and phase.
+  // Accesses the hooks handle inline, before on_access (true: handled), where check() would find
+  // nothing. check() keeps a word per element of shared memory (the region's `settled`) that says
+  // when that is so: the block's phase it was last read in (epoch_) and by which threads of it,
+  // when the element was written in an earlier phase of the block; any write clears it.
+  //  - A read, in that phase: the two readers a cell keeps give way only to a thread of theirs or
+  //    to a later phase, so a third reader changes nothing, and a second is kept here.
+  //  - A write, in a later block: no access of this block can race with it.
+  // x in a GEMV, written once and read by every warp, reaches check() once per element and block.
   bool read_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
-    const auto* a = static_cast<const unsigned char*>(addr);
-    if (a < settled_.lo || a >= settled_.hi || !pending_.empty()) return false;
-    const auto from = static_cast<std::size_t>(a - settled_.lo);
-    const std::size_t cell = from >> settled_.shift;
-    if (((from + bytes - 1) >> settled_.shift) != cell) return false;
+    const std::size_t cell = settled_cell(addr, bytes);
+    if (cell == kNoCell) return false;
     const std::uint64_t s = settled_.words[cell];
     if (static_cast<std::uint32_t>(s) != epoch_) return false;
     const ThreadRec* t = sched_->current_thread();
@@ -108,13 +105,21 @@ class AccessShadow {
     if (thread == first) return false;  // its own record: check() brings it up to date
     if (second != kNoReader) return thread != second;
     if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
-    Access& me = settled_.cells[cell].r2;
-    me.block = serial_;
-    me.phase = static_cast<std::uint32_t>(sched_->phase());
-    me.thread = thread;
-    me.sync = static_cast<std::uint16_t>(t->wr->syncs);
-    me.pc = pc_offset(static_cast<const char*>(pc) - 1);
+    record(settled_.cells[cell].r2, t, thread, pc);
     settled_.words[cell] = settled_word(epoch_, first, thread);
+    return true;
+  }
+  bool write_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
+    const std::size_t cell = settled_cell(addr, bytes);
+    if (cell == kNoCell) return false;
+    const std::uint64_t s = settled_.words[cell];
+    if (s == 0 || static_cast<std::uint32_t>(s) >= block_epoch_) return false;
+    const ThreadRec* t = sched_->current_thread();
+    const unsigned thread = t->warp * 32u + t->lane;
+    const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
+    // The cell's readers are of an earlier block: they give way as they are.
+    record(settled_.cells[cell].w, t, static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0)), pc);
+    settled_.words[cell] = 0;
     return true;
   }
 
@@ -183,6 +188,25 @@ class AccessShadow {
   };
   template <bool kWrite>
   void access(const void* addr, std::size_t bytes, const void* pc);
+  static constexpr std::size_t kNoCell = ~std::size_t{0};
+  // The element of the settled region [addr, addr + bytes) falls in, if it is one element and no
+  // store is pending (settle_stores).
+  std::size_t settled_cell(const void* addr, std::size_t bytes) const {
+    const auto* a = static_cast<const unsigned char*>(addr);
+    if (a < settled_.lo || a >= settled_.hi || !pending_.empty()) return kNoCell;
+    const auto from = static_cast<std::size_t>(a - settled_.lo);
+    const std::size_t cell = from >> settled_.shift;
+    return ((from + bytes - 1) >> settled_.shift) == cell ? cell : kNoCell;
+  }
+  // An access of running thread `t` (`thread`: its index, with kAtomic) at `pc`, into `into`.
+  void record(Access& into, const ThreadRec* t, std::uint16_t thread, const void* pc) const {
+    into.block = serial_;
+    into.phase = static_cast<std::uint32_t>(sched_->phase());
+    into.thread = thread;
+    into.sync = static_cast<std::uint16_t>(t->wr->syncs);
+    // The hook's return address is the instruction after the call: step back into the call.
+    into.pc = pc_offset(static_cast<const char*>(pc) - 1);
+  }
   static constexpr std::uint16_t kAtomic = 0x8000;  // in Access::thread: the access was an atomic
   static constexpr std::uint16_t kThreadMask = 0x7fff;
   static constexpr std::uint16_t kNoReader = 0xffff;  // in a settled word: no second reader yet
@@ -259,6 +283,7 @@ class AccessShadow {
   }
   Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
   std::uint32_t epoch_ = 1;  // of the running block's phase (settled words); 0: none
+  std::uint32_t block_epoch_ = 1;  // of its first phase
   std::vector<Cell> dyn_cells_;
   std::vector<std::uint64_t> dyn_settled_;
   bool dyn_accessed_ = false;  // the block accessed its dynamic shared memory: its shift is fixed
