@@ -221,7 +221,7 @@ void AccessShadow::replay_reads() {
     c.w = me;
     c.r1 = Access{};
     c.r2 = Access{};
-    if (r.settled != nullptr) r.settled[cell] = 0;
+    if (r.settled != nullptr) r.settled[cell] = written_word(epoch_);
     return;
   }
   if (!global && !live(c.w)) note("uninit", r, off, me, false, me, false);

@@ -88,25 +88,30 @@ class AccessShadow {
   void on_access(const void* addr, std::size_t bytes, bool write, const void* pc);
   // Accesses the hooks handle inline, before on_access (true: handled), where check() would find
   // nothing. check() keeps a word per element of shared memory (the region's `settled`) that says
-  // when that is so: the block's phase it was last read in (epoch_) and by which threads of it,
-  // when the element was written in an earlier phase of the block; any write clears it.
-  //  - A read, in that phase: the two readers a cell keeps give way only to a thread of theirs or
-  //    to a later phase, so a third reader changes nothing, and a second is kept here.
-  //  - A write, in a later block: no access of this block can race with it.
-  // x in a GEMV, written once and read by every warp, reaches check() once per element and block.
+  // when that is so, with the phase it was said in (epoch_): the element was written in it and not
+  // accessed since, or it was written in an earlier phase of the block and these threads (one or
+  // two) read it in this one; any write sets the first, a read check() makes the second or none.
+  //  - A read, in the phase its first readers read in: the two readers a cell keeps give way only
+  //    to a thread of theirs or to a later phase, so a third reader changes nothing, and a second
+  //    is kept here. In a later phase of the block than its write: the first reader is kept here.
+  //  - A write, in a later block than every access the word records: nothing can race with it.
+  // x in a GEMV, written once and read by every warp, reaches check() once per block.
   bool read_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
     const std::size_t cell = settled_cell(addr, bytes);
     if (cell == kNoCell) return false;
     const std::uint64_t s = settled_.words[cell];
-    if (static_cast<std::uint32_t>(s) != epoch_) return false;
+    const auto epoch = static_cast<std::uint32_t>(s);
+    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
+    const bool written = first == kNoReader;
+    if (written ? epoch == epoch_ || epoch < block_epoch_ : epoch != epoch_) return false;
     const ThreadRec* t = sched_->current_thread();
     const auto thread = static_cast<std::uint16_t>(t->warp * 32u + t->lane);
-    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
     if (thread == first) return false;  // its own record: check() brings it up to date
-    if (second != kNoReader) return thread != second;
+    if (second != kNoReader && !written) return thread != second;
     if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
-    record(settled_.cells[cell].r2, t, thread, pc);
-    settled_.words[cell] = settled_word(epoch_, first, thread);
+    Cell& c = settled_.cells[cell];
+    record(written ? c.r1 : c.r2, t, thread, pc);
+    settled_.words[cell] = written ? settled_word(epoch_, thread, kNoReader) : settled_word(epoch_, first, thread);
     return true;
   }
   bool write_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
@@ -119,7 +124,7 @@ class AccessShadow {
     const bool atomic = addr == g_atomic_target && thread == g_atomic_thread;
     // The cell's readers are of an earlier block: they give way as they are.
     record(settled_.cells[cell].w, t, static_cast<std::uint16_t>(thread | (atomic ? kAtomic : 0)), pc);
-    settled_.words[cell] = 0;
+    settled_.words[cell] = written_word(epoch_);
     return true;
   }
 
@@ -213,6 +218,7 @@ class AccessShadow {
   static std::uint64_t settled_word(std::uint32_t epoch, std::uint16_t t1, std::uint16_t t2) {
     return epoch | std::uint64_t{t1} << 32 | std::uint64_t{t2} << 48;
   }
+  static std::uint64_t written_word(std::uint32_t epoch) { return settled_word(epoch, kNoReader, kNoReader); }
   // Code addresses are kept as 32-bit offsets from a function of this module (access_pc_anchor):
   // the hooks, and so the kernels that call them, are linked into the same module.
   static std::int32_t pc_offset(const void* pc) {

@@ -100,6 +100,18 @@ __global__ void broadcast_then_write_kernel(const float* in, float* out, int wri
   out[t] = v;
 }
 
+// Two blocks: block 0 fills its shared memory and reads none of it; block 1 writes its last slot
+// only, then reads them all (what the others hold is block 0's). The checker's word for each
+// element then says "written, not accessed since" of block 0's stores: block 1's reads, made
+// after its own store had the checker look at this memory, must not take them for its own.
+__global__ void uninit_after_other_block_kernel(const float* in, float* out) {
+  SIMT_DYNAMIC_SHARED(float, s);
+  const int t = static_cast<int>(threadIdx.x);
+  if (blockIdx.x == 0 || t == kThreads - 1) s[t] = in[t];
+  __syncthreads();
+  if (blockIdx.x == 1) out[t] = s[t];  // @uninit-other-block-read
+}
+
 // out[t] = the sum of in, by a tree in shared memory with a barrier after every level.
 __global__ void shared_tree_kernel(const float* in, float* out) {
   SIMT_DYNAMIC_SHARED(float, s);
@@ -176,6 +188,9 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::late_reader_writes:
       simt::launch(broadcast_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 40, 0);
+      break;
+    case HazardKernel::uninit_after_other_block:
+      simt::launch(uninit_after_other_block_kernel, dim3(2), block, kThreads * sizeof(float), nullptr, in, out);
       break;
     case HazardKernel::shared_tree_ok:
       simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);

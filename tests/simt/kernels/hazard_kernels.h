@@ -18,6 +18,7 @@ enum class HazardKernel {
   shared_plus_equals,        // threads t and t + 32 both add into slot t % 32, no barrier between
   shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
   late_reader_writes,        // every thread reads s[0], thread 40 then stores into it, no barrier between
+  uninit_after_other_block,  // 2 blocks: block 0 writes its shared slots, block 1 reads its own unwritten
 };
 
 void hazard_kernel(HazardKernel k, const float* in, float* out);
