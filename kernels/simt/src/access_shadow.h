@@ -96,25 +96,32 @@ class AccessShadow {
   //    is kept here. In a later phase of the block than its write: the first reader is kept here.
   //  - A write, in a later block than every access the word records: nothing can race with it.
   // x in a GEMV, written once and read by every warp, reaches check() once per block.
-  bool read_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
+  [[gnu::always_inline]] bool read_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
     const std::size_t cell = settled_cell(addr, bytes);
     if (cell == kNoCell) return false;
     const std::uint64_t s = settled_.words[cell];
     const auto epoch = static_cast<std::uint32_t>(s);
     const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
-    const bool written = first == kNoReader;
-    if (written ? epoch == epoch_ || epoch < block_epoch_ : epoch != epoch_) return false;
     const ThreadRec* t = sched_->current_thread();
     const auto thread = static_cast<std::uint16_t>(t->warp * 32u + t->lane);
-    if (thread == first) return false;  // its own record: check() brings it up to date
-    if (second != kNoReader && !written) return thread != second;
-    if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
     Cell& c = settled_.cells[cell];
-    record(written ? c.r1 : c.r2, t, thread, pc);
-    settled_.words[cell] = written ? settled_word(epoch_, thread, kNoReader) : settled_word(epoch_, first, thread);
+    if (epoch == epoch_) {  // read in this phase, or written
+      if (first == kNoReader || thread == first) return false;  // a RAW to check; its own record
+      if (second != kNoReader) [[likely]]
+        return thread != second;
+      if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
+      record(c.r2, t, thread, pc);
+      settled_.words[cell] = settled_word(epoch_, first, thread);
+      return true;
+    }
+    // Written in an earlier phase of this block, and not accessed since: the phase's first reader.
+    if (first != kNoReader || epoch < block_epoch_) return false;
+    if (addr == g_atomic_target && thread == g_atomic_thread) return false;
+    record(c.r1, t, thread, pc);
+    settled_.words[cell] = settled_word(epoch_, thread, kNoReader);
     return true;
   }
-  bool write_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
+  [[gnu::always_inline]] bool write_handled_inline(const void* addr, std::size_t bytes, const void* pc) {
     const std::size_t cell = settled_cell(addr, bytes);
     if (cell == kNoCell) return false;
     const std::uint64_t s = settled_.words[cell];

@@ -112,6 +112,22 @@ __global__ void uninit_after_other_block_kernel(const float* in, float* out) {
   if (blockIdx.x == 1) out[t] = s[t];  // @uninit-other-block-read
 }
 
+// Threads 0 and 1 read s[0]; after a __syncwarp thread 1 reads it again and thread 2 stores into
+// it: a WAR between the second read and the store, which the __syncwarp does not order. The
+// checker must keep thread 1's second read (its warp's collectives since), not its first.
+__global__ void reread_then_write_kernel(const float* in, float* out, int slot) {
+  SIMT_DYNAMIC_SHARED(float, s);
+  const int t = static_cast<int>(threadIdx.x);
+  s[t] = in[t];
+  __syncthreads();
+  float v = 0.0f;
+  if (t < 2) v = s[0];
+  __syncwarp();
+  if (t == 1) v += s[0];                // @reread
+  if (t == 2) s[slot] = 1.0f;           // @write-after-reread
+  out[t] = v;
+}
+
 // out[t] = the sum of in, by a tree in shared memory with a barrier after every level.
 __global__ void shared_tree_kernel(const float* in, float* out) {
   SIMT_DYNAMIC_SHARED(float, s);
@@ -191,6 +207,9 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       break;
     case HazardKernel::uninit_after_other_block:
       simt::launch(uninit_after_other_block_kernel, dim3(2), block, kThreads * sizeof(float), nullptr, in, out);
+      break;
+    case HazardKernel::reread_then_write:
+      simt::launch(reread_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 0);
       break;
     case HazardKernel::shared_tree_ok:
       simt::launch(shared_tree_kernel, one, block, kThreads * sizeof(float), nullptr, in, out);

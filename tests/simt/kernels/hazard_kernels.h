@@ -19,6 +19,7 @@ enum class HazardKernel {
   shared_tree_ok,            // a tree sum: s[t] += s[t + stride], a barrier after every level
   late_reader_writes,        // every thread reads s[0], thread 40 then stores into it, no barrier between
   uninit_after_other_block,  // 2 blocks: block 0 writes its shared slots, block 1 reads its own unwritten
+  reread_then_write,         // threads 0, 1 read s[0]; __syncwarp; thread 1 reads it again, thread 2 stores
 };
 
 void hazard_kernel(HazardKernel k, const float* in, float* out);
