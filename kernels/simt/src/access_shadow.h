@@ -100,23 +100,32 @@ class AccessShadow {
     const std::size_t cell = settled_cell(addr, bytes);
     if (cell == kNoCell) return false;
     const std::uint64_t s = settled_.words[cell];
-    const auto epoch = static_cast<std::uint32_t>(s);
-    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
     const ThreadRec* t = sched_->current_thread();
     const auto thread = static_cast<std::uint16_t>(t->warp * 32u + t->lane);
+    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
+    // Most: a third reader. Kept small, so that the hooks save few registers.
+    if (static_cast<std::uint32_t>(s) == epoch_ && second != kNoReader && first != kNoReader && thread != first)
+        [[likely]]
+      return thread != second;
+    return read_kept_inline(addr, cell, t, thread, pc);
+  }
+  // The rest of read_handled_inline: the phase's first or second reader, kept here.
+  [[gnu::noinline]] bool read_kept_inline(const void* addr, std::size_t cell, const ThreadRec* t,
+                                          std::uint16_t thread, const void* pc) {
+    const std::uint64_t s = settled_.words[cell];
+    const auto epoch = static_cast<std::uint32_t>(s);
+    const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
+    if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
     Cell& c = settled_.cells[cell];
     if (epoch == epoch_) {  // read in this phase, or written
-      if (first == kNoReader || thread == first) return false;  // a RAW to check; its own record
-      if (second != kNoReader) [[likely]]
-        return thread != second;
-      if (addr == g_atomic_target && thread == g_atomic_thread) return false;  // an atomic's read
+      // A RAW to check; its own record, for check() to bring up to date.
+      if (first == kNoReader || thread == first || second != kNoReader) return false;
       record(c.r2, t, thread, pc);
       settled_.words[cell] = settled_word(epoch_, first, thread);
       return true;
     }
     // Written in an earlier phase of this block, and not accessed since: the phase's first reader.
     if (first != kNoReader || epoch < block_epoch_) return false;
-    if (addr == g_atomic_target && thread == g_atomic_thread) return false;
     record(c.r1, t, thread, pc);
     settled_.words[cell] = settled_word(epoch_, thread, kNoReader);
     return true;
