@@ -35,9 +35,9 @@ namespace {
   }
   if (simt::detail::AccessShadow* s = simt::detail::g_access_shadow.load(std::memory_order_relaxed))
       [[likely]] {
-    if (!(write ? s->write_handled_inline(p, n, pc) : s->read_handled_inline(p, n, pc))) s->on_access(p, n, write, pc);
-  }
-  else if (simt::detail::Interleaver* i = simt::detail::g_interleaver.load(std::memory_order_relaxed))
+    if (!(write ? s->write_handled_inline(p, n, pc) : s->read_handled_inline(p, n, pc)))
+      s->on_access(p, n, write, pc);
+  } else if (simt::detail::Interleaver* i = simt::detail::g_interleaver.load(std::memory_order_relaxed))
     i->on_access(p, n, write, pc);  // Config::interleave (interleave.h)
 }
 

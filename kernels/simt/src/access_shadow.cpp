@@ -345,7 +345,6 @@ void AccessShadow::on_access(const void* addr, std::size_t bytes, bool write, co
     access<false>(addr, bytes, pc);
 }
 
-
 template <bool kWrite>
 [[gnu::noinline]] void AccessShadow::access(const void* addr, std::size_t bytes, const void* pc) {
   if (!pending_.empty()) [[unlikely]]

@@ -20,8 +20,10 @@
 // payload 0x7FC1 does not come out of arithmetic on real data; data could hold the finite
 // 0x4A3D4A3D).
 //
-// Cost: one call per access of the kernel, the region of the last one tried first (else a scan of
-// a few), and for watched bytes one 48-byte shadow cell per element touched. Global shadows live
+// Cost: one call per access of the kernel to watched memory. Most accesses of shared memory are
+// answered in the hook from an 8-byte word per element (read_handled_inline); the rest reach
+// on_access, which tries the region of the last access first (else a scan of a few) and keeps one
+// 48-byte shadow cell per element touched. Global shadows live
 // for one launch (mapped lazily, so only pages of the outputs actually touched cost anything);
 // shared ones are reused and told apart by the block's serial number. Under a poison the reads of
 // read-only arguments' memory (weights, inputs) cost a call and a compare of the bytes read, no
@@ -104,8 +106,8 @@ class AccessShadow {
     const auto thread = static_cast<std::uint16_t>(t->warp * 32u + t->lane);
     const auto first = static_cast<std::uint16_t>(s >> 32), second = static_cast<std::uint16_t>(s >> 48);
     // Most: a third reader. Kept small, so that the hooks save few registers.
-    if (static_cast<std::uint32_t>(s) == epoch_ && second != kNoReader && first != kNoReader && thread != first)
-        [[likely]]
+    if (static_cast<std::uint32_t>(s) == epoch_ && second != kNoReader && first != kNoReader &&
+        thread != first) [[likely]]
       return thread != second;
     return read_kept_inline(addr, cell, t, thread, pc);
   }
@@ -167,9 +169,9 @@ class AccessShadow {
     Cell* cells;  // global: null where only read-only arguments point (no races, uninit reads only)
     Kind kind;
     unsigned shift;
-    const PtrArg* arg;              // global: the first writable argument pointing into it
-    std::size_t mapped_bytes = 0;   // global: the shadow's own mapping, unmapped at the launch's end
-    unsigned char* copy = nullptr;  // shared: the bytes at the start of the phase
+    const PtrArg* arg;                 // global: the first writable argument pointing into it
+    std::size_t mapped_bytes = 0;      // global: the shadow's own mapping, unmapped at the launch's end
+    unsigned char* copy = nullptr;     // shared: the bytes at the start of the phase
     std::uint64_t* settled = nullptr;  // shared: a word per cell (read_changes_nothing)
   };
   struct Finding {
@@ -303,8 +305,8 @@ class AccessShadow {
     hint_ = nullptr;
     settled_ = {};
   }
-  Sched* sched_ = nullptr;  // of the launching thread, where checked launches run
-  std::uint32_t epoch_ = 1;  // of the running block's phase (settled words); 0: none
+  Sched* sched_ = nullptr;         // of the launching thread, where checked launches run
+  std::uint32_t epoch_ = 1;        // of the running block's phase (settled words); 0: none
   std::uint32_t block_epoch_ = 1;  // of its first phase
   std::vector<Cell> dyn_cells_;
   std::vector<std::uint64_t> dyn_settled_;

@@ -123,8 +123,8 @@ __global__ void reread_then_write_kernel(const float* in, float* out, int slot) 
   float v = 0.0f;
   if (t < 2) v = s[0];
   __syncwarp();
-  if (t == 1) v += s[0];                // @reread
-  if (t == 2) s[slot] = 1.0f;           // @write-after-reread
+  if (t == 1) v += s[0];       // @reread
+  if (t == 2) s[slot] = 1.0f;  // @write-after-reread
   out[t] = v;
 }
 
@@ -203,10 +203,12 @@ void hazard_kernel(HazardKernel k, const float* in, float* out) {
       simt::launch(uninit_static_half_kernel, one, block, 0, nullptr, in, out);
       break;
     case HazardKernel::late_reader_writes:
-      simt::launch(broadcast_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 40, 0);
+      simt::launch(broadcast_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 40,
+                   0);
       break;
     case HazardKernel::uninit_after_other_block:
-      simt::launch(uninit_after_other_block_kernel, dim3(2), block, kThreads * sizeof(float), nullptr, in, out);
+      simt::launch(uninit_after_other_block_kernel, dim3(2), block, kThreads * sizeof(float), nullptr, in,
+                   out);
       break;
     case HazardKernel::reread_then_write:
       simt::launch(reread_then_write_kernel, one, block, kThreads * sizeof(float), nullptr, in, out, 0);
