@@ -121,7 +121,8 @@ const RewriteCase kRewriteCases[] = {
      "void k() { for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o); }\n",
      "void k() { { ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for (int o = 16; o > 0; o "
      ">>= 1) "
-     "simt_fold_steps_.add(0xffffffffu, o); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
+     "simt_fold_steps_.add(0xffffffffu, o); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) "
+     "SIMT_RUNTIME_MEMORY_ONLY { "
      "simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc = "
      "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "
      "simt_fold_body_); else for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o); } "
@@ -131,7 +132,8 @@ const RewriteCase kRewriteCases[] = {
      "16));\n  }\n}\n",
      "void k() {\n  { ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for (int o = 16; o; o /= "
      "2) "
-     "simt_fold_steps_.add(m, o, 16); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) { "
+     "simt_fold_steps_.add(m, o, 16); auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) "
+     "SIMT_RUNTIME_MEMORY_ONLY { "
      "simt_x_ = fmaxf(simt_x_,               simt_s_); }; if (simt_fold_steps_.fusable()) v = "
      "::simt::detail::shfl_fold<::simt::detail::Coll::shfl_down>(SIMT_SITE, simt_fold_steps_, v, "
      "simt_fold_body_); else for (int o = 16; o; o /= 2) {\n    v = fmaxf(v,\n              "
@@ -157,7 +159,8 @@ const RewriteCase kRewriteCases[] = {
      "__shfl_xor_sync(m, acc, o, width_of(o)); { ::simt::detail::FoldSteps simt_fold_steps_; "
      "SIMT_FOLD_UNROLL for (int o = "
      "sizeof(float) * 4; o > 0; o >>= 1) simt_fold_steps_.add(m, static_cast<int>(o)); auto simt_fold_body_ "
-     "= [&](auto& simt_x_, const auto& simt_s_) { simt_x_ += simt_s_; }; if (simt_fold_steps_.fusable()) acc "
+     "= [&](auto& simt_x_, const auto& simt_s_) SIMT_RUNTIME_MEMORY_ONLY { simt_x_ += simt_s_; }; if "
+     "(simt_fold_steps_.fusable()) acc "
      "= ::simt::detail::shfl_fold<::simt::detail::Coll::shfl_xor>(SIMT_SITE, simt_fold_steps_, acc, "
      "simt_fold_body_); else for (int o = sizeof(float) * 4; o > 0; o >>= 1) acc += __shfl_xor_sync(m, acc, "
      "static_cast<int>(o)); } }\n"},

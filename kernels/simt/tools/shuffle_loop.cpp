@@ -177,7 +177,7 @@ std::optional<FusedLoop> fuse_shuffle_loop(std::string_view header, std::string_
   out.prefix = one_line(fmt::format(
       "{{ ::simt::detail::FoldSteps simt_fold_steps_; SIMT_FOLD_UNROLL for ({}) simt_fold_steps_.add({}, "
       "{}{}); "
-      "auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) {{ {}; }}; "
+      "auto simt_fold_body_ = [&](auto& simt_x_, const auto& simt_s_) SIMT_RUNTIME_MEMORY_ONLY {{ {}; }}; "
       "if (simt_fold_steps_.fusable()) {} = ::simt::detail::shfl_fold<::simt::detail::Coll::{}>(SIMT_SITE, "
       "simt_fold_steps_, {}, simt_fold_body_); else ",
       header, a[0], a[2], width, replace_name(rest, x, "simt_x_"), x, shuffle->kind, x));
