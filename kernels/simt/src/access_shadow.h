@@ -172,7 +172,7 @@ class AccessShadow {
     const PtrArg* arg;                 // global: the first writable argument pointing into it
     std::size_t mapped_bytes = 0;      // global: the shadow's own mapping, unmapped at the launch's end
     unsigned char* copy = nullptr;     // shared: the bytes at the start of the phase
-    std::uint64_t* settled = nullptr;  // shared: a word per cell (read_changes_nothing)
+    std::uint64_t* settled = nullptr;  // shared: a word per cell (read_handled_inline)
   };
   struct Finding {
     char kind[8];  // "RAW", "WAR", "WAW", "uninit"
@@ -287,7 +287,7 @@ class AccessShadow {
   std::size_t n_global_ = 0;
   Region* hint_ = nullptr;  // in regions_: the region of the last watched access, tried first
   // The bounds and settled words of the shared memory region of the last access to one, for
-  // read_changes_nothing: one load each. Kept while the hint moves to global memory and back (a
+  // read_handled_inline: one load each. Kept while the hint moves to global memory and back (a
   // thread's reads of shared memory and its stores of outputs alternate).
   struct {
     const unsigned char* lo = nullptr;

@@ -184,8 +184,6 @@ class Sched {
   void static_smem(void* p, std::size_t bytes, std::size_t elem);
   // The running thread and the block's barrier phases, for the access shadow's hot path.
   const ThreadRec* current_thread() const { return cur_; }
-  // Its linear index in the block (warp * 32 + lane).
-  std::size_t current_thread_index() const { return static_cast<std::size_t>(cur_ - threads_.data()); }
   bool in_kernel() const { return in_kernel_; }
   // Stops the block from the running thread, with `error` (memcheck's bad access: the thread must
   // not go on to make it).
