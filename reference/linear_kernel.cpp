@@ -13,6 +13,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include "linear_kernel.h"
 
 #define DS_LINEAR_CAT2(a, b) a##b
@@ -44,47 +48,42 @@ inline double f16_wide(std::uint16_t h) {
   return (h & 0x8000u) ? -v : v;
 }
 
-// Weight rows [o, o + c) widened to double into `out` (row stride `in`); widening is exact.
-// `decoded` holds a quantized row's floats on the way.
-void widen_rows(const LinearArgs& a, std::int64_t o, std::int64_t c, double* out,
-                std::vector<float>& decoded) {
-  const std::int64_t n = c * a.in, base = o * a.in;
-  if (a.q) {
-    for (std::int64_t k = 0; k < c; ++k) {
-      a.q->row(o + k, decoded.data());
-      for (std::int64_t i = 0; i < a.in; ++i) out[k * a.in + i] = double(decoded[std::size_t(i)]);
-    }
-    return;
-  }
-  switch (a.wtype) {
-    case DType::f32: {
-      const float* p = static_cast<const float*>(a.w) + base;
-      for (std::int64_t i = 0; i < n; ++i) out[i] = double(p[i]);
-      break;
-    }
-    case DType::bf16: {
-      const std::uint16_t* p = static_cast<const std::uint16_t*>(a.w) + base;
-      for (std::int64_t i = 0; i < n; ++i) out[i] = double(std::bit_cast<float>(std::uint32_t(p[i]) << 16));
-      break;
-    }
-    default: {
-      const std::uint16_t* p = static_cast<const std::uint16_t*>(a.w) + base;
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f16_wide(p[i]);
-      break;
-    }
+// A weight row's elements, four at a time, as doubles: f64 rows as they are, f32 rows (stored or
+// decoded from quantized blocks) widened in the register, which is exact.
+inline Lanes load_w(const double* p) { return load(p); }
+inline Lanes load_w(const float* p) {
+#if defined(__AVX__)
+  // One vcvtps2pd from memory; GCC splits __builtin_convertvector's form into two halves.
+  return Lanes(_mm256_cvtps_pd(_mm_loadu_ps(p)));
+#else
+  typedef float Lanes4f __attribute__((vector_size(16)));
+  Lanes4f v;
+  std::memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, Lanes);
+#endif
+}
+
+// f16 and bf16 weight rows [o, o + c) widened to double into `out` (row stride `in`).
+void widen_rows(const LinearArgs& a, std::int64_t o, std::int64_t c, double* out) {
+  const std::int64_t n = c * a.in;
+  const std::uint16_t* p = static_cast<const std::uint16_t*>(a.w) + o * a.in;
+  if (a.wtype == DType::bf16) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = double(std::bit_cast<float>(std::uint32_t(p[i]) << 16));
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = f16_wide(p[i]);
   }
 }
 
 // Rows [0, R) of x (row stride in) against C weight rows w (row stride in), into y's columns
 // o..o+C-1 (row stride out).
-template <int R, int C>
-inline void tile(const LinearArgs& a, const double* w, const double* x, double* y, std::int64_t o) {
+template <int R, int C, typename W>
+inline void tile(const LinearArgs& a, const W* w, const double* x, double* y, std::int64_t o) {
   const std::int64_t in = a.in, n4 = in & ~std::int64_t(3);
   Lanes acc[R][C] = {};
   for (std::int64_t i = 0; i < n4; i += 4) {
     Lanes wv[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) wv[c] = load(w + c * in + i);
+    for (int c = 0; c < C; ++c) wv[c] = load_w(w + c * in + i);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const Lanes xv = load(x + r * in + i);
@@ -96,44 +95,58 @@ inline void tile(const LinearArgs& a, const double* w, const double* x, double* 
     for (int c = 0; c < C; ++c) {
       const Lanes& l = acc[r][c];
       double s = (l[0] + l[1]) + (l[2] + l[3]);
-      for (std::int64_t i = n4; i < in; ++i) s += w[c * in + i] * x[r * in + i];
+      for (std::int64_t i = n4; i < in; ++i) s += double(w[c * in + i]) * x[r * in + i];
       y[r * a.out + o + c] = s + (a.bias ? a.bias[o + c] : 0.0);
     }
 }
 
 // Token rows [r0, r1) against C weight rows, four rows at a time.
-template <int C>
-void rows_against(const LinearArgs& a, const double* w, std::int64_t r0, std::int64_t r1, std::int64_t o) {
+template <int C, typename W>
+void rows_against(const LinearArgs& a, const W* w, std::int64_t r0, std::int64_t r1, std::int64_t o) {
   std::int64_t r = r0;
   for (; r + 4 <= r1; r += 4) tile<4, C>(a, w, a.x + r * a.in, a.y + r * a.out, o);
   for (; r < r1; ++r) tile<1, C>(a, w, a.x + r * a.in, a.y + r * a.out, o);
 }
 
+// The c (<= C) weight rows at w against token rows [r0, r1).
+template <int C, typename W>
+void group_against(const LinearArgs& a, const W* w, std::int64_t c, std::int64_t r0, std::int64_t r1,
+                   std::int64_t o) {
+  if (c == C) {
+    rows_against<C>(a, w, r0, r1, o);
+  } else {
+    for (std::int64_t k = 0; k < c; ++k) rows_against<1>(a, w + k * a.in, r0, r1, o + k);
+  }
+}
+
 // Bytes of token rows kept in cache while every weight row of the share streams past them: half
-// of a 1 MiB L2, leaving room for the widened weight rows.
+// of a 1 MiB L2, leaving room for the decoded or widened weight rows.
 constexpr std::int64_t kRowBlockBytes = std::int64_t(512) << 10;
 
+// f64 and f32 rows are read where they are stored; quantized rows are decoded to f32 and f16/bf16
+// rows widened to f64, C rows at a time, into a buffer the tile then reads.
 template <int C>
 void columns(const LinearArgs& a, std::int64_t o_begin, std::int64_t o_end) {
   const std::int64_t in = a.in;
   const std::int64_t block =
       std::max<std::int64_t>(4, (kRowBlockBytes / std::max<std::int64_t>(1, in * 8)) & ~std::int64_t(3));
-  const bool widened = a.q || a.wtype != DType::f64;
+  const bool widened = !a.q && (a.wtype == DType::f16 || a.wtype == DType::bf16);
   std::vector<double> wide(widened ? std::size_t(C * in) : 0);
-  std::vector<float> decoded(a.q ? std::size_t(in) : 0);
+  std::vector<float> decoded(a.q ? std::size_t(C * in) : 0);
   for (std::int64_t r0 = 0; r0 < a.rows; r0 += block) {
     const std::int64_t r1 = std::min(a.rows, r0 + block);
     for (std::int64_t o = o_begin; o < o_end;) {
       const std::int64_t c = std::min<std::int64_t>(C, o_end - o);
-      const double* w = wide.data();
-      if (widened)
-        widen_rows(a, o, c, wide.data(), decoded);
-      else
-        w = static_cast<const double*>(a.w) + o * in;
-      if (c == C) {
-        rows_against<C>(a, w, r0, r1, o);
+      if (a.q) {
+        for (std::int64_t k = 0; k < c; ++k) a.q->row(o + k, decoded.data() + k * in);
+        group_against<C>(a, decoded.data(), c, r0, r1, o);
+      } else if (widened) {
+        widen_rows(a, o, c, wide.data());
+        group_against<C>(a, wide.data(), c, r0, r1, o);
+      } else if (a.wtype == DType::f32) {
+        group_against<C>(a, static_cast<const float*>(a.w) + o * in, c, r0, r1, o);
       } else {
-        for (std::int64_t k = 0; k < c; ++k) rows_against<1>(a, w + k * in, r0, r1, o + k);
+        group_against<C>(a, static_cast<const double*>(a.w) + o * in, c, r0, r1, o);
       }
       o += c;
     }

@@ -84,18 +84,6 @@ std::uint16_t f32_to_f16(float v) {
   return f64_to_f16(double(v));
 }
 
-float f16_to_f32(std::uint16_t bits) {
-  // Every f16 is an f32: a normal one rebiases its exponent, a subnormal one is m * 2^-24, exactly.
-  // Bit moves, not decode_binary's scalbn: quantized weight rows decode one scale per block.
-  const std::uint32_t sign = std::uint32_t(bits & 0x8000u) << 16, e = (bits >> 10) & 31u, m = bits & 0x3FFu;
-  if (e == 31u) return std::bit_cast<float>(sign | 0x7F800000u | (m << 13));  // Inf; NaN keeps its payload
-  if (e == 0u) {
-    const float v = float(m) * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
-}
-
 std::uint16_t f64_to_bf16(double v) {
   if (std::isnan(v)) return std::signbit(v) ? 0xFFC0u : 0x7FC0u;
   // bf16 has f32's exponent range; round from double in one step.

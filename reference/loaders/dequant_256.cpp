@@ -7,6 +7,7 @@
 #include "quant_blocks.h"
 
 namespace ds::ref::quant_blocks {
+namespace DS_QUANT_BLOCKS_ISA {
 
 namespace {
 
@@ -51,8 +52,6 @@ ChunkScales chunk_scales(int c, const std::byte* scales, float d, float dmin) {
   out.m2 = dmin * float(m);
   return out;
 }
-
-}  // namespace
 
 // scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
 void q2_k(const std::byte* b, float* y) {
@@ -119,7 +118,8 @@ void q6_k(const std::byte* b, float* y) {
     for (int k = 0; k < 4; ++k, y += 32) {
       const std::byte* lo = ql + 32 * (k % 2);
       const int shift = k < 2 ? 0 : 4;
-      const float s0 = d * float(std::int8_t(u8(sc + 2 * k))), s1 = d * float(std::int8_t(u8(sc + 2 * k + 1)));
+      const float s0 = d * float(std::int8_t(u8(sc + 2 * k))),
+                  s1 = d * float(std::int8_t(u8(sc + 2 * k + 1)));
       for (int l = 0; l < 32; ++l) {
         const int q = int(((u8(lo + l) >> shift) & 0xF) | (((u8(qh + l) >> (2 * k)) & 3) << 4)) - 32;
         y[l] = (l < 16 ? s0 : s1) * float(q);
@@ -145,4 +145,17 @@ void iq4_xs(const std::byte* b, float* y) {
   }
 }
 
+}  // namespace
+
+QuantDecode rows_of_256(GgmlType t) {
+  switch (t) {
+#define DS_ROW_DECODER(type, elems, bytes, decoder) \
+  case GgmlType::type: return decode_row<decoder, elems, bytes>;
+    DS_GGML_BLOCKS_OF_256(DS_ROW_DECODER)
+#undef DS_ROW_DECODER
+    default: return nullptr;
+  }
+}
+
+}  // namespace DS_QUANT_BLOCKS_ISA
 }  // namespace ds::ref::quant_blocks

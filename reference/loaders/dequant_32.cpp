@@ -4,6 +4,7 @@
 #include "quant_blocks.h"
 
 namespace ds::ref::quant_blocks {
+namespace DS_QUANT_BLOCKS_ISA {
 
 namespace {
 
@@ -12,8 +13,6 @@ std::uint32_t high_bits(const std::byte* p) {
   std::memcpy(&h, p, 4);
   return h;
 }
-
-}  // namespace
 
 void q4_0(const std::byte* b, float* y) {
   const float d = half(b);
@@ -71,4 +70,17 @@ void iq4_nl(const std::byte* b, float* y) {
   }
 }
 
+}  // namespace
+
+QuantDecode rows_of_32(GgmlType t) {
+  switch (t) {
+#define DS_ROW_DECODER(type, elems, bytes, decoder) \
+  case GgmlType::type: return decode_row<decoder, elems, bytes>;
+    DS_GGML_BLOCKS_OF_32(DS_ROW_DECODER)
+#undef DS_ROW_DECODER
+    default: return nullptr;
+  }
+}
+
+}  // namespace DS_QUANT_BLOCKS_ISA
 }  // namespace ds::ref::quant_blocks

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -11,65 +12,74 @@
 #include "dtype.h"
 #include "quant_blocks.h"
 
+// The decoders' AVX2 build (reference/CMakeLists.txt), declared here, the one file that picks a
+// build.
+#if defined(DS_LINEAR_X86)
+namespace ds::ref::quant_blocks::avx2 {
+QuantDecode rows_of_32(GgmlType t);
+QuantDecode rows_of_256(GgmlType t);
+}  // namespace ds::ref::quant_blocks::avx2
+#endif
+
 namespace ds::ref {
 
 namespace {
 
 namespace qb = quant_blocks;
 
-using BlockDecode = void (*)(const std::byte* block, float* y);
-
-struct Entry {
-  GgmlTypeInfo info;
-  BlockDecode decode;  // null for the plain float types
-  QuantDecode row;     // decode's blocks over a row, without a table lookup per call
+constexpr GgmlTypeInfo kTypes[] = {{GgmlType::F32, "F32", 1, 4},
+                                   {GgmlType::F16, "F16", 1, 2},
+                                   {GgmlType::BF16, "BF16", 1, 2},
+#define DS_TYPE_INFO(type, elems, bytes, decoder) {GgmlType::type, #type, elems, bytes},
+                                   DS_GGML_BLOCKS_OF_32(DS_TYPE_INFO) DS_GGML_BLOCKS_OF_256(DS_TYPE_INFO)
+#undef DS_TYPE_INFO
 };
 
-template <BlockDecode Decode, std::int64_t Elems, std::int64_t Bytes>
-void decode_row(const std::byte* src, float* dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n / Elems; ++i) Decode(src + i * Bytes, dst + i * Elems);
-}
-
-template <GgmlType T, std::int64_t Elems, std::int64_t Bytes, BlockDecode Decode>
-constexpr Entry block_type(std::string_view name) {
-  return {{T, name, Elems, Bytes}, Decode, decode_row<Decode, Elems, Bytes>};
-}
-
-constexpr Entry kTypes[] = {
-    {{GgmlType::F32, "F32", 1, 4}, nullptr, nullptr},
-    {{GgmlType::F16, "F16", 1, 2}, nullptr, nullptr},
-    {{GgmlType::BF16, "BF16", 1, 2}, nullptr, nullptr},
-    block_type<GgmlType::Q8_0, 32, 34, qb::q8_0>("Q8_0"),
-    block_type<GgmlType::Q4_0, 32, 18, qb::q4_0>("Q4_0"),
-    block_type<GgmlType::Q4_1, 32, 20, qb::q4_1>("Q4_1"),
-    block_type<GgmlType::Q5_0, 32, 22, qb::q5_0>("Q5_0"),
-    block_type<GgmlType::Q5_1, 32, 24, qb::q5_1>("Q5_1"),
-    block_type<GgmlType::IQ4_NL, 32, 18, qb::iq4_nl>("IQ4_NL"),
-    block_type<GgmlType::Q2_K, 256, 84, qb::q2_k>("Q2_K"),
-    block_type<GgmlType::Q3_K, 256, 110, qb::q3_k>("Q3_K"),
-    block_type<GgmlType::Q4_K, 256, 144, qb::q4_k>("Q4_K"),
-    block_type<GgmlType::Q5_K, 256, 176, qb::q5_k>("Q5_K"),
-    block_type<GgmlType::Q6_K, 256, 210, qb::q6_k>("Q6_K"),
-    block_type<GgmlType::IQ4_XS, 256, 136, qb::iq4_xs>("IQ4_XS"),
-};
-
-const Entry* find_entry(std::uint32_t code) {
-  for (const auto& e : kTypes)
-    if (std::uint32_t(e.info.type) == code) return &e;
+const GgmlTypeInfo* find_info(std::uint32_t code) {
+  for (const auto& t : kTypes)
+    if (std::uint32_t(t.type) == code) return &t;
   return nullptr;
 }
 
 }  // namespace
 
+std::vector<std::pair<std::string_view, QuantDecode>> ggml_row_decoder_builds(GgmlType t) {
+  const QuantDecode baseline = qb::rows_of_32(t) ? qb::rows_of_32(t) : qb::rows_of_256(t);
+  if (!baseline) return {};
+  std::vector<std::pair<std::string_view, QuantDecode>> builds = {{"baseline", baseline}};
+#if defined(DS_LINEAR_X86)
+  if (__builtin_cpu_supports("avx2"))
+    builds.emplace_back("avx2", qb::avx2::rows_of_32(t) ? qb::avx2::rows_of_32(t) : qb::avx2::rows_of_256(t));
+#endif
+  return builds;
+}
+
+namespace {
+
+// The row decoder of the widest build this CPU runs, looked up once per type code.
+QuantDecode widest_row_decoder(GgmlType t) {
+  static const auto widest = [] {
+    std::array<QuantDecode, 32> by_code{};
+    for (const auto& info : kTypes) {
+      const auto builds = ggml_row_decoder_builds(info.type);
+      if (!builds.empty()) by_code.at(std::size_t(info.type)) = builds.back().second;
+    }
+    return by_code;
+  }();
+  return std::size_t(t) < widest.size() ? widest[std::size_t(t)] : nullptr;
+}
+
+}  // namespace
+
 std::optional<GgmlTypeInfo> ggml_type_info(std::uint32_t code) {
-  if (const Entry* e = find_entry(code)) return e->info;
+  if (const GgmlTypeInfo* t = find_info(code)) return *t;
   return std::nullopt;
 }
 
 std::string_view ggml_supported_types() {
   static const std::string names = [] {
     std::string s;
-    for (const auto& e : kTypes) s += (s.empty() ? "" : ", ") + std::string(e.info.name);
+    for (const auto& t : kTypes) s += (s.empty() ? "" : ", ") + std::string(t.name);
     return s;
   }();
   return names;
@@ -90,16 +100,13 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n) {
       return;
     default: break;
   }
-  const Entry* e = find_entry(std::uint32_t(t));
-  if (!e || !e->decode)
+  const QuantDecode row = widest_row_decoder(t);
+  if (!row)
     throw std::invalid_argument(fmt::format("dequantize: ggml type {} has no decoder", std::uint32_t(t)));
-  e->row(src, dst, n);
+  row(src, dst, n);
 }
 
-QuantDecode ggml_row_decoder(GgmlType t) {
-  const Entry* e = find_entry(std::uint32_t(t));
-  return e ? e->row : nullptr;
-}
+QuantDecode ggml_row_decoder(GgmlType t) { return widest_row_decoder(t); }
 
 std::vector<std::byte> quantize_q8_0(const float* x, std::int64_t n, Ties ties) {
   std::vector<std::byte> out(std::size_t(n / 32 * 34));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "weights.h"
@@ -52,6 +53,9 @@ void dequantize(GgmlType t, const std::byte* src, float* dst, std::int64_t n);
 // The row decoder of a block type (QuantMatrix::decode): dequantize's arithmetic for that type;
 // null for F32, F16 and BF16, which are held as tensors of their own dtype.
 QuantDecode ggml_row_decoder(GgmlType t);
+// Every build of that decoder this CPU runs, named ("baseline", "avx2"): each must give the bits of
+// every other (LinearOrder.QuantizedRowsHaveTheBitsOfTheDecodedMatrix); ggml_row_decoder is the last.
+std::vector<std::pair<std::string_view, QuantDecode>> ggml_row_decoder_builds(GgmlType t);
 
 // Round-to-nearest Q8_0 (d = max|x| / 127, q = x * (1 / d)). Ties away from zero, as ggml's
 // quantize_row_q8_0_ref writes weights (fixtures); ties to even, as its AVX2 and NEON paths quantize

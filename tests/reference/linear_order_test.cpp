@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "linear_kernel.h"
 #include "loaders/quant.h"
@@ -109,31 +111,67 @@ TEST(LinearOrder, EveryKernelBuildGivesTheSameBits) {
     }
 }
 
-// A Q8_0 matrix read a row at a time gives the bits of the same matrix decoded up front, through
-// ref::linear and through every instruction set's kernel.
+// A block type's rows as a loader keeps them: random bytes, with each block's f16 scale fields
+// (`scales_at`) set to random finite scales. Random quants and scales reach every decoder path;
+// finite scales keep NaN, whose payload no test here compares, out of the products.
+struct BlockTypeCase {
+  GgmlType type;
+  std::vector<int> scales_at;
+};
+const BlockTypeCase kBlockTypeCases[] = {
+    {GgmlType::Q8_0, {0}},     {GgmlType::Q4_0, {0}},     {GgmlType::Q4_1, {0, 2}},   {GgmlType::Q5_0, {0}},
+    {GgmlType::Q5_1, {0, 2}},  {GgmlType::IQ4_NL, {0}},   {GgmlType::Q2_K, {80, 82}}, {GgmlType::Q3_K, {108}},
+    {GgmlType::Q4_K, {0, 2}},  {GgmlType::Q5_K, {0, 2}},  {GgmlType::Q6_K, {208}},    {GgmlType::IQ4_XS, {0}},
+};
+
+QuantMatrix random_quant_matrix(const BlockTypeCase& c, std::int64_t out, std::int64_t in) {
+  const GgmlTypeInfo info = *ggml_type_info(std::uint32_t(c.type));
+  const std::size_t row_bytes = std::size_t(ggml_nbytes(info, in));
+  auto bytes = std::make_shared<std::vector<std::byte>>(row_bytes * std::size_t(out));
+  NormalStream rng(5, fmt::format("q-{}", info.name));
+  for (auto& b : *bytes) b = std::byte(std::uint64_t(std::abs(rng.next()) * 1e6) & 0xff);
+  for (std::size_t at = 0; at < bytes->size(); at += std::size_t(info.block_bytes))
+    for (int off : c.scales_at) {
+      const std::uint16_t scale = f32_to_f16(float(0.01 * rng.next()));
+      std::memcpy(bytes->data() + at + std::size_t(off), &scale, 2);
+    }
+  return QuantMatrix{.type = std::string(info.name),
+                     .shape = {out, in},
+                     .row_bytes = row_bytes,
+                     .decode = ggml_row_decoder(c.type),
+                     .owner = bytes,
+                     .data = bytes->data()};
+}
+
+// Every block type read a row at a time gives the bits of the same matrix decoded up front, through
+// ref::linear and every instruction set's kernel, with every build of its row decoder; 7 rows make
+// a group of four and a remainder, 1-3 token rows and 4-5 take the kernel's two tilings.
 TEST(LinearOrder, QuantizedRowsHaveTheBitsOfTheDecodedMatrix) {
-  const std::int64_t in = 96, out = 7;
-  const Tensor wf = random({out, in}, "qw").to(DType::f32);
-  const auto bytes =
-      std::make_shared<const std::vector<std::byte>>(quantize_q8_0(wf.data<float>(), out * in));
-  const QuantMatrix q{.type = "Q8_0",
-                      .shape = {out, in},
-                      .row_bytes = std::size_t(in / 32 * 34),
-                      .decode = ggml_row_decoder(GgmlType::Q8_0),
-                      .owner = bytes,
-                      .data = bytes->data()};
-  const Tensor decoded = q.dequantized();
-  EXPECT_FALSE(test::same_bits(decoded, wf)) << "Q8_0 rounds: the comparison below could not fail";
-  for (std::int64_t rows : {1, 5}) {
-    const Tensor x = random({rows, in}, fmt::format("qx{}", rows));
-    const Tensor b = random({out}, "qb");
-    const Tensor want = plain_linear(x, decoded, &b);
-    EXPECT_TRUE(test::same_bits(linear(x, q, &b), want)) << "rows " << rows;
-    for (const auto& [name, kernel] : kernel_builds()) {
-      Tensor got(DType::f64, {rows, out});
-      kernel({x.data<double>(), nullptr, DType::f32, &q, b.data<double>(), got.data<double>(), rows, in, out},
-             0, out);
-      EXPECT_TRUE(test::same_bits(got, want)) << name << " rows " << rows;
+  const std::int64_t out = 7;
+  for (const BlockTypeCase& c : kBlockTypeCases) {
+    const GgmlTypeInfo info = *ggml_type_info(std::uint32_t(c.type));
+    const std::int64_t in = 2 * info.block_elems;
+    QuantMatrix q = random_quant_matrix(c, out, in);
+    const Tensor decoded = q.dequantized();
+    const auto decoders = ggml_row_decoder_builds(c.type);
+    ASSERT_FALSE(decoders.empty()) << info.name;
+    EXPECT_EQ(decoders.back().second, ggml_row_decoder(c.type)) << info.name << ": not the widest build";
+    for (const auto& [decoder_isa, decoder] : decoders) {
+      q.decode = decoder;
+      EXPECT_TRUE(test::same_bits(q.dequantized(), decoded)) << info.name << " decoder " << decoder_isa;
+      for (std::int64_t rows : {1, 3, 4, 5}) {
+        const Tensor x = random({rows, in}, fmt::format("qx{}", rows));
+        const Tensor b = random({out}, "qb");
+        const Tensor want = plain_linear(x, decoded, &b);
+        EXPECT_TRUE(test::same_bits(linear(x, q, &b), want)) << info.name << " rows " << rows;
+        for (const auto& [name, kernel] : kernel_builds()) {
+          Tensor got(DType::f64, {rows, out});
+          kernel({x.data<double>(), nullptr, DType::f32, &q, b.data<double>(), got.data<double>(), rows, in, out},
+                 0, out);
+          EXPECT_TRUE(test::same_bits(got, want))
+              << info.name << " kernel " << name << " decoder " << decoder_isa << " rows " << rows;
+        }
+      }
     }
   }
 }
