@@ -35,6 +35,39 @@ std::string map_field(const std::string& path, const YAML::Node& n, std::string_
   return n.Scalar();
 }
 
+// `include_dirs`: one directory or a list, each relative to the map's own directory or absolute,
+// and each one that exists (an InputError naming the map, the line and the directory otherwise).
+std::vector<std::string> map_include_dirs(const std::string& path, const YAML::Node& n) {
+  std::vector<YAML::Node> items;
+  if (n.IsScalar()) {
+    items.push_back(n);
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) items.push_back(item);
+  } else {
+    throw InputError(fmt::format("{}:{}: field 'include_dirs': must be a directory or a list of them", path,
+                                 n.Mark().line + 1));
+  }
+  const fs::path base = fs::absolute(path).parent_path();
+  std::vector<std::string> dirs;
+  for (const auto& item : items) {
+    if (!item.IsScalar() || item.Scalar().empty())
+      throw InputError(fmt::format("{}:{}: field 'include_dirs': each entry must be a directory", path,
+                                   item.Mark().line + 1));
+    const fs::path dir = (base / item.Scalar()).lexically_normal();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw InputError(fmt::format("{}:{}: field 'include_dirs': {} is not a directory", path,
+                                   item.Mark().line + 1, dir.string()));
+    if (dir.string().find_first_of(";\n") != std::string::npos)
+      throw InputError(
+          fmt::format("{}:{}: field 'include_dirs': {}: a path with ';' or a newline cannot be handed to "
+                      "CMake",
+                      path, item.Mark().line + 1, dir.string()));
+    dirs.push_back(dir.string());
+  }
+  return dirs;
+}
+
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   std::stringstream s;
@@ -130,9 +163,12 @@ StageMap read_stage_map(const std::string& path) {
       m.entry = map_field(path, kv.second, key);
     else if (key == "dtype")
       m.dtype = map_field(path, kv.second, key);
+    else if (key == "include_dirs")
+      m.include_dirs = map_include_dirs(path, kv.second);
     else
       throw InputError(
-          fmt::format("{}:{}: unknown field '{}' (a stage map has `kind`, `entry` and optionally `dtype`)",
+          fmt::format("{}:{}: unknown field '{}' (a stage map has `kind`, `entry` and optionally `dtype` and "
+                      "`include_dirs`)",
                       path, kv.first.Mark().line + 1, key));
   }
   if (m.kind.empty())
@@ -175,6 +211,7 @@ nlohmann::json candidate_build_json(const BareCandidate& b, bool kept) {
           {"kind", b.map.kind},
           {"entry", b.map.entry},
           {"dtype", b.map.dtype},
+          {"include_dirs", b.map.include_dirs},
           {"plugin", kept ? nlohmann::json(b.plugin) : nlohmann::json()}};
 }
 
@@ -194,6 +231,21 @@ void model_for_kernel_file(const std::string& cu, const StageMap& map, std::stri
   model = std::string(find_scaffold_kind(map.kind)->model);
   fmt::print("{} is a {} kernel: run in {}, the {} kind's model (--model picks another)\n", cu, map.kind,
              model, map.kind);
+}
+
+// The generated project's lines that hand the map's include_dirs to every build of the kernel.
+std::string kernel_include_dirs(const std::string& name, const StageMap& map) {
+  if (map.include_dirs.empty()) return {};
+  std::vector<std::string> quoted;
+  for (const auto& d : map.include_dirs) quoted.push_back(cmake_quoted(d));
+  return fmt::format(
+      "# include_dirs of {0}: the repository's own headers.\n"
+      "foreach(flavour {1}_kernel {1}_kernel_checked {1}_kernel_cuda)\n"
+      "  if(TARGET ${{flavour}})\n"
+      "    target_include_directories(${{flavour}} PRIVATE {2})\n"
+      "  endif()\n"
+      "endforeach()\n",
+      map.path, name, fmt::join(quoted, " "));
 }
 
 BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, const fs::path& dir,
@@ -227,6 +279,7 @@ BareCandidate build_bare_candidate(const std::string& cu, const StageMap& map, c
                              {"@CANDIDATE@", candidate},
                              {"@KERNEL@", std::string(kind.name)},
                              {"@KERNEL_SOURCE@", cmake_quoted(b.source)},
+                             {"@KERNEL_INCLUDES@", kernel_include_dirs(name, b.map)},
                              {"@ENTRY@", b.map.entry},
                              {"@MODEL@", std::string(kind.model)},
                              {"@ELEM@", b.map.dtype == "f16" ? "__half" : "float"},

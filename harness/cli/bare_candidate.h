@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ds::cli {
 
@@ -18,6 +19,8 @@ namespace ds::cli {
 // variant: the entry takes __half pointers). Anything else in it is an error.
 struct StageMap {
   std::string path, kind, entry, dtype = "f32";
+  // `include_dirs`: the repository's own header directories (-I), absolute, each one that exists.
+  std::vector<std::string> include_dirs;
 };
 // An InputError naming the file and the field for anything wrong.
 StageMap read_stage_map(const std::string& path);
@@ -32,7 +35,8 @@ std::optional<StageMap> stage_map_for(const std::string& candidate, const std::s
 // A bare .cu computes one kind of stage and can never produce the others: without a --fill of the
 // user's (`fill_given` false), `fill` becomes "reference" and a line says so, so that the coverage
 // gate does not refuse the model only after the build. An explicit `--fill none` stands.
-void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, std::string& fill, bool fill_given);
+void default_fill_for_kernel_file(const std::string& cu, const StageMap& map, std::string& fill,
+                                  bool fill_given);
 
 // A bare .cu computes its kind's stages only: without a --model of the user's (`model_given`
 // false), `model` becomes the kind's own preset (one whose model has those stages), and a line says so.

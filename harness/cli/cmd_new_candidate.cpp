@@ -59,6 +59,7 @@ void add_new_candidate_command(CLI::App& app, int& exit_code) {
           {"@CANDIDATE@", candidate},
           {"@KERNEL@", *kernel},
           {"@KERNEL_SOURCE@", *kernel + ".cu"},
+          {"@KERNEL_INCLUDES@", ""},
           {"@ENTRY@", *kernel + "_forward"},
           {"@UNAVAILABLE@", *kernel + "_unavailable"},
           {"@MODEL@", std::string(kind.model)},

@@ -73,6 +73,7 @@ def main():
             "bf16.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\ndtype: bf16\n",
             "f16_rmsnorm.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\ndtype: f16\n",
             "missing_function.yaml": "kind: rmsnorm\nentry: rmsnorm_not_here\n",
+            "no_such_include_dir.yaml": "kind: rmsnorm\nentry: my_rmsnorm_forward\ninclude_dirs: [., no/such/dir]\n",
         }
         for name, text in maps.items():
             if text is not None:
@@ -95,7 +96,9 @@ def main():
                                   ("no_entry.yaml", ["field 'entry' is missing"]),
                                   ("bf16.yaml", ["field 'dtype'", "'bf16' is neither f32"]),
                                   ("f16_rmsnorm.yaml", ["field 'dtype'", "the rmsnorm kind has no f16 variant",
-                                                        "layernorm, gelu, residual"])):
+                                                        "layernorm, gelu, residual"]),
+                                  ("no_such_include_dir.yaml", ["no_such_include_dir.yaml:3", "field 'include_dirs'",
+                                                                "no/such/dir is not a directory"])):
             p, _ = verify(good, stage_map, os.path.join(work, "wd-map"), (2,))
             if not all(w in p.stderr for w in [stage_map] + wanted):
                 sys.exit(f"FAILED: {stage_map}: the error does not name {wanted}:\n{p.stderr}")

@@ -1,8 +1,10 @@
 """Issue 53 item 5: a repository's kernel file run as it is, through a wrapper `.cu` that includes
 it (tests/install/bare_cu/layernorm_wrapper.cu includes repo/layernorm_repo.cu, a file of the shape
 public dev/cuda collections have: its own launcher signature, a `__constant__`, a `main` with a
-device query and events, a header of helpers next to it). From an installed driftscope, in a fresh
-directory:
+device query and events, a header of helpers next to it, which includes one more that only the
+repository's include directory holds). From an installed driftscope, in a fresh directory:
+- the map's `include_dirs` hands that directory to the build; without it the build fails naming the
+  header;
 - `verify` without `--model` runs in the kind's preset (gpt2-tiny, said so) and passes;
 - the included file with its grid guard removed: `check`'s memory part names the bad read at the
   *included* file's own line (the rewrite puts it in place between #line directives);
@@ -29,7 +31,16 @@ def main():
         wrapper, stage_map = "layernorm_wrapper.cu", "layernorm_wrapper.yaml"
         repo_file = os.path.join(user, "repo", "layernorm_repo.cu")
         src = open(repo_file).read()
-        owned = [os.path.join(user, f) for f in (wrapper, stage_map, "repo/layernorm_repo.cu", "repo/repo_common.h")]
+        owned = [os.path.join(user, f) for f in (wrapper, stage_map, "repo/layernorm_repo.cu", "repo/repo_common.h",
+                                                 "repo/include/repo_math.h")]
+
+        # Without the map's include_dirs the repository's header is not found: the build fails,
+        # exit 2, and the compiler's line names it.
+        no_dirs = os.path.join(user, "no_include_dirs.yaml")
+        open(no_dirs, "w").write("".join(l for l in open(os.path.join(user, stage_map)) if "include_dirs" not in l))
+        p = sh(ds, "verify", "--candidate", wrapper, "--stage-map", no_dirs, cwd=user, ok=(2,))
+        assert "the build failed" in p.stderr and "repo_math.h" in p.stderr, p.stderr[-3000:]
+        os.remove(no_dirs)
 
         # The file as it is: verify passes, in the kind's own preset.
         report = os.path.join(work, "verify.json")

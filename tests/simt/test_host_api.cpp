@@ -54,6 +54,19 @@ TEST(HostApi, CudaLaunchKernelFromAnArgumentArray) {
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
 }
 
+// Its checked build (simt_test_kernels_checked) compiles the same cast: before the checked cast
+// skipped pointers to incomplete types, it did not build ("invalid application of '__alignof__' to
+// incomplete type 'CUstream_st'").
+TEST(HostApi, AStreamHandedOverAsAVoidPointerIsCastBackAndLaunchedOn) {
+  const std::vector<float> x = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17,
+                                18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34,
+                                35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51,
+                                52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68};
+  const std::vector<float> y = host_api::add_one_on_opaque_stream(x);
+  ASSERT_EQ(y.size(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] + 1) << i;
+}
+
 TEST(HostApi, AFailedDeviceAssertStopsTheLaunchNamingItsLineAndThread) {
   EXPECT_EQ(host_api::checked_sqrt({4, 9}), (std::vector<float>{2, 3}));
   std::vector<float> x(100, 1.0f);

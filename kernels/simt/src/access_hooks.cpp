@@ -89,6 +89,11 @@ extern "C" void __asan_init() {
 }
 extern "C" void __asan_version_mismatch_check_v8() {}
 extern "C" void __asan_handle_no_return() {}
+// GCC brackets a file's dynamic initialisers with these (ASan's initialisation-order check) even
+// with asan-globals=0, so a kernel file with a namespace-scope object that has a constructor
+// (<iostream>'s, a table built at start-up) needs them to link; the order is not checked here.
+extern "C" void __asan_before_dynamic_init(const char*) {}
+extern "C" void __asan_after_dynamic_init() {}
 
 #define SIMT_PC __builtin_return_address(0)
 #define SIMT_REPORT_HOOKS(n)                                                               \

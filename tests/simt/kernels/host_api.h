@@ -32,6 +32,10 @@ Scaled scale_by_table(const std::vector<float>& x, const std::vector<float>& tab
 // y = x + 1 launched with cudaLaunchKernel and an argument array.
 std::vector<float> add_one_launched(const std::vector<float>& x);
 
+// y = x + 1 on a stream that an operator library's entry point takes as a void* and casts back
+// (reinterpret_cast<cudaStream_t>, a pointer to an incomplete type), as InfiniCore's do.
+std::vector<float> add_one_on_opaque_stream(const std::vector<float>& x);
+
 // Per thread t of one block: min(last, 2t) + max(last - 100, t), an int beside an unsigned in each.
 std::vector<unsigned> clamp_indices(int threads, int last);
 

@@ -351,11 +351,15 @@ extern std::atomic<bool> g_memcheck_launch;
 // a type a GPU must access aligned (float4, half2, a float) against that alignment. A vector type's
 // access is often split into scalar loads the hooks cannot tell from aligned ones, so the cast,
 // where the kernel says what it will load, is where the misalignment shows.
+// A pointer to an incomplete type, an opaque handle such as cudaStream_t's CUstream_st (operator
+// libraries take their stream as a void* and cast it back), is never loaded through: nothing to check.
+template <class T>
+concept complete_object_type = requires { sizeof(T); };
 template <class To, class From>
 inline To checked_reinterpret_cast(From&& from, std::source_location at = std::source_location::current()) {
   if constexpr (std::is_pointer_v<To> && std::is_pointer_v<std::remove_cvref_t<From>>) {
     using Elem = std::remove_cv_t<std::remove_pointer_t<To>>;
-    if constexpr (!std::is_void_v<Elem> && !std::is_function_v<Elem>) {
+    if constexpr (!std::is_void_v<Elem> && !std::is_function_v<Elem> && complete_object_type<Elem>) {
       if constexpr (alignof(Elem) > 1) {
         To to = reinterpret_cast<To>(from);
         if (g_memcheck_launch.load(std::memory_order_relaxed) &&

@@ -1,11 +1,13 @@
 // The helpers a kernel repository keeps next to its kernel files (written here): an error check
-// that exits, as such files do, and a ceiling division.
+// that exits, as such files do, and (from its include directory) a ceiling division.
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
 
 #include <cuda_runtime.h>
+
+#include "repo_math.h"
 
 inline void cuda_check(cudaError_t error, const char* file, int line) {
   if (error != cudaSuccess) {
@@ -14,5 +16,3 @@ inline void cuda_check(cudaError_t error, const char* file, int line) {
   }
 }
 #define cudaCheck(err) (cuda_check(err, __FILE__, __LINE__))
-
-inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
